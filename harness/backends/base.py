@@ -1,0 +1,140 @@
+"""The hypervisor backend interface.
+
+A backend changes how the test disk is attached, makes the change take effect by restarting the VM
+(a guest-initiated reboot does not restart QEMU, so pending changes would stay pending), says which
+host process and threads the collector must watch, and puts the VM back exactly as it was.
+
+The runner calls the public methods; backends implement the underscore hooks. Retries, logging and
+the "always restore" guarantee live here, once (PerfKitBenchmarker's BaseResource pattern).
+"""
+
+from __future__ import annotations
+
+import logging
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+from ..model import DiskConfig
+from ..spec import MatrixSpec
+
+log = logging.getLogger("stormatrix.backend")
+
+# Roles of QEMU threads, as the collector reports them.
+ROLE_MAIN = "main-loop"
+ROLE_VCPU = "vcpu"
+ROLE_IOTHREAD = "iothread"
+ROLE_WORKER = "aio-worker"
+ROLE_OTHER = "other"
+
+
+@dataclass(frozen=True)
+class HostScope:
+    """What the host collector measures: one QEMU process per VM and the roles of its threads.
+
+    ``threads`` maps thread id -> role for the threads QMP names (vCPUs, iothreads); the collector
+    classifies the rest itself (main loop = the pid, ``worker`` = thread-pool aio workers).
+    ``ssh`` is None when the process runs on this machine.
+    """
+
+    pid: int
+    threads: dict[int, str] = field(default_factory=dict)
+    vm: str = ""
+    ssh: str | None = None
+
+
+@dataclass(frozen=True)
+class BlockStats:
+    """QEMU's own accounting of the test disk (QMP query-blockstats)."""
+
+    rd_bytes: int
+    wr_bytes: int
+    rd_operations: int
+    wr_operations: int
+
+    def minus(self, other: "BlockStats") -> "BlockStats":
+        return BlockStats(self.rd_bytes - other.rd_bytes, self.wr_bytes - other.wr_bytes,
+                          self.rd_operations - other.rd_operations, self.wr_operations - other.wr_operations)
+
+
+@dataclass(frozen=True)
+class GuestEndpoint:
+    """How a guest executor reaches the guest that the backend started."""
+
+    kind: str  # "local-agent" (serial socket), "tcp" (fio server / WinRM host), ...
+    address: str  # socket path, or host name
+    port: int | None = None
+    name: str = ""
+
+
+class Backend(ABC):
+    name: ClassVar[str]
+    #: controllers this backend can attach the test disk to
+    controllers: ClassVar[frozenset[str]]
+    #: executor used when the matrix says executor = "auto"
+    default_executor: ClassVar[str] = "local-agent"
+
+    def __init__(self, spec: MatrixSpec, workdir: Path) -> None:
+        self.spec = spec
+        self.workdir = Path(workdir)
+        self.current: DiskConfig | None = None
+
+    # --- stages called by the runner --------------------------------------------------------------
+    def prepare(self) -> dict[str, Any]:
+        """Check the platform, remember the VM's original configuration; return environment facts."""
+        facts = self._prepare()
+        log.info("backend %s prepared", self.name)
+        return facts
+
+    def apply(self, disk: DiskConfig) -> None:
+        """Attach the test disk as ``disk`` describes and restart the VM so that it takes effect."""
+        log.info("applying %s", disk.key)
+        self._apply(disk)
+        self.current = disk
+
+    def stop(self) -> None:
+        self._stop()
+
+    def restore(self) -> None:
+        """Put the VM back exactly as :meth:`prepare` found it. Safe to call more than once."""
+        self._restore()
+
+    def close(self) -> None:
+        """Release everything the backend started (processes, sessions). Never raises."""
+        try:
+            self._close()
+        except Exception:  # noqa: BLE001 - close runs in finally blocks; log, do not mask the real error
+            log.exception("backend %s: error while closing", self.name)
+
+    # --- hooks -----------------------------------------------------------------------------------
+    @abstractmethod
+    def _prepare(self) -> dict[str, Any]: ...
+
+    @abstractmethod
+    def _apply(self, disk: DiskConfig) -> None: ...
+
+    @abstractmethod
+    def _stop(self) -> None: ...
+
+    @abstractmethod
+    def _restore(self) -> None: ...
+
+    def _close(self) -> None:
+        self._stop()
+
+    @abstractmethod
+    def scope(self) -> list[HostScope]:
+        """The QEMU process(es) of the VM(s) under test, for the collector."""
+
+    @abstractmethod
+    def endpoints(self) -> list[GuestEndpoint]:
+        """How to reach the running guest(s)."""
+
+    def blockstats(self) -> BlockStats | None:
+        """QEMU's accounting of the test disk, or None where the platform has none (ESXi)."""
+        return None
+
+    def original_config(self) -> dict[str, Any] | None:
+        """What :meth:`restore` will put back; journaled so ``stormatrix restore`` works after a crash."""
+        return None

@@ -1,0 +1,7 @@
+"""CLI subcommands, one module each, listed explicitly in :data:`COMMANDS` (order = --help order).
+
+Each module has ``register(subparsers) -> None`` which adds its parser and sets ``func`` to a
+callable ``(args) -> int``.
+"""
+
+COMMANDS = ["plan", "run", "report", "compare", "demo", "guest", "restore", "image"]

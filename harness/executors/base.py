@@ -1,0 +1,52 @@
+"""The guest executor interface.
+
+An executor waits until the guest can take work, runs one workload (warm-up, then the measurement
+window) and returns the engine's own output. It tells the runner the exact moments the measurement
+window opens and closes through a :class:`WindowListener`, so the host collector measures that window
+and nothing else.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from ..backends.base import GuestEndpoint
+from ..model import Cell, Timing
+
+
+class WindowListener(Protocol):
+    def measure_started(self) -> None: ...
+
+    def measure_ended(self) -> None: ...
+
+
+@dataclass
+class WorkloadResult:
+    """What the engine produced. ``raw`` is kept verbatim (journaled) so nothing is lost to parsing."""
+
+    engine: str  # "fio" | "diskspd"
+    raw: str
+    data: dict[str, Any]  # the parsed document (fio JSON / DiskSpd XML as dict)
+    guest: dict[str, Any] = field(default_factory=dict)  # guest facts: kernel, device name, fio version
+    window_source: str = "guest-marker"  # how the window edges were known: guest-marker | timed
+
+
+class GuestExecutor(ABC):
+    name: str
+
+    def __init__(self, endpoints: list[GuestEndpoint], options: dict[str, Any] | None = None) -> None:
+        self.endpoints = endpoints
+        self.options = options or {}
+
+    @abstractmethod
+    def wait_ready(self, deadline: float) -> dict[str, Any]:
+        """Block until the guest takes work or ``deadline`` (time.monotonic) passes; return guest facts."""
+
+    @abstractmethod
+    def run(self, cell: Cell, timing: Timing, window: WindowListener) -> WorkloadResult:
+        """Run the cell's workload: warm-up for ``timing.ramp_s``, then measure ``timing.measure_s``."""
+
+    def close(self) -> None:
+        """Release connections. Never raises."""

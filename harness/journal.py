@@ -1,0 +1,175 @@
+"""The run journal: append-only, newline-delimited JSON, one self-describing record per line.
+
+Each record is written with an exclusive lock, flushed and fsynced before the next cell starts, so a
+crash loses at most the cell in flight. A SIGKILL in the middle of a write can leave a torn last line
+(no trailing newline): it is detected, reported and cut off before anything new is appended, never
+glued to the next record. Resume = skip the keys that already have a ``cell`` record.
+
+Record types (field ``type``):
+
+- ``run``        one per invocation: run id, matrix, environment, backend's original VM config
+- ``cell``       one per finished cell x repeat: see :mod:`stormatrix.records`
+- ``cell-error`` a failed attempt at a cell (the cell is tried again on resume)
+- ``restored``   the backend put the VM back (so ``stormatrix restore`` knows there is nothing to do)
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import logging
+import math
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+from .errors import DataFileError, StormatrixError
+
+log = logging.getLogger("stormatrix.journal")
+
+SCHEMA = "stormatrix/record-1"
+JOURNAL_NAME = "journal.ndjson"
+
+
+class JournalWriteError(StormatrixError):
+    """The journal could not be written (disk full, permissions): the run must stop, nothing is lost."""
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, Path):
+        return str(value)
+    if hasattr(value, "isoformat"):
+        return value.isoformat()
+    raise TypeError(f"not JSON serializable: {type(value).__name__}")
+
+
+def _clean(value: Any) -> Any:
+    """JSON has no NaN/Infinity: store them as null rather than writing invalid JSON."""
+    if isinstance(value, float) and (math.isnan(value) or math.isinf(value)):
+        return None
+    if isinstance(value, dict):
+        return {k: _clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_clean(v) for v in value]
+    return value
+
+
+@dataclass
+class ReadResult:
+    records: list[dict[str, Any]]
+    torn_tail: bool
+
+
+def read_journal(path: str | Path) -> ReadResult:
+    """Read every record. A torn last line is skipped with a warning; a corrupt line elsewhere is an error."""
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return ReadResult([], False)
+    except OSError as exc:
+        raise DataFileError(str(path), f"cannot be read ({exc.strerror})") from None
+    records: list[dict[str, Any]] = []
+    lines = data.split(b"\n")
+    torn = False
+    for number, raw in enumerate(lines, start=1):
+        if not raw.strip():
+            continue
+        is_last = number == len(lines)  # text after the final newline: the write never finished
+        try:
+            rec = json.loads(raw.decode("utf-8"))
+            if not isinstance(rec, dict):
+                raise ValueError("not a JSON object")
+        except (ValueError, UnicodeDecodeError) as exc:
+            if is_last:
+                torn = True
+                log.warning("%s: discarding a torn last line (%d bytes) left by an interrupted write",
+                            path, len(raw))
+                continue
+            raise DataFileError(str(path), f"line {number} is not a journal record ({exc})",
+                                f"restore the file from a backup or delete line {number}; "
+                                "every other line is intact") from None
+        records.append(rec)
+    return ReadResult(records, torn)
+
+
+class Journal:
+    def __init__(self, run_dir: str | Path) -> None:
+        self.run_dir = Path(run_dir)
+        self.path = self.run_dir / JOURNAL_NAME
+
+    def open(self) -> "Journal":
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        self._repair_tail()
+        return self
+
+    def _repair_tail(self) -> None:
+        """Cut a torn last line so the next append starts on a clean line."""
+        if not self.path.exists():
+            return
+        with open(self.path, "r+b") as fh:
+            fcntl.flock(fh, fcntl.LOCK_EX)
+            fh.seek(0, os.SEEK_END)
+            size = fh.tell()
+            if size == 0:
+                return
+            fh.seek(size - 1)
+            if fh.read(1) == b"\n":
+                return
+            # find the last newline
+            pos = size - 1
+            chunk = 65536
+            keep = 0
+            while pos > 0:
+                start = max(0, pos - chunk)
+                fh.seek(start)
+                buf = fh.read(pos - start)
+                idx = buf.rfind(b"\n")
+                if idx >= 0:
+                    keep = start + idx + 1
+                    break
+                pos = start
+            log.warning("%s: cutting a torn last line (%d bytes) left by an interrupted write",
+                        self.path, size - keep)
+            fh.truncate(keep)
+            fh.flush()
+            os.fsync(fh.fileno())
+
+    def append(self, record: dict[str, Any]) -> None:
+        record = {"schema": SCHEMA, **record}
+        line = json.dumps(_clean(record), default=_json_default, ensure_ascii=False, allow_nan=False)
+        data = (line + "\n").encode("utf-8")
+        try:
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise JournalWriteError(f"cannot open the journal {self.path}: {exc.strerror}") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            before = os.fstat(fd).st_size
+            try:
+                written = os.write(fd, data)
+                if written != len(data):
+                    raise OSError(28, "short write")
+                os.fsync(fd)
+            except OSError as exc:
+                # Leave no partial line behind: the journal must stay readable.
+                try:
+                    os.ftruncate(fd, before)
+                except OSError:
+                    pass
+                raise JournalWriteError(
+                    f"cannot write to the journal {self.path}: {exc.strerror or exc}. "
+                    "Free space or fix permissions, then run the same command again: "
+                    "every cell already journaled is kept and will be skipped") from None
+        finally:
+            os.close(fd)
+
+    def records(self) -> list[dict[str, Any]]:
+        return read_journal(self.path).records
+
+    def iter_cells(self) -> Iterator[dict[str, Any]]:
+        return (r for r in self.records() if r.get("type") == "cell")
+
+    def done_keys(self) -> set[str]:
+        return {r["key"] for r in self.iter_cells() if "key" in r}

@@ -1,0 +1,169 @@
+"""The things a matrix is made of: disk configurations, workloads and cells.
+
+All are frozen dataclasses so that a cell can be a dict key, travel between stages unchanged, and be
+written to the journal exactly as it was planned.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+# --- controllers -----------------------------------------------------------------------------------
+# name -> (Proxmox bus, scsihw or None). The names are Proxmox's own where Proxmox has one.
+CONTROLLERS: dict[str, tuple[str, str | None]] = {
+    "ide": ("ide", None),
+    "sata": ("sata", None),
+    "virtio-blk": ("virtio", None),
+    "virtio-scsi-pci": ("scsi", "virtio-scsi-pci"),
+    "virtio-scsi-single": ("scsi", "virtio-scsi-single"),
+    "pvscsi": ("scsi", "pvscsi"),
+    "megasas": ("scsi", "megasas"),
+    "lsi": ("scsi", "lsi"),
+    "lsi53c810": ("scsi", "lsi53c810"),
+    # ESXi controller types (vmware backend only)
+    "lsilogic-sas": ("esxi", None),
+    "lsilogic": ("esxi", None),
+    "nvme": ("esxi", None),
+}
+# "virtio-scsi" is how the technotes and DESIGN.md name the shared virtio-scsi controller.
+CONTROLLER_ALIASES = {"virtio-scsi": "virtio-scsi-pci", "virtio": "virtio-blk", "vmware-pvscsi": "pvscsi"}
+
+AIO_MODES = ("native", "io_uring", "threads")
+# "default" means the cache option is not set: QEMU then opens the image with cache.direct=on.
+CACHE_MODES = ("none", "directsync", "writethrough", "writeback", "unsafe", "default")
+DIRECT_CACHE_MODES = frozenset({"none", "directsync", "default"})
+RW_MODES = ("read", "write", "randread", "randwrite", "rw", "readwrite", "randrw", "trim", "randtrim")
+
+# Highest slot index per Proxmox bus (ide0-3, sata0-5, scsi0-30, virtio0-15).
+BUS_MAX_SLOTS = {"ide": 4, "sata": 6, "scsi": 31, "virtio": 16}
+# Disks one SCSI controller holds (REFERENCE.md §1); Proxmox adds controllers as slots grow.
+SCSIHW_DISKS_PER_CONTROLLER = {"lsi": 7, "lsi53c810": 7, "megasas": 256, "pvscsi": 256,
+                               "virtio-scsi-pci": 256, "virtio-scsi-single": 1}
+
+
+def bus_of(controller: str) -> str:
+    return CONTROLLERS[controller][0]
+
+
+def scsihw_of(controller: str) -> str | None:
+    return CONTROLLERS[controller][1]
+
+
+def iothread_effective(controller: str) -> bool:
+    """Proxmox honours iothread=1 only for virtio-blk and for scsi disks on virtio-scsi-single."""
+    return controller in ("virtio-blk", "virtio-scsi-single")
+
+
+_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(i?b?)\s*$", re.IGNORECASE)
+_SIZE_MULT = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}
+
+
+def parse_size(text: str | int) -> int:
+    """fio-style block size: ``4k``, ``64K``, ``512``, ``1m``, ``128KiB`` -> bytes (base 1024)."""
+    if isinstance(text, bool):
+        raise ValueError(f"not a size: {text!r}")
+    if isinstance(text, int):
+        if text <= 0:
+            raise ValueError(f"size must be positive, got {text}")
+        return text
+    m = _SIZE_RE.match(str(text))
+    if not m:
+        raise ValueError(f"not a size: {text!r} (write it like 4k, 64k, 512 or 1m)")
+    value = float(m.group(1)) * _SIZE_MULT[m.group(2).lower()]
+    if value <= 0 or value != int(value):
+        raise ValueError(f"size must be a positive whole number of bytes, got {text!r}")
+    return int(value)
+
+
+def format_size(nbytes: int) -> str:
+    for unit, mult in (("m", 1024**2), ("k", 1024)):
+        if nbytes % mult == 0 and nbytes >= mult:
+            return f"{nbytes // mult}{unit}"
+    return str(nbytes)
+
+
+@dataclass(frozen=True, order=True)
+class DiskConfig:
+    """How the test disk is attached: what `qm set` would change between cells."""
+
+    controller: str
+    aio: str
+    iothread: bool
+    cache: str
+
+    @property
+    def bus(self) -> str:
+        return bus_of(self.controller)
+
+    @property
+    def scsihw(self) -> str | None:
+        return scsihw_of(self.controller)
+
+    @property
+    def key(self) -> str:
+        return f"{self.controller}/aio={self.aio}/iothread={int(self.iothread)}/cache={self.cache}"
+
+
+@dataclass(frozen=True)
+class Workload:
+    name: str
+    rw: str
+    bs: int
+    iodepth: int
+    numjobs: int = 1
+    rate_mib_s: float | None = None
+    rwmixread: int | None = None
+
+    @property
+    def key(self) -> str:
+        return self.name
+
+    def describe(self) -> str:
+        rate = f" @{self.rate_mib_s:g} MiB/s" if self.rate_mib_s else ""
+        return f"{self.rw} bs={format_size(self.bs)} qd={self.iodepth} jobs={self.numjobs}{rate}"
+
+
+@dataclass(frozen=True)
+class Cell:
+    disk: DiskConfig
+    workload: Workload
+    repeat: int  # 1-based
+
+    @property
+    def key(self) -> str:
+        return f"{self.disk.key}/{self.workload.key}/rep{self.repeat}"
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["key"] = self.key
+        d["disk"]["bus"] = self.disk.bus
+        d["disk"]["scsihw"] = self.disk.scsihw
+        return d
+
+
+@dataclass(frozen=True)
+class SkippedCell:
+    disk: DiskConfig
+    workload: Workload | None
+    reason: str
+
+
+@dataclass(frozen=True)
+class Timing:
+    ramp_s: float
+    measure_s: float
+
+
+@dataclass
+class Plan:
+    cells: list[Cell]
+    skipped: list[SkippedCell] = field(default_factory=list)
+
+    def disks(self) -> list[DiskConfig]:
+        """Distinct disk configurations in plan order: each one is one VM restart."""
+        seen: dict[DiskConfig, None] = {}
+        for c in self.cells:
+            seen.setdefault(c.disk, None)
+        return list(seen)

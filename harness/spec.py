@@ -1,0 +1,377 @@
+"""The matrix file (``matrix.toml``): parse, validate, expand into cells.
+
+Every mistake is reported as a :class:`MatrixError` that names the file, the key (``[section] key``
+or ``workload[2].bs``) and the fix, so the user never has to read a traceback. Cells that cannot
+exist are rejected here, at plan time, never discovered hours into a run:
+
+- ``aio=native`` needs O_DIRECT (``cache=none``/``directsync``/unset); QEMU refuses to start
+  otherwise. Such a combination is an error unless ``matrix.skip_invalid = true``.
+- ``iothread`` only takes effect on virtio-blk and virtio-scsi-single; elsewhere Proxmox ignores it,
+  so the iothread=true twin of such a cell would only duplicate its iothread=false sibling. Those
+  twins are always skipped, with that reason, never run.
+- bus limits (ide0-3, sata0-5, scsi0-30, virtio0-15; 7 disks per LSI controller).
+- controllers the backend cannot build, or the guest OS has no driver for.
+
+Backends and executors declare their own sections with :class:`Section` so that one validator
+serves every part of the file.
+"""
+
+from __future__ import annotations
+
+import difflib
+import itertools
+import math
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+from .errors import MatrixError
+from .model import (
+    AIO_MODES,
+    BUS_MAX_SLOTS,
+    CACHE_MODES,
+    CONTROLLER_ALIASES,
+    CONTROLLERS,
+    DIRECT_CACHE_MODES,
+    RW_MODES,
+    Cell,
+    DiskConfig,
+    Plan,
+    SkippedCell,
+    Timing,
+    Workload,
+    iothread_effective,
+    parse_size,
+)
+
+# --- a small typed schema, shared by every section ---------------------------------------------------
+
+_MISSING = object()
+
+
+@dataclass(frozen=True)
+class Field:
+    """One key of a section: its type, default, allowed values or range, and a help line."""
+
+    type: type | tuple[type, ...]
+    default: Any = _MISSING
+    choices: tuple[Any, ...] | None = None
+    min: float | None = None
+    max: float | None = None
+    help: str = ""
+    list_of: bool = False  # value is a non-empty list of `type`
+    check: Callable[[Any], None] | None = None  # raises ValueError(problem) on a bad value
+
+    @property
+    def required(self) -> bool:
+        return self.default is _MISSING
+
+
+@dataclass(frozen=True)
+class Section:
+    name: str
+    fields: dict[str, Field]
+    help: str = ""
+
+
+def _type_name(t: type | tuple[type, ...]) -> str:
+    names = {bool: "true/false", int: "a whole number", float: "a number", str: "a string"}
+    if isinstance(t, tuple):
+        return " or ".join(names.get(x, x.__name__) for x in t)
+    return names.get(t, t.__name__)
+
+
+def _check_scalar(path: str, where: str, spec: Field, value: Any) -> Any:
+    want = spec.type
+    # TOML has no int/float confusion except that 5 is an int where a float is wanted: accept it.
+    if want is float and isinstance(value, int) and not isinstance(value, bool):
+        value = float(value)
+    if isinstance(want, tuple) and float in want and isinstance(value, int) and not isinstance(value, bool):
+        value = float(value) if int not in want else value
+    ok = isinstance(value, want) and not (isinstance(value, bool) and want in (int, float))
+    if not ok:
+        raise MatrixError(path, where, f"{value!r} is not {_type_name(want)}",
+                          f"write {where.split('.')[-1]} as {_type_name(want)}"
+                          + (f" ({spec.help})" if spec.help else ""))
+    if isinstance(value, float) and (math.isnan(value) or math.isinf(value)):
+        raise MatrixError(path, where, f"{value!r} is not a finite number", "write a finite number")
+    if spec.choices is not None and value not in spec.choices:
+        close = difflib.get_close_matches(str(value), [str(c) for c in spec.choices], n=1)
+        hint = f"did you mean {close[0]!r}? " if close else ""
+        raise MatrixError(path, where, f"{value!r} is not one of {', '.join(map(str, spec.choices))}",
+                          f"{hint}use one of: {', '.join(map(str, spec.choices))}")
+    if spec.min is not None and value < spec.min:
+        raise MatrixError(path, where, f"{value!r} is below the minimum {spec.min:g}",
+                          f"use a value >= {spec.min:g}")
+    if spec.max is not None and value > spec.max:
+        raise MatrixError(path, where, f"{value!r} is above the maximum {spec.max:g}",
+                          f"use a value <= {spec.max:g}")
+    if spec.check is not None:
+        try:
+            spec.check(value)
+        except ValueError as exc:
+            raise MatrixError(path, where, str(exc), spec.help or "correct the value") from None
+    return value
+
+
+def parse_section(path: str, section: Section, table: Any, where: str | None = None) -> dict[str, Any]:
+    """Validate one TOML table against its :class:`Section`; return values with defaults filled in."""
+    where = where or f"[{section.name}]"
+    if not isinstance(table, dict):
+        raise MatrixError(path, where, f"must be a table, got {type(table).__name__}",
+                          f"write it as a [{section.name}] section of key = value lines")
+    out: dict[str, Any] = {}
+    for key in table:
+        if key not in section.fields:
+            close = difflib.get_close_matches(key, list(section.fields), n=1)
+            hint = f"did you mean '{close[0]}'? " if close else ""
+            raise MatrixError(path, f"{where} {key}", "unknown key",
+                              f"{hint}allowed keys in {where}: {', '.join(sorted(section.fields))}")
+    for key, spec in section.fields.items():
+        k_where = f"{where} {key}"
+        if key not in table:
+            if spec.required:
+                raise MatrixError(path, k_where, "is required but missing",
+                                  f"add {key} = ... ({spec.help or _type_name(spec.type)})")
+            out[key] = spec.default
+            continue
+        value = table[key]
+        if spec.list_of:
+            if not isinstance(value, list):
+                value = [value]
+            if not value:
+                raise MatrixError(path, k_where, "is an empty list", "list at least one value")
+            checked = [_check_scalar(path, f"{k_where}[{i}]", spec, v) for i, v in enumerate(value)]
+            dupes = sorted({str(v) for v in checked if checked.count(v) > 1})
+            if dupes:
+                raise MatrixError(path, k_where, f"lists {', '.join(dupes)} more than once",
+                                  "list each value once")
+            out[key] = checked
+        else:
+            out[key] = _check_scalar(path, k_where, spec, value)
+    return out
+
+
+# --- the sections stormatrix itself owns ----------------------------------------------------------
+
+def _controller_name(value: str) -> None:
+    if value not in CONTROLLERS and value not in CONTROLLER_ALIASES:
+        raise ValueError(f"{value!r} is not a known controller")
+
+
+RUN_SECTION = Section("run", {
+    "name": Field(str, "matrix", help="a name for this run"),
+    "backend": Field(str, "qemu", choices=("qemu", "proxmox", "vmware"), help="the hypervisor backend"),
+    "executor": Field(str, "auto", choices=("auto", "local-agent", "winrm", "fio-server"),
+                      help="how the workload runs in the guest; auto picks the backend's default"),
+    "guest_os": Field(str, "linux", choices=("linux", "windows2022")),
+    "repeats": Field(int, 1, min=1, max=100),
+    "ramp_seconds": Field(float, 5.0, min=0, max=86400, help="warm-up before the measurement window"),
+    "measure_seconds": Field(float, 10.0, min=1, max=86400, help="the measurement window"),
+    "cv_limit_pct": Field(float, 10.0, min=0, max=1000, help="flag cells whose repeats vary more"),
+    "rate_tolerance_pct": Field(float, 5.0, min=0, max=100,
+                                help="flag cells that miss their fixed rate by more than this"),
+    "crosscheck_tolerance_pct": Field(float, 2.0, min=0, max=100,
+                                      help="flag cells where fio and QEMU disagree on bytes"),
+    "on_error": Field(str, "skip", choices=("skip", "stop")),
+    "retries": Field(int, 1, min=0, max=10, help="re-tries of a failed cell before on_error applies"),
+    "boot_timeout_seconds": Field(float, 180.0, min=5, max=7200),
+    "allow_write": Field(bool, False, help="permit write workloads on a disk that holds data"),
+    "preflight": Field(bool, False, help="run the guest validation before the matrix (Windows)"),
+}, help="how the run behaves")
+
+MATRIX_SECTION = Section("matrix", {
+    "controllers": Field(str, list_of=True, check=_controller_name,
+                         help=f"controllers: {', '.join(c for c in CONTROLLERS)}"),
+    "aio": Field(str, ["io_uring"], list_of=True, choices=AIO_MODES),
+    "iothread": Field(bool, [False], list_of=True),
+    "cache": Field(str, ["none"], list_of=True, choices=CACHE_MODES),
+    "skip_invalid": Field(bool, False, help="skip impossible combinations instead of failing"),
+    "disk_slot": Field(int, 1, min=0, max=30, help="slot of the test disk: 1 means scsi1/sata1/ide1/virtio1"),
+}, help="the axes whose cross product makes the cells")
+
+WORKLOAD_SECTION = Section("workload", {
+    "name": Field(str, help="a short unique name, e.g. randread-64k"),
+    "rw": Field(str, choices=RW_MODES),
+    "bs": Field((str, int), help="block size like 4k, 64k, 512, 1m"),
+    "iodepth": Field(int, 1, min=1, max=65536),
+    "numjobs": Field(int, 1, min=1, max=256),
+    "rate_mib_s": Field(float, 0.0, min=0, max=1_000_000,
+                        help="fixed rate in MiB/s for the whole workload; 0 means unthrottled"),
+    "rwmixread": Field(int, 50, min=0, max=100, help="read share for rw/randrw"),
+}, help="one [[workload]] block per workload")
+
+# Sections owned by backends/executors/suites register here (name -> Section) at import time.
+EXTRA_SECTIONS: dict[str, Section] = {}
+
+
+def register_section(section: Section) -> Section:
+    EXTRA_SECTIONS[section.name] = section
+    return section
+
+
+# --- the spec ----------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class MatrixSpec:
+    path: str
+    run: dict[str, Any]
+    matrix: dict[str, Any]
+    workloads: tuple[Workload, ...]
+    sections: dict[str, dict[str, Any]] = field(default_factory=dict)
+    raw: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def timing(self) -> Timing:
+        return Timing(self.run["ramp_seconds"], self.run["measure_seconds"])
+
+    def section(self, name: str) -> dict[str, Any]:
+        return self.sections.get(name, {})
+
+
+# Exceptions a TOML parser raises for malformed text, named here so that a bad file becomes a
+# MatrixError, not a traceback.
+def _load_toml(path: Path) -> dict[str, Any]:
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise MatrixError(str(path), "", "file not found", "give the path of an existing matrix file") from None
+    except OSError as exc:
+        raise MatrixError(str(path), "", f"cannot be read ({exc.strerror})", "check the path and permissions") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise MatrixError(str(path), "", f"is not UTF-8 text (byte {exc.start})", "save the file as UTF-8") from None
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise MatrixError(str(path), "", f"is not valid TOML ({exc})",
+                          "correct the syntax at that line (duplicate keys and tables are not allowed)") from None
+
+
+def load_spec(path: str | Path, *, backend_controllers: Iterable[str] | None = None) -> MatrixSpec:
+    path = Path(path)
+    raw = _load_toml(path)
+    return spec_from_dict(raw, str(path))
+
+
+def spec_from_dict(raw: dict[str, Any], path: str = "<matrix>") -> MatrixSpec:
+    known = {"run", "matrix", "workload"} | set(EXTRA_SECTIONS)
+    for key in raw:
+        if key not in known:
+            close = difflib.get_close_matches(key, sorted(known), n=1)
+            hint = f"did you mean [{close[0]}]? " if close else ""
+            raise MatrixError(path, f"[{key}]", "unknown section",
+                              f"{hint}sections: {', '.join(f'[{k}]' for k in sorted(known))}")
+    run = parse_section(path, RUN_SECTION, raw.get("run", {}))
+    if "matrix" not in raw:
+        raise MatrixError(path, "[matrix]", "is missing", "add a [matrix] section with controllers = [...]")
+    matrix = parse_section(path, MATRIX_SECTION, raw["matrix"])
+    matrix["controllers"] = [CONTROLLER_ALIASES.get(c, c) for c in matrix["controllers"]]
+    if len(set(matrix["controllers"])) != len(matrix["controllers"]):
+        raise MatrixError(path, "[matrix] controllers", "names one controller twice (through an alias)",
+                          "list each controller once")
+
+    wl_raw = raw.get("workload")
+    if wl_raw is None:
+        raise MatrixError(path, "[[workload]]", "no workload defined",
+                          "add at least one [[workload]] block with name, rw and bs")
+    if isinstance(wl_raw, dict):
+        wl_raw = [wl_raw]
+    if not isinstance(wl_raw, list):
+        raise MatrixError(path, "[[workload]]", "must be an array of tables", "write each as [[workload]]")
+    workloads: list[Workload] = []
+    for i, table in enumerate(wl_raw):
+        where = f"workload[{i + 1}]"
+        w = parse_section(path, WORKLOAD_SECTION, table, where=where)
+        try:
+            bs = parse_size(w["bs"])
+        except ValueError as exc:
+            raise MatrixError(path, f"{where}.bs", str(exc), "write the block size like 4k, 64k or 1m") from None
+        if bs % 512:
+            raise MatrixError(path, f"{where}.bs", f"{bs} bytes is not a multiple of 512",
+                              "direct I/O needs whole sectors: use 512, 4k, 64k, ...")
+        if any(x.name == w["name"] for x in workloads):
+            raise MatrixError(path, f"{where}.name", f"{w['name']!r} is used by two workloads",
+                              "give each workload its own name")
+        rate = w["rate_mib_s"] or None
+        mixed = w["rw"] in ("rw", "readwrite", "randrw")
+        workloads.append(Workload(name=w["name"], rw=w["rw"], bs=bs, iodepth=w["iodepth"],
+                                  numjobs=w["numjobs"], rate_mib_s=rate,
+                                  rwmixread=w["rwmixread"] if mixed else None))
+
+    sections: dict[str, dict[str, Any]] = {}
+    for name, section in EXTRA_SECTIONS.items():
+        if name in raw:
+            sections[name] = parse_section(path, section, raw[name])
+    return MatrixSpec(path=path, run=run, matrix=matrix, workloads=tuple(workloads),
+                      sections=sections, raw=raw)
+
+
+# --- expansion -----------------------------------------------------------------------------------
+
+# Windows Server 2022 in-box drivers (REFERENCE.md §4). pvscsi in-box and no lsi driver are marked
+# unverified there; we keep them as the conservative choice and say so in the skip reason.
+WINDOWS_INBOX = {"ide", "sata", "pvscsi", "megasas", "lsilogic-sas", "nvme"}
+WINDOWS_NEEDS_VIRTIO_WIN = {"virtio-blk", "virtio-scsi-pci", "virtio-scsi-single"}
+
+
+def _combination_problem(d: DiskConfig) -> tuple[str, str] | None:
+    """(problem, fix) for a disk configuration QEMU or Proxmox cannot run, else None."""
+    if d.aio == "native" and d.cache not in DIRECT_CACHE_MODES:
+        return (f"aio=native with cache={d.cache}: aio=native needs O_DIRECT and QEMU refuses to start "
+                "('aio=native was specified, but it requires cache.direct=on')",
+                "use cache = \"none\" or \"directsync\" with aio=native, or remove 'native' from [matrix] aio"
+                " (or set [matrix] skip_invalid = true to skip such cells)")
+    return None
+
+
+def expand(spec: MatrixSpec, *, backend_controllers: Iterable[str] | None = None,
+           guest_drivers: Iterable[str] | None = None) -> Plan:
+    """The cross product of the matrix axes, minus what cannot or need not run (with reasons)."""
+    m, path = spec.matrix, spec.path
+    allowed = set(backend_controllers) if backend_controllers is not None else None
+    cells: list[Cell] = []
+    skipped: list[SkippedCell] = []
+    slot = m["disk_slot"]
+    for ctrl in m["controllers"]:
+        bus = CONTROLLERS[ctrl][0]
+        if allowed is not None and ctrl not in allowed:
+            raise MatrixError(path, "[matrix] controllers",
+                              f"{ctrl!r} is not available on the {spec.run['backend']} backend",
+                              f"use one of: {', '.join(sorted(allowed))}")
+        if bus in BUS_MAX_SLOTS and slot >= BUS_MAX_SLOTS[bus]:
+            raise MatrixError(path, "[matrix] disk_slot",
+                              f"slot {slot} does not exist on the {bus} bus ({bus}0-{bus}{BUS_MAX_SLOTS[bus] - 1})",
+                              f"use a disk_slot below {BUS_MAX_SLOTS[bus]} or drop {ctrl!r}")
+    drivers = set(guest_drivers) if guest_drivers is not None else None
+    for ctrl, aio, iothread, cache in itertools.product(m["controllers"], m["aio"], m["iothread"], m["cache"]):
+        d = DiskConfig(ctrl, aio, iothread, cache)
+        problem = _combination_problem(d)
+        if problem:
+            if not m["skip_invalid"]:
+                raise MatrixError(path, "[matrix] aio/cache", problem[0], problem[1])
+            skipped.append(SkippedCell(d, None, problem[0]))
+            continue
+        if iothread and not iothread_effective(ctrl):
+            skipped.append(SkippedCell(d, None, f"iothread has no effect on {ctrl}: Proxmox ignores it "
+                                       "(only virtio-blk and virtio-scsi-single use an iothread); "
+                                       "the iothread=false cell measures the same thing"))
+            continue
+        if spec.run["guest_os"] == "windows2022":
+            have = drivers if drivers is not None else WINDOWS_INBOX
+            if ctrl not in have:
+                why = ("needs the virtio-win drivers in the guest" if ctrl in WINDOWS_NEEDS_VIRTIO_WIN
+                       else "has no in-box Windows Server 2022 x64 driver (unverified; pass the guest's "
+                            "driver list to include it)")
+                skipped.append(SkippedCell(d, None, f"{ctrl} {why}"))
+                continue
+        for w in spec.workloads:
+            for r in range(1, spec.run["repeats"] + 1):
+                cells.append(Cell(d, w, r))
+    if not cells:
+        reasons = "; ".join(sorted({s.reason for s in skipped})) or "the matrix is empty"
+        raise MatrixError(path, "[matrix]", f"no cell can run ({reasons})",
+                          "widen the matrix axes so at least one combination is valid")
+    return Plan(cells=cells, skipped=skipped)
