@@ -1,0 +1,73 @@
+function Get-StormatrixGuestFacts {
+    <#
+    .SYNOPSIS
+    Reports what the results depend on: OS build, PowerShell version, storage controllers with their
+    drivers, and disks with bus type, serial, offline state and partitions.
+
+    .DESCRIPTION
+    The controller journals these facts with every cell, so a result can always be traced to the
+    driver that produced it.
+
+    .PARAMETER Serial
+    Serial of the test disk; when given, TestDisk names the matching disk number (or is null).
+
+    .EXAMPLE
+    Get-StormatrixGuestFacts -Serial STORMATRIX01 | ConvertTo-Json -Depth 5
+
+    .OUTPUTS
+    PSCustomObject with ComputerName, OsCaption, OsVersion, OsBuild, LastBootUpTime, PSVersion,
+    PSEdition, Controllers, Disks, TestDisk.
+    #>
+    [CmdletBinding()]
+    [OutputType([pscustomobject])]
+    param(
+        [ValidatePattern('^[A-Za-z0-9_.:-]{1,64}$')]
+        [string]$Serial
+    )
+    $os = Get-CimInstance -ClassName Win32_OperatingSystem
+    $disks = foreach ($disk in @(Get-Disk)) {
+        $partitions = @()
+        if ([string]$disk.PartitionStyle -ne 'RAW') {
+            $partitions = @(Get-Partition -DiskNumber $disk.Number -ErrorAction SilentlyContinue | ForEach-Object {
+                    [pscustomobject]@{ PartitionNumber = $_.PartitionNumber; DriveLetter = [string]$_.DriveLetter; Size = [int64]$_.Size; Type = [string]$_.Type }
+                })
+        }
+        [pscustomobject]@{
+            Number         = [int]$disk.Number
+            FriendlyName   = [string]$disk.FriendlyName
+            SerialNumber   = ([string]$disk.SerialNumber).Trim()
+            BusType        = [string]$disk.BusType
+            Size           = [int64]$disk.Size
+            PartitionStyle = [string]$disk.PartitionStyle
+            IsOffline      = [bool]$disk.IsOffline
+            OfflineReason  = [string]$disk.OfflineReason
+            IsReadOnly     = [bool]$disk.IsReadOnly
+            IsBoot         = [bool]$disk.IsBoot
+            IsSystem       = [bool]$disk.IsSystem
+            Partitions     = $partitions
+        }
+    }
+    $testDisk = $null
+    if ($Serial) {
+        $match = @($disks | Where-Object { $_.SerialNumber -eq $Serial })
+        if ($match.Count -eq 1) {
+            $testDisk = $match[0].Number
+        }
+    }
+    $bootTime = $null
+    if ($os.LastBootUpTime) {
+        $bootTime = ([datetime]$os.LastBootUpTime).ToUniversalTime().ToString('o')
+    }
+    [pscustomobject]@{
+        ComputerName   = [Environment]::MachineName
+        OsCaption      = [string]$os.Caption
+        OsVersion      = [string]$os.Version
+        OsBuild        = [string]$os.BuildNumber
+        LastBootUpTime = $bootTime
+        PSVersion      = $PSVersionTable.PSVersion.ToString()
+        PSEdition      = [string]$PSVersionTable.PSEdition
+        Controllers    = @(Get-StormatrixStorageController)
+        Disks          = @($disks)
+        TestDisk       = $testDisk
+    }
+}
