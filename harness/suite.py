@@ -1,0 +1,555 @@
+"""The platform-comparison suite: one workload grid run on many guests at once, one side at a time.
+
+The seeds' method (``000_*``, ``003_*``): 32 Linux VMs each run ``fio --server``; one controller runs
+every point of a grid (7 block sizes x 8 queue depths = 56 points, 1 min warm-up + 20 min measured
+each, 19.6 h) on all VMs at once; one side (Proxmox, or iSCSI) is run, then the other, and the two
+journals are compared point by point.
+
+A matrix file describes it in ``[suite]``::
+
+    [run]
+    name = "proxmox-nvme"
+
+    [suite]
+    side = "Proxmox VE 7.2"
+    rw = ["randread"]
+    block_sizes = ["512", "4k", "8k", "16k", "32k", "64k", "128k"]
+    queue_depths = [1, 2, 4, 8, 16, 32, 64, 128]
+    ramp_seconds = 60
+    measure_seconds = 1200
+    filename = "/dev/sdb"
+    guests = ["vm01=10.0.0.11:8765", {name = "vm02", host = "10.0.0.12", filename = "/dev/sdc"}]
+    controller = "virtio-scsi-single"   # optional: the side's disk configuration, if known
+    aio = "io_uring"
+    iothread = true
+    cache = "none"
+
+Each point becomes one ``cell`` record (docs/journal.md): ``fio`` is the aggregate over all guests,
+``clients`` the per-guest results, ``side`` the label. Resume skips points already journaled.
+
+Failure policy: a point that fails for its own reasons (fio error on a guest) follows
+``[run] on_error`` (skip = journal ``cell-error`` and go on; stop). A guest that stops answering
+(:class:`GuestNotReady`) or drops out mid-point (:class:`GuestDisconnected`) always stops the suite
+after journaling the ``cell-error``: points measured on fewer guests are not comparable with the
+rest, and every following point would fail the same way. Run the same command again once the guest
+is back: the suite resumes at the failed point.
+"""
+
+from __future__ import annotations
+
+import logging
+import platform
+import re
+import secrets
+import socket
+import subprocess
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable, Protocol, Sequence
+
+from . import __version__
+from .errors import (
+    GuestDisconnected,
+    GuestNotReady,
+    MatrixError,
+    StormatrixError,
+)
+from .executors.fioserver import (
+    DEFAULT_PORT,
+    FIO_HUNG_CLIENT_S,
+    FioGuest,
+    FioJob,
+    PointResult,
+    require_servers,
+    run_point,
+)
+from .journal import Journal
+from .model import (
+    AIO_MODES,
+    CACHE_MODES,
+    CONTROLLER_ALIASES,
+    CONTROLLERS,
+    RW_MODES,
+    DiskConfig,
+    Workload,
+    format_size,
+    parse_size,
+)
+from .spec import EXTRA_SECTIONS, RUN_SECTION, Field, Section, _load_toml, parse_section, register_section
+
+log = logging.getLogger("stormatrix.suite")
+
+SEED_BLOCK_SIZES = ["512", "4k", "8k", "16k", "32k", "64k", "128k"]
+SEED_QUEUE_DEPTHS = [1, 2, 4, 8, 16, 32, 64, 128]
+WRITE_MODES = frozenset({"write", "randwrite", "rw", "readwrite", "randrw", "trim", "randtrim"})
+
+
+def _size_ok(value: Any) -> None:
+    try:
+        parse_size(value)
+    except ValueError as exc:
+        raise ValueError(str(exc)) from None
+
+
+def _controller_ok(value: str) -> None:
+    if value not in CONTROLLERS and value not in CONTROLLER_ALIASES:
+        raise ValueError(f"{value!r} is not a known controller ({', '.join(CONTROLLERS)})")
+
+
+SUITE_SECTION = register_section(Section("suite", {
+    "name": Field(str, "suite", help="a name for the suite"),
+    "side": Field(str, "A", help="the side label, e.g. \"Proxmox VE 7.2\" or \"iSCSI\""),
+    "rw": Field(str, ["randread"], list_of=True, choices=RW_MODES),
+    "block_sizes": Field((str, int), list(SEED_BLOCK_SIZES), list_of=True, check=_size_ok,
+                         help="block sizes like 512, 4k, 64k"),
+    "queue_depths": Field(int, list(SEED_QUEUE_DEPTHS), list_of=True, min=1, max=65536),
+    "numjobs": Field(int, 1, min=1, max=256),
+    "ramp_seconds": Field(float, 60.0, min=0, max=86400, help="warm-up before each point's window"),
+    "measure_seconds": Field(float, 1200.0, min=0.5, max=86400, help="each point's measurement window"),
+    "filename": Field(str, help="the test device or file inside every guest, e.g. /dev/sdb"),
+    "size": Field((str, int), None, check=_size_ok, help="bytes of the target to use; omit for the whole device"),
+    "direct": Field(bool, True, help="O_DIRECT, as in the seeds"),
+    "ioengine": Field(str, "libaio", choices=("libaio", "io_uring", "psync", "sync", "posixaio", "null")),
+    "rwmixread": Field(int, 50, min=0, max=100, help="read share for rw/randrw"),
+    "guests": Field((str, dict), None, list_of=True,
+                    help='"name=host:port" strings or {name=, host=, port=, filename=} tables'),
+    "vms": Field((str, int), None, list_of=True,
+                 help="Proxmox/ESXi VM ids or names whose addresses the backend discovers"),
+    "port": Field(int, DEFAULT_PORT, min=1, max=65535, help="fio server port where a guest gives none"),
+    "controller": Field(str, None, check=_controller_ok, help="the side's disk controller, if known"),
+    "aio": Field(str, None, choices=AIO_MODES),
+    "iothread": Field(bool, None),
+    "cache": Field(str, None, choices=CACHE_MODES),
+    "probe_timeout_seconds": Field(float, 15.0, min=1, max=3600),
+    "grace_seconds": Field(float, FIO_HUNG_CLIENT_S + 50.0, min=5, max=86400,
+                           help="how long past ramp+measure to wait for fio before giving up"),
+}, help="a platform-comparison suite: one grid of points run on all guests at once"))
+
+_GUEST_KEYS = ("name", "host", "port", "filename")
+# Time the seeds' arithmetic leaves out, per point, as measured here: probe (~1.4 s) + fio client
+# start and result exchange (~1.5 s). Shown separately so "56 x 21 min = 19.6 h" stays exact.
+OVERHEAD_PER_POINT_S = 3.0
+
+
+# --- the model ---------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class SuitePoint:
+    """One (rw, block size, queue depth, repeat) of the grid."""
+
+    workload: Workload
+    repeat: int
+    disk_key: str
+
+    @property
+    def key(self) -> str:
+        return f"{self.disk_key}/{self.workload.name}/rep{self.repeat}"
+
+
+@dataclass(frozen=True)
+class Suite:
+    path: str
+    name: str
+    side: str
+    rw: tuple[str, ...]
+    block_sizes: tuple[int, ...]
+    queue_depths: tuple[int, ...]
+    numjobs: int
+    ramp_s: float
+    measure_s: float
+    filename: str
+    size: int | None
+    direct: bool
+    ioengine: str
+    rwmixread: int
+    guests: tuple[FioGuest, ...]
+    vms: tuple[str, ...]
+    port: int
+    disk: DiskConfig | None
+    repeats: int = 1
+    on_error: str = "stop"
+    retries: int = 0
+    probe_timeout_s: float = 15.0
+    grace_s: float = FIO_HUNG_CLIENT_S + 50.0
+    run_name: str = "suite"
+    raw: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+    @property
+    def disk_key(self) -> str:
+        return self.disk.key if self.disk else "unknown"
+
+    def disk_record(self) -> dict[str, Any]:
+        """``cell.disk`` for the journal: the side's disk if the file says it, else controller "unknown"."""
+        if self.disk is None:
+            return {"controller": "unknown", "aio": None, "iothread": None, "cache": None,
+                    "bus": None, "scsihw": None}
+        return {"controller": self.disk.controller, "aio": self.disk.aio, "iothread": self.disk.iothread,
+                "cache": self.disk.cache, "bus": self.disk.bus, "scsihw": self.disk.scsihw}
+
+    def points(self) -> list[SuitePoint]:
+        """The grid in the seeds' order: per rw, per block size, queue depths rising."""
+        out = []
+        for rw in self.rw:
+            for bs in self.block_sizes:
+                for qd in self.queue_depths:
+                    name = f"{rw}-{format_size(bs)}-qd{qd}" + (f"-j{self.numjobs}" if self.numjobs > 1 else "")
+                    mixed = rw in ("rw", "readwrite", "randrw")
+                    w = Workload(name=name, rw=rw, bs=bs, iodepth=qd, numjobs=self.numjobs,
+                                 rwmixread=self.rwmixread if mixed else None)
+                    for r in range(1, self.repeats + 1):
+                        out.append(SuitePoint(w, r, self.disk_key))
+        return out
+
+    def job_for(self, point: SuitePoint) -> FioJob:
+        w = point.workload
+        return FioJob(name=w.name, rw=w.rw, bs=w.bs, iodepth=w.iodepth, numjobs=w.numjobs,
+                      ramp_s=self.ramp_s, measure_s=self.measure_s, filename=self.filename,
+                      size=self.size, direct=self.direct, ioengine=self.ioengine, rwmixread=w.rwmixread)
+
+    def with_guests(self, guests: Sequence[FioGuest]) -> "Suite":
+        """The same suite on a given guest list (e.g. addresses discovered from ``vms``)."""
+        from dataclasses import replace
+        return replace(self, guests=tuple(guests))
+
+
+@dataclass(frozen=True)
+class Eta:
+    points: int
+    seconds_per_point: float
+    measured_seconds: float  # points x (ramp + measure): the seeds' arithmetic
+    overhead_seconds: float  # probe + fio start-up per point, measured on this machine
+
+    @property
+    def total_seconds(self) -> float:
+        return self.measured_seconds + self.overhead_seconds
+
+    def describe(self) -> str:
+        return (f"{self.points} points x {_dur(self.seconds_per_point)} = {_dur(self.measured_seconds)}"
+                f" (+ ~{_dur(self.overhead_seconds)} probe and start-up)")
+
+
+def _dur(seconds: float) -> str:
+    if seconds >= 3600:
+        return f"{seconds / 3600:.1f} h"
+    if seconds >= 60:
+        return f"{seconds / 60:.1f} min" if seconds % 60 else f"{seconds / 60:.0f} min"
+    return f"{seconds:.1f} s" if seconds % 1 else f"{seconds:.0f} s"
+
+
+def eta(suite: Suite, *, done: int = 0) -> Eta:
+    n = len(suite.points()) - done
+    per = suite.ramp_s + suite.measure_s
+    return Eta(points=n, seconds_per_point=per, measured_seconds=n * per, overhead_seconds=n * OVERHEAD_PER_POINT_S)
+
+
+# --- parsing the matrix file ------------------------------------------------------------------------
+
+def _guest_from(path: str, where: str, item: Any, port: int) -> FioGuest:
+    try:
+        if isinstance(item, str):
+            g = FioGuest.parse(item if ":" in item.partition("=")[2] else f"{item}:{port}")
+            return g
+        unknown = sorted(set(item) - set(_GUEST_KEYS))
+        if unknown:
+            raise ValueError(f"unknown key(s) {', '.join(unknown)}; allowed: {', '.join(_GUEST_KEYS)}")
+        if "name" not in item or "host" not in item:
+            raise ValueError("a guest table needs name and host")
+        p = item.get("port", port)
+        if isinstance(p, bool) or not isinstance(p, int):
+            raise ValueError(f"port {p!r} is not a whole number")
+        for key in ("name", "host", "filename"):
+            if key in item and not isinstance(item[key], str):
+                raise ValueError(f"{key} {item[key]!r} is not a string")
+        return FioGuest(name=item["name"], host=item["host"], port=p, filename=item.get("filename"))
+    except ValueError as exc:
+        raise MatrixError(path, where, str(exc),
+                          'write a guest as "name=host:port" or {name = "vm01", host = "10.0.0.11", port = 8765}'
+                          ) from None
+
+
+def suite_from_dict(raw: dict[str, Any], path: str = "<suite>") -> Suite:
+    """Validate ``[run]`` and ``[suite]`` (and any other registered section) into a :class:`Suite`."""
+    if "suite" not in raw:
+        raise MatrixError(path, "[suite]", "is missing", "add a [suite] section (see `stormatrix suite --help`)")
+    for key in raw:
+        if key in ("matrix", "workload"):
+            raise MatrixError(path, f"[{key}]", "does not belong in a suite file",
+                              "a suite's points come from [suite] rw/block_sizes/queue_depths; "
+                              "put the matrix in its own file for `stormatrix run`")
+        if key not in ("run", "suite") and key not in EXTRA_SECTIONS:
+            known = ", ".join(f"[{k}]" for k in sorted({"run", "suite"} | set(EXTRA_SECTIONS)))
+            raise MatrixError(path, f"[{key}]", "unknown section", f"sections: {known}")
+    for key, section in EXTRA_SECTIONS.items():
+        if key != "suite" and key in raw:
+            parse_section(path, section, raw[key])  # validated here; used by whoever owns it
+    run = parse_section(path, RUN_SECTION, raw.get("run", {}))
+    s = parse_section(path, SUITE_SECTION, raw["suite"])
+    if (s["guests"] is None) == (s["vms"] is None):
+        raise MatrixError(path, "[suite] guests", "give exactly one of guests or vms",
+                          'list the fio servers, guests = ["vm01=10.0.0.11:8765"], or the VMs, vms = [101, 102]')
+    guests: list[FioGuest] = []
+    for i, item in enumerate(s["guests"] or []):
+        guests.append(_guest_from(path, f"[suite] guests[{i}]", item, s["port"]))
+    names = [g.name for g in guests]
+    if len(set(names)) != len(names):
+        raise MatrixError(path, "[suite] guests", f"names {sorted({n for n in names if names.count(n) > 1})} "
+                          "more than once", "give every guest its own name")
+    addrs = [g.address for g in guests]
+    if len(set(addrs)) != len(addrs):
+        raise MatrixError(path, "[suite] guests", "two guests share one host:port",
+                          "each fio server listens on its own host:port")
+    try:
+        FioJob(name="check", rw="read", bs=4096, iodepth=1, ramp_s=0, measure_s=1, filename=s["filename"])
+    except ValueError as exc:
+        raise MatrixError(path, "[suite] filename", str(exc), "name the test device, e.g. /dev/sdb") from None
+    block_sizes = [parse_size(b) for b in s["block_sizes"]]
+    for b, text in zip(block_sizes, s["block_sizes"]):
+        if s["direct"] and b % 512:
+            raise MatrixError(path, "[suite] block_sizes", f"{text!r} is not a multiple of 512",
+                              "direct I/O needs whole sectors: use 512, 4k, 64k, ...")
+    if len(set(block_sizes)) != len(block_sizes):
+        raise MatrixError(path, "[suite] block_sizes", "names one size twice (e.g. 4k and 4096)", "list each once")
+    size = parse_size(s["size"]) if s["size"] is not None else None
+    if size is not None and size < max(block_sizes):
+        raise MatrixError(path, "[suite] size", f"{size} bytes is smaller than the largest block size",
+                          "use a size of at least one block, or omit it for the whole device")
+    writes = sorted(set(s["rw"]) & WRITE_MODES)
+    targets = [s["filename"]] + [g.filename for g in guests if g.filename]
+    if writes and any(t.startswith("/dev/") for t in targets) and not run["allow_write"]:
+        raise MatrixError(path, "[suite] rw", f"{', '.join(writes)} would overwrite the device "
+                          f"{next(t for t in targets if t.startswith('/dev/'))} in every guest",
+                          "set [run] allow_write = true if that disk holds nothing you need")
+    disk_keys = ("controller", "aio", "iothread", "cache")
+    given = [k for k in disk_keys if s[k] is not None]
+    disk = None
+    if given:
+        if s["controller"] is None:
+            raise MatrixError(path, "[suite] controller", f"{', '.join(given)} given without a controller",
+                              "add controller = \"...\" or drop the disk keys")
+        disk = DiskConfig(CONTROLLER_ALIASES.get(s["controller"], s["controller"]), s["aio"] or "io_uring",
+                          bool(s["iothread"]), s["cache"] or "none")
+    return Suite(path=path, name=s["name"], side=s["side"], rw=tuple(s["rw"]), block_sizes=tuple(block_sizes),
+                 queue_depths=tuple(s["queue_depths"]), numjobs=s["numjobs"], ramp_s=s["ramp_seconds"],
+                 measure_s=s["measure_seconds"], filename=s["filename"], size=size, direct=s["direct"],
+                 ioengine=s["ioengine"], rwmixread=s["rwmixread"], guests=tuple(guests),
+                 vms=tuple(str(v) for v in (s["vms"] or [])), port=s["port"], disk=disk,
+                 repeats=run["repeats"], on_error=run["on_error"], retries=run["retries"],
+                 probe_timeout_s=s["probe_timeout_seconds"], grace_s=s["grace_seconds"],
+                 run_name=run["name"], raw=raw)
+
+
+def load_suite(path: str | Path) -> Suite:
+    path = Path(path)
+    return suite_from_dict(_load_toml(path), str(path))
+
+
+# --- running -----------------------------------------------------------------------------------------
+
+class PointCollector(Protocol):
+    """The host collector as the suite uses it: measure exactly one point's window.
+
+    ``stop`` returns the journal's ``host`` object (docs/journal.md) or None when it measured nothing.
+    """
+
+    def start(self) -> None: ...
+
+    def stop(self) -> dict[str, Any] | None: ...
+
+
+class _Window:
+    """Turns the executor's window edges into collector start/stop, and remembers when they were."""
+
+    def __init__(self, collector: PointCollector | None) -> None:
+        self.collector = collector
+        self.started: float | None = None
+        self.ended: float | None = None
+        self.host: dict[str, Any] | None = None
+
+    def measure_started(self) -> None:
+        self.started = time.time()
+        if self.collector is not None:
+            self.collector.start()
+
+    def measure_ended(self) -> None:
+        self.ended = time.time()
+        if self.collector is not None:
+            self.host = self.collector.stop()
+
+
+def _iso(t: float | None) -> str | None:
+    return datetime.fromtimestamp(t, timezone.utc).isoformat() if t is not None else None
+
+
+def per_mib(total_bytes: int, host: dict[str, Any] | None) -> dict[str, Any]:
+    """docs/journal.md ``per_mib``: host CPU (ms or cycles) and context switches per MiB moved."""
+    mib = total_bytes / 2**20
+    out: dict[str, Any] = {"mib": mib, "cpu": None, "cpu_unit": None, "ctx": None}
+    if not host or mib <= 0:
+        return out
+    if host.get("cpu_metric") == "cycles" and isinstance(host.get("cycles"), dict):
+        cyc = sum(v for v in host["cycles"].values() if isinstance(v, (int, float)))
+        out.update(cpu=cyc / mib, cpu_unit="cycles/MiB")
+    elif isinstance(host.get("cpu_total"), (int, float)):
+        out.update(cpu=host["cpu_total"] * 1000.0 / mib, cpu_unit="CPU-ms/MiB")
+    if isinstance(host.get("ctx_switches"), (int, float)):
+        out["ctx"] = host["ctx_switches"] / mib
+    return out
+
+
+@dataclass
+class SuiteOutcome:
+    run_id: str
+    measured: list[str] = field(default_factory=list)
+    already_done: list[str] = field(default_factory=list)
+    failed: list[tuple[str, str]] = field(default_factory=list)  # (key, message)
+    stopped: StormatrixError | None = None
+
+
+def _fio_version(fio: str) -> str | None:
+    try:
+        return subprocess.run([fio, "--version"], capture_output=True, text=True, timeout=10).stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def environment(fio: str = "fio") -> dict[str, Any]:
+    return {"host": socket.gethostname(), "kernel": platform.release(), "python": platform.python_version(),
+            "stormatrix": __version__, "fio": _fio_version(fio)}
+
+
+def _check_resumable(journal: Journal, suite: Suite) -> None:
+    """Refuse to mix sides or guest sets in one run directory: the points would not be comparable."""
+    for rec in journal.records():
+        if rec.get("type") != "run" or rec.get("suite") is None:
+            continue
+        if rec.get("side") != suite.side:
+            raise MatrixError(suite.path, "[suite] side",
+                              f"{journal.run_dir} holds side {rec.get('side')!r}, not {suite.side!r}",
+                              "give each side its own run directory (-o runs/<side>)")
+        old = [g.get("name") for g in rec.get("guests", [])]
+        new = [g.name for g in suite.guests]
+        if old and sorted(old) != sorted(new):
+            raise MatrixError(suite.path, "[suite] guests",
+                              f"{journal.run_dir} was measured on guests {', '.join(old)}; "
+                              f"this run has {', '.join(new)}",
+                              "restore the guest list, or use a new run directory")
+
+
+def run_suite(suite: Suite, run_dir: str | Path, *, collector: PointCollector | None = None,
+              fio: str = "fio", backend: str | None = None,
+              progress: Callable[[int, int, SuitePoint, float], None] | None = None) -> SuiteOutcome:
+    """Run every point not yet journaled in ``run_dir`` on all of ``suite.guests`` at once.
+
+    For each point: probe every fio server (a real job through client mode), run the point with one
+    fio client process, let ``collector`` measure the window, append one ``cell`` record. A failure
+    is appended as ``cell-error`` (with the guest and the point in the message); see the module
+    docstring for when the suite stops. Returns what happened; raises the stopping error.
+    """
+    if not suite.guests:
+        raise MatrixError(suite.path, "[suite] vms", "no guest addresses: the VM list was not resolved",
+                          "resolve vms to guests with the backend (Suite.with_guests) before running")
+    run_dir = Path(run_dir)
+    journal = Journal(run_dir).open()
+    _check_resumable(journal, suite)
+    done = journal.done_keys()
+    points = suite.points()
+    todo = [p for p in points if p.key not in done]
+    run_id = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S") + f"-{suite.name}-{secrets.token_hex(2)}"
+    outcome = SuiteOutcome(run_id=run_id, already_done=[p.key for p in points if p.key in done])
+    journal.append({
+        "type": "run", "run_id": run_id, "started": _iso(time.time()), "matrix_path": suite.path,
+        "matrix": suite.raw, "backend": backend, "side": suite.side, "suite": suite.name,
+        "executor": "fio-server", "guests": [{"name": g.name, "host": g.host, "port": g.port} for g in suite.guests],
+        "points": len(points), "todo": len(todo), "environment": environment(fio), "original_config": None,
+    })
+    log.info("suite %s, side %s: %d points, %d already journaled, %d to run; %s", suite.name, suite.side,
+             len(points), len(points) - len(todo), len(todo), eta(suite, done=len(points) - len(todo)).describe())
+    work = run_dir / "points"
+    for index, point in enumerate(todo, start=1):
+        remaining = (len(todo) - index + 1) * (suite.ramp_s + suite.measure_s + OVERHEAD_PER_POINT_S)
+        if progress is not None:
+            progress(index, len(todo), point, remaining)
+        log.info("point %d/%d %s (ETA %s)", index, len(todo), point.key, _dur(remaining))
+        attempt = 0
+        while True:
+            attempt += 1
+            stage = "ready"
+            started = time.time()
+            window = _Window(collector)
+            try:
+                require_servers(suite.guests, work / "probe", fio=fio, timeout_s=suite.probe_timeout_s,
+                                point=point.key)
+                stage = "run"
+                result = run_point(suite.guests, suite.job_for(point), work / _safe(point.key), fio=fio,
+                                   window=window, grace_s=suite.grace_s, point=point.key)
+            except StormatrixError as exc:
+                if exc.cell is None:
+                    exc.cell = point.key
+                journal.append(_error_record(run_id, suite, point, stage, attempt, exc))
+                lost_guest = isinstance(exc, (GuestDisconnected, GuestNotReady))
+                if not lost_guest and attempt <= suite.retries:
+                    log.warning("point %s failed (%s); retrying", point.key, exc)
+                    continue
+                outcome.failed.append((point.key, str(exc)))
+                if lost_guest or suite.on_error == "stop":
+                    outcome.stopped = exc
+                    raise
+                log.error("point %s failed, going on ([run] on_error = skip): %s", point.key, exc)
+                break
+            journal.append(_cell_record(run_id, suite, point, result, window, started, backend))
+            outcome.measured.append(point.key)
+            break
+    return outcome
+
+
+def _safe(key: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", key)
+
+
+def _cell_dict(suite: Suite, point: SuitePoint) -> dict[str, Any]:
+    w = point.workload
+    return {"disk": suite.disk_record(),
+            "workload": {"name": w.name, "rw": w.rw, "bs": w.bs, "iodepth": w.iodepth, "numjobs": w.numjobs,
+                         "rate_mib_s": None, "rwmixread": w.rwmixread},
+            "repeat": point.repeat, "key": point.key}
+
+
+def _error_record(run_id: str, suite: Suite, point: SuitePoint, stage: str, attempt: int,
+                  exc: StormatrixError) -> dict[str, Any]:
+    partial = exc.details.get("partial")
+    return {"type": "cell-error", "run_id": run_id, "key": point.key, "cell": _cell_dict(suite, point),
+            "side": suite.side, "stage": stage, "attempt": attempt,
+            "error": {"type": type(exc).__name__, "message": str(exc), "guests": exc.details.get("guests")},
+            "partial_clients": [{"name": c["name"], "fio": c["fio"]} for c in partial] if partial else None,
+            "time": _iso(time.time())}
+
+
+def _cell_record(run_id: str, suite: Suite, point: SuitePoint, r: PointResult, window: _Window,
+                 started: float, backend: str | None) -> dict[str, Any]:
+    total = r.aggregate.get("total", {})
+    window_s = (window.ended - window.started) if window.started and window.ended else None
+    fio_start = r.skew.get("last_start_ms")
+    return {
+        "type": "cell", "run_id": run_id, "key": point.key, "cell": _cell_dict(suite, point),
+        "backend": backend, "side": suite.side, "suite": suite.name, "vm": [c["name"] for c in r.clients],
+        "times": {"started": _iso(started), "ready": None, "measure_start": _iso(window.started),
+                  "measure_end": _iso(window.ended), "finished": _iso(time.time()), "boot_s": None,
+                  "ramp_s": suite.ramp_s, "measure_s": suite.measure_s, "window_s": window_s,
+                  # controller window opening minus the last guest's fio window start (from its log)
+                  "window_offset_s": (window.started - fio_start / 1000.0) if window.started and fio_start else None},
+        "fio": r.aggregate,
+        "clients": [{"name": c["name"], "host": c["host"], "port": c["port"], "fio": c["fio"],
+                     "window": c["window"]} for c in r.clients],
+        "fio_all_clients": r.fio_all_clients,
+        "aggregate_check": r.aggregate_check,
+        "skew": r.skew,
+        "controller": {k: v for k, v in r.controller.items() if k != "args"},
+        "host": window.host,
+        "per_mib": per_mib(int(total.get("io_bytes", 0)), window.host),
+        "rate": None, "crosscheck": None,
+        "guest": {"fio": r.aggregate.get("version"), "device": suite.filename, "guests": len(r.clients)},
+        "noise": r.noise,
+        "raw": {"fio_json": r.raw, "stderr": r.stderr},
+    }
