@@ -1,0 +1,152 @@
+"""The [winrm] section, passwords and their redaction, transports and certificate validation."""
+
+from __future__ import annotations
+
+import logging
+import pickle
+from pathlib import Path
+
+import pytest
+
+from stormatrix.errors import EnvironmentProblem, InputError, MatrixError
+from stormatrix.executors import winrm as w
+from stormatrix.spec import EXTRA_SECTIONS, spec_from_dict
+
+PASSWORD = "s3cr3t:P@ss/word"
+
+
+def base_section(**over: object) -> dict[str, object]:
+    d: dict[str, object] = {"host": "w2022", "username": "Administrator", "password_env": "STORMATRIX_TEST_PW",
+                            "disk_serial": "STORMATRIX01"}
+    d.update(over)
+    return d
+
+
+def settings(**over: object) -> w.WinRMSettings:
+    return w.WinRMSettings.from_section(base_section(**over), environ={"STORMATRIX_TEST_PW": PASSWORD})
+
+
+def test_section_is_registered_and_validated_by_the_matrix_parser() -> None:
+    assert "winrm" in EXTRA_SECTIONS
+    raw = {"matrix": {"controllers": ["sata"]}, "workload": [{"name": "r", "rw": "randread", "bs": "4k"}],
+           "winrm": {"username": "Administrator", "password_env": "PW", "disk_serial": "S1", "transport": "https"}}
+    spec = spec_from_dict(raw)
+    section = spec.section("winrm")
+    assert section["cert_validation"] is True
+    assert section["transport"] == "https"
+    raw["winrm"]["transport"] = "ntml"  # type: ignore[index]
+    with pytest.raises(MatrixError, match="did you mean 'ntlm'"):
+        spec_from_dict(raw)
+
+
+def test_the_section_has_no_password_key() -> None:
+    """A password in the matrix file would end up in the journal: there is no key for it."""
+    raw = {"matrix": {"controllers": ["sata"]}, "workload": [{"name": "r", "rw": "randread", "bs": "4k"}],
+           "winrm": {"username": "a", "password": "x", "disk_serial": "S1"}}
+    with pytest.raises(MatrixError, match="unknown key"):
+        spec_from_dict(raw)
+
+
+def test_password_from_environment() -> None:
+    s = settings()
+    assert s.password is not None and s.password.reveal() == PASSWORD
+
+
+def test_password_from_file(tmp_path: Path) -> None:
+    f = tmp_path / "pw"
+    f.write_text(PASSWORD + "\nignored\n")
+    f.chmod(0o600)
+    s = w.WinRMSettings.from_section(base_section(password_env="", password_file=str(f)), environ={})
+    assert s.password is not None and s.password.reveal() == PASSWORD
+
+
+@pytest.mark.parametrize("over, env, match", [
+    ({"password_env": ""}, {}, "exactly one of"),
+    ({"password_file": "/x"}, {"STORMATRIX_TEST_PW": "x"}, "exactly one of"),
+    ({}, {}, "STORMATRIX_TEST_PW is not set"),
+    ({}, {"STORMATRIX_TEST_PW": ""}, "empty"),
+    ({"password_env": "", "password_file": "/nonexistent/pw"}, {}, "cannot be read"),
+])
+def test_password_problems_are_input_errors(over: dict[str, object], env: dict[str, str], match: str) -> None:
+    with pytest.raises(InputError, match=match):
+        w.WinRMSettings.from_section(base_section(**over), environ=env)
+
+
+def test_secret_never_prints_itself() -> None:
+    s = w.Secret(PASSWORD)
+    assert PASSWORD not in repr(s) and PASSWORD not in str(s) and PASSWORD not in f"{s}" and PASSWORD not in f"{s!r}"
+    assert PASSWORD not in repr(settings())
+    with pytest.raises(TypeError):
+        pickle.dumps(s)
+
+
+def test_redact_removes_plain_quoted_and_base64_forms() -> None:
+    import base64
+    from urllib.parse import quote
+
+    text = f"a {PASSWORD} b {quote(PASSWORD, safe='')} c {base64.b64encode(PASSWORD.encode()).decode()} d"
+    out = w.redact(text, [w.Secret(PASSWORD), None, ""])
+    assert PASSWORD not in out and quote(PASSWORD, safe="") not in out
+    assert out.count("***") == 3
+
+
+def test_redacting_filter_scrubs_log_records(caplog: pytest.LogCaptureFixture) -> None:
+    logger = logging.getLogger("stormatrix.executor.winrm")
+    f = w.RedactingFilter([w.Secret(PASSWORD)])
+    logger.addFilter(f)
+    try:
+        with caplog.at_level(logging.INFO, logger="stormatrix.executor.winrm"):
+            logger.info("connecting with %s", PASSWORD)
+    finally:
+        logger.removeFilter(f)
+    assert PASSWORD not in caplog.text
+    assert "connecting with ***" in caplog.text
+
+
+@pytest.mark.parametrize("transport, tls, endpoint, pywinrm", [
+    ("ntlm", False, "http://w2022:5985/wsman", "ntlm"),
+    ("ntlm", True, "https://w2022:5986/wsman", "ntlm"),
+    ("kerberos", False, "http://w2022:5985/wsman", "kerberos"),
+    ("credssp", False, "https://w2022:5986/wsman", "credssp"),
+    ("https", False, "https://w2022:5986/wsman", "ssl"),
+])
+def test_transports_map_to_pywinrm(transport: str, tls: bool, endpoint: str, pywinrm: str) -> None:
+    s = settings(transport=transport, use_tls=tls)
+    kw = s.protocol_kwargs()
+    assert kw["endpoint"] == endpoint
+    assert kw["transport"] == pywinrm
+    assert kw["password"] == PASSWORD
+    assert PASSWORD not in s.describe()
+
+
+def test_explicit_port_and_ipv6_host() -> None:
+    assert settings(host="fe80::1", port=15986, transport="https").endpoint == "https://[fe80::1]:15986/wsman"
+
+
+def test_certificate_validation_is_on_unless_turned_off() -> None:
+    assert settings(transport="https").protocol_kwargs()["server_cert_validation"] == "validate"
+    kw = settings(transport="https", ca_file="/etc/ca.pem").protocol_kwargs()
+    assert kw["ca_trust_path"] == "/etc/ca.pem"
+    off = settings(transport="https", cert_validation=False)
+    assert off.protocol_kwargs()["server_cert_validation"] == "ignore"
+    assert "cert-validation=OFF" in off.describe()
+
+
+def test_read_timeout_must_exceed_operation_timeout() -> None:
+    with pytest.raises(InputError, match="must exceed"):
+        settings(operation_timeout_seconds=30, read_timeout_seconds=30)
+
+
+def test_disk_serial_is_checked() -> None:
+    with pytest.raises(InputError, match="disk serial"):
+        settings(disk_serial="x'; Remove-Item C:\\ #")
+
+
+def test_missing_auth_plugin_is_an_environment_problem(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "requests_kerberos" else real(name, *a))
+    with pytest.raises(EnvironmentProblem, match="python3-requests-kerberos"):
+        w.check_transport_available("kerberos")
+    w.check_transport_available("https")  # nothing needed
