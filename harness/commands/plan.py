@@ -1,0 +1,48 @@
+"""``stormatrix plan``: expand and validate a matrix; show the cells, what is skipped and why, the ETA."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ..backends import backend_class
+from ..runner import estimate_seconds, fmt_duration
+from ..spec import expand, load_spec
+from .common import import_sections
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser("plan", help="expand and validate a matrix file; print cells, skipped cells and the ETA",
+                       description="Expand MATRIX into cells, reject impossible combinations with the reason, "
+                                   "and print the cell list with an ETA. Exit code 2 on a bad matrix.")
+    p.add_argument("matrix", help="matrix file (TOML)")
+    p.add_argument("--quiet", action="store_true", help="only the summary line")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    import_sections()
+    spec = load_spec(args.matrix)
+    cls = backend_class(spec.run["backend"])
+    plan = expand(spec, backend_controllers=cls.controllers)
+    out = sys.stdout
+    timing = spec.timing
+    if not args.quiet:
+        print(f"{'#':>4}  {'controller':<19} {'aio':<9} {'iothread':<8} {'cache':<11} {'workload':<24} rep", file=out)
+        for i, c in enumerate(plan.cells, 1):
+            w = c.workload
+            print(f"{i:>4}  {c.disk.controller:<19} {c.disk.aio:<9} {('on' if c.disk.iothread else 'off'):<8} "
+                  f"{c.disk.cache:<11} {w.name:<24} {c.repeat}", file=out)
+        if plan.skipped:
+            print(f"\nskipped ({len(plan.skipped)}):", file=out)
+            for s in plan.skipped:
+                print(f"  {s.disk.key}: {s.reason}", file=out)
+        print("\nworkloads:", file=out)
+        for w in spec.workloads:
+            print(f"  {w.name}: {w.describe()}", file=out)
+    eta = estimate_seconds(plan, timing.ramp_s, timing.measure_s)
+    configs = len({(c.disk, c.repeat) for c in plan.cells})
+    print(f"\n{len(plan.cells)} cells ({configs} VM starts, {len(plan.skipped)} skipped) on backend "
+          f"{spec.run['backend']}; {timing.ramp_s:g} s warm-up + {timing.measure_s:g} s window per cell; "
+          f"ETA {fmt_duration(eta)}", file=out)
+    return 0

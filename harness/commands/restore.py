@@ -1,0 +1,77 @@
+"""``stormatrix restore RUN_DIR``: put a VM back after the harness itself crashed.
+
+The runner journals the backend's original VM configuration in the ``run`` record before it changes
+anything, and a ``restored`` record once the backend has put it back. This command reads the journal,
+finds the last ``run`` record that has an original configuration and no ``restored`` record after it,
+rebuilds the backend from the journaled matrix (credentials are read again from where the matrix
+points: an environment variable or a file, never the journal) and restores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import logging
+from pathlib import Path
+from typing import Any
+
+from ..errors import InputError
+from ..journal import Journal, read_journal, JOURNAL_NAME
+from ..spec import spec_from_dict
+
+log = logging.getLogger("stormatrix.restore")
+
+
+def pending_restore(records: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The last ``run`` record with an original config that no later ``restored`` record covers."""
+    last: dict[str, Any] | None = None
+    for rec in records:
+        if rec.get("type") == "run" and rec.get("original_config"):
+            last = rec
+        elif rec.get("type") == "restored" and last is not None and rec.get("run_id") == last.get("run_id"):
+            last = None
+    return last
+
+
+def restore_run(run_dir: Path, *, force: bool = False) -> str:
+    journal_path = run_dir / JOURNAL_NAME
+    if not journal_path.exists():
+        raise InputError(f"{run_dir} has no {JOURNAL_NAME}: give the run directory of a 'stormatrix run'")
+    records = read_journal(journal_path).records
+    run = pending_restore(records)
+    if run is None:
+        if not force:
+            return "nothing to restore: the journal says the VM was put back (use --force to check anyway)"
+        runs = [r for r in records if r.get("type") == "run" and r.get("original_config")]
+        if not runs:
+            return "nothing to restore: no run in this journal changed a VM"
+        run = runs[-1]
+    backend_name = run.get("backend")
+    if backend_name != "proxmox":
+        raise InputError(f"the run used the {backend_name!r} backend, which keeps nothing to restore")
+    from ..backends import proxmox
+
+    spec = spec_from_dict(run["matrix"], str(run.get("matrix_path", "<journal>")))
+    backend = proxmox.ProxmoxBackend(spec, run_dir)
+    try:
+        backend.load_original(run["original_config"])
+        backend.restore()
+    finally:
+        backend.close()
+    Journal(run_dir).open().append({"type": "restored", "run_id": run.get("run_id"), "vm": str(run["original_config"]["vmid"]),
+                                    "time": datetime.datetime.now(datetime.timezone.utc).isoformat(),
+                                    "by": "stormatrix restore"})
+    return f"VM {run['original_config']['vmid']} on {run['original_config']['node']} restored to its original configuration"
+
+
+def _run(args: argparse.Namespace) -> int:
+    print(restore_run(Path(args.run_dir), force=args.force))
+    return 0
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser("restore", help="put a VM back as it was before a crashed run",
+                              description=__doc__.split("\n\n")[1] if __doc__ else None)
+    p.add_argument("run_dir", metavar="RUN_DIR", help="the run directory (holds journal.ndjson)")
+    p.add_argument("--force", action="store_true", help="restore even if the journal says it was done")
+    p.set_defaults(func=_run)

@@ -1,0 +1,48 @@
+"""``stormatrix run``: execute a matrix; resumable (run the same command again to continue)."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+from ..runner import Runner
+from ..spec import load_spec
+from .common import import_sections
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser("run", help="execute a matrix (progress bar, ETA); run it again to resume",
+                       description="Execute every cell of MATRIX and journal each one to RUN_DIR/journal.ndjson. "
+                                   "Cells already in the journal are skipped, so re-running resumes.")
+    p.add_argument("matrix", help="matrix file (TOML)")
+    p.add_argument("-o", "--output", required=True, metavar="RUN_DIR", help="run directory (journal, logs)")
+    p.add_argument("--side", metavar="LABEL", help="label of this run in A-vs-B comparisons, e.g. 'Proxmox VE 8.2'")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.set_defaults(func=run)
+
+
+def _on_sigterm(signum: int, frame: Any) -> None:
+    # Raise inside the main thread so every finally block runs: QEMU is stopped, the VM restored.
+    raise KeyboardInterrupt
+
+
+def execute(matrix: str | Path, run_dir: str | Path, *, side: str | None = None, progress: bool = True) -> dict[str, Any]:
+    import_sections()
+    spec = load_spec(matrix)
+    old = signal.signal(signal.SIGTERM, _on_sigterm)
+    try:
+        return Runner(spec, run_dir, side=side, progress=progress).run()
+    finally:
+        signal.signal(signal.SIGTERM, old)
+
+
+def run(args: argparse.Namespace) -> int:
+    summary = execute(args.matrix, args.output, side=args.side, progress=not args.no_progress)
+    print(f"{summary['measured']} cells measured, {summary['already_done']} already in the journal, "
+          f"{len(summary['failed'])} failed; journal: {Path(args.output) / 'journal.ndjson'}")
+    for key in summary["failed"]:
+        print(f"  failed: {key} (see the cell-error records in the journal)", file=sys.stderr)
+    return 1 if summary["failed"] else 0

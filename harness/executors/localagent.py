@@ -1,0 +1,212 @@
+"""The local guest agent: the tiny guest's init script, reached through QEMU's second serial port.
+
+Protocol (see ``harness/guest/init``): the guest announces ``@@SMX READY k=v ...``; the host sends
+``RUN <base64 fio job>``; fio's measurement job runs ``smx-mark measure-start`` as exec_prerun and
+``smx-mark measure-end`` as exec_postrun, which the guest forwards as ``@@SMX MARK ...`` lines; the
+result comes back as base64 between ``@@SMX RESULT rc= bytes= sha256=`` and ``@@SMX END``, and is
+verified against its length and SHA-256.
+
+Warm-up and measurement are two jobs of ONE fio process (``stonewall`` between them), so the window
+the host measures starts when fio really starts measuring, with no second fio start-up inside it.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import logging
+import socket
+import time
+from typing import Any
+
+from ..analysis.fio import parse_fio_json
+from ..errors import GuestDisconnected, GuestNotReady, WorkloadFailed
+from ..model import Cell, Timing, Workload
+from .base import GuestExecutor, WindowListener, WorkloadResult
+
+log = logging.getLogger("stormatrix.agent")
+
+PREFIX = b"@@SMX "
+
+
+def fio_job(workload: Workload, timing: Timing, filename: str, *, ioengine: str = "libaio",
+            markers: bool = True) -> str:
+    """The fio job file for one cell: a warm-up job, then the measurement job (stonewalled).
+
+    Values are typed and validated before they get here (spec.py); nothing user-supplied is
+    interpolated as free text except the workload name, which is not used in the file.
+    """
+    g = ["[global]", f"ioengine={ioengine}", "direct=1", f"filename={filename}", f"rw={workload.rw}",
+         f"bs={workload.bs}", f"iodepth={workload.iodepth}", f"numjobs={workload.numjobs}",
+         "time_based=1", "randrepeat=0", "norandommap=1", "thread=0"]
+    if workload.rwmixread is not None:
+        g.append(f"rwmixread={workload.rwmixread}")
+    if workload.rate_mib_s:
+        # fio's rate is per job (per clone): split the total evenly across numjobs
+        per_job = int(workload.rate_mib_s * 2**20 / workload.numjobs)
+        g.append(f"rate={per_job}")
+    lines = g + [""]
+    if timing.ramp_s > 0:
+        lines += ["[warmup]", f"runtime={max(1, round(timing.ramp_s))}", ""]
+    lines += ["[measure]", "stonewall", "new_group", f"runtime={max(1, round(timing.measure_s))}"]
+    if markers:
+        lines += ["exec_prerun=/bin/smx-mark measure-start", "exec_postrun=/bin/smx-mark measure-end"]
+    return "\n".join(lines) + "\n"
+
+
+class AgentChannel:
+    """Line-oriented access to the guest agent's serial socket."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.sock: socket.socket | None = None
+        self.buf = b""
+
+    def connect(self, deadline: float) -> None:
+        last: Exception | None = None
+        while time.monotonic() < deadline:
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                s.connect(self.path)
+                self.sock = s
+                return
+            except OSError as exc:
+                last = exc
+                s.close()
+                time.sleep(0.02)
+        raise GuestNotReady(f"cannot connect to the guest agent socket {self.path}: {last}")
+
+    def send(self, line: str) -> None:
+        assert self.sock is not None
+        try:
+            self.sock.sendall(line.encode() + b"\n")
+        except OSError as exc:
+            raise GuestDisconnected(f"guest agent connection lost while sending: {exc}") from None
+
+    def readline(self, deadline: float) -> bytes:
+        assert self.sock is not None
+        while b"\n" not in self.buf:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError
+            self.sock.settimeout(min(remaining, 1.0))
+            try:
+                chunk = self.sock.recv(65536)
+            except socket.timeout:
+                continue
+            except OSError as exc:
+                raise GuestDisconnected(f"guest agent connection lost: {exc}") from None
+            if not chunk:
+                raise GuestDisconnected("the guest closed the agent channel (did QEMU exit?)")
+            self.buf += chunk
+        line, self.buf = self.buf.split(b"\n", 1)
+        return line.rstrip(b"\r")
+
+    def close(self) -> None:
+        if self.sock is not None:
+            self.sock.close()
+            self.sock = None
+
+
+def parse_event(line: bytes) -> tuple[str, list[str], dict[str, str]] | None:
+    if not line.startswith(PREFIX):
+        return None
+    words = line[len(PREFIX):].decode("utf-8", "replace").split()
+    if not words:
+        return None
+    kv = dict(w.split("=", 1) for w in words[1:] if "=" in w)
+    return words[0], words[1:], kv
+
+
+class LocalAgentExecutor(GuestExecutor):
+    name = "local-agent"
+
+    def __init__(self, endpoints, options=None) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(endpoints, options)
+        if len(endpoints) != 1 or endpoints[0].kind != "local-agent":
+            raise GuestNotReady("the local agent executor needs exactly one local-agent endpoint")
+        self.channel = AgentChannel(endpoints[0].address)
+        self.facts: dict[str, Any] = {}
+
+    def connect(self, deadline: float) -> None:
+        """Connect at once after QEMU starts, so the READY line is not missed."""
+        if self.channel.sock is None:
+            self.channel.connect(deadline)
+
+    def wait_ready(self, deadline: float) -> dict[str, Any]:
+        self.connect(deadline)
+        pinged = False
+        while True:
+            try:
+                line = self.channel.readline(deadline if pinged else min(deadline, time.monotonic() + 60))
+            except TimeoutError:
+                if not pinged and time.monotonic() < deadline:
+                    self.channel.send("PING")  # in case READY was emitted before we listened
+                    pinged = True
+                    continue
+                raise GuestNotReady("the guest did not report ready before the deadline") from None
+            ev = parse_event(line)
+            if ev and ev[0] == "READY":
+                self.facts = ev[2]
+                if not self.facts.get("disk"):
+                    raise GuestNotReady("the guest booted but found no test disk "
+                                        "(its driver did not load or the disk never appeared)")
+                return dict(self.facts)
+
+    def run(self, cell: Cell, timing: Timing, window: WindowListener) -> WorkloadResult:
+        job = fio_job(cell.workload, timing, "@DISK@")
+        self.channel.send("RUN " + base64.b64encode(job.encode()).decode())
+        limit = time.monotonic() + timing.ramp_s + timing.measure_s + 120
+        starts = ends = 0
+        result_meta: dict[str, str] | None = None
+        body: list[bytes] = []
+        while True:
+            try:
+                line = self.channel.readline(limit)
+            except TimeoutError:
+                raise WorkloadFailed("fio did not finish in time (ramp + measure + 120 s)",
+                                     cell=cell.key) from None
+            ev = parse_event(line)
+            if result_meta is not None:
+                if ev and ev[0] == "END":
+                    break
+                body.append(line)
+                continue
+            if ev is None:
+                continue
+            kind, args, kv = ev
+            if kind == "MARK" and args and args[0] == "measure-start":
+                starts += 1
+                if starts == 1:
+                    window.measure_started()
+            elif kind == "MARK" and args and args[0] == "measure-end":
+                ends += 1
+                if ends == cell.workload.numjobs:
+                    window.measure_ended()
+            elif kind == "RESULT":
+                result_meta = kv
+        raw = base64.b64decode(b"".join(body))
+        if len(raw) != int(result_meta.get("bytes", -1)) or \
+                hashlib.sha256(raw).hexdigest() != result_meta.get("sha256"):
+            raise WorkloadFailed("the fio result arrived damaged (length or SHA-256 mismatch)", cell=cell.key)
+        text = raw.decode("utf-8", "replace")
+        rc = int(result_meta.get("rc", "1"))
+        if rc != 0:
+            raise WorkloadFailed(f"fio exited {rc} in the guest: {text.strip()[-500:]}", cell=cell.key)
+        if starts == 0 or ends < cell.workload.numjobs:
+            raise WorkloadFailed("fio finished without marking its measurement window", cell=cell.key)
+        data = parse_fio_json(text, source=f"guest fio output for {cell.key}")
+        return WorkloadResult(engine="fio", raw=text, data=data, guest=dict(self.facts),
+                              window_source="guest-marker")
+
+    def poweroff(self) -> None:
+        try:
+            self.channel.send("POWEROFF")
+        except GuestDisconnected:
+            pass
+
+    def close(self) -> None:
+        self.channel.close()
+
+
+__all__ = ["LocalAgentExecutor", "fio_job", "parse_event"]

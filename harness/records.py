@@ -1,0 +1,84 @@
+"""Build the one record type every later stage consumes (docs/journal.md, ``type: "cell"``).
+
+Pure functions: given what the stages measured, compute per-MiB values, the fixed-rate check and
+the fio-versus-QEMU byte cross-check, and assemble the record. Nothing here talks to a VM.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any
+
+from .analysis.fio import jobs_named, summarize_jobs
+from .backends.base import BlockStats
+from .errors import WorkloadFailed
+from .executors.base import WorkloadResult
+from .model import Cell
+
+MIB = 2**20
+
+
+def now_iso() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+
+
+def fio_summary(result: WorkloadResult, cell: Cell) -> dict[str, Any]:
+    """The measurement job's figures (the warm-up job is discarded)."""
+    doc = result.data
+    jobs = jobs_named(doc, "measure") or [j for j in doc.get("jobs", []) if j.get("jobname") != "warmup"]
+    if not jobs:
+        raise WorkloadFailed("fio output has no measurement job", cell=cell.key)
+    summary = summarize_jobs(jobs)
+    if summary["error"]:
+        raise WorkloadFailed(f"fio reported error {summary['error']} for the measurement job", cell=cell.key)
+    summary["version"] = doc.get("fio version")
+    return summary
+
+
+def per_mib(fio: dict[str, Any], host: dict[str, Any] | None) -> dict[str, Any]:
+    mib = fio["total"]["io_bytes"] / MIB
+    if host is None or mib <= 0:
+        return {"mib": mib, "cpu": None, "cpu_unit": None, "ctx": None}
+    if host["cpu_metric"] == "cycles":
+        cpu, unit = host["cpu_total"] / mib, "cycles/MiB"
+    else:
+        cpu, unit = host["cpu_total"] * 1000.0 / mib, "CPU-ms/MiB"
+    return {"mib": mib, "cpu": cpu, "cpu_unit": unit, "ctx": host["ctx_switches"] / mib}
+
+
+def rate_check(cell: Cell, fio: dict[str, Any], tolerance_pct: float) -> dict[str, Any] | None:
+    target = cell.workload.rate_mib_s
+    if not target:
+        return None
+    runtime_s = fio["total"]["runtime_ms"] / 1000.0
+    achieved = (fio["total"]["io_bytes"] / MIB / runtime_s) if runtime_s > 0 else 0.0
+    miss = (1.0 - achieved / target) * 100.0
+    return {"target_mib_s": target, "achieved_mib_s": achieved, "miss_pct": miss,
+            "missed": miss > tolerance_pct, "tolerance_pct": tolerance_pct}
+
+
+def crosscheck(fio: dict[str, Any], before: BlockStats | None, after: BlockStats | None,
+               tolerance_pct: float) -> dict[str, Any] | None:
+    """fio's bytes against QEMU's own accounting of the test disk over the same job."""
+    if before is None or after is None:
+        return None
+    d = after.minus(before)
+    qemu_bytes = d.rd_bytes + d.wr_bytes
+    fio_bytes = fio["total"]["io_bytes"]
+    diff = (abs(qemu_bytes - fio_bytes) / fio_bytes * 100.0) if fio_bytes else (0.0 if not qemu_bytes else 100.0)
+    return {"fio_bytes": fio_bytes, "qemu_bytes": qemu_bytes, "qemu_read_bytes": d.rd_bytes,
+            "qemu_write_bytes": d.wr_bytes, "diff_pct": diff, "flag": diff > tolerance_pct,
+            "tolerance_pct": tolerance_pct}
+
+
+def cell_record(*, run_id: str, cell: Cell, backend: str, side: str | None, vm: str,
+                times: dict[str, Any], fio: dict[str, Any], host: dict[str, Any] | None,
+                result: WorkloadResult, rate: dict[str, Any] | None, cross: dict[str, Any] | None,
+                clients: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    return {
+        "type": "cell", "run_id": run_id, "key": cell.key, "cell": cell.to_dict(),
+        "backend": backend, "side": side, "vm": vm, "times": times, "fio": fio, "host": host,
+        "per_mib": per_mib(fio, host), "rate": rate, "crosscheck": cross,
+        "guest": result.guest, "window_source": result.window_source, "clients": clients,
+        "raw": {"engine": result.engine, "output": result.raw},
+    }

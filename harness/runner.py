@@ -1,0 +1,324 @@
+"""The runner: the method, one cell at a time, in named stages.
+
+    plan -> prepare -> for each disk configuration (x repeat):
+        apply (reconfigure + restart the VM) -> ready (guest answers)
+        -> for each workload: run (warm-up, measurement window with the host collector) -> journal
+    finally: restore the VM's original configuration
+
+A cell is journaled (fsynced) as soon as it is measured, so a crash loses at most the cell in
+flight; running the same command again skips every journaled cell. A failed attempt is journaled
+as ``cell-error`` and retried ``[run] retries`` times; then ``[run] on_error`` decides: ``skip`` goes
+on with the next cell, ``stop`` ends the run (after restoring the VM).
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import sys
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable, TextIO
+
+from . import __version__, records
+from .backends import backend_class
+from .backends.base import Backend, BlockStats
+from .errors import CollectorError, StormatrixError
+from .executors import executor_class
+from .executors.base import GuestExecutor
+from .journal import Journal, JournalWriteError
+from .model import Cell, DiskConfig, Plan
+from .spec import MatrixSpec, expand
+
+log = logging.getLogger("stormatrix.runner")
+
+# seconds a cell costs beyond ramp + measure before any cell has been timed (boot, teardown)
+DEFAULT_OVERHEAD_S = 5.0
+
+
+def make_run_id(name: str) -> str:
+    return f"{datetime.now(timezone.utc):%Y%m%dT%H%M%S}-{name}-{secrets.token_hex(2)}"
+
+
+def estimate_seconds(plan: Plan, ramp_s: float, measure_s: float, overhead_s: float = DEFAULT_OVERHEAD_S) -> float:
+    """ETA: every cell's warm-up and window, plus a VM start per disk configuration x repeat."""
+    groups = {(c.disk, c.repeat) for c in plan.cells}
+    return len(plan.cells) * (ramp_s + measure_s + 0.5) + len(groups) * overhead_s
+
+
+def fmt_duration(seconds: float) -> str:
+    seconds = int(round(seconds))
+    h, rem = divmod(seconds, 3600)
+    m, s = divmod(rem, 60)
+    return f"{h}h{m:02d}m{s:02d}s" if h else f"{m}m{s:02d}s" if m else f"{s}s"
+
+
+class Progress:
+    """A progress bar with ETA on a terminal; one line per cell otherwise (logs, CI)."""
+
+    def __init__(self, total: int, estimate_per_cell: float, stream: TextIO = sys.stderr) -> None:
+        self.total, self.done, self.stream = total, 0, stream
+        self.t0 = time.monotonic()
+        self.estimate = estimate_per_cell
+        self.tty = stream.isatty()
+
+    def eta(self) -> float:
+        left = self.total - self.done
+        if self.done:
+            return (time.monotonic() - self.t0) / self.done * left
+        return self.estimate * left
+
+    def update(self, label: str, advance: bool = False) -> None:
+        if advance:
+            self.done += 1
+        width = 24
+        filled = int(width * self.done / max(self.total, 1))
+        bar = "#" * filled + "." * (width - filled)
+        text = f"[{bar}] {self.done}/{self.total} cells  ETA {fmt_duration(self.eta())}  {label}"
+        if self.tty:
+            self.stream.write("\r\033[K" + text)
+            if self.done == self.total and advance:
+                self.stream.write("\n")
+        elif advance or self.done == 0:
+            self.stream.write(text + "\n")
+        self.stream.flush()
+
+
+@dataclass
+class Window:
+    """The measurement window: starts the collector and snapshots QEMU's accounting at both edges."""
+
+    backend: Backend
+    collector_factory: Callable[[Any], Any]
+    t_start: str | None = None
+    t_end: str | None = None
+    mono_start: float = 0.0
+    mono_end: float = 0.0
+    bs0: BlockStats | None = None
+    bs1: BlockStats | None = None
+    host: dict[str, Any] | None = None
+    collectors: list[Any] = field(default_factory=list)
+    error: Exception | None = None
+
+    def measure_started(self) -> None:
+        self.mono_start = time.monotonic()
+        self.t_start = records.now_iso()
+        try:
+            self.collectors = [self.collector_factory(scope) for scope in self.backend.scope()]
+            for c in self.collectors:
+                c.start()
+            self.bs0 = self.backend.blockstats()
+        except Exception as exc:  # noqa: BLE001 - reported after the workload returns
+            self.error = exc
+
+    def measure_ended(self) -> None:
+        self.mono_end = time.monotonic()
+        self.t_end = records.now_iso()
+        if self.error:
+            self.abort()
+            return
+        try:
+            self.bs1 = self.backend.blockstats()
+            results = [c.stop() for c in self.collectors]
+            self.host = merge_hosts(results)
+        except Exception as exc:  # noqa: BLE001
+            self.error = exc
+
+    def abort(self) -> None:
+        for c in self.collectors:
+            try:
+                c.abort()
+            except Exception:  # noqa: BLE001
+                pass
+
+
+def merge_hosts(results: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """One host block for one or many QEMU processes (many VMs in a suite)."""
+    if not results:
+        return None
+    if len(results) == 1:
+        return results[0]
+    metrics = {r["cpu_metric"] for r in results}
+    if len(metrics) != 1:
+        raise CollectorError("VMs were measured with different CPU metrics; cannot add them up")
+    out = dict(results[0])
+    for k in ("cpu_total", "cpu_user", "cpu_system", "ctx_switches", "ctx_voluntary", "ctx_involuntary"):
+        out[k] = sum(r[k] for r in results)
+    out["threads"] = [t for r in results for t in r["threads"]]
+    out["pid"] = [r["pid"] for r in results]
+    out["scope"] = f"{len(results)} qemu processes"
+    return out
+
+
+def default_collector_factory(scope: Any) -> Any:
+    from .host.collector import WindowCollector
+
+    if scope.ssh:
+        raise CollectorError(f"remote collection over SSH ({scope.ssh}) needs the backend's collector")
+    return WindowCollector(scope.pid, dict(scope.threads))
+
+
+class Runner:
+    def __init__(self, spec: MatrixSpec, run_dir: str | Path, *, side: str | None = None,
+                 progress: bool = True, backend: Backend | None = None,
+                 collector_factory: Callable[[Any], Any] = default_collector_factory,
+                 stream: TextIO = sys.stderr) -> None:
+        self.spec = spec
+        self.run_dir = Path(run_dir)
+        self.side = side
+        self.show_progress = progress
+        self.stream = stream
+        self.backend_cls = type(backend) if backend else backend_class(spec.run["backend"])
+        self.backend = backend
+        self.collector_factory = collector_factory
+        self.journal = Journal(self.run_dir)
+        self.run_id = make_run_id(spec.run["name"])
+        self.failed: list[str] = []
+        self.measured = 0
+
+    def plan(self) -> Plan:
+        return expand(self.spec, backend_controllers=self.backend_cls.controllers)
+
+    def executor_name(self) -> str:
+        name = self.spec.run["executor"]
+        return self.backend_cls.default_executor if name == "auto" else name
+
+    # --- the run --------------------------------------------------------------------------------------
+    def run(self) -> dict[str, Any]:
+        plan = self.plan()
+        self.journal.open()
+        done = self.journal.done_keys()
+        pending = [c for c in plan.cells if c.key not in done]
+        summary = {"run_dir": str(self.run_dir), "cells": len(plan.cells), "already_done": len(plan.cells) - len(pending),
+                   "measured": 0, "failed": [], "skipped": [(s.disk.key, s.reason) for s in plan.skipped]}
+        if not pending:
+            log.info("all %d cells are in the journal already", len(plan.cells))
+            return summary
+        timing = self.spec.timing
+        est = estimate_seconds(Plan(pending), timing.ramp_s, timing.measure_s) / len(pending)
+        progress = Progress(len(pending), est, self.stream) if self.show_progress else None
+        backend = self.backend or self.backend_cls(self.spec, self.run_dir)
+        self.backend = backend
+        try:
+            facts = backend.prepare()
+            self._journal_run_header(facts, backend)
+            if progress:
+                progress.update("starting")
+            for (disk, _repeat), cells in group_cells(pending):
+                self._run_group(backend, disk, cells, progress)
+        finally:
+            try:
+                backend.restore()
+                self.journal.append({"type": "restored", "run_id": self.run_id, "time": records.now_iso(),
+                                     "backend": backend.name})
+            finally:
+                backend.close()
+        summary["measured"] = self.measured
+        summary["failed"] = self.failed
+        return summary
+
+    def _journal_run_header(self, facts: dict[str, Any], backend: Backend) -> None:
+        from .host.inventory import inventory
+
+        env = {**inventory(), **facts, "stormatrix": __version__}
+        self.journal.append({"type": "run", "run_id": self.run_id, "started": records.now_iso(),
+                             "matrix_path": self.spec.path, "matrix": self.spec.raw,
+                             "backend": backend.name, "side": self.side, "environment": env,
+                             "original_config": backend.original_config()})
+
+    def _run_group(self, backend: Backend, disk: DiskConfig, cells: list[Cell], progress: Progress | None) -> None:
+        """One VM start for cells sharing a disk configuration and repeat; retried as configured."""
+        retries = self.spec.run["retries"]
+        remaining = list(cells)
+        attempt = 0
+        while remaining:
+            attempt += 1
+            stage = "apply"
+            current = remaining[0]
+            executor: GuestExecutor | None = None
+            try:
+                t_started = records.now_iso()
+                t0 = time.monotonic()
+                if progress:
+                    progress.update(f"{disk.key}: starting VM")
+                backend.apply(disk)
+                stage = "ready"
+                executor = executor_class(self.executor_name())(backend.endpoints(), self.spec.raw.get(self.executor_name(), {}))
+                if hasattr(executor, "connect"):
+                    executor.connect(time.monotonic() + 30)
+                guest = executor.wait_ready(time.monotonic() + self.spec.run["boot_timeout_seconds"])
+                boot_s = time.monotonic() - t0
+                t_ready = records.now_iso()
+                while remaining:
+                    current = remaining[0]
+                    stage = "run"
+                    if progress:
+                        progress.update(f"{current.key}: measuring")
+                    record = self._measure(backend, executor, current, t_started, t_ready, boot_s, guest)
+                    self.journal.append(record)
+                    self.measured += 1
+                    remaining.pop(0)
+                    if progress:
+                        progress.update(current.key, advance=True)
+                    t_started, boot_s = records.now_iso(), 0.0
+            except JournalWriteError:
+                raise  # nothing can be recorded any more: stop, the VM is restored by run()
+            except (StormatrixError, OSError) as exc:
+                self._journal_error(current, stage, attempt, exc, backend)
+                if attempt > retries:
+                    self.failed.append(current.key)
+                    if self.spec.run["on_error"] == "stop":
+                        raise
+                    log.error("giving up on %s after %d attempts: %s", current.key, attempt, exc)
+                    remaining.pop(0)
+                    if progress:
+                        progress.update(f"{current.key}: FAILED", advance=True)
+                    attempt = 0
+            finally:
+                if executor is not None:
+                    executor.close()
+                backend.stop()
+
+    def _measure(self, backend: Backend, executor: GuestExecutor, cell: Cell, t_started: str, t_ready: str,
+                 boot_s: float, guest: dict[str, Any]) -> dict[str, Any]:
+        timing = self.spec.timing
+        window = Window(backend, self.collector_factory)
+        try:
+            result = executor.run(cell, timing, window)
+        except BaseException:
+            window.abort()
+            raise
+        if window.error:
+            raise CollectorError(f"the host collector failed: {window.error}", cell=cell.key)
+        if window.t_start is None or window.t_end is None:
+            raise CollectorError("the measurement window never opened or closed", cell=cell.key)
+        fio = records.fio_summary(result, cell)
+        result.guest = {**guest, **result.guest}
+        times = {"started": t_started, "ready": t_ready, "measure_start": window.t_start,
+                 "measure_end": window.t_end, "finished": records.now_iso(), "boot_s": boot_s,
+                 "ramp_s": timing.ramp_s, "measure_s": timing.measure_s,
+                 "window_s": window.mono_end - window.mono_start}
+        run = self.spec.run
+        return records.cell_record(
+            run_id=self.run_id, cell=cell, backend=backend.name, side=self.side,
+            vm=(backend.scope()[0].vm if backend.scope() else ""), times=times, fio=fio, host=window.host,
+            result=result, rate=records.rate_check(cell, fio, run["rate_tolerance_pct"]),
+            cross=records.crosscheck(fio, window.bs0, window.bs1, run["crosscheck_tolerance_pct"]))
+
+    def _journal_error(self, cell: Cell, stage: str, attempt: int, exc: BaseException, backend: Backend) -> None:
+        detail = str(exc)
+        tail = getattr(backend, "console_tail", lambda: "")()
+        log.warning("cell %s failed at %s (attempt %d): %s", cell.key, stage, attempt, detail)
+        self.journal.append({"type": "cell-error", "run_id": self.run_id, "key": cell.key, "cell": cell.to_dict(),
+                             "stage": stage, "attempt": attempt, "time": records.now_iso(),
+                             "error": {"type": type(exc).__name__, "message": detail,
+                                       "console_tail": tail[-800:] if tail else None}})
+
+
+def group_cells(cells: list[Cell]) -> list[tuple[tuple[DiskConfig, int], list[Cell]]]:
+    groups: dict[tuple[DiskConfig, int], list[Cell]] = {}
+    for c in cells:
+        groups.setdefault((c.disk, c.repeat), []).append(c)
+    return list(groups.items())

@@ -1,0 +1,345 @@
+#!/usr/bin/env python3
+"""Host collector: CPU and context switches of one QEMU process during a measurement window.
+
+Standard library only (psutil is not needed), so this file can be copied to a Proxmox node and run
+there: ``python3 collector.py --pid 1234 --roles roles.json`` starts measuring at once, stops when a
+line arrives on stdin (or stdin closes), and prints one JSON document.
+
+What it measures, and how:
+
+- ``perf stat -x, -p PID -e context-switches,task-clock[,cycles:u,cycles:k]``: whole-process totals,
+  including threads that start or exit inside the window (thread-pool aio workers come and go).
+  Hardware ``cycles`` only when the machine has the counters; otherwise the CPU metric is CPU time,
+  and the result says so (``cpu_metric``).
+- ``/proc/PID/stat``: user and system CPU time of the process, dead threads included.
+- ``/proc/PID/task/TID/{stat,status,schedstat}``: per thread, for the split by role (vCPU, main loop,
+  iothread, aio worker). Threads are sampled every ``interval`` seconds so that a worker that exits
+  mid-window still counts with its last sample; such split values are marked approximate.
+
+Everything is a delta between the window's start and end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+PERF = "perf"
+
+
+class CollectorProblem(Exception):
+    """The window could not be measured (the process vanished, perf failed)."""
+
+
+@dataclass
+class ThreadSample:
+    tid: int
+    name: str
+    utime: int  # clock ticks
+    stime: int
+    runtime_ns: int | None
+    vcsw: int
+    ivcsw: int
+
+
+def _read(path: str) -> str:
+    with open(path, "r") as fh:
+        return fh.read()
+
+
+def _parse_stat(text: str) -> tuple[str, int, int]:
+    """(comm, utime, stime) from a /proc stat line; comm may contain spaces and parentheses."""
+    lpar, rpar = text.index("("), text.rindex(")")
+    comm = text[lpar + 1:rpar]
+    rest = text[rpar + 2:].split()
+    # fields after comm: state(3) ppid ... utime is field 14, stime 15 (1-based in proc(5))
+    return comm, int(rest[11]), int(rest[12])
+
+
+def sample_thread(pid: int, tid: int) -> ThreadSample | None:
+    base = f"/proc/{pid}/task/{tid}"
+    try:
+        comm, ut, st = _parse_stat(_read(f"{base}/stat"))
+        status = _read(f"{base}/status")
+        try:
+            runtime_ns: int | None = int(_read(f"{base}/schedstat").split()[0])
+        except (OSError, ValueError, IndexError):
+            runtime_ns = None
+    except (OSError, ValueError):
+        return None  # the thread exited between listing and reading
+    vcsw = ivcsw = 0
+    for line in status.splitlines():
+        if line.startswith("voluntary_ctxt_switches:"):
+            vcsw = int(line.split()[1])
+        elif line.startswith("nonvoluntary_ctxt_switches:"):
+            ivcsw = int(line.split()[1])
+    return ThreadSample(tid, comm, ut, st, runtime_ns, vcsw, ivcsw)
+
+
+def sample_process(pid: int) -> dict[int, ThreadSample]:
+    out: dict[int, ThreadSample] = {}
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        raise CollectorProblem(f"process {pid} is gone") from None
+    for t in tids:
+        s = sample_thread(pid, int(t))
+        if s is not None:
+            out[s.tid] = s
+    return out
+
+
+def process_cpu_ticks(pid: int) -> tuple[int, int]:
+    try:
+        _, ut, st = _parse_stat(_read(f"/proc/{pid}/stat"))
+    except (OSError, ValueError):
+        raise CollectorProblem(f"process {pid} is gone") from None
+    return ut, st
+
+
+_cycles_supported: bool | None = None
+
+
+def cycles_supported() -> bool:
+    """Whether perf can count hardware cycles here (many VMs and CI machines cannot)."""
+    global _cycles_supported
+    if _cycles_supported is None:
+        try:
+            res = subprocess.run([PERF, "stat", "-x,", "-e", "cycles:u", "true"],
+                                 capture_output=True, text=True, timeout=30, check=False)
+            rows = parse_perf_csv(res.stderr)
+            _cycles_supported = res.returncode == 0 and any(
+                r["event"].startswith("cycles") and r["value"] is not None for r in rows)
+        except (OSError, subprocess.TimeoutExpired):
+            _cycles_supported = False
+    return _cycles_supported
+
+
+def perf_available() -> bool:
+    try:
+        res = subprocess.run([PERF, "stat", "-x,", "-e", "context-switches", "true"],
+                             capture_output=True, text=True, timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return res.returncode == 0 and any(r["event"] == "context-switches" and r["value"] is not None
+                                       for r in parse_perf_csv(res.stderr))
+
+
+def parse_perf_csv(text: str) -> list[dict[str, Any]]:
+    """Rows of ``perf stat -x,`` output. ``<not supported>``/``<not counted>`` become value None.
+
+    Row layout: ``[time,][aggr-id,]value,unit,event,run_time,pct_running[,variance],metric,unit``.
+    Lines that are comments or blank are skipped; we look for the event name in the third field
+    counted from the value (value, unit, event).
+    """
+    rows: list[dict[str, Any]] = []
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        parts = line.split(",")
+        if len(parts) < 3:
+            continue
+        value_s, unit, event = parts[0], parts[1], parts[2]
+        if value_s.startswith("<"):
+            value = None
+        else:
+            try:
+                value = float(value_s)
+            except ValueError:
+                continue
+        rows.append({"value": value, "unit": unit, "event": event,
+                     "status": value_s if value is None else "counted"})
+    return rows
+
+
+@dataclass
+class WindowCollector:
+    """Measure one process between :meth:`start` and :meth:`stop`."""
+
+    pid: int
+    roles: dict[int, str] = field(default_factory=dict)
+    use_perf: bool | None = None  # None: use it when it works
+    interval: float = 0.2
+
+    def __post_init__(self) -> None:
+        self._perf: subprocess.Popen[str] | None = None
+        self._perf_out: str | None = None
+        self._first: dict[int, ThreadSample] = {}
+        self._last: dict[int, ThreadSample] = {}
+        self._stop = threading.Event()
+        self._sampler: threading.Thread | None = None
+        self._t0 = self._t1 = 0.0
+        self._proc0 = (0, 0)
+        self.cycles = False
+
+    def start(self) -> None:
+        if self.use_perf is None:
+            self.use_perf = perf_available()
+        if self.use_perf:
+            self.cycles = cycles_supported()
+            events = ["context-switches", "task-clock"] + (["cycles:u", "cycles:k"] if self.cycles else [])
+            fd, self._perf_out = tempfile.mkstemp(prefix="stormatrix-perf-", suffix=".csv")
+            os.close(fd)
+            self._perf = subprocess.Popen(
+                [PERF, "stat", "-x,", "-e", ",".join(events), "-p", str(self.pid), "-o", self._perf_out],
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        self._first = sample_process(self.pid)
+        self._last = dict(self._first)
+        self._proc0 = process_cpu_ticks(self.pid)
+        self._t0 = time.monotonic()
+        self._sampler = threading.Thread(target=self._sample_loop, daemon=True)
+        self._sampler.start()
+
+    def _sample_loop(self) -> None:
+        while not self._stop.wait(self.interval):
+            try:
+                self._last.update(sample_process(self.pid))
+            except CollectorProblem:
+                return
+
+    def stop(self) -> dict[str, Any]:
+        self._t1 = time.monotonic()
+        try:
+            end = sample_process(self.pid)
+            proc1 = process_cpu_ticks(self.pid)
+        finally:
+            self._stop.set()
+            if self._sampler:
+                self._sampler.join()
+            perf_rows = self._stop_perf()
+        gone = {tid: s for tid, s in self._last.items() if tid not in end}
+        final = {**gone, **end}
+        return self._result(final, gone, proc1, perf_rows)
+
+    def abort(self) -> None:
+        """Stop everything without a result (used when the cell fails mid-window)."""
+        self._stop.set()
+        try:
+            self._stop_perf()
+        except CollectorProblem:
+            pass
+
+    def _stop_perf(self) -> list[dict[str, Any]]:
+        if self._perf is None:
+            return []
+        self._perf.send_signal(signal.SIGINT)
+        try:
+            _, err = self._perf.communicate(timeout=15)
+        except subprocess.TimeoutExpired:
+            self._perf.kill()
+            _, err = self._perf.communicate()
+        rc = self._perf.returncode
+        self._perf = None
+        try:
+            text = Path(self._perf_out).read_text() if self._perf_out else ""
+        finally:
+            if self._perf_out:
+                Path(self._perf_out).unlink(missing_ok=True)
+        rows = parse_perf_csv(text)
+        if not rows:
+            raise CollectorProblem(f"perf stat produced no counts (exit {rc}): {err.strip()[-300:]}")
+        return rows
+
+    def _result(self, final: dict[int, ThreadSample], gone: dict[int, ThreadSample],
+                proc1: tuple[int, int], perf_rows: list[dict[str, Any]]) -> dict[str, Any]:
+        tick = 1.0 / CLK_TCK
+        threads = []
+        by_role: dict[str, dict[str, Any]] = {}
+        for tid, s in sorted(final.items()):
+            s0 = self._first.get(tid)
+            d_ut = s.utime - (s0.utime if s0 else 0)
+            d_st = s.stime - (s0.stime if s0 else 0)
+            d_v = s.vcsw - (s0.vcsw if s0 else 0)
+            d_i = s.ivcsw - (s0.ivcsw if s0 else 0)
+            d_rt = (s.runtime_ns - s0.runtime_ns) if (s0 and s.runtime_ns is not None and s0.runtime_ns is not None) \
+                else (s.runtime_ns if (s0 is None and s.runtime_ns is not None) else None)
+            role = self.roles.get(tid) or ("main-loop" if tid == self.pid else
+                                           "aio-worker" if s.name == "worker" else "other")
+            row = {"tid": tid, "name": s.name, "role": role, "user_s": d_ut * tick, "system_s": d_st * tick,
+                   "runtime_s": (d_rt / 1e9) if d_rt is not None else None,
+                   "ctx_voluntary": d_v, "ctx_involuntary": d_i,
+                   "new": s0 is None, "exited": tid in gone}
+            threads.append(row)
+            agg = by_role.setdefault(role, {"threads": 0, "user_s": 0.0, "system_s": 0.0, "runtime_s": 0.0,
+                                            "ctx_voluntary": 0, "ctx_involuntary": 0})
+            agg["threads"] += 1
+            for k in ("user_s", "system_s", "ctx_voluntary", "ctx_involuntary"):
+                agg[k] += row[k]
+            agg["runtime_s"] += row["runtime_s"] or 0.0
+        user_s = (proc1[0] - self._proc0[0]) * tick
+        system_s = (proc1[1] - self._proc0[1]) * tick
+        vol = sum(t["ctx_voluntary"] for t in threads)
+        invol = sum(t["ctx_involuntary"] for t in threads)
+        perf = {r["event"]: r for r in perf_rows}
+        source = "proc"
+        ctx_total: float = vol + invol
+        cpu_time = user_s + system_s
+        cycles = None
+        if perf_rows:
+            source = "perf+proc"
+            cs = perf.get("context-switches")
+            if cs and cs["value"] is not None:
+                ctx_total = cs["value"]
+            tc = perf.get("task-clock")
+            if tc and tc["value"] is not None:
+                cpu_time = tc["value"] / 1000.0  # msec -> s
+            cu, ck = perf.get("cycles:u"), perf.get("cycles:k")
+            if cu and ck and cu["value"] is not None and ck["value"] is not None:
+                cycles = {"user": cu["value"], "kernel": ck["value"]}
+        # split CPU time into user/system by /proc's ratio when perf's clock is the total
+        split = (user_s / (user_s + system_s)) if (user_s + system_s) > 0 else 0.0
+        if cycles:
+            metric, unit = "cycles", "cycles"
+            total, cu_v, ck_v = cycles["user"] + cycles["kernel"], cycles["user"], cycles["kernel"]
+        else:
+            metric, unit = "cpu_time", "s"
+            total, cu_v, ck_v = cpu_time, cpu_time * split, cpu_time * (1 - split)
+        return {
+            "cpu_metric": metric, "cpu_unit": unit, "cpu_total": total, "cpu_user": cu_v, "cpu_system": ck_v,
+            "cpu_time_s": {"total": cpu_time, "user": user_s, "system": system_s},
+            "cycles": cycles,
+            "ctx_switches": ctx_total, "ctx_voluntary": vol, "ctx_involuntary": invol,
+            "source": source, "scope": "qemu-process", "pid": self.pid,
+            "window_s": self._t1 - self._t0,
+            "threads": threads, "by_role": by_role,
+            "split_approximate": bool(gone) or any(t["new"] for t in threads),
+            "perf": {k: {"value": v["value"], "unit": v["unit"], "status": v["status"]} for k, v in perf.items()},
+        }
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description="Measure one process's CPU and context switches until "
+                                             "a line arrives on stdin; print JSON.")
+    ap.add_argument("--pid", type=int, required=True)
+    ap.add_argument("--roles", help="JSON file mapping thread id -> role")
+    ap.add_argument("--no-perf", action="store_true", help="use /proc accounting only")
+    args = ap.parse_args(argv)
+    roles = {}
+    if args.roles:
+        roles = {int(k): v for k, v in json.loads(Path(args.roles).read_text()).items()}
+    c = WindowCollector(args.pid, roles, use_perf=False if args.no_perf else None)
+    try:
+        c.start()
+        print("started", flush=True)
+        sys.stdin.readline()
+        print(json.dumps(c.stop()), flush=True)
+    except CollectorProblem as exc:
+        print(json.dumps({"error": str(exc)}), flush=True)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
