@@ -4,4 +4,4 @@ Each module has ``register(subparsers) -> None`` which adds its parser and sets 
 callable ``(args) -> int``.
 """
 
-COMMANDS = ["plan", "run", "report", "compare", "demo", "guest", "restore", "image"]
+COMMANDS = ["plan", "run", "suite", "report", "compare", "demo", "guest", "restore", "image"]

@@ -756,26 +756,38 @@ class LocalFioServers:
         self.close()
 
     def start(self) -> list[FioGuest]:
-        fio = find_fio(self.fio)
         width = max(2, len(str(self.count)))
         for i in range(1, self.count + 1):
             name = f"{self.prefix}{i:0{width}d}"
-            cwd = self.root / name
-            cwd.mkdir(parents=True, exist_ok=True)
             for _attempt in range(5):
                 port = _free_port()
-                with open(cwd / "server.log", "ab") as out:
-                    proc = subprocess.Popen([fio, f"--server=ip:127.0.0.1,{port}"], cwd=cwd,
-                                            stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                                            start_new_session=True)
-                self.procs[name] = proc
-                if self._wait_listening(proc, port):
+                if self._spawn(name, port):
                     self.guests.append(FioGuest(name=name, host="127.0.0.1", port=port))
                     break
-                self._stop(name)  # port taken between our check and fio's bind: try another
             else:
-                raise EnvironmentProblem(f"could not start fio --server for {name}: see {cwd / 'server.log'}")
+                raise EnvironmentProblem(f"could not start fio --server for {name}: "
+                                         f"see {self.root / name / 'server.log'}")
         return self.guests
+
+    def _spawn(self, name: str, port: int) -> bool:
+        """Start one server; False (and nothing left running) if it did not come up on ``port``."""
+        cwd = self.root / name
+        cwd.mkdir(parents=True, exist_ok=True)
+        with open(cwd / "server.log", "ab") as out:
+            proc = subprocess.Popen([find_fio(self.fio), f"--server=ip:127.0.0.1,{port}"], cwd=cwd,
+                                    stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                                    start_new_session=True)
+        self.procs[name] = proc
+        if self._wait_listening(proc, port):
+            return True
+        self._stop(name)  # e.g. the port was taken between our check and fio's bind
+        return False
+
+    def restart(self, name: str) -> None:
+        """Bring a killed guest back on its old port (the guest rebooted)."""
+        self._stop(name)
+        if not self._spawn(name, self.guest(name).port):
+            raise EnvironmentProblem(f"could not restart fio --server for {name} on port {self.guest(name).port}")
 
     @staticmethod
     def _wait_listening(proc: subprocess.Popen[bytes], port: int, timeout_s: float = 10.0) -> bool:

@@ -1,0 +1,79 @@
+"""``stormatrix suite plan|run``: the platform-comparison suite (many guests running ``fio --server``)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from ..errors import MatrixError
+from ..suite import Suite, eta, load_suite, run_suite
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "suite", help="platform-comparison suite: one grid of fio points on many fio-server guests at once",
+        description="Run the [suite] of a matrix file on every guest's fio server at once, one side per "
+                    "run directory; compare two sides with `stormatrix compare runs/a runs/b`.")
+    sub = parser.add_subparsers(dest="suite_command", metavar="ACTION", required=True)
+    plan = sub.add_parser("plan", help="show the points, the guests and the ETA")
+    plan.add_argument("matrix", help="matrix file with a [suite] section")
+    plan.add_argument("-o", "--output", help="run directory: also show what a resume would skip")
+    plan.set_defaults(func=cmd_plan)
+    run = sub.add_parser("run", help="run the suite (resumable: run again to continue)")
+    run.add_argument("matrix", help="matrix file with a [suite] section")
+    run.add_argument("-o", "--output", required=True, help="run directory (one per side)")
+    run.add_argument("--fio", default="fio", help="the fio client binary (default: fio on PATH)")
+    run.set_defaults(func=cmd_run)
+
+
+def _describe(suite: Suite) -> list[str]:
+    from ..model import format_size
+
+    lines = [f"suite {suite.name!r}, side {suite.side!r}, disk {suite.disk_key}",
+             f"  rw: {', '.join(suite.rw)}; block sizes: {', '.join(format_size(b) for b in suite.block_sizes)}; "
+             f"queue depths: {', '.join(map(str, suite.queue_depths))}; numjobs {suite.numjobs}; "
+             f"repeats {suite.repeats}",
+             f"  each point: {suite.ramp_s:g} s warm-up + {suite.measure_s:g} s measured on {suite.filename}"]
+    if suite.guests:
+        lines.append(f"  guests ({len(suite.guests)}): " + ", ".join(g.describe() for g in suite.guests))
+    else:
+        lines.append(f"  VMs ({len(suite.vms)}, addresses discovered by the backend): {', '.join(suite.vms)}")
+    return lines
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    suite = load_suite(args.matrix)
+    done = 0
+    if args.output:
+        from ..journal import Journal
+
+        keys = Journal(args.output).done_keys() if Journal(args.output).path.exists() else set()
+        done = sum(1 for p in suite.points() if p.key in keys)
+    for line in _describe(suite):
+        print(line)
+    total = eta(suite)
+    print(f"{total.points} points; ETA {total.describe()}")
+    if done:
+        print(f"resume: {done} points already journaled in {args.output}; "
+              f"ETA for the rest {eta(suite, done=done).describe()}")
+    return 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    suite = load_suite(args.matrix)
+    if not suite.guests:
+        raise MatrixError(suite.path, "[suite] vms", "discovering VM addresses needs a backend that can do it",
+                          "list the guests' fio servers in [suite] guests for now")
+    for line in _describe(suite):
+        print(line, file=sys.stderr)
+
+    def progress(i: int, n: int, point: Any, remaining: float) -> None:
+        print(f"[{i}/{n}] {point.key} (about {remaining / 60:.1f} min left)", file=sys.stderr)
+
+    outcome = run_suite(suite, args.output, fio=args.fio, progress=progress)
+    print(f"measured {len(outcome.measured)} points, {len(outcome.already_done)} were already journaled, "
+          f"{len(outcome.failed)} failed", file=sys.stderr)
+    for key, message in outcome.failed:
+        print(f"  failed: {key}: {message}", file=sys.stderr)
+    return 1 if outcome.failed else 0
