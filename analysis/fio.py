@@ -8,9 +8,12 @@ fio < 3.2 without ``bw_bytes``.
 from __future__ import annotations
 
 import json
+import re
+from datetime import datetime, timezone
 from typing import Any, Iterable
 
 from ..errors import DataFileError
+from ..model import CACHE_MODES, CONTROLLER_ALIASES, CONTROLLERS, parse_size
 
 DIRECTIONS = ("read", "write", "trim")
 
@@ -93,10 +96,18 @@ def _percentile(block: dict[str, Any] | None, pct: float) -> float | None:
     return None
 
 
+def _is_fio2_direction(direction: dict[str, Any]) -> bool:
+    """fio < 3.0: latencies in usec (``clat``, not ``clat_ns``) and no ``io_kbytes`` next to ``io_bytes``."""
+    return ("io_kbytes" not in direction and "clat_ns" not in direction and "lat_ns" not in direction
+            and isinstance(direction.get("clat") or direction.get("lat"), dict))
+
+
 def summarize_direction(direction: dict[str, Any]) -> dict[str, Any]:
     io_bytes = _num(direction, "io_bytes")
     if not io_bytes and "io_kbytes" in direction:
         io_bytes = _num(direction, "io_kbytes") * 1024
+    elif _is_fio2_direction(direction):
+        io_bytes *= 1024  # fio 2.x wrote KiB into "io_bytes" (stat.c: io_bytes >> 10)
     bw_bytes = _num(direction, "bw_bytes") if "bw_bytes" in direction else _num(direction, "bw") * 1024
     lat = _lat_ns(direction, "lat")
     clat = _lat_ns(direction, "clat")
@@ -174,3 +185,268 @@ def summarize_jobs(jobs: Iterable[dict[str, Any]]) -> dict[str, Any]:
 
 def jobs_named(doc: dict[str, Any], name: str) -> list[dict[str, Any]]:
     return [j for j in doc.get("jobs", []) if j.get("jobname") == name]
+
+
+# --- ingest: one flat row per job group ---------------------------------------------------------
+# Everything below turns one fio document into plain dicts (one per job name), for
+# :mod:`stormatrix.analysis.ingest` to collect into one DataFrame. Plain dicts, not a DataFrame per
+# file: building 10,000 small frames costs far more than parsing the JSON.
+
+ALL_CLIENTS = "All clients"
+_NUMERIC_FIELDS = ("io_bytes", "io_kbytes", "bw_bytes", "bw", "iops", "runtime", "total_ios")
+_RW_ALIASES = {"readwrite": "rw", "randreadwrite": "randrw"}
+_RW_VALUES = {"read", "write", "randread", "randwrite", "rw", "randrw", "trim", "randtrim", "trimwrite",
+              "readwrite"}
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def validate_fio_doc(doc: Any, source: str) -> list[dict[str, Any]]:
+    """The document's job list, after checking every field the summary reads has the right type.
+
+    The runner's :func:`summarize_direction` is lenient (a missing number counts as 0). For files
+    handed to ``report``/``compare`` a wrong type means a damaged or foreign file, and silently
+    counting it as zero would put a false number in front of a customer: we say which field is wrong.
+    """
+    if not isinstance(doc, dict):
+        raise DataFileError(source, f"the JSON is a {type(doc).__name__}, not a fio result object")
+    jobs = doc.get("client_stats", doc.get("jobs"))
+    if jobs is None:
+        raise DataFileError(source, "JSON found but it has no 'jobs' or 'client_stats' list",
+                            "give fio's own --output-format=json output")
+    if not isinstance(jobs, list):
+        raise DataFileError(source, f"'jobs' is a {type(jobs).__name__}, not a list")
+    if not jobs:
+        raise DataFileError(source, "'jobs' is empty: fio ran no job")
+    for key in ("global options",):
+        if key in doc and not isinstance(doc[key], dict):
+            raise DataFileError(source, f"'{key}' is a {type(doc[key]).__name__}, not an object")
+    for i, job in enumerate(jobs):
+        if not isinstance(job, dict):
+            raise DataFileError(source, f"job #{i + 1} is a {type(job).__name__}, not an object")
+        name = job.get("jobname")
+        if not isinstance(name, str):
+            raise DataFileError(source, f"job #{i + 1} has no 'jobname' string")
+        if "job options" in job and not isinstance(job["job options"], dict):
+            raise DataFileError(source, f"job {name!r}: 'job options' is not an object")
+        if "error" in job and not _is_number(job["error"]):
+            raise DataFileError(source, f"job {name!r}: 'error' is {job['error']!r}, not a number")
+        present = [d for d in DIRECTIONS if d in job]
+        if not present and "mixed" not in job:
+            raise DataFileError(source, f"job {name!r} has no read/write/trim results")
+        for d in present + (["mixed"] if "mixed" in job else []):
+            block = job[d]
+            if not isinstance(block, dict):
+                raise DataFileError(source, f"job {name!r}: '{d}' is a {type(block).__name__}, not an object")
+            for f in _NUMERIC_FIELDS:
+                if f in block and not _is_number(block[f]):
+                    raise DataFileError(source, f"job {name!r}: {d}.{f} is {block[f]!r}, not a number")
+            for lat in ("lat_ns", "clat_ns", "slat_ns", "lat", "clat", "slat"):
+                if lat in block:
+                    if not isinstance(block[lat], dict):
+                        raise DataFileError(source, f"job {name!r}: {d}.{lat} is not an object")
+                    if "mean" in block[lat] and not _is_number(block[lat]["mean"]):
+                        raise DataFileError(source, f"job {name!r}: {d}.{lat}.mean is "
+                                                    f"{block[lat]['mean']!r}, not a number")
+    return jobs
+
+
+def _option(opts: dict[str, Any], *names: str) -> str | None:
+    for n in names:
+        v = opts.get(n)
+        if v is not None and v != "":
+            return str(v)
+    return None
+
+
+def _int_or_none(text: str | None) -> int | None:
+    if text is None:
+        return None
+    try:
+        return int(str(text).strip())
+    except ValueError:
+        return None
+
+
+def _size_or_none(text: str | None) -> int | None:
+    """First size of a fio size option: ``4k``, ``4096``, ``4k,8k`` (read,write), ``4k-16k`` (range)."""
+    if text is None:
+        return None
+    first = re.split(r"[,:\-]", str(text).strip(), maxsplit=1)[0]
+    try:
+        return parse_size(first)
+    except ValueError:
+        return None
+
+
+def normalize_rw(text: str | None) -> str | None:
+    """fio's rw value without its ``:<n>`` modifier, with fio's own aliases folded (readwrite = rw)."""
+    if not text:
+        return None
+    rw = str(text).split(":", 1)[0].strip().lower()
+    rw = _RW_ALIASES.get(rw, rw)
+    return rw if rw in _RW_VALUES else None
+
+
+def workload_params(global_opts: dict[str, Any] | None, job_opts: dict[str, Any] | None) -> dict[str, Any]:
+    """rw, bs, iodepth, numjobs, rwmixread and rate from fio's own options (the job's win over global).
+
+    Values fio could not have accepted come back as None, so the caller can fall back to the file name.
+    """
+    opts = {**(global_opts or {}), **(job_opts or {})}
+    rate = _size_or_none(_option(opts, "rate"))
+    return {
+        "rw": normalize_rw(_option(opts, "rw", "readwrite")),
+        "bs": _size_or_none(_option(opts, "bs", "blocksize")),
+        "iodepth": _int_or_none(_option(opts, "iodepth")),
+        "numjobs": _int_or_none(_option(opts, "numjobs")),
+        "rwmixread": _int_or_none(_option(opts, "rwmixread")),
+        "rate_mib_s": (rate / 2**20) if rate else None,
+        "ioengine": _option(opts, "ioengine"),
+    }
+
+
+_CONTROLLER_NAMES = sorted(set(CONTROLLERS) | set(CONTROLLER_ALIASES), key=len, reverse=True)
+_B = r"(?<![a-z0-9])"  # token boundary on the left
+_E = r"(?![a-z0-9])"   # ... and on the right
+_CONTROLLER_RE = re.compile(_B + "(" + "|".join(re.escape(c) for c in _CONTROLLER_NAMES) + r")(?![a-z0-9-])")
+_AIO_RE = re.compile(_B + r"(?:aio[=_-]?)?(native|io_uring|iouring|io-uring|threads)" + _E)
+_IOTHREAD_RE = re.compile(_B + r"(no-?)?iothread(?:[=_-]?([01]))?" + _E)
+_CACHE_RE = re.compile(_B + r"cache[=_-]?(" + "|".join(CACHE_MODES) + ")" + _E)
+_BS_RE = re.compile(_B + r"bs[=_-]?(\d+(?:\.\d+)?[kmg]?)(?:i?b)?" + _E)
+_SIZE_TOKEN_RE = re.compile(_B + r"(\d+[kmg])(?:i?b)?" + _E)
+_QD_RE = re.compile(_B + r"(?:qd|iodepth)[=_-]?(\d+)" + _E)
+_JOBS_RE = re.compile(_B + r"(?:numjobs|jobs|nj)[=_-]?(\d+)" + _E)
+_REP_RE = re.compile(_B + r"(?:rep|repeat|run)[=_-]?(\d+)" + _E)
+_RW_SEED_RE = re.compile(_B + r"(read|write|rw)[-_](rand|seq)" + _E)
+_RW_RE = re.compile(_B + r"(randread|randwrite|randrw|randtrim|readwrite|read|write|rw|trim)" + _E)
+
+
+def params_from_name(path: str) -> dict[str, Any]:
+    """Cell parameters encoded in a path, for files whose JSON does not carry them.
+
+    Understands the seeds' names (``read-rand-bs4096-qd32.json``), ``rep2`` for repeats, and
+    controller and aio names anywhere in the path (``virtio-blk/aio=native/...``).
+    """
+    text = path.replace("\\", "/").lower()
+    stem = text.rsplit("/", 1)[-1]
+    out: dict[str, Any] = {}
+    m = _CONTROLLER_RE.search(text)
+    if m:
+        name = m.group(1)
+        out["controller"] = CONTROLLER_ALIASES.get(name, name)
+    m = _AIO_RE.search(text)
+    if m:
+        aio = m.group(1).replace("-", "_")
+        out["aio"] = "io_uring" if aio in ("iouring", "io_uring") else aio
+    m = _IOTHREAD_RE.search(text)
+    if m:
+        out["iothread"] = not m.group(1) and m.group(2) != "0"
+    m = _CACHE_RE.search(text)
+    if m:
+        out["cache"] = m.group(1)
+    m = _BS_RE.search(stem) or _SIZE_TOKEN_RE.search(stem)
+    if m:
+        out["bs"] = _size_or_none(m.group(1))
+    m = _QD_RE.search(stem)
+    if m:
+        out["iodepth"] = int(m.group(1))
+    m = _JOBS_RE.search(stem)
+    if m:
+        out["numjobs"] = int(m.group(1))
+    m = _REP_RE.search(stem)
+    if m:
+        out["repeat"] = int(m.group(1))
+    m = _RW_SEED_RE.search(stem)
+    if m:
+        kind, mode = m.group(1), m.group(2)
+        out["rw"] = ("rand" + ("rw" if kind == "rw" else kind)) if mode == "rand" else kind
+    else:
+        m = _RW_RE.search(stem)
+        if m:
+            out["rw"] = normalize_rw(m.group(1))
+    return out
+
+
+def _iso_from_epoch(value: Any) -> str | None:
+    if not _is_number(value) or value <= 0:
+        return None
+    try:
+        return datetime.fromtimestamp(float(value), tz=timezone.utc).isoformat(timespec="seconds")
+    except (OverflowError, OSError, ValueError):
+        return None
+
+
+def fio_rows(doc: dict[str, Any], source: str) -> list[dict[str, Any]]:
+    """One flat row per job name in a fio document (numjobs clones and clients are summed).
+
+    In client/server output the ``All clients`` entry is fio's own sum of the per-client entries; we
+    sum the per-client entries ourselves (so a single client, which has no ``All clients``, is treated
+    the same way) and never count the aggregate twice.
+    """
+    jobs = validate_fio_doc(doc, source)
+    client_mode = "client_stats" in doc
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for job in jobs:
+        if client_mode and job["jobname"] == ALL_CLIENTS:
+            continue
+        groups.setdefault(job["jobname"], []).append(job)
+    if not groups:
+        raise DataFileError(source, "only an 'All clients' aggregate, no per-client results")
+    from_name = params_from_name(source)
+    version = doc.get("fio version")
+    rows: list[dict[str, Any]] = []
+    for name, group in groups.items():
+        errors = [int(j.get("error", 0)) for j in group if j.get("error")]
+        if errors:
+            raise DataFileError(source, f"fio reported error {errors[0]} in job {name!r}",
+                                "look at the fio output; the run did not complete")
+        params = workload_params(doc.get("global options"), group[0].get("job options"))
+        for key in ("rw", "bs", "iodepth", "numjobs"):
+            if params[key] is None and from_name.get(key) is not None:
+                params[key] = from_name[key]
+        s = summarize_jobs(group)
+        total = s["total"]
+        if not total["io_bytes"] and not total["total_ios"]:
+            raise DataFileError(source, f"job {name!r} completed no I/O (read, write and trim are all 0)")
+        hosts = sorted({f"{j.get('hostname')}:{j.get('port')}" for j in group if j.get("hostname")})
+        read, write = s.get("read", {}), s.get("write", {})
+        rows.append({
+            "source": source,
+            "source_format": "fio-client" if client_mode else "fio",
+            "engine": "fio",
+            "engine_version": str(version) if version is not None else None,
+            "workload": name,
+            "controller": from_name.get("controller"),
+            "aio": from_name.get("aio"),
+            "iothread": from_name.get("iothread"),
+            "cache": from_name.get("cache"),
+            "rw": params["rw"],
+            "bs": params["bs"],
+            "iodepth": params["iodepth"],
+            "numjobs": params["numjobs"] if params["numjobs"] is not None else 1,
+            "rwmixread": params["rwmixread"],
+            "rate_mib_s": params["rate_mib_s"],
+            "repeat": from_name.get("repeat"),
+            "started": _iso_from_epoch(doc.get("timestamp")),
+            "vm": ",".join(hosts) if hosts else None,
+            "clients": len(hosts) if client_mode else None,
+            "error": 0,
+            "iops": total["iops"],
+            "read_iops": read.get("iops"),
+            "write_iops": write.get("iops"),
+            "bw_mib_s": total["bw_bytes"] / 2**20,
+            "io_bytes": total["io_bytes"],
+            "mib": total["io_bytes"] / 2**20,
+            "total_ios": total["total_ios"],
+            "runtime_ms": total["runtime_ms"],
+            "lat_mean_us": total["lat_mean_ns"] / 1000.0 if total["lat_mean_ns"] is not None else None,
+            "read_lat_mean_us": (read["lat_mean_ns"] / 1000.0) if read.get("lat_mean_ns") is not None else None,
+            "write_lat_mean_us": (write["lat_mean_ns"] / 1000.0) if write.get("lat_mean_ns") is not None else None,
+            "lat_p99_us": total["lat_p99_ns"] / 1000.0 if total["lat_p99_ns"] is not None else None,
+            "guest_usr_cpu": s["usr_cpu"],
+            "guest_sys_cpu": s["sys_cpu"],
+        })
+    return rows

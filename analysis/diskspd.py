@@ -1,0 +1,137 @@
+"""DiskSpd ``-Rxml`` output: one flat row per result file, the same columns as a fio row.
+
+What we read (DiskSpd 2.x, REFERENCE.md §6):
+
+- ``Results/TimeSpan/TestTimeSeconds``: the measured duration (warm-up excluded).
+- ``Results/TimeSpan/Thread/Target``: ``ReadBytes``, ``ReadCount``, ``WriteBytes``, ``WriteCount`` per
+  thread and target. There is no total IOPS field: IOPS = sum of counts / TestTimeSeconds.
+- ``Results/TimeSpan/Latency``: ``AverageReadMilliseconds``, ``AverageWriteMilliseconds``,
+  ``AverageTotalMilliseconds`` and ``Bucket`` percentiles (only with ``-L``).
+- ``Results/TimeSpan/CpuUtilization/Average``: guest CPU, reported as the guest's, not the host's.
+- ``Results/Profile/TimeSpans/TimeSpan/Targets/Target``: the workload (``BlockSize``, ``RequestCount``
+  = outstanding I/O per thread, i.e. ``-o``; ``WriteRatio``; ``Random`` for ``-r``;
+  ``ThreadsPerFile`` = ``-t``).
+
+Only ElementTree from the standard library: it does not fetch external entities.
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from typing import Any
+
+from ..errors import DataFileError
+from .fio import params_from_name
+
+
+def _text(node: ET.Element | None, path: str) -> str | None:
+    if node is None:
+        return None
+    found = node.find(path)
+    if found is None or found.text is None:
+        return None
+    return found.text.strip()
+
+
+def _float(node: ET.Element | None, path: str, source: str, required: bool = False) -> float | None:
+    raw = _text(node, path)
+    if raw is None or raw == "":
+        if required:
+            raise DataFileError(source, f"DiskSpd XML has no <{path}>",
+                                "give the complete output of diskspd -Rxml")
+        return None
+    try:
+        return float(raw)
+    except ValueError:
+        raise DataFileError(source, f"<{path}> is {raw!r}, not a number") from None
+
+
+def parse_diskspd_xml(text: str, source: str = "<diskspd xml>") -> dict[str, Any]:
+    """One tidy row from a DiskSpd XML result (all threads and targets summed)."""
+    if not text.strip():
+        raise DataFileError(source, "the file is empty")
+    try:
+        root = ET.fromstring(text)
+    except ET.ParseError as exc:
+        raise DataFileError(source, f"not well-formed XML ({exc})",
+                            "give the complete output of diskspd -Rxml") from None
+    if root.tag != "Results":
+        raise DataFileError(source, f"the XML root is <{root.tag}>, not DiskSpd's <Results>")
+    span = root.find("TimeSpan")
+    if span is None:
+        raise DataFileError(source, "DiskSpd XML has no <TimeSpan> result")
+    seconds = _float(span, "TestTimeSeconds", source, required=True)
+    if not seconds or seconds <= 0:
+        raise DataFileError(source, f"TestTimeSeconds is {seconds}: the test did not run")
+    targets = span.findall("Thread/Target")
+    if not targets:
+        raise DataFileError(source, "DiskSpd XML has no <Thread>/<Target> results")
+    rb = rc = wb = wc = 0.0
+    for t in targets:
+        rb += _float(t, "ReadBytes", source, required=True) or 0.0
+        rc += _float(t, "ReadCount", source, required=True) or 0.0
+        wb += _float(t, "WriteBytes", source, required=True) or 0.0
+        wc += _float(t, "WriteCount", source, required=True) or 0.0
+    if rc + wc == 0:
+        raise DataFileError(source, "DiskSpd completed no I/O (ReadCount and WriteCount are 0)")
+    lat = span.find("Latency")
+    lat_total = _float(lat, "AverageTotalMilliseconds", source)
+    lat_read = _float(lat, "AverageReadMilliseconds", source)
+    lat_write = _float(lat, "AverageWriteMilliseconds", source)
+    if lat_total is None and (lat_read is not None or lat_write is not None):
+        lat_total = ((lat_read or 0.0) * rc + (lat_write or 0.0) * wc) / (rc + wc)
+    p99 = None
+    if lat is not None:
+        for bucket in lat.findall("Bucket"):
+            pct = _float(bucket, "Percentile", source)
+            if pct is not None and abs(pct - 99.0) < 1e-9:
+                p99 = _float(bucket, "TotalMilliseconds", source)
+    profile = root.find("Profile/TimeSpans/TimeSpan/Targets/Target")
+    bs = _float(profile, "BlockSize", source)
+    qd = _float(profile, "RequestCount", source)
+    write_ratio = _float(profile, "WriteRatio", source)
+    threads = _float(profile, "ThreadsPerFile", source)
+    random = _text(profile, "Random") is not None
+    from_name = params_from_name(source)
+    rw = None
+    if write_ratio is not None:
+        kind = "read" if write_ratio == 0 else "write" if write_ratio == 100 else "rw"
+        rw = ("rand" + kind) if random else kind
+    cpu = span.find("CpuUtilization/Average")
+    mib = (rb + wb) / 2**20
+    return {
+        "source": source,
+        "source_format": "diskspd",
+        "engine": "diskspd",
+        "engine_version": _text(root, "System/Tool/Version"),
+        "workload": None,
+        "controller": from_name.get("controller"),
+        "aio": from_name.get("aio"),
+        "iothread": from_name.get("iothread"),
+        "cache": from_name.get("cache"),
+        "rw": rw or from_name.get("rw"),
+        "bs": int(bs) if bs else from_name.get("bs"),
+        "iodepth": int(qd) if qd else from_name.get("iodepth"),
+        "numjobs": int(threads) if threads else from_name.get("numjobs", 1),
+        "rwmixread": int(100 - write_ratio) if write_ratio not in (None, 0.0, 100.0) else None,
+        "rate_mib_s": None,
+        "repeat": from_name.get("repeat"),
+        "started": _text(root, "System/RunTime"),
+        "vm": _text(root, "System/ComputerName"),
+        "clients": None,
+        "error": 0,
+        "iops": (rc + wc) / seconds,
+        "read_iops": rc / seconds if rc else None,
+        "write_iops": wc / seconds if wc else None,
+        "bw_mib_s": mib / seconds,
+        "io_bytes": int(rb + wb),
+        "mib": mib,
+        "total_ios": int(rc + wc),
+        "runtime_ms": seconds * 1000.0,
+        "lat_mean_us": lat_total * 1000.0 if lat_total is not None else None,
+        "read_lat_mean_us": lat_read * 1000.0 if lat_read is not None and rc else None,
+        "write_lat_mean_us": lat_write * 1000.0 if lat_write is not None and wc else None,
+        "lat_p99_us": p99 * 1000.0 if p99 is not None else None,
+        "guest_usr_cpu": _float(cpu, "UserPercent", source),
+        "guest_sys_cpu": _float(cpu, "KernelPercent", source),
+    }
