@@ -1,0 +1,75 @@
+"""``stormatrix compare A B``: the A-versus-B workbook (technotes 000 and 003).
+
+A and B are each a run directory, a journal, a directory of fio JSON / DiskSpd XML files, one file or a
+glob; ``-a``/``-b`` add more paths to a side. Exit codes as for ``report``: 0 with skipped inputs named
+on stderr, 2 under ``--strict`` or when a side has nothing usable.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from ..errors import InputError
+from .report import output_paths, warn
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser("compare", help="A vs B workbook: IOPS gain %%, latency reduction %%, bandwidth, t-tests",
+                       description="Compare two data sets point by point (rw, block size, queue depth): IOPS gain "
+                                   "%%, latency reduction %%, bandwidth, averages by queue depth and block size, "
+                                   "wins, peak bandwidth, Welch t-tests over repeats. Writes the workbook and the "
+                                   "tidy data of both sides as CSV next to it.")
+    p.add_argument("a", metavar="A", help="baseline: run directory, journal, directory or glob of result files")
+    p.add_argument("b", metavar="B", help="the other side, same kinds of input")
+    p.add_argument("-a", "--add-a", action="append", default=[], metavar="PATH", help="more inputs for A")
+    p.add_argument("-b", "--add-b", action="append", default=[], metavar="PATH", help="more inputs for B")
+    p.add_argument("--label-a", help='name of A, e.g. "VMware ESXi 7.0U3c" (default: journal side or path)')
+    p.add_argument("--label-b", help='name of B, e.g. "Proxmox VE 7.2"')
+    p.add_argument("-o", "--output", required=True, help="workbook to write (.xlsx)")
+    p.add_argument("--strict", action="store_true", help="fail (exit 2) if any input cannot be used")
+    p.add_argument("--alpha", type=float, default=0.05, help="significance level of the t-tests (default 0.05)")
+    p.add_argument("--csv", help="where to write the tidy CSV (default: next to the workbook, .csv)")
+    p.set_defaults(func=run)
+
+
+def _label(given: str | None, frame, first: str) -> str:  # type: ignore[no-untyped-def]
+    if given:
+        return given
+    sides = sorted({str(s) for s in frame["side"].dropna()})
+    return sides[0] if len(sides) == 1 else (Path(first).name or first)
+
+
+def run(args: argparse.Namespace) -> int:
+    import pandas as pd
+
+    from ..analysis.compare import compare
+    from ..analysis.findings import comparison_findings
+    from ..analysis.ingest import ingest
+    from ..analysis.workbook import write_comparison_workbook, write_tidy_csv
+
+    out, csv = output_paths(args.output, args.csv)
+    inputs_a, inputs_b = [args.a, *args.add_a], [args.b, *args.add_b]
+    a = ingest(inputs_a, strict=args.strict)
+    b = ingest(inputs_b, strict=args.strict)
+    warn([f"A: {p}" for p in a.problems] + [f"B: {p}" for p in b.problems] + a.notes + b.notes)
+    for name, side, inputs in (("A", a, inputs_a), ("B", b, inputs_b)):
+        if side.frame.empty:
+            raise InputError(f"side {name} has no usable results in {', '.join(inputs)}")
+    label_a = _label(args.label_a, a.frame, args.a)
+    label_b = _label(args.label_b, b.frame, args.b)
+    if label_a == label_b:
+        label_b = f"{label_b} (B)"
+    a.frame["side"] = label_a
+    b.frame["side"] = label_b
+    a.frame["side"] = a.frame["side"].astype("string")
+    b.frame["side"] = b.frame["side"].astype("string")
+    result = compare(a.frame, b.frame, label_a=label_a, label_b=label_b, alpha=args.alpha)
+    warn(result.notes)
+    findings = comparison_findings(result)
+    write_comparison_workbook(out, a, b, result, findings, inputs_a=inputs_a, inputs_b=inputs_b)
+    write_tidy_csv(pd.concat([a.frame, b.frame], ignore_index=True), csv)
+    s = result.summary
+    print(f"wrote {out} ({s['points']} points; {label_b} has more IOPS in {s['iops_wins']}, lower latency in "
+          f"{s['latency_wins']}) and {csv}")
+    return 0

@@ -1,0 +1,64 @@
+"""``stormatrix report``: the efficiency workbook (technote 004) from run directories or result files.
+
+Exit codes: 0 when the workbook was written, even if some inputs were skipped (each skipped file is
+named on stderr with the reason, and listed on the workbook's Summary sheet); 2 under ``--strict`` when
+any input could not be used, and 2 when no input was usable at all.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from ..errors import InputError
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser("report", help="efficiency workbook: raw, normalized, scores, ranks, charts, findings",
+                       description="Read run directories (journal.ndjson), journals, fio JSON and DiskSpd XML "
+                                   "(with perf stat -x, CSV next to them as <stem>.perf.csv) and write the "
+                                   "efficiency workbook plus the tidy data as CSV next to it. Unreadable files "
+                                   "are skipped and named (exit 0); --strict makes them an error (exit 2).")
+    p.add_argument("inputs", nargs="+", metavar="INPUT", help="run directory, journal, result file or directory")
+    p.add_argument("-o", "--output", required=True, help="workbook to write (.xlsx)")
+    p.add_argument("--strict", action="store_true", help="fail (exit 2) if any input cannot be used")
+    p.add_argument("--cv-limit", type=float, default=0.10,
+                   help="flag a configuration whose CV across repeats exceeds this (default 0.10 = 10%%)")
+    p.add_argument("--label", help="name of this data set, shown in the workbook (default: the journal's side)")
+    p.add_argument("--csv", help="where to write the tidy CSV (default: next to the workbook, .csv)")
+    p.set_defaults(func=run)
+
+
+def output_paths(output: str, csv: str | None) -> tuple[Path, Path]:
+    out = Path(output)
+    if out.suffix.lower() != ".xlsx":
+        raise InputError(f"{output}: the workbook must end in .xlsx")
+    return out, Path(csv) if csv else out.with_suffix(".csv")
+
+
+def warn(lines: list[str]) -> None:
+    for line in lines:
+        print(f"stormatrix: warning: {line}", file=sys.stderr)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..analysis.efficiency import score_cells
+    from ..analysis.findings import efficiency_findings
+    from ..analysis.ingest import ingest
+    from ..analysis.workbook import write_efficiency_workbook, write_tidy_csv
+
+    out, csv = output_paths(args.output, args.csv)
+    data = ingest(args.inputs, strict=args.strict, label=args.label)
+    warn([str(p) for p in data.problems] + data.notes)
+    if data.frame.empty:
+        raise InputError("no usable results in " + ", ".join(args.inputs)
+                         + (f" ({len(data.problems)} inputs could not be read)" if data.problems else ""))
+    result = score_cells(data.frame, cv_limit=args.cv_limit)
+    warn(result.notes)
+    findings = efficiency_findings(result)
+    write_efficiency_workbook(out, data, result, findings, label=args.label, inputs=args.inputs)
+    write_tidy_csv(data.frame, csv)
+    print(f"wrote {out} ({len(data.frame)} measurements, {len(result.cells)} configurations scored, "
+          f"{len(findings)} findings) and {csv}")
+    return 0
