@@ -50,7 +50,9 @@ def restore_run(run_dir: Path, *, force: bool = False) -> str:
     if backend_name != "proxmox":
         raise InputError(f"the run used the {backend_name!r} backend, which keeps nothing to restore")
     from ..backends import proxmox
+    from .common import import_sections
 
+    import_sections()  # the journaled matrix may hold any registered section
     spec = spec_from_dict(run["matrix"], str(run.get("matrix_path", "<journal>")))
     backend = proxmox.ProxmoxBackend(spec, run_dir)
     try:

@@ -28,6 +28,7 @@ up. Every request is recorded in :attr:`PveStandin.requests` (never the token).
 
 from __future__ import annotations
 
+import concurrent.futures
 import datetime
 import hashlib
 import ipaddress
@@ -366,6 +367,7 @@ class PveStandin:
         self._held: list[dict[str, Any]] = []
         self.agent_ready = True
         self._task_counter = 0
+        self._forker = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="pve-forker")
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
         self.port = 0
@@ -501,6 +503,7 @@ class PveStandin:
                 if vm.qemu is not None:
                     vm.qemu.stop()
                     vm.qemu = None
+        self._forker.shutdown(wait=True)
 
     def __enter__(self) -> "PveStandin":
         return self.start()
@@ -733,7 +736,9 @@ class PveStandin:
         task.log.append(f"starting VM {vm.vmid}: {spec.controller} aio={spec.aio} iothread={int(spec.iothread)} "
                         f"cache={spec.cache} slot={spec.slot}")
         try:
-            qemu = self.launcher.start(spec)
+            # One long-lived thread forks every QEMU: the qemu backend sets PR_SET_PDEATHSIG, which
+            # fires when the forking *thread* ends, so a short-lived task thread would kill QEMU.
+            qemu = self._forker.submit(self.launcher.start, spec).result()
         except LaunchFailed as exc:
             task.log.extend(exc.lines[-20:])
             raise ApiError(500, f"start failed: QEMU exited with code {exc.code}") from None
@@ -919,3 +924,74 @@ def make_cert(cert_file: Path, key_file: Path) -> None:
 
 
 __all__ = ["PveStandin", "SleepLauncher", "LaunchSpec", "LaunchFailed", "ApiError", "Schema", "make_cert"]
+
+
+# --- the real-QEMU launcher: the stand-in's "start" runs the qemu backend's QemuVm --------------------
+
+class QemuVmRunning:
+    """A QemuVm held the way qemu-server holds QEMU: QMP is connected per command (so other clients,
+    like the backend's scope and block stats, can use ``<vmid>.qmp`` in between), the pid file and
+    QMP socket live in the run dir under the VM id, and ``serial1: socket`` appears as ``<vmid>.serial1``."""
+
+    def __init__(self, vm: Any) -> None:
+        self.vm = vm
+        self.pid = vm.pid
+        if vm.qmp is not None:
+            vm.qmp.close()
+            vm.qmp = None
+        serial = vm.spec.run_dir / f"{vm.spec.name}.serial1"
+        serial.unlink(missing_ok=True)
+        serial.symlink_to(vm.agent_path.name)
+
+    def _qmp(self) -> Any:
+        from stormatrix.qmp import Qmp
+
+        return Qmp(self.vm.qmp_path, timeout=10).connect(time.monotonic() + 10)
+
+    def alive(self) -> bool:
+        return bool(self.vm.alive())
+
+    def stop(self) -> None:
+        if self.vm.alive():
+            try:
+                self.vm.qmp = self._qmp()
+            except Exception:  # noqa: BLE001 - QemuVm.stop falls back to signals
+                self.vm.qmp = None
+        self.vm.stop()
+
+    def hmp(self, command: str) -> str:
+        q = self._qmp()
+        try:
+            return str(q.execute("human-monitor-command", **{"command-line": command}))
+        finally:
+            q.close()
+
+    def agent_ping(self) -> bool:
+        return self.vm.agent_path.exists()
+
+
+class QemuVmLauncher:
+    """Starts the VM with the ``qemu`` backend's command builder (:class:`stormatrix.backends.qemu.QemuVm`)."""
+
+    def __init__(self, accel: str = "tcg") -> None:
+        from stormatrix import guestimage
+
+        self.image = guestimage.build()
+        self.accel = accel
+        self.started: list[LaunchSpec] = []
+
+    def start(self, spec: LaunchSpec) -> RunningQemu:
+        from stormatrix.backends.qemu import QemuVm, VmSpec
+        from stormatrix.errors import VmStartError
+        from stormatrix.model import DiskConfig
+
+        disk = DiskConfig(spec.controller, spec.aio, spec.iothread, spec.cache)
+        vm = QemuVm(VmSpec(name=str(spec.vmid), disk=disk, disk_image=spec.image, run_dir=spec.run_dir,
+                           image=self.image, slot=spec.slot, vcpus=spec.cores, memory_mib=spec.memory_mib,
+                           accel=self.accel))
+        try:
+            vm.start()
+        except VmStartError as exc:
+            raise LaunchFailed(1, [line for line in str(exc).splitlines() if line.strip()]) from None
+        self.started.append(spec)
+        return QemuVmRunning(vm)
