@@ -533,7 +533,14 @@ def _default_protocol(settings: WinRMSettings) -> Any:
     from winrm.protocol import Protocol
 
     check_transport_available(settings.transport)
-    return Protocol(**settings.protocol_kwargs())
+    protocol = Protocol(**settings.protocol_kwargs())
+    if settings.scheme == "https" and not settings.cert_validation:
+        # pywinrm 0.3 lets REQUESTS_CA_BUNDLE/CURL_CA_BUNDLE override server_cert_validation="ignore";
+        # the user turned validation off explicitly, so make it so. (Over HTTPS build_session sends
+        # nothing; only NTLM/Kerberos over HTTP would start message encryption here.)
+        protocol.transport.build_session()
+        protocol.transport.session.verify = False
+    return protocol
 
 
 class WinRMChannel:
@@ -558,8 +565,14 @@ class WinRMChannel:
         return self._protocol
 
     def reset(self) -> None:
-        """Drop the HTTP session (after a reboot the old one is useless)."""
-        self._protocol = None
+        """Drop the HTTP session (after a reboot the old one is useless) and close its sockets."""
+        protocol, self._protocol = self._protocol, None
+        session = getattr(getattr(protocol, "transport", None), "session", None)
+        if session is not None:
+            try:
+                session.close()
+            except Exception as exc:  # noqa: BLE001 - closing must not hide the real outcome
+                log.debug("closing the WinRM HTTP session: %s", _short(exc))
 
     def _retrying(self, what: str, op: Callable[[], Any]) -> Any:
         attempts = self.settings.connect_retries + 1

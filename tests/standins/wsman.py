@@ -203,6 +203,7 @@ class WSManStandIn:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True  # headers and body go out as separate writes
 
             def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - quiet
                 pass

@@ -1,0 +1,200 @@
+"""What the executor sends: command lines within cmd.exe's limit, chunks, parameters as data; and how
+it reads what comes back: result/error lines, CLIXML, WS-Man faults mapped to typed errors."""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+
+import pytest
+import requests
+from winrm.exceptions import InvalidCredentialsError, WinRMError, WinRMOperationTimeoutError, WinRMTransportError
+
+from stormatrix.errors import AuthenticationFailed, GuestDisconnected, RemoteCommandError, RemoteTimeout
+from stormatrix.executors import winrm as w
+from stormatrix.model import Cell, DiskConfig, Timing, Workload
+
+INJECTIONS = [
+    "'; Remove-Item -Recurse C:\\ #",
+    "$(Remove-Item C:\\)",
+    "`\"; exit 0; \"",
+    "a\nb\r\n'@\n\"@",
+    "\u2019; Stop-Computer \u201c",  # typographic quotes PowerShell also treats as quotes
+    "%COMSPEC% & del /q C:\\ | ^",
+]
+
+
+def test_encoded_length_matches_real_encoding() -> None:
+    for n in (0, 1, 2, 3, 100, 2999, 3001):
+        script = "x" * n
+        assert len(base64.b64encode(script.encode("utf-16-le"))) == w.encoded_length(n)
+
+
+def test_max_chunk_is_the_largest_that_fits() -> None:
+    size = w.max_chunk_chars("a" * 12)
+    assert 2500 < size < 3100
+    fits = w.encode_command(w._chunk_script("A" * size, "a" * 12))
+    assert len(fits) <= w.CMD_LIMIT
+    too_big = w.POWERSHELL_PREFIX + base64.b64encode(
+        w._chunk_script("A" * (size + 2), "a" * 12).encode("utf-16-le")).decode()
+    assert len(too_big) > w.CMD_LIMIT
+
+
+def test_encode_command_refuses_what_cmd_exe_would_refuse() -> None:
+    with pytest.raises(ValueError, match="cmd.exe accepts 8191"):
+        w.encode_command("x" * 3100)
+    assert w.decode_command(w.encode_command("Get-Date")) == "Get-Date"
+
+
+def test_module_payload_and_upload_scripts_cover_the_whole_module() -> None:
+    payload = w.ModulePayload.from_dir(w.default_module_dir())
+    assert payload.files >= 15
+    scripts = w.upload_scripts(payload)
+    commands = [w.encode_command(s) for s in scripts]  # raises if any is too long
+    assert all(len(c) <= w.CMD_LIMIT for c in commands)
+    chunks = [m.group(1) for s in scripts[1:-1] for m in [re.search(r",'([A-Za-z0-9+/=]*)'\)$", s)] if m]
+    assert len(chunks) == len(scripts) - 2
+    assert "".join(chunks) == payload.b64
+    entries = json.loads(base64.b64decode(payload.b64))
+    paths = {"/".join(e["path"]) for e in entries}
+    assert "StormatrixGuest/StormatrixGuest.psd1" in paths
+    assert "StormatrixGuest/Validation/Guest.Validation.Tests.ps1" in paths
+    assert payload.sha256 in scripts[-1]
+
+
+def test_small_chunks_make_more_commands() -> None:
+    payload = w.ModulePayload.from_dir(w.default_module_dir())
+    assert len(w.upload_scripts(payload, chunk_chars=1000)) == 2 + -(-len(payload.b64) // 1000)
+
+
+@pytest.mark.parametrize("value", INJECTIONS)
+def test_injected_values_travel_as_data(value: str) -> None:
+    """Whatever the value, the script text holds only base64 of its JSON: nothing to break out of."""
+    script = w.call_script("Invoke-StormatrixFio", {"Serial": value, "FioPath": value}, "0123456789ab")
+    assert value not in script
+    literal = re.search(r"FromBase64String\('([^']*)'\)", script)
+    assert literal is not None
+    assert re.fullmatch(r"[A-Za-z0-9+/=]*", literal.group(1))
+    assert json.loads(base64.b64decode(literal.group(1))) == {"Serial": value, "FioPath": value}
+    # the command line as a whole is also quote-free outside base64
+    assert re.fullmatch(r"[A-Za-z -]+ [A-Za-z0-9+/=]+", w.encode_command(script))
+
+
+@pytest.mark.parametrize("name", ["Invoke-StormatrixFio; Remove-Item C:\\", "Remove-Item", "Invoke-Stormatrix'Fio", ""])
+def test_function_names_are_checked(name: str) -> None:
+    with pytest.raises(ValueError):
+        w.call_script(name, {}, "0123456789ab")
+
+
+def test_parameter_names_are_checked() -> None:
+    with pytest.raises(ValueError):
+        w.encode_parameters({"Serial; rm": 1})
+
+
+def test_python_calls_match_the_guest_module_parameters() -> None:
+    """The names Python sends exist in the PowerShell param blocks (the Pester compliance test checks
+    the same with Get-Command where pwsh exists)."""
+    public = w.default_module_dir() / "Public"
+    for function, params in w.PYTHON_CALLS.items():
+        text = (public / f"{function}.ps1").read_text()
+        param_block = text[text.index("param("):]
+        declared = set(re.findall(r"\]\s*\$([A-Za-z]+)", param_block.split("\n    )\n")[0]))
+        assert set(params) <= declared, (function, set(params) - declared)
+
+
+def make_cell(rw: str = "randread", rate: float | None = None, mix: int | None = None) -> Cell:
+    return Cell(DiskConfig("virtio-scsi-single", "native", True, "none"),
+                Workload("wl", rw, 65536, 8, 2, rate, mix), 1)
+
+
+def test_workload_parameters_for_fio_and_diskspd() -> None:
+    s = w.WinRMSettings(host="h", username="u", disk_serial="S1")
+    fn, p = w.workload_parameters(make_cell("randrw", 32.0, 70), Timing(4.5, 10.0), s)
+    assert fn == "Invoke-StormatrixFio"
+    assert p == {"Serial": "S1", "ReadWrite": "randrw", "BlockSize": 65536, "IoDepth": 8, "NumJobs": 2,
+                 "RampSeconds": 5, "RuntimeSeconds": 10, "RateMiBps": 32.0, "RwMixRead": 70, "WriteMarkers": True,
+                 "FioPath": "C:\\Program Files\\fio\\fio.exe"}
+    assert set(p) <= set(w.PYTHON_CALLS[fn])
+    fn, p = w.workload_parameters(make_cell(), Timing(0, 1), w.WinRMSettings(host="h", username="u", engine="diskspd"))
+    assert fn == "Invoke-StormatrixDiskSpd" and "DiskSpdPath" in p and "FioPath" not in p
+    assert set(p) <= set(w.PYTHON_CALLS[fn])
+
+
+def test_trim_is_refused_for_windows_guests() -> None:
+    with pytest.raises(Exception, match="not supported in Windows guests"):
+        w.workload_parameters(make_cell("trim"), Timing(0, 1), w.WinRMSettings(host="h", username="u"))
+
+
+def test_parse_call_output_result_and_noise() -> None:
+    out = w.CommandOutput(0, "noise\r\n##stormatrix:engine-started 2026\r\n##stormatrix:result {\"a\":1}\r\n", "")
+    assert w.parse_call_output(out, "F") == {"a": 1}
+
+
+def test_parse_call_output_error_keeps_id_stdout_and_stderr_without_secrets() -> None:
+    secret = w.Secret("hunter2")
+    out = w.CommandOutput(1, '##stormatrix:error {"message":"no disk hunter2","error_id":"Stormatrix.TestDiskNotFound"}\n',
+                          "#< CLIXML\r\n<Objs Version=\"1.1.0.1\" xmlns=\"http://schemas.microsoft.com/powershell/2004/04\">"
+                          "<S S=\"Error\">boom hunter2_x000D__x000A_</S></Objs>")
+    with pytest.raises(RemoteCommandError) as info:
+        w.parse_call_output(out, "Find", [secret])
+    err = info.value
+    assert err.exit_status == 1
+    assert err.details["error_id"] == "Stormatrix.TestDiskNotFound"
+    assert "hunter2" not in str(err) and "hunter2" not in err.stdout and "hunter2" not in err.stderr
+    assert err.stderr == "boom ***"
+
+
+def test_parse_call_output_nonzero_without_marker_and_missing_result() -> None:
+    with pytest.raises(RemoteCommandError, match="exit 1.*too long"):
+        w.parse_call_output(w.CommandOutput(1, "", "The command line is too long.\r\n"), "F")
+    with pytest.raises(RemoteCommandError, match="no result line"):
+        w.parse_call_output(w.CommandOutput(0, "hello", ""), "F")
+
+
+S = w.WinRMSettings(host="h", username="u", transport="https")
+
+
+@pytest.mark.parametrize("exc, kind, text", [
+    (InvalidCredentialsError("rejected"), AuthenticationFailed, "rejected the credentials"),
+    (WinRMTransportError("http", 401, ""), AuthenticationFailed, "rejected the credentials"),
+    (requests.exceptions.SSLError("CERTIFICATE_VERIFY_FAILED"), RemoteCommandError, "cert_validation = false"),
+    (requests.exceptions.ReadTimeout("read timed out"), RemoteTimeout, "did not answer"),
+    (WinRMOperationTimeoutError(), RemoteTimeout, "did not answer"),
+    (requests.exceptions.ConnectionError("refused"), GuestDisconnected, "cannot reach"),
+    (WinRMTransportError("http", 503, "busy"), RemoteCommandError, "HTTP 503"),
+    (WinRMError("The request for the Windows Remote Shell with ShellId X failed because the shell was not found "
+                "(extended fault data: {'wsmanfault_code': '2150858843'})"), RemoteCommandError, "shell was not found"),
+])
+def test_transport_errors_map_to_typed_errors(exc: Exception, kind: type, text: str) -> None:
+    mapped = w.map_transport_error(exc, "call", S)
+    assert type(mapped) is kind
+    assert text in str(mapped)
+
+
+def test_ssl_error_is_not_an_authentication_or_connection_error() -> None:
+    mapped = w.map_transport_error(requests.exceptions.SSLError("bad cert"), "x", S)
+    assert not isinstance(mapped, (AuthenticationFailed, GuestDisconnected))
+    assert not w._is_connect_error(requests.exceptions.SSLError("bad cert"))
+    assert w._is_connect_error(requests.exceptions.ConnectionError("refused"))
+
+
+def test_check_report_table() -> None:
+    report = w.CheckReport(host="w2022", passed=False, pester_version="5.6.1", tests=[
+        w.CheckResult("Should be offline", "Test disk", "Passed"),
+        w.CheckResult("Should use the High performance power plan", "System state", "Failed",
+                      "Expected $true, because Fix: powercfg /setactive ..."),
+    ])
+    table = report.table()
+    assert "PASSED  Test disk / Should be offline" in table
+    assert "FAILED  System state / Should use the High performance power plan  Expected $true, because Fix" in table
+    assert table.endswith("1 passed, 1 failed -> NOT READY")
+
+
+def test_diskspd_xml_to_dict() -> None:
+    import xml.etree.ElementTree as ET
+    from pathlib import Path
+
+    xml = (Path(__file__).parent / "data" / "diskspd" / "diskspd_randread_64k_qd8_t1.xml").read_text(encoding="utf-8-sig")
+    d = w.xml_to_dict(ET.fromstring(xml))
+    assert "TimeSpan" in d
