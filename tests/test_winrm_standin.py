@@ -383,3 +383,25 @@ def test_https_with_the_ca_file_validates(tls_guest: tuple[FakeGuest, WSManStand
 def test_https_without_validation_only_when_turned_off(tls_guest: tuple[FakeGuest, WSManStandIn, str]) -> None:
     _, server, _ = tls_guest
     assert https_executor(server, cert_validation=False).call("Get-StormatrixGuestFacts", {}) == {"OsBuild": "20348"}
+
+
+def test_guest_check_command_prints_a_table_and_exits_by_result(guest: tuple[FakeGuest, WSManStandIn],
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    from stormatrix.cli import build_parser
+    from stormatrix.commands import guest as guest_cmd
+
+    fake, server = guest
+    fake.functions["Invoke-StormatrixGuestValidation"] = lambda p, r: {
+        "Passed": True, "PesterVersion": "5.6.1",
+        "Tests": {"Name": "Should be offline", "Block": "Test disk", "Result": "Passed", "Message": ""}}
+    args = build_parser().parse_args(["guest", "check", "--host", "127.0.0.1", "--username", "Administrator",
+                                      "--password-env", "STORMATRIX_PW", "--disk-serial", "STORMATRIX01",
+                                      "--controller", "sata", "--timeout", "20"])
+    assert args.func is guest_cmd.run_check
+    assert guest_cmd.run_check(args, protocol_factory=plaintext_factory(server), environ=ENV) == 0
+    out = capsys.readouterr().out
+    assert "PASSED  Test disk / Should be offline" in out and "1 passed, 0 failed" in out
+    assert fake.calls[-1][1]["Controller"] == "sata"
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["guest", "check", "--host", "h", "--username", "u", "--password", PASSWORD,
+                                   "--disk-serial", "S"])

@@ -1,0 +1,65 @@
+"""``stormatrix guest check``: run the Pester validation inside a Windows guest over WinRM.
+
+Prints one line per check (pass/fail, and for a failure the message that says how to fix it) and
+exits 0 only when every check passed. The password comes from ``--password-env`` or
+``--password-file``; there is deliberately no ``--password`` (it would sit in the shell history and
+in ``ps`` output).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from typing import Any
+
+from ..executors.winrm import TRANSPORTS, WinRMExecutor, WinRMSettings
+
+
+def register(subparsers: Any) -> None:
+    guest = subparsers.add_parser("guest", help="work with a Windows guest over WinRM",
+                                  description="Work with a Windows guest over WinRM.")
+    sub = guest.add_subparsers(dest="guest_command", metavar="ACTION")
+    check = sub.add_parser("check", help="run the Pester validation in the guest and print each check",
+                           description="Upload the StormatrixGuest module, run its Pester validation suite in "
+                                       "the guest and print a pass/fail line per check.")
+    check.add_argument("--host", required=True, help="guest host name or address")
+    check.add_argument("--port", type=int, default=0, help="WinRM port (default 5985 for ntlm/kerberos, 5986 for https/credssp)")
+    check.add_argument("--transport", choices=TRANSPORTS, default="ntlm")
+    check.add_argument("--tls", action="store_true", help="ntlm/kerberos over HTTPS")
+    check.add_argument("--username", required=True)
+    pw = check.add_mutually_exclusive_group(required=True)
+    pw.add_argument("--password-env", metavar="VAR", help="environment variable that holds the password")
+    pw.add_argument("--password-file", metavar="PATH", help="file whose first line is the password")
+    check.add_argument("--no-cert-validation", action="store_true",
+                       help="do not verify the guest's TLS certificate (lab guests with self-signed certificates)")
+    check.add_argument("--ca-file", default="", help="CA bundle (PEM) that signed the guest's certificate")
+    check.add_argument("--disk-serial", required=True, help="serial number of the raw test disk")
+    check.add_argument("--controller", default=None, help="controller under test: its driver must be bound")
+    check.add_argument("--engine", choices=("fio", "diskspd"), default="fio")
+    check.add_argument("--fio-path", default="C:\\Program Files\\fio\\fio.exe")
+    check.add_argument("--diskspd-path", default="C:\\Program Files\\DiskSpd\\diskspd.exe")
+    check.add_argument("--timeout", type=float, default=300.0, help="seconds to wait for WinRM to answer")
+    check.set_defaults(func=run_check)
+    guest.set_defaults(func=lambda args: (guest.print_help(), 2)[1])
+
+
+def section_from_args(args: argparse.Namespace) -> dict[str, Any]:
+    """The CLI flags as a ``[winrm]`` section, so the command and a matrix file mean the same thing."""
+    return {
+        "host": args.host, "port": args.port, "transport": args.transport, "use_tls": args.tls,
+        "username": args.username, "password_env": args.password_env or "", "password_file": args.password_file or "",
+        "cert_validation": not args.no_cert_validation, "ca_file": args.ca_file, "disk_serial": args.disk_serial,
+        "engine": args.engine, "fio_path": args.fio_path, "diskspd_path": args.diskspd_path,
+    }
+
+
+def run_check(args: argparse.Namespace, *, protocol_factory: Any = None, environ: Any = None) -> int:
+    settings = WinRMSettings.from_section(section_from_args(args), environ=environ)
+    executor = WinRMExecutor([], settings=settings, protocol_factory=protocol_factory)
+    try:
+        executor.wait_ready(time.monotonic() + args.timeout)
+        report = executor.validate(args.controller)
+    finally:
+        executor.close()
+    print(report.table())
+    return 0 if report.passed else 1
