@@ -243,6 +243,9 @@ def validate_fio_doc(doc: Any, source: str) -> list[dict[str, Any]]:
             for f in _NUMERIC_FIELDS:
                 if f in block and not _is_number(block[f]):
                     raise DataFileError(source, f"job {name!r}: {d}.{f} is {block[f]!r}, not a number")
+                if f in block and not 0 <= block[f] < float("inf"):
+                    raise DataFileError(source, f"job {name!r}: {d}.{f} is {block[f]!r}; "
+                                                "a count or rate must be finite and not negative")
             for lat in ("lat_ns", "clat_ns", "slat_ns", "lat", "clat", "slat"):
                 if lat in block:
                     if not isinstance(block[lat], dict):

@@ -30,6 +30,7 @@ How inputs are found:
 
 from __future__ import annotations
 
+import codecs
 import glob
 import json
 from dataclasses import dataclass, field
@@ -146,13 +147,13 @@ def _need(record: dict[str, Any], dotted: str, kind: type | tuple[type, ...], wh
     if value is None:
         raise DataFileError(where, f"cell record has no '{dotted}'")
     if kind is float or kind == (int, float):
-        ok = _is_number(value)
+        ok, what = _is_number(value), "a number"
     elif kind is int:
-        ok = isinstance(value, int) and not isinstance(value, bool)
+        ok, what = isinstance(value, int) and not isinstance(value, bool), "an integer"
     else:
-        ok = isinstance(value, kind)
+        ok, what = isinstance(value, kind), {dict: "an object", str: "a string"}.get(kind, str(kind))  # type: ignore[call-overload]
     if not ok:
-        raise DataFileError(where, f"'{dotted}' is {value!r}, not a {getattr(kind, '__name__', 'number')}")
+        raise DataFileError(where, f"'{dotted}' is {value!r}, not {what}")
     return value
 
 
@@ -298,7 +299,7 @@ def read_journal_rows(path: Path) -> tuple[list[dict[str, Any]], list[dict[str, 
         where = f"{source}:{number}"
         try:
             rec = json.loads(raw.decode("utf-8"))
-        except (ValueError, UnicodeDecodeError) as exc:
+        except (ValueError, UnicodeDecodeError, RecursionError) as exc:
             if number == len(lines):
                 notes.append(f"{where}: torn last line discarded (an interrupted write)")
             else:
@@ -334,8 +335,15 @@ def read_journal_rows(path: Path) -> tuple[list[dict[str, Any]], list[dict[str, 
 
 def read_fio_file(text: str, source: str) -> list[dict[str, Any]]:
     """Rows from one fio output file: clean JSON on the fast path, noisy client/server output otherwise."""
+    head = text[:1024]
+    if head.startswith("\x1f\ufffd\x08") or head.startswith("\x1f\x8b"):
+        raise DataFileError(source, "gzip-compressed data, not fio output", "gunzip it first")
+    if "\x00" in head or head.count("\ufffd") > len(head) // 10 + 1:
+        raise DataFileError(source, "binary data, not fio's text output")
     try:
         doc = json.loads(text)
+    except RecursionError:
+        raise DataFileError(source, "JSON nested too deeply to be fio output") from None
     except ValueError as first:
         try:
             doc = fio.parse_fio_json(text, source)
@@ -345,6 +353,13 @@ def read_fio_file(text: str, source: str) -> list[dict[str, Any]]:
                                     "re-run fio or copy the complete file") from None
             raise
     return fio.fio_rows(doc, source)
+
+
+def decode(raw: bytes) -> str:
+    """Text of a result file. UTF-16 with a BOM is what Windows PowerShell 5.1's ``>`` writes."""
+    if raw.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        return raw.decode("utf-16", errors="replace")
+    return raw.decode("utf-8-sig", errors="replace")
 
 
 def _sniff(path: Path) -> str:
@@ -519,8 +534,7 @@ def ingest(paths: Iterable[str | Path], *, strict: bool = False, label: str | No
             notes += j_notes
             continue
         try:
-            with open(path, "r", encoding="utf-8", errors="replace") as fh:
-                text = fh.read()
+            text = decode(path.read_bytes())
             if kind == "diskspd":
                 file_rows = [diskspd.parse_diskspd_xml(text, source)]
             else:
