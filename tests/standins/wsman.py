@@ -21,6 +21,7 @@ What runs a command is pluggable: :class:`PwshRunner` maps ``powershell ...`` to
 from __future__ import annotations
 
 import base64
+import os
 import re
 import shutil
 import subprocess
@@ -127,6 +128,8 @@ class PwshRunner:
             return
         env = {"PATH": "/usr/bin:/bin", "HOME": "/tmp", "DOTNET_ROLL_FORWARD": "Major",
                "POWERSHELL_TELEMETRY_OPTOUT": "1", "TMPDIR": "/tmp"}
+        if os.environ.get("DOTNET_ROOT"):  # where a dotnet-tool pwsh finds its runtime
+            env["DOTNET_ROOT"] = os.environ["DOTNET_ROOT"]
         proc = subprocess.Popen([self.pwsh, *parts[1:]], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, env=env)
         self.processes.append(proc)
