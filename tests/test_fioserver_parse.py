@@ -207,3 +207,23 @@ def test_iops_logs_date_each_window(tmp_path: Path) -> None:
     assert skew["start_skew_s"] == pytest.approx(0.4)
     assert skew["clients_dated"] == 2
     assert skew["overlap_s"] == pytest.approx(0.11)
+
+
+def test_fio_all_clients_rates_use_the_longest_runtime() -> None:
+    """8 rate-limited guests whose runtimes differ (1501-1504 ms): counts are equal, rates are not.
+
+    fio's "All clients" IOPS is summed I/Os over the longest runtime; the aggregate we journal is the
+    sum of the guests' own IOPS. The check verifies fio against its own definition and keeps both.
+    """
+    out, _, guests = capture("fio333-client-8guests-runtimes-differ")
+    parsed = parse_client_output(out, guests)
+    assert len(parsed.per_guest) == 8
+    runtimes = {r["read"]["runtime_ms"] for r in parsed.per_guest.values()}
+    assert len(runtimes) > 1
+    row = parsed.check["read"]
+    assert row["sum_io_bytes"] == row["fio_io_bytes"] and row["sum_total_ios"] == row["fio_total_ios"]
+    assert row["sum_iops"] > row["fio_iops"]
+    assert row["fio_iops"] == pytest.approx(row["sum_total_ios"] * 1000 / max(runtimes), rel=1e-6)
+    assert parsed.check["match"] is True
+    assert parsed.aggregate is not None
+    assert parsed.aggregate["read"]["iops"] == pytest.approx(sum(r["read"]["iops"] for r in parsed.per_guest.values()))

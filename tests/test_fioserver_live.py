@@ -1,0 +1,192 @@
+"""Real ``fio --server`` processes on 127.0.0.1, driven by one real fio client process.
+
+Each server runs in its own directory and process group and is killed when the test ends, also on
+failure. Targets are 16 MiB files in the servers' directories; points last 0.5 s + 1-2 s.
+"""
+
+from __future__ import annotations
+
+import shutil
+import threading
+import time
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+from stormatrix.errors import GuestDisconnected, GuestNotReady
+from stormatrix.executors import executor_class
+from stormatrix.executors.fioserver import (
+    FioJob,
+    FioServerExecutor,
+    LocalFioServers,
+    probe_servers,
+    require_servers,
+    run_point,
+)
+from stormatrix.journal import Journal
+from stormatrix.model import Cell, DiskConfig, Timing, Workload
+from stormatrix.suite import suite_from_dict, run_suite
+
+pytestmark = pytest.mark.skipif(shutil.which("fio") is None, reason="fio is not installed")
+
+SMALL = 16 << 20
+
+
+@pytest.fixture
+def farm(tmp_path: Path) -> Iterator[LocalFioServers]:
+    with LocalFioServers(3, tmp_path / "servers") as servers:
+        yield servers
+
+
+def job(measure_s: float = 1.0, **kw: Any) -> FioJob:
+    base: dict[str, Any] = dict(name="randread-4k-qd4", rw="randread", bs=4096, iodepth=4, ramp_s=0.5,
+                                measure_s=measure_s, filename="target.dat", size=SMALL)
+    base.update(kw)
+    return FioJob(**base)
+
+
+class Recorder:
+    """A stand-in host collector: records when the window opened and closed."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, float]] = []
+        self.on_start: list[Any] = []
+
+    def start(self) -> None:
+        self.events.append(("start", time.time()))
+        for hook in self.on_start:
+            hook(len([e for e in self.events if e[0] == "start"]))
+
+    def stop(self) -> dict[str, Any]:
+        self.events.append(("stop", time.time()))
+        return {"cpu_metric": "cpu_time", "cpu_unit": "s", "cpu_total": 0.25, "ctx_switches": 100,
+                "source": "test-recorder"}
+
+
+def test_probe_answers_and_names_a_dead_server(farm: LocalFioServers, tmp_path: Path) -> None:
+    assert all(r.ok for r in probe_servers(farm.guests, tmp_path / "probe"))
+    farm.kill("g03")
+    with pytest.raises(GuestNotReady) as info:
+        require_servers(farm.guests, tmp_path / "probe", point="unknown/randread-4k-qd1/rep1")
+    msg = str(info.value)
+    assert "1 of 3 guests" in msg and f"g03 (127.0.0.1:{farm.guest('g03').port})" in msg
+    assert "Connection refused" in msg or "failed to connect" in msg
+    assert "g01" not in msg and info.value.details["guests"] == ["g03"]
+
+
+def test_one_point_on_three_guests(farm: LocalFioServers, tmp_path: Path) -> None:
+    rec = Recorder()
+
+    class Window:
+        def measure_started(self) -> None:
+            rec.start()
+
+        def measure_ended(self) -> None:
+            rec.stop()
+
+    r = run_point(farm.guests, job(), tmp_path / "p1", window=Window())
+    assert [c["name"] for c in r.clients] == ["g01", "g02", "g03"]
+    assert all(c["fio"]["total"]["io_bytes"] > 0 for c in r.clients)
+    assert r.aggregate["total"]["io_bytes"] == sum(c["fio"]["total"]["io_bytes"] for c in r.clients)
+    assert r.aggregate_check["match"] is True
+    assert r.skew["clients_dated"] == 3 and r.skew["start_skew_s"] < 1.0
+    assert [e for e, _ in rec.events] == ["start", "stop"]
+    opened = rec.events[0][1]
+    closed = rec.events[1][1]
+    assert closed - opened == pytest.approx(1.0, abs=0.3)
+    assert r.controller["returncode"] == 0 and r.controller["cpu_s"] > 0
+    assert (tmp_path / "p1" / "g02.fio").read_text().count("write_iops_log=g02") == 1
+
+
+def test_executor_runs_a_matrix_cell(farm: LocalFioServers, tmp_path: Path) -> None:
+    cls = executor_class("fio-server")
+    assert cls is FioServerExecutor
+    ex = FioServerExecutor.for_guests([(g.name, g.host, g.port) for g in farm.guests[:2]],
+                                      {"filename": "target.dat", "size": SMALL, "workdir": tmp_path / "ex"})
+    facts = ex.wait_ready(time.monotonic() + 20)
+    assert facts["guests"] == ["g01", "g02"]
+    cell = Cell(DiskConfig("virtio-blk", "io_uring", False, "none"),
+                Workload("randread-4k", "randread", 4096, 2), 1)
+
+    class NoWindow:
+        def measure_started(self) -> None: ...
+
+        def measure_ended(self) -> None: ...
+
+    res = ex.run(cell, Timing(0.5, 1.0), NoWindow())
+    assert res.engine == "fio" and res.window_source == "timed"
+    assert [c["name"] for c in res.data["clients"]] == ["g01", "g02"]
+    assert "client_stats" in res.data["document"]
+
+
+def suite_raw(farm: LocalFioServers, **suite: Any) -> dict[str, Any]:
+    raw: dict[str, Any] = {"run": {"name": "loop"}, "suite": {
+        "side": "A", "block_sizes": ["4k"], "queue_depths": [1, 2, 4], "ramp_seconds": 0.5,
+        "measure_seconds": 1.5, "filename": "target.dat", "size": "16m",
+        "guests": [f"{g.name}={g.host}:{g.port}" for g in farm.guests]}}
+    raw["suite"].update(suite)
+    return raw
+
+
+def test_guest_killed_mid_point_is_named_and_the_suite_resumes_there(farm: LocalFioServers, tmp_path: Path) -> None:
+    suite = suite_from_dict(suite_raw(farm), "loop.toml")
+    keys = [p.key for p in suite.points()]
+    run_dir = tmp_path / "run"
+    rec = Recorder()
+    # kill g02 half a second into the second point's measurement window
+    rec.on_start.append(lambda n: n == 2 and threading.Timer(0.5, farm.kill, args=("g02",)).start())
+    with pytest.raises(GuestDisconnected) as info:
+        run_suite(suite, run_dir, collector=rec)
+    msg = str(info.value)
+    assert f"g02 (127.0.0.1:{farm.guest('g02').port})" in msg
+    assert keys[1] in msg  # the point
+    assert "g01" not in msg and "g03" not in msg
+
+    records = Journal(run_dir).records()
+    cells = [r for r in records if r["type"] == "cell"]
+    errors = [r for r in records if r["type"] == "cell-error"]
+    assert [c["key"] for c in cells] == [keys[0]]
+    assert len(errors) == 1 and errors[0]["key"] == keys[1] and errors[0]["stage"] == "run"
+    assert errors[0]["error"]["type"] == "GuestDisconnected" and errors[0]["error"]["guests"] == ["g02"]
+    assert sorted(c["name"] for c in errors[0]["partial_clients"]) == ["g01", "g03"]
+
+    first = cells[0]
+    assert first["side"] == "A" and first["cell"]["disk"]["controller"] == "unknown"
+    assert first["cell"]["workload"] == {"name": "randread-4k-qd1", "rw": "randread", "bs": 4096, "iodepth": 1,
+                                         "numjobs": 1, "rate_mib_s": None, "rwmixread": None}
+    assert [c["name"] for c in first["clients"]] == ["g01", "g02", "g03"]
+    assert first["fio"]["total"]["io_bytes"] == sum(c["fio"]["total"]["io_bytes"] for c in first["clients"])
+    assert first["aggregate_check"]["match"] is True
+    assert first["host"]["source"] == "test-recorder"
+    assert first["per_mib"]["cpu_unit"] == "CPU-ms/MiB" and first["per_mib"]["cpu"] > 0
+    assert first["times"]["window_s"] == pytest.approx(1.5, abs=0.3)
+    assert "client_stats" in first["raw"]["fio_json"]
+
+    # the guest comes back: the same command resumes at the failed point
+    farm.restart("g02")
+    outcome = run_suite(suite, run_dir, collector=Recorder())
+    assert outcome.already_done == [keys[0]]
+    assert outcome.measured == keys[1:]
+    cells = [r for r in Journal(run_dir).records() if r["type"] == "cell"]
+    assert [c["key"] for c in cells] == keys
+    assert all(len(c["clients"]) == 3 for c in cells)
+
+
+def test_dead_guest_before_a_point_stops_with_guest_not_ready(farm: LocalFioServers, tmp_path: Path) -> None:
+    suite = suite_from_dict(suite_raw(farm, queue_depths=[1]), "loop.toml")
+    farm.kill("g01")
+    with pytest.raises(GuestNotReady, match="g01"):
+        run_suite(suite, tmp_path / "run")
+    errors = [r for r in Journal(tmp_path / "run").records() if r["type"] == "cell-error"]
+    assert errors[0]["stage"] == "ready"
+
+
+def test_a_run_directory_holds_one_side(farm: LocalFioServers, tmp_path: Path) -> None:
+    from stormatrix.errors import MatrixError
+
+    a = suite_from_dict(suite_raw(farm, queue_depths=[1], measure_seconds=1.0), "a.toml")
+    run_suite(a, tmp_path / "run")
+    b = suite_from_dict(suite_raw(farm, queue_depths=[1], side="B"), "b.toml")
+    with pytest.raises(MatrixError, match="holds side 'A'"):
+        run_suite(b, tmp_path / "run")
