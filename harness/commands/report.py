@@ -43,22 +43,29 @@ def warn(lines: list[str]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    return write_report(args.inputs, args.output, csv=args.csv, strict=args.strict, cv_limit=args.cv_limit,
+                        label=args.label)
+
+
+def write_report(inputs: list[str], output: str, *, csv: str | None = None, strict: bool = False,
+                 cv_limit: float = 0.10, label: str | None = None) -> int:
+    """Ingest, score, write the workbook and the tidy CSV; used by ``report`` and ``demo``."""
     from ..analysis.efficiency import score_cells
     from ..analysis.findings import efficiency_findings
     from ..analysis.ingest import ingest
     from ..analysis.workbook import write_efficiency_workbook, write_tidy_csv
 
-    out, csv = output_paths(args.output, args.csv)
-    data = ingest(args.inputs, strict=args.strict, label=args.label)
+    out, csv_path = output_paths(output, csv)
+    data = ingest(inputs, strict=strict, label=label)
     warn([str(p) for p in data.problems] + data.notes)
     if data.frame.empty:
-        raise InputError("no usable results in " + ", ".join(args.inputs)
+        raise InputError("no usable results in " + ", ".join(inputs)
                          + (f" ({len(data.problems)} inputs could not be read)" if data.problems else ""))
-    result = score_cells(data.frame, cv_limit=args.cv_limit)
+    result = score_cells(data.frame, cv_limit=cv_limit)
     warn(result.notes)
     findings = efficiency_findings(result)
-    write_efficiency_workbook(out, data, result, findings, label=args.label, inputs=args.inputs)
-    write_tidy_csv(data.frame, csv)
+    write_efficiency_workbook(out, data, result, findings, label=label, inputs=inputs)
+    write_tidy_csv(data.frame, csv_path)
     print(f"wrote {out} ({len(data.frame)} measurements, {len(result.cells)} configurations scored, "
-          f"{len(findings)} findings) and {csv}")
+          f"{len(findings)} findings) and {csv_path}")
     return 0

@@ -1,0 +1,29 @@
+# The two commands that matter (see README.md): `make demo` and `make test`.
+# Each installs what is missing first (Debian packages, the project venv; PowerShell 7 and Pester 5
+# into .tools/ for the tests).
+
+PY      := .venv/bin/python
+RUN_DIR ?= runs/demo
+OUT     ?= $(RUN_DIR)/stormatrix-demo.xlsx
+
+.PHONY: setup demo demo-full test test-python test-pester bench clean
+
+setup:
+	@bash scripts/setup.sh
+
+demo: setup
+	$(PY) -m stormatrix demo -o $(RUN_DIR) --workbook $(OUT)
+
+demo-full: setup
+	$(PY) -m stormatrix demo --full -o runs/demo-full --workbook runs/demo-full/stormatrix-demo-full.xlsx
+
+test: setup
+	@bash scripts/test.sh
+
+bench: setup
+	$(PY) benchmarks/bench_cell_overhead.py
+	$(PY) benchmarks/bench_ingest.py
+	$(PY) benchmarks/bench_fioserver_scale.py
+
+clean:
+	rm -rf runs .pytest_cache
