@@ -190,3 +190,47 @@ def test_a_run_directory_holds_one_side(farm: LocalFioServers, tmp_path: Path) -
     b = suite_from_dict(suite_raw(farm, queue_depths=[1], side="B"), "b.toml")
     with pytest.raises(MatrixError, match="holds side 'A'"):
         run_suite(b, tmp_path / "run")
+
+
+def test_an_abandoned_point_stops_the_jobs_in_the_guests(farm: LocalFioServers, tmp_path: Path) -> None:
+    """When the controller gives up on fio (deadline, Ctrl-C), the guests must not keep running the job.
+
+    A SIGKILLed fio client leaves each server's job running, orphaned, until its runtime ends; the
+    executor sends SIGINT first, which makes fio tell every server to stop.
+    """
+    from stormatrix.executors.fioserver import client_args, processes_in, run_fio_client
+
+    g = farm.guests[0]
+    long_job = job(measure_s=30)
+    (tmp_path / "j.fio").write_text(long_job.render())
+    server = farm.procs[g.name]
+    run = run_fio_client(client_args("fio", [(g, tmp_path / "j.fio")]), cwd=tmp_path, n_clients=1,
+                         timeout_s=3.0)
+    assert run.timed_out and run.returncode is not None
+    home = tmp_path / "servers" / g.name  # fio's job processes setsid() but keep the server's cwd
+    deadline = time.monotonic() + 5
+    while len(processes_in(home)) > 1 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert processes_in(home) == [server.pid]  # only the listening server is left
+
+
+def test_local_servers_leave_no_process_behind(tmp_path: Path) -> None:
+    """Closing the farm mid-job kills the job processes too (they setsid() out of the server's group)."""
+    from stormatrix.executors.fioserver import client_args, processes_in, run_fio_client
+
+    with LocalFioServers(1, tmp_path / "servers") as servers:
+        g = servers.guests[0]
+        (tmp_path / "j.fio").write_text(job(measure_s=30).render())
+        proc_count: list[int] = []
+
+        class Window:
+            def measure_started(self) -> None:
+                proc_count.append(len(processes_in(tmp_path / "servers")))
+                servers.close()  # the guest disappears while its job runs
+
+            def measure_ended(self) -> None: ...
+
+        run_fio_client(client_args("fio", [(g, tmp_path / "j.fio")]), cwd=tmp_path, n_clients=1,
+                       ramp_s=0.5, measure_s=30, window=Window(), timeout_s=60)
+    assert proc_count and proc_count[0] >= 2  # server + job process(es) were running
+    assert processes_in(tmp_path / "servers") == []

@@ -543,9 +543,14 @@ def run_fio_client(args: list[str], *, cwd: Path, n_clients: int, ramp_s: float 
             timed_out = True
     finally:
         if proc.returncode is None:
-            _kill_group(proc)
-            rc2, ru2 = _wait_rusage(proc, time.monotonic() + 10)
-            ru = ru or ru2
+            # SIGINT first: fio's client then tells every server to stop its job. A SIGKILLed client
+            # leaves the jobs running in the guests (orphaned) until their runtime ends, and they
+            # would load the guests during the next point.
+            _signal_group(proc, signal.SIGINT)
+            rc, ru = _wait_rusage(proc, time.monotonic() + 10)
+            if rc is None:
+                _signal_group(proc, signal.SIGKILL)
+                rc, ru = _wait_rusage(proc, time.monotonic() + 10)
         reader.join(timeout=5)
         if proc.stdout is not None:
             proc.stdout.close()
@@ -567,10 +572,10 @@ def run_fio_client(args: list[str], *, cwd: Path, n_clients: int, ramp_s: float 
                         window={"opened": opened_at, "closed": closed_at, "fio_started": t0})
 
 
-def _kill_group(proc: subprocess.Popen[Any]) -> None:
-    """SIGKILL the process group we created for ``proc`` (start_new_session=True)."""
+def _signal_group(proc: subprocess.Popen[Any], sig: int) -> None:
+    """Signal the process group we created for ``proc`` (start_new_session=True)."""
     try:
-        os.killpg(proc.pid, signal.SIGKILL)
+        os.killpg(proc.pid, sig)
     except (ProcessLookupError, PermissionError):
         pass
 
@@ -758,6 +763,22 @@ def _listening(port: int) -> bool:
         return False
 
 
+def processes_in(directory: Path) -> list[int]:
+    """Pids of the processes whose working directory is ``directory`` (or below it)."""
+    root = str(Path(directory).resolve())
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cwd = os.readlink(entry / "cwd")
+        except OSError:
+            continue
+        if cwd == root or cwd.startswith(root + "/"):
+            found.append(int(entry.name))
+    return found
+
+
 class LocalFioServers:
     """``fio --server`` processes on 127.0.0.1, each in its own directory and process group.
 
@@ -837,10 +858,21 @@ class LocalFioServers:
         self._stop(name)
 
     def _stop(self, name: str) -> None:
+        """Kill the server, its connection children and its job processes.
+
+        fio's job processes call setsid(), so they leave the server's process group (and outlive it
+        when the connection child dies first). They keep the server's working directory, which is
+        ours alone: every process whose cwd is that directory is one we started.
+        """
         proc = self.procs.pop(name, None)
         if proc is None:
             return
-        _kill_group(proc)
+        _signal_group(proc, signal.SIGKILL)
+        for pid in processes_in(self.root / name):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
         try:
             proc.wait(timeout=10)
         except subprocess.TimeoutExpired:  # pragma: no cover - SIGKILL does not time out in practice
