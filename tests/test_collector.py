@@ -1,0 +1,88 @@
+"""The host collector measures a real process's window: CPU time, context switches, per-thread roles."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from stormatrix.host import collector
+from stormatrix.host.collector import WindowCollector, parse_perf_csv
+
+DATA = Path(__file__).parent / "data" / "perf"
+
+# A child that burns CPU in one thread and switches context often in another.
+BUSY = r"""
+import ctypes, threading, time
+def name(n):  # PR_SET_NAME, so /proc/<pid>/task/<tid>/comm shows it (as QEMU names its threads)
+    ctypes.CDLL("libc.so.6").prctl(15, n.encode(), 0, 0, 0)
+def spin():
+    name("spin")
+    end = time.time() + 30
+    while time.time() < end:
+        sum(range(1000))
+def nap():
+    name("nap")
+    end = time.time() + 30
+    while time.time() < end:
+        time.sleep(0.001)
+threading.Thread(target=spin, name="spin", daemon=True).start()
+threading.Thread(target=nap, name="nap", daemon=True).start()
+time.sleep(30)
+"""
+
+
+@pytest.fixture
+def busy() -> subprocess.Popen[bytes]:
+    proc = subprocess.Popen([sys.executable, "-c", BUSY])
+    time.sleep(0.3)
+    yield proc
+    proc.kill()
+    proc.wait()
+
+
+def test_parse_perf_csv_real_capture_without_cycles() -> None:
+    # captured on this machine: perf stat -x, -e context-switches,cpu-clock,cycles,task-clock sleep 0.1
+    text = ("2,,context-switches,949059,100.00,2.113,K/sec\n"
+            "0.94,msec,cpu-clock,949059,100.00,0.009,CPUs utilized\n"
+            "<not supported>,,cycles,0,100.00,,\n"
+            "0.95,msec,task-clock,949059,100.00,0.009,CPUs utilized\n")
+    rows = {r["event"]: r for r in parse_perf_csv(text)}
+    assert rows["context-switches"]["value"] == 2.0
+    assert rows["task-clock"]["value"] == 0.95 and rows["task-clock"]["unit"] == "msec"
+    assert rows["cycles"]["value"] is None and rows["cycles"]["status"] == "<not supported>"
+
+
+@pytest.mark.parametrize("use_perf", [False, True])
+def test_window_measures_real_process(busy: subprocess.Popen[bytes], use_perf: bool) -> None:
+    if use_perf and not collector.perf_available():
+        pytest.skip("perf stat cannot count software events on this machine")
+    c = WindowCollector(busy.pid, {}, use_perf=use_perf)
+    c.start()
+    time.sleep(1.5)
+    res = c.stop()
+    assert res["source"] == ("perf+proc" if use_perf else "proc")
+    assert res["cpu_metric"] in ("cycles", "cpu_time")
+    if res["cpu_metric"] == "cpu_time":
+        # one thread spins for the whole window: about one CPU-second per second (machine is shared)
+        assert 0.5 <= res["cpu_total"] <= 3.5
+    assert res["ctx_switches"] > 200  # the napping thread switches ~1000 times a second
+    assert res["ctx_voluntary"] > 200
+    assert 1.4 <= res["window_s"] <= 5
+    names = {t["name"] for t in res["threads"]}
+    assert {"spin", "nap"} <= names
+    spin = next(t for t in res["threads"] if t["name"] == "spin")
+    nap = next(t for t in res["threads"] if t["name"] == "nap")
+    assert spin["user_s"] + spin["system_s"] > nap["user_s"] + nap["system_s"]
+    assert res["by_role"]["main-loop"]["threads"] == 1
+    assert res["cpu_user"] + res["cpu_system"] == pytest.approx(res["cpu_total"])
+
+
+def test_vanished_process_is_a_clear_error() -> None:
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    with pytest.raises(collector.CollectorProblem, match="gone"):
+        WindowCollector(proc.pid, {}, use_perf=False).start()

@@ -1,0 +1,71 @@
+"""The qemu backend builds exactly the test-disk devices qemu-server generates (-drive era).
+
+Expected strings were derived by hand from qemu-server's print_drive_commandline_full,
+print_drivedevice_full, the scsihw controller loop in config_to_command and PCI.pm's address map.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from stormatrix.backends.qemu import disk_devices, drive_option
+from stormatrix.model import DiskConfig
+
+BR = ["-device", "pci-bridge,id=pci.1,chassis_nr=1,bus=pci.0,addr=0x1e",
+      "-device", "pci-bridge,id=pci.2,chassis_nr=2,bus=pci.0,addr=0x1f"]
+BR3 = BR + ["-device", "pci-bridge,id=pci.3,chassis_nr=3,bus=pci.0,addr=0x5"]
+
+
+@pytest.mark.parametrize("disk, slot, front, device", [
+    (DiskConfig("ide", "native", False, "none"), 1, BR, "ide-hd,bus=ide.0,unit=1,drive=drive-ide1,id=ide1"),
+    (DiskConfig("ide", "native", False, "none"), 2, BR, "ide-hd,bus=ide.1,unit=0,drive=drive-ide2,id=ide2"),
+    (DiskConfig("sata", "io_uring", False, "none"), 1,
+     BR + ["-device", "ahci,id=ahci0,multifunction=on,bus=pci.0,addr=0x7"],
+     "ide-hd,bus=ahci0.1,drive=drive-sata1,id=sata1"),
+    (DiskConfig("virtio-blk", "native", True, "none"), 1,
+     BR + ["-object", "iothread,id=iothread-virtio1"],
+     "virtio-blk-pci,drive=drive-virtio1,id=virtio1,bus=pci.0,addr=0xb,iothread=iothread-virtio1"),
+    (DiskConfig("virtio-blk", "threads", False, "none"), 7, BR,
+     "virtio-blk-pci,drive=drive-virtio7,id=virtio7,bus=pci.2,addr=0x2"),
+    (DiskConfig("virtio-scsi-pci", "native", False, "none"), 1,
+     BR + ["-device", "virtio-scsi-pci,id=scsihw0,bus=pci.0,addr=0x5"],
+     "scsi-hd,bus=scsihw0.0,channel=0,scsi-id=0,lun=1,drive=drive-scsi1,id=scsi1"),
+    (DiskConfig("virtio-scsi-single", "native", True, "none"), 1,
+     BR3 + ["-object", "iothread,id=iothread-virtioscsi1",
+            "-device", "virtio-scsi-pci,id=virtioscsi1,bus=pci.3,addr=0x2,iothread=iothread-virtioscsi1"],
+     "scsi-hd,bus=virtioscsi1.0,channel=0,scsi-id=0,lun=1,drive=drive-scsi1,id=scsi1"),
+    (DiskConfig("pvscsi", "native", False, "none"), 1,
+     BR + ["-device", "pvscsi,id=scsihw0,bus=pci.0,addr=0x5"],
+     "scsi-hd,bus=scsihw0.0,scsi-id=1,drive=drive-scsi1,id=scsi1"),
+    (DiskConfig("megasas", "native", False, "none"), 0,
+     BR + ["-device", "megasas,id=scsihw0,bus=pci.0,addr=0x5"],
+     "scsi-hd,bus=scsihw0.0,channel=0,scsi-id=0,lun=0,drive=drive-scsi0,id=scsi0"),
+    (DiskConfig("lsi", "native", False, "none"), 8,
+     BR + ["-device", "lsi,id=scsihw1,bus=pci.0,addr=0x6"],
+     "scsi-hd,bus=scsihw1.0,scsi-id=1,drive=drive-scsi8,id=scsi8"),
+    (DiskConfig("lsi53c810", "threads", False, "none"), 1,
+     BR + ["-device", "lsi53c810,id=scsihw0,bus=pci.0,addr=0x5"],
+     "scsi-hd,bus=scsihw0.0,scsi-id=1,drive=drive-scsi1,id=scsi1"),
+])
+def test_devices_match_qemu_server(disk: DiskConfig, slot: int, front: list[str], device: str) -> None:
+    f, d = disk_devices(disk, "/img.raw", slot)
+    assert f == front
+    assert d == ["-drive", drive_option(disk, "/img.raw", slot), "-device", device]
+
+
+def test_iothread_ignored_where_proxmox_ignores_it() -> None:
+    f, d = disk_devices(DiskConfig("pvscsi", "native", True, "none"), "/x", 1)
+    assert not any("iothread" in a for a in f + d)
+
+
+@pytest.mark.parametrize("disk, expected", [
+    (DiskConfig("virtio-scsi-single", "native", False, "none"),
+     "file=/x,if=none,id=drive-scsi1,cache=none,aio=native,format=raw,detect-zeroes=on"),
+    (DiskConfig("sata", "threads", False, "writeback"),
+     "file=/x,if=none,id=drive-sata1,cache=writeback,aio=threads,format=raw,detect-zeroes=on"),
+    # cache unset: qemu-server appends cache=none after the format for direct-capable storage
+    (DiskConfig("ide", "io_uring", False, "default"),
+     "file=/x,if=none,id=drive-ide1,aio=io_uring,format=raw,cache=none,detect-zeroes=on"),
+])
+def test_drive_option(disk: DiskConfig, expected: str) -> None:
+    assert drive_option(disk, "/x", 1) == expected

@@ -1,0 +1,119 @@
+"""Matrix parsing, validation and expansion: every mistake names the file, the key and the fix."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from stormatrix.errors import MatrixError
+from stormatrix.spec import expand, load_spec
+
+GOOD = """
+[run]
+name = "t"
+ramp_seconds = 1
+measure_seconds = 5
+
+[matrix]
+controllers = ["ide", "virtio-blk", "virtio-scsi-single", "pvscsi"]
+aio = ["native", "threads"]
+iothread = [false, true]
+cache = ["none"]
+
+[[workload]]
+name = "rr"
+rw = "randread"
+bs = "64k"
+iodepth = 8
+rate_mib_s = 32
+"""
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    p = tmp_path / "matrix.toml"
+    p.write_text(text)
+    return p
+
+
+def test_expand_good_matrix_skips_meaningless_iothread_twins(tmp_path: Path) -> None:
+    spec = load_spec(write(tmp_path, GOOD))
+    plan = expand(spec)
+    # 4 controllers x 2 aio x iothread off = 8, plus iothread on for virtio-blk and virtio-scsi-single = 4
+    assert len(plan.cells) == 12
+    skipped = {s.disk.key: s.reason for s in plan.skipped}
+    assert len(skipped) == 4
+    assert "ide/aio=native/iothread=1/cache=none" in skipped
+    assert "Proxmox ignores it" in skipped["pvscsi/aio=threads/iothread=1/cache=none"]
+    w = plan.cells[0].workload
+    assert (w.bs, w.iodepth, w.rate_mib_s) == (65536, 8, 32.0)
+
+
+@pytest.mark.parametrize("replace, key, words", [
+    (('"pvscsi"]', '"pvscsci"]'), "[matrix] controllers[3]", "not a known controller"),
+    (('cache = ["none"]', 'cache = ["writeback"]'), "[matrix] aio/cache", "O_DIRECT"),
+    (("iodepth = 8", "iodepht = 8"), "workload[1] iodepht", "did you mean 'iodepth'"),
+    (("rate_mib_s = 32", "rate_mib_s = -5"), "workload[1] rate_mib_s", "below the minimum"),
+    (('bs = "64k"', 'bs = "64q"'), "workload[1].bs", "not a size"),
+    (('bs = "64k"', 'bs = "1000"'), "workload[1].bs", "multiple of 512"),
+    (("[run]", "[runn]"), "[runn]", "did you mean [run]"),
+    (("measure_seconds = 5", "measure_seconds = nan"), "[run] measure_seconds", "finite"),
+    (('aio = ["native", "threads"]', 'aio = ["native", "native"]'), "[matrix] aio", "more than once"),
+    (('aio = ["native", "threads"]', 'aio = ["naitve"]'), "[matrix] aio[0]", "did you mean 'native'"),
+])
+def test_bad_matrix_names_key_and_fix(tmp_path: Path, replace: tuple[str, str], key: str, words: str) -> None:
+    text = GOOD.replace(*replace)
+    assert text != GOOD
+    with pytest.raises(MatrixError) as exc:
+        expand(load_spec(write(tmp_path, text)))
+    msg = str(exc.value)
+    assert key in msg and words in msg and "Fix:" in msg and "matrix.toml" in msg
+
+
+def test_duplicate_key_is_a_toml_error(tmp_path: Path) -> None:
+    with pytest.raises(MatrixError, match="duplicate|not valid TOML"):
+        load_spec(write(tmp_path, GOOD.replace("iodepth = 8", "iodepth = 8\niodepth = 16")))
+
+
+def test_native_with_writeback_can_be_skipped_explicitly(tmp_path: Path) -> None:
+    text = GOOD.replace('cache = ["none"]', 'cache = ["none", "writeback"]\nskip_invalid = true')
+    plan = expand(load_spec(write(tmp_path, text)))
+    reasons = [s.reason for s in plan.skipped if s.disk.cache == "writeback" and s.disk.aio == "native"]
+    assert reasons and all("aio=native" in r for r in reasons)
+    assert all(not (c.disk.aio == "native" and c.disk.cache == "writeback") for c in plan.cells)
+
+
+def test_bus_limit(tmp_path: Path) -> None:
+    text = GOOD.replace('cache = ["none"]', 'cache = ["none"]\ndisk_slot = 5')
+    with pytest.raises(MatrixError, match=r"slot 5 does not exist on the ide bus \(ide0-ide3\)"):
+        expand(load_spec(write(tmp_path, text)))
+
+
+def test_windows_guest_skips_controllers_without_inbox_driver(tmp_path: Path) -> None:
+    text = GOOD.replace('name = "t"', 'name = "t"\nguest_os = "windows2022"')
+    plan = expand(load_spec(write(tmp_path, text)))
+    assert {c.disk.controller for c in plan.cells} == {"ide", "pvscsi"}
+    assert any("virtio-win" in s.reason for s in plan.skipped)
+
+
+@pytest.mark.parametrize("replace", [
+    ('"pvscsi"]', '"pvscsci"]'),
+    ('cache = ["none"]', 'cache = ["writeback"]'),
+    ("iodepth = 8", "iodepht = 8"),
+    ("rate_mib_s = 32", "rate_mib_s = -5"),
+])
+def test_cli_plan_bad_matrix_exit_2_no_traceback(tmp_path: Path, replace: tuple[str, str]) -> None:
+    path = write(tmp_path, GOOD.replace(*replace))
+    res = subprocess.run([sys.executable, "-m", "stormatrix", "plan", str(path)], capture_output=True, text=True)
+    assert res.returncode == 2
+    assert "Traceback" not in res.stderr
+    assert res.stderr.count("\n") == 1 and "Fix:" in res.stderr
+
+
+def test_cli_plan_prints_cells_and_eta(tmp_path: Path) -> None:
+    res = subprocess.run([sys.executable, "-m", "stormatrix", "plan", str(write(tmp_path, GOOD))],
+                         capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    assert "12 cells" in res.stdout and "ETA" in res.stdout and "skipped (4)" in res.stdout
