@@ -51,6 +51,7 @@ from typing import Any, Callable, Protocol, Sequence
 
 from . import __version__
 from .errors import (
+    CollectorError,
     GuestDisconnected,
     GuestNotReady,
     MatrixError,
@@ -487,6 +488,8 @@ def run_suite(suite: Suite, run_dir: str | Path, *, collector: PointCollector | 
             except StormatrixError as exc:
                 if exc.cell is None:
                     exc.cell = point.key
+                if isinstance(exc, CollectorError):
+                    stage = "collect"
                 journal.append(_error_record(run_id, suite, point, stage, attempt, exc))
                 lost_guest = isinstance(exc, (GuestDisconnected, GuestNotReady))
                 if not lost_guest and attempt <= suite.retries:

@@ -182,14 +182,16 @@ def test_dead_guest_before_a_point_stops_with_guest_not_ready(farm: LocalFioServ
     assert errors[0]["stage"] == "ready"
 
 
-def test_a_run_directory_holds_one_side(farm: LocalFioServers, tmp_path: Path) -> None:
+def test_a_run_directory_holds_one_side(farm: LocalFioServers, tmp_path: Path,
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
     from stormatrix.errors import MatrixError
 
+    monkeypatch.chdir(tmp_path)  # a relative run directory, as `stormatrix suite run -o runs/a` gives
     a = suite_from_dict(suite_raw(farm, queue_depths=[1], measure_seconds=1.0), "a.toml")
-    run_suite(a, tmp_path / "run")
+    assert len(run_suite(a, Path("runs") / "a").measured) == 1
     b = suite_from_dict(suite_raw(farm, queue_depths=[1], side="B"), "b.toml")
     with pytest.raises(MatrixError, match="holds side 'A'"):
-        run_suite(b, tmp_path / "run")
+        run_suite(b, Path("runs") / "a")
 
 
 def test_an_abandoned_point_stops_the_jobs_in_the_guests(farm: LocalFioServers, tmp_path: Path) -> None:

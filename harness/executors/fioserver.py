@@ -594,6 +594,7 @@ class ProbeResult:
 
 
 def _probe_once(guests: Sequence[FioGuest], fio: str, workdir: Path, timeout_s: float) -> FioClientRun:
+    workdir = Path(workdir).resolve()  # fio runs in workdir: its job-file paths must not be relative
     workdir.mkdir(parents=True, exist_ok=True)
     text = PROBE_JOB.render()
     pairs: list[tuple[FioGuest, Path]] = []
@@ -641,6 +642,11 @@ def _probe_verdicts(guests: Sequence[FioGuest], run: FioClientRun) -> list[Probe
         why = [line for host, port, line in evidence if host == g.host and port in (None, g.port)]
         if run.timed_out:
             why.append(f"no answer within {run.elapsed_s:.0f} s")
+        if "bad server cmd version" in run.stdout + run.stderr:
+            why.append("fio client/server protocol mismatch: the guest's fio must be the same version "
+                       "as the controller's")
+        if not why and run.stderr.strip():
+            why.append("fio: " + run.stderr.strip().splitlines()[-1])
         out.append(ProbeResult(g, False, "; ".join(why) or "no result from this server"))
     return out
 
@@ -688,7 +694,7 @@ def run_point(guests: Sequence[FioGuest], job: FioJob, workdir: Path, *, fio: st
     _check_unique(guests)
     fio = find_fio(fio)
     point = point or job.name
-    workdir = Path(workdir)
+    workdir = Path(workdir).resolve()  # fio runs in workdir: its job-file paths must not be relative
     workdir.mkdir(parents=True, exist_ok=True)
     for stale in workdir.glob("*_iops.*.log.*"):
         stale.unlink()  # a re-run of the point must not read the previous attempt's logs
