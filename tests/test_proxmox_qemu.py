@@ -79,4 +79,14 @@ def test_demo_cells_through_proxmox(standin: PveStandin, tmp_path: Path, monkeyp
     for r in standin.requests:
         assert "force" not in r["params"]
         assert not any(k.startswith("unused") for k in r["params"].get("delete", "").split(","))
-    assert SECRET not in (tmp_path / "run" / "journal.ndjson").read_text()
+    # The workbook and every file of the run: no token secret anywhere (xlsx is a zip: read its members).
+    from stormatrix.cli import main
+
+    assert main(["report", str(tmp_path / "run"), "-o", str(tmp_path / "out.xlsx")]) == 0
+    import zipfile
+
+    with zipfile.ZipFile(tmp_path / "out.xlsx") as z:
+        assert all(SECRET.encode() not in z.read(n) for n in z.namelist())
+    for path in [*(tmp_path / "run").rglob("*"), tmp_path / "out.csv"]:
+        if path.is_file():
+            assert SECRET.encode() not in path.read_bytes(), path
