@@ -100,13 +100,15 @@ class Window:
     bs1: BlockStats | None = None
     host: dict[str, Any] | None = None
     collectors: list[Any] = field(default_factory=list)
+    scopes: list[Any] = field(default_factory=list)
     error: Exception | None = None
 
     def measure_started(self) -> None:
         self.mono_start = time.monotonic()
         self.t_start = records.now_iso()
         try:
-            self.collectors = [self.collector_factory(scope) for scope in self.backend.scope()]
+            self.scopes = self.backend.scope()
+            self.collectors = [self.collector_factory(scope) for scope in self.scopes]
             for c in self.collectors:
                 c.start()
             self.bs0 = self.backend.blockstats()
@@ -303,7 +305,7 @@ class Runner:
         run = self.spec.run
         return records.cell_record(
             run_id=self.run_id, cell=cell, backend=backend.name, side=self.side,
-            vm=(backend.scope()[0].vm if backend.scope() else ""), times=times, fio=fio, host=window.host,
+            vm=", ".join(s.vm for s in window.scopes), times=times, fio=fio, host=window.host,
             result=result, rate=records.rate_check(cell, fio, run["rate_tolerance_pct"]),
             cross=records.crosscheck(fio, window.bs0, window.bs1, run["crosscheck_tolerance_pct"]))
 
