@@ -228,3 +228,25 @@ def test_repeats_are_numbered_by_order_when_names_do_not_say(tmp_path):
     df = ingest([tmp_path], label="lab").frame
     assert df["repeat"].tolist() == [1, 2, 3]
     assert set(df["side"]) == {"lab"}
+
+
+def test_parallel_parse_gives_the_same_frame_as_serial(tmp_path):
+    for i in range(6):
+        shutil.copy(FIO / "fio3_randwrite_bs64k_qd4.json", tmp_path / f"w-rep{i + 1}.json")
+    (tmp_path / "broken.json").write_text("{")
+    serial = ingest([tmp_path], workers=1)
+    parallel = ingest([tmp_path], workers=2)
+    pd.testing.assert_frame_equal(serial.frame, parallel.frame)
+    assert serial.problems == parallel.problems and len(serial.problems) == 1
+
+
+def test_fast_summary_equals_the_runner_summary_on_every_capture():
+    for path in sorted(FIO.rglob("*.json")):
+        text = path.read_text()
+        doc = json.loads(text[text.index("{"):])
+        for group in fio._group_jobs(doc, "client_stats" in doc).values():
+            try:
+                fast = fio._lean_summary(group)
+            except fio._NotSimple:
+                continue                                 # fio 2.x: the thorough path handles it
+            assert fast == fio.summarize_jobs(group), path.name
