@@ -236,3 +236,33 @@ def test_local_servers_leave_no_process_behind(tmp_path: Path) -> None:
                        ramp_s=0.5, measure_s=30, window=Window(), timeout_s=60)
     assert proc_count and proc_count[0] >= 2  # server + job process(es) were running
     assert processes_in(tmp_path / "servers") == []
+
+
+def test_a_collector_that_fails_to_start_fails_the_point_cleanly(farm: LocalFioServers, tmp_path: Path) -> None:
+    from stormatrix.errors import CollectorError
+
+    class Broken:
+        stopped = 0
+
+        def start(self) -> None:
+            raise CollectorError("perf could not attach")
+
+        def stop(self) -> None:
+            Broken.stopped += 1
+
+    # [run] on_error = "skip" (the default): journaled, and the suite goes on to the next point
+    raw = suite_raw(farm, queue_depths=[1, 2])
+    raw["run"]["retries"] = 0
+    suite = suite_from_dict(raw, "loop.toml")
+    outcome = run_suite(suite, tmp_path / "run", collector=Broken())
+    assert [k for k, _ in outcome.failed] == [p.key for p in suite.points()]
+    errors = [r for r in Journal(tmp_path / "run").records() if r["type"] == "cell-error"]
+    assert errors[0]["stage"] == "collect" and "perf could not attach" in errors[0]["error"]["message"]
+    assert Broken.stopped == 0  # stop() is not called for a window that never opened
+    # [run] on_error = "stop", retries = 1 (the default): one more attempt, then the run ends
+    raw = suite_raw(farm, queue_depths=[1, 2])
+    raw["run"]["on_error"] = "stop"
+    with pytest.raises(CollectorError):
+        run_suite(suite_from_dict(raw, "loop.toml"), tmp_path / "run2", collector=Broken())
+    errors = [r for r in Journal(tmp_path / "run2").records() if r["type"] == "cell-error"]
+    assert [(e["key"], e["attempt"]) for e in errors] == [(suite.points()[0].key, 1), (suite.points()[0].key, 2)]

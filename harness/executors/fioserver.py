@@ -46,6 +46,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -490,6 +491,7 @@ def run_fio_client(args: list[str], *, cwd: Path, n_clients: int, ramp_s: float 
     started = 0
     opened_at: float | None = None
     closed_at: float | None = None
+    listener_open = False  # measure_started() returned and measure_ended() is still owed
     open_due: float | None = None  # time.time() at which to open
     t0 = time.time()
     mono0 = time.monotonic()
@@ -530,10 +532,12 @@ def run_fio_client(args: list[str], *, cwd: Path, n_clients: int, ramp_s: float 
                 opened_at = now
                 if window is not None:
                     window.measure_started()
+                    listener_open = True
             if opened_at is not None and closed_at is None and (now >= opened_at + measure_s or eof):
                 closed_at = now
-                if window is not None:
-                    window.measure_ended()
+                if listener_open:
+                    listener_open = False
+                    window.measure_ended()  # type: ignore[union-attr]
             if time.monotonic() >= deadline and not eof:
                 timed_out = True
                 break
@@ -554,9 +558,16 @@ def run_fio_client(args: list[str], *, cwd: Path, n_clients: int, ramp_s: float 
         reader.join(timeout=5)
         if proc.stdout is not None:
             proc.stdout.close()
-        if opened_at is not None and closed_at is None and window is not None:
+        if listener_open:
+            # fio was abandoned inside the window: close it, but never hide the error that got us here
             closed_at = time.time()
-            window.measure_ended()
+            failing = sys.exc_info()[1]
+            try:
+                window.measure_ended()  # type: ignore[union-attr]
+            except Exception:
+                if failing is None:
+                    raise
+                log.exception("closing the measurement window after %r also failed", failing)
     # lines that arrived after a timeout break are still queued
     while True:
         try:
