@@ -392,15 +392,6 @@ def _config_from_text(text: str) -> dict[str, Any]:
     return out
 
 
-def _iso_from_epoch(value: Any) -> str | None:
-    if not _is_number(value) or value <= 0:
-        return None
-    try:
-        return datetime.fromtimestamp(float(value), tz=timezone.utc).isoformat(timespec="seconds")
-    except (OverflowError, OSError, ValueError):
-        return None
-
-
 class _NotSimple(Exception):
     """The fast path met something unusual: take the thorough path (which explains any damage)."""
 
