@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import datetime, timezone
 from functools import lru_cache
 from typing import Any, Iterable
 
