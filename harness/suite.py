@@ -341,6 +341,36 @@ def suite_from_dict(raw: dict[str, Any], path: str = "<suite>") -> Suite:
                  run_name=run["name"], raw=raw)
 
 
+def suite_for_guests(guests: Sequence[tuple[str, str, int] | FioGuest], *, side: str, filename: str,
+                     block_sizes: Sequence[str | int] = tuple(SEED_BLOCK_SIZES),
+                     queue_depths: Sequence[int] = tuple(SEED_QUEUE_DEPTHS), rw: Sequence[str] = ("randread",),
+                     ramp_s: float = 60.0, measure_s: float = 1200.0, size: str | int | None = None,
+                     disk: DiskConfig | None = None, numjobs: int = 1, name: str = "suite",
+                     run: dict[str, Any] | None = None) -> Suite:
+    """A suite built in code (e.g. by ``stormatrix demo --suite``), validated exactly like a matrix file.
+
+    ``guests`` are ``(name, host, port)`` tuples or :class:`FioGuest`; ``run`` is extra ``[run]`` keys
+    (``on_error``, ``retries``, ``allow_write``, ``repeats``).
+    """
+    table: list[dict[str, Any]] = []
+    for g in guests:
+        if isinstance(g, FioGuest):
+            item: dict[str, Any] = {"name": g.name, "host": g.host, "port": g.port}
+            if g.filename:
+                item["filename"] = g.filename
+        else:
+            item = {"name": g[0], "host": g[1], "port": g[2]}
+        table.append(item)
+    suite: dict[str, Any] = {"name": name, "side": side, "filename": filename, "guests": table,
+                             "block_sizes": list(block_sizes), "queue_depths": list(queue_depths), "rw": list(rw),
+                             "ramp_seconds": ramp_s, "measure_seconds": measure_s, "numjobs": numjobs}
+    if size is not None:
+        suite["size"] = size
+    if disk is not None:
+        suite.update(controller=disk.controller, aio=disk.aio, iothread=disk.iothread, cache=disk.cache)
+    return suite_from_dict({"run": dict(run or {}), "suite": suite}, f"<suite {name}, side {side}>")
+
+
 def load_suite(path: str | Path) -> Suite:
     path = Path(path)
     return suite_from_dict(_load_toml(path), str(path))

@@ -137,3 +137,18 @@ def test_cli_plan_prints_points_and_eta(tmp_path: Path, capsys: pytest.CaptureFi
     out = capsys.readouterr().out
     assert "56 points; ETA 56 points x 21 min = 19.6 h" in out
     assert "side 'ESXi 7.0u3'" in out and "guests (32)" in out
+
+
+def test_suite_built_in_code_for_the_demo() -> None:
+    from stormatrix.model import DiskConfig
+    from stormatrix.suite import suite_for_guests
+
+    s = suite_for_guests([("g1", "127.0.0.1", 10001), FioGuest("g2", "127.0.0.1", 10002, "/dev/vdc")],
+                         side="B: virtio-blk", filename="/dev/vdb", block_sizes=["4k", "64k"], queue_depths=[1, 8],
+                         ramp_s=2, measure_s=10, disk=DiskConfig("virtio-blk", "native", True, "none"),
+                         run={"on_error": "stop", "retries": 0})
+    assert len(s.points()) == 4 and s.side == "B: virtio-blk"
+    assert s.points()[0].key == "virtio-blk/aio=native/iothread=1/cache=none/randread-4k-qd1/rep1"
+    assert s.guests[1].filename == "/dev/vdc" and (s.on_error, s.retries) == ("stop", 0)
+    with pytest.raises(MatrixError, match="queue_depths"):
+        suite_for_guests([("g1", "127.0.0.1", 1)], side="A", filename="x", queue_depths=[0])
