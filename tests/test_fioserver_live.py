@@ -103,7 +103,7 @@ def test_executor_runs_a_matrix_cell(farm: LocalFioServers, tmp_path: Path) -> N
     cls = executor_class("fio-server")
     assert cls is FioServerExecutor
     ex = FioServerExecutor.for_guests([(g.name, g.host, g.port) for g in farm.guests[:2]],
-                                      {"filename": "target.dat", "size": SMALL, "workdir": tmp_path / "ex"})
+                                      {"filename": "target.dat", "size": "16m", "workdir": tmp_path / "ex"})
     facts = ex.wait_ready(time.monotonic() + 20)
     assert facts["guests"] == ["g01", "g02"]
     cell = Cell(DiskConfig("virtio-blk", "io_uring", False, "none"),

@@ -63,7 +63,7 @@ from ..errors import (
     GuestNotReady,
     WorkloadFailed,
 )
-from ..model import RW_MODES, Cell, Timing
+from ..model import RW_MODES, Cell, Timing, parse_size
 from .base import GuestExecutor, WindowListener, WorkloadResult
 
 log = logging.getLogger("stormatrix.fioserver")
@@ -924,16 +924,10 @@ class FioServerExecutor(GuestExecutor):
     @classmethod
     def for_guests(cls, guests: Iterable[tuple[str, str, int] | FioGuest],
                    options: dict[str, Any] | None = None) -> "FioServerExecutor":
-        eps = []
-        for g in guests:
-            if isinstance(g, FioGuest):
-                eps.append(GuestEndpoint("tcp", g.host, g.port, g.name))
-            else:
-                name, host, port = g
-                eps.append(GuestEndpoint("tcp", host, port, name))
-        ex = cls(eps, options)
-        # keep per-guest targets given as FioGuest
-        ex.guests = [g if isinstance(g, FioGuest) else FioGuest(g[0], g[1], g[2]) for g in guests]
+        """An executor for guests given directly (no backend): ``(name, host, port)`` or :class:`FioGuest`."""
+        typed = [g if isinstance(g, FioGuest) else FioGuest(g[0], g[1], g[2]) for g in guests]
+        ex = cls([GuestEndpoint("tcp", g.host, g.port, g.name) for g in typed], options)
+        ex.guests = typed  # keeps each guest's own target device, which an endpoint cannot carry
         return ex
 
     def wait_ready(self, deadline: float) -> dict[str, Any]:
@@ -960,7 +954,8 @@ class FioServerExecutor(GuestExecutor):
         w = cell.workload
         return FioJob(name=re.sub(r"[^A-Za-z0-9._-]", "_", w.name)[:64] or "point", rw=w.rw, bs=w.bs,
                       iodepth=w.iodepth, numjobs=w.numjobs, ramp_s=timing.ramp_s, measure_s=timing.measure_s,
-                      filename=filename or "unused", size=self.options.get("size"),
+                      filename=filename or "unused",
+                      size=parse_size(self.options["size"]) if self.options.get("size") is not None else None,
                       direct=bool(self.options.get("direct", True)),
                       ioengine=self.options.get("ioengine", "libaio"), rwmixread=w.rwmixread)
 
