@@ -71,6 +71,14 @@ def crosscheck(fio: dict[str, Any], before: BlockStats | None, after: BlockStats
             "tolerance_pct": tolerance_pct}
 
 
+def clock_check(fio: dict[str, Any], host_window_s: float, tolerance_pct: float = 5.0) -> dict[str, Any]:
+    """fio's runtime (guest clock) against the host's window: a guest whose clock runs fast or slow
+    (a mis-calibrated TSC under emulation) would make every per-second figure wrong."""
+    fio_s = fio["total"]["runtime_ms"] / 1000.0
+    diff = abs(fio_s - host_window_s) / host_window_s * 100.0 if host_window_s > 0 else 100.0
+    return {"fio_runtime_s": fio_s, "host_window_s": host_window_s, "diff_pct": diff, "flag": diff > tolerance_pct}
+
+
 def cell_record(*, run_id: str, cell: Cell, backend: str, side: str | None, vm: str,
                 times: dict[str, Any], fio: dict[str, Any], host: dict[str, Any] | None,
                 result: WorkloadResult, rate: dict[str, Any] | None, cross: dict[str, Any] | None,
@@ -79,6 +87,7 @@ def cell_record(*, run_id: str, cell: Cell, backend: str, side: str | None, vm: 
         "type": "cell", "run_id": run_id, "key": cell.key, "cell": cell.to_dict(),
         "backend": backend, "side": side, "vm": vm, "times": times, "fio": fio, "host": host,
         "per_mib": per_mib(fio, host), "rate": rate, "crosscheck": cross,
+        "clock": clock_check(fio, times["window_s"]) if times.get("window_s") else None,
         "guest": result.guest, "window_source": result.window_source, "clients": clients,
         "raw": {"engine": result.engine, "output": result.raw},
     }

@@ -84,6 +84,8 @@ def test_two_cells_end_to_end_then_resume(tmp_path: Path) -> None:
         assert r["crosscheck"]["qemu_bytes"] > 0 and r["crosscheck"]["flag"] is False
         assert r["rate"]["target_mib_s"] == 16.0 and r["rate"]["achieved_mib_s"] > 0
         assert r["guest"]["disk"] in ("/dev/vda", "/dev/sda")
+        assert r["guest"]["clocksource"] == "hpet"
+        assert r["clock"]["flag"] is False, r["clock"]  # guest time agrees with the host's window
     assert not qemu_processes(str(run_dir))
     again = stormatrix("run", str(matrix), "-o", str(run_dir), "--no-progress")
     assert again.returncode == 0 and "0 cells measured, 2 already in the journal" in again.stdout

@@ -38,7 +38,9 @@ def fio_job(workload: Workload, timing: Timing, filename: str, *, ioengine: str 
     """
     g = ["[global]", f"ioengine={ioengine}", "direct=1", f"filename={filename}", f"rw={workload.rw}",
          f"bs={workload.bs}", f"iodepth={workload.iodepth}", f"numjobs={workload.numjobs}",
-         "time_based=1", "randrepeat=0", "norandommap=1", "thread=0"]
+         "time_based=1", "randrepeat=0", "norandommap=1",
+         # fio's own TSC calibration is as unreliable under emulation as the kernel's: use the kernel clock
+         "clocksource=clock_gettime"]
     if workload.rwmixread is not None:
         g.append(f"rwmixread={workload.rwmixread}")
     if workload.rate_mib_s:

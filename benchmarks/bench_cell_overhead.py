@@ -1,0 +1,145 @@
+#!/usr/bin/env python3
+"""Issue 2's performance goals, measured side by side in one run (ratios, not absolute timings,
+because these machines are shared and noisy):
+
+1. per-cell overhead (QEMU start -> fio running in the guest) versus a bare boot of the same guest
+   image (QEMU start -> its init runs), goal <= 1.15x;
+2. guest boot time (QEMU start -> guest ready with its test disk), goal <= 8 s under emulation;
+3. matrix wall time versus the sum of warm-up + measurement time, goal overhead <= 10 %.
+
+The bare boots and the cell starts alternate, so both see the same machine load.
+
+    .venv/bin/python benchmarks/bench_cell_overhead.py [--samples 3] [--skip-matrix]
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+import statistics
+import sys
+import tempfile
+import time
+from dataclasses import replace
+from pathlib import Path
+
+from stormatrix import guestimage
+from stormatrix.backends.qemu import QemuVm, VmSpec, ensure_test_disk
+from stormatrix.executors.localagent import AgentChannel, fio_job, parse_event
+from stormatrix.model import DiskConfig, Timing, Workload
+
+
+def wait_for(chan: AgentChannel, kind: str, deadline: float) -> dict[str, str]:
+    while True:
+        ev = parse_event(chan.readline(deadline))
+        if ev and ev[0] == kind:
+            return ev[2]
+
+
+def bare_boot(spec: VmSpec) -> float:
+    vm = QemuVm(replace(spec, mode="bare"))
+    t0 = time.monotonic()
+    vm.start()
+    chan = AgentChannel(str(vm.agent_path))
+    try:
+        chan.connect(t0 + 30)
+        wait_for(chan, "BOOTED", t0 + 120)
+        return time.monotonic() - t0
+    finally:
+        chan.close()
+        vm.stop()
+
+
+def cell_start(spec: VmSpec) -> tuple[float, float]:
+    """(QEMU start -> guest ready, QEMU start -> fio running)."""
+    vm = QemuVm(spec)
+    t0 = time.monotonic()
+    vm.start()
+    chan = AgentChannel(str(vm.agent_path))
+    try:
+        chan.connect(t0 + 30)
+        wait_for(chan, "READY", t0 + 120)
+        ready = time.monotonic() - t0
+        job = fio_job(Workload("b", "randread", 65536, 8), Timing(1, 1), "@DISK@")
+        chan.send("RUN " + base64.b64encode(job.encode()).decode())
+        wait_for(chan, "STARTED", t0 + 120)
+        running = time.monotonic() - t0
+        wait_for(chan, "END", t0 + 120)
+        return ready, running
+    finally:
+        chan.close()
+        vm.stop()
+
+
+def matrix_overhead(workdir: Path) -> tuple[float, float, int]:
+    from stormatrix.commands.run import execute
+
+    matrix = workdir / "m.toml"
+    matrix.write_text("""
+[run]
+name = "bench"
+ramp_seconds = 4
+measure_seconds = 12
+[matrix]
+controllers = ["virtio-blk", "sata", "virtio-scsi-single"]
+aio = ["native"]
+[[workload]]
+name = "rr"
+rw = "randread"
+bs = "64k"
+iodepth = 8
+rate_mib_s = 32
+[qemu]
+disk_size_mib = 256
+""")
+    t0 = time.monotonic()
+    summary = execute(matrix, workdir / "run", progress=False)
+    wall = time.monotonic() - t0
+    n = summary["measured"]
+    return wall, n * (4 + 12), n
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--samples", type=int, default=3)
+    ap.add_argument("--skip-matrix", action="store_true")
+    args = ap.parse_args()
+    image = guestimage.build()  # built before timing anything
+    disk = ensure_test_disk(guestimage.cache_root() / "disks" / "test-256m.raw", 256)
+    with tempfile.TemporaryDirectory(prefix="stormatrix-bench-") as tmp:
+        spec = VmSpec(name="bench", disk=DiskConfig("virtio-scsi-single", "native", False, "none"),
+                      disk_image=disk, run_dir=Path(tmp) / "vm", image=image, slot=0)
+        bare, ready, running = [], [], []
+        for _ in range(args.samples):
+            bare.append(bare_boot(spec))
+            r, f = cell_start(spec)
+            ready.append(r)
+            running.append(f)
+        results = {
+            "bare_boot_s": statistics.median(bare), "guest_ready_s": statistics.median(ready),
+            "fio_running_s": statistics.median(running),
+            "samples": {"bare": bare, "ready": ready, "fio_running": running},
+        }
+        results["cell_vs_bare_ratio"] = results["fio_running_s"] / results["bare_boot_s"]
+        if not args.skip_matrix:
+            wall, active, n = matrix_overhead(Path(tmp))
+            results.update({"matrix_wall_s": wall, "matrix_ramp_measure_s": active, "matrix_cells": n,
+                            "matrix_overhead_pct": (wall / active - 1) * 100})
+    print(f"bare boot (QEMU start -> init)         {results['bare_boot_s']:6.2f} s  (median of {args.samples})")
+    print(f"guest ready (QEMU start -> disk found) {results['guest_ready_s']:6.2f} s  goal <= 8 s  "
+          f"{'OK' if results['guest_ready_s'] <= 8 else 'MISSED'}")
+    print(f"per-cell overhead (-> fio running)     {results['fio_running_s']:6.2f} s  "
+          f"= {results['cell_vs_bare_ratio']:.2f}x bare boot  goal <= 1.15x  "
+          f"{'OK' if results['cell_vs_bare_ratio'] <= 1.15 else 'MISSED'}")
+    if "matrix_wall_s" in results:
+        print(f"matrix wall time                       {results['matrix_wall_s']:6.1f} s for {results['matrix_cells']} "
+              f"cells with {results['matrix_ramp_measure_s']:.0f} s of warm-up + measurement: overhead "
+              f"{results['matrix_overhead_pct']:.1f} %  goal <= 10 %  "
+              f"{'OK' if results['matrix_overhead_pct'] <= 10 else 'MISSED'}")
+    print(json.dumps(results), file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
