@@ -49,7 +49,7 @@ def standin(tmp_path: Path) -> Iterator[PveStandin]:
 def matrix(standin: PveStandin, **proxmox: Any) -> dict[str, Any]:
     return {
         "run": {"backend": "proxmox", "boot_timeout_seconds": 5},
-        "matrix": {"controllers": ["virtio-scsi-single", "sata", "virtio-blk", "ide", "pvscsi"],
+        "matrix": {"disk_slot": 1, "controllers": ["virtio-scsi-single", "sata", "virtio-blk", "ide", "pvscsi"],
                    "aio": ["native", "threads"], "iothread": [False, True], "cache": ["none"]},
         "workload": [{"name": "r", "rw": "randread", "bs": "4k"}],
         "proxmox": {"host": "127.0.0.1", "port": standin.port, "node": "pve", "vmid": VMID, "test_disk": "scsi1",

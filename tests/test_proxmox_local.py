@@ -74,7 +74,7 @@ def test_pvesh_argv() -> None:
 
 def test_local_transport_applies_and_restores(node: PveStandin, tmp_path: Path) -> None:
     digest0 = node.digest(100)
-    raw = {"run": {"backend": "proxmox"}, "matrix": {"controllers": ["sata", "megasas"], "aio": ["threads"]},
+    raw = {"run": {"backend": "proxmox"}, "matrix": {"disk_slot": 1, "controllers": ["sata", "megasas"], "aio": ["threads"]},
            "workload": [{"name": "r", "rw": "randread", "bs": "4k"}],
            "proxmox": {"transport": "local", "node": "pve", "vmid": 100, "test_disk": "scsi1", "task_timeout": 30,
                        "qemu_server_dir": str(node.run_dir)}}
