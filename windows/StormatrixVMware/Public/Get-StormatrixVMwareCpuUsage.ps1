@@ -1,0 +1,216 @@
+function Get-StormatrixVMwareCpuUsage {
+    <#
+    .SYNOPSIS
+    Host CPU used by the VM, and by the whole host, during a measurement window, from vSphere's realtime
+    performance statistics, in the shape of the Linux host collector's result.
+
+    .DESCRIPTION
+    Reads Get-Stat -Realtime (20-second samples, kept for about an hour) for the VM (cpu.used.summation
+    and cpu.ready.summation per vCPU and in total, cpu.usagemhz.average) and for its host
+    (cpu.usagemhz.average, cpu.usage.average), waits up to -WaitSeconds until the sample that covers the
+    end of the window exists, and prorates every sample by how much of its 20 seconds falls inside the
+    window (so a 30-second window is not charged 60 seconds of CPU).
+
+    Where the metric corresponds to the Linux collector's, the same key holds it: cpu_metric "cpu_time",
+    cpu_unit "s", cpu_total = the VM's cpu.used (its vCPU worlds plus the system time ESXi charges to it),
+    by_role.vcpu = the per-vCPU split. Where nothing corresponds (context switches, user/system split,
+    hardware cycles) the key is null and "unmatched" says why; ESXi-only figures are under "vmware".
+
+    .PARAMETER VMName
+    The VM's name (exactly one VM must have it).
+
+    .PARAMETER VMHost
+    The ESXi host to report on; by default the host the VM runs on.
+
+    .PARAMETER Start
+    Start of the window, ISO 8601 with an offset or Z (e.g. 2026-11-22T03:12:00.000Z).
+
+    .PARAMETER Finish
+    End of the window, ISO 8601 with an offset or Z.
+
+    .PARAMETER IntervalSeconds
+    Length of a realtime sample (20 on ESXi).
+
+    .PARAMETER WaitSeconds
+    How long to wait for the sample that covers the end of the window.
+
+    .EXAMPLE
+    Get-StormatrixVMwareCpuUsage -VMName bench01 -Start 2026-11-22T03:12:00Z -Finish 2026-11-22T03:14:00Z
+
+    .OUTPUTS
+    PSCustomObject: cpu_metric, cpu_unit, cpu_total, cpu_user, cpu_system, cpu_time_s, cycles,
+    ctx_switches, ctx_voluntary, ctx_involuntary, source, scope, pid, vm, window_s, threads, by_role,
+    split_approximate, unmatched, vmware.
+
+    .NOTES
+    Proration assumes the VM's CPU use is even inside each 20-second sample; windows of a minute or
+    more keep that error small (the technote measured 20-minute windows).
+    #>
+    [CmdletBinding()]
+    [OutputType([pscustomobject])]
+    param(
+        [Parameter(Mandatory)][ValidateNotNullOrEmpty()][string]$VMName,
+        [string]$VMHost = '',
+        [Parameter(Mandatory)][string]$Start,
+        [Parameter(Mandatory)][string]$Finish,
+        [ValidateRange(1, 3600)][int]$IntervalSeconds = 20,
+        [ValidateRange(0, 3600)][int]$WaitSeconds = 60
+    )
+    $culture = [System.Globalization.CultureInfo]::InvariantCulture
+    $kind = [System.Globalization.DateTimeStyles]::RoundtripKind
+    try {
+        $startUtc = [datetime]::Parse($Start, $culture, $kind).ToUniversalTime()
+        $finishUtc = [datetime]::Parse($Finish, $culture, $kind).ToUniversalTime()
+    }
+    catch {
+        throw (New-StormatrixVMwareError -ErrorId 'InvalidWindow' -Category 'InvalidArgument' -Cause $_ -Message "the window $Start .. $Finish is not two ISO 8601 times")
+    }
+    if ($finishUtc -le $startUtc) {
+        throw (New-StormatrixVMwareError -ErrorId 'InvalidWindow' -Category 'InvalidArgument' -Message "the window ends ($Finish) before it starts ($Start)")
+    }
+    $vm = (Resolve-StormatrixVMwareTarget -VMName $VMName).VM
+    try {
+        if ($VMHost) {
+            $esx = Get-VMHost -Name $VMHost -ErrorAction Stop
+        }
+        else {
+            $esx = Get-VMHost -VM $vm -ErrorAction Stop
+        }
+    }
+    catch {
+        throw (New-StormatrixVMwareError -ErrorId 'HostNotFound' -Category 'ObjectNotFound' -Cause $_ -Message "the ESXi host of VM '$VMName' not found")
+    }
+    $from = $startUtc.AddSeconds(-$IntervalSeconds)
+    $to = $finishUtc.AddSeconds($IntervalSeconds)
+    $deadline = [datetime]::UtcNow.AddSeconds($WaitSeconds)
+    while ($true) {
+        try {
+            $vmSamples = @(Get-Stat -Entity $vm -Stat 'cpu.used.summation', 'cpu.ready.summation', 'cpu.usagemhz.average' -Realtime -Start $from -Finish $to -ErrorAction Stop)
+        }
+        catch {
+            throw (New-StormatrixVMwareError -ErrorId 'StatsFailed' -Cause $_ -TargetObject $VMName -Message "Get-Stat -Realtime for VM '$VMName' failed")
+        }
+        $covered = @($vmSamples | Where-Object { $_.MetricId -eq 'cpu.used.summation' -and ([datetime]$_.Timestamp).ToUniversalTime() -ge $finishUtc })
+        if ($covered.Count -gt 0 -or [datetime]::UtcNow -ge $deadline) {
+            break
+        }
+        Start-Sleep -Seconds 5
+    }
+    try {
+        $hostSamples = @(Get-Stat -Entity $esx -Stat 'cpu.usagemhz.average', 'cpu.usage.average' -Realtime -Start $from -Finish $to -ErrorAction Stop)
+    }
+    catch {
+        throw (New-StormatrixVMwareError -ErrorId 'StatsFailed' -Cause $_ -TargetObject $esx -Message "Get-Stat -Realtime for host '$($esx.Name)' failed")
+    }
+    $windowS = ($finishUtc - $startUtc).TotalSeconds
+    # sum (for .summation, in ms per sample) or overlap-weighted mean (for .average) of one metric and instance
+    $measure = {
+        param([object[]]$Samples, [string]$MetricId, [string]$Instance, [bool]$Sum)
+        $total = 0.0
+        $weights = 0.0
+        $count = 0
+        foreach ($s in $Samples) {
+            if ($s.MetricId -ne $MetricId -or [string]$s.Instance -ne $Instance) {
+                continue
+            }
+            $end = ([datetime]$s.Timestamp).ToUniversalTime()
+            $begin = $end.AddSeconds(-$IntervalSeconds)
+            $lo = $begin
+            if ($startUtc -gt $lo) { $lo = $startUtc }
+            $hi = $end
+            if ($finishUtc -lt $hi) { $hi = $finishUtc }
+            $overlap = ($hi - $lo).TotalSeconds
+            if ($overlap -le 0) {
+                continue
+            }
+            $count += 1
+            $total += [double]$s.Value * $overlap / $IntervalSeconds
+            $weights += $overlap
+        }
+        if ($count -eq 0) {
+            return $null
+        }
+        if ($Sum) {
+            return $total
+        }
+        $total * $IntervalSeconds / $weights
+    }
+    $usedMs = & $measure $vmSamples 'cpu.used.summation' '' $true
+    if ($null -eq $usedMs) {
+        throw (New-StormatrixVMwareError -ErrorId 'StatsNotAvailable' -Category 'ResourceUnavailable' -TargetObject $VMName `
+                -Message "vSphere has no realtime cpu.used sample of VM '$VMName' inside $Start .. $Finish (waited $WaitSeconds s): realtime statistics may be off or the window is older than an hour")
+    }
+    $covering = @($vmSamples | Where-Object { $_.MetricId -eq 'cpu.used.summation' -and [string]$_.Instance -eq '' } |
+            ForEach-Object { ([datetime]$_.Timestamp).ToUniversalTime() } | Where-Object { $_ -gt $startUtc -and $_.AddSeconds(-$IntervalSeconds) -lt $finishUtc } | Sort-Object)
+    $coveredS = 0.0
+    foreach ($end in $covering) {
+        $lo = $end.AddSeconds(-$IntervalSeconds)
+        if ($startUtc -gt $lo) { $lo = $startUtc }
+        $hi = $end
+        if ($finishUtc -lt $hi) { $hi = $finishUtc }
+        $coveredS += ($hi - $lo).TotalSeconds
+    }
+    $readyMs = & $measure $vmSamples 'cpu.ready.summation' '' $true
+    $threads = New-Object System.Collections.Generic.List[object]
+    $instances = @($vmSamples | Where-Object { $_.MetricId -eq 'cpu.used.summation' -and [string]$_.Instance -ne '' } | ForEach-Object { [string]$_.Instance } | Sort-Object -Unique)
+    $vcpuTotal = 0.0
+    foreach ($instance in $instances) {
+        $ms = & $measure $vmSamples 'cpu.used.summation' $instance $true
+        $ready = & $measure $vmSamples 'cpu.ready.summation' $instance $true
+        $vcpuTotal += [double]$ms
+        $readyS = $null
+        if ($null -ne $ready) { $readyS = $ready / 1000.0 }
+        $threads.Add([ordered]@{ tid = $null; name = "vCPU $instance"; role = 'vcpu'; user_s = $null; system_s = $null
+                runtime_s = $ms / 1000.0; ready_s = $readyS; ctx_voluntary = $null; ctx_involuntary = $null; new = $false; exited = $false })
+    }
+    $byRole = [ordered]@{}
+    if ($threads.Count -gt 0) {
+        $byRole['vcpu'] = [ordered]@{ threads = $threads.Count; user_s = $null; system_s = $null; runtime_s = $vcpuTotal / 1000.0
+            ctx_voluntary = $null; ctx_involuntary = $null }
+    }
+    $readyTotal = $null
+    if ($null -ne $readyMs) { $readyTotal = $readyMs / 1000.0 }
+    [pscustomobject][ordered]@{
+        cpu_metric        = 'cpu_time'
+        cpu_unit          = 's'
+        cpu_total         = $usedMs / 1000.0
+        cpu_user          = $null
+        cpu_system        = $null
+        cpu_time_s        = [ordered]@{ total = $usedMs / 1000.0; user = $null; system = $null }
+        cycles            = $null
+        ctx_switches      = $null
+        ctx_voluntary     = $null
+        ctx_involuntary   = $null
+        source            = 'vsphere-realtime'
+        scope             = 'esxi-vm'
+        pid               = $null
+        vm                = $VMName
+        window_s          = $windowS
+        threads           = $threads.ToArray()
+        by_role           = $byRole
+        split_approximate = $true
+        unmatched         = [ordered]@{
+            cpu_total    = "cpu.used.summation of the VM: its vCPU worlds plus the system time ESXi charges to the VM; on Linux the QEMU process's CPU time (task-clock)"
+            cpu_user     = 'vSphere statistics have no user/system split of a VM'
+            cpu_system   = 'vSphere statistics have no user/system split of a VM'
+            cycles       = 'no hardware cycle counts through vSphere statistics'
+            ctx_switches = 'vSphere statistics have no context-switch counter for a VM'
+            threads      = 'one row per vCPU (cpu.used per instance); no main-loop, iothread or worker threads as in QEMU'
+        }
+        vmware            = [ordered]@{
+            interval_s        = $IntervalSeconds
+            prorated          = $true
+            samples           = $covering.Count
+            covered_s         = $coveredS
+            coverage          = $coveredS / $windowS
+            first_sample_end  = $(if ($covering.Count) { $covering[0].ToString('o') } else { $null })
+            last_sample_end   = $(if ($covering.Count) { $covering[-1].ToString('o') } else { $null })
+            vm_used_s         = $usedMs / 1000.0
+            vm_ready_s        = $readyTotal
+            vm_usagemhz_avg   = (& $measure $vmSamples 'cpu.usagemhz.average' '' $false)
+            host              = [string]$esx.Name
+            host_usagemhz_avg = (& $measure $hostSamples 'cpu.usagemhz.average' '' $false)
+            host_usage_pct_avg = (& $measure $hostSamples 'cpu.usage.average' '' $false)
+        }
+    }
+}

@@ -1,0 +1,53 @@
+function Get-StormatrixVMwareHostTuning {
+    <#
+    .SYNOPSIS
+    Reads the two ESXi storage settings the Proxmox-vs-ESXi technote tunes, for one device: the
+    outstanding-request limit with competing worlds and the latency-sensitive threshold.
+
+    .DESCRIPTION
+    Through Get-EsxCli -V2: "esxcli storage core device list -d DEVICE" (its "No of outstanding IOs
+    with competing worlds", set by --sched-num-req-outstanding) and "esxcli storage core device
+    latencythreshold list -d DEVICE" (its "Latency Sensitive Threshold", in milliseconds).
+
+    .PARAMETER VMHost
+    The ESXi host (its name in vCenter, or the host itself).
+
+    .PARAMETER Device
+    The storage device as esxcli names it (naa..., eui..., t10...).
+
+    .EXAMPLE
+    Get-StormatrixVMwareHostTuning -VMHost esx01.lab -Device naa.6589cfc000000a1b2c3d4e5f60718293
+
+    .OUTPUTS
+    PSCustomObject with VMHost, Device, SchedNumReqOutstanding, LatencySensitiveThreshold.
+    #>
+    [CmdletBinding()]
+    [OutputType([pscustomobject])]
+    param(
+        [Parameter(Mandatory)][ValidateNotNullOrEmpty()][string]$VMHost,
+        [Parameter(Mandatory)][ValidatePattern('^[A-Za-z0-9._:-]+$')][string]$Device
+    )
+    try {
+        $esxcli = Get-EsxCli -VMHost $VMHost -V2 -ErrorAction Stop
+    }
+    catch {
+        throw (New-StormatrixVMwareError -ErrorId 'HostNotFound' -Category 'ObjectNotFound' -Cause $_ -TargetObject $VMHost `
+                -Message "Get-EsxCli -VMHost $VMHost failed")
+    }
+    $devices = @(Invoke-StormatrixEsxCli -EsxCli $esxcli -Namespace 'storage.core.device.list' -Arguments @{ device = $Device })
+    if ($devices.Count -ne 1) {
+        throw (New-StormatrixVMwareError -ErrorId 'DeviceNotFound' -Category 'ObjectNotFound' -TargetObject $Device `
+                -Message "esxcli storage core device list -d $Device on $VMHost returned $($devices.Count) devices")
+    }
+    $thresholds = @(Invoke-StormatrixEsxCli -EsxCli $esxcli -Namespace 'storage.core.device.latencythreshold.list' -Arguments @{ device = $Device })
+    if ($thresholds.Count -ne 1) {
+        throw (New-StormatrixVMwareError -ErrorId 'DeviceNotFound' -Category 'ObjectNotFound' -TargetObject $Device `
+                -Message "esxcli storage core device latencythreshold list -d $Device on $VMHost returned $($thresholds.Count) rows")
+    }
+    [pscustomobject]@{
+        VMHost                    = $VMHost
+        Device                    = $Device
+        SchedNumReqOutstanding    = [int]$devices[0].NoofoutstandingIOswithcompetingworlds
+        LatencySensitiveThreshold = [int]$thresholds[0].LatencySensitiveThreshold
+    }
+}

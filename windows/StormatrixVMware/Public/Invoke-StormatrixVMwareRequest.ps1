@@ -1,0 +1,101 @@
+function Invoke-StormatrixVMwareRequest {
+    <#
+    .SYNOPSIS
+    Runs one request of the Python vmware backend: connect, call one allowed function with the request's
+    parameters as data, disconnect, and answer with one JSON document.
+
+    .DESCRIPTION
+    The request is JSON: {"command": NAME, "parameters": {...}, "connection": {...}}. NAME must be one of
+    the functions listed in .NOTES; "connection" holds the parameters of Connect-StormatrixVMware (names
+    of environment variables, never a password). The parameters are converted to a hashtable and
+    splatted: a value is only ever a parameter value, never code.
+
+    The response is {"schema": "stormatrix/vmware-1", "ok": true, "command": NAME, "server": {...},
+    "result": ..., "warnings": [...]} or, on failure, "ok": false and "error": {"id", "category",
+    "message", "powercli"}, where id is the error's FullyQualifiedErrorId (Stormatrix.VMware.* for the
+    module's own) and powercli the message of PowerCLI's exception underneath, when there is one.
+
+    .PARAMETER RequestJson
+    The request document (stormatrix-vmware.ps1 reads it from standard input).
+
+    .EXAMPLE
+    $request = @{ command = 'Get-StormatrixVMwareLayout'; parameters = @{ VMName = 'bench01'; DiskName = 'Hard disk 2' }
+        connection = @{ Server = 'vc01.lab'; CredentialSource = 'Environment' } } | ConvertTo-Json -Depth 5
+    (Invoke-StormatrixVMwareRequest -RequestJson $request).Json
+
+    .OUTPUTS
+    PSCustomObject with Ok (bool) and Json (the response document, compressed to one line).
+
+    .NOTES
+    Allowed commands: Get-StormatrixVMwareLayout, Set-StormatrixVMwareController,
+    Restore-StormatrixVMwareLayout, Get-StormatrixVMwareHostTuning, Set-StormatrixVMwareHostTuning,
+    Get-StormatrixVMwareCpuUsage. Warnings (certificate checks off, PowerCLI notices) are returned in
+    the response instead of being printed, so standard output stays one document.
+    #>
+    [CmdletBinding()]
+    [OutputType([pscustomobject])]
+    param(
+        [Parameter(Mandatory)][AllowEmptyString()][string]$RequestJson
+    )
+    $allowed = @('Get-StormatrixVMwareLayout', 'Set-StormatrixVMwareController', 'Restore-StormatrixVMwareLayout',
+        'Get-StormatrixVMwareHostTuning', 'Set-StormatrixVMwareHostTuning', 'Get-StormatrixVMwareCpuUsage')
+    $response = [ordered]@{ schema = 'stormatrix/vmware-1'; ok = $false; command = $null; server = $null; result = $null; warnings = @() }
+    $warnings = New-Object System.Collections.Generic.List[string]
+    $previous = $ErrorActionPreference
+    $ErrorActionPreference = 'Stop'
+    try {
+        try {
+            $request = ConvertFrom-Json -InputObject $RequestJson -ErrorAction Stop
+        }
+        catch {
+            throw (New-StormatrixVMwareError -ErrorId 'BadRequest' -Category 'InvalidData' -Cause $_ -Message 'the request is not a JSON document')
+        }
+        if ($null -eq $request -or $request -isnot [System.Management.Automation.PSCustomObject]) {
+            throw (New-StormatrixVMwareError -ErrorId 'BadRequest' -Category 'InvalidData' -Message 'the request must be a JSON object with command, parameters and connection')
+        }
+        $command = [string]$request.command
+        $response['command'] = $command
+        if ($allowed -notcontains $command) {
+            throw (New-StormatrixVMwareError -ErrorId 'UnknownCommand' -Category 'InvalidArgument' -TargetObject $command `
+                    -Message "'$command' is not a command this module runs for the backend (allowed: $($allowed -join ', '))")
+        }
+        $parameters = ConvertTo-StormatrixVMwareHashtable -InputObject $request.parameters
+        if ($null -eq $parameters) { $parameters = @{} }
+        $connection = ConvertTo-StormatrixVMwareHashtable -InputObject $request.connection
+        if ($parameters -isnot [hashtable] -or $connection -isnot [hashtable]) {
+            throw (New-StormatrixVMwareError -ErrorId 'BadRequest' -Category 'InvalidData' -Message 'parameters and connection must be JSON objects')
+        }
+        try {
+            $server = Connect-StormatrixVMware @connection -WarningVariable +connectWarnings -WarningAction SilentlyContinue
+            $response['server'] = $server
+            if ((Get-Command -Name $command -Module 'StormatrixVMware').Parameters.ContainsKey('Confirm')) {
+                $parameters['Confirm'] = $false
+            }
+            $result = & $command @parameters -WarningVariable +commandWarnings -WarningAction SilentlyContinue
+        }
+        finally {
+            foreach ($w in @($connectWarnings) + @($commandWarnings)) {
+                if ($w) { $warnings.Add([string]$w) }
+            }
+            Disconnect-StormatrixVMware
+        }
+        $response['result'] = $result
+        $response['ok'] = $true
+    }
+    catch {
+        $inner = $_.Exception.InnerException
+        $powercli = $null
+        if ($inner) { $powercli = $inner.Message }
+        $response['error'] = [ordered]@{
+            id       = [string]$_.FullyQualifiedErrorId
+            category = [string]$_.CategoryInfo.Category
+            message  = $_.Exception.Message
+            powercli = $powercli
+        }
+    }
+    finally {
+        $ErrorActionPreference = $previous
+    }
+    $response['warnings'] = $warnings.ToArray()
+    [pscustomobject]@{ Ok = [bool]$response['ok']; Json = (ConvertTo-Json -InputObject $response -Depth 12 -Compress) }
+}
