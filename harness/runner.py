@@ -148,6 +148,20 @@ def merge_hosts(results: list[dict[str, Any]]) -> dict[str, Any] | None:
     out = dict(results[0])
     for k in ("cpu_total", "cpu_user", "cpu_system", "ctx_switches", "ctx_voluntary", "ctx_involuntary"):
         out[k] = sum(r[k] for r in results)
+    # per_mib() reads the cycles split when the metric is cycles: it must cover every VM, not the first
+    if all(isinstance(r.get("cycles"), dict) for r in results):
+        out["cycles"] = {k: sum(r["cycles"][k] for r in results) for k in ("user", "kernel")}
+    if all(isinstance(r.get("cpu_time_s"), dict) for r in results):
+        out["cpu_time_s"] = {k: sum(r["cpu_time_s"][k] for r in results) for k in ("total", "user", "system")}
+    by_role: dict[str, dict[str, Any]] = {}
+    for r in results:
+        for role, agg in (r.get("by_role") or {}).items():
+            into = by_role.setdefault(role, {k: 0 for k in agg})
+            for k, v in agg.items():
+                into[k] = into.get(k, 0) + v
+    out["by_role"] = by_role
+    out["window_s"] = max(r.get("window_s") or 0.0 for r in results)
+    out["split_approximate"] = any(r.get("split_approximate") for r in results)
     out["threads"] = [t for r in results for t in r["threads"]]
     out["pid"] = [r["pid"] for r in results]
     out["scope"] = f"{len(results)} qemu processes"

@@ -19,22 +19,27 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                                    "cell of the demo matrix, run real fio, measure the QEMU process, and write "
                                    "the workbook. Resumable like `run`. --full runs every controller x aio mode "
                                    "with iothread variants and 2 repeats.")
-    p.add_argument("-o", "--output", default="runs/demo", metavar="RUN_DIR", help="run directory (default: runs/demo)")
-    p.add_argument("--workbook", help="workbook path (default: RUN_DIR/stormatrix-demo.xlsx)")
+    p.add_argument("-o", "--output", metavar="RUN_DIR",
+                   help="run directory (default: runs/demo, with --suite runs/demo-suite holding A/ and B/)")
+    p.add_argument("--workbook", help="workbook path (default: RUN_DIR/stormatrix-demo.xlsx, "
+                                      "with --suite RUN_DIR/stormatrix-demo-suite.xlsx)")
     p.add_argument("--full", action="store_true", help="every controller x aio x iothread, 2 repeats (~20 min)")
     p.add_argument("--matrix", help="use this matrix instead of the built-in demo matrix")
     p.add_argument("--suite", action="store_true",
-                   help="the platform-comparison demo: fio servers in 2-4 local guests, sides A and B")
+                   help="the platform-comparison demo: fio servers in 2-4 local guests per side, side A "
+                        "virtio-blk io_uring vs side B virtio-scsi-single native iothread, comparison workbook")
+    p.add_argument("--guests", type=int, default=2, metavar="N",
+                   help="with --suite: guests per side, 2-4 (default 2)")
     p.add_argument("--no-progress", action="store_true")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     if args.suite:
-        from ..suite import run_demo_suite  # type: ignore[attr-defined]
+        from ..demosuite import run_demo_suite
 
-        return int(run_demo_suite(args) or 0)
-    run_dir = Path(args.output)
+        return run_demo_suite(args)
+    run_dir = Path(args.output or "runs/demo")
     run_dir.mkdir(parents=True, exist_ok=True)
     matrix = Path(args.matrix) if args.matrix else run_dir / "matrix.toml"
     if not args.matrix:

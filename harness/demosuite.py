@@ -1,0 +1,402 @@
+"""``stormatrix demo --suite``: the platform-comparison method of the seeds (``000_*``, ``003_*``) in
+miniature, on this machine.
+
+The seeds run 32 VMs, each a ``fio --server`` worker, drive every point of a block-size x queue-depth
+grid on all of them at once from one controller, once per side (platform or protocol), and compare
+the two sides point by point. Here:
+
+- a side is a disk configuration of the local QEMU backend (A: virtio-blk with aio=io_uring,
+  B: virtio-scsi-single with aio=native and an iothread);
+- each side boots N (2-4) guests of the tiny image in ``mode="server"``: virtio-net with QEMU
+  user networking and a host port forwarded from ``127.0.0.1:<port>`` to the guest's fio server;
+  every guest has its own raw test disk (one file per guest index, reused by both sides, since
+  a side's guests are stopped before the other side's boot);
+- the suite runner (:func:`stormatrix.suite.run_suite`) runs a reduced grid into ``<out>/A`` and
+  ``<out>/B``, with the host collector measuring all the side's QEMU processes during each
+  point's window (:class:`QemuProcessesCollector`), so each point has host CPU and context
+  switches per MiB;
+- the comparison workbook is written by the same code as ``stormatrix compare``.
+
+Resumable like the rest: a re-run skips journaled points and boots no guest for a side that is
+complete. The guests are always stopped (``finally``); QEMU also dies with the harness
+(PR_SET_PDEATHSIG), which is tied to the thread that started it: start VMs from the main thread.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from . import guestimage
+from .backends.base import HostScope
+from .backends.qemu import QemuVm, VmSpec, ensure_test_disk, qemu_version
+from .errors import CollectorError, GuestNotReady, InputError, StormatrixError, VmStartError
+from .executors.fioserver import FioGuest, _free_port, find_fio, probe_servers
+from .executors.localagent import AgentChannel, parse_event
+from .host.collector import CollectorProblem, WindowCollector, perf_available
+from .journal import Journal
+from .model import DiskConfig
+from .qmp import QmpError
+from .runner import merge_hosts
+from .suite import Suite, SuiteOutcome, SuitePoint, run_suite, suite_for_guests
+
+log = logging.getLogger("stormatrix.demosuite")
+
+MIN_GUESTS, MAX_GUESTS = 2, 4
+
+
+@dataclass(frozen=True)
+class DemoSide:
+    """One side of the comparison: where its journal goes, its label, the disk configuration."""
+
+    key: str  # run sub-directory: "A" or "B"
+    label: str  # the journal's side and the workbook's column label
+    disk: DiskConfig
+
+
+DEMO_SIDES: tuple[DemoSide, ...] = (
+    DemoSide("A", "virtio-blk io_uring", DiskConfig("virtio-blk", "io_uring", False, "none")),
+    DemoSide("B", "virtio-scsi-single native iothread", DiskConfig("virtio-scsi-single", "native", True, "none")),
+)
+
+
+@dataclass(frozen=True)
+class DemoSuiteConfig:
+    """Everything the demo suite needs, passed explicitly (the CLI and the tests build one).
+
+    The defaults are the reduced suite that fits in a few minutes on a 2-core machine under TCG:
+    2 block sizes x 2 queue depths, 2 s warm-up + 6 s measured per point, 2 guests per side.
+    """
+
+    run_dir: Path
+    workbook: Path
+    guests: int = 2
+    block_sizes: tuple[str, ...] = ("4k", "64k")
+    queue_depths: tuple[int, ...] = (1, 8)
+    rw: tuple[str, ...] = ("randread",)
+    ramp_s: float = 2.0
+    measure_s: float = 6.0
+    disk_size_mib: int = 128
+    vcpus: int = 1
+    memory_mib: int = 512
+    boot_timeout_s: float = 120.0
+    sides: tuple[DemoSide, ...] = DEMO_SIDES
+    fio: str = "fio"
+    image: guestimage.GuestImage | None = field(default=None, compare=False)
+
+    def __post_init__(self) -> None:
+        if not MIN_GUESTS <= self.guests <= MAX_GUESTS:
+            raise InputError(f"--guests {self.guests}: the demo suite boots {MIN_GUESTS} to {MAX_GUESTS} guests "
+                             "per side (each is a QEMU process under software emulation)")
+        if len(self.sides) != 2 or len({s.key for s in self.sides}) != 2 or len({s.label for s in self.sides}) != 2:
+            raise InputError("the demo suite compares exactly two sides with distinct keys and labels")
+
+    def guest_names(self) -> list[str]:
+        return [f"g{i}" for i in range(1, self.guests + 1)]
+
+
+@dataclass
+class DemoSuiteOutcome:
+    """What the demo did per side, and the workbook it wrote."""
+
+    sides: dict[str, SuiteOutcome | None] = field(default_factory=dict)  # None: nothing left to run
+    boot_s: dict[str, float] = field(default_factory=dict)
+    workbook: Path | None = None
+
+    @property
+    def failed(self) -> list[tuple[str, str]]:
+        return [f for o in self.sides.values() if o is not None for f in o.failed]
+
+
+# --- the host collector over all of a side's QEMU processes -----------------------------------------
+
+class QemuProcessesCollector:
+    """The suite's :class:`~stormatrix.suite.PointCollector` for many VMs on this host.
+
+    One :class:`WindowCollector` per QEMU process (thread roles from QMP, taken anew at each window
+    since aio workers come and go), merged with :func:`stormatrix.runner.merge_hosts` into the
+    journal's one ``host`` block, so ``per_mib`` divides the whole side's host cost by the bytes all
+    guests moved. ``scopes`` is called at every window start (a backend's ``scope()`` fits).
+    """
+
+    def __init__(self, scopes: Callable[[], list[HostScope]], *, use_perf: bool | None = None) -> None:
+        self.scopes = scopes
+        # decided once: probing perf per VM per window would delay every window's opening
+        self.use_perf = perf_available() if use_perf is None else use_perf
+        self._running: list[tuple[str, WindowCollector]] = []
+
+    def start(self) -> None:
+        if self._running:
+            raise CollectorError("the host collector is already measuring a window")
+        name = "?"
+        try:
+            for scope in self.scopes():
+                name = scope.vm or str(scope.pid)
+                if scope.ssh:
+                    raise CollectorError(f"{name}: remote collection over SSH ({scope.ssh}) needs the backend's "
+                                         "collector")
+                c = WindowCollector(scope.pid, dict(scope.threads), use_perf=self.use_perf)
+                c.start()
+                self._running.append((name, c))
+        except (CollectorProblem, QmpError, VmStartError, OSError) as exc:
+            self._abort()
+            raise CollectorError(f"cannot start the host collector for {name}: {exc}") from exc
+        except BaseException:
+            self._abort()
+            raise
+
+    def stop(self) -> dict[str, Any] | None:
+        running, self._running = self._running, []
+        results: list[dict[str, Any]] = []
+        errors: list[str] = []
+        for name, c in running:  # stop every one, even after a failure: each holds a perf process
+            try:
+                results.append(c.stop())
+            except CollectorProblem as exc:
+                errors.append(f"{name}: {exc}")
+        if errors:
+            raise CollectorError(f"the host collector lost {len(errors)} of {len(running)} VMs: {'; '.join(errors)}")
+        host = merge_hosts(results)
+        if host is not None:
+            host["vms"] = [name for name, _ in running]
+        return host
+
+    def abort(self) -> None:
+        self._abort()
+
+    def _abort(self) -> None:
+        running, self._running = self._running, []
+        for _, c in running:
+            c.abort()
+
+
+# --- one side's guests -------------------------------------------------------------------------------
+
+class SideGuests:
+    """N server-mode QEMU guests with one disk configuration, each with its own test disk and port.
+
+    :meth:`start` boots them all (QEMU processes run in parallel), waits for each guest's READY
+    line on its agent socket (which names the test device), then until every fio server answers a
+    probe through the forwarded port. :meth:`stop` always stops every VM.
+    """
+
+    PORT_ATTEMPTS = 3
+
+    def __init__(self, side: DemoSide, config: DemoSuiteConfig, image: guestimage.GuestImage,
+                 disks: Sequence[Path]) -> None:
+        self.side = side
+        self.config = config
+        self.image = image
+        self.disks = list(disks)
+        self.vms: list[QemuVm] = []
+        self.guests: list[FioGuest] = []
+        self.ready: dict[str, dict[str, str]] = {}
+        self.workdir = config.run_dir / side.key / "vm"
+
+    def __enter__(self) -> "SideGuests":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def _spec(self, name: str, disk: Path, port: int) -> VmSpec:
+        c = self.config
+        return VmSpec(name=f"{self.side.key}-{name}", disk=self.side.disk, disk_image=disk, run_dir=self.workdir,
+                      image=self.image, slot=0, vcpus=c.vcpus, memory_mib=c.memory_mib, mode="server",
+                      fio_port=port)
+
+    def _boot(self, name: str, disk: Path) -> tuple[QemuVm, AgentChannel]:
+        """Start one VM and connect to its agent socket at once: QEMU drops what the guest writes
+        to a socket chardev while nobody is connected, and READY comes only once."""
+        last: VmStartError | None = None
+        for _ in range(self.PORT_ATTEMPTS):
+            vm = QemuVm(self._spec(name, disk, _free_port()))
+            try:
+                vm.start()
+            except VmStartError as exc:
+                # another process may take the free port between our probe and QEMU's bind
+                if "forward" in str(exc).lower():
+                    last = exc
+                    continue
+                raise
+            self.vms.append(vm)
+            channel = AgentChannel(str(vm.agent_path))
+            channel.connect(time.monotonic() + 10)
+            return vm, channel
+        raise VmStartError(f"{self.side.key}-{name}: no free host port for the fio server after "
+                           f"{self.PORT_ATTEMPTS} attempts: {last}")
+
+    def start(self) -> list[FioGuest]:
+        c = self.config
+        t0 = time.monotonic()
+        channels: list[tuple[QemuVm, AgentChannel]] = []
+        try:
+            for name, disk in zip(c.guest_names(), self.disks):
+                channels.append(self._boot(name, disk))
+            deadline = time.monotonic() + c.boot_timeout_s
+            for (vm, ch), name in zip(channels, c.guest_names()):
+                kv = self._wait_ready(vm, ch, deadline)
+                self.ready[name] = kv
+                assert vm.spec.fio_port is not None
+                self.guests.append(FioGuest(name=name, host="127.0.0.1", port=vm.spec.fio_port, filename=kv["disk"]))
+        finally:
+            for _, ch in channels:
+                ch.close()
+        self._wait_servers(time.monotonic() + max(30.0, c.boot_timeout_s - (time.monotonic() - t0)))
+        log.info("side %s: %d guests ready in %.1f s: %s", self.side.key, len(self.guests), time.monotonic() - t0,
+                 ", ".join(f"{g.name}={g.address} {g.filename}" for g in self.guests))
+        return self.guests
+
+    def _wait_ready(self, vm: QemuVm, ch: AgentChannel, deadline: float) -> dict[str, str]:
+        while True:
+            try:
+                line = ch.readline(deadline)
+            except TimeoutError:
+                raise GuestNotReady(f"{vm.spec.name}: no READY from the guest within {self.config.boot_timeout_s:.0f} s"
+                                    f"; console: {self._console(vm)}") from None
+            except StormatrixError as exc:
+                raise GuestNotReady(f"{vm.spec.name}: {exc}; QEMU: {vm.stderr_tail()}; console: {self._console(vm)}"
+                                    ) from None
+            event = parse_event(line)
+            if event is None or event[0] != "READY":
+                continue
+            kv = event[2]
+            if kv.get("mode") != "server":
+                raise GuestNotReady(f"{vm.spec.name}: the guest booted in mode {kv.get('mode', 'agent')!r}, "
+                                    "not as a fio server")
+            if not kv.get("disk", "").startswith("/dev/"):
+                raise GuestNotReady(f"{vm.spec.name}: the guest found no test disk for {self.side.disk.controller}"
+                                    f"; console: {self._console(vm)}")
+            return kv
+
+    def _wait_servers(self, deadline: float) -> None:
+        """The guest says READY just before it execs ``fio --server``: probe until all answer."""
+        pending = list(self.guests)
+        probe_dir = self.config.run_dir / self.side.key / "points" / "boot-probe"
+        while True:
+            results = probe_servers(pending, probe_dir, fio=self.config.fio, timeout_s=15.0)
+            pending = [r.guest for r in results if not r.ok]
+            if not pending:
+                return
+            dead = [vm.spec.name for vm in self.vms if not vm.alive()]
+            if dead or time.monotonic() > deadline:
+                why = "; ".join(f"{r.guest.describe()}: {r.detail}" for r in results if not r.ok)
+                raise GuestNotReady(f"side {self.side.key}: fio server not answering on {len(pending)} guests"
+                                    f"{' (QEMU exited: ' + ', '.join(dead) + ')' if dead else ''}: {why}",
+                                    guests=[g.name for g in pending])
+            time.sleep(0.5)
+
+    @staticmethod
+    def _console(vm: QemuVm, limit: int = 600) -> str:
+        try:
+            return vm.console_path.read_text(errors="replace").strip()[-limit:] or "(empty)"
+        except OSError:
+            return "(no console log)"
+
+    def scopes(self) -> list[HostScope]:
+        return [HostScope(pid=vm.pid, threads=vm.thread_roles(), vm=vm.spec.name) for vm in self.vms]
+
+    def stop(self) -> None:
+        errors: list[BaseException] = []
+        for vm in self.vms:
+            try:
+                vm.stop()
+            except BaseException as exc:  # noqa: BLE001 - stop the others, then report the first
+                errors.append(exc)
+        self.vms = []
+        if errors:
+            raise errors[0]
+
+
+# --- the suite per side, then the workbook ------------------------------------------------------------
+
+def side_suite(config: DemoSuiteConfig, side: DemoSide, guests: Sequence[FioGuest]) -> Suite:
+    """The reduced suite of one side, validated like a matrix file. Before the guests exist (to see
+    what is left to run) a placeholder guest list gives the same points: keys do not name guests."""
+    filename = guests[0].filename or "/dev/vda"
+    return suite_for_guests(list(guests), side=side.label, filename=filename, block_sizes=config.block_sizes,
+                            queue_depths=config.queue_depths, rw=config.rw, ramp_s=config.ramp_s,
+                            measure_s=config.measure_s, disk=side.disk, name="demo-suite",
+                            run={"on_error": "skip", "name": "demo-suite"})
+
+
+def todo_points(config: DemoSuiteConfig, side: DemoSide) -> list[SuitePoint]:
+    placeholder = [FioGuest(name=n, host="127.0.0.1", port=i, filename="/dev/vda")
+                   for i, n in enumerate(config.guest_names(), start=1)]
+    suite = side_suite(config, side, placeholder)
+    journal = Journal(config.run_dir / side.key)
+    done = journal.done_keys() if journal.path.exists() else set()
+    return [p for p in suite.points() if p.key not in done]
+
+
+def write_workbook(config: DemoSuiteConfig) -> Path:
+    """The comparison workbook through ``stormatrix compare``'s own code path."""
+    from .commands import compare as compare_cmd
+
+    a, b = config.sides
+    ns = argparse.Namespace(a=str(config.run_dir / a.key), b=str(config.run_dir / b.key), add_a=[], add_b=[],
+                            label_a=a.label, label_b=b.label, output=str(config.workbook), strict=False,
+                            alpha=0.05, csv=None)
+    compare_cmd.run(ns)
+    return config.workbook
+
+
+def demo_suite(config: DemoSuiteConfig, *, progress: bool = True, stream: Any = None) -> DemoSuiteOutcome:
+    """Run both sides (booting guests only for a side with points left), then write the workbook.
+
+    Must run in the main thread (QEMU's PR_SET_PDEATHSIG follows the thread that started it).
+    Raises the error that stopped a side (after stopping its guests); points that failed on their
+    own are journaled and listed in the outcome (``on_error = skip``).
+    """
+    stream = stream or sys.stderr
+    qemu_version()  # EnvironmentProblem with the package name if QEMU is missing
+    fio = find_fio(config.fio)
+    image = config.image or guestimage.build()
+    disks = [ensure_test_disk(guestimage.cache_root() / "disks" / f"suite-{n}-{config.disk_size_mib}m.raw",
+                              config.disk_size_mib) for n in config.guest_names()]
+    outcome = DemoSuiteOutcome()
+    for side in config.sides:
+        todo = todo_points(config, side)
+        if not todo:
+            print(f"side {side.key} ({side.label}): every point is journaled; not booting its guests", file=stream)
+            outcome.sides[side.key] = None
+            continue
+        print(f"side {side.key} ({side.label}): booting {config.guests} guests for {len(todo)} points", file=stream)
+        t0 = time.monotonic()
+        with SideGuests(side, config, image, disks) as guests:
+            fio_guests = guests.start()
+            outcome.boot_s[side.key] = time.monotonic() - t0
+            suite = side_suite(config, side, fio_guests)
+            collector = QemuProcessesCollector(guests.scopes)
+
+            def show(i: int, n: int, point: SuitePoint, remaining: float, key: str = side.key) -> None:
+                if progress:
+                    print(f"[{key} {i}/{n}] {point.key} (about {remaining / 60:.1f} min left)", file=stream)
+
+            outcome.sides[side.key] = run_suite(suite, config.run_dir / side.key, collector=collector, fio=fio,
+                                                backend="qemu", progress=show)
+    outcome.workbook = write_workbook(config)
+    return outcome
+
+
+def run_demo_suite(args: argparse.Namespace) -> int:
+    """``stormatrix demo --suite``: returns the exit code (1 when points failed, 0 otherwise)."""
+    for flag in ("matrix", "full"):
+        if getattr(args, flag, None):
+            raise InputError(f"--{flag} does not apply to --suite: the demo suite builds its own grid "
+                             "(use --guests for 2-4 guests per side)")
+    run_dir = Path(args.output or "runs/demo-suite")
+    workbook = Path(args.workbook) if args.workbook else run_dir / "stormatrix-demo-suite.xlsx"
+    config = DemoSuiteConfig(run_dir=run_dir, workbook=workbook, guests=getattr(args, "guests", None) or 2)
+    outcome = demo_suite(config, progress=not args.no_progress)
+    print(f"workbook: {Path(outcome.workbook or workbook).resolve()}")
+    if outcome.failed:
+        print(f"{len(outcome.failed)} points failed; see the cell-error records in "
+              f"{run_dir / 'A' / 'journal.ndjson'} and {run_dir / 'B' / 'journal.ndjson'}")
+        return 1
+    return 0

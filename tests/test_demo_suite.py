@@ -1,0 +1,178 @@
+"""``stormatrix demo --suite``: fio servers in local QEMU guests, two sides, the comparison workbook.
+
+The fast tests check the pieces on real processes (the multi-VM host collector, merging host
+blocks); the ``qemu``-marked test boots the guests for real: 2 guests per side, 1 block size x 2
+queue depths, short windows, then a resume that boots nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from stormatrix.backends.base import HostScope
+from stormatrix.demosuite import DEMO_SIDES, DemoSuiteConfig, QemuProcessesCollector, demo_suite, run_demo_suite
+from stormatrix.errors import CollectorError, InputError
+from stormatrix.runner import merge_hosts
+
+
+def _busy() -> subprocess.Popen[bytes]:
+    code = "import time\nt = time.time()\nwhile time.time() - t < 30:\n    time.sleep(0.0005)\n"
+    return subprocess.Popen([sys.executable, "-c", code])
+
+
+def _host(pid: int, cpu: float, ctx: int, cycles: tuple[float, float] | None = None) -> dict:
+    return {"cpu_metric": "cycles" if cycles else "cpu_time", "cpu_unit": "cycles" if cycles else "s",
+            "cpu_total": sum(cycles) if cycles else cpu, "cpu_user": cycles[0] if cycles else cpu / 2,
+            "cpu_system": cycles[1] if cycles else cpu / 2,
+            "cpu_time_s": {"total": cpu, "user": cpu / 2, "system": cpu / 2},
+            "cycles": {"user": cycles[0], "kernel": cycles[1]} if cycles else None,
+            "ctx_switches": ctx, "ctx_voluntary": ctx, "ctx_involuntary": 0, "source": "proc",
+            "scope": "qemu-process", "pid": pid, "window_s": 2.0 + pid / 100,
+            "threads": [{"tid": pid, "role": "main-loop"}],
+            "by_role": {"main-loop": {"threads": 1, "user_s": cpu / 2, "system_s": cpu / 2, "runtime_s": cpu,
+                                      "ctx_voluntary": ctx, "ctx_involuntary": 0}},
+            "split_approximate": False, "perf": {}}
+
+
+def test_merge_hosts_adds_cycles_roles_and_cpu_time_of_every_vm() -> None:
+    from stormatrix.suite import per_mib
+
+    merged = merge_hosts([_host(1, 1.0, 10, (100.0, 50.0)), _host(2, 3.0, 30, (300.0, 150.0))])
+    assert merged is not None
+    assert merged["cycles"] == {"user": 400.0, "kernel": 200.0}
+    assert merged["cpu_total"] == 600.0 and merged["ctx_switches"] == 40
+    assert merged["cpu_time_s"]["total"] == 4.0
+    assert merged["by_role"]["main-loop"]["threads"] == 2 and merged["by_role"]["main-loop"]["ctx_voluntary"] == 40
+    assert merged["pid"] == [1, 2] and merged["window_s"] == pytest.approx(2.02)
+    # the suite's per_mib reads the cycles split: 600 cycles over 2 MiB, not the first VM's 150
+    assert per_mib(2 * 2**20, merged)["cpu"] == pytest.approx(300.0)
+
+
+def test_collector_measures_every_process_and_merges() -> None:
+    procs = [_busy(), _busy()]
+    try:
+        scopes = [HostScope(pid=p.pid, threads={}, vm=f"vm{i}") for i, p in enumerate(procs)]
+        collector = QemuProcessesCollector(lambda: scopes, use_perf=False)
+        collector.start()
+        time.sleep(0.6)
+        host = collector.stop()
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+    assert host is not None
+    assert host["pid"] == [p.pid for p in procs] and host["vms"] == ["vm0", "vm1"]
+    assert host["scope"] == "2 qemu processes" and host["cpu_metric"] == "cpu_time"
+    assert host["ctx_switches"] > 0 and host["cpu_total"] > 0
+    assert {t["tid"] for t in host["threads"]} >= {p.pid for p in procs}
+
+
+def test_collector_start_failure_is_a_collector_error_and_stops_the_started_ones() -> None:
+    proc = _busy()
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    try:
+        scopes = [HostScope(pid=proc.pid, vm="alive"), HostScope(pid=gone.pid, vm="gone")]
+        collector = QemuProcessesCollector(lambda: scopes, use_perf=False)
+        with pytest.raises(CollectorError, match="gone"):
+            collector.start()
+        assert collector._running == []  # noqa: SLF001 - nothing left measuring
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_config_rejects_guest_counts_outside_2_to_4(tmp_path: Path) -> None:
+    for n in (1, 5):
+        with pytest.raises(InputError, match="2 to 4"):
+            DemoSuiteConfig(run_dir=tmp_path, workbook=tmp_path / "w.xlsx", guests=n)
+
+
+@pytest.mark.parametrize(("flag", "value"), [("matrix", "m.toml"), ("full", True)])
+def test_matrix_and_full_do_not_combine_with_suite(tmp_path: Path, flag: str, value: object) -> None:
+    args = argparse.Namespace(matrix=None, full=False, output=str(tmp_path), workbook=None, no_progress=True,
+                              guests=2)
+    setattr(args, flag, value)
+    with pytest.raises(InputError, match=f"--{flag}"):
+        run_demo_suite(args)
+
+
+# --- real guests ---------------------------------------------------------------------------------------
+
+def _qemu_with(marker: str) -> list[int]:
+    pids = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                cmd = (d / "cmdline").read_bytes()
+            except OSError:
+                continue
+            if b"qemu-system" in cmd and marker.encode() in cmd:
+                pids.append(int(d.name))
+    return pids
+
+
+def _cells(journal: Path) -> list[dict]:
+    return [r for r in map(json.loads, journal.read_text().splitlines()) if r["type"] == "cell"]
+
+
+@pytest.mark.qemu
+@pytest.mark.slow
+def test_demo_suite_two_sides_on_real_guests_then_resume(tmp_path: Path) -> None:
+    import openpyxl
+
+    run_dir = tmp_path / "suite"
+    config = DemoSuiteConfig(run_dir=run_dir, workbook=run_dir / "ab.xlsx", guests=2, block_sizes=("4k",),
+                             queue_depths=(1, 4), ramp_s=1.0, measure_s=3.0, disk_size_mib=64)
+    try:
+        outcome = demo_suite(config, progress=False)
+        assert not outcome.failed
+        assert set(outcome.sides) == {"A", "B"}
+        for side in DEMO_SIDES:
+            cells = _cells(run_dir / side.key / "journal.ndjson")
+            assert [c["cell"]["workload"]["iodepth"] for c in cells] == [1, 4]
+            for c in cells:
+                assert c["side"] == side.label and c["cell"]["disk"]["controller"] == side.disk.controller
+                clients = c["clients"]
+                assert [cl["name"] for cl in clients] == ["g1", "g2"]
+                assert all(cl["host"] == "127.0.0.1" and cl["fio"]["total"]["io_bytes"] > 0 for cl in clients)
+                for field in ("io_bytes", "total_ios"):
+                    assert c["fio"]["total"][field] == sum(cl["fio"]["total"][field] for cl in clients)
+                assert c["aggregate_check"]["match"]
+                host = c["host"]
+                assert host["scope"] == "2 qemu processes" and len(host["pid"]) == 2
+                assert host["vms"] == [f"{side.key}-g1", f"{side.key}-g2"]
+                assert host["cpu_total"] > 0 and host["ctx_switches"] > 0 and "vcpu" in host["by_role"]
+                pm = c["per_mib"]
+                assert pm["mib"] == pytest.approx(c["fio"]["total"]["io_bytes"] / 2**20)
+                assert pm["cpu"] > 0 and pm["ctx"] > 0 and pm["cpu_unit"] in ("CPU-ms/MiB", "cycles/MiB")
+            # the guests' test device came from their READY line: vda for virtio-blk, sda for SCSI
+            want = "/dev/vda" if side.disk.controller == "virtio-blk" else "/dev/sda"
+            assert {c["guest"]["device"] for c in cells} == {want}
+        assert outcome.workbook is not None and outcome.workbook.exists()
+        wb = openpyxl.load_workbook(outcome.workbook)
+        for sheet in ("Summary", "Measurements", "Comparison", "Averages"):
+            assert sheet in wb.sheetnames
+        header = [c.value for c in wb["Comparison"][1]]
+        assert f"IOPS {DEMO_SIDES[0].label}" in header and f"IOPS {DEMO_SIDES[1].label}" in header
+        assert wb["Comparison"].max_row == 3  # header + 2 points
+        m = wb["Measurements"]
+        cols = [c.value for c in m[1]]
+        cpu = [row[cols.index("cpu_per_mib")] for row in m.iter_rows(min_row=2, values_only=True)]
+        assert len(cpu) == 4 and all(v and v > 0 for v in cpu)
+        assert not _qemu_with(str(run_dir))
+
+        # resume: every point is journaled, so no guest boots and no point is measured again
+        again = demo_suite(config, progress=False)
+        assert again.sides == {"A": None, "B": None} and again.boot_s == {}
+        for side in DEMO_SIDES:
+            assert len(_cells(run_dir / side.key / "journal.ndjson")) == 2
+    finally:
+        assert not _qemu_with(str(run_dir)), "QEMU left running"
