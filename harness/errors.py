@@ -9,7 +9,8 @@ prints or exits.
     StormatrixError                      exit 1 unless stated
     ├── InputError                       exit 2: the user's input is wrong (matrix file, CLI argument, data file)
     │   ├── MatrixError                  a matrix file: names the file and the key, and the fix
-    │   └── DataFileError                an input data file (fio JSON, DiskSpd XML, perf CSV, journal)
+    │   ├── DataFileError                an input data file (fio JSON, DiskSpd XML, perf CSV, journal)
+    │   └── UnsafeWrite                  a write workload aimed at a disk that holds data, without allow_write
     ├── EnvironmentProblem               something on this machine is missing (QEMU, fio, a guest image)
     ├── BackendError                     the hypervisor did not do what was asked
     │   ├── ConfigConflict               Proxmox digest mismatch: someone else changed the VM
@@ -64,6 +65,12 @@ class DataFileError(InputError):
         msg = f"{path}: {problem}" + (f". Fix: {fix}" if fix else "")
         super().__init__(msg)
         self.path, self.problem, self.fix = path, problem, fix
+
+
+class UnsafeWrite(InputError):
+    """A write workload would destroy data (partition table, filesystem) on the test disk.
+
+    Never retried: the disk does not change between attempts; the fix is the user's."""
 
 
 class EnvironmentProblem(StormatrixError):

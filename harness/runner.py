@@ -25,7 +25,7 @@ from typing import Any, Callable, TextIO
 from . import __version__, records
 from .backends import backend_class
 from .backends.base import Backend, BlockStats
-from .errors import CollectorError, StormatrixError
+from .errors import AuthenticationFailed, BackendError, CollectorError, StormatrixError, UnsafeWrite
 from .executors import executor_class
 from .executors.base import GuestExecutor
 from .journal import Journal, JournalWriteError
@@ -36,6 +36,33 @@ log = logging.getLogger("stormatrix.runner")
 
 # seconds a cell costs beyond ramp + measure before any cell has been timed (boot, teardown)
 DEFAULT_OVERHEAD_S = 5.0
+
+# fio rw modes that change the disk's contents
+WRITE_MODES = frozenset({"write", "randwrite", "rw", "readwrite", "randrw", "trim", "randtrim"})
+
+
+def check_write_allowed(cell: Cell, guest: dict[str, Any], allow_write: bool) -> None:
+    """Refuse a write workload on a disk that holds a partition table or a filesystem.
+
+    The guest reports what it found in the disk's first sectors (``signature``: ``none`` for a blank
+    or benchmark-pattern disk). A guest that cannot tell (``unknown``/``unreadable``) is treated as
+    holding data. Executors that report nothing (fio-server, WinRM: the Windows module checks the
+    disk is raw and offline itself) get a warning, not a refusal.
+    """
+    if allow_write or cell.workload.rw not in WRITE_MODES:
+        return
+    signature = guest.get("signature")
+    if signature is None:
+        log.warning("%s: the guest did not report whether %s holds data; writing anyway", cell.key,
+                    guest.get("disk", "the test disk"))
+        return
+    if signature != "none":
+        what = {"partitions": "partitions", "unknown": "contents the guest could not inspect",
+                "unreadable": "contents the guest could not read"}.get(signature, f"a {signature} signature")
+        raise UnsafeWrite(f"refusing the write workload {cell.workload.name!r} (rw={cell.workload.rw}): the test "
+                          f"disk {guest.get('disk', '')} holds {what} and would be overwritten. Fix: give the VM a "
+                          "blank test disk, or set [run] allow_write = true if its contents may be destroyed",
+                          cell=cell.key)
 
 
 def make_run_id(name: str) -> str:
@@ -272,6 +299,9 @@ class Runner:
                     stage = "run"
                     if progress:
                         progress.update(f"{current.key}: measuring")
+                    stage = "safety"
+                    check_write_allowed(current, guest, self.spec.run["allow_write"])
+                    stage = "run"
                     record = self._measure(backend, executor, current, t_started, t_ready, boot_s, guest)
                     self.journal.append(record)
                     self.measured += 1
@@ -283,10 +313,18 @@ class Runner:
                 raise  # nothing can be recorded any more: stop, the VM is restored by run()
             except (StormatrixError, OSError) as exc:
                 self._journal_error(current, stage, attempt, exc, backend)
+                if isinstance(exc, (UnsafeWrite, AuthenticationFailed)):
+                    # the disk or the password will not change by trying again (and retried logins
+                    # can lock the account): never retried
+                    attempt = max(attempt, retries + 1)
                 if attempt > retries:
                     self.failed.append(current.key)
                     if self.spec.run["on_error"] == "stop":
-                        raise
+                        # the CLI prints one line: it must name the cell, and an OSError is no traceback
+                        if isinstance(exc, StormatrixError):
+                            exc.cell = exc.cell or current.key
+                            raise
+                        raise BackendError(f"{stage}: {exc}", cell=current.key) from exc
                     log.error("giving up on %s after %d attempts: %s", current.key, attempt, exc)
                     remaining.pop(0)
                     if progress:

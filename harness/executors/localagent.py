@@ -20,7 +20,7 @@ import time
 from typing import Any
 
 from ..analysis.fio import parse_fio_json
-from ..errors import GuestDisconnected, GuestNotReady, WorkloadFailed
+from ..errors import DataFileError, GuestDisconnected, GuestNotReady, WorkloadFailed
 from ..model import Cell, Timing, Workload
 from .base import GuestExecutor, WindowListener, WorkloadResult
 
@@ -197,7 +197,11 @@ class LocalAgentExecutor(GuestExecutor):
             raise WorkloadFailed(f"fio exited {rc} in the guest: {text.strip()[-500:]}", cell=cell.key)
         if starts == 0 or ends < cell.workload.numjobs:
             raise WorkloadFailed("fio finished without marking its measurement window", cell=cell.key)
-        data = parse_fio_json(text, source=f"guest fio output for {cell.key}")
+        try:
+            data = parse_fio_json(text, source=f"guest fio output for {cell.key}")
+        except DataFileError as exc:  # the guest's fault, not the user's input: a failed workload
+            raise WorkloadFailed(f"fio printed no usable JSON: {exc.problem}; it said: {text.strip()[-300:]!r}",
+                                 cell=cell.key) from None
         return WorkloadResult(engine="fio", raw=text, data=data, guest=dict(self.facts),
                               window_source="guest-marker")
 
