@@ -1,0 +1,412 @@
+"""The vmware backend against the stand-in pwsh (tests/test_vmware_standin.py): argument and JSON
+building, the [vmware] section, error mapping, and restore from every half-done state.
+
+The stand-in binds parameters against the module's real param() blocks and keeps the VM in a state
+file, so these tests fail if Python sends a name the module does not have, if a cell's change is not
+power-cycled in, or if restore leaves anything behind.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from datetime import timedelta
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+from stormatrix.backends import backend_class
+from stormatrix.backends import vmware as vm
+from stormatrix.errors import EnvironmentProblem, GuestNotReady, InputError, MatrixError
+from stormatrix.model import DiskConfig
+from stormatrix.spec import spec_from_dict
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import test_vmware_standin as standin  # noqa: E402
+
+PASSWORD = "s3cr3t-Pa55"
+
+
+def matrix(controllers: list[str] | None = None, **vmware: Any) -> dict[str, Any]:
+    section = {"server": "esx01.lab", "vm": "bench01", "test_disk": "Hard disk 2", "esx_host": "esx01.lab",
+               "device": "naa.600a", "sched_num_req_outstanding": 1024, "latency_threshold_ms": 10,
+               "guest_host": "10.0.0.5", "guest_port": 8765, **vmware}
+    return {"run": {"backend": "vmware", "boot_timeout_seconds": 60},
+            "matrix": {"controllers": controllers or ["pvscsi", "lsilogic-sas", "nvme"]},
+            "workload": [{"name": "r", "rw": "randread", "bs": "4k"}], "vmware": section}
+
+
+class Lab:
+    """The stand-in's state file and a pwsh launcher for it on PATH."""
+
+    def __init__(self, tmp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.path = tmp / "vsphere.json"
+        self.write(standin.new_state())
+        bindir = tmp / "bin"
+        bindir.mkdir()
+        launcher = bindir / "pwsh"
+        launcher.write_text(f"#!{sys.executable}\nimport sys\nsys.path.insert(0, {str(Path(__file__).parent)!r})\n"
+                            "from test_vmware_standin import main\nsys.exit(main())\n")
+        launcher.chmod(0o755)
+        monkeypatch.setenv("PATH", f"{bindir}:/usr/bin:/bin")
+        monkeypatch.setenv("STORMATRIX_FAKE_VSPHERE", str(self.path))
+        monkeypatch.setenv("STORMATRIX_VSPHERE_USER", "administrator@vsphere.local")
+        monkeypatch.setenv("STORMATRIX_VSPHERE_PASSWORD", PASSWORD)
+
+    def read(self) -> dict[str, Any]:
+        return json.loads(self.path.read_text())
+
+    def write(self, state: dict[str, Any]) -> None:
+        self.path.write_text(json.dumps(state))
+
+    def fault(self, step: str, message: str) -> None:
+        s = self.read()
+        s["faults"][step] = message
+        self.write(s)
+
+    def cmdlets(self) -> list[str]:
+        return [c["cmdlet"] for c in self.read()["calls"]]
+
+    def layout(self) -> tuple[Any, ...]:
+        v = self.read()["vm"]
+        return (v["power"], sorted((c["key"], c["type"]) for c in v["controllers"]),
+                sorted((d["name"], d["file"], d["controller"]) for d in v["disks"]))
+
+
+@pytest.fixture()
+def lab(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Lab:
+    return Lab(tmp_path, monkeypatch)
+
+
+@pytest.fixture()
+def backend(lab: Lab, tmp_path: Path) -> Iterator[vm.VmwareBackend]:
+    b = vm.VmwareBackend(spec_from_dict(matrix()), tmp_path)
+    yield b
+    b.close()
+
+
+# --- building arguments and requests -------------------------------------------------------------------------
+
+def test_argv_is_fixed_and_carries_no_value_from_the_matrix() -> None:
+    assert vm.pwsh_argv("/opt/pwsh") == ["/opt/pwsh", "-NoLogo", "-NoProfile", "-NonInteractive", "-File",
+                                         str(vm.MODULE_DIR / "stormatrix-vmware.ps1")]
+
+
+def test_request_is_data_and_refuses_names_outside_the_contract() -> None:
+    text = vm.build_request("Get-StormatrixVMwareLayout", {"VMName": "x'; Remove-Item / #", "DiskName": "Hard disk 2"},
+                            {"Server": "vc", "CredentialSource": "Environment"})
+    assert json.loads(text)["parameters"]["VMName"] == "x'; Remove-Item / #"
+    with pytest.raises(vm.PowerCLIContractError, match="Disk"):
+        vm.build_request("Get-StormatrixVMwareLayout", {"VMName": "a", "Disk": "b"}, {"Server": "vc"})
+    with pytest.raises(vm.PowerCLIContractError, match="Password"):
+        vm.build_request("Get-StormatrixVMwareLayout", {"VMName": "a"}, {"Server": "vc", "Password": "x"})
+    with pytest.raises(vm.PowerCLIContractError):
+        vm.build_request("Invoke-Expression", {}, {})
+
+
+def test_response_is_the_prefixed_line_and_noise_is_kept_apart() -> None:
+    doc, noise = vm.parse_response("WARNING: CEIP\nSTORMATRIX-JSON:{\"ok\": true}\n")
+    assert doc == {"ok": True} and noise == ["WARNING: CEIP"]
+    with pytest.raises(vm.PowerCLIContractError):
+        vm.parse_response("STORMATRIX-JSON:{not json\n")
+
+
+# --- the [vmware] section ------------------------------------------------------------------------------------
+
+def test_section_is_registered_with_safe_defaults() -> None:
+    spec = spec_from_dict(matrix())
+    s = spec.section("vmware")
+    assert s["verify_tls"] is True and s["credential_source"] == "env"
+    assert s["password_env"] == "STORMATRIX_VSPHERE_PASSWORD"
+    assert backend_class("vmware") is vm.VmwareBackend
+
+
+@pytest.mark.parametrize("key, value, problem", [
+    ("password", "hunter2", "unknown key"),
+    ("password_env", "hunter 2!", "not an environment variable name"),
+    ("test_disk", "scsi1", "not a vSphere disk name"),
+    ("credential_source", "file", "is not one of"),
+    ("device", "naa.1; rm", "not an esxcli device name"),
+])
+def test_section_rejects_secrets_and_bad_values(key: str, value: str, problem: str) -> None:
+    with pytest.raises(MatrixError, match=problem):
+        spec_from_dict(matrix(**{key: value}))
+
+
+def test_aio_and_cache_axes_are_refused_on_esxi(tmp_path: Path) -> None:
+    raw = matrix()
+    raw["matrix"]["aio"] = ["native", "io_uring"]
+    with pytest.raises(MatrixError, match="ESXi has no aio"):
+        vm.VmwareBackend(spec_from_dict(raw), tmp_path)
+
+
+def test_controllers_are_the_esxi_ones() -> None:
+    assert vm.VmwareBackend.controllers == {"pvscsi", "lsilogic-sas", "lsilogic", "nvme"}
+
+
+# --- prepare, apply, restore -----------------------------------------------------------------------------------
+
+def test_prepare_records_layout_and_sets_then_restores_tuning(backend: vm.VmwareBackend, lab: Lab) -> None:
+    facts = backend.prepare()
+    assert facts["original_controller"] == "LsiLogicSAS"
+    assert facts["tuning_original"]["SchedNumReqOutstanding"] == 32
+    assert facts["tuning_in_force"] == {"VMHost": "esx01.lab", "Device": "naa.600a", "SchedNumReqOutstanding": 1024,
+                                        "LatencySensitiveThreshold": 10}
+    assert facts["vsphere"]["Version"] == "7.0.3"
+    assert lab.read()["host"]["devices"]["naa.600a"] == {"sched": 1024, "latency": 10}
+    original = backend.original_config()
+    assert original is not None and original["kind"] == "vmware"
+    assert PASSWORD not in json.dumps(original)
+    backend.restore()
+    assert lab.read()["host"]["devices"]["naa.600a"] == {"sched": 32, "latency": 0}
+
+
+@pytest.mark.parametrize("controller, type_", sorted(vm.CONTROLLER_TYPES.items()))
+def test_each_controller_is_applied_by_a_power_cycle_and_restored(backend: vm.VmwareBackend, lab: Lab,
+                                                                  controller: str, type_: str) -> None:
+    before = lab.layout()
+    backend.prepare()
+    boots = lab.read()["vm"]["boots"]
+    backend.apply(DiskConfig(controller, "io_uring", False, "none"))
+    state = lab.read()["vm"]
+    assert state["booted_with"]["Hard disk 2"] == type_
+    assert state["boots"] == boots + 1 and state["power"] == "PoweredOn"
+    assert sorted(d["file"] for d in state["disks"]) == sorted(f for _, f, _ in before[2])
+    backend.restore()
+    assert lab.layout() == before
+    backend.restore()  # idempotent
+    assert lab.layout() == before
+
+
+def test_a_sequence_of_cells_reuses_and_cleans_up_controllers(backend: vm.VmwareBackend, lab: Lab) -> None:
+    before = lab.layout()
+    backend.prepare()
+    for c in ("nvme", "pvscsi", "lsilogic", "nvme", "lsilogic-sas"):
+        backend.apply(DiskConfig(c, "io_uring", False, "none"))
+        ctrls = lab.read()["vm"]["controllers"]
+        assert len(ctrls) <= 3, "each cell leaves at most one controller beyond the original two"
+    backend.restore()
+    assert lab.layout() == before
+    assert "ReconfigVM" in lab.cmdlets()
+
+
+def test_wrong_controller_in_the_answer_is_refused(backend: vm.VmwareBackend, lab: Lab) -> None:
+    backend.prepare()
+    result = {"Before": {"BootTime": "a"}, "After": {"PowerState": "PoweredOn", "BootTime": "a",
+                                                    "Controller": {"Type": "NVMe"},
+                                                    "Disk": {"Filename": "[ds1] bench01/bench01_1.vmdk"}},
+              "PowerCycled": True}
+    with pytest.raises(vm.BackendError, match="not power-cycled"):
+        backend._verify_apply(result, "NVMe")
+    result["After"]["Disk"]["Filename"] = "[ds1] other.vmdk"
+    with pytest.raises(vm.BackendError, match="backed by"):
+        backend._verify_apply(result, "NVMe")
+
+
+@pytest.mark.parametrize("step, error_type", [
+    ("Stop-VM", vm.PowerCLIError),
+    ("New-ScsiController", vm.PowerCLIError),
+    ("Start-VM", vm.PowerCLIError),
+    ("Wait-Tools", vm.PowerCLIGuestNotReady),
+    ("ReconfigVM", vm.PowerCLIError),
+])
+def test_failure_half_way_is_typed_and_restore_recovers(backend: vm.VmwareBackend, lab: Lab, step: str,
+                                                        error_type: type[Exception]) -> None:
+    before = lab.layout()
+    backend.prepare()
+    backend.apply(DiskConfig("nvme", "io_uring", False, "none"))  # leaves an NVMe controller behind for ReconfigVM
+    lab.fault(step, f"{step}\t\tThe operation for the entity \"bench01\" failed with the following message: \"boom\"")
+    with pytest.raises(error_type) as info:
+        backend.apply(DiskConfig("pvscsi", "io_uring", False, "none"))
+    assert info.value.powercli and "boom" in info.value.powercli
+    assert info.value.error_id.startswith("Stormatrix.VMware.")
+    assert sorted(d["file"] for d in lab.read()["vm"]["disks"]) == sorted(f for _, f, _ in before[2])
+    backend.restore()
+    assert lab.layout() == before
+
+
+def test_guest_not_ready_is_a_guest_error(backend: vm.VmwareBackend, lab: Lab) -> None:
+    backend.prepare()
+    lab.fault("Wait-Tools", "Wait-Tools\t\tTimed out")
+    with pytest.raises(GuestNotReady):
+        backend.apply(DiskConfig("pvscsi", "io_uring", False, "none"))
+
+
+def test_tuning_failure_half_way_rolls_back_and_restore_still_runs(backend: vm.VmwareBackend, lab: Lab) -> None:
+    lab.fault("esxcli:storage.core.device.latencythreshold.set", "EsxCLI.CLIFault.summary: Unable to set threshold")
+    with pytest.raises(vm.PowerCLIError) as info:
+        backend.prepare()
+    assert info.value.error_id == "Stormatrix.VMware.TuningFailed"
+    assert "Unable to set threshold" in (info.value.powercli or "")
+    assert lab.read()["host"]["devices"]["naa.600a"] == {"sched": 32, "latency": 0}
+    backend.restore()
+    assert lab.read()["host"]["devices"]["naa.600a"] == {"sched": 32, "latency": 0}
+
+
+def test_restore_failure_still_restores_tuning_then_raises(backend: vm.VmwareBackend, lab: Lab) -> None:
+    backend.prepare()
+    backend.apply(DiskConfig("nvme", "io_uring", False, "none"))
+    lab.fault("Set-HardDisk", "Set-HardDisk\t\tboom")
+    with pytest.raises(vm.PowerCLIError, match="DiskMoveFailed|moving"):
+        backend.restore()
+    assert lab.read()["host"]["devices"]["naa.600a"] == {"sched": 32, "latency": 0}
+    backend.restore()  # the fault was one-shot: a second restore completes the layout
+    assert lab.read()["vm"]["disks"][1]["controller"] == 1001
+
+
+def test_restore_from_the_journaled_original(lab: Lab, tmp_path: Path) -> None:
+    first = vm.VmwareBackend(spec_from_dict(matrix()), tmp_path)
+    before = lab.layout()
+    first.prepare()
+    first.apply(DiskConfig("lsilogic", "io_uring", False, "none"))
+    journaled = json.loads(json.dumps(first.original_config()))
+    second = vm.VmwareBackend(spec_from_dict(matrix()), tmp_path)  # "stormatrix restore" after a crash
+    second.load_original(journaled)
+    second.restore()
+    assert lab.layout() == before
+    assert lab.read()["host"]["devices"]["naa.600a"] == {"sched": 32, "latency": 0}
+    with pytest.raises(InputError):
+        second.load_original({**journaled, "vm": "other"})
+
+
+def test_original_power_state_off_is_kept(lab: Lab, tmp_path: Path) -> None:
+    s = lab.read()
+    s["vm"]["power"] = "PoweredOff"
+    lab.write(s)
+    b = vm.VmwareBackend(spec_from_dict(matrix()), tmp_path)
+    b.prepare()
+    b.apply(DiskConfig("pvscsi", "io_uring", False, "none"))
+    assert lab.read()["vm"]["power"] == "PoweredOn"
+    b.restore()
+    assert lab.read()["vm"]["power"] == "PoweredOff"
+
+
+# --- errors and secrets --------------------------------------------------------------------------------------
+
+def test_missing_credentials_fail_before_pwsh_runs(backend: vm.VmwareBackend, lab: Lab,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("STORMATRIX_VSPHERE_PASSWORD")
+    with pytest.raises(InputError, match="STORMATRIX_VSPHERE_PASSWORD"):
+        backend.prepare()
+    assert lab.read()["calls"] == []
+
+
+def test_wrong_password_is_a_connect_error_without_the_secret(lab: Lab, tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("STORMATRIX_VSPHERE_PASSWORD", "not-the-password")
+    b = vm.VmwareBackend(spec_from_dict(matrix()), tmp_path)
+    with pytest.raises(vm.PowerCLIConnectError) as info:
+        b.prepare()
+    assert "incorrect user name or password" in (info.value.powercli or "")
+    assert "not-the-password" not in str(info.value)
+
+
+def test_password_never_reaches_argv_or_request(backend: vm.VmwareBackend, lab: Lab) -> None:
+    backend.prepare()
+    backend.apply(DiskConfig("nvme", "io_uring", False, "none"))
+    backend.restore()
+    requests = lab.read()["requests"]
+    assert requests and all(r["connection"] == {"Server": "esx01.lab", "CredentialSource": "Environment",
+                                                "UserVariable": "STORMATRIX_VSPHERE_USER",
+                                                "PasswordVariable": "STORMATRIX_VSPHERE_PASSWORD",
+                                                "VerifyCertificate": True} for r in requests)
+    assert PASSWORD not in json.dumps(requests)
+
+
+def test_self_signed_server_fails_unless_validation_is_off(lab: Lab, tmp_path: Path) -> None:
+    s = lab.read()
+    s["self_signed"] = True
+    lab.write(s)
+    with pytest.raises(vm.PowerCLIConnectError, match="certificate|Connect-VIServer"):
+        vm.VmwareBackend(spec_from_dict(matrix()), tmp_path).prepare()
+    b = vm.VmwareBackend(spec_from_dict(matrix(verify_tls=False)), tmp_path)
+    assert b.prepare()["original_controller"] == "LsiLogicSAS"
+
+
+def test_credential_store_source_sends_no_variable_names(lab: Lab, tmp_path: Path) -> None:
+    s = lab.read()
+    s["credential_store"] = {"esx01.lab": ["administrator@vsphere.local", PASSWORD]}
+    lab.write(s)
+    b = vm.VmwareBackend(spec_from_dict(matrix(credential_source="credential-store")), tmp_path)
+    b.prepare()
+    conn = lab.read()["requests"][0]["connection"]
+    assert conn["CredentialSource"] == "CredentialStore" and "PasswordVariable" not in conn
+
+
+@pytest.mark.parametrize("over, error", [({"vm": "nope"}, vm.PowerCLINotFound),
+                                         ({"device": "naa.missing"}, vm.PowerCLINotFound),
+                                         ({"esx_host": "esx99"}, vm.PowerCLINotFound)])
+def test_not_found_errors_are_typed(lab: Lab, tmp_path: Path, over: dict[str, Any], error: type[Exception]) -> None:
+    with pytest.raises(error):
+        vm.VmwareBackend(spec_from_dict(matrix(**over)), tmp_path).prepare()
+
+
+def test_contract_error_when_python_sends_a_parameter_the_module_lacks(lab: Lab, tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    b = vm.VmwareBackend(spec_from_dict(matrix()), tmp_path)
+    monkeypatch.setitem(vm.PYTHON_CALLS, "Get-StormatrixVMwareLayout", ("VMName", "DiskName", "Snapshot"))
+    with pytest.raises(vm.PowerCLIContractError) as info:
+        b.runner.call("Get-StormatrixVMwareLayout", {"VMName": "bench01", "DiskName": "Hard disk 2", "Snapshot": 1})
+    assert info.value.error_id == "NamedParameterNotFound,Get-StormatrixVMwareLayout"
+
+
+def test_pwsh_missing_is_an_environment_problem(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setenv("STORMATRIX_VSPHERE_USER", "u")
+    monkeypatch.setenv("STORMATRIX_VSPHERE_PASSWORD", "p")
+    with pytest.raises(EnvironmentProblem, match="pwsh not found"):
+        vm.VmwareBackend(spec_from_dict(matrix()), tmp_path).prepare()
+
+
+def test_pwsh_crash_without_an_answer_carries_stderr(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    exe = tmp_path / "pwsh"
+    exe.write_text("#!/bin/sh\necho 'Import-Module: boom' >&2\nexit 3\n")
+    exe.chmod(0o755)
+    runner = vm.PwshRunner(str(exe), {"Server": "vc"})
+    with pytest.raises(vm.PowerCLIError, match="exited 3 without an answer: Import-Module: boom"):
+        runner.call("Get-StormatrixVMwareLayout", {"VMName": "a", "DiskName": "Hard disk 2"})
+
+
+def test_secret_in_an_answer_is_scrubbed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SMX_PW", 'pa"ss\\word')
+    answer = {"schema": "stormatrix/vmware-1", "ok": False, "command": "Get-StormatrixVMwareLayout",
+              "error": {"id": "Stormatrix.VMware.ConnectFailed", "message": 'login pa"ss\\word failed',
+                        "powercli": 'bad pa"ss\\word'}}
+    (tmp_path / "answer.txt").write_text("STORMATRIX-JSON:" + json.dumps(answer) + "\n")
+    exe = tmp_path / "pwsh"
+    exe.write_text(f"#!/bin/sh\ncat >/dev/null\ncat {tmp_path / 'answer.txt'}\nexit 1\n")
+    exe.chmod(0o755)
+    runner = vm.PwshRunner(str(exe), {"Server": "vc"}, redact=("SMX_PW",))
+    with pytest.raises(vm.PowerCLIConnectError) as info:
+        runner.call("Get-StormatrixVMwareLayout", {"VMName": "a", "DiskName": "Hard disk 2"})
+    assert 'pa"ss\\word' not in str(info.value) and 'pa"ss\\word' not in (info.value.powercli or "")
+
+
+# --- the window collector ------------------------------------------------------------------------------------
+
+def test_collector_asks_for_the_window_and_returns_a_host_record(backend: vm.VmwareBackend, lab: Lab) -> None:
+    backend.prepare()
+    (scope,) = backend.scope()
+    collector = backend.collector_factory(scope)
+    collector.start()
+    assert collector.t0 is not None
+    collector.t0 -= timedelta(seconds=30)  # a 30 s window, without waiting for it
+    host = collector.stop()
+    assert host["window_s"] == pytest.approx(30, abs=1)
+    assert host["cpu_metric"] == "cpu_time" and host["source"] == "vsphere-realtime"
+    assert host["ctx_switches"] is None and "ctx_switches" in host["unmatched"]
+    params = lab.read()["requests"][-1]["parameters"]
+    assert params["Start"].endswith("Z") and params["Finish"].endswith("Z") and params["VMHost"] == "esx01.lab"
+
+
+def test_empty_window_is_a_collector_error(backend: vm.VmwareBackend, lab: Lab) -> None:
+    from stormatrix.errors import CollectorError
+
+    backend.prepare()
+    collector = backend.collector_factory(backend.scope()[0])
+    collector.start()
+    assert collector.t0 is not None
+    collector.t0 += timedelta(seconds=5)  # a window that ends before it starts
+    with pytest.raises(CollectorError):
+        collector.stop()
