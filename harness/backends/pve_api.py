@@ -111,6 +111,10 @@ def read_secret(*, env: str | None, file: str | None) -> str:
             raise InputError(f"cannot read the Proxmox token secret file {file}: {exc.strerror}") from None
         if not secret:
             raise InputError(f"the Proxmox token secret file {file} is empty")
+        mode = Path(file).expanduser().stat().st_mode
+        if mode & 0o077:
+            log.warning("the Proxmox token secret file %s is readable by other users (mode %o); chmod 600 it",
+                        file, mode & 0o777)
     else:
         raise InputError("no Proxmox token secret: set [proxmox] token_secret_env (a variable name) "
                          "or token_secret_file (a path)")

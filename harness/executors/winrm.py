@@ -535,6 +535,8 @@ def _default_protocol(settings: WinRMSettings) -> Any:
     check_transport_available(settings.transport)
     protocol = Protocol(**settings.protocol_kwargs())
     if settings.scheme == "https" and not settings.cert_validation:
+        log.warning("TLS certificate validation of %s is turned off ([winrm] cert_validation = false): "
+                    "anyone on the path can impersonate the guest and read the password", settings.host)
         # pywinrm 0.3 lets REQUESTS_CA_BUNDLE/CURL_CA_BUNDLE override server_cert_validation="ignore";
         # the user turned validation off explicitly, so make it so. (Over HTTPS build_session sends
         # nothing; only NTLM/Kerberos over HTTP would start message encryption here.)
