@@ -76,7 +76,7 @@ function Connect-StormatrixVMware {
     catch {
         throw (New-StormatrixVMwareError -ErrorId 'ConfigurationFailed' -Cause $_ -Message 'Set-PowerCLIConfiguration -Scope Session failed')
     }
-    $connect = @{ Server = $Server; ErrorAction = 'Stop' }
+    $connect = @{ Server = $Server }
     if ($CredentialSource -eq 'Environment') {
         $user = [Environment]::GetEnvironmentVariable($UserVariable)
         $password = [Environment]::GetEnvironmentVariable($PasswordVariable)
@@ -104,7 +104,7 @@ function Connect-StormatrixVMware {
         }
     }
     try {
-        $script:StormatrixVIServer = Connect-VIServer @connect
+        $script:StormatrixVIServer = Connect-VIServer @connect -ErrorAction Stop
     }
     catch {
         throw (New-StormatrixVMwareError -ErrorId 'ConnectFailed' -Category 'ConnectionError' -Cause $_ -TargetObject $Server `
