@@ -43,7 +43,8 @@ def per_mib(fio: dict[str, Any], host: dict[str, Any] | None) -> dict[str, Any]:
         cpu, unit = host["cpu_total"] / mib, "cycles/MiB"
     else:
         cpu, unit = host["cpu_total"] * 1000.0 / mib, "CPU-ms/MiB"
-    return {"mib": mib, "cpu": cpu, "cpu_unit": unit, "ctx": host["ctx_switches"] / mib}
+    ctx = host.get("ctx_switches")  # ESXi's statistics have no context switches: None, not 0
+    return {"mib": mib, "cpu": cpu, "cpu_unit": unit, "ctx": (ctx / mib) if ctx is not None else None}
 
 
 def rate_check(cell: Cell, fio: dict[str, Any], tolerance_pct: float) -> dict[str, Any] | None:

@@ -206,7 +206,7 @@ def default_collector_factory(scope: Any) -> Any:
 class Runner:
     def __init__(self, spec: MatrixSpec, run_dir: str | Path, *, side: str | None = None,
                  progress: bool = True, backend: Backend | None = None,
-                 collector_factory: Callable[[Any], Any] = default_collector_factory,
+                 collector_factory: Callable[[Any], Any] | None = None,
                  stream: TextIO = sys.stderr) -> None:
         self.spec = spec
         self.run_dir = Path(run_dir)
@@ -215,7 +215,7 @@ class Runner:
         self.stream = stream
         self.backend_cls = type(backend) if backend else backend_class(spec.run["backend"])
         self.backend = backend
-        self.collector_factory = collector_factory
+        self._collector_factory = collector_factory
         self.journal = Journal(self.run_dir)
         self.run_id = make_run_id(spec.run["name"])
         self.failed: list[str] = []
@@ -338,7 +338,9 @@ class Runner:
     def _measure(self, backend: Backend, executor: GuestExecutor, cell: Cell, t_started: str, t_ready: str,
                  boot_s: float, guest: dict[str, Any]) -> dict[str, Any]:
         timing = self.spec.timing
-        window = Window(backend, self.collector_factory)
+        # a backend that measures its host itself (ESXi: Get-Stat) brings its own collector
+        factory = self._collector_factory or getattr(backend, "collector_factory", default_collector_factory)
+        window = Window(backend, factory)
         try:
             result = executor.run(cell, timing, window)
         except BaseException:

@@ -87,6 +87,22 @@ def test_two_cells_end_to_end_then_resume(tmp_path: Path) -> None:
         assert r["guest"]["clocksource"] == "hpet"
         assert r["clock"]["flag"] is False, r["clock"]  # guest time agrees with the host's window
     assert not qemu_processes(str(run_dir))
+    # the real journal feeds the workbook: every valid cell is scored and ranked
+    wb_path = tmp_path / "e2e.xlsx"
+    rep = stormatrix("report", str(run_dir), "-o", str(wb_path))
+    assert rep.returncode == 0, rep.stderr
+    import openpyxl
+
+    wb = openpyxl.load_workbook(wb_path)
+    assert {"Measurements", "Scores", "Environment"} <= set(wb.sheetnames)
+    scores = wb["Scores"]
+    header = [c.value for c in scores[1]]
+    rows = [dict(zip(header, (c.value for c in r))) for r in scores.iter_rows(min_row=2) if r[0].value is not None]
+    assert len(rows) == 2
+    for r in rows:  # two cells: min-max puts each metric at 0 and 1; the score is the vector length
+        assert r["Rank"] in (1, 2) and r["CPU metric"] == "cpu_time"
+        assert r["Efficiency score"] == pytest.approx((r["Normalized CPU"] ** 2 + r["Normalized ctx"] ** 2) ** 0.5)
+    assert sorted([rows[0]["Normalized CPU"], rows[1]["Normalized CPU"]]) == [0, 1]
     again = stormatrix("run", str(matrix), "-o", str(run_dir), "--no-progress")
     assert again.returncode == 0 and "0 cells measured, 2 already in the journal" in again.stdout
     assert len(cells(run_dir)) == 2
