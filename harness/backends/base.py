@@ -11,10 +11,13 @@ the "always restore" guarantee live here, once (PerfKitBenchmarker's BaseResourc
 from __future__ import annotations
 
 import logging
+import signal
+import threading
 from abc import ABC, abstractmethod
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Iterator
 
 from ..model import DiskConfig
 from ..spec import MatrixSpec
@@ -68,6 +71,27 @@ class GuestEndpoint:
     name: str = ""
 
 
+@contextmanager
+def sigint_deferred(doing: str) -> Iterator[None]:
+    """Hold off Ctrl-C (SIGINT) while ``doing`` runs; raise KeyboardInterrupt afterwards if one came."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+
+    def handler(signum: int, frame: Any) -> None:
+        caught.append(signum)
+        log.warning("%s: Ctrl-C deferred until it is done", doing)
+
+    previous = signal.signal(signal.SIGINT, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        if caught:
+            raise KeyboardInterrupt
+
+
 class Backend(ABC):
     name: ClassVar[str]
     #: controllers this backend can attach the test disk to
@@ -97,8 +121,12 @@ class Backend(ABC):
         self._stop()
 
     def restore(self) -> None:
-        """Put the VM back exactly as :meth:`prepare` found it. Safe to call more than once."""
-        self._restore()
+        """Put the VM back exactly as :meth:`prepare` found it. Safe to call more than once.
+
+        A Ctrl-C in the middle would leave the VM half-restored, so it is deferred until restore ends.
+        """
+        with sigint_deferred(f"restoring the {self.name} VM's original configuration"):
+            self._restore()
 
     def close(self) -> None:
         """Release everything the backend started (processes, sessions). Never raises."""

@@ -27,14 +27,11 @@ from __future__ import annotations
 import logging
 import os
 import re
-import signal
 import socket
 import subprocess
-import threading
 import time
 from pathlib import Path
-from typing import Any, Iterator
-from contextlib import contextmanager
+from typing import Any
 
 from ..errors import BackendError, GuestNotReady, InputError, MatrixError
 from ..model import CONTROLLERS, DiskConfig
@@ -125,27 +122,6 @@ def parse_hmp_blockstats(text: str, drive_id: str) -> BlockStats:
             return BlockStats(int(vals["rd_bytes"]), int(vals["wr_bytes"]), int(vals["rd_operations"]),
                               int(vals["wr_operations"]))
     raise BackendError(f"the monitor's 'info blockstats' has no {drive_id}")
-
-
-@contextmanager
-def _sigint_deferred() -> Iterator[None]:
-    """A Ctrl-C during restore would leave the VM half-restored: defer it until restore is done."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    caught: list[int] = []
-
-    def handler(signum: int, frame: Any) -> None:
-        caught.append(signum)
-        log.warning("restoring the VM's original configuration: Ctrl-C deferred until it is done")
-
-    previous = signal.signal(signal.SIGINT, handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
-        if caught:
-            raise KeyboardInterrupt
 
 
 class ProxmoxBackend(Backend):
@@ -424,10 +400,9 @@ class ProxmoxBackend(Backend):
     def _restore(self) -> None:
         if self._original is None or self._restored:
             return
-        with _sigint_deferred():
-            self._unpin()
-            restore_vm(self.client, self._original)
-            self._restored = True
+        self._unpin()
+        restore_vm(self.client, self._original)
+        self._restored = True
 
     def _close(self) -> None:
         self._unpin()

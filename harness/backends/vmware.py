@@ -27,13 +27,10 @@ import logging
 import os
 import re
 import shutil
-import signal
 import subprocess
-import threading
-from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from ..errors import BackendError, CollectorError, EnvironmentProblem, GuestNotReady, InputError, MatrixError
 from ..model import DiskConfig
@@ -293,27 +290,6 @@ class PwshRunner:
         return doc.get("result")
 
 
-@contextmanager
-def _sigint_deferred() -> Iterator[None]:
-    """A Ctrl-C during restore would leave the VM half-restored: defer it until restore is done."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    caught: list[int] = []
-
-    def handler(signum: int, frame: Any) -> None:
-        caught.append(signum)
-        log.warning("restoring the VM's original layout: Ctrl-C deferred until it is done")
-
-    previous = signal.signal(signal.SIGINT, handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
-        if caught:
-            raise KeyboardInterrupt
-
-
 def _iso(t: datetime) -> str:
     return t.astimezone(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
@@ -479,32 +455,31 @@ class VmwareBackend(Backend):
     def _restore(self) -> None:
         if self._original is None or self._restored:
             return
-        with _sigint_deferred():
-            errors: list[BaseException] = []
-            o, layout = self.opts, self._original["layout"]
+        errors: list[BaseException] = []
+        o, layout = self.opts, self._original["layout"]
+        try:
+            self.runner.call("Restore-StormatrixVMwareLayout", {
+                "VMName": o["vm"], "DiskName": o["test_disk"], "ControllerKey": int(layout["Disk"]["ControllerKey"]),
+                "ControllerType": layout["Controller"]["Type"], "KeepControllerKey": self._keep_keys(),
+                "Filename": layout["Disk"]["Filename"], "PowerState": layout["PowerState"],
+                "UnitNumber": int(layout["Disk"]["UnitNumber"]), "ReadyTimeoutSeconds": self._ready_timeout()})
+        except BackendError as exc:  # the host tuning is still put back; this error is raised after
+            errors.append(exc)
+        tuning = self._original.get("tuning")
+        if self._tuned and tuning:
             try:
-                self.runner.call("Restore-StormatrixVMwareLayout", {
-                    "VMName": o["vm"], "DiskName": o["test_disk"], "ControllerKey": int(layout["Disk"]["ControllerKey"]),
-                    "ControllerType": layout["Controller"]["Type"], "KeepControllerKey": self._keep_keys(),
-                    "Filename": layout["Disk"]["Filename"], "PowerState": layout["PowerState"],
-                    "UnitNumber": int(layout["Disk"]["UnitNumber"]), "ReadyTimeoutSeconds": self._ready_timeout()})
-            except BackendError as exc:  # the host tuning is still put back; this error is raised after
+                self.runner.call("Set-StormatrixVMwareHostTuning", {
+                    "VMHost": tuning["VMHost"], "Device": tuning["Device"],
+                    "SchedNumReqOutstanding": int(tuning["SchedNumReqOutstanding"]),
+                    "LatencySensitiveThreshold": int(tuning["LatencySensitiveThreshold"])})
+                self._tuned = False
+            except BackendError as exc:
                 errors.append(exc)
-            tuning = self._original.get("tuning")
-            if self._tuned and tuning:
-                try:
-                    self.runner.call("Set-StormatrixVMwareHostTuning", {
-                        "VMHost": tuning["VMHost"], "Device": tuning["Device"],
-                        "SchedNumReqOutstanding": int(tuning["SchedNumReqOutstanding"]),
-                        "LatencySensitiveThreshold": int(tuning["LatencySensitiveThreshold"])})
-                    self._tuned = False
-                except BackendError as exc:
-                    errors.append(exc)
-            if errors:
-                if len(errors) > 1:
-                    log.error("restoring the host tuning failed too: %s", errors[1])
-                raise errors[0]
-            self._restored = True
+        if errors:
+            if len(errors) > 1:
+                log.error("restoring the host tuning failed too: %s", errors[1])
+            raise errors[0]
+        self._restored = True
 
 
 class VmwareCpuCollector:
