@@ -17,6 +17,8 @@ Only ElementTree from the standard library: it does not fetch external entities.
 
 from __future__ import annotations
 
+import math
+
 import xml.etree.ElementTree as ET
 from typing import Any
 
@@ -41,9 +43,13 @@ def _float(node: ET.Element | None, path: str, source: str, required: bool = Fal
                                 "give the complete output of diskspd -Rxml")
         return None
     try:
-        return float(raw)
+        value = float(raw)
     except ValueError:
         raise DataFileError(source, f"<{path}> is {raw!r}, not a number") from None
+    if not math.isfinite(value) or value < 0:  # every DiskSpd figure is a count, size, time or percentage
+        raise DataFileError(source, f"<{path}> is {raw!r}, not a finite number >= 0",
+                            "give the unedited output of diskspd -Rxml")
+    return value
 
 
 def parse_diskspd_xml(text: str, source: str = "<diskspd xml>") -> dict[str, Any]:

@@ -33,6 +33,7 @@ from __future__ import annotations
 import codecs
 import glob
 import json
+import math
 import multiprocessing
 import os
 from concurrent.futures import ProcessPoolExecutor
@@ -274,6 +275,34 @@ def journal_cell_row(rec: dict[str, Any], where: str) -> dict[str, Any]:
     return row
 
 
+# Measured quantities: none of them can be negative or infinite in a real measurement. A NaN/Infinity
+# literal, an overflowed 1e999 or a negative count means the file was damaged or edited.
+MEASURED = ("iops", "read_iops", "write_iops", "bw_mib_s", "io_bytes", "mib", "total_ios", "runtime_ms",
+            "lat_mean_us", "read_lat_mean_us", "write_lat_mean_us", "lat_p99_us", "cpu_total", "cpu_user",
+            "cpu_system", "ctx_switches", "window_s", "cpu_per_mib", "ctx_per_mib", "rate_mib_s",
+            "rate_target_mib_s", "rate_achieved_mib_s")
+SHAPE = ("bs", "iodepth", "numjobs")  # the workload's shape: whole numbers above 0
+
+
+def check_row(row: dict[str, Any], where: str) -> None:
+    """Refuse a row whose numbers cannot come from a real measurement (raises DataFileError)."""
+    fix = "use the unedited output of the run, or remove the file"
+    for name in MEASURED:
+        value = row.get(name)
+        if _is_number(value) and (not math.isfinite(value) or value < 0):
+            raise DataFileError(where, f"'{name}' is {value!r}: a measurement cannot be negative, NaN or infinite", fix)
+    for name in SHAPE:
+        value = row.get(name)
+        if value is not None and (not _is_number(value) or not math.isfinite(value) or value <= 0 or value > 2**40):
+            raise DataFileError(where, f"'{name}' is {value!r}: not a workload {name}", fix)
+    if _is_number(row.get("io_bytes")) and row["io_bytes"] == 0:
+        raise DataFileError(where, "no I/O was measured (0 bytes)", fix)
+    if _is_number(row.get("io_bytes")) and row["io_bytes"] > 0 and _is_number(row.get("runtime_ms")) \
+            and row["runtime_ms"] <= 0:
+        raise DataFileError(where, f"{row['io_bytes']} bytes in a runtime of {row['runtime_ms']} ms: no rate "
+                            "can be computed", fix)
+
+
 def _us(ns: float | None) -> float | None:
     return ns / 1000.0 if ns is not None else None
 
@@ -321,6 +350,7 @@ def read_journal_rows(path: Path) -> tuple[list[dict[str, Any]], list[dict[str, 
         elif kind == "cell":
             try:
                 row = journal_cell_row(rec, where)
+                check_row(row, where)
             except DataFileError as exc:
                 problems.append(Problem(where, exc.problem))
                 continue
@@ -415,7 +445,12 @@ def discover(paths: Iterable[str | Path]) -> tuple[list[tuple[str, Path]], list[
     explicit_csv: list[Path] = []
     for p in paths:
         path = Path(p)
-        if not path.exists():
+        try:
+            exists = path.exists()
+        except OSError as exc:  # a name too long for the filesystem, ...
+            raise InputError(f"{str(p)[:120]}...: cannot be used as an input ({exc.strerror}). "
+                             "Fix: give the path of a run directory or a result file") from None
+        if not exists:
             matches = sorted(glob.glob(str(p))) if any(ch in str(p) for ch in "*?[") else []
             if not matches:
                 raise InputError(f"{p}: no such file or directory")
@@ -577,6 +612,10 @@ def parse_files(work: list[tuple[str, str, str | None]]) -> tuple[list[dict[str,
             if partner is not None:
                 for row in file_rows:
                     _attach_perf(row, Path(partner))
+            for row in file_rows:
+                check_row(row, str(partner) if partner is not None and any(
+                    _is_number(row.get(k)) and (not math.isfinite(row[k]) or row[k] < 0)
+                    for k in ("cpu_total", "ctx_switches", "cpu_user", "cpu_system")) else source)
         except DataFileError as exc:
             problems.append(Problem(exc.path, exc.problem))
             continue

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
-from .errors import DataFileError, StormatrixError
+from .errors import DataFileError, InputError, StormatrixError
 
 log = logging.getLogger("stormatrix.journal")
 
@@ -100,7 +100,11 @@ class Journal:
         self.path = self.run_dir / JOURNAL_NAME
 
     def open(self) -> "Journal":
-        self.run_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            self.run_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:  # a file in the way, a path too long, ...: the user's argument
+            raise InputError(f"{self.run_dir} cannot be used as the run directory ({exc.strerror}). "
+                             "Fix: give -o the path of a directory (it is created if missing)") from None
         self._repair_tail()
         return self
 

@@ -82,6 +82,12 @@ def _type_name(t: type | tuple[type, ...]) -> str:
     return names.get(t, t.__name__)
 
 
+def _show(value: Any, limit: int = 60) -> str:
+    """``repr(value)`` cut short: a message names a bad value, it does not echo a 5000-character one."""
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + f"... ({len(text)} characters)"
+
+
 def _check_scalar(path: str, where: str, spec: Field, value: Any) -> Any:
     want = spec.type
     # TOML has no int/float confusion except that 5 is an int where a float is wanted: accept it.
@@ -91,21 +97,21 @@ def _check_scalar(path: str, where: str, spec: Field, value: Any) -> Any:
         value = float(value) if int not in want else value
     ok = isinstance(value, want) and not (isinstance(value, bool) and want in (int, float))
     if not ok:
-        raise MatrixError(path, where, f"{value!r} is not {_type_name(want)}",
+        raise MatrixError(path, where, f"{_show(value)} is not {_type_name(want)}",
                           f"write {where.split('.')[-1]} as {_type_name(want)}"
                           + (f" ({spec.help})" if spec.help else ""))
     if isinstance(value, float) and (math.isnan(value) or math.isinf(value)):
-        raise MatrixError(path, where, f"{value!r} is not a finite number", "write a finite number")
+        raise MatrixError(path, where, f"{_show(value)} is not a finite number", "write a finite number")
     if spec.choices is not None and value not in spec.choices:
         close = difflib.get_close_matches(str(value), [str(c) for c in spec.choices], n=1)
         hint = f"did you mean {close[0]!r}? " if close else ""
-        raise MatrixError(path, where, f"{value!r} is not one of {', '.join(map(str, spec.choices))}",
+        raise MatrixError(path, where, f"{_show(value)} is not one of {', '.join(map(str, spec.choices))}",
                           f"{hint}use one of: {', '.join(map(str, spec.choices))}")
     if spec.min is not None and value < spec.min:
-        raise MatrixError(path, where, f"{value!r} is below the minimum {spec.min:g}",
+        raise MatrixError(path, where, f"{_show(value)} is below the minimum {spec.min:g}",
                           f"use a value >= {spec.min:g}")
     if spec.max is not None and value > spec.max:
-        raise MatrixError(path, where, f"{value!r} is above the maximum {spec.max:g}",
+        raise MatrixError(path, where, f"{_show(value)} is above the maximum {spec.max:g}",
                           f"use a value <= {spec.max:g}")
     if spec.check is not None:
         try:
@@ -157,7 +163,7 @@ def parse_section(path: str, section: Section, table: Any, where: str | None = N
 
 def _controller_name(value: str) -> None:
     if value not in CONTROLLERS and value not in CONTROLLER_ALIASES:
-        raise ValueError(f"{value!r} is not a known controller")
+        raise ValueError(f"{_show(value)} is not a known controller")
 
 
 RUN_SECTION = Section("run", {
@@ -245,6 +251,9 @@ def _load_toml(path: Path) -> dict[str, Any]:
         raise MatrixError(str(path), "", f"is not UTF-8 text (byte {exc.start})", "save the file as UTF-8") from None
     try:
         return tomllib.loads(text)
+    except RecursionError:
+        raise MatrixError(str(path), "", "is not a matrix file (arrays or tables nested too deeply to parse)",
+                          "write the matrix as in harness/matrices/demo.toml") from None
     except tomllib.TOMLDecodeError as exc:
         raise MatrixError(str(path), "", f"is not valid TOML ({exc})",
                           "correct the syntax at that line (duplicate keys and tables are not allowed)") from None
@@ -289,6 +298,8 @@ def spec_from_dict(raw: dict[str, Any], path: str = "<matrix>") -> MatrixSpec:
             bs = parse_size(w["bs"])
         except ValueError as exc:
             raise MatrixError(path, f"{where}.bs", str(exc), "write the block size like 4k, 64k or 1m") from None
+        if bs > 2**30:
+            raise MatrixError(path, f"{where}.bs", f"{bs} bytes is above 1 GiB", "use a block size like 4k, 64k or 1m")
         if bs % 512:
             raise MatrixError(path, f"{where}.bs", f"{bs} bytes is not a multiple of 512",
                               "direct I/O needs whole sectors: use 512, 4k, 64k, ...")

@@ -11,7 +11,7 @@ import argparse
 from pathlib import Path
 
 from ..errors import InputError
-from .report import output_paths, warn
+from .report import output_paths, probability, warn
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -28,7 +28,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--label-b", help='name of B, e.g. "Proxmox VE 7.2"')
     p.add_argument("-o", "--output", required=True, help="workbook to write (.xlsx)")
     p.add_argument("--strict", action="store_true", help="fail (exit 2) if any input cannot be used")
-    p.add_argument("--alpha", type=float, default=0.05, help="significance level of the t-tests (default 0.05)")
+    p.add_argument("--alpha", type=probability, default=0.05, help="significance level of the t-tests (default 0.05)")
     p.add_argument("--csv", help="where to write the tidy CSV (default: next to the workbook, .csv)")
     p.set_defaults(func=run)
 
@@ -48,14 +48,15 @@ def run(args: argparse.Namespace) -> int:
     from ..analysis.ingest import ingest
     from ..analysis.workbook import write_comparison_workbook, write_tidy_csv
 
-    out, csv = output_paths(args.output, args.csv)
     inputs_a, inputs_b = [args.a, *args.add_a], [args.b, *args.add_b]
+    out, csv = output_paths(args.output, args.csv, inputs_a + inputs_b)
     a = ingest(inputs_a, strict=args.strict)
     b = ingest(inputs_b, strict=args.strict)
     warn([f"A: {p}" for p in a.problems] + [f"B: {p}" for p in b.problems] + a.notes + b.notes)
     for name, side, inputs in (("A", a, inputs_a), ("B", b, inputs_b)):
         if side.frame.empty:
-            raise InputError(f"side {name} has no usable results in {', '.join(inputs)}")
+            raise InputError(f"side {name} has no usable results in {', '.join(inputs)}. Fix: give run "
+                             "directories, journals, fio JSON or DiskSpd XML that hold measurements")
     label_a = _label(args.label_a, a.frame, args.a)
     label_b = _label(args.label_b, b.frame, args.b)
     if label_a == label_b:

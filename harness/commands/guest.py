@@ -23,7 +23,7 @@ def register(subparsers: Any) -> None:
                            description="Upload the StormatrixGuest module, run its Pester validation suite in "
                                        "the guest and print a pass/fail line per check.")
     check.add_argument("--host", required=True, help="guest host name or address")
-    check.add_argument("--port", type=int, default=0, help="WinRM port (default 5985 for ntlm/kerberos, 5986 for https/credssp)")
+    check.add_argument("--port", type=port_number, default=0, help="WinRM port (default 5985 for ntlm/kerberos, 5986 for https/credssp)")
     check.add_argument("--transport", choices=TRANSPORTS, default="ntlm")
     check.add_argument("--tls", action="store_true", help="ntlm/kerberos over HTTPS")
     check.add_argument("--username", required=True)
@@ -41,6 +41,17 @@ def register(subparsers: Any) -> None:
     check.add_argument("--timeout", type=float, default=300.0, help="seconds to wait for WinRM to answer")
     check.set_defaults(func=run_check)
     guest.set_defaults(func=lambda args: (guest.print_help(), 2)[1])
+
+
+def port_number(text: str) -> int:
+    """argparse type: 0 (the transport's default) or a TCP port."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"{text} is not a TCP port (1-65535, or 0 for the default)")
+    return value
 
 
 def section_from_args(args: argparse.Namespace) -> dict[str, Any]:

@@ -8,6 +8,8 @@ any input could not be used, and 2 when no input was usable at all.
 from __future__ import annotations
 
 import argparse
+import glob
+import math
 import sys
 from pathlib import Path
 
@@ -23,18 +25,63 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("inputs", nargs="+", metavar="INPUT", help="run directory, journal, result file or directory")
     p.add_argument("-o", "--output", required=True, help="workbook to write (.xlsx)")
     p.add_argument("--strict", action="store_true", help="fail (exit 2) if any input cannot be used")
-    p.add_argument("--cv-limit", type=float, default=0.10,
+    p.add_argument("--cv-limit", type=positive_number, default=0.10,
                    help="flag a configuration whose CV across repeats exceeds this (default 0.10 = 10%%)")
     p.add_argument("--label", help="name of this data set, shown in the workbook (default: the journal's side)")
     p.add_argument("--csv", help="where to write the tidy CSV (default: next to the workbook, .csv)")
     p.set_defaults(func=run)
 
 
-def output_paths(output: str, csv: str | None) -> tuple[Path, Path]:
+def positive_number(text: str) -> float:
+    """argparse type: a finite number > 0 (NaN, Inf and 1e309 are not limits)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be a finite number above 0, e.g. 0.10")
+    return value
+
+
+def probability(text: str) -> float:
+    """argparse type: a significance level strictly between 0 and 1."""
+    value = positive_number(text)
+    if value >= 1:
+        raise argparse.ArgumentTypeError(f"{text!r} must be between 0 and 1, e.g. 0.05")
+    return value
+
+
+def _existing(inputs: list[str]) -> list[Path]:
+    """The input paths (globs expanded) that exist; unusable names are left to ingest to report."""
+    out = []
+    for given in inputs:
+        for name in glob.glob(given) or [given]:
+            try:
+                if Path(name).exists():
+                    out.append(Path(name))
+            except OSError:
+                continue
+    return out
+
+
+def output_paths(output: str, csv: str | None, inputs: list[str] | None = None) -> tuple[Path, Path]:
+    """The workbook and CSV paths, refused before anything is read if writing them could destroy an
+    input (a journal, a result file) or is impossible (a directory)."""
     out = Path(output)
     if out.suffix.lower() != ".xlsx":
-        raise InputError(f"{output}: the workbook must end in .xlsx")
-    return out, Path(csv) if csv else out.with_suffix(".csv")
+        raise InputError(f"{output}: the workbook must end in .xlsx. Fix: give -o a name like report.xlsx")
+    csv_path = Path(csv) if csv else out.with_suffix(".csv")
+    if csv_path.resolve() == out.resolve():
+        raise InputError(f"--csv {csv} is the workbook itself. Fix: give the CSV its own name (or leave --csv out)")
+    for flag, path in (("-o", out), ("--csv", csv_path)):
+        if path.is_dir():
+            raise InputError(f"{flag} {path} is a directory. Fix: give a file name")
+        if path.name == "journal.ndjson":
+            raise InputError(f"{flag} {path} would overwrite a run journal. Fix: write the output elsewhere")
+        if any(path.resolve() == g.resolve() for g in _existing(inputs or [])):
+            raise InputError(f"{flag} {path} is one of the input files and would be overwritten. "
+                             "Fix: write the output elsewhere")
+    return out, csv_path
 
 
 def warn(lines: list[str]) -> None:
@@ -55,12 +102,13 @@ def write_report(inputs: list[str], output: str, *, csv: str | None = None, stri
     from ..analysis.ingest import ingest
     from ..analysis.workbook import write_efficiency_workbook, write_tidy_csv
 
-    out, csv_path = output_paths(output, csv)
+    out, csv_path = output_paths(output, csv, inputs)
     data = ingest(inputs, strict=strict, label=label)
     warn([str(p) for p in data.problems] + data.notes)
     if data.frame.empty:
         raise InputError("no usable results in " + ", ".join(inputs)
-                         + (f" ({len(data.problems)} inputs could not be read)" if data.problems else ""))
+                         + (f" ({len(data.problems)} inputs could not be read)" if data.problems else "")
+                         + ". Fix: give run directories, journals, fio JSON or DiskSpd XML that hold measurements")
     result = score_cells(data.frame, cv_limit=cv_limit)
     warn(result.notes)
     findings = efficiency_findings(result)
