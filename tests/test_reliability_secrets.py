@@ -1,0 +1,216 @@
+"""Secrets (issue 8, part 4): credentials only by reference (an environment variable or a file the user
+can read), and never in any output. Recognisable secrets go into every credential input (the Proxmox
+token secret from the environment and from a file, the WinRM password from the environment and from a
+file); runs, faults, refused logins, the report and the guest check follow; then every log line, the
+journal and every file in the run directory, the workbook (all its zip members), the CSV, stdout,
+stderr and every exception's text and details are searched for them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import logging
+import zipfile
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+from winrm.protocol import Protocol
+
+from standins.agent import AgentFaults, AgentStandin, FakeCollector
+from standins.pve import PveStandin
+
+from stormatrix.cli import build_parser, main
+from stormatrix.commands import guest as guest_cmd
+from stormatrix.commands.common import import_sections
+from stormatrix.errors import InputError, StormatrixError
+from stormatrix.executors import winrm as w
+from stormatrix.runner import Runner
+from stormatrix.spec import spec_from_dict
+from tests.standins.wsman import WSManStandIn
+
+import_sections()
+
+PVE_ENV_SECRET = "SMXSECRET-pve-env-7f3a9c"
+PVE_FILE_SECRET = "SMXSECRET-pve-file-2b8d41"
+WINRM_ENV_SECRET = "SMXSECRET-winrm-env-c0ffee"
+WINRM_FILE_SECRET = "SMXSECRET-winrm-file-decaf0"
+ALL = (PVE_ENV_SECRET, PVE_FILE_SECRET, WINRM_ENV_SECRET, WINRM_FILE_SECRET)
+VMID = 100
+
+
+def assert_nowhere(texts: list[str]) -> None:
+    for text in texts:
+        for secret in ALL:
+            assert secret not in text, (secret, text[:300])
+            assert secret.encode().hex() not in text  # nor hex-encoded
+
+
+def files_text(*roots: Path) -> list[str]:
+    out = []
+    for root in roots:
+        for path in ([root] if root.is_file() else root.rglob("*")):
+            if not path.is_file():
+                continue
+            if path.suffix == ".xlsx":
+                with zipfile.ZipFile(path) as z:
+                    out += [z.read(n).decode("utf-8", "replace") for n in z.namelist()]
+            else:
+                out.append(path.read_bytes().decode("utf-8", "replace"))
+    return out
+
+
+@pytest.fixture
+def pve(tmp_path: Path) -> Iterator[PveStandin]:
+    s = PveStandin(tmp_path / "pve", tokens={"root@pam!smx": PVE_ENV_SECRET, "root@pam!smxfile": PVE_FILE_SECRET})
+    vol = s.add_volume(VMID, "vm-100-disk-1.raw")
+    s.add_vm(VMID, {"name": "bench", "memory": "512", "cores": "1", "scsihw": "virtio-scsi-single",
+                    "scsi1": f"{vol},aio=native,cache=none,iothread=1,size=64M", "boot": "order=scsi1",
+                    "serial1": "socket"})
+    with s:
+        agent = AgentStandin(s.run_dir / f"{VMID}.serial1", AgentFaults())
+        try:
+            yield s
+        finally:
+            agent.close()
+
+
+def pve_matrix(s: PveStandin, **proxmox: Any) -> dict[str, Any]:
+    return {"run": {"backend": "proxmox", "executor": "local-agent", "ramp_seconds": 0, "measure_seconds": 1,
+                    "retries": 0, "name": "secrets"},
+            "matrix": {"disk_slot": 1, "controllers": ["sata", "virtio-blk", "ide"], "aio": ["io_uring"]},
+            "workload": [{"name": "r", "rw": "randread", "bs": "4k"}],
+            "proxmox": {"host": "127.0.0.1", "port": s.port, "node": "pve", "vmid": VMID, "test_disk": "scsi1",
+                        "token_id": "smx", "ca_file": str(s.ca_file), "timeout": 20, "task_timeout": 30,
+                        "qemu_server_dir": str(s.run_dir), "guest_channel": "serial1", "ready": "executor",
+                        **proxmox}}
+
+
+def run_collecting(raw: dict[str, Any], run_dir: Path, errors: list[str]) -> None:
+    spec = spec_from_dict(raw, "secrets.toml")
+    runner = Runner(spec, run_dir, progress=False, collector_factory=FakeCollector)
+    runner.backend_cls.thread_roles = lambda self: {}  # type: ignore[method-assign]  # no monitor in the stand-in
+    runner.backend_cls.blockstats = lambda self: None  # type: ignore[method-assign]
+    try:
+        runner.run()
+    except StormatrixError as exc:
+        errors += [str(exc), repr(exc), repr(exc.details), repr(exc.__dict__)]
+    finally:
+        del runner.backend_cls.thread_roles, runner.backend_cls.blockstats
+
+
+@pytest.mark.parametrize("source", ["env", "file"])
+def test_proxmox_token_secret_is_in_no_output(source: str, pve: PveStandin, tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    caplog.set_level(logging.DEBUG)
+    for name in ("proxmoxer", "urllib3", "requests"):
+        logging.getLogger(name).setLevel(logging.DEBUG)
+    if source == "env":
+        monkeypatch.setenv("SMX_TOKEN", PVE_ENV_SECRET)
+        cred: dict[str, Any] = {"token_secret_env": "SMX_TOKEN"}
+    else:
+        secret_file = tmp_path / "token"
+        secret_file.write_text(PVE_FILE_SECRET + "\n")
+        secret_file.chmod(0o600)
+        cred = {"token_secret_file": str(secret_file), "token_id": "smxfile"}
+    errors: list[str] = []
+    run_dir = tmp_path / "run"
+    # a run with a fault in it (an API 500 and a failed task carry server text into messages)
+    pve.fail_request("PUT", "/config", status=500, message="unable to write config", count=1)
+    pve.fail_next_task("qmstart", "start failed: QEMU exited with code 1")
+    run_collecting(pve_matrix(pve, **cred), run_dir, errors)
+    # a refused token: the error must say so without the secret
+    wrong = dict(cred, token_id="nobody")
+    run_collecting(pve_matrix(pve, **wrong), tmp_path / "run-refused", errors)
+    assert any("401" in e or "refused" in e.lower() or "authentic" in e.lower() for e in errors), errors
+    # the reports of it
+    out = tmp_path / "out" / "report.xlsx"
+    assert main(["report", str(run_dir), "-o", str(out)]) == 0
+    assert main(["-vv", "restore", str(run_dir), "--force"]) in (0, 2)
+    captured = capsys.readouterr()
+    journal = (run_dir / "journal.ndjson").read_text()
+    assert "SMX_TOKEN" in journal or "token_secret_file" in journal  # the reference is journaled...
+    assert_nowhere([*errors, caplog.text, captured.out, captured.err,
+                    *files_text(run_dir, tmp_path / "run-refused", out.parent)])  # ...never the value
+
+
+def test_secret_file_readable_by_others_is_warned_about(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    from stormatrix.backends.pve_api import read_secret
+
+    f = tmp_path / "token"
+    f.write_text(PVE_FILE_SECRET)
+    f.chmod(0o644)
+    with caplog.at_level(logging.WARNING):
+        assert read_secret(env=None, file=str(f)) == PVE_FILE_SECRET
+    assert "readable by other users" in caplog.text and PVE_FILE_SECRET not in caplog.text
+    pw = tmp_path / "pw"
+    pw.write_text(WINRM_FILE_SECRET + "\n")
+    pw.chmod(0o644)
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):
+        assert w.load_password(password_file=str(pw)).reveal() == WINRM_FILE_SECRET
+    assert "readable by other users" in caplog.text and WINRM_FILE_SECRET not in caplog.text
+
+
+def test_credentials_are_never_taken_as_values() -> None:
+    """No CLI option takes a secret, and a matrix cannot hold one (unknown key, value not echoed)."""
+    parser = build_parser()
+    options = {opt for action in parser._actions for opt in action.option_strings}  # noqa: SLF001
+    for sub in parser._subparsers._group_actions[0].choices.values():  # type: ignore[union-attr]  # noqa: SLF001
+        options |= {opt for a in sub._actions for opt in a.option_strings}  # noqa: SLF001
+        for a in sub._actions:  # noqa: SLF001
+            for subsub in getattr(a, "choices", None) or {}:
+                if isinstance(a.choices, dict):
+                    options |= {o for aa in a.choices[subsub]._actions for o in aa.option_strings}  # noqa: SLF001
+    assert "--password-env" in options and "--password-file" in options
+    assert not {o for o in options if re.search(r"(password|secret|token)$", o)}, options
+    for section, key in (("proxmox", "token_secret"), ("proxmox", "token_value"), ("winrm", "password")):
+        raw: dict[str, Any] = {"matrix": {"controllers": ["sata"]}, "workload": [{"name": "r", "rw": "read", "bs": "4k"}],
+                               section: {key: PVE_ENV_SECRET}}
+        with pytest.raises(InputError) as exc:
+            spec_from_dict(raw)
+        assert "unknown key" in str(exc.value) and PVE_ENV_SECRET not in str(exc.value)
+
+
+@pytest.mark.parametrize("source", ["env", "file"])
+def test_winrm_password_is_in_no_output_of_guest_check(source: str, tmp_path: Path, caplog: pytest.LogCaptureFixture,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    """A refused login against the WS-Man stand-in, through ``stormatrix guest check``'s own code."""
+    secret = WINRM_ENV_SECRET if source == "env" else WINRM_FILE_SECRET
+    caplog.set_level(logging.DEBUG)
+    for name in ("winrm", "urllib3", "requests", "requests_ntlm"):
+        logging.getLogger(name).setLevel(logging.DEBUG)
+    pw_file = tmp_path / "pw"
+    pw_file.write_text(secret + "\n")
+    pw_file.chmod(0o600)
+
+    def guest(line: str, run: Any) -> None:
+        run.finish(0)
+
+    errors: list[str] = []
+    with WSManStandIn(guest, password="the-right-one") as server:
+        args = argparse.Namespace(host="127.0.0.1", port=server.port, transport="ntlm", tls=False, username="Administrator",
+                                  password_env="SMX_PW" if source == "env" else None,
+                                  password_file=str(pw_file) if source == "file" else None,
+                                  no_cert_validation=False, ca_file="", disk_serial="S1", controller=None, engine="fio",
+                                  fio_path="fio.exe", diskspd_path="diskspd.exe", timeout=3.0)
+
+        def factory(s: w.WinRMSettings) -> Any:
+            assert s.password is not None
+            errors.append(repr(s))
+            return Protocol(server.url, transport="plaintext", username=s.username, password=s.password.reveal(),
+                            read_timeout_sec=5, operation_timeout_sec=1)
+
+        try:
+            guest_cmd.run_check(args, protocol_factory=factory, environ={"SMX_PW": WINRM_ENV_SECRET})
+        except StormatrixError as exc:
+            errors += [str(exc), repr(exc), repr(exc.details), repr(getattr(exc, "stdout", "")),
+                       repr(getattr(exc, "stderr", ""))]
+    assert any("Administrator" in e or "refused" in e.lower() or "401" in e for e in errors), errors
+    captured = capsys.readouterr()
+    assert_nowhere([*errors, caplog.text, captured.out, captured.err])
+
+
+
