@@ -82,6 +82,9 @@ class DemoSuiteConfig:
     ramp_s: float = 2.0
     measure_s: float = 6.0
     disk_size_mib: int = 128
+    # where the guests' raw test disks live (default: the image cache). QEMU write-locks an image,
+    # so two demo suites running at once on one machine need different folders.
+    disk_dir: Path | None = None
     vcpus: int = 1
     memory_mib: int = 512
     boot_timeout_s: float = 120.0
@@ -357,8 +360,9 @@ def demo_suite(config: DemoSuiteConfig, *, progress: bool = True, stream: Any = 
     qemu_version()  # EnvironmentProblem with the package name if QEMU is missing
     fio = find_fio(config.fio)
     image = config.image or guestimage.build()
-    disks = [ensure_test_disk(guestimage.cache_root() / "disks" / f"suite-{n}-{config.disk_size_mib}m.raw",
-                              config.disk_size_mib) for n in config.guest_names()]
+    disk_dir = config.disk_dir or guestimage.cache_root() / "disks"
+    disks = [ensure_test_disk(disk_dir / f"suite-{n}-{config.disk_size_mib}m.raw", config.disk_size_mib)
+             for n in config.guest_names()]
     outcome = DemoSuiteOutcome()
     for side in config.sides:
         todo = todo_points(config, side)

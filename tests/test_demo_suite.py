@@ -130,7 +130,8 @@ def test_demo_suite_two_sides_on_real_guests_then_resume(tmp_path: Path) -> None
 
     run_dir = tmp_path / "suite"
     config = DemoSuiteConfig(run_dir=run_dir, workbook=run_dir / "ab.xlsx", guests=2, block_sizes=("4k",),
-                             queue_depths=(1, 4), ramp_s=1.0, measure_s=3.0, disk_size_mib=64)
+                             queue_depths=(1, 4), ramp_s=1.0, measure_s=3.0, disk_size_mib=64,
+                             disk_dir=tmp_path / "disks")  # QEMU write-locks images: not shared with other runs
     try:
         outcome = demo_suite(config, progress=False)
         assert not outcome.failed
