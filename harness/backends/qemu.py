@@ -237,7 +237,29 @@ class QemuVm:
         argv += list(s.extra_args)
         return argv
 
-    def start(self, timeout: float = 30.0) -> None:
+    def start(self, timeout: float = 30.0, lock_wait: float = 15.0) -> None:
+        """Start QEMU and connect QMP.
+
+        QEMU write-locks the test disk image. A QEMU that is still dying (its harness was just
+        killed, PR_SET_PDEATHSIG is on its way) holds that lock for a moment: wait for it, then say
+        clearly who holds the image.
+        """
+        deadline = time.monotonic() + lock_wait
+        while True:
+            try:
+                self._start_once(timeout)
+                return
+            except VmStartError as exc:
+                if 'Failed to get "write" lock' not in str(exc):
+                    raise
+                if time.monotonic() > deadline:
+                    raise VmStartError(
+                        f"the test disk {self.spec.disk_image} is in use by another QEMU (another stormatrix "
+                        "run on this machine?): stop it, or give this run its own image with [qemu] disk_path"
+                    ) from None
+                time.sleep(0.5)
+
+    def _start_once(self, timeout: float) -> None:
         for p in (self.qmp_path, self.agent_path):
             p.unlink(missing_ok=True)
         kill_stale(self.pidfile)
