@@ -16,6 +16,7 @@ through :func:`stormatrix.analysis.safe.safe_value` so that it can never become 
 
 from __future__ import annotations
 
+import os
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable, Sequence
@@ -219,7 +220,7 @@ def write_tidy_csv(frame: pd.DataFrame, path: str | Path) -> Path:
         if out[col].dtype == object or str(out[col].dtype) == "string":
             out[col] = out[col].map(lambda v: neutralize(v) if isinstance(v, str) else v)
     path = Path(path)
-    out.to_csv(path, index=False)
+    _replace_atomically(path, lambda tmp: out.to_csv(tmp, index=False))
     return path
 
 
@@ -567,5 +568,16 @@ def _save(wb: Workbook, path: str | Path) -> Path:
         ws.page_setup.fitToWidth = 1
         ws.page_setup.fitToHeight = 0
         ws.sheet_properties.pageSetUpPr.fitToPage = True
-    wb.save(path)
+    _replace_atomically(path, wb.save)
     return path
+
+
+def _replace_atomically(path: Path, write: Any) -> None:
+    """Write next to ``path`` and rename over it: a report killed mid-write leaves the previous file
+    whole (or none), never a truncated workbook or CSV under the real name."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)

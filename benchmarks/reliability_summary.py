@@ -118,14 +118,18 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print(f"{'category':<62} {'tried':>6} {'passed':>7} {'failed':>7} {'skipped':>8}")
     print("-" * 94)
-    for c in cats:
+    kills = json.loads(crash_json.read_text()) if crash_json.exists() else []
+    for i, c in enumerate(cats):
         print(f"{c.name:<62} {c.tried:>6} {c.passed:>7} {len(c.failed):>7} {c.skipped:>8}")
+        if i == 0 and kills:  # the crash test is one pytest case; here are its kills
+            ok = sum(1 for k in kills if k["leftovers"] == 0 and (not k["torn_after"] or k["repaired_message"]))
+            print(f"{'  in the crash test: SIGKILL at a random moment + re-run':<62} {len(kills):>6} {ok:>7} "
+                  f"{len(kills) - ok:>7} {0:>8}")
     total_tried, total_passed = sum(c.tried for c in cats), sum(c.passed for c in cats)
     print("-" * 94)
     print(f"{'total':<62} {total_tried:>6} {total_passed:>7} {total_tried - total_passed:>7} "
           f"{sum(c.skipped for c in cats):>8}")
-    if crash_json.exists():
-        kills = json.loads(crash_json.read_text())
+    if kills:
         print(f"\ncrash test: {len(kills)} SIGKILLs (fixed seed), each followed by a re-run")
         print(f"{'kill':>4}  {'phase':<13} {'cell':>4} {'delay s':>8} {'journaled':>9} {'torn':>5} "
               f"{'cut+message':>11} {'leftover procs':>14}")
