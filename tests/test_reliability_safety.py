@@ -247,6 +247,10 @@ def test_tls_verification_is_on_by_default() -> None:
 
     assert PROXMOX_SECTION.fields["verify_tls"].default is True
     assert WINRM_SECTION.fields["cert_validation"].default is True
+    vmware = pytest.importorskip("stormatrix.backends.vmware")
+    assert vmware.VMWARE_SECTION.fields["verify_tls"].default is True
+    source = Path(vmware.__file__).read_text()
+    assert "TLS verification of %s is turned off" in source  # the opt-out is logged (PowerCLI is not here to run)
 
 
 def test_proxmox_tls_opt_out_is_logged(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
