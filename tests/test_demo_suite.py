@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
+from standins.processes import qemu_processes
 
 from stormatrix.backends.base import HostScope
 from stormatrix.demosuite import DEMO_SIDES, DemoSuiteConfig, QemuProcessesCollector, demo_suite, run_demo_suite
@@ -106,19 +107,6 @@ def test_matrix_and_full_do_not_combine_with_suite(tmp_path: Path, flag: str, va
 
 # --- real guests ---------------------------------------------------------------------------------------
 
-def _qemu_with(marker: str) -> list[int]:
-    pids = []
-    for d in Path("/proc").iterdir():
-        if d.name.isdigit():
-            try:
-                cmd = (d / "cmdline").read_bytes()
-            except OSError:
-                continue
-            if b"qemu-system" in cmd and marker.encode() in cmd:
-                pids.append(int(d.name))
-    return pids
-
-
 def _cells(journal: Path) -> list[dict]:
     return [r for r in map(json.loads, journal.read_text().splitlines()) if r["type"] == "cell"]
 
@@ -168,7 +156,7 @@ def test_demo_suite_two_sides_on_real_guests_then_resume(tmp_path: Path) -> None
         cols = [c.value for c in m[1]]
         cpu = [row[cols.index("cpu_per_mib")] for row in m.iter_rows(min_row=2, values_only=True)]
         assert len(cpu) == 4 and all(v and v > 0 for v in cpu)
-        assert not _qemu_with(str(run_dir))
+        assert not qemu_processes(str(run_dir))
 
         # resume: every point is journaled, so no guest boots and no point is measured again
         again = demo_suite(config, progress=False)
@@ -176,4 +164,4 @@ def test_demo_suite_two_sides_on_real_guests_then_resume(tmp_path: Path) -> None
         for side in DEMO_SIDES:
             assert len(_cells(run_dir / side.key / "journal.ndjson")) == 2
     finally:
-        assert not _qemu_with(str(run_dir)), "QEMU left running"
+        assert not qemu_processes(str(run_dir)), "QEMU left running"

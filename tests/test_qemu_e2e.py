@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
+from standins.processes import qemu_processes
 
 pytestmark = [pytest.mark.qemu, pytest.mark.slow]
 
@@ -48,19 +49,6 @@ def stormatrix(*args: str, **kw) -> subprocess.CompletedProcess[str]:
 def cells(run_dir: Path) -> list[dict]:
     lines = (run_dir / "journal.ndjson").read_text().splitlines()
     return [r for r in map(json.loads, lines) if r["type"] == "cell"]
-
-
-def qemu_processes(marker: str) -> list[int]:
-    pids = []
-    for d in Path("/proc").iterdir():
-        if d.name.isdigit():
-            try:
-                cmd = (d / "cmdline").read_bytes()
-            except OSError:
-                continue
-            if b"qemu-system" in cmd and marker.encode() in cmd:
-                pids.append(int(d.name))
-    return pids
 
 
 def test_two_cells_end_to_end_then_resume(tmp_path: Path) -> None:
