@@ -19,6 +19,23 @@ class QmpError(BackendError):
     pass
 
 
+def connect_unix(path: str, deadline: float) -> socket.socket:
+    """Connect to a unix socket QEMU is about to create (it appears a moment after QEMU starts).
+
+    Retries until ``deadline`` (time.monotonic); raises the last OSError if it never answers.
+    """
+    while True:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            s.connect(path)
+            return s
+        except OSError:
+            s.close()
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(0.02)
+
+
 class Qmp:
     def __init__(self, path: str | Path, timeout: float = 30.0) -> None:
         self.path = str(path)
@@ -28,20 +45,11 @@ class Qmp:
         self.events: list[dict[str, Any]] = []
 
     def connect(self, deadline: float) -> "Qmp":
-        last: OSError | None = None
-        while time.monotonic() < deadline:
-            try:
-                s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-                s.settimeout(self.timeout)
-                s.connect(self.path)
-                self.sock = s
-                break
-            except OSError as exc:
-                last = exc
-                s.close()
-                time.sleep(0.02)
-        if self.sock is None:
-            raise QmpError(f"cannot connect to QMP at {self.path}: {last}")
+        try:
+            self.sock = connect_unix(self.path, deadline)
+        except OSError as exc:
+            raise QmpError(f"cannot connect to QMP at {self.path}: {exc}") from None
+        self.sock.settimeout(self.timeout)
         greeting = self._read()
         if "QMP" not in greeting:
             raise QmpError(f"unexpected QMP greeting: {greeting}")

@@ -296,7 +296,6 @@ class Runner:
                 t_ready = records.now_iso()
                 while remaining:
                     current = remaining[0]
-                    stage = "run"
                     if progress:
                         progress.update(f"{current.key}: measuring")
                     stage = "safety"

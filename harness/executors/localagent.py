@@ -22,6 +22,7 @@ from typing import Any
 from ..analysis.fio import parse_fio_json
 from ..errors import DataFileError, GuestDisconnected, GuestNotReady, WorkloadFailed
 from ..model import Cell, Timing, Workload
+from ..qmp import connect_unix
 from .base import GuestExecutor, WindowListener, WorkloadResult
 
 log = logging.getLogger("stormatrix.agent")
@@ -65,18 +66,10 @@ class AgentChannel:
         self.buf = b""
 
     def connect(self, deadline: float) -> None:
-        last: Exception | None = None
-        while time.monotonic() < deadline:
-            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            try:
-                s.connect(self.path)
-                self.sock = s
-                return
-            except OSError as exc:
-                last = exc
-                s.close()
-                time.sleep(0.02)
-        raise GuestNotReady(f"cannot connect to the guest agent socket {self.path}: {last}")
+        try:
+            self.sock = connect_unix(self.path, deadline)
+        except OSError as exc:
+            raise GuestNotReady(f"cannot connect to the guest agent socket {self.path}: {exc}") from None
 
     def send(self, line: str) -> None:
         assert self.sock is not None
