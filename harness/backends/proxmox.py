@@ -124,6 +124,23 @@ def parse_hmp_blockstats(text: str, drive_id: str) -> BlockStats:
     raise BackendError(f"the monitor's 'info blockstats' has no {drive_id}")
 
 
+def make_transport(o: dict[str, Any]) -> Any:
+    """The API transport a ``[proxmox]`` section describes: ``pvesh`` on the node, or HTTPS with a token
+    (secret by reference, TLS verified unless turned off). Also used by the suite's VM discovery."""
+    install_log_scrubber()
+    if o["transport"] == "local":
+        return PveshTransport(timeout=o["timeout"])
+    if not o["host"] or not o["token_id"]:
+        raise InputError("[proxmox] transport = \"api\" needs host and token_id "
+                         "(and token_secret_env or token_secret_file)")
+    secret = read_secret(env=o["token_secret_env"] or None, file=o["token_secret_file"] or None)
+    verify: bool | str = (o["ca_file"] or True) if o["verify_tls"] else False
+    if not o["verify_tls"]:
+        log.warning("TLS verification of %s is turned off ([proxmox] verify_tls = false)", o["host"])
+    return ProxmoxerTransport(o["host"], port=o["port"], user=o["user"], token_name=o["token_id"],
+                              token_value=secret, verify=verify, timeout=o["timeout"])
+
+
 class ProxmoxBackend(Backend):
     name = "proxmox"
     controllers = frozenset(c for c, (bus, _) in CONTROLLERS.items() if bus != "esxi")
@@ -147,20 +164,7 @@ class ProxmoxBackend(Backend):
     def client(self) -> PveClient:
         if self._client is None:
             o = self.opts
-            install_log_scrubber()
-            if o["transport"] == "local":
-                transport: Any = PveshTransport(timeout=o["timeout"])
-            else:
-                if not o["host"] or not o["token_id"]:
-                    raise InputError("[proxmox] transport = \"api\" needs host and token_id "
-                                     "(and token_secret_env or token_secret_file)")
-                secret = read_secret(env=o["token_secret_env"] or None, file=o["token_secret_file"] or None)
-                verify: bool | str = (o["ca_file"] or True) if o["verify_tls"] else False
-                if not o["verify_tls"]:
-                    log.warning("TLS verification of %s is turned off ([proxmox] verify_tls = false)", o["host"])
-                transport = ProxmoxerTransport(o["host"], port=o["port"], user=o["user"], token_name=o["token_id"],
-                                               token_value=secret, verify=verify, timeout=o["timeout"])
-            self._client = PveClient(transport, o["node"], o["vmid"], task_timeout=o["task_timeout"])
+            self._client = PveClient(make_transport(o), o["node"], o["vmid"], task_timeout=o["task_timeout"])
         return self._client
 
     @property
