@@ -366,6 +366,10 @@ class PveStandin:
         self._holds: list[dict[str, Any]] = []
         self._held: list[dict[str, Any]] = []
         self.agent_ready = True
+        # guest agent network-get-interfaces: what each VM's agent reports (default: lo only), and
+        # the VMs whose agent does not answer (qemu-guest-agent not installed or stopped)
+        self.guest_interfaces: dict[int, list[dict[str, Any]]] = {}
+        self.guest_agent_down: set[int] = set()
         self._task_counter = 0
         self._forker = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="pve-forker")
         self._server: ThreadingHTTPServer | None = None
@@ -826,6 +830,24 @@ class PveStandin:
             raise ApiError(500, "QEMU guest agent is not running")
         return {}
 
+    def _api_GET_nodes_node_qemu_vmid_agent_network_get_interfaces(self, p: dict[str, Any], *_: Any) -> Any:
+        """qemu-server's agent command: ``assert_agent_available`` (configured, VM running, agent
+        answering; each a 500 with Proxmox's text), then QGA's answer wrapped as ``{"result": [...]}``."""
+        with self.lock:
+            vm = self._vm(p)
+            if not re.match(r"(?:enabled=)?(1|on|yes|true)", vm.conf.get("agent", "0")):
+                raise ApiError(500, "No QEMU guest agent configured")
+            if not vm.running:
+                raise ApiError(500, f"VM {vm.vmid} is not running")
+            qemu = vm.qemu
+            down = vm.vmid in self.guest_agent_down
+            interfaces = self.guest_interfaces.get(vm.vmid, [guest_interface("lo", "00:00:00:00:00:00",
+                                                                             "127.0.0.1/8", "::1/128")])
+        assert qemu is not None
+        if down or not self.agent_ready or not qemu.agent_ping():
+            raise ApiError(500, "QEMU guest agent is not running")
+        return {"result": json.loads(json.dumps(interfaces))}
+
     def _api_POST_nodes_node_qemu_vmid_monitor(self, p: dict[str, Any], *_: Any) -> Any:
         with self.lock:
             vm = self._vm(p)
@@ -852,6 +874,23 @@ class PveStandin:
             raise ApiError(500, f"unable to parse worker upid '{p['upid']}'")
         start, limit = int(p.get("start", 0)), int(p.get("limit", 50))
         return [{"n": i + 1, "t": line} for i, line in enumerate(task.log)][start:start + limit]
+
+
+def guest_interface(name: str, mac: str | None, *addresses: str) -> dict[str, Any]:
+    """One interface as QGA's ``guest-network-get-interfaces`` reports it: ``addresses`` like
+    ``"10.0.0.11/24"`` or ``"fe80::1/64"``; an interface without addresses has no ``ip-addresses``."""
+    iface: dict[str, Any] = {"name": name}
+    if mac is not None:
+        iface["hardware-address"] = mac
+    if addresses:
+        iface["ip-addresses"] = []
+        for text in addresses:
+            addr = ipaddress.ip_interface(text)
+            iface["ip-addresses"].append({"ip-address": str(addr.ip), "ip-address-type": f"ipv{addr.version}",
+                                          "prefix": addr.network.prefixlen})
+    iface["statistics"] = {"rx-bytes": 0, "rx-dropped": 0, "rx-errs": 0, "rx-packets": 0,
+                           "tx-bytes": 0, "tx-dropped": 0, "tx-errs": 0, "tx-packets": 0}
+    return iface
 
 
 class _Handler(BaseHTTPRequestHandler):
