@@ -60,6 +60,20 @@ EXTRA_SCHEMA: dict[str, dict[str, Any]] = {
         "limit": {"type": "integer", "minimum": 0, "optional": 1},
         "download": {"type": "boolean", "optional": 1},
     }}}},
+    # pve-manager PVE/API2/Tasks.pm node_tasks
+    "/nodes/{node}/tasks": {"GET": {"parameters": {"additionalProperties": 0, "properties": {
+        "node": {"type": "string", "format": "pve-node"},
+        "start": {"type": "integer", "minimum": 0, "optional": 1},
+        "limit": {"type": "integer", "minimum": 0, "optional": 1},
+        "userfilter": {"type": "string", "optional": 1},
+        "typefilter": {"type": "string", "optional": 1},
+        "vmid": {"type": "integer", "minimum": 100, "maximum": 999999999, "optional": 1},
+        "errors": {"type": "boolean", "optional": 1},
+        "source": {"type": "string", "enum": ["archive", "active", "all"], "optional": 1},
+        "since": {"type": "integer", "optional": 1},
+        "until": {"type": "integer", "optional": 1},
+        "statusfilter": {"type": "string", "optional": 1},
+    }}}},
 }
 
 
@@ -262,6 +276,12 @@ class RunningQemu(Protocol):
 
     def agent_ping(self) -> bool: ...
 
+    def powerdown(self) -> None:
+        """QMP ``system_powerdown``: the ACPI power button; the guest decides what to do with it."""
+
+    def guest_shutdown(self) -> None:
+        """The guest agent's ``guest-shutdown``."""
+
 
 class Launcher(Protocol):
     def start(self, spec: LaunchSpec) -> RunningQemu:
@@ -275,9 +295,12 @@ class LaunchFailed(Exception):
 
 
 class SleepQemu:
-    """A stand-in process for fast tests: a real pid that lives until stopped, no QMP."""
+    """A stand-in process for fast tests: a real pid that lives until stopped, no QMP.
 
-    def __init__(self) -> None:
+    ``acpi``: whether the "guest" powers off on the ACPI power button (a guest without acpid ignores it)."""
+
+    def __init__(self, acpi: bool = True) -> None:
+        self.acpi = acpi
         self.proc = subprocess.Popen([sys.executable, "-c", "import time\nwhile True: time.sleep(3600)"],
                                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                      stderr=subprocess.DEVNULL)
@@ -301,19 +324,33 @@ class SleepQemu:
     def agent_ping(self) -> bool:
         return True
 
+    def _power_off(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()  # the process exits by itself, as QEMU does when its guest powers off
+
+    def powerdown(self) -> None:
+        if self.acpi:
+            self._power_off()
+
+    def guest_shutdown(self) -> None:
+        self._power_off()
+
 
 class SleepLauncher:
-    """Launches :class:`SleepQemu`; refuses what QEMU itself refuses (aio=native without O_DIRECT)."""
+    """Launches :class:`SleepQemu`; refuses what QEMU itself refuses (aio=native without O_DIRECT).
 
-    def __init__(self) -> None:
+    ``guest_acpi = False`` makes the guests ignore the ACPI power button (no acpid in the guest)."""
+
+    def __init__(self, guest_acpi: bool = True) -> None:
         self.started: list[LaunchSpec] = []
+        self.guest_acpi = guest_acpi
 
     def start(self, spec: LaunchSpec) -> RunningQemu:
         if spec.aio == "native" and spec.cache not in ("none", "directsync", "default"):
             raise LaunchFailed(1, ["kvm: -drive ...: aio=native was specified, but it requires cache.direct=on, "
                                    "which was not specified."])
         self.started.append(spec)
-        return SleepQemu()
+        return SleepQemu(acpi=self.guest_acpi)
 
 
 @dataclass
@@ -325,6 +362,7 @@ class Task:
     starttime: int
     status: str = "running"
     exitstatus: str | None = None
+    endtime: int | None = None
     log: list[str] = field(default_factory=list)
 
 
@@ -346,10 +384,13 @@ class PveStandin:
     """The Proxmox node ``node`` with its VMs, storage and task list, served over HTTPS on 127.0.0.1."""
 
     def __init__(self, workdir: Path, *, node: str = "pve", tokens: dict[str, str] | None = None,
-                 launcher: Launcher | None = None, storage: str = "local") -> None:
+                 launcher: Launcher | None = None, storage: str = "local",
+                 auditors: set[str] | None = None) -> None:
         self.workdir = Path(workdir)
         self.node = node
         self.tokens = dict(tokens or {})  # "user@realm!tokenid" -> secret
+        # tokens with Sys.Audit on /nodes/<node>: they may list and read other users' tasks (None = all)
+        self.auditors = auditors
         self.launcher = launcher or SleepLauncher()
         self.storage = storage
         self.storage_dir = self.workdir / "storage" / storage
@@ -726,6 +767,7 @@ class PveStandin:
                 task.exitstatus = f"{type(exc).__name__}: {exc}"
                 task.log.append(f"TASK ERROR: {task.exitstatus}")
             finally:
+                task.endtime = int(time.time())
                 task.status = "stopped"
 
         threading.Thread(target=run, name=f"task-{ttype}", daemon=True).start()
@@ -789,18 +831,75 @@ class PveStandin:
 
     def _api_POST_nodes_node_qemu_vmid_status_shutdown(self, p: dict[str, Any], raw: Any, user: str, *_: Any) -> Any:
         vm = self._vm(p)
-        return self._task("qmshutdown", vm.vmid, user, lambda t: self._stop_vm(vm, t))
+        timeout = int(p["timeout"]) if "timeout" in p else None
+        return self._task("qmshutdown", vm.vmid, user,
+                          lambda t: self._shutdown_vm(vm, t, timeout=timeout, force=bool(p.get("forceStop"))))
+
+    def reboot_request(self, vmid: int) -> Path:
+        """qemu-server's ``/run/qemu-server/<vmid>.reboot`` trigger file."""
+        return self.run_dir / f"{vmid}.reboot"
 
     def _api_POST_nodes_node_qemu_vmid_status_reboot(self, p: dict[str, Any], raw: Any, user: str, *_: Any) -> Any:
+        """``vm_reboot`` (qemu-server API2/Qemu.pm, QemuServer.pm): the task writes a reboot request and
+        shuts the guest down (guest agent ``guest-shutdown`` when the agent is configured and answers,
+        else ACPI ``system_powerdown``), waiting ``timeout`` s (60) for QEMU to exit. The task ends
+        there. qmeventd then sees QEMU gone and runs ``qm cleanup``, which (once the reboot task has
+        released the config lock) finds the request and starts the VM again in a ``qmstart`` task of
+        its own, as root@pam: only that start applies the pending changes, in a new QEMU process."""
         vm = self._vm(p)
-
-        def reboot(task: Task) -> None:
+        with self.lock:
             if not vm.running:
                 raise ApiError(500, f"VM {vm.vmid} not running")
-            self._stop_vm(vm, task)
-            self._start_vm(vm, task)
+        timeout = int(p["timeout"]) if "timeout" in p else None
+
+        def reboot(task: Task) -> None:
+            request = self.reboot_request(vm.vmid)
+            request.touch()
+            try:
+                self._shutdown_vm(vm, task, timeout=timeout, force=False)
+            except BaseException:
+                request.unlink(missing_ok=True)  # the next normal shutdown must not become a reboot
+                raise
+            threading.Thread(target=self._qm_cleanup, args=(vm, task), name="qmeventd", daemon=True).start()
 
         return self._task("qmreboot", vm.vmid, user, reboot)
+
+    def _shutdown_vm(self, vm: Vm, task: Task, *, timeout: int | None, force: bool) -> None:
+        """``_do_vm_stop`` with ``shutdown=1``: ask the guest, wait, fail (or SIGTERM with ``force``)."""
+        with self.lock:
+            qemu = vm.qemu
+            agent = bool(re.match(r"(?:enabled=)?(1|on|yes|true)", vm.conf.get("agent", "0")))
+        if qemu is None or not qemu.alive():
+            return
+        if agent and self.agent_ready and qemu.agent_ping():
+            qemu.guest_shutdown()
+        else:
+            qemu.powerdown()
+        deadline = time.monotonic() + (60 if timeout is None else timeout)
+        while qemu.alive() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if qemu.alive():
+            if not force:
+                raise ApiError(500, "VM quit/powerdown failed - got timeout")
+            task.log.append("VM still running - terminating now with SIGTERM")
+        with self.lock:
+            if vm.qemu is qemu:
+                vm.qemu = None
+        qemu.stop()  # reaps the exited process (or terminates it with force)
+
+    def _qm_cleanup(self, vm: Vm, reboot_task: Task) -> None:
+        """qmeventd -> ``qm cleanup``: waits for the config lock (the reboot task), then restarts the VM
+        if a reboot was requested (``clear_reboot_request``)."""
+        while reboot_task.status == "running":
+            time.sleep(0.02)
+        time.sleep(0.3)  # qmeventd noticing the exit and forking qm cleanup is not instant
+        try:
+            self.reboot_request(vm.vmid).unlink()
+        except FileNotFoundError:
+            return
+        if self._server is None:
+            return  # the stand-in is shutting down
+        self._task("qmstart", vm.vmid, "root@pam", lambda t: self._start_vm(vm, t))
 
     def _api_GET_nodes_node_qemu_vmid_status_current(self, p: dict[str, Any], *_: Any) -> Any:
         with self.lock:
@@ -857,10 +956,63 @@ class PveStandin:
         assert qemu is not None
         return qemu.hmp(str(p["command"]))
 
-    def _api_GET_nodes_node_tasks_upid_status(self, p: dict[str, Any], *_: Any) -> Any:
+    def _audit_ok(self, user: str) -> bool:
+        return self.auditors is None or user in self.auditors
+
+    def _check_task_user(self, task: Task, user: str) -> None:
+        """Tasks.pm: a token sees its own tasks, a user its own and its tokens'; others need Sys.Audit."""
+        owner = task.user.split("!")[0]
+        if task.user == user or (owner == user and "!" not in user) or self._audit_ok(user):
+            return
+        raise ApiError(403, f"Permission check failed (/nodes/{self.node}, Sys.Audit)")
+
+    def _api_GET_nodes_node_tasks(self, p: dict[str, Any], raw: Any, user: str, *_: Any) -> Any:
+        source = p.get("source", "archive")
+        start, limit = int(p.get("start", 0)), int(p.get("limit", 50))
+        with self.lock:
+            tasks = sorted(self.tasks.values(), key=lambda t: t.upid.split(":")[3], reverse=True)
+        out: list[dict[str, Any]] = []
+        count = 0
+        for want_active in ((True, False) if source == "all" else (source == "active",)):
+            for t in tasks:
+                if (t.status == "running") != want_active:
+                    continue
+                try:
+                    self._check_task_user(t, user)
+                except ApiError:
+                    continue
+                if p.get("userfilter") and str(p["userfilter"]).lower() not in t.user.lower():
+                    continue
+                if p.get("typefilter") and t.type != p["typefilter"]:
+                    continue
+                if p.get("vmid") and str(t.vmid) != str(p["vmid"]):
+                    continue
+                if "since" in p and t.starttime < int(p["since"]):
+                    continue
+                if "until" in p and t.starttime > int(p["until"]):
+                    continue
+                if p.get("errors") and t.exitstatus == "OK":
+                    continue
+                count += 1
+                if count <= start or len(out) >= limit:
+                    continue
+                owner, _, tokenid = t.user.partition("!")
+                item: dict[str, Any] = {"upid": t.upid, "node": self.node, "type": t.type, "id": str(t.vmid),
+                                        "user": owner, "starttime": t.starttime,
+                                        "pid": int(t.upid.split(":")[2], 16), "pstart": int(t.upid.split(":")[3], 16),
+                                        "status": "RUNNING" if t.status == "running" else t.exitstatus}
+                if tokenid:
+                    item["tokenid"] = tokenid
+                if t.status != "running" and t.endtime:
+                    item["endtime"] = t.endtime
+                out.append(item)
+        return out
+
+    def _api_GET_nodes_node_tasks_upid_status(self, p: dict[str, Any], raw: Any, user: str, *_: Any) -> Any:
         task = self.tasks.get(str(p["upid"]))
         if task is None:
             raise ApiError(500, f"unable to parse worker upid '{p['upid']}'")
+        self._check_task_user(task, user)
         out: dict[str, Any] = {"upid": task.upid, "node": self.node, "type": task.type, "id": str(task.vmid),
                                "user": task.user, "status": task.status, "starttime": task.starttime,
                                "pid": int(task.upid.split(":")[2], 16), "pstart": int(task.upid.split(":")[3], 16)}
@@ -868,10 +1020,11 @@ class PveStandin:
             out["exitstatus"] = task.exitstatus
         return out
 
-    def _api_GET_nodes_node_tasks_upid_log(self, p: dict[str, Any], *_: Any) -> Any:
+    def _api_GET_nodes_node_tasks_upid_log(self, p: dict[str, Any], raw: Any, user: str, *_: Any) -> Any:
         task = self.tasks.get(str(p["upid"]))
         if task is None:
             raise ApiError(500, f"unable to parse worker upid '{p['upid']}'")
+        self._check_task_user(task, user)
         start, limit = int(p.get("start", 0)), int(p.get("limit", 50))
         return [{"n": i + 1, "t": line} for i, line in enumerate(task.log)][start:start + limit]
 
@@ -1007,6 +1160,35 @@ class QemuVmRunning:
 
     def agent_ping(self) -> bool:
         return self.vm.agent_path.exists()
+
+    def powerdown(self) -> None:
+        """ACPI power button. The stormatrix guest has no acpid, so (like such a guest on Proxmox) it
+        ignores it: a reboot or shutdown of a VM without the agent times out."""
+        q = self._qmp()
+        try:
+            q.execute("system_powerdown")
+        finally:
+            q.close()
+
+    def guest_shutdown(self) -> None:
+        """The guest agent's guest-shutdown. The stand-in's guest agent is the stormatrix agent on the
+        serial channel (as for ``agent_ping``), whose POWEROFF command syncs and powers the guest off."""
+        import socket
+
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            s.settimeout(10)
+            s.connect(str(self.vm.agent_path))
+            s.sendall(b"POWEROFF\n")
+            deadline = time.monotonic() + 10
+            try:  # keep the connection until the guest has read the line (it answers BYE)
+                buf = b""
+                while b"BYE" not in buf and time.monotonic() < deadline:
+                    chunk = s.recv(4096)
+                    if not chunk:
+                        break
+                    buf += chunk
+            except OSError:
+                pass
 
 
 class QemuVmLauncher:
