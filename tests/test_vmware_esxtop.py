@@ -1,0 +1,244 @@
+"""esxtop batch output: the parser (stormatrix.analysis.esxtop) on captures in the real format
+(tests/data/esxtop, see make_fixtures.py there), with results computed by hand, malformed captures,
+and the vmware backend's esxtop collector against a stand-in ``ssh`` (defined at the bottom of this
+file, like the pwsh stand-in in test_vmware_standin.py) that enforces what the collector must send.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+from stormatrix.analysis.esxtop import UNMATCHED, parse_esxtop, read_esxtop, vm_cpu_record, vsphere_escaped
+from stormatrix.errors import CollectorError, DataFileError, MatrixError
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+DATA = Path(__file__).resolve().parent / "data" / "esxtop"
+GOOD = DATA / "esx01_two_vms_d5.csv"
+ONE = DATA / "esx01_one_sample_d2.csv"
+BAD = DATA / "malformed"
+BENCH_USED = [150, 180, 170, 160, 190, 150]  # bench01's % Used per row in GOOD (make_fixtures.py)
+
+
+def good_text() -> str:
+    return GOOD.read_text()
+
+
+# --- the format ----------------------------------------------------------------------------------------------
+
+def test_fixtures_are_what_the_generator_writes(tmp_path: Path) -> None:
+    """The committed captures are reproducible from make_fixtures.py (nobody edited them by hand)."""
+    import importlib.util
+    import shutil
+
+    copy = tmp_path / "esxtop"
+    shutil.copytree(DATA, copy)
+    spec = importlib.util.spec_from_file_location("make_fixtures", copy / "make_fixtures.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    module.main()
+    for path in sorted(DATA.rglob("*.csv")):
+        assert (copy / path.relative_to(DATA)).read_bytes() == path.read_bytes(), path.name
+
+
+def test_header_hosts_groups_and_times() -> None:
+    cap = read_esxtop(GOOD)
+    assert cap.host == "esx01.lab" and cap.timezone == "UTC" and cap.bias_minutes == 0
+    assert cap.groups() == [("1", "system"), ("2", "idle"), ("51234", "bench01"), ("60511", "db 01 (prod)")]
+    assert cap.times[0] == datetime(2026, 11, 22, 3, 12, 5, tzinfo=timezone.utc)
+    assert cap.times[-1] == datetime(2026, 11, 22, 3, 12, 30, tzinfo=timezone.utc)
+    assert cap.lines == [2, 3, 4, 5, 6, 7]
+    col = cap.column("Group Cpu", "60511:db 01 (prod)", "% Used")
+    assert col is not None and col.name == "\\\\esx01.lab\\Group Cpu(60511:db 01 (prod))\\% Used"
+    assert cap.values(col) == [40.0, 60.0, 50.0, None, 70.0, 30.0]
+    mem = cap.column("Memory", None, "Machine MBytes")
+    assert mem is not None and cap.values(mem) == [524288.0] * 6
+    assert cap.column("Physical Cpu Load", None, "Cpu Load (1 Minute Avg)") is not None
+
+
+def test_bench01_over_the_whole_capture_by_hand() -> None:
+    """6 rows 03:12:05 .. 03:12:30 -> interval (30 - 5) / 5 = 5.0 s (the gaps 5,6,5,4,5 jitter).
+    %USED sum 1000 -> 1000/100 x 5 = 50.0 s; %RUN 940 -> 47.0; %SYS 75 -> 3.75; %OVRLP 15 -> 0.75;
+    %RDY 6.0 -> 0.3; %CSTP 0.2 -> 0.01; %WAIT 3770 -> 188.5; switches 13800/s x 5 = 69000.
+    Host: %Util Time mean of 30,34,32,31,35,30 = 32.0; %Processor Time 28,32,30,29,33,28 -> 30.0."""
+    host = vm_cpu_record(read_esxtop(GOOD), "bench01", delay_s=5)
+    assert host["cpu_metric"] == "cpu_time" and host["cpu_unit"] == "s" and host["source"] == "esxtop"
+    assert host["cpu_total"] == pytest.approx(50.0, abs=1e-9)
+    assert host["cpu_time_s"] == {"total": host["cpu_total"], "user": None, "system": None}
+    assert host["window_s"] == pytest.approx(30.0, abs=1e-9)
+    v = host["vmware"]
+    expected = {"vm_used_s": 50.0, "vm_run_s": 47.0, "vm_system_s": 3.75, "vm_overlap_s": 0.75, "vm_ready_s": 0.3,
+                "vm_costop_s": 0.01, "vm_wait_s": 188.5, "vm_world_switches": 69000.0, "interval_s": 5.0,
+                "covered_s": 30.0, "coverage": 1.0, "host_util_pct_avg": 32.0, "host_processor_pct_avg": 30.0}
+    for key, value in expected.items():
+        assert v[key] == pytest.approx(value, abs=1e-9), key
+    assert v["vm_used_s"] == pytest.approx(v["vm_run_s"] + v["vm_system_s"] - v["vm_overlap_s"], abs=1e-9)
+    assert v["host_core_util_pct_avg"] is None  # no hyperthreading on this host: the counter is absent
+    assert v["vm_group"] == "51234:bench01" and v["vm_worlds"] == 8 and v["host"] == "esx01.lab"
+    assert v["samples"] == 6 and v["samples_total"] == 6 and v["prorated"] is False and v["empty_cells"] == {}
+    assert v["first_sample_end"] == "2026-11-22T03:12:05Z" and v["last_sample_end"] == "2026-11-22T03:12:30Z"
+
+
+def test_what_esxtop_does_not_have_is_absent_with_a_reason_never_zero() -> None:
+    host = vm_cpu_record(read_esxtop(GOOD), "bench01")
+    for key in ("ctx_switches", "ctx_voluntary", "ctx_involuntary", "cycles", "cpu_user", "cpu_system"):
+        assert host[key] is None, key
+    for key in ("ctx_switches", "cycles", "cpu_user", "cpu_system", "threads", "cpu_total"):
+        assert host["unmatched"][key] == UNMATCHED[key] and len(UNMATCHED[key]) > 30
+    assert host["threads"] == [] and host["by_role"] == {}
+
+
+def test_same_keys_as_the_linux_collector_and_the_vsphere_record() -> None:
+    from test_vmware_standin import StandIn, new_state
+
+    linux_keys = {"cpu_metric", "cpu_unit", "cpu_total", "cpu_user", "cpu_system", "cpu_time_s", "cycles",
+                  "ctx_switches", "ctx_voluntary", "ctx_involuntary", "source", "scope", "pid", "window_s",
+                  "threads", "by_role", "split_approximate"}
+    host = vm_cpu_record(read_esxtop(GOOD), "bench01")
+    assert linux_keys <= set(host)
+    vsphere = StandIn(new_state()).cpu_usage({"VMName": "bench01", "Start": "2026-11-22T03:12:00Z",
+                                              "Finish": "2026-11-22T03:12:30Z"})
+    assert set(vsphere) - {"vmware"} == set(host) - {"vmware"}
+
+
+def test_vm_name_with_spaces_and_parentheses_and_an_empty_row_is_prorated() -> None:
+    """db 01 (prod): %USED 40, 60, 50, (empty), 70, 30 -> 250/100 x 5 = 12.5 s over 25 s of the 30 s
+    window -> 12.5 x 30 / 25 = 15.0 s, coverage 25/30, its other counters empty in that row too."""
+    host = vm_cpu_record(read_esxtop(GOOD), "db 01 (prod)")
+    v = host["vmware"]
+    assert host["cpu_total"] == pytest.approx(15.0, abs=1e-9)
+    assert v["vm_used_s"] == pytest.approx(12.5, abs=1e-9)
+    assert v["covered_s"] == pytest.approx(25.0) and v["coverage"] == pytest.approx(25 / 30)
+    assert v["prorated"] is True and v["samples"] == 5 and v["vm_worlds"] == 6
+    assert v["vm_ready_s"] == pytest.approx((0.4 + 0.6 + 0.5 + 0.7 + 0.3) / 100 * 5, abs=1e-12)
+    assert v["empty_cells"]["% Used"] == 1 and v["empty_cells"]["% Ready"] == 1
+    assert v["vm_group"] == "60511:db 01 (prod)"
+
+
+@pytest.mark.parametrize("offset, window, used, prorated", [
+    # window [0, 27]: rows 0-4 whole (25 s), row 5 (25..30) for 2 s: 42.5 + 1.5 x 2 = 45.5
+    (0.0, 27.0, 45.5, False),
+    # window [3, 23]: row0 2 s, rows 1-3 whole, row4 (20..25) 3 s, row5 none:
+    # 1.5x2 + 1.8x5 + 1.7x5 + 1.6x5 + 1.9x3 = 3 + 9 + 8.5 + 8 + 5.7 = 34.2
+    (3.0, 20.0, 34.2, False),
+    # window [0, 40] is longer than the 30 s capture: 50 s over 30 covered -> 50 x 40/30
+    (0.0, 40.0, 50.0 * 40 / 30, True),
+])
+def test_rows_count_with_the_part_of_their_interval_inside_the_window(offset: float, window: float, used: float,
+                                                                      prorated: bool) -> None:
+    host = vm_cpu_record(read_esxtop(GOOD), "bench01", window_s=window, offset_s=offset)
+    assert host["cpu_total"] == pytest.approx(used, abs=1e-9)
+    assert host["window_s"] == pytest.approx(window)
+    assert host["vmware"]["prorated"] is prorated
+
+
+def test_one_row_needs_the_delay() -> None:
+    """One iteration with -d 2: %USED 150 -> 1.5 x 2 = 3.0 s; without -d the covered time is unknown."""
+    cap = read_esxtop(ONE)
+    host = vm_cpu_record(cap, "bench01", delay_s=2)
+    assert host["cpu_total"] == pytest.approx(3.0) and host["vmware"]["interval_s"] == 2.0
+    with pytest.raises(DataFileError, match=r"one sample row and no delay.*Fix: give esxtop's -d value"):
+        vm_cpu_record(cap, "bench01")
+
+
+def test_time_zone_bias_and_crlf_and_a_bom_are_read() -> None:
+    """perfmon's convention: UTC = local time + bias minutes (esxtop always writes (UTC)(0))."""
+    text = "\ufeff" + good_text().replace("(PDH-CSV 4.0) (UTC)(0)", "(PDH-CSV 4.0) (Pacific Standard Time)(480)")
+    cap = parse_esxtop(text.replace("\n", "\r\n"), "crlf.csv")
+    assert cap.timezone == "Pacific Standard Time"
+    assert cap.times[0] == datetime(2026, 11, 22, 11, 12, 5, tzinfo=timezone.utc)
+    assert vm_cpu_record(cap, "bench01")["cpu_total"] == pytest.approx(50.0)
+
+
+def test_vsphere_escaped_names_match() -> None:
+    assert vsphere_escaped("a/b%c\\d") == "a%2fb%25c%5cd"
+    text = good_text().replace("db 01 (prod)", "db%2f01 (prod)")
+    assert vm_cpu_record(parse_esxtop(text, "x.csv"), "db/01 (prod)")["cpu_total"] == pytest.approx(15.0)
+
+
+# --- malformed captures: a clear message naming the file, line and column, and the fix ---------------------
+
+@pytest.mark.parametrize("name, vm, expected", [
+    ("truncated_row.csv", "bench01", r"truncated_row\.csv: line 7 is cut off in column \d+ of 59 .*Fix: .*delete line 7"),
+    ("wrong_header.csv", "bench01", r"wrong_header\.csv: line 1, column 1 is 'MetricId': this is not esxtop batch "
+                                    r"output.*Fix: capture it again .*esxtop -b -d"),
+    ("non_numeric_cell.csv", "bench01", r"non_numeric_cell\.csv: line 4, column 31 "
+                                        r"\(\\\\esx01\.lab\\Group Cpu\(51234:bench01\)\\% Used\): 'n/a' is not a number"
+                                        r".*Fix: "),
+    ("two_captures.csv", "bench01", r"two_captures\.csv: line 8, column 1: '11/22/2026 03:12:05' is not later than "
+                                    r"the row before it \(line 7\).*Fix: keep one esxtop run per file"),
+    ("../esx01_two_vms_d5.csv", "bench02", r"esx01_two_vms_d5\.csv: VM 'bench02' has no Group Cpu columns \(the capture "
+                                           r"holds the groups 'bench01', 'db 01 \(prod\)', 'idle', 'system'\)"
+                                           r".*Fix: give the VM's name exactly"),
+])
+def test_malformed_capture_names_file_line_column_and_fix(name: str, vm: str, expected: str) -> None:
+    with pytest.raises(DataFileError, match=expected) as info:
+        vm_cpu_record(read_esxtop(BAD / name), vm)
+    assert info.value.exit_code == 2
+
+
+def _edit(line: int, **replace: str) -> str:
+    lines = good_text().splitlines()
+    for old, new in replace.items():
+        lines[line - 1] = lines[line - 1].replace(old, new)
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize("text, expected", [
+    # a row with whole cells but fewer of them than the header
+    ("\n".join(good_text().splitlines()[:-1] + [",".join(good_text().splitlines()[-1].split(",")[:20])]) + "\n",
+     r"bad\.csv: line 7 has 20 cells, the header has 59 \(the row is cut off"),
+    ("", r"bad\.csv: is empty"),
+    (good_text().splitlines()[0] + "\n", r"has the header but no sample rows"),
+    (_edit(1, **{"\\Group Cpu(51234:bench01)\\% Used": "Group Cpu(51234:bench01)% Used"}),
+     r"line 1, column 31: .* is not a counter name"),
+    (_edit(3, **{'"11/22/2026 03:12:10"': '"2026-11-22T03:12:10Z"'}), r"line 3, column 1: .* is not a sample time"),
+    (_edit(2, **{'"150.00"': '"-150.00"'}), r"line 2, column 31 .*'-150.00' is a negative percentage"),
+    (_edit(2, **{'"150.00"': '"nan"'}), r"line 2, column 31 .*'nan' is not a number"),
+    (good_text().replace("Group Cpu(51234:bench01)\\% Idle", "Group Cpu(51234:bench01)\\% Used", 1),
+     r"columns 31, 37 all name .*% Used.*Fix: keep one esxtop run per file"),
+    (good_text().replace("Group Cpu(51234:bench01)\\% Used", "Group Cpu(51234:bench01)\\% Usage"),
+     r"has no '% Used' column for VM 'bench01'.*Fix: run esxtop -b without -c"),
+    (good_text().replace("\\\\esx01.lab\\Memory\\Machine", "\\\\esx02.lab\\Memory\\Machine"),
+     r"the header names several hosts \(esx01\.lab, esx02\.lab\)"),
+], ids=["short-row", "empty", "header-only", "bad-counter-name", "bad-time", "negative", "nan", "duplicate-column",
+        "no-used-column", "two-hosts"])
+def test_more_malformed_inputs(text: str, expected: str) -> None:
+    with pytest.raises(DataFileError, match=expected):
+        vm_cpu_record(parse_esxtop(text, "bad.csv"), "bench01")
+
+
+def test_a_duplicated_vm_name_is_ambiguous() -> None:
+    text = good_text().replace("60511:db 01 (prod)", "60511:bench01")
+    with pytest.raises(DataFileError, match=r"matches several CPU groups \(51234:bench01, 60511:bench01\)"):
+        vm_cpu_record(parse_esxtop(text, "x.csv"), "bench01")
+
+
+def test_an_empty_cell_elsewhere_and_a_non_numeric_counter_we_do_not_read_are_fine() -> None:
+    """Virtual Disk Commands/sec is empty in row 2 and Memctl? is Y/N: neither is read for the record."""
+    cap = read_esxtop(GOOD)
+    disk = cap.column("Virtual Disk", "bench01:scsi1:0", "Commands/sec")
+    assert disk is not None and cap.values(disk)[1] is None
+    assert vm_cpu_record(cap, "bench01")["cpu_total"] == pytest.approx(50.0)
+
+
+def test_unreadable_files_are_clear(tmp_path: Path) -> None:
+    with pytest.raises(DataFileError, match="cannot be read"):
+        read_esxtop(tmp_path / "missing.csv")
+    gz = tmp_path / "c.csv.gz"
+    gz.write_bytes(b"\x1f\x8b\x08\x00binary")
+    with pytest.raises(DataFileError, match="not text"):
+        read_esxtop(gz)
+    latin = tmp_path / "l.csv"
+    latin.write_bytes(good_text().replace("bench01", "b\u00e9nch01").encode("latin-1"))
+    with pytest.raises(DataFileError, match="not UTF-8"):
+        read_esxtop(latin)
