@@ -147,19 +147,28 @@ def test_controllers_are_the_esxi_ones() -> None:
 
 # --- prepare, apply, restore -----------------------------------------------------------------------------------
 
-def test_prepare_records_layout_and_sets_then_restores_tuning(backend: vm.VmwareBackend, lab: Lab) -> None:
+def test_prepare_only_reads_and_the_first_apply_sets_the_tuning(backend: vm.VmwareBackend, lab: Lab) -> None:
+    """prepare() changes nothing (the runner journals the original after it); the first apply sets
+    the esxcli values, later applies do not repeat it, restore puts the originals back."""
     facts = backend.prepare()
     assert facts["original_controller"] == "LsiLogicSAS"
     assert facts["tuning_original"]["SchedNumReqOutstanding"] == 32
-    assert facts["tuning_in_force"] == {"VMHost": "esx01.lab", "Device": "naa.600a", "SchedNumReqOutstanding": 1024,
-                                        "LatencySensitiveThreshold": 10}
+    assert facts["tuning_wanted"] == {"SchedNumReqOutstanding": 1024, "LatencySensitiveThreshold": 10}
     assert facts["vsphere"]["Version"] == "7.0.3"
-    assert lab.read()["host"]["devices"]["naa.600a"] == {"sched": 1024, "latency": 10}
+    assert lab.read()["host"]["devices"]["naa.600a"] == {"sched": 32, "latency": 0}
+    assert not any(c.startswith(("esxcli:", "Set-", "Stop-", "New-")) for c in lab.cmdlets())
     original = backend.original_config()
     assert original is not None and original["kind"] == "vmware"
     assert PASSWORD not in json.dumps(original)
+    backend.apply(DiskConfig("pvscsi", "io_uring", False, "none"))
+    assert lab.read()["host"]["devices"]["naa.600a"] == {"sched": 1024, "latency": 10}
+    assert backend.tuning_in_force == {"VMHost": "esx01.lab", "Device": "naa.600a", "SchedNumReqOutstanding": 1024,
+                                       "LatencySensitiveThreshold": 10}
+    backend.apply(DiskConfig("nvme", "io_uring", False, "none"))
+    assert sum(c.startswith("esxcli:storage.core.device.set") for c in lab.cmdlets()) == 1
     backend.restore()
     assert lab.read()["host"]["devices"]["naa.600a"] == {"sched": 32, "latency": 0}
+    assert backend.tuning_in_force == original["tuning"]
 
 
 @pytest.mark.parametrize("controller, type_", sorted(vm.CONTROLLER_TYPES.items()))
@@ -234,12 +243,16 @@ def test_guest_not_ready_is_a_guest_error(backend: vm.VmwareBackend, lab: Lab) -
 
 
 def test_tuning_failure_half_way_rolls_back_and_restore_still_runs(backend: vm.VmwareBackend, lab: Lab) -> None:
+    backend.prepare()
     lab.fault("esxcli:storage.core.device.latencythreshold.set", "EsxCLI.CLIFault.summary: Unable to set threshold")
     with pytest.raises(vm.PowerCLIError) as info:
-        backend.prepare()
+        backend.apply(DiskConfig("pvscsi", "io_uring", False, "none"))
     assert info.value.error_id == "Stormatrix.VMware.TuningFailed"
     assert "Unable to set threshold" in (info.value.powercli or "")
     assert lab.read()["host"]["devices"]["naa.600a"] == {"sched": 32, "latency": 0}
+    assert "Set-HardDisk" not in lab.cmdlets() and "Stop-VM" not in lab.cmdlets(), "no controller change after it"
+    backend.apply(DiskConfig("pvscsi", "io_uring", False, "none"))  # the retry sets it (the fault was one-shot)
+    assert lab.read()["host"]["devices"]["naa.600a"] == {"sched": 1024, "latency": 10}
     backend.restore()
     assert lab.read()["host"]["devices"]["naa.600a"] == {"sched": 32, "latency": 0}
 

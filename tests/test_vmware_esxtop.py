@@ -242,3 +242,194 @@ def test_unreadable_files_are_clear(tmp_path: Path) -> None:
     latin.write_bytes(good_text().replace("bench01", "b\u00e9nch01").encode("latin-1"))
     with pytest.raises(DataFileError, match="not UTF-8"):
         read_esxtop(latin)
+
+
+# --- the esxtop collector of the vmware backend, against a stand-in ssh ---------------------------------------
+
+def test_vmware_section_checks_the_esxtop_settings(tmp_path: Path) -> None:
+    from stormatrix.backends import vmware as vm
+    from stormatrix.spec import spec_from_dict
+    from test_vmware_backend import matrix
+
+    with pytest.raises(MatrixError, match=r"esxtop_ssh.*is empty.*Fix: set esxtop_ssh"):
+        vm.VmwareBackend(spec_from_dict(matrix(host_cpu_source="esxtop")), tmp_path)
+    for bad in ("-oProxyCommand=touch /tmp/x", "root@esx01.lab; reboot", "root@"):
+        with pytest.raises(MatrixError, match="not an ssh destination"):
+            spec_from_dict(matrix(host_cpu_source="esxtop", esxtop_ssh=bad))
+    with pytest.raises(MatrixError, match="esxtop_delay_seconds"):
+        spec_from_dict(matrix(esxtop_delay_seconds=1))
+    with pytest.raises(MatrixError, match="host_cpu_source"):
+        spec_from_dict(matrix(host_cpu_source="get-esxtop"))
+    assert spec_from_dict(matrix()).section("vmware")["host_cpu_source"] == "vsphere"
+
+
+class EsxLab:
+    """The pwsh stand-in's lab (test_vmware_backend.Lab) plus a stand-in ``ssh`` for the ESXi host."""
+
+    def __init__(self, tmp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        from test_vmware_backend import Lab
+
+        self.vsphere = Lab(tmp, monkeypatch)
+        self.path = tmp / "esxi-ssh.json"
+        self.write({"target": "root@esx01.lab", "authorized": True, "vm_running": True,
+                    "used": [150.0, 180.0, 170.0, 160.0], "scale": 0.0, "calls": [], "pid": None})
+        launcher = tmp / "bin" / "ssh"
+        launcher.write_text(f"#!{sys.executable}\nimport sys\nsys.path.insert(0, {str(Path(__file__).parent)!r})\n"
+                            "from test_vmware_esxtop import ssh_main\nsys.exit(ssh_main())\n")
+        launcher.chmod(0o755)
+        monkeypatch.setenv("STORMATRIX_FAKE_ESXI_SSH", str(self.path))
+
+    def read(self) -> dict[str, Any]:
+        return json.loads(self.path.read_text())
+
+    def write(self, state: dict[str, Any]) -> None:
+        self.path.write_text(json.dumps(state))
+
+    def set(self, **over: Any) -> None:
+        self.write({**self.read(), **over})
+
+
+@pytest.fixture()
+def esx(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> EsxLab:
+    return EsxLab(tmp_path, monkeypatch)
+
+
+@pytest.fixture()
+def esx_backend(esx: EsxLab, tmp_path: Path) -> Iterator[Any]:
+    from stormatrix.backends import vmware as vm
+    from stormatrix.spec import spec_from_dict
+    from test_vmware_backend import matrix
+
+    raw = matrix(host_cpu_source="esxtop", esxtop_ssh="root@esx01.lab", esxtop_delay_seconds=5)
+    raw["run"]["measure_seconds"] = 10
+    b = vm.VmwareBackend(spec_from_dict(raw), tmp_path / "run")
+    yield b
+    b.close()
+
+
+def fixed_clock(*times: float) -> Any:
+    it = iter(times)
+    return lambda: next(it)
+
+
+def test_esxtop_collector_measures_the_window_over_ssh(esx: EsxLab, esx_backend: Any, tmp_path: Path) -> None:
+    """measure 10 s, -d 5: 10/5 + 1 = 3 iterations; %USED 150, 180, 170: the window [0, 10] holds the
+    first two rows -> 1.5 x 5 + 1.8 x 5 = 16.5 s; the third (past the window's end) counts 0."""
+    from stormatrix.backends.vmware import EsxtopCollector
+    from stormatrix.model import DiskConfig
+
+    esx_backend.prepare()
+    esx_backend.apply(DiskConfig("pvscsi", "io_uring", False, "none"))
+    (scope,) = esx_backend.scope()
+    collector = esx_backend.collector_factory(scope)
+    assert isinstance(collector, EsxtopCollector)
+    collector.clock = fixed_clock(100.0, 110.0)
+    collector.start()
+    host = collector.stop()
+    assert esx.read()["calls"] == [["-o", "BatchMode=yes", "-o", "ConnectTimeout=10", "root@esx01.lab", "--",
+                                    "esxtop", "-b", "-d", "5", "-n", "3"]]
+    assert host["cpu_total"] == pytest.approx(16.5, abs=1e-9) and host["window_s"] == pytest.approx(10.0)
+    assert host["source"] == "esxtop" and host["ctx_switches"] is None and "ctx_switches" in host["unmatched"]
+    v = host["vmware"]
+    assert v["samples"] == 2 and v["samples_total"] == 3 and v["iterations"] == 3 and v["prorated"] is False
+    assert v["vm_run_s"] == pytest.approx((140 + 170) / 100 * 5) and v["host_util_pct_avg"] == pytest.approx(25.0)
+    assert v["tuning_in_force"] == {"VMHost": "esx01.lab", "Device": "naa.600a", "SchedNumReqOutstanding": 1024,
+                                    "LatencySensitiveThreshold": 10}
+    capture = tmp_path / "run" / v["capture"]
+    assert v["capture"].startswith("esxtop/") and v["capture"].endswith("-bench01.csv") and capture.is_file()
+    assert read_esxtop(capture).groups()[-1] == ("70001", "bench01")  # the raw capture is kept as evidence
+
+
+def test_a_refused_key_login_is_a_collector_error_with_the_fix(esx: EsxLab, esx_backend: Any) -> None:
+    esx.set(authorized=False)
+    esx_backend.prepare()
+    collector = esx_backend.collector_factory(esx_backend.scope()[0])
+    collector.start()
+    with pytest.raises(CollectorError, match=r"exited 255: root@esx01\.lab: Permission denied \(publickey.*Fix: start "
+                                             r"the SSH service on the host \(TSM-SSH\).*authorized_keys"):
+        collector.stop()
+
+
+def test_a_vm_missing_from_the_capture_names_the_file_and_the_fix(esx: EsxLab, esx_backend: Any) -> None:
+    esx.set(vm_running=False)  # powered off when esxtop started: batch mode has no group for it
+    esx_backend.prepare()
+    collector = esx_backend.collector_factory(esx_backend.scope()[0])
+    collector.start()
+    with pytest.raises(CollectorError, match=r"esxtop capture: .*esxtop/.*-bench01\.csv: VM 'bench01' has no Group Cpu "
+                                             r"columns.*Fix: "):
+        collector.stop()
+
+
+def test_a_capture_that_covers_too_little_of_the_window_is_refused(esx: EsxLab, esx_backend: Any) -> None:
+    """3 iterations of 5 s cannot cover a 40 s window (the fio run took far longer than planned)."""
+    esx_backend.prepare()
+    collector = esx_backend.collector_factory(esx_backend.scope()[0])
+    collector.clock = fixed_clock(0.0, 40.0)
+    collector.start()
+    with pytest.raises(CollectorError, match=r"covers 38% of the 40\.0 s window \(minimum 80%\)"):
+        collector.stop()
+
+
+def test_abort_stops_a_running_esxtop(esx: EsxLab, esx_backend: Any) -> None:
+    esx.set(scale=1.0)  # the stand-in sleeps like esxtop: 3 x 5 s
+    esx_backend.prepare()
+    collector = esx_backend.collector_factory(esx_backend.scope()[0])
+    collector.start()
+    proc = collector.proc
+    deadline = time.monotonic() + 20
+    while esx.read()["pid"] is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    t0 = time.monotonic()
+    collector.abort()
+    assert time.monotonic() - t0 < 5 and proc is not None and proc.poll() is not None
+    assert collector.proc is None
+
+
+# --- the stand-in ssh -----------------------------------------------------------------------------------------
+
+def ssh_main(argv: list[str] | None = None) -> int:
+    """``ssh`` to an ESXi host whose esxtop writes batch output for the configured VM.
+
+    Enforces what the collector must do: BatchMode=yes (a key login or nothing, never a password
+    prompt), the configured destination, and exactly ``esxtop -b -d <int >= 2> -n <int >= 1>`` as the
+    remote command. Rows are written one per iteration (sleeping ``scale`` x the delay), with UTC times.
+    """
+    argv = sys.argv[1:] if argv is None else argv
+    path = Path(os.environ["STORMATRIX_FAKE_ESXI_SSH"])
+    state = json.loads(path.read_text())
+    state["calls"].append(argv)
+    state["pid"] = os.getpid()
+    path.write_text(json.dumps(state))
+    if argv[:4] != ["-o", "BatchMode=yes", "-o", "ConnectTimeout=10"] or len(argv) < 6 or argv[5] != "--":
+        sys.stderr.write(f"stand-in ssh: expected -o BatchMode=yes -o ConnectTimeout=10 <dest> -- ..., got {argv!r}\n")
+        return 98
+    if argv[4] != state["target"]:
+        sys.stderr.write(f"ssh: Could not resolve hostname {argv[4]}: Name or service not known\n")
+        return 255
+    if not state["authorized"]:
+        sys.stderr.write(f"{argv[4]}: Permission denied (publickey,keyboard-interactive).\n")
+        return 255
+    remote = argv[6:]
+    ok = len(remote) == 6 and remote[:3] == ["esxtop", "-b", "-d"] and remote[4] == "-n" \
+        and remote[3].isdigit() and int(remote[3]) >= 2 and remote[5].isdigit() and int(remote[5]) >= 1
+    if not ok:
+        sys.stderr.write(f"esxtop: invalid arguments {remote!r}\n")
+        return 1
+    delay, iterations = int(remote[3]), int(remote[5])
+    names = ["\\\\esx01.lab\\Physical Cpu(_Total)\\% Util Time", "\\\\esx01.lab\\Group Cpu(1:system)\\% Used"]
+    counters = ["Members", "% Used", "% Run", "% System", "% Overlap", "% Ready"]
+    if state["vm_running"]:
+        names += [f"\\\\esx01.lab\\Group Cpu(70001:bench01)\\{c}" for c in counters]
+    out = sys.stdout
+    out.write(",".join(f'"{n}"' for n in ["(PDH-CSV 4.0) (UTC)(0)"] + names) + "\n")
+    out.flush()
+    start = datetime.now(timezone.utc).replace(microsecond=0)
+    for i in range(iterations):
+        time.sleep(delay * state["scale"])
+        used = state["used"][i % len(state["used"])]
+        cells = [(start + timedelta(seconds=delay * (i + 1))).strftime("%m/%d/%Y %H:%M:%S"), "25.00", "9.00"]
+        if state["vm_running"]:
+            cells += ["8", f"{used:.2f}", f"{used - 10:.2f}", "12.00", "2.00", "1.00"]
+        out.write(",".join(f'"{c}"' for c in cells) + "\n")
+        out.flush()
+    return 0

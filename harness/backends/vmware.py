@@ -15,19 +15,26 @@ on its original controller, removes the controllers added, returns the VM to its
 the host tuning (``esxcli ... --sched-num-req-outstanding``, ``latencythreshold``) to the values
 read before the run.
 
+Nothing on the platform changes in :meth:`prepare` (it only reads the layout and the esxcli values), so
+the runner has journaled the original before the first change: the host tuning is set by the first
+:meth:`apply`.
+
 What differs from Proxmox: there is no QEMU process, so no per-thread accounting, no block stats
 cross-check and no context-switch count; host CPU comes from vSphere's realtime statistics
-(:class:`VmwareCpuCollector`) and says so in the record.
+(:class:`VmwareCpuCollector`) or from ``esxtop`` batch output read over SSH (:class:`EsxtopCollector`,
+``[vmware] host_cpu_source = "esxtop"``), and the record says which.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import re
 import shutil
 import subprocess
+import time
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -83,6 +90,12 @@ def _check_device(value: str) -> None:
         raise ValueError(f"{value!r} is not an esxcli device name (naa..., eui..., t10...)")
 
 
+def _check_ssh_target(value: str) -> None:
+    """user@host or host; never something ssh would read as an option (a leading '-')."""
+    if value and not re.fullmatch(r"(?:[A-Za-z0-9_][A-Za-z0-9._-]*@)?[A-Za-z0-9][A-Za-z0-9.:_-]*", value):
+        raise ValueError(f"{value!r} is not an ssh destination like root@esx01.lab")
+
+
 VMWARE_SECTION = register_section(Section("vmware", {
     "server": Field(str, help="vCenter Server or ESXi host that PowerCLI connects to"),
     "vm": Field(str, help="the VM under test, by name (exactly one VM must have it)"),
@@ -108,6 +121,13 @@ VMWARE_SECTION = register_section(Section("vmware", {
     "call_timeout": Field(float, 900.0, min=10, max=86400, help="seconds one PowerCLI call may take"),
     "stats_wait_seconds": Field(float, 60.0, min=0, max=3600,
                                 help="how long to wait for vSphere's realtime sample that covers the window end"),
+    "host_cpu_source": Field(str, "vsphere", choices=("vsphere", "esxtop"),
+                             help="vsphere: Get-Stat realtime (20 s samples, prorated); esxtop: esxtop -b on the "
+                                  "ESXi host over SSH during the window (needs esxtop_ssh)"),
+    "esxtop_ssh": Field(str, "", check=_check_ssh_target,
+                        help="ssh destination of the ESXi host for esxtop (e.g. root@esx01.lab); key-based login "
+                             "only (ssh -o BatchMode=yes), the SSH service (TSM-SSH) must be running"),
+    "esxtop_delay_seconds": Field(int, 5, min=2, max=300, help="esxtop -d: seconds between its snapshots"),
 }, help="the VMware ESXi backend (PowerCLI through pwsh): server, VM, test disk, credentials by reference only"))
 
 
@@ -294,6 +314,40 @@ def _iso(t: datetime) -> str:
     return t.astimezone(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
+# --- the journaled original ----------------------------------------------------------------------------------
+
+def check_original(original: dict[str, Any]) -> None:
+    """Refuse a journaled original that lacks what restore sends to the module (a hand-edited or damaged
+    journal), naming the key: better no restore than half a layout sent to vSphere."""
+    def need(path: str, kind: type | tuple[type, ...], choices: tuple[str, ...] = ()) -> Any:
+        value: Any = original
+        for part in path.split("."):
+            value = value.get(part) if isinstance(value, dict) else None
+        ok = isinstance(value, kind) and not isinstance(value, bool) and (not choices or value in choices)
+        if not ok:
+            what = f"one of {', '.join(choices)}" if choices else {int: "a whole number", str: "a string",
+                                                                  list: "a list"}.get(kind, str(kind))  # type: ignore[call-overload]
+            raise InputError(f"original_config.{path} is {value!r}, not {what}. Fix: the journal was edited or "
+                             "damaged; restore journal.ndjson from a backup, or put the VM back by hand with the "
+                             "values the run record still shows")
+        return value
+
+    need("layout.Disk.Filename", str)
+    need("layout.Disk.ControllerKey", int)
+    need("layout.Disk.UnitNumber", int)
+    need("layout.Controller.Type", str, tuple(CONTROLLER_TYPES.values()))
+    need("layout.PowerState", str, ("PoweredOn", "PoweredOff"))
+    for i, ctrl in enumerate(need("layout.Controllers", list)):
+        if not isinstance(ctrl, dict) or not isinstance(ctrl.get("Key"), int) or isinstance(ctrl.get("Key"), bool):
+            raise InputError(f"original_config.layout.Controllers[{i}].Key is missing or not a whole number. Fix: the "
+                             "journal was edited or damaged; restore journal.ndjson from a backup")
+    if original.get("tuning") is not None:
+        need("tuning.VMHost", str)
+        need("tuning.Device", str)
+        need("tuning.SchedNumReqOutstanding", int)
+        need("tuning.LatencySensitiveThreshold", int)
+
+
 # --- the backend ---------------------------------------------------------------------------------------------
 
 class VmwareBackend(Backend):
@@ -324,9 +378,16 @@ class VmwareBackend(Backend):
             redact = ()
         if not o["verify_tls"]:
             log.warning("TLS verification of %s is turned off ([vmware] verify_tls = false)", o["server"])
+        if o["host_cpu_source"] == "esxtop" and not o["esxtop_ssh"]:
+            raise MatrixError(spec.path, "[vmware] esxtop_ssh", "is empty, but host_cpu_source = \"esxtop\" runs esxtop "
+                              "on the ESXi host over SSH", "set esxtop_ssh = \"root@<esxi host>\" (key-based login), "
+                              "or host_cpu_source = \"vsphere\"")
         self.runner = runner or PwshRunner(o["pwsh"], connection, timeout=o["call_timeout"], redact=redact)
         self._original: dict[str, Any] | None = None
-        self._tuned = False
+        self._want: dict[str, int] = {}
+        self._tuned = False  # the host tuning may differ from the original: restore must set it back
+        self._tuning_applied = False  # the wanted tuning is in force
+        self.tuning_in_force: dict[str, Any] | None = None
         self._restored = False
         self.last_apply: dict[str, Any] | None = None
 
@@ -354,8 +415,11 @@ class VmwareBackend(Backend):
             raise InputError("[vmware] host tuning needs esx_host and device (the esxcli device under test)")
         return want
 
-    # --- prepare --------------------------------------------------------------------------------------
+    # --- prepare ----------------------------------------------------------------------------------------
     def _prepare(self) -> dict[str, Any]:
+        """Reads only: the layout and the esxcli values. The runner journals :meth:`original_config`
+        after this, and the tuning is changed by the first :meth:`apply`, so a crash at any moment
+        leaves a journal from which ``stormatrix restore`` puts everything back."""
         self._check_credentials()
         want = self._tuning_wanted()
         o = self.opts
@@ -369,29 +433,46 @@ class VmwareBackend(Backend):
             tuning = self.runner.call("Get-StormatrixVMwareHostTuning", {"VMHost": o["esx_host"], "Device": o["device"]})
         self._original = {"kind": "vmware", "server": o["server"], "vm": o["vm"], "test_disk": o["test_disk"],
                           "layout": layout, "tuning": tuning}
+        self._want = want
+        self._tuned = self._tuning_applied = False
+        self.tuning_in_force = tuning
         self._restored = False
-        facts: dict[str, Any] = {"vsphere": server, "vm": o["vm"], "test_disk": o["test_disk"],
-                                 "volume": layout["Disk"]["Filename"],
-                                 "original_controller": layout["Controller"]["Type"],
-                                 "tuning_original": tuning, "tuning_in_force": tuning}
-        if want:
-            self._tuned = True  # from here on restore puts the originals back, even if this call fails half-way
-            result = self.runner.call("Set-StormatrixVMwareHostTuning",
-                                      {"VMHost": o["esx_host"], "Device": o["device"], **want})
-            facts["tuning_in_force"] = result["After"]
-        return facts
+        return {"vsphere": server, "vm": o["vm"], "test_disk": o["test_disk"], "volume": layout["Disk"]["Filename"],
+                "original_controller": layout["Controller"]["Type"], "tuning_original": tuning,
+                "tuning_wanted": want or None, "host_cpu_source": o["host_cpu_source"]}
+
+    def _apply_tuning(self) -> None:
+        """The technote's esxcli settings, once per run, before the first cell's change."""
+        if not self._want or self._tuning_applied:
+            return
+        o = self.opts
+        self._tuned = True  # from here on restore puts the originals back, even if this call fails half-way
+        result = self.runner.call("Set-StormatrixVMwareHostTuning", {"VMHost": o["esx_host"], "Device": o["device"],
+                                                                    **self._want})
+        after = result.get("After") or {}
+        wrong = {k: after.get(k) for k, v in self._want.items() if after.get(k) != v}
+        if wrong:
+            raise BackendError(f"esxcli on {o['esx_host']} {o['device']}: asked for {self._want}, the host reports {wrong}")
+        self.tuning_in_force = after
+        self._tuning_applied = True
 
     def original_config(self) -> dict[str, Any] | None:
         return self._original
 
     def load_original(self, original: dict[str, Any]) -> None:
-        """For ``stormatrix restore``: the journaled original instead of one read by :meth:`prepare`."""
+        """For ``stormatrix restore``: the journaled original instead of one read by :meth:`prepare`.
+        Checked key by key, since a damaged journal must not send half a layout to vSphere."""
         if original.get("kind") != "vmware":
             raise InputError("the journaled original configuration is not a VMware one")
         if original.get("vm") != self.opts["vm"] or original.get("test_disk") != self.opts["test_disk"]:
-            raise InputError("the journaled original configuration is for another VM or disk than the [vmware] section")
+            raise InputError(f"the journaled original configuration is for VM {original.get('vm')!r} "
+                             f"{original.get('test_disk')!r}, the journaled matrix's [vmware] section for "
+                             f"{self.opts['vm']!r} {self.opts['test_disk']!r}")
+        check_original(original)
+        self._check_credentials()
         self._original = original
         self._tuned = bool(original.get("tuning"))
+        self._tuning_applied = False
         self._restored = False
 
     # --- apply ----------------------------------------------------------------------------------------
@@ -408,6 +489,7 @@ class VmwareBackend(Backend):
         o = self.opts
         want = CONTROLLER_TYPES[disk.controller]
         self._restored = False
+        self._apply_tuning()
         result = self.runner.call("Set-StormatrixVMwareController", {
             "VMName": o["vm"], "DiskName": o["test_disk"], "Type": want, "KeepControllerKey": self._keep_keys(),
             "ReadyTimeoutSeconds": self._ready_timeout()})
@@ -438,8 +520,11 @@ class VmwareBackend(Backend):
         Linux collector, for this scope."""
         return [HostScope(pid=0, threads={}, vm=self.opts["vm"], ssh=None)]
 
-    def collector_factory(self, scope: HostScope) -> "VmwareCpuCollector":
-        return VmwareCpuCollector(self, scope.vm or self.opts["vm"])
+    def collector_factory(self, scope: HostScope) -> "VmwareCpuCollector | EsxtopCollector":
+        vm = scope.vm or self.opts["vm"]
+        if self.opts["host_cpu_source"] == "esxtop":
+            return EsxtopCollector(self, vm)
+        return VmwareCpuCollector(self, vm)
 
     def endpoints(self) -> list[GuestEndpoint]:
         if self.opts["guest_host"]:
@@ -472,7 +557,8 @@ class VmwareBackend(Backend):
                     "VMHost": tuning["VMHost"], "Device": tuning["Device"],
                     "SchedNumReqOutstanding": int(tuning["SchedNumReqOutstanding"]),
                     "LatencySensitiveThreshold": int(tuning["LatencySensitiveThreshold"])})
-                self._tuned = False
+                self._tuned = self._tuning_applied = False
+                self.tuning_in_force = tuning
             except BackendError as exc:
                 errors.append(exc)
         if errors:
@@ -506,7 +592,109 @@ class VmwareCpuCollector:
         host = self.backend.runner.call("Get-StormatrixVMwareCpuUsage", params)
         if not isinstance(host, dict) or host.get("cpu_metric") != "cpu_time":
             raise CollectorError(f"Get-StormatrixVMwareCpuUsage answered {type(host).__name__}, not a host record")
+        if isinstance(host.get("vmware"), dict):
+            host["vmware"]["tuning_in_force"] = self.backend.tuning_in_force
         return host
 
     def abort(self) -> None:
         self.t0 = None
+
+
+class EsxtopCollector:
+    """The host collector for ESXi from ``esxtop -b`` on the host, over SSH, for the window.
+
+    ``start()`` runs ``ssh -o BatchMode=yes <esxtop_ssh> -- esxtop -b -d D -n N`` with N iterations
+    covering the planned window plus one (a window runs a little longer than measure_seconds), writing
+    the capture into the run directory (``esxtop/<time>-<vm>.csv``, kept as evidence). ``stop()`` waits
+    for esxtop to finish its last iteration (at most about 2 x D after the window) and turns the capture
+    into the host record with :func:`stormatrix.analysis.esxtop.vm_cpu_record`: the window is taken to
+    start with esxtop's first snapshot (the SSH connect, well under a second on a LAN, is not corrected
+    for) and to last as long as this machine measured. BatchMode means a key login or nothing: ssh never
+    asks for a password.
+    """
+
+    MIN_COVERAGE = 0.8  # a capture covering less of the window is refused, not prorated
+
+    def __init__(self, backend: VmwareBackend, vm: str) -> None:
+        self.backend = backend
+        self.vm = vm
+        self.delay = int(backend.opts["esxtop_delay_seconds"])
+        self.clock = time.monotonic
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.path: Path | None = None
+        self.iterations = 0
+        self.t0: float | None = None
+
+    def argv(self, iterations: int) -> list[str]:
+        return ["ssh", "-o", "BatchMode=yes", "-o", "ConnectTimeout=10", self.backend.opts["esxtop_ssh"], "--",
+                "esxtop", "-b", "-d", str(self.delay), "-n", str(iterations)]
+
+    def start(self) -> None:
+        self.iterations = max(1, math.ceil(self.backend.spec.timing.measure_s / self.delay)) + 1
+        folder = self.backend.workdir / "esxtop"
+        folder.mkdir(parents=True, exist_ok=True)
+        slug = re.sub(r"[^A-Za-z0-9._-]+", "_", self.vm).strip("_") or "vm"
+        self.path = folder / f"{datetime.now(timezone.utc):%Y%m%dT%H%M%S%f}-{slug}.csv"
+        argv = self.argv(self.iterations)
+        log.debug("esxtop: %s", argv)
+        with open(self.path, "wb") as out, open(self.path.with_suffix(".stderr"), "wb") as err:
+            try:
+                self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err)
+            except OSError as exc:
+                raise CollectorError(f"cannot run ssh for esxtop: {exc}. Fix: install an OpenSSH client on this "
+                                     "workstation") from None
+        self.t0 = self.clock()
+
+    def _stderr(self) -> str:
+        assert self.path is not None
+        try:
+            return self.path.with_suffix(".stderr").read_text(errors="replace").strip()[-500:]
+        except OSError:
+            return ""
+
+    def stop(self) -> dict[str, Any]:
+        if self.proc is None or self.t0 is None or self.path is None:
+            raise CollectorError("the esxtop collector was stopped before it started")
+        window = self.clock() - self.t0
+        target = self.backend.opts["esxtop_ssh"]
+        try:
+            rc = self.proc.wait(timeout=self.iterations * self.delay + 60)
+        except subprocess.TimeoutExpired:
+            self.abort()
+            raise CollectorError(f"esxtop on {target} did not finish {self.iterations} iterations of "
+                                 f"{self.delay} s within {self.iterations * self.delay + 60} s") from None
+        finally:
+            self.proc = None
+        if rc != 0:
+            raise CollectorError(f"ssh {target} esxtop exited {rc}: {self._stderr() or 'no message'}. Fix: start the "
+                                 "SSH service on the host (TSM-SSH) and put this workstation's public key into "
+                                 "/etc/ssh/keys-root/authorized_keys, or set [vmware] host_cpu_source = \"vsphere\"")
+        from ..analysis.esxtop import read_esxtop, vm_cpu_record
+
+        try:
+            capture = read_esxtop(self.path)
+            host = vm_cpu_record(capture, self.vm, delay_s=self.delay, window_s=window)
+        except InputError as exc:
+            raise CollectorError(f"esxtop capture: {exc}") from None
+        coverage = host["vmware"]["coverage"]
+        if coverage < self.MIN_COVERAGE:
+            raise CollectorError(f"esxtop capture {self.path}: it covers {coverage:.0%} of the {window:.1f} s window "
+                                 f"(minimum {self.MIN_COVERAGE:.0%}); the window is not measured")
+        try:
+            host["vmware"]["capture"] = str(self.path.relative_to(self.backend.workdir))
+        except ValueError:
+            host["vmware"]["capture"] = str(self.path)
+        host["vmware"]["iterations"] = self.iterations
+        host["vmware"]["tuning_in_force"] = self.backend.tuning_in_force
+        return host
+
+    def abort(self) -> None:
+        """Stop esxtop (the cell failed mid-window); the partial capture stays for a look."""
+        proc, self.proc = self.proc, None
+        if proc is not None and proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
