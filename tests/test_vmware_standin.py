@@ -16,7 +16,10 @@ contract, not "whatever Python sends":
   controller only after a power-on (``booted_with``); esxcli values per device;
 - faults can be injected at a named step (``Stop-VM``, ``Set-HardDisk``, ``New-ScsiController``,
   ``Start-VM``, ``Wait-Tools``, ``esxcli:storage.core.device.latencythreshold.set``, ...), leaving
-  the half-done state the module documents.
+  the half-done state the module documents;
+- ``hang`` names a step at which the stand-in saves the VM as it is at that moment, writes its pid
+  (``hung_pid``) and sleeps, so a test can kill the harness (and this process) in the middle of a
+  reconfiguration, as a power loss of the workstation would.
 
 The tests at the bottom check the stand-in itself enforces these rules.
 """
@@ -27,6 +30,7 @@ import json
 import os
 import re
 import sys
+import time
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -38,6 +42,7 @@ PREFIX = "STORMATRIX-JSON:"
 ALLOWED = ("Get-StormatrixVMwareLayout", "Set-StormatrixVMwareController", "Restore-StormatrixVMwareLayout",
            "Get-StormatrixVMwareHostTuning", "Set-StormatrixVMwareHostTuning", "Get-StormatrixVMwareCpuUsage")
 TYPES = ("ParaVirtual", "LsiLogicSAS", "LsiLogic", "BusLogic", "NVMe")
+_STATE_PATH: Path | None = None  # set by main(): where a hung step saves the VM
 
 
 # --- the module's parameter contract, read from its source -----------------------------------------------
@@ -117,6 +122,11 @@ class StandIn:
     # PowerCLI-level steps, each one a recorded call that may carry an injected fault
     def step(self, name: str, **params: Any) -> None:
         self.s["calls"].append({"cmdlet": name, **params})
+        if self.s.get("hang") == name and _STATE_PATH is not None:
+            self.s["hang"] = None
+            self.s["hung_pid"] = os.getpid()
+            _STATE_PATH.write_text(json.dumps(self.s, indent=1))
+            time.sleep(600)
         fault = self.s["faults"].pop(name, None)
         if fault:
             raise Fault("PowerCLI", fault)
@@ -445,8 +455,9 @@ def handle(state: dict[str, Any], request_text: str) -> tuple[dict[str, Any], in
 
 
 def main(argv: list[str] | None = None) -> int:
+    global _STATE_PATH
     argv = sys.argv[1:] if argv is None else argv
-    state_path = Path(os.environ["STORMATRIX_FAKE_VSPHERE"])
+    state_path = _STATE_PATH = Path(os.environ["STORMATRIX_FAKE_VSPHERE"])
     state = json.loads(state_path.read_text())
     expected = ["-NoLogo", "-NoProfile", "-NonInteractive", "-File"]
     if argv[:4] != expected or len(argv) != 5 or Path(argv[4]).resolve() != ENTRY.resolve():

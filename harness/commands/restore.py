@@ -4,7 +4,10 @@ The runner journals the backend's original VM configuration in the ``run`` recor
 anything, and a ``restored`` record once the backend has put it back. This command reads the journal,
 finds the last ``run`` record that has an original configuration and no ``restored`` record after it,
 rebuilds the backend from the journaled matrix (credentials are read again from where the matrix
-points: an environment variable or a file, never the journal) and restores.
+points: an environment variable, a file or the PowerCLI credential store, never the journal) and
+restores. Backends that keep something to restore: ``proxmox`` (the VM's config) and ``vmware`` (the
+test disk's controller layout, the power state and the esxcli tuning, through the same pwsh module
+calls as the end of a run).
 """
 
 from __future__ import annotations
@@ -47,23 +50,48 @@ def restore_run(run_dir: Path, *, force: bool = False) -> str:
             return "nothing to restore: no run in this journal changed a VM"
         run = runs[-1]
     backend_name = run.get("backend")
-    if backend_name != "proxmox":
+    original = run["original_config"]
+    if backend_name not in RESTORABLE:
         raise InputError(f"the run used the {backend_name!r} backend, which keeps nothing to restore")
-    from ..backends import proxmox
+    if not isinstance(original, dict):
+        raise InputError(f"{journal_path}: run {run.get('run_id')}: original_config is {type(original).__name__}, "
+                         "not an object. Fix: the journal was edited or damaged; restore it from a backup")
+    from ..backends import backend_class
     from .common import import_sections
 
     import_sections()  # the journaled matrix may hold any registered section
+    if not isinstance(run.get("matrix"), dict):
+        raise InputError(f"{journal_path}: run {run.get('run_id')}: the run record has no matrix, so the backend "
+                         "cannot be rebuilt. Fix: the journal was edited or damaged; restore it from a backup")
     spec = spec_from_dict(run["matrix"], str(run.get("matrix_path", "<journal>")))
-    backend = proxmox.ProxmoxBackend(spec, run_dir)
+    backend = backend_class(backend_name)(spec, run_dir)
     try:
-        backend.load_original(run["original_config"])
+        try:
+            backend.load_original(original)  # type: ignore[attr-defined]
+        except InputError as exc:
+            raise InputError(f"{journal_path}: run {run.get('run_id')}: {exc}") from None
         backend.restore()
     finally:
         backend.close()
-    Journal(run_dir).open().append({"type": "restored", "run_id": run.get("run_id"), "vm": str(run["original_config"]["vmid"]),
+    what = RESTORABLE[backend_name](original)
+    Journal(run_dir).open().append({"type": "restored", "run_id": run.get("run_id"), "vm": what["vm"],
                                     "time": datetime.datetime.now(datetime.timezone.utc).isoformat(),
                                     "by": "stormatrix restore"})
-    return f"VM {run['original_config']['vmid']} on {run['original_config']['node']} restored to its original configuration"
+    return f"{what['text']} restored to its original configuration"
+
+
+def _proxmox(original: dict[str, Any]) -> dict[str, str]:
+    return {"vm": str(original["vmid"]), "text": f"VM {original['vmid']} on {original['node']}"}
+
+
+def _vmware(original: dict[str, Any]) -> dict[str, str]:
+    return {"vm": str(original["vm"]),
+            "text": f"VM {original['vm']!r} ({original['test_disk']}) on {original.get('server')}"}
+
+
+#: backends whose original configuration ``stormatrix restore`` puts back (they have ``load_original``),
+#: and how the journal and the message name the VM
+RESTORABLE = {"proxmox": _proxmox, "vmware": _vmware}
 
 
 def _run(args: argparse.Namespace) -> int:
