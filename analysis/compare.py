@@ -14,6 +14,15 @@ A *point* is one (rw, block size, queue depth). For each side and point the repe
   ``equal_var=False``) of B against A per point, for IOPS and for latency; a difference with
   ``p >= alpha`` is marked not significant. With no variance on either side the test is undefined and
   the p-value is left empty.
+- host cost, where the host collector ran (DESIGN.md, "The numbers"): per side and point the mean over
+  repeats of ``cpu_per_mib`` (``(user + kernel cycles) / MiB`` where perf counted cycles, else
+  ``(user + system CPU seconds x 1000) / MiB``, i.e. CPU-ms/MiB) and of ``ctx_per_mib`` (context
+  switches / MiB); lower is better, so, like latency:
+  ``cpu_reduction_pct = (1 - cpu_B / cpu_A) * 100`` (positive: B needs less host CPU per MiB),
+  ``cpu_ratio = cpu_B / cpu_A``, and the same for context switches; B *wins* a point in host CPU when
+  ``cpu_B < cpu_A``. CPU figures are compared only when both sides measured the same metric (cycles
+  and CPU time are different quantities); a side without host metrics at a point leaves its columns
+  and the comparison empty, and ``host_note`` says why.
 
 Points present on one side only are listed in ``notes`` and left out of every statistic.
 """
@@ -45,6 +54,63 @@ class ComparisonResult:
     summary: dict[str, Any]
     notes: list[str] = field(default_factory=list)
     alpha: float = DEFAULT_ALPHA
+
+
+HOST_COLUMNS = ["cpu_metric", "cpu_per_mib_unit", "cpu_per_mib", "ctx_per_mib"]
+
+
+def _host_means(group: pd.DataFrame) -> dict[str, Any]:
+    """One side's host figures at one point: means over the repeats that have them, and the metric.
+
+    ``metric`` is the one CPU metric of those repeats, ``"mixed"`` when they differ (no CPU mean then),
+    or None when no repeat has host figures."""
+    cols = [c for c in HOST_COLUMNS if c in group.columns]
+    g = group[cols] if cols else pd.DataFrame(index=group.index)
+    cpu = g["cpu_per_mib"].dropna() if "cpu_per_mib" in g else pd.Series(dtype=float)
+    ctx = g["ctx_per_mib"].dropna() if "ctx_per_mib" in g else pd.Series(dtype=float)
+    metrics = sorted({str(m) for m in g["cpu_metric"].dropna()}) if "cpu_metric" in g else []
+    units = sorted({str(u) for u in g["cpu_per_mib_unit"].dropna()}) if "cpu_per_mib_unit" in g else []
+    metric = metrics[0] if len(metrics) == 1 else ("mixed" if metrics else None)
+    return {"metric": metric, "unit": units[0] if len(units) == 1 and metric != "mixed" else None,
+            "cpu": float(cpu.mean()) if len(cpu) and metric not in (None, "mixed") else float("nan"),
+            "ctx": float(ctx.mean()) if len(ctx) else float("nan"),
+            "host_n": int(len(cpu)), "n": int(len(group))}
+
+
+def _reduction(a: float, b: float) -> tuple[float, float]:
+    """(ratio B/A, reduction % = (1 - B/A) x 100); NaN where either is missing or A is 0."""
+    if not (np.isfinite(a) and np.isfinite(b)) or a == 0:
+        return float("nan"), float("nan")
+    return b / a, (1.0 - b / a) * 100.0
+
+
+def host_comparison(ha: dict[str, Any], hb: dict[str, Any], label_a: str, label_b: str) -> dict[str, Any]:
+    """The host columns of one point from each side's :func:`_host_means`."""
+    notes = []
+    for name, h in ((label_a, ha), (label_b, hb)):
+        if h["metric"] is None:
+            notes.append(f"{name} has no host metrics")
+        elif h["metric"] == "mixed":
+            notes.append(f"{name} mixes cycles and CPU time over its repeats: no CPU/MiB mean")
+        elif h["host_n"] < h["n"]:
+            notes.append(f"{name} has host metrics for {h['host_n']} of {h['n']} repeats")
+    same = ha["metric"] == hb["metric"] and ha["metric"] not in (None, "mixed")
+    if ha["metric"] not in (None, "mixed") and hb["metric"] not in (None, "mixed") and not same:
+        notes.append(f"{label_a} measured {ha['metric']}, {label_b} {hb['metric']}: CPU/MiB not comparable")
+    cpu_ratio, cpu_red = _reduction(ha["cpu"], hb["cpu"]) if same else (float("nan"), float("nan"))
+    ctx_ratio, ctx_red = _reduction(ha["ctx"], hb["ctx"])
+    metric = ha["metric"] if same else (" / ".join(f"{n}: {h['metric'] or 'none'}" for n, h in
+                                                  ((label_a, ha), (label_b, hb))) if (ha["metric"] or hb["metric"])
+                                        else None)
+    return {"cpu_metric": metric, "cpu_per_mib_unit": ha["unit"] if same and ha["unit"] == hb["unit"] else None,
+            "cpu_unit_a": ha["unit"], "cpu_unit_b": hb["unit"],
+            "cpu_per_mib_a": ha["cpu"], "cpu_per_mib_b": hb["cpu"], "cpu_ratio": cpu_ratio,
+            "cpu_reduction_pct": cpu_red,
+            "b_wins_cpu": bool(hb["cpu"] < ha["cpu"]) if np.isfinite(cpu_red) else None,
+            "ctx_per_mib_a": ha["ctx"], "ctx_per_mib_b": hb["ctx"], "ctx_ratio": ctx_ratio,
+            "ctx_reduction_pct": ctx_red,
+            "b_wins_ctx": bool(hb["ctx"] < ha["ctx"]) if np.isfinite(ctx_red) else None,
+            "host_note": "; ".join(notes) or None}
 
 
 def _side_means(frame: pd.DataFrame) -> pd.DataFrame:
@@ -119,6 +185,7 @@ def compare(a: pd.DataFrame, b: pd.DataFrame, *, label_a: str = "A", label_b: st
             "p_iops": p_iops, "p_latency": p_lat,
             "iops_significance": _mark(p_iops, alpha, tested),
             "latency_significance": _mark(p_lat, alpha, tested),
+            **host_comparison(_host_means(ga), _host_means(gb), label_a, label_b),
         })
     points = pd.DataFrame(rows).sort_values(POINT, kind="stable").reset_index(drop=True)
     by_qd = (points.groupby(["rw", "iodepth"], sort=True)
@@ -145,8 +212,31 @@ def compare(a: pd.DataFrame, b: pd.DataFrame, *, label_a: str = "A", label_b: st
         "tested_points": int(((points["n_a"] >= 2) & (points["n_b"] >= 2)).sum()),
         "iops_not_significant": int((points["iops_significance"] == "n.s.").sum()),
         "latency_not_significant": int((points["latency_significance"] == "n.s.").sum()),
+        "host_cpu_points": int(points["cpu_reduction_pct"].notna().sum()),
+        "host_cpu_wins": int((points["b_wins_cpu"] == True).sum()),  # noqa: E712 - object column with None
+        "mean_cpu_reduction_pct": float(points["cpu_reduction_pct"].mean()),
+        "host_ctx_points": int(points["ctx_reduction_pct"].notna().sum()),
+        "mean_ctx_reduction_pct": float(points["ctx_reduction_pct"].mean()),
+        "host_metric_a": _metrics(a_ok), "host_metric_b": _metrics(b_ok),
     }
+    for name, side in ((label_a, a_ok), (label_b, b_ok)):
+        if "cpu_per_mib" not in side.columns or side["cpu_per_mib"].isna().all():
+            notes.append(f"{name} has no host metrics (the host collector did not run for it: see its "
+                         "host_collector on the Environment sheet); its host CPU/MiB and ctx/MiB columns on "
+                         "the Comparison sheet are blank")
+    mixed = int(points["host_note"].fillna("").str.contains("not comparable").sum())
+    if mixed:
+        notes.append(f"{mixed} points have cycles on one side and CPU time on the other: their host CPU/MiB "
+                     "is shown per side but not compared")
     return ComparisonResult(label_a, label_b, points, by_qd, by_bs, summary, notes, alpha)
+
+
+def _metrics(frame: pd.DataFrame) -> str | None:
+    """The CPU metric(s) a side's host figures hold: "cycles", "cpu_time", both, or None."""
+    if "cpu_metric" not in frame.columns:
+        return None
+    found = sorted({str(m) for m in frame["cpu_metric"].dropna()})
+    return ", ".join(found) or None
 
 
 def _mark(p: float, alpha: float, tested: bool) -> str:

@@ -88,6 +88,16 @@ POINT_COLUMNS: list[Column] = [
     ("p (latency, Welch)", "p_latency", "0.0000"), ("Latency significance", "latency_significance", "@"),
 ]
 
+# Host cost per MiB, after the columns above (their positions stay). "{unit}" is filled in per workbook.
+HOST_POINT_COLUMNS: list[Column] = [
+    ("Host CPU metric", "cpu_metric", "@"),
+    ("Host CPU/MiB A ({unit})", "cpu_per_mib_a", "cpu"), ("Host CPU/MiB B ({unit})", "cpu_per_mib_b", "cpu"),
+    ("Host CPU/MiB ratio B/A", "cpu_ratio", "0.000"), ("Host CPU/MiB reduction %", "cpu_reduction_pct", "0.0"),
+    ("ctx/MiB A", "ctx_per_mib_a", "0.00"), ("ctx/MiB B", "ctx_per_mib_b", "0.00"),
+    ("ctx/MiB ratio B/A", "ctx_ratio", "0.000"), ("ctx/MiB reduction %", "ctx_reduction_pct", "0.0"),
+    ("B wins host CPU/MiB", "b_wins_cpu", "@"), ("Host metrics note", "host_note", "@"),
+]
+
 MEASUREMENT_FORMATS = {"iops": "#,##0", "read_iops": "#,##0", "write_iops": "#,##0", "bw_mib_s": "0.00",
                        "mib": "0.00", "lat_mean_us": "0.0", "read_lat_mean_us": "0.0", "write_lat_mean_us": "0.0",
                        "lat_p99_us": "0.0", "cpu_per_mib": "0.000", "ctx_per_mib": "0.00", "cpu_total": "0.000",
@@ -487,6 +497,9 @@ def write_comparison_workbook(path: str | Path, a: IngestResult, b: IngestResult
              (f"Points where {lb} has more IOPS", s["iops_wins"]),
              (f"Points where {lb} has lower latency", s["latency_wins"]),
              ("Significance level (alpha)", result.alpha),
+             ("Host CPU metric A / B", f"{s.get('host_metric_a') or 'none'} / {s.get('host_metric_b') or 'none'}"),
+             (f"Points where {lb} needs less host CPU/MiB", f"{s.get('host_cpu_wins', 0)} of "
+                                                          f"{s.get('host_cpu_points', 0)} comparable"),
              ("Run dates A", _run_dates(a.frame)), ("Run dates B", _run_dates(b.frame)),
              ("Generated", datetime.now(timezone.utc).isoformat(timespec="seconds"))]
     notes = ([f"A: {p}" for p in a.problems] + [f"B: {p}" for p in b.problems] + a.notes + b.notes
@@ -497,12 +510,14 @@ def write_comparison_workbook(path: str | Path, a: IngestResult, b: IngestResult
     write_frame(wb.create_sheet("Measurements"), both, MEASUREMENT_FORMATS)
     points = result.points.copy()
     points["bs_label"] = [format_size(int(v)) for v in points["bs"]]
-    cols = [(h.replace(" A", f" {la}") if h.endswith(" A") or " A (" in h else h, f, fmt) for h, f, fmt in POINT_COLUMNS]
+    cols = [(h.replace(" A", f" {la}") if h.endswith(" A") or " A (" in h else h, f, fmt) for h, f, fmt in
+            POINT_COLUMNS + _host_columns(points)]
     cols = [(h.replace(" A (", f" {la} (").replace(" B (", f" {lb} (") if h.endswith(")") else
              (h[:-2] + f" {lb}" if h.endswith(" B") else h), f, fmt) for h, f, fmt in cols]
     cws = wb.create_sheet("Comparison")
     last = write_table(cws, points, cols)
-    for field, good in (("iops_gain_pct", True), ("lat_reduction_pct", True)):
+    for field, good in (("iops_gain_pct", True), ("lat_reduction_pct", True), ("cpu_reduction_pct", True),
+                        ("ctx_reduction_pct", True)):
         col = get_column_letter([c[1] for c in cols].index(field) + 1)
         cws.conditional_formatting.add(f"{col}2:{col}{last}", ColorScaleRule(
             start_type="min", start_color="F8696B", mid_type="num", mid_value=0, mid_color="FFFFFF",
@@ -531,6 +546,16 @@ def write_comparison_workbook(path: str | Path, a: IngestResult, b: IngestResult
     return _save(wb, path)
 
 
+def _host_columns(points: pd.DataFrame) -> list[Column]:
+    """:data:`HOST_POINT_COLUMNS` with the CPU unit in the headers when one unit holds for every point."""
+    units = sorted({str(u) for col in ("cpu_unit_a", "cpu_unit_b") if col in points for u in points[col].dropna()})
+    unit = units[0] if len(units) == 1 else ("no host metrics" if not units else "unit per row: see Host CPU metric")
+    if "cpu_per_mib_unit" in points:  # the per-row "cpu" number format: cycles or CPU-ms
+        points["cpu_per_mib_unit"] = [u if u is not None else (ua or ub) for u, ua, ub in
+                                      zip(points["cpu_per_mib_unit"], points["cpu_unit_a"], points["cpu_unit_b"])]
+    return [(h.format(unit=unit), f, fmt) for h, f, fmt in HOST_POINT_COLUMNS]
+
+
 def _method_comparison(result: ComparisonResult) -> list[str | tuple[str, str]]:
     a, b = result.label_a, result.label_b
     return [
@@ -550,9 +575,23 @@ def _method_comparison(result: ComparisonResult) -> list[str | tuple[str, str]]:
                          f"against A, for IOPS and for latency; p >= {result.alpha:g} is marked n.s. (not "
                          "significant): the difference is within the repeat-to-repeat noise. 'no repeats' = not "
                          "tested; 'no variance' = both sides repeated identical values, the test is undefined."),
+        ("Host CPU per MiB", "per point and side: the mean over the repeats of the host CPU the measured QEMU "
+                             "processes used in the window per MiB moved: (user + kernel cycles) / MiB where perf "
+                             "counted hardware cycles, else (user + system CPU seconds x 1000) / MiB (CPU-ms/MiB). "
+                             "The 'Host CPU metric' column says which. A suite point counts all the side's VMs' "
+                             "QEMU processes over the bytes all its guests moved."),
+        ("Host CPU/MiB reduction %", "(1 - CPU/MiB_B / CPU/MiB_A) x 100; ratio B/A = CPU/MiB_B / CPU/MiB_A. "
+                                     "Positive reduction (ratio below 1): B needs less host CPU per MiB. Only "
+                                     "where both sides measured the same metric: cycles and CPU time are never "
+                                     "compared with each other."),
+        ("ctx/MiB reduction %", "(1 - ctx/MiB_B / ctx/MiB_A) x 100, ctx/MiB = context switches in the window / MiB."),
+        ("Blank host columns", "a side without host metrics at a point (no host collector could reach its "
+                               "QEMU processes) leaves its host columns and the comparison blank; 'Host metrics "
+                               "note' says why, and the Environment sheet's host_collector says what ran."),
         "# Units",
         ("IOPS", "I/O operations per second, all directions."), ("Latency", "microseconds (us)."),
         ("Bandwidth", "MiB/s (2^20 bytes per second)."),
+        ("Host CPU/MiB", "cycles/MiB (metric cycles) or CPU-ms/MiB (metric cpu_time), as in the headers."),
     ]
 
 
