@@ -433,3 +433,76 @@ def ssh_main(argv: list[str] | None = None) -> int:
         out.write(",".join(f'"{c}"' for c in cells) + "\n")
         out.flush()
     return 0
+
+
+# --- a whole run: the real runner, the vmware backend, esxtop over the stand-in ssh ----------------------------
+
+FIO_OUTPUT = (Path(__file__).resolve().parent / "data" / "fio" / "fio3_randread_bs4k_qd1.json").read_text()
+
+
+class WindowExecutor:
+    """The guest: opens and closes the measurement window around a captured fio result."""
+
+    name = "fio-server"
+
+    def __init__(self, endpoints: Any, options: Any = None) -> None:
+        self.endpoints = endpoints
+
+    def wait_ready(self, deadline: float) -> dict[str, Any]:
+        return {"disk": "/dev/sdb", "signature": "none"}
+
+    def run(self, cell: Any, timing: Any, window: Any) -> Any:
+        from stormatrix.analysis.fio import parse_fio_json
+        from stormatrix.executors.base import WorkloadResult
+
+        window.measure_started()
+        window.measure_ended()
+        return WorkloadResult(engine="fio", raw=FIO_OUTPUT, data=parse_fio_json(FIO_OUTPUT), window_source="timed")
+
+    def close(self) -> None:
+        pass
+
+
+def test_a_run_journals_esxtop_host_records(esx: EsxLab, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from stormatrix import executors
+    from stormatrix.journal import Journal
+    from stormatrix.runner import Runner
+    from stormatrix.spec import spec_from_dict
+    from test_vmware_backend import PASSWORD, matrix
+
+    monkeypatch.setitem(executors.REGISTRY, "fio-server", "test_vmware_esxtop:WindowExecutor")
+    raw = matrix(["pvscsi", "nvme"], host_cpu_source="esxtop", esxtop_ssh="root@esx01.lab", esxtop_delay_seconds=2)
+    raw["run"].update(measure_seconds=4, ramp_seconds=0)
+    before = esx.vsphere.layout()
+    summary = Runner(spec_from_dict(raw), tmp_path / "run", progress=False).run()
+    assert summary["measured"] == 2 and summary["failed"] == []
+    assert esx.vsphere.layout() == before
+    cells = [r for r in Journal(tmp_path / "run").records() if r["type"] == "cell"]
+    assert [c["cell"]["disk"]["controller"] for c in cells] == ["pvscsi", "nvme"]
+    for cell in cells:
+        host = cell["host"]
+        assert host["source"] == "esxtop" and host["ctx_switches"] is None and host["cpu_total"] > 0
+        assert host["vmware"]["tuning_in_force"]["SchedNumReqOutstanding"] == 1024
+        assert (tmp_path / "run" / host["vmware"]["capture"]).is_file()
+        assert cell["per_mib"]["cpu_unit"] == "CPU-ms/MiB" and cell["per_mib"]["ctx"] is None
+    assert len(esx.read()["calls"]) == 2 and all(c[-2:] == ["-n", "3"] for c in esx.read()["calls"])
+    assert not [p for p in (tmp_path / "run").rglob("*") if p.is_file() and PASSWORD in p.read_text(errors="replace")]
+
+
+@pytest.mark.xfail(strict=True, reason="analysis/ingest.py (not the vmware owner's file) requires a number in "
+                                       "host.ctx_switches, so every ESXi cell (vSphere or esxtop source) is refused "
+                                       "by report/compare; remove this marker once ingest takes null with "
+                                       "host.unmatched.ctx_switches")
+def test_report_reads_an_esxi_run(esx: EsxLab, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from stormatrix import executors
+    from stormatrix.analysis.ingest import ingest
+    from stormatrix.runner import Runner
+    from stormatrix.spec import spec_from_dict
+    from test_vmware_backend import matrix
+
+    monkeypatch.setitem(executors.REGISTRY, "fio-server", "test_vmware_esxtop:WindowExecutor")
+    raw = matrix(["pvscsi"], host_cpu_source="esxtop", esxtop_ssh="root@esx01.lab", esxtop_delay_seconds=2)
+    raw["run"].update(measure_seconds=4, ramp_seconds=0)
+    Runner(spec_from_dict(raw), tmp_path / "run", progress=False).run()
+    data = ingest([str(tmp_path / "run")])
+    assert len(data.frame) == 1 and data.frame["cpu_per_mib"].iloc[0] > 0
