@@ -30,20 +30,18 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 from . import guestimage
 from .backends.base import HostScope
 from .backends.qemu import QemuVm, VmSpec, ensure_test_disk, qemu_version
-from .errors import CollectorError, GuestNotReady, InputError, StormatrixError, VmStartError
+from .errors import GuestNotReady, InputError, StormatrixError, VmStartError
 from .executors.fioserver import FioGuest, _free_port, find_fio, probe_servers
 from .executors.localagent import AgentChannel, parse_event
-from .host.collector import CollectorProblem, WindowCollector, perf_available
 from .journal import Journal
 from .model import DiskConfig
-from .qmp import QmpError
-from .runner import merge_hosts
 from .suite import Suite, SuiteOutcome, SuitePoint, run_suite, suite_for_guests
+from .suitevms import QemuProcessesCollector
 
 log = logging.getLogger("stormatrix.demosuite")
 
@@ -114,68 +112,6 @@ class DemoSuiteOutcome:
     @property
     def failed(self) -> list[tuple[str, str]]:
         return [f for o in self.sides.values() if o is not None for f in o.failed]
-
-
-# --- the host collector over all of a side's QEMU processes -----------------------------------------
-
-class QemuProcessesCollector:
-    """The suite's :class:`~stormatrix.suite.PointCollector` for many VMs on this host.
-
-    One :class:`WindowCollector` per QEMU process (thread roles from QMP, taken anew at each window
-    since aio workers come and go), merged with :func:`stormatrix.runner.merge_hosts` into the
-    journal's one ``host`` block, so ``per_mib`` divides the whole side's host cost by the bytes all
-    guests moved. ``scopes`` is called at every window start (a backend's ``scope()`` fits).
-    """
-
-    def __init__(self, scopes: Callable[[], list[HostScope]], *, use_perf: bool | None = None) -> None:
-        self.scopes = scopes
-        # decided once: probing perf per VM per window would delay every window's opening
-        self.use_perf = perf_available() if use_perf is None else use_perf
-        self._running: list[tuple[str, WindowCollector]] = []
-
-    def start(self) -> None:
-        if self._running:
-            raise CollectorError("the host collector is already measuring a window")
-        name = "?"
-        try:
-            for scope in self.scopes():
-                name = scope.vm or str(scope.pid)
-                if scope.ssh:
-                    raise CollectorError(f"{name}: remote collection over SSH ({scope.ssh}) needs the backend's "
-                                         "collector")
-                c = WindowCollector(scope.pid, dict(scope.threads), use_perf=self.use_perf)
-                c.start()
-                self._running.append((name, c))
-        except (CollectorProblem, QmpError, VmStartError, OSError) as exc:
-            self._abort()
-            raise CollectorError(f"cannot start the host collector for {name}: {exc}") from exc
-        except BaseException:
-            self._abort()
-            raise
-
-    def stop(self) -> dict[str, Any] | None:
-        running, self._running = self._running, []
-        results: list[dict[str, Any]] = []
-        errors: list[str] = []
-        for name, c in running:  # stop every one, even after a failure: each holds a perf process
-            try:
-                results.append(c.stop())
-            except CollectorProblem as exc:
-                errors.append(f"{name}: {exc}")
-        if errors:
-            raise CollectorError(f"the host collector lost {len(errors)} of {len(running)} VMs: {'; '.join(errors)}")
-        host = merge_hosts(results)
-        if host is not None:
-            host["vms"] = [name for name, _ in running]
-        return host
-
-    def abort(self) -> None:
-        self._abort()
-
-    def _abort(self) -> None:
-        running, self._running = self._running, []
-        for _, c in running:
-            c.abort()
 
 
 # --- one side's guests -------------------------------------------------------------------------------
@@ -382,8 +318,10 @@ def demo_suite(config: DemoSuiteConfig, *, progress: bool = True, stream: Any = 
                 if progress:
                     print(f"[{key} {i}/{n}] {point.key} (about {remaining / 60:.1f} min left)", file=stream)
 
+            status = {"mode": "local", "processes": len(guests.vms),
+                      "detail": f"{len(guests.vms)} local QEMU processes (side {side.key})"}
             outcome.sides[side.key] = run_suite(suite, config.run_dir / side.key, collector=collector, fio=fio,
-                                                backend="qemu", progress=show)
+                                                backend="qemu", progress=show, host_collector=status)
     outcome.workbook = write_workbook(config)
     return outcome
 

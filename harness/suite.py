@@ -79,6 +79,7 @@ from .model import (
     parse_size,
 )
 from .spec import EXTRA_SECTIONS, RUN_SECTION, Field, Section, _load_toml, parse_section, register_section
+from .suitevms import HOST_METRICS, PER_VM_KEYS, check_network, check_ssh_target, suite_proxmox_section
 
 log = logging.getLogger("stormatrix.suite")
 
@@ -117,7 +118,12 @@ SUITE_SECTION = register_section(Section("suite", {
     "guests": Field((str, dict), None, list_of=True,
                     help='"name=host:port" strings or {name=, host=, port=, filename=} tables'),
     "vms": Field((str, int), None, list_of=True,
-                 help="Proxmox/ESXi VM ids or names whose addresses the backend discovers"),
+                 help="Proxmox VM ids whose guest addresses the QEMU guest agent reports (needs [proxmox])"),
+    "network": Field(str, None, check=check_network,
+                     help="with vms: take each guest's address from this IPv4 network, e.g. 10.0.0.0/24"),
+    "host_metrics": Field(str, "auto", choices=HOST_METRICS,
+                          help="with vms: auto = measure the VMs' QEMU processes when the node is reachable "
+                               "(on the node, or [proxmox] ssh), require = fail if it is not, off = never"),
     "port": Field(int, DEFAULT_PORT, min=1, max=65535, help="fio server port where a guest gives none"),
     "controller": Field(str, None, check=_controller_ok, help="the side's disk controller, if known"),
     "aio": Field(str, None, choices=AIO_MODES),
@@ -175,6 +181,9 @@ class Suite:
     probe_timeout_s: float = 15.0
     grace_s: float = FIO_HUNG_CLIENT_S + 50.0
     run_name: str = "suite"
+    proxmox: dict[str, Any] | None = None  # [proxmox] connection keys, for a VM list
+    network: str | None = None  # [suite] network: where discovered addresses must lie
+    host_metrics: str = "auto"
     raw: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
 
     @property
@@ -275,6 +284,8 @@ def suite_from_dict(raw: dict[str, Any], path: str = "<suite>") -> Suite:
     if "suite" not in raw:
         raise MatrixError(path, "[suite]", "is missing", "add a [suite] section (see `stormatrix suite --help`)")
     for key in raw:
+        if key in ("proxmox", "vmware"):
+            continue  # a suite reads these itself, below
         if key in ("matrix", "workload"):
             raise MatrixError(path, f"[{key}]", "does not belong in a suite file",
                               "a suite's points come from [suite] rw/block_sizes/queue_depths; "
@@ -283,13 +294,14 @@ def suite_from_dict(raw: dict[str, Any], path: str = "<suite>") -> Suite:
             known = ", ".join(f"[{k}]" for k in sorted({"run", "suite"} | set(EXTRA_SECTIONS)))
             raise MatrixError(path, f"[{key}]", "unknown section", f"sections: {known}")
     for key, section in EXTRA_SECTIONS.items():
-        if key != "suite" and key in raw:
+        if key not in ("suite", "proxmox", "vmware") and key in raw:
             parse_section(path, section, raw[key])  # validated here; used by whoever owns it
     run = parse_section(path, RUN_SECTION, raw.get("run", {}))
     s = parse_section(path, SUITE_SECTION, raw["suite"])
     if (s["guests"] is None) == (s["vms"] is None):
         raise MatrixError(path, "[suite] guests", "give exactly one of guests or vms",
                           'list the fio servers, guests = ["vm01=10.0.0.11:8765"], or the VMs, vms = [101, 102]')
+    vm_ids, proxmox = _vm_list(path, raw, s)
     guests: list[FioGuest] = []
     for i, item in enumerate(s["guests"] or []):
         guests.append(_guest_from(path, f"[suite] guests[{i}]", item, s["port"]))
@@ -335,10 +347,57 @@ def suite_from_dict(raw: dict[str, Any], path: str = "<suite>") -> Suite:
                  queue_depths=tuple(s["queue_depths"]), numjobs=s["numjobs"], ramp_s=s["ramp_seconds"],
                  measure_s=s["measure_seconds"], filename=s["filename"], size=size, direct=s["direct"],
                  ioengine=s["ioengine"], rwmixread=s["rwmixread"], guests=tuple(guests),
-                 vms=tuple(str(v) for v in (s["vms"] or [])), port=s["port"], disk=disk,
+                 vms=tuple(str(v) for v in vm_ids), port=s["port"], disk=disk,
                  repeats=run["repeats"], on_error=run["on_error"], retries=run["retries"],
                  probe_timeout_s=s["probe_timeout_seconds"], grace_s=s["grace_seconds"],
-                 run_name=run["name"], raw=raw)
+                 run_name=run["name"], proxmox=proxmox, network=s["network"], host_metrics=s["host_metrics"],
+                 raw=raw)
+
+
+def _vm_list(path: str, raw: dict[str, Any], s: dict[str, Any]) -> tuple[list[int], dict[str, Any] | None]:
+    """``[suite] vms`` as Proxmox VM ids, and the ``[proxmox]`` section that says how to reach their node."""
+    if s["vms"] is None:
+        for key in ("proxmox", "vmware"):
+            if key in raw:
+                raise MatrixError(path, f"[{key}]", "is only used with [suite] vms (guest addresses found through the "
+                                  "hypervisor)", f"list the VMs as vms = [101, 102] instead of guests, or remove [{key}]")
+        for key in ("network", "host_metrics"):
+            if key in raw["suite"]:
+                raise MatrixError(path, f"[suite] {key}", "only applies to a VM list ([suite] vms)",
+                                  f"remove {key}, or list the VMs in [suite] vms")
+        return [], None
+    if "vmware" in raw:
+        raise MatrixError(path, "[suite] vms", "discovering guest addresses is not supported for the vmware backend",
+                          'list the guests\' fio servers in [suite] guests = ["vm01=10.0.0.11:8765", ...] and remove vms')
+    if "proxmox" not in raw:
+        raise MatrixError(path, "[suite] vms", "a VM list needs a [proxmox] section: the node to ask for the VMs' "
+                          "addresses", "add [proxmox] with host, node, token_id and token_secret_env (or transport = "
+                          '"local" on the node), or list the guests\' fio servers in [suite] guests')
+    backend = raw.get("run", {}).get("backend") if isinstance(raw.get("run"), dict) else None
+    if backend not in (None, "proxmox"):
+        raise MatrixError(path, "[run] backend", f"{backend!r}, but [suite] vms are Proxmox VMs ([proxmox])",
+                          'set backend = "proxmox" or remove it')
+    table = raw["proxmox"]
+    if isinstance(table, dict):
+        for key in sorted(PER_VM_KEYS & set(table)):
+            raise MatrixError(path, f"[proxmox] {key}", "does not apply to a suite: it names or handles one VM of "
+                              "a matrix run", f"remove {key}; a suite's VMs are [suite] vms, which it never "
+                              "reconfigures")
+    proxmox = parse_section(path, suite_proxmox_section(), table)
+    try:
+        check_ssh_target(proxmox["ssh"])
+    except ValueError as exc:
+        raise MatrixError(path, "[proxmox] ssh", str(exc), 'write the node as ssh = "root@pve1"') from None
+    ids: list[int] = []
+    for i, v in enumerate(s["vms"]):
+        text = str(v).strip()
+        if not text.isdigit() or not 100 <= int(text) <= 999999999:
+            raise MatrixError(path, f"[suite] vms[{i}]", f"{v!r} is not a Proxmox VM id (100-999999999)",
+                              "list the numeric VM ids, as `qm list` shows them: vms = [101, 102]")
+        if int(text) in ids:
+            raise MatrixError(path, "[suite] vms", f"lists VM {int(text)} twice", "list each VM once")
+        ids.append(int(text))
+    return ids, proxmox
 
 
 def suite_for_guests(guests: Sequence[tuple[str, str, int] | FioGuest], *, side: str, filename: str,
@@ -470,13 +529,19 @@ def _check_resumable(journal: Journal, suite: Suite) -> None:
 
 def run_suite(suite: Suite, run_dir: str | Path, *, collector: PointCollector | None = None,
               fio: str = "fio", backend: str | None = None,
-              progress: Callable[[int, int, SuitePoint, float], None] | None = None) -> SuiteOutcome:
+              progress: Callable[[int, int, SuitePoint, float], None] | None = None,
+              host_collector: dict[str, Any] | None = None,
+              vms: list[dict[str, Any]] | None = None) -> SuiteOutcome:
     """Run every point not yet journaled in ``run_dir`` on all of ``suite.guests`` at once.
 
     For each point: probe every fio server (a real job through client mode), run the point with one
     fio client process, let ``collector`` measure the window, append one ``cell`` record. A failure
     is appended as ``cell-error`` (with the guest and the point in the message); see the module
     docstring for when the suite stops. Returns what happened; raises the stopping error.
+
+    ``host_collector`` is what the run record says about host metrics (``{"mode": "local"|"ssh"|
+    "none"|"off", "detail": ...}``; by default derived from ``collector``); ``vms`` the VM list behind
+    the guests (:meth:`stormatrix.suitevms.ProxmoxSuiteVms.record`).
     """
     if not suite.guests:
         raise MatrixError(suite.path, "[suite] vms", "no guest addresses: the VM list was not resolved",
@@ -489,11 +554,18 @@ def run_suite(suite: Suite, run_dir: str | Path, *, collector: PointCollector | 
     todo = [p for p in points if p.key not in done]
     run_id = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S") + f"-{suite.name}-{secrets.token_hex(2)}"
     outcome = SuiteOutcome(run_id=run_id, already_done=[p.key for p in points if p.key in done])
+    if host_collector is None:
+        host_collector = ({"mode": "given", "detail": f"{type(collector).__name__}"} if collector is not None else
+                          {"mode": "none", "detail": "no host metrics: the guests are given by address ([suite] "
+                           "guests), so there are no VMs whose QEMU processes could be measured"})
+    env = environment(fio)
+    env["host_collector"] = f"{host_collector['mode']}: {host_collector.get('detail', '')}"
     journal.append({
         "type": "run", "run_id": run_id, "started": _iso(time.time()), "matrix_path": suite.path,
         "matrix": suite.raw, "backend": backend, "side": suite.side, "suite": suite.name,
         "executor": "fio-server", "guests": [{"name": g.name, "host": g.host, "port": g.port} for g in suite.guests],
-        "points": len(points), "todo": len(todo), "environment": environment(fio), "original_config": None,
+        "points": len(points), "todo": len(todo), "environment": env, "original_config": None,
+        "host_collector": host_collector, "vms": vms,
     })
     log.info("suite %s, side %s: %d points, %d already journaled, %d to run; %s", suite.name, suite.side,
              len(points), len(points) - len(todo), len(todo), eta(suite, done=len(points) - len(todo)).describe())

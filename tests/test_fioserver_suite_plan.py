@@ -69,6 +69,9 @@ def test_vm_list_instead_of_guests() -> None:
     raw = copy.deepcopy(SEED)
     del raw["suite"]["guests"]
     raw["suite"]["vms"] = [101, 102]
+    with pytest.raises(MatrixError, match=r"needs a \[proxmox\] section"):
+        suite_from_dict(raw)  # the node to ask for the addresses (tests/test_suite_discovery.py)
+    raw["proxmox"] = {"host": "pve1", "node": "pve1", "token_id": "t", "token_secret_env": "X"}
     s = suite_from_dict(raw)
     assert s.vms == ("101", "102") and s.guests == ()
     assert len(s.with_guests([FioGuest("101", "10.0.0.1")]).guests) == 1

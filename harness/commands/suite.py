@@ -6,7 +6,6 @@ import argparse
 import sys
 from typing import Any
 
-from ..errors import MatrixError
 from ..suite import Suite, eta, load_suite, run_suite
 
 
@@ -19,6 +18,9 @@ def register(subparsers: Any) -> None:
     plan = sub.add_parser("plan", help="show the points, the guests and the ETA")
     plan.add_argument("matrix", help="matrix file with a [suite] section")
     plan.add_argument("-o", "--output", help="run directory: also show what a resume would skip")
+    plan.add_argument("--discover", action="store_true",
+                      help="with [suite] vms: ask the node now for each guest's address and say whether host "
+                           "metrics will be collected (nothing is run)")
     plan.set_defaults(func=cmd_plan)
     run = sub.add_parser("run", help="run the suite (resumable: run again to continue)")
     run.add_argument("matrix", help="matrix file with a [suite] section")
@@ -38,8 +40,28 @@ def _describe(suite: Suite) -> list[str]:
     if suite.guests:
         lines.append(f"  guests ({len(suite.guests)}): " + ", ".join(g.describe() for g in suite.guests))
     else:
-        lines.append(f"  VMs ({len(suite.vms)}, addresses discovered by the backend): {', '.join(suite.vms)}")
+        net = f" in {suite.network}" if suite.network else ""
+        lines.append(f"  VMs ({len(suite.vms)}, on node {suite.proxmox['node'] if suite.proxmox else '?'}; each guest's "
+                     f"address = the guest agent's first IPv4{net}): {', '.join(suite.vms)}; host metrics: "
+                     f"{suite.host_metrics}")
     return lines
+
+
+def _resolve(suite: Suite) -> tuple[Suite, Any, Any, dict[str, Any]]:
+    """For a VM list: (suite with the discovered guests, the VM list, its collector, the collector status).
+    The caller closes the VM list."""
+    from ..suitevms import ProxmoxSuiteVms
+
+    vms = ProxmoxSuiteVms(suite)
+    try:
+        guests = vms.discover()
+        for vm, g in zip(vms.vms, guests):
+            print(f"  VM {vm.vmid} -> {g.describe()} (QEMU pid {vm.pid})", file=sys.stderr)
+        collector, status = vms.host_collector()
+    except BaseException:
+        vms.close()
+        raise
+    return suite.with_guests(guests), vms, collector, status
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
@@ -52,6 +74,11 @@ def cmd_plan(args: argparse.Namespace) -> int:
         done = sum(1 for p in suite.points() if p.key in keys)
     for line in _describe(suite):
         print(line)
+    if args.discover and suite.vms:
+        resolved, vms, _, status = _resolve(suite)
+        vms.close()
+        print(f"  guests ({len(resolved.guests)}): " + ", ".join(g.describe() for g in resolved.guests))
+        print(f"  host metrics: {status['mode']}: {status.get('detail', '')}")
     total = eta(suite)
     print(f"{total.points} points; ETA {total.describe()}")
     if done:
@@ -62,16 +89,23 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 def cmd_run(args: argparse.Namespace) -> int:
     suite = load_suite(args.matrix)
-    if not suite.guests:
-        raise MatrixError(suite.path, "[suite] vms", "discovering VM addresses needs a backend that can do it",
-                          "list the guests' fio servers in [suite] guests for now")
     for line in _describe(suite):
         print(line, file=sys.stderr)
 
     def progress(i: int, n: int, point: Any, remaining: float) -> None:
         print(f"[{i}/{n}] {point.key} (about {remaining / 60:.1f} min left)", file=sys.stderr)
 
-    outcome = run_suite(suite, args.output, fio=args.fio, progress=progress)
+    if not suite.vms:
+        outcome = run_suite(suite, args.output, fio=args.fio, progress=progress)
+    else:
+        suite, vms, collector, status = _resolve(suite)
+        try:
+            print(f"host metrics: {status['mode']}: {status.get('detail', '')}"
+                  + (f". To get them: {status['fix']}" if status.get("fix") else ""), file=sys.stderr)
+            outcome = run_suite(suite, args.output, fio=args.fio, progress=progress, collector=collector,
+                                backend="proxmox", host_collector=status, vms=vms.record())
+        finally:
+            vms.close()
     print(f"measured {len(outcome.measured)} points, {len(outcome.already_done)} were already journaled, "
           f"{len(outcome.failed)} failed", file=sys.stderr)
     for key, message in outcome.failed:

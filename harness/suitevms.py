@@ -1,0 +1,655 @@
+"""A suite's VM list: guest addresses from the hypervisor, and the host collector over the VMs' QEMU processes.
+
+``[suite] vms = [101, 102, ...]`` instead of ``guests``, with a ``[proxmox]`` section that says how to
+reach the node (the backend's connection keys; the per-VM keys of a matrix run do not apply). Before the
+first point, for every VM, in the order given:
+
+1. ``GET /nodes/{node}/qemu/{vmid}/status/current``: the VM must be running (the suite never starts,
+   stops or reconfigures a VM); its ``name`` becomes the guest's name and its ``pid`` is the QEMU process
+   the host collector measures;
+2. ``GET /nodes/{node}/qemu/{vmid}/agent/network-get-interfaces``: the QEMU guest agent's interface list
+   (``{"result": [{"name", "hardware-address", "ip-addresses": [{"ip-address", "ip-address-type",
+   "prefix"}]}]}``). The guest's address is **the first IPv4 address, in the agent's interface order and
+   then address order, that is not loopback (127.0.0.0/8), link-local (169.254.0.0/16), unspecified or
+   multicast, and, when ``[suite] network = "10.0.0.0/24"`` is given, lies in that network**.
+
+The guest's name is the VM name when it is a usable name (letters, digits, ``.``, ``_``, ``-``; at most 64)
+and unique in the list; two VMs with one name become ``<name>-<vmid>``; an unusable name becomes the VM id.
+Every VM is checked before anything is reported, and every problem is named in one
+:class:`~stormatrix.errors.MatrixError` (exit 2) with its fix: VM stopped or paused, guest agent not
+enabled or not running, no matching address, two VMs on one address. Nothing is measured, and nothing
+already journaled is touched, until every VM has an address.
+
+The host collector (``[suite] host_metrics``, default ``auto``) measures the QEMU processes of all the
+suite's VMs in each point's window (:class:`QemuProcessesCollector`), so ``per_mib`` is the whole side's
+host cost over the bytes all guests moved:
+
+- **local**, when stormatrix runs on the node itself: every VM's ``<qemu_server_dir>/<vmid>.pid`` exists
+  here and holds the pid the API reports. The collector runs in this process (``linux-host/collector.py``).
+  Thread roles come from each VM's QMP socket (``query-cpus-fast``, ``query-iothreads``), or the API
+  monitor (HMP) where the socket is not writable.
+- **ssh**, when ``[proxmox] ssh = "root@node"`` is set and the harness is elsewhere: ``linux-host/`` is
+  copied to the node when missing, and each window runs ONE ``ssh node -- python3 multicollector.py``
+  measuring every VM (:class:`SshProcessesCollector`). Thread roles from the API monitor.
+- otherwise the node is not reachable for the collector: the suite runs without host metrics
+  (``host`` is null in every point), and the run record and its environment say why;
+  ``host_metrics = "require"`` makes that an error instead, ``"off"`` never collects.
+
+The records say which CPU metric they hold (``cpu_metric``: ``cycles`` where perf counts hardware cycles,
+else ``cpu_time``), as the collector reports it.
+
+ESXi: address discovery is not supported for the vmware backend; list the guests' fio servers in
+``[suite] guests`` instead (the message says so).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import logging
+import os
+import queue
+import re
+import shlex
+import subprocess
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from .backends.base import ROLE_IOTHREAD, ROLE_MAIN, ROLE_VCPU, HostScope
+from .errors import BackendError, CollectorError, MatrixError, StormatrixError
+from .executors.fioserver import _NAME_RE, FioGuest
+from .spec import Section
+
+log = logging.getLogger("stormatrix.suitevms")
+
+# [proxmox] keys of a matrix run that name or handle ONE VM; a suite's VMs are [suite] vms.
+PER_VM_KEYS = frozenset({"vmid", "test_disk", "restart", "ready", "guest_host", "guest_port", "guest_channel",
+                         "pin_cpus", "task_timeout"})
+HOST_METRICS = ("auto", "require", "off")
+_SSH_TARGET_RE = re.compile(r"^(?:[A-Za-z0-9._-]+@)?[A-Za-z0-9][A-Za-z0-9._:-]*$")
+
+
+def suite_proxmox_section() -> Section:
+    """``[proxmox]`` as a suite reads it: the backend's connection keys, without the per-VM ones."""
+    from .backends.proxmox import PROXMOX_SECTION
+
+    return Section("proxmox", {k: f for k, f in PROXMOX_SECTION.fields.items() if k not in PER_VM_KEYS},
+                   help="how to reach the Proxmox node of a suite's VMs")
+
+
+def check_ssh_target(value: str) -> None:
+    """``user@host``: never an option (a leading '-' would be one to ssh), never a space."""
+    if value and not _SSH_TARGET_RE.match(value):
+        raise ValueError(f"{value!r} is not an ssh target like root@pve1")
+
+
+def check_network(value: str) -> None:
+    try:
+        net = ipaddress.ip_network(value, strict=False)
+    except ValueError:
+        raise ValueError(f"{value!r} is not a network like 10.0.0.0/24") from None
+    if net.version != 4:
+        raise ValueError(f"{value!r}: fio servers are reached over IPv4; give an IPv4 network like 10.0.0.0/24")
+
+
+# --- choosing the address ------------------------------------------------------------------------------
+
+def pick_address(interfaces: Any, network: str | None = None) -> tuple[str | None, list[str]]:
+    """The guest's address by the rule in the module docstring, and every IPv4 address seen
+    (``"eth0 10.0.0.11/24"``) for the message when none fits. ``interfaces`` is QGA's list."""
+    net = ipaddress.ip_network(network, strict=False) if network else None
+    seen: list[str] = []
+    chosen: str | None = None
+    for iface in interfaces if isinstance(interfaces, list) else []:
+        if not isinstance(iface, dict):
+            continue
+        for entry in iface.get("ip-addresses") or []:
+            if not isinstance(entry, dict) or entry.get("ip-address-type") != "ipv4":
+                continue
+            try:
+                ip = ipaddress.IPv4Address(str(entry.get("ip-address")))
+            except ValueError:
+                continue
+            seen.append(f"{iface.get('name', '?')} {ip}/{entry.get('prefix', '?')}")
+            if chosen is not None or ip.is_loopback or ip.is_link_local or ip.is_unspecified or ip.is_multicast:
+                continue
+            if net is not None and ip not in net:
+                continue
+            chosen = str(ip)
+    return chosen, seen
+
+
+def guest_names(vms: list[tuple[int, str]]) -> dict[int, str]:
+    """vmid -> guest name: the VM name if usable and unique, ``<name>-<vmid>`` for shared names, else the id."""
+    usable = {vmid: name for vmid, name in vms if name and _NAME_RE.match(name)}
+    counts: dict[str, int] = {}
+    for name in usable.values():
+        counts[name] = counts.get(name, 0) + 1
+    out = {}
+    for vmid, _ in vms:
+        name = usable.get(vmid)
+        if name is not None and counts[name] > 1:
+            name = f"{name}-{vmid}" if len(name) + len(str(vmid)) < 64 else None
+        out[vmid] = name or str(vmid)
+    taken = list(out.values())
+    for vmid, name in out.items():  # a VM named like another's id: both fall back to name-vmid / id
+        if taken.count(name) > 1 and name != str(vmid):
+            out[vmid] = str(vmid)
+    return out
+
+
+# --- the VMs on a Proxmox node ----------------------------------------------------------------------------
+
+@dataclass
+class SuiteVm:
+    vmid: int
+    name: str = ""
+    pid: int | None = None
+    address: str | None = None
+    interfaces: list[str] = field(default_factory=list)
+
+    def record(self) -> dict[str, Any]:
+        return {"vmid": self.vmid, "name": self.name, "pid": self.pid, "address": self.address}
+
+
+# problem kinds -> the fix the message gives
+_FIXES = {
+    "missing": "check [suite] vms and [proxmox] node: every VM must exist on that node",
+    "stopped": "start the VMs first (qm start <vmid>): the suite never starts, stops or reconfigures a VM",
+    "no-agent": "enable the guest agent in each VM's options (qm set <vmid> --agent enabled=1, then restart "
+                "the VM) and run qemu-guest-agent in the guest",
+    "agent-down": "install and start the QEMU guest agent in the guest (apt install qemu-guest-agent; "
+                  "systemctl enable --now qemu-guest-agent)",
+    "no-address": "set [suite] network to the IPv4 network the controller reaches the guests on "
+                  "(e.g. network = \"10.0.0.0/24\"), or check the guest's network configuration",
+    "shared": "set [suite] network to a network in which each guest has its own address",
+    "api": "check the node and the VM, then run again",
+}
+
+
+class ProxmoxSuiteVms:
+    """The suite's VMs on one Proxmox node: :meth:`discover` the guests, then :meth:`host_collector`."""
+
+    def __init__(self, suite: Any, *, transport: Any = None) -> None:
+        from .backends.proxmox import make_transport
+        from .backends.pve_api import PveClient
+
+        if suite.proxmox is None:
+            raise MatrixError(suite.path, "[proxmox]", "is missing", "add [proxmox] with host, node, token_id and "
+                              "token_secret_env (how to reach the node of the suite's VMs)")
+        self.suite = suite
+        self.opts: dict[str, Any] = dict(suite.proxmox)
+        self.transport = transport if transport is not None else make_transport(self.opts)
+        self.clients = {int(v): PveClient(self.transport, self.opts["node"], int(v)) for v in suite.vms}
+        self.vms: list[SuiteVm] = [SuiteVm(int(v)) for v in suite.vms]
+        self.roles_source = ""
+
+    def close(self) -> None:
+        close = getattr(self.transport, "close", None)
+        if close is not None:
+            close()
+
+    def __enter__(self) -> "ProxmoxSuiteVms":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- discovery ---------------------------------------------------------------------------------------
+    def _problem(self, problems: list[tuple[str, str]], kind: str, text: str) -> None:
+        problems.append((kind, text))
+
+    def discover(self) -> list[FioGuest]:
+        """Every VM's fio server address, by the module's rule; one MatrixError naming every problem."""
+        from .backends.pve_api import PveApiError, PveAuthError
+
+        problems: list[tuple[str, str]] = []
+        names: list[tuple[int, str]] = []
+        for vm in self.vms:
+            c = self.clients[vm.vmid]
+            try:
+                st = c.status()
+            except PveAuthError:
+                raise
+            except PveApiError as exc:
+                kind = "missing" if "does not exist" in str(exc) else "api"
+                self._problem(problems, kind, f"VM {vm.vmid}: {exc.message}")
+                continue
+            vm.name = str(st.get("name") or "")
+            names.append((vm.vmid, vm.name))
+            label = f"VM {vm.vmid}" + (f" ({vm.name})" if vm.name else "")
+            if st.get("status") != "running":
+                self._problem(problems, "stopped", f"{label} is {st.get('status', 'not running')}")
+                continue
+            if st.get("qmpstatus") not in (None, "running"):
+                self._problem(problems, "stopped", f"{label} is {st['qmpstatus']} (not running guest code)")
+                continue
+            vm.pid = int(st["pid"]) if str(st.get("pid", "")).isdigit() else None
+            try:
+                answer = c.t.request("GET", f"{c.vm_path}/agent/network-get-interfaces")
+            except PveAuthError as exc:
+                raise PveAuthError(f"{exc.message}; reading guest addresses needs VM.GuestAgent.Audit "
+                                   "(Proxmox VE 9) or VM.Monitor (8.x) on each VM", status=exc.status) from None
+            except PveApiError as exc:
+                text = exc.message
+                if "No QEMU guest agent configured" in text:
+                    self._problem(problems, "no-agent", f"{label}: the guest agent is not enabled in its options")
+                elif "guest agent is not running" in text:
+                    self._problem(problems, "agent-down", f"{label}: the QEMU guest agent is not running in the guest")
+                elif "not running" in text:
+                    self._problem(problems, "stopped", f"{label} is not running")
+                else:
+                    self._problem(problems, "api", f"{label}: the guest agent did not answer ({text})")
+                continue
+            result = answer.get("result") if isinstance(answer, dict) else None
+            if not isinstance(result, list):
+                self._problem(problems, "api", f"{label}: unexpected guest agent answer "
+                                               f"({json.dumps(answer)[:200]}), expected {{\"result\": [...]}}")
+                continue
+            vm.address, vm.interfaces = pick_address(result, self.suite.network)
+            if vm.address is None:
+                where = f" in {self.suite.network}" if self.suite.network else ""
+                found = ", ".join(vm.interfaces) or "none"
+                self._problem(problems, "no-address", f"{label}: no usable IPv4 address{where} (the guest agent "
+                                                      f"reports: {found})")
+        by_address: dict[str, list[SuiteVm]] = {}
+        for vm in self.vms:
+            if vm.address:
+                by_address.setdefault(vm.address, []).append(vm)
+        for addr, shared in by_address.items():
+            if len(shared) > 1:
+                self._problem(problems, "shared", f"VMs {', '.join(str(v.vmid) for v in shared)} all report "
+                                                  f"{addr}")
+        if problems:
+            kinds = list(dict.fromkeys(k for k, _ in problems))
+            fix = "; ".join(_FIXES[k] for k in kinds) + \
+                "; or list the guests' fio servers in [suite] guests instead of vms"
+            raise MatrixError(self.suite.path, "[suite] vms",
+                              f"{len(problems)} problem(s) finding the guests' addresses: "
+                              + "; ".join(text for _, text in problems), fix)
+        final = guest_names(names)
+        guests = []
+        for vm in self.vms:
+            vm.name = final[vm.vmid]
+            assert vm.address is not None
+            guests.append(FioGuest(name=vm.name, host=vm.address, port=self.suite.port))
+        return guests
+
+    def record(self) -> list[dict[str, Any]]:
+        """For the run record: which VM became which guest at which address, and its QEMU pid."""
+        return [vm.record() for vm in self.vms]
+
+    # --- the host collector -------------------------------------------------------------------------------
+    def _pidfile(self, vmid: int) -> Path:
+        return Path(self.opts["qemu_server_dir"]) / f"{vmid}.pid"
+
+    def on_this_node(self) -> tuple[bool, str]:
+        """Does stormatrix run on the VMs' node? Every VM's pid file is here and holds the API's pid."""
+        wrong = []
+        for vm in self.vms:
+            try:
+                here = int(self._pidfile(vm.vmid).read_text().strip())
+            except (OSError, ValueError):
+                wrong.append(f"no {self._pidfile(vm.vmid)}")
+                continue
+            if here != vm.pid or not Path(f"/proc/{here}").exists():
+                wrong.append(f"{self._pidfile(vm.vmid)} holds {here}, the API says {vm.pid}")
+        return (not wrong), "; ".join(wrong[:3]) + (" ..." if len(wrong) > 3 else "")
+
+    def _roles(self, vm: SuiteVm, local: bool) -> dict[int, str]:
+        """vCPU and iothread ids: the VM's QMP socket here, else HMP through the API monitor."""
+        from .backends.proxmox import parse_hmp_threads
+        from .qmp import Qmp
+
+        assert vm.pid is not None
+        roles: dict[int, str] = {vm.pid: ROLE_MAIN}
+        qmp_path = Path(self.opts["qemu_server_dir"]) / f"{vm.vmid}.qmp"
+        try:
+            if local and qmp_path.exists() and os.access(qmp_path, os.W_OK):
+                q = Qmp(qmp_path, timeout=10).connect(time.monotonic() + 10)
+                try:
+                    roles.update({int(c["thread-id"]): ROLE_VCPU for c in q.execute("query-cpus-fast") or []})
+                    roles.update({int(i["thread-id"]): ROLE_IOTHREAD for i in q.execute("query-iothreads") or []})
+                finally:
+                    q.close()
+                self.roles_source = "qmp"
+            else:
+                c = self.clients[vm.vmid]
+                roles.update(parse_hmp_threads(c.monitor("info cpus"), c.monitor("info iothreads")))
+                self.roles_source = "hmp"
+        except StormatrixError as exc:
+            log.warning("VM %s: thread roles unavailable (%s); the collector names the main loop and aio "
+                        "workers only", vm.vmid, exc)
+            self.roles_source = f"unavailable ({exc})"
+        return roles
+
+    def scopes(self, *, local: bool, ssh: str | None) -> list[HostScope]:
+        return [HostScope(pid=vm.pid, threads=self._roles(vm, local), vm=vm.name, ssh=ssh)
+                for vm in self.vms if vm.pid is not None]
+
+    def host_collector(self, *, remote_dir: str | None = None
+                       ) -> tuple["QemuProcessesCollector | SshProcessesCollector | None", dict[str, Any]]:
+        """The collector for every point's window, and what the run record says about it.
+
+        Call after :meth:`discover` (which read the pids). Returns ``(None, status)`` when the node is
+        not reachable and ``[suite] host_metrics`` is ``auto``; raises MatrixError under ``require``.
+        """
+        mode = self.suite.host_metrics
+        if mode == "off":
+            return None, {"mode": "off", "detail": "[suite] host_metrics = \"off\""}
+        if any(vm.pid is None for vm in self.vms):
+            missing = ", ".join(str(vm.vmid) for vm in self.vms if vm.pid is None)
+            return self._unreachable(f"the API gave no QEMU pid for VM {missing}")
+        local, why_not = self.on_this_node()
+        if local:
+            scopes = self.scopes(local=True, ssh=None)
+            collector = QemuProcessesCollector(_Cached(lambda: self.scopes(local=True, ssh=None), scopes))
+            return collector, {"mode": "local", "processes": len(scopes), "roles": self.roles_source,
+                               "detail": f"{len(scopes)} QEMU processes on this node ({self.opts['node']})"}
+        target = self.opts.get("ssh") or ""
+        if target:
+            from .backends.proxmox import REMOTE_COLLECTOR_DIR
+
+            rdir = remote_dir or REMOTE_COLLECTOR_DIR
+            prepare_remote(target, rdir)
+            scopes = self.scopes(local=False, ssh=target)
+            collector = SshProcessesCollector(target, _Cached(lambda: self.scopes(local=False, ssh=target), scopes),
+                                              remote_dir=rdir)
+            return collector, {"mode": "ssh", "ssh": target, "processes": len(scopes), "roles": self.roles_source,
+                               "detail": f"{len(scopes)} QEMU processes on {target} over ssh"}
+        return self._unreachable(f"stormatrix is not on the node ({why_not}) and [proxmox] ssh is not set")
+
+    def _unreachable(self, why: str) -> tuple[None, dict[str, Any]]:
+        fix = ("run stormatrix on the Proxmox node, or set [proxmox] ssh = \"root@<node>\" (key login, "
+               "BatchMode), or set [suite] host_metrics = \"auto\" to run without host metrics")
+        if self.suite.host_metrics == "require":
+            raise MatrixError(self.suite.path, "[suite] host_metrics", f"\"require\", but the host collector cannot "
+                              f"reach the VMs' QEMU processes: {why}", fix)
+        log.warning("no host metrics for this suite: %s", why)
+        return None, {"mode": "none", "detail": f"no host metrics: {why}",
+                      "fix": "run stormatrix on the Proxmox node, or set [proxmox] ssh = \"root@<node>\""}
+
+
+class _Cached:
+    """Scopes taken once before the suite (thread roles cost API calls: not at every window's opening),
+    taken anew after a window failed (a VM may have restarted with a new pid)."""
+
+    def __init__(self, fetch: Callable[[], list[HostScope]], first: list[HostScope]) -> None:
+        self.fetch = fetch
+        self.value: list[HostScope] | None = first
+
+    def __call__(self) -> list[HostScope]:
+        if self.value is None:
+            self.value = self.fetch()
+        return self.value
+
+    def invalidate(self) -> None:
+        self.value = None
+
+
+# --- collectors over many QEMU processes ------------------------------------------------------------------
+
+def _local_window_collector(scope: HostScope, use_perf: bool | None) -> Any:
+    from .host.collector import WindowCollector
+
+    if scope.ssh:
+        raise CollectorError(f"{scope.vm or scope.pid}: its QEMU runs on {scope.ssh}; use SshProcessesCollector")
+    return WindowCollector(scope.pid, dict(scope.threads), use_perf=use_perf)
+
+
+class QemuProcessesCollector:
+    """The suite's :class:`~stormatrix.suite.PointCollector` for many QEMU processes on this host.
+
+    One :class:`WindowCollector` per QEMU process, merged with :func:`stormatrix.runner.merge_hosts` into
+    the journal's one ``host`` block, so ``per_mib`` divides the whole side's host cost by the bytes all
+    guests moved. ``scopes`` is called at every window start (a backend's ``scope()`` fits); if it has an
+    ``invalidate()``, that is called after a failed window, so the next one takes the scopes anew.
+    """
+
+    def __init__(self, scopes: Callable[[], list[HostScope]], *, use_perf: bool | None = None,
+                 factory: Callable[[HostScope, bool | None], Any] = _local_window_collector) -> None:
+        from .host.collector import perf_available
+
+        self.scopes = scopes
+        # decided once: probing perf per VM per window would delay every window's opening
+        self.use_perf = perf_available() if use_perf is None else use_perf
+        self.factory = factory
+        self._running: list[tuple[str, Any]] = []
+
+    def start(self) -> None:
+        from .errors import VmStartError
+        from .host.collector import CollectorProblem
+        from .qmp import QmpError
+
+        if self._running:
+            raise CollectorError("the host collector is already measuring a window")
+        name = "?"
+        try:
+            for scope in self.scopes():
+                name = scope.vm or str(scope.pid)
+                c = self.factory(scope, self.use_perf)
+                c.start()
+                self._running.append((name, c))
+        except (CollectorProblem, QmpError, VmStartError, OSError) as exc:
+            self._abort()
+            raise CollectorError(f"cannot start the host collector for {name}: {exc}") from exc
+        except BaseException:
+            self._abort()
+            raise
+
+    def stop(self) -> dict[str, Any] | None:
+        from .host.collector import CollectorProblem
+        from .runner import merge_hosts
+
+        running, self._running = self._running, []
+        results: list[dict[str, Any]] = []
+        errors: list[str] = []
+        for name, c in running:  # stop every one, even after a failure: each holds a perf process
+            try:
+                results.append(c.stop())
+            except CollectorProblem as exc:
+                errors.append(f"{name}: {exc}")
+        if errors:
+            self._invalidate()
+            raise CollectorError(f"the host collector lost {len(errors)} of {len(running)} VMs: {'; '.join(errors)}")
+        host = merge_hosts(results)
+        if host is not None:
+            host["vms"] = [name for name, _ in running]
+        return host
+
+    def abort(self) -> None:
+        self._abort()
+
+    def _invalidate(self) -> None:
+        invalidate = getattr(self.scopes, "invalidate", None)
+        if invalidate is not None:
+            invalidate()
+
+    def _abort(self) -> None:
+        self._invalidate()
+        running, self._running = self._running, []
+        for _, c in running:
+            c.abort()
+
+
+def prepare_remote(target: str, remote_dir: str) -> None:
+    """``linux-host/`` on the node: the proxmox backend's copy when the folder is missing, and again
+    when it lacks ``multicollector.py`` (a copy left by an older stormatrix)."""
+    from .backends.proxmox import _ssh, collector_copy_argv, ensure_remote_collector
+    import stormatrix.host as host
+
+    ensure_remote_collector(target, remote_dir)
+    try:
+        _ssh(target, ["test", "-f", shlex.quote(f"{remote_dir}/multicollector.py")])
+        return
+    except BackendError:
+        pass
+    for argv in collector_copy_argv(target, Path(host.__file__).resolve().parent, remote_dir):
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False)
+        if proc.returncode != 0:
+            raise BackendError(f"copying linux-host/ to {target} failed: {proc.stderr.strip()[-500:]}")
+
+
+class SshProcessesCollector:
+    """Many QEMU processes on a remote node, measured by ONE ``ssh`` session per window.
+
+    ``ssh -o BatchMode=yes <target> -- python3 <remote_dir>/multicollector.py``; the request (pids, thread
+    roles) and the results travel as JSON lines on stdin/stdout (see ``linux-host/multicollector.py``), so
+    the remote command line holds fixed words only. ``scopes`` as for :class:`QemuProcessesCollector`.
+    """
+
+    START_TIMEOUT_S = 30.0
+    STOP_TIMEOUT_S = 60.0
+
+    def __init__(self, target: str, scopes: Callable[[], list[HostScope]], *, remote_dir: str,
+                 use_perf: bool | None = None, python: str = "python3") -> None:
+        check_ssh_target(target)
+        self.target = target
+        self.scopes = scopes
+        self.remote_dir = remote_dir
+        self.use_perf = use_perf
+        self.python = python
+        self._proc: subprocess.Popen[str] | None = None
+        self._lines: "queue.Queue[str | None]" = queue.Queue()
+        self._stderr: list[str] = []
+        self._names: list[str] = []
+
+    def argv(self) -> list[str]:
+        remote = [self.python, f"{self.remote_dir}/multicollector.py"]
+        return ["ssh", "-o", "BatchMode=yes", "-o", "ConnectTimeout=10", self.target, "--",
+                *(shlex.quote(a) for a in remote)]
+
+    def _read(self, stream: Any, into: "queue.Queue[str | None] | list[str]") -> None:
+        for line in stream:
+            if isinstance(into, list):
+                into.append(line)
+            else:
+                into.put(line)
+        if not isinstance(into, list):
+            into.put(None)
+
+    def _next(self, timeout: float, what: str) -> dict[str, Any]:
+        try:
+            line = self._lines.get(timeout=timeout)
+        except queue.Empty:
+            line = None
+            what += f" (no answer within {timeout:g} s)"
+        if line is not None:
+            try:
+                doc = json.loads(line)
+            except ValueError:
+                doc = None
+            if isinstance(doc, dict):
+                return doc
+        self._kill()
+        tail = "".join(self._stderr).strip()[-500:]
+        hint = ""
+        if "Host key verification failed" in tail or "Permission denied" in tail:
+            hint = " Fix: log in once by hand (ssh " + self.target + ") so the host key is known, with a key " \
+                   "that needs no password (BatchMode)"
+        raise CollectorError(f"host collector on {self.target}: {what}; ssh: {tail or '(no output)'}.{hint}")
+
+    def start(self) -> None:
+        if self._proc is not None:
+            raise CollectorError("the host collector is already measuring a window")
+        scopes = self.scopes()
+        self._names = [s.vm or str(s.pid) for s in scopes]
+        request = {"processes": [{"pid": s.pid, "name": s.vm or str(s.pid),
+                                  "roles": {str(t): r for t, r in s.threads.items()}} for s in scopes],
+                   "use_perf": self.use_perf}
+        self._lines = queue.Queue()
+        self._stderr = []
+        try:
+            self._proc = subprocess.Popen(self.argv(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                          stderr=subprocess.PIPE, text=True)
+        except OSError as exc:
+            raise CollectorError(f"cannot run ssh for the host collector on {self.target}: {exc}") from None
+        threading.Thread(target=self._read, args=(self._proc.stdout, self._lines), daemon=True).start()
+        threading.Thread(target=self._read, args=(self._proc.stderr, self._stderr), daemon=True).start()
+        try:
+            assert self._proc.stdin is not None
+            self._proc.stdin.write(json.dumps(request) + "\n")
+            self._proc.stdin.flush()
+        except OSError:
+            pass  # ssh already exited: _next reports its stderr
+        doc = self._next(self.START_TIMEOUT_S, "the collector did not start")
+        if "started" not in doc:
+            self._kill()
+            self._invalidate()
+            raise CollectorError(f"host collector on {self.target} did not start: {doc.get('error', doc)}")
+
+    def stop(self) -> dict[str, Any] | None:
+        from .runner import merge_hosts
+
+        if self._proc is None:
+            return None
+        try:
+            assert self._proc.stdin is not None
+            self._proc.stdin.write("stop\n")
+            self._proc.stdin.flush()
+        except OSError:
+            pass
+        try:
+            doc = self._next(self.STOP_TIMEOUT_S, "no result at the window's end")
+        except CollectorError:
+            self._invalidate()
+            raise
+        self._finish()
+        results = doc.get("results")
+        if not isinstance(results, list):
+            self._invalidate()
+            raise CollectorError(f"host collector on {self.target}: {doc.get('error', doc)}")
+        errors = [f"{r.get('name')}: {r['error']}" for r in results if isinstance(r, dict) and "error" in r]
+        if errors:
+            self._invalidate()
+            raise CollectorError(f"the host collector on {self.target} lost {len(errors)} of {len(results)} VMs: "
+                                 + "; ".join(errors))
+        host = merge_hosts([r["host"] for r in results])
+        if host is not None:
+            host["vms"] = [r.get("name") for r in results]
+            host["node"] = self.target
+        return host
+
+    def abort(self) -> None:
+        self._kill()
+        self._invalidate()
+
+    def _invalidate(self) -> None:
+        invalidate = getattr(self.scopes, "invalidate", None)
+        if invalidate is not None:
+            invalidate()
+
+    def _finish(self) -> None:
+        proc, self._proc = self._proc, None
+        if proc is None:
+            return
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        for stream in (proc.stdin, proc.stdout, proc.stderr):
+            try:
+                if stream is not None:
+                    stream.close()
+            except OSError:
+                pass
+
+    def _kill(self) -> None:
+        """End the session: closing stdin makes the remote collector stop its perf; then ssh goes."""
+        proc = self._proc
+        if proc is None:
+            return
+        try:
+            if proc.stdin is not None:
+                proc.stdin.close()
+        except OSError:
+            pass
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        self._finish()
