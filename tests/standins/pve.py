@@ -287,6 +287,9 @@ class Launcher(Protocol):
     def start(self, spec: LaunchSpec) -> RunningQemu:
         """Start the VM's QEMU or raise LaunchFailed(exit code, stderr lines)."""
 
+    def argv(self, spec: LaunchSpec) -> list[str]:
+        """The QEMU command line :meth:`start` runs for ``spec`` (what ``qm showcmd`` prints)."""
+
 
 class LaunchFailed(Exception):
     def __init__(self, code: int, lines: list[str]) -> None:
@@ -295,16 +298,22 @@ class LaunchFailed(Exception):
 
 
 class SleepQemu:
-    """A stand-in process for fast tests: a real pid that lives until stopped, no QMP.
+    """A stand-in process for fast tests: a real pid that lives until stopped, no QMP. Its command line
+    ends with the QEMU command line ``argv`` (so /proc/<pid>/cmdline shows the devices), and it writes
+    ``pidfile`` like QEMU's ``-pidfile``.
 
     ``acpi``: whether the "guest" powers off on the ACPI power button (a guest without acpid ignores it)."""
 
-    def __init__(self, acpi: bool = True) -> None:
+    def __init__(self, acpi: bool = True, argv: list[str] | None = None, pidfile: Path | None = None) -> None:
         self.acpi = acpi
-        self.proc = subprocess.Popen([sys.executable, "-c", "import time\nwhile True: time.sleep(3600)"],
+        self.pidfile = pidfile
+        self.proc = subprocess.Popen([sys.executable, "-c", "import time\nwhile True: time.sleep(3600)",
+                                      *(argv or [])],
                                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                      stderr=subprocess.DEVNULL)
         self.pid = self.proc.pid
+        if pidfile is not None:
+            pidfile.write_text(f"{self.pid}\n")
 
     def alive(self) -> bool:
         return self.proc.poll() is None
@@ -317,6 +326,8 @@ class SleepQemu:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+        if self.pidfile is not None and self.pidfile.exists() and self.pidfile.read_text().strip() == str(self.pid):
+            self.pidfile.unlink()
 
     def hmp(self, command: str) -> str:
         raise ApiError(500, f"VM {self.pid} qmp command 'human-monitor-command' failed - not available in this stand-in")
@@ -350,7 +361,23 @@ class SleepLauncher:
             raise LaunchFailed(1, ["kvm: -drive ...: aio=native was specified, but it requires cache.direct=on, "
                                    "which was not specified."])
         self.started.append(spec)
-        return SleepQemu(acpi=self.guest_acpi)
+        return SleepQemu(acpi=self.guest_acpi, argv=self.argv(spec), pidfile=spec.run_dir / f"{spec.vmid}.pid")
+
+    def argv(self, spec: LaunchSpec) -> list[str]:
+        """qemu-server's command line for the VM (config_to_command), cut down to what the harness
+        looks at: the test disk's objects, controllers and devices come from the qemu backend's builder,
+        which mirrors qemu-server's."""
+        from stormatrix.backends.qemu import disk_devices
+        from stormatrix.model import DiskConfig
+
+        front, drive = disk_devices(DiskConfig(spec.controller, spec.aio, spec.iothread, spec.cache),
+                                    str(spec.image), spec.slot)
+        run = spec.run_dir
+        return ["/usr/bin/kvm", "-id", str(spec.vmid), "-name", f"{spec.name},debug-threads=on", "-no-shutdown",
+                "-chardev", f"socket,id=qmp,path={run}/{spec.vmid}.qmp,server=on,wait=off",
+                "-mon", "chardev=qmp,mode=control", "-pidfile", f"{run}/{spec.vmid}.pid", "-daemonize",
+                "-smp", f"{spec.cores},sockets=1,cores={spec.cores},maxcpus={spec.cores}", "-nodefaults",
+                "-m", str(spec.memory_mib), *front, *drive, "-machine", "type=pc-i440fx-8.1+pve0"]
 
 
 @dataclass
@@ -417,6 +444,9 @@ class PveStandin:
         self._thread: threading.Thread | None = None
         self.port = 0
         self.ca_file = self.workdir / "pve-ssl.pem"
+        # node-local tools (qm): the fake executables of install_node_tools() talk to this socket
+        self.node_socket = self.workdir / "run" / "node.sock"
+        self._node_server: Any = None
 
     # --- setup -----------------------------------------------------------------------------------
     def add_volume(self, vmid: int, name: str, size: int = 64 * 1024 * 1024) -> str:
@@ -533,13 +563,48 @@ class PveStandin:
         self.port = server.server_address[1]
         self._thread = threading.Thread(target=server.serve_forever, name="pve-standin", daemon=True)
         self._thread.start()
+        self._start_node_tools()
         return self
+
+    def _start_node_tools(self) -> None:
+        import socketserver
+
+        standin = self
+
+        class NodeHandler(socketserver.StreamRequestHandler):
+            def handle(self) -> None:
+                try:
+                    req = json.loads(self.rfile.readline())
+                    rc, out, err = standin.node_command(str(req["tool"]), [str(a) for a in req["argv"]])
+                except Exception as exc:  # noqa: BLE001 - reported like a crashing tool
+                    rc, out, err = 255, "", f"stand-in error: {type(exc).__name__}: {exc}\n"
+                self.wfile.write(json.dumps({"rc": rc, "stdout": out, "stderr": err}).encode())
+
+        self.node_socket.unlink(missing_ok=True)
+        server = socketserver.ThreadingUnixStreamServer(str(self.node_socket), NodeHandler)
+        server.daemon_threads = True
+        self._node_server = server
+        threading.Thread(target=server.serve_forever, name="pve-node-tools", daemon=True).start()
+
+    def install_node_tools(self, bindir: Path) -> Path:
+        """Write ``qm`` into ``bindir``: a fake that runs the command in this stand-in (as the real one
+        runs on the node, reading /etc/pve and /run/qemu-server) and exits with its code."""
+        bindir.mkdir(parents=True, exist_ok=True)
+        qm = bindir / "qm"
+        qm.write_text(NODE_TOOL.format(python=sys.executable, tool="qm", socket=str(self.node_socket)))
+        qm.chmod(0o755)
+        return qm
 
     def close(self) -> None:
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()
             self._server = None
+        if self._node_server is not None:
+            self._node_server.shutdown()
+            self._node_server.server_close()
+            self._node_server = None
+            self.node_socket.unlink(missing_ok=True)
         deadline = time.monotonic() + 15
         while any(t.status == "running" for t in self.tasks.values()) and time.monotonic() < deadline:
             time.sleep(0.05)
@@ -603,6 +668,62 @@ class PveStandin:
         if vm is None:
             raise ApiError(500, f"Configuration file 'nodes/{self.node}/qemu-server/{parsed['vmid']}.conf' does not exist")
         return vm
+
+    # --- node-local tools -------------------------------------------------------------------------
+    def node_command(self, tool: str, argv: list[str]) -> tuple[int, str, str]:
+        """``tool argv...`` on the node: (exit code, stdout, stderr). PVE's CLI tools exit 255 on errors."""
+        if tool != "qm":
+            return 127, "", f"{tool}: command not found\n"
+        if not argv:
+            return 255, "", "ERROR: no command specified\n"
+        if argv[0] == "showcmd":
+            return self._qm_showcmd(argv[1:])
+        return 255, "", f"ERROR: unknown command 'qm {argv[0]}'\n"
+
+    def _qm_showcmd(self, args: list[str]) -> tuple[int, str, str]:
+        """``qm showcmd <vmid> [--pretty] [--snapshot <name>]`` (PVE/CLI/qm.pm, QemuServer::vm_commandline):
+        the command line a start of the *current* config would run (pending changes left out), as
+        ``PVE::Tools::cmd2string`` quotes it; ``--pretty`` puts each option on a new line."""
+        usage = "qm showcmd <vmid> [OPTIONS]\n"
+        pretty, snapshot, pos = False, None, []
+        i = 0
+        while i < len(args):
+            a = args[i]
+            i += 1
+            if not a.startswith("--"):
+                pos.append(a)
+                continue
+            name, eq, value = a[2:].partition("=")
+            if name == "pretty":  # a boolean: --pretty, --pretty=1, --pretty 0
+                if not eq and i < len(args) and args[i].lower() in _BOOL:
+                    value, i = args[i], i + 1
+                if (value or "1").lower() not in _BOOL:
+                    return 255, "", f"400 Parameter verification failed.\npretty: type check ('boolean') failed - got '{value}'\n{usage}"
+                pretty = _BOOL[(value or "1").lower()] == 1
+            elif name == "snapshot":
+                if not eq:
+                    value, i = (args[i] if i < len(args) else ""), i + 1
+                snapshot = value
+            else:
+                return 255, "", f"Unknown option: {name}\n400 unable to parse option\n{usage}"
+        if len(pos) != 1:
+            return 255, "", f"400 {'not enough' if not pos else 'too many'} arguments\n{usage}"
+        if not re.fullmatch(r"\d+", pos[0]) or not 100 <= int(pos[0]) <= 999999999:
+            return 255, "", f"400 Parameter verification failed.\nvmid: invalid format - value does not look like a valid VM ID\n{usage}"
+        with self.lock:
+            vm = self.vms.get(int(pos[0]))
+            if vm is None:
+                return 255, "", f"Configuration file 'nodes/{self.node}/qemu-server/{pos[0]}.conf' does not exist\n"
+            if snapshot:
+                return 255, "", f"snapshot '{snapshot}' does not exist\n"
+            try:
+                spec = self.launch_spec(vm)
+            except ApiError as exc:
+                return 255, "", exc.message + "\n"
+        text = " ".join(shellquote(a) for a in self.launcher.argv(spec))
+        if pretty:
+            text = text.replace(" -", " \\\n  -")
+        return 0, text + "\n", ""
 
     # --- endpoints (named after method + path template) --------------------------------------------
     def _api_GET_version(self, *_: Any) -> Any:
@@ -1115,6 +1236,34 @@ def make_cert(cert_file: Path, key_file: Path) -> None:
     cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
 
 
+def shellquote(arg: str) -> str:
+    """String::ShellQuote's shell_quote, as PVE::Tools::cmd2string uses it."""
+    if arg == "":
+        return "''"
+    if re.search(r"[^\w!%+,\-./:=@^]", arg):
+        return "'" + arg.replace("'", "'\\''") + "'"
+    return arg
+
+
+# A node-local tool (qm) for tests: forwards its arguments to the stand-in's node socket.
+NODE_TOOL = """#!{python}
+import json, socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.connect({socket!r})
+s.sendall(json.dumps({{"tool": {tool!r}, "argv": sys.argv[1:]}}).encode() + b"\\n")
+data = b""
+while True:
+    chunk = s.recv(65536)
+    if not chunk:
+        break
+    data += chunk
+r = json.loads(data)
+sys.stdout.write(r["stdout"])
+sys.stderr.write(r["stderr"])
+sys.exit(r["rc"])
+"""
+
+
 __all__ = ["PveStandin", "SleepLauncher", "LaunchSpec", "LaunchFailed", "ApiError", "Schema", "make_cert"]
 
 
@@ -1201,15 +1350,22 @@ class QemuVmLauncher:
         self.accel = accel
         self.started: list[LaunchSpec] = []
 
-    def start(self, spec: LaunchSpec) -> RunningQemu:
+    def _vm(self, spec: LaunchSpec) -> Any:
         from stormatrix.backends.qemu import QemuVm, VmSpec
-        from stormatrix.errors import VmStartError
         from stormatrix.model import DiskConfig
 
         disk = DiskConfig(spec.controller, spec.aio, spec.iothread, spec.cache)
-        vm = QemuVm(VmSpec(name=str(spec.vmid), disk=disk, disk_image=spec.image, run_dir=spec.run_dir,
-                           image=self.image, slot=spec.slot, vcpus=spec.cores, memory_mib=spec.memory_mib,
-                           accel=self.accel))
+        return QemuVm(VmSpec(name=str(spec.vmid), disk=disk, disk_image=spec.image, run_dir=spec.run_dir,
+                             image=self.image, slot=spec.slot, vcpus=spec.cores, memory_mib=spec.memory_mib,
+                             accel=self.accel))
+
+    def argv(self, spec: LaunchSpec) -> list[str]:
+        return list(self._vm(spec).argv())
+
+    def start(self, spec: LaunchSpec) -> RunningQemu:
+        from stormatrix.errors import VmStartError
+
+        vm = self._vm(spec)
         try:
             vm.start()
         except VmStartError as exc:
