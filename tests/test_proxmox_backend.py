@@ -121,9 +121,12 @@ def test_reboot_mode_applies_pending_by_reboot(standin: PveStandin, tmp_path: Pa
     b.prepare()
     b.apply(DiskConfig("virtio-scsi-single", "threads", True, "none"))  # VM stopped: stop/start path
     b.apply(DiskConfig("virtio-scsi-single", "io_uring", True, "none"))  # running, same bus: reboot
-    types = [t.type for t in standin.tasks.values()]
-    assert types[-1] == "qmreboot"
+    # the reboot task shuts the guest down; qm cleanup (as root@pam) starts the new QEMU that applies pending
+    last = list(standin.tasks.values())[-2:]
+    assert [(t.type, t.user, t.exitstatus) for t in last] == [("qmreboot", TOKEN, "OK"), ("qmstart", "root@pam", "OK")]
     assert standin.launch_spec(standin.vms[VMID]).aio == "io_uring"
+    assert standin.launcher.started[-1].aio == "io_uring"  # type: ignore[attr-defined]
+    assert standin.vms[VMID].running and not standin.vms[VMID].pending
     b.restore()
     b.close()
     assert_no_force_no_unused_delete(standin)

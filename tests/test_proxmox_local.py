@@ -59,6 +59,7 @@ def node(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[PveStandin
     fake.write_text(FAKE_PVESH.format(python=sys.executable))
     fake.chmod(0o755)
     with s:
+        s.install_node_tools(bindir)
         monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ['PATH']}")
         monkeypatch.setenv("FAKE_PVE_PORT", str(s.port))
         monkeypatch.setenv("FAKE_PVE_CA", str(s.ca_file))

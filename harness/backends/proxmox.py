@@ -14,7 +14,13 @@ One cell, in order (REFERENCE.md §1-§2):
 4. start (task polled to completion; a failed task's ``exitstatus`` and log tail become the error),
    then check ``GET .../pending`` is empty, ``status/current`` says running, and the running config
    is the cell's;
-5. wait for readiness: guest agent ping, a TCP port (fio server / WinRM), or leave it to the executor.
+   (``restart = "reboot"``: the reboot task only shuts the guest down; qemu-server's ``qm cleanup``
+   starts the VM again in a ``qmstart`` task of its own, which the backend follows to the end);
+5. where the node is reachable (``transport = "local"``, or ``ssh``), check the test disk's QEMU options
+   in ``qm showcmd`` and in the running process's ``/proc/<pid>/cmdline`` against the cell, and keep
+   both in ``<run dir>/proxmox/``;
+6. wait for readiness: guest agent ping, a TCP port (fio server / WinRM), or leave it to the executor;
+7. optionally pin the vCPU and iothreads to ``pin_cpus`` (their affinity is put back by ``stop``).
 
 Restore (at the end, on error, on Ctrl-C, and from ``stormatrix restore RUN_DIR`` after a crash)
 puts back the test disk on its original key with its original text, ``scsihw`` and ``boot``, reverts
@@ -24,21 +30,26 @@ is journaled (never a secret) through :meth:`ProxmoxBackend.original_config`.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 import os
 import re
+import select
+import shlex
 import socket
 import subprocess
 import time
 from pathlib import Path
 from typing import Any
 
-from ..errors import BackendError, GuestNotReady, InputError, MatrixError
+from ..errors import BackendError, CollectorError, GuestNotReady, InputError, MatrixError, TaskFailed
 from ..model import CONTROLLERS, DiskConfig
 from ..spec import Field, Section, register_section
 from . import pve_config as pc
 from .base import ROLE_IOTHREAD, ROLE_MAIN, ROLE_VCPU, Backend, BlockStats, GuestEndpoint, HostScope
-from .pve_api import PveClient, PveshTransport, ProxmoxerTransport, install_log_scrubber, read_secret
+from .pve_api import (PveAuthError, PveClient, PveshTransport, ProxmoxerTransport, install_log_scrubber,
+                      read_secret, upid_starttime)
 
 log = logging.getLogger("stormatrix.backend.proxmox")
 
@@ -55,6 +66,19 @@ def _check_cpuset(value: str) -> None:
 def _check_serial(value: str) -> None:
     if value and not re.fullmatch(r"serial[0-3]", value):
         raise ValueError(f"{value!r} is not serial0-serial3")
+
+
+_SSH_TARGET_RE = re.compile(r"^(?:[A-Za-z0-9._-]+@)?[A-Za-z0-9][A-Za-z0-9._:-]*$")
+
+
+def _check_ssh_target(value: str) -> None:
+    if value and not _SSH_TARGET_RE.match(value):
+        raise ValueError(f"{value!r} is not an ssh target like root@pve1 (a host, optionally user@)")
+
+
+def _check_remote_dir(value: str) -> None:
+    if not value or value.startswith("-") or any(c in value for c in "\0\n'\"$`\\ "):
+        raise ValueError(f"{value!r} is not a plain directory path (no spaces, quotes or $)")
 
 
 PROXMOX_SECTION = register_section(Section("proxmox", {
@@ -82,8 +106,19 @@ PROXMOX_SECTION = register_section(Section("proxmox", {
     "guest_channel": Field(str, "", check=_check_serial,
                            help="serialN configured as 'socket' that carries the local agent (node-local runs)"),
     "qemu_server_dir": Field(str, "/var/run/qemu-server", help="where the node keeps <vmid>.pid/.qmp/.serialN"),
-    "ssh": Field(str, "", help="ssh target (user@node) for the host collector and pinning; empty = this machine"),
-    "pin_cpus": Field(str, "", check=_check_cpuset, help="pin vCPU and iothreads to these host CPUs, e.g. 2-3"),
+    "ssh": Field(str, "", check=_check_ssh_target,
+                 help="ssh target (user@node) for the host collector, pinning and qm showcmd; empty = this machine"),
+    "ssh_config": Field(str, "", help="an ssh_config file for ssh/scp to the node (Port, IdentityFile, "
+                                      "UserKnownHostsFile), passed as ssh -F; empty = your usual ssh configuration"),
+    "ssh_dir": Field(str, ".cache/stormatrix/linux-host", check=_check_remote_dir,
+                     help="where linux-host/ is copied on the node (relative = the ssh user's home)"),
+    "pin_cpus": Field(str, "", check=_check_cpuset,
+                      help="pin vCPU and iothreads to these host CPUs during each cell, a list like 2-3 or 0,2,4"),
+    "reboot_timeout": Field(int, 60, min=1, max=3600,
+                            help="seconds the guest gets to shut down on an API reboot (restart = \"reboot\"); "
+                                 "Proxmox's default is 60"),
+    "check_cmdline": Field(bool, True, help="before measuring, check the test disk's options in qm showcmd and the "
+                                            "running QEMU's command line (where the node is reachable)"),
 }, help="the Proxmox VE backend: node, VM, test disk, credentials (secrets by reference only)"))
 
 
@@ -158,6 +193,9 @@ class ProxmoxBackend(Backend):
         self._pinned: dict[int, set[int]] = {}  # tid -> original affinity
         self._pid: int | None = None
         self._restored = False
+        self._own_upids: set[str] = set()  # tasks this backend started (not the restart after a reboot)
+        self._cmdlines = 0
+        self.node = NodeShell(self.opts["ssh"], self.opts["ssh_config"])
 
     # --- connection ----------------------------------------------------------------------------
     @property
@@ -196,17 +234,29 @@ class ProxmoxBackend(Backend):
             if target != key and target in config:
                 raise InputError(f"controller {ctrl} needs {target}, which VM {c.vmid} already uses for "
                                  f"{config[target].split(',')[0]!r}: choose another [matrix] disk_slot")
+        if self.opts["ssh_config"] and not Path(self.opts["ssh_config"]).expanduser().is_file():
+            raise MatrixError(self.spec.path, "[proxmox] ssh_config", f"{self.opts['ssh_config']!r} is not a file",
+                              "give the path of an ssh_config file, or leave ssh_config empty")
+        facts: dict[str, Any] = {"pve_version": version.get("version"), "node": c.node, "vmid": c.vmid,
+                                 "test_disk": key, "volume": volid,
+                                 "original_disk": pc.disk_config_of(config, key).key,
+                                 "transport": self.opts["transport"]}
+        if self.opts["pin_cpus"]:
+            facts["pin_cpus"] = ",".join(map(str, self._check_pin_cpus()))
+        if self.opts["ssh"]:
+            state = ensure_remote_collector(self.opts["ssh"], self.opts["ssh_dir"], ssh_config=self.opts["ssh_config"])
+            facts["host_collector"] = f"ssh {self.opts['ssh']}:{self.opts['ssh_dir']} ({state})"
+        if self.opts["check_cmdline"] and self._can_showcmd():
+            text = self._showcmd()
+            self._save_cmdline("original.showcmd", text)
+            facts["qemu_cmdline"] = shlex.join(pc.parse_showcmd(text))
         self._original = {
             "kind": "proxmox", "node": c.node, "vmid": c.vmid, "test_disk": key, "volid": volid,
             "status": status.get("status", "stopped"), "config": dict(config), "digest": config["digest"],
             "pve_version": version.get("version"),
         }
         self._restored = False
-        if self.opts["ssh"]:
-            ensure_remote_collector(self.opts["ssh"])
-        return {"pve_version": version.get("version"), "node": c.node, "vmid": c.vmid, "test_disk": key,
-                "volume": volid, "original_disk": pc.disk_config_of(config, key).key,
-                "transport": self.opts["transport"]}
+        return facts
 
     def original_config(self) -> dict[str, Any] | None:
         return self._original
@@ -232,7 +282,7 @@ class ProxmoxBackend(Backend):
         running = c.status().get("status") == "running"
         if self.opts["restart"] == "reboot" and running and not plan.bus_move:
             self._write_until(lambda cfg: pc.plan_cell(cfg, original, self.test_key, disk, self.slot))
-            self._task("reboot", f"reboot to apply {disk.key}")
+            self._reboot(disk.key)
         else:
             if running:
                 self._task("stop", "stop")
@@ -242,6 +292,8 @@ class ProxmoxBackend(Backend):
         self._verify(lambda cfg: pc.disk_config_of(cfg, target) == disk if target in cfg else False,
                      f"the test disk as {disk.key} on {target}")
         self._pid = int(c.status().get("pid") or 0) or None
+        if self.opts["check_cmdline"]:
+            self._check_cmdline(disk, target)
         self._wait_ready()
         if self.opts["pin_cpus"]:
             self._pin(parse_cpuset(self.opts["pin_cpus"]))
@@ -264,7 +316,72 @@ class ProxmoxBackend(Backend):
 
     def _task(self, action: str, what: str) -> None:
         upid = self.client.power(action)
+        self._own_upids.add(upid)
         self.client.wait_task(upid, what=what)
+
+    def _reboot(self, what: str) -> None:
+        """API reboot (qemu-server ``vm_reboot``): the task writes a reboot request and shuts the guest
+        down cleanly (guest agent, else the ACPI power button), then ends. qmeventd sees QEMU exit and
+        runs ``qm cleanup``, which starts the VM again in a ``qmstart`` task of its own (as root@pam);
+        that start applies the pending changes. So the VM is briefly stopped after the reboot task."""
+        c = self.client
+        pid0 = int(c.status().get("pid") or 0)
+        wait = int(self.opts["reboot_timeout"])
+        upid = c.power("reboot", timeout=wait)
+        self._own_upids.add(upid)
+        try:
+            c.wait_task(upid, what=f"reboot to apply {what}", timeout=wait + float(self.opts["task_timeout"]))
+        except TaskFailed as exc:
+            if "powerdown failed" not in str(exc.details.get("exitstatus") or exc.message):
+                raise
+            raise TaskFailed(
+                f"{exc.message}\n  the guest did not shut down within [proxmox] reboot_timeout = {wait} s. An API "
+                "reboot is a clean shutdown (guest agent 'guest-shutdown', else the ACPI power button) and a "
+                "guest with neither a running agent nor ACPI handling ignores it: use [proxmox] restart = "
+                "\"stop-start\", or give the guest the QEMU guest agent (agent: 1) or acpid",
+                **exc.details) from None
+        self._wait_restart(pid0, upid_starttime(upid), what)
+
+    def _wait_restart(self, pid0: int, since: int, what: str) -> None:
+        """Until the VM runs again in a new QEMU process. The ``qmstart`` task of ``qm cleanup`` is
+        followed when the token may list the node's tasks (Sys.Audit), so a failed start is an error
+        with its log; without that privilege the VM's status is all there is."""
+        c = self.client
+        timeout = float(self.opts["task_timeout"])
+        deadline = time.monotonic() + timeout
+        follow = True
+        while True:
+            st = c.status()
+            pid = int(st.get("pid") or 0)
+            if st.get("status") == "running" and pid and pid != pid0:
+                return
+            if follow:
+                starts: list[dict[str, Any]] = []
+                try:
+                    starts = [t for t in c.tasks(typefilter="qmstart", since=since)
+                              if str(t.get("upid")) not in self._own_upids]
+                except PveAuthError:
+                    follow = False
+                    log.info("VM %s: the token may not list the node's tasks (Sys.Audit on /nodes/%s): waiting "
+                             "for the VM to run again without following its start task", c.vmid, c.node)
+                except BackendError as exc:
+                    follow = False
+                    log.info("VM %s: cannot list the node's tasks (%s): waiting for the VM only", c.vmid, exc)
+                if starts:
+                    follow = False
+                    upid = str(starts[0]["upid"])
+                    try:
+                        c.wait_task(upid, what=f"the start after the reboot (qm cleanup, to apply {what})",
+                                    timeout=max(1.0, deadline - time.monotonic()))
+                    except PveAuthError:
+                        pass
+                    continue
+            if time.monotonic() > deadline:
+                raise BackendError(
+                    f"VM {c.vmid} did not run again within [proxmox] task_timeout = {timeout:g} s after the reboot "
+                    f"task ended (status {st.get('status')!r}). qemu-server starts it again from qmeventd's "
+                    "'qm cleanup': look for a failed qmstart task in the node's task log")
+            time.sleep(c.poll_interval)
 
     def _verify(self, check: Any, what: str) -> None:
         c = self.client
@@ -369,31 +486,149 @@ class ProxmoxBackend(Backend):
             raise BackendError(f"query-blockstats has no {drive_id}")
         return parse_hmp_blockstats(self.client.monitor("info blockstats"), drive_id)
 
+    def collector_factory(self, scope: HostScope) -> Any:
+        """The host collector for ``scope``: on this machine, or ``linux-host/collector.py`` run on the
+        node over ssh (copied there by :meth:`prepare`)."""
+        if scope.ssh:
+            return SshCollector(self.node, self.opts["ssh_dir"], scope.pid, dict(scope.threads))
+        from ..host.collector import WindowCollector
+
+        return WindowCollector(scope.pid, dict(scope.threads))
+
+    # --- the QEMU command line ------------------------------------------------------------------
+    def _can_showcmd(self) -> bool:
+        return self.opts["transport"] == "local" or self.node.remote
+
+    def _showcmd(self) -> str:
+        return self.node.run(["qm", "showcmd", str(self.opts["vmid"]), "--pretty"]).stdout
+
+    def _local_pid(self, pid: int) -> bool:
+        """Is ``pid`` this VM's QEMU on this machine? (qemu-server's pid file says so.)"""
+        pidfile = Path(self.opts["qemu_server_dir"]) / f"{self.opts['vmid']}.pid"
+        try:
+            return int(pidfile.read_text().strip()) == pid and Path(f"/proc/{pid}").exists()
+        except (OSError, ValueError):
+            return False
+
+    def _running_cmdline(self, pid: int | None) -> list[str] | None:
+        if not pid:
+            return None
+        if self.node.remote:
+            text = self.node.run(["cat", f"/proc/{pid}/cmdline"]).stdout
+        elif self._local_pid(pid):
+            try:
+                text = Path(f"/proc/{pid}/cmdline").read_bytes().decode("utf-8", "replace")
+            except OSError:
+                return None
+        else:
+            return None
+        return [a for a in text.split("\0") if a] or None
+
+    def _save_cmdline(self, name: str, text: str) -> Path:
+        folder = self.workdir / "proxmox"
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / f"{name}.txt"
+        path.write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
+        return path
+
+    def _check_cmdline(self, disk: DiskConfig, key: str) -> None:
+        """The test disk as QEMU really gets it must be the cell's: ``qm showcmd`` (what Proxmox makes
+        of the config) and the running process's command line, where either can be read. Both are kept
+        in ``<run dir>/proxmox/``. A difference (a hookscript, an ``args:`` line, a qemu-server that
+        ignores an option) fails the cell before anything is measured."""
+        vmid = self.opts["vmid"]
+        texts: dict[str, list[str]] = {}
+        self._cmdlines += 1
+        stem = f"{self._cmdlines:03d}-" + re.sub(r"[^A-Za-z0-9_.=-]+", "_", disk.key)
+        if self._can_showcmd():
+            text = self._showcmd()
+            path = self._save_cmdline(f"{stem}.showcmd", text)
+            texts["qm showcmd"] = pc.parse_showcmd(text)
+            log.info("VM %s: qm showcmd for %s kept in %s", vmid, disk.key, path)
+        running = self._running_cmdline(self._pid)
+        if running is not None:
+            self._save_cmdline(f"{stem}.running", shlex.join(running).replace(" -", " \\\n  -"))
+            texts[f"the running QEMU (pid {self._pid})"] = running
+        if not texts:
+            log.debug("VM %s: no way to read its QEMU command line here (transport api without ssh, and "
+                      "its QEMU is not on this machine)", vmid)
+            return
+        problems = {where: pc.cmdline_problems(argv, disk, key) for where, argv in texts.items()}
+        problems = {where: p for where, p in problems.items() if p}
+        if problems:
+            raise BackendError(
+                f"VM {vmid}: the test disk {key} is not what the cell {disk.key} asked for: "
+                + "; ".join(f"{where} has {', '.join(p)}" for where, p in problems.items())
+                + ". Nothing was measured. Look for what changes the command line (an args: line, a hookscript, "
+                  "an old qemu-server) in the VM's config and on the node")
+
     # --- pinning ------------------------------------------------------------------------------
+    def node_cpus(self) -> list[int]:
+        """The node's online CPUs."""
+        if self.node.remote:
+            text = self.node.run(["cat", "/sys/devices/system/cpu/online"]).stdout
+        else:
+            try:
+                text = Path("/sys/devices/system/cpu/online").read_text()
+            except OSError:
+                return sorted(os.sched_getaffinity(0))
+        return parse_cpuset(text.strip())
+
+    def _check_pin_cpus(self) -> list[int]:
+        text = self.opts["pin_cpus"]
+        want = parse_cpuset(text)
+        online = self.node_cpus()
+        missing = sorted(set(want) - set(online))
+        if missing:
+            where = f"the node ({self.opts['ssh']})" if self.node.remote else "this machine"
+            raise MatrixError(self.spec.path, "[proxmox] pin_cpus",
+                              f"{text!r} names CPU {format_cpuset(missing)}, which {where} does not have "
+                              f"(its online CPUs are {format_cpuset(online)})",
+                              f"give host CPUs out of {format_cpuset(online)}, e.g. pin_cpus = \"{online[-1]}\"")
+        return want
+
     def _pin(self, cpus: list[int]) -> None:
         """Pin vCPU and iothreads to ``cpus``; the original affinity of each is kept for :meth:`_unpin`."""
-        roles = self.thread_roles()
+        roles = {tid: role for tid, role in self.thread_roles().items() if role in (ROLE_VCPU, ROLE_IOTHREAD)}
+        if not roles:
+            raise BackendError(f"VM {self.opts['vmid']}: QEMU named no vCPU or iothreads to pin")
+        if not self.node.remote and self._pid and not self._local_pid(self._pid):
+            raise BackendError(f"[proxmox] pin_cpus: VM {self.opts['vmid']}'s QEMU (pid {self._pid}) is not on this "
+                               "machine; set [proxmox] ssh to pin its threads on the node")
+        text = ",".join(map(str, cpus))
         for tid in sorted(roles):
-            if self.opts["ssh"]:
-                out = _ssh(self.opts["ssh"], ["taskset", "-pc", str(tid)])
-                before = set(parse_cpuset(out.rsplit(":", 1)[-1].strip()))
-                _ssh(self.opts["ssh"], ["taskset", "-pc", ",".join(map(str, cpus)), str(tid)])
-            else:
-                before = set(os.sched_getaffinity(tid))
-                os.sched_setaffinity(tid, cpus)
+            try:
+                if self.node.remote:
+                    out = self.node.run(["taskset", "-pc", str(tid)]).stdout
+                    before = set(parse_cpuset(out.rsplit(":", 1)[-1].strip()))
+                    self.node.run(["taskset", "-pc", text, str(tid)])
+                else:
+                    before = set(os.sched_getaffinity(tid))
+                    os.sched_setaffinity(tid, cpus)
+            except OSError as exc:
+                raise BackendError(f"pinning {roles[tid]} thread {tid} of VM {self.opts['vmid']} to CPUs {text} "
+                                   f"failed: {exc.strerror}") from None
             self._pinned[tid] = before
-        log.info("pinned threads %s to CPUs %s", sorted(roles), cpus)
+        log.info("VM %s: pinned %s to CPUs %s", self.opts["vmid"],
+                 ", ".join(f"{roles[t]} {t}" for t in sorted(roles)), text)
 
     def _unpin(self) -> None:
+        """Put back the affinity :meth:`_pin` found. A thread that is gone (QEMU restarted) is fine."""
         for tid, cpus in list(self._pinned.items()):
+            del self._pinned[tid]
+            text = ",".join(map(str, sorted(cpus)))
             try:
-                if self.opts["ssh"]:
-                    _ssh(self.opts["ssh"], ["taskset", "-pc", ",".join(map(str, sorted(cpus))), str(tid)])
+                if self.node.remote:
+                    proc = self.node.run(["taskset", "-pc", text, str(tid)], check=False)
+                    if proc.returncode != 0 and "No such process" not in proc.stderr:
+                        log.warning("could not put back the CPU affinity %s of thread %s on %s: %s", text, tid,
+                                    self.opts["ssh"], proc.stderr.strip()[-200:])
                 else:
                     os.sched_setaffinity(tid, cpus)
-            except (OSError, BackendError):
-                pass  # the thread is gone (QEMU restarted): nothing left to unpin
-            del self._pinned[tid]
+            except ProcessLookupError:
+                pass
+            except (OSError, BackendError) as exc:
+                log.warning("could not put back the CPU affinity %s of thread %s: %s", text, tid, exc)
 
     # --- stop, restore, close ---------------------------------------------------------------------
     def _stop(self) -> None:
@@ -465,12 +700,109 @@ def restore_vm(c: PveClient, original: dict[str, Any]) -> dict[str, Any]:
     return final
 
 
-# --- the host collector on the node ----------------------------------------------------------------
+# --- commands on the node: here, or over ssh -------------------------------------------------------
 
-REMOTE_COLLECTOR_DIR = "/tmp/stormatrix-linux-host"
+# Where linux-host/ goes on the node: the ssh user's home (a fixed /tmp path could be pre-created by
+# another local user and its scripts run as root).
+REMOTE_COLLECTOR_DIR = ".cache/stormatrix/linux-host"
+
+# ssh's own failures (exit 255 is also what a failing PVE command line tool exits with).
+_SSH_FAILURE = re.compile(r"^ssh: |Host key verification failed|Permission denied \(|Connection (refused|closed|reset|"
+                          r"timed out)|Could not resolve hostname|No route to host|kex_exchange_identification|"
+                          r"Bad configuration option|Can't open user config file|Bad owner or permissions|"
+                          r"REMOTE HOST IDENTIFICATION HAS CHANGED", re.M)
+
+
+class NodeShell:
+    """Commands on the Proxmox node: on this machine, or over ``ssh`` (``[proxmox] ssh``/``ssh_config``).
+
+    Remote commands are given as argument lists and quoted here (ssh hands the remote shell one string).
+    ``BatchMode=yes``: a password or host-key prompt is an error, never a hang.
+    """
+
+    def __init__(self, target: str = "", ssh_config: str = "", *, timeout: float = 60.0) -> None:
+        self.target = target
+        self.ssh_config = str(Path(ssh_config).expanduser()) if ssh_config else ""
+        self.timeout = timeout
+
+    @property
+    def remote(self) -> bool:
+        return bool(self.target)
+
+    @property
+    def where(self) -> str:
+        return self.target or "this machine"
+
+    def ssh_options(self) -> list[str]:
+        opts = ["-o", "BatchMode=yes", "-o", "ConnectTimeout=10"]
+        return (["-F", self.ssh_config] if self.ssh_config else []) + opts
+
+    def argv(self, argv: list[str]) -> list[str]:
+        if not self.target:
+            return list(argv)
+        return ["ssh", *self.ssh_options(), self.target, "--", shlex.join(argv)]
+
+    def shell_argv(self, command: str) -> list[str]:
+        if not self.target:
+            return ["sh", "-c", command]
+        return ["ssh", *self.ssh_options(), self.target, "--", command]
+
+    def run(self, argv: list[str], *, input: str | None = None, timeout: float | None = None,
+            check: bool = True) -> "subprocess.CompletedProcess[str]":
+        return self._run(self.argv(argv), " ".join(argv), input, timeout, check)
+
+    def run_shell(self, command: str, *, input: str | None = None, timeout: float | None = None,
+                  check: bool = True) -> "subprocess.CompletedProcess[str]":
+        return self._run(self.shell_argv(command), command, input, timeout, check)
+
+    def copy(self, files: list[Path], remote_dir: str, *, timeout: float = 120.0) -> None:
+        """``scp`` files into ``remote_dir`` on the node (a local copy without ssh)."""
+        if not self.target:
+            Path(remote_dir).mkdir(parents=True, exist_ok=True)
+            for f in files:
+                (Path(remote_dir) / f.name).write_bytes(f.read_bytes())
+            return
+        argv = ["scp", "-q", *self.ssh_options(), *map(str, files), f"{self.target}:{remote_dir}/"]
+        self._run(argv, f"scp linux-host/ to {remote_dir}", None, timeout, True)
+
+    def _run(self, cmd: list[str], what: str, input: str | None, timeout: float | None,
+             check: bool) -> "subprocess.CompletedProcess[str]":
+        limit = timeout or self.timeout
+        try:
+            proc = subprocess.run(cmd, input=input, capture_output=True, text=True, timeout=limit, check=False)
+        except FileNotFoundError:
+            raise BackendError(f"{cmd[0]} not found on this machine: "
+                               + ("install openssh-client" if cmd[0] in ("ssh", "scp") else
+                                  f"{cmd[0]} exists on a Proxmox node: run stormatrix there (transport = \"local\"), "
+                                  "or reach the node with [proxmox] ssh"
+                                  + (", or set [proxmox] check_cmdline = false" if cmd[0] == "qm" else ""))) from None
+        except subprocess.TimeoutExpired:
+            raise BackendError(f"{what} on {self.where} did not finish within {limit:g} s") from None
+        err = proc.stderr.strip()
+        if self.target and proc.returncode == 255 and _SSH_FAILURE.search(err):
+            raise BackendError(f"ssh to {self.target} failed: {err[-400:]}. Check [proxmox] ssh and ssh_config: the "
+                               f"login must work without a prompt (ssh -o BatchMode=yes {self.target} true) and the "
+                               "node's host key must be known")
+        if check and proc.returncode != 0:
+            raise BackendError(f"{what} on {self.where} exited {proc.returncode}: {err[-500:] or '(no message)'}")
+        return proc
+
+
+def format_cpuset(cpus: list[int]) -> str:
+    """``[0, 1, 2, 5]`` -> ``0-2,5``."""
+    out: list[str] = []
+    for cpu in sorted(set(cpus)):
+        if out and "-" not in out[-1].split(",")[-1] and int(out[-1]) == cpu - 1:
+            out[-1] = f"{out[-1]}-{cpu}"
+        elif out and "-" in out[-1] and int(out[-1].split("-")[1]) == cpu - 1:
+            out[-1] = f"{out[-1].split('-')[0]}-{cpu}"
+        else:
+            out.append(str(cpu))
+    return ",".join(out)
 
 
 def _ssh(target: str, argv: list[str], *, timeout: float = 60) -> str:
+    """Run ``argv`` on ``target`` as ssh does (the words joined for the remote shell: quote them yourself)."""
     cmd = ["ssh", "-o", "BatchMode=yes", "-o", "ConnectTimeout=10", target, "--", *argv]
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
@@ -481,24 +813,152 @@ def _ssh(target: str, argv: list[str], *, timeout: float = 60) -> str:
     return proc.stdout
 
 
-def collector_copy_argv(target: str, local_dir: Path, remote_dir: str = REMOTE_COLLECTOR_DIR) -> list[list[str]]:
-    """The commands that put ``linux-host/`` on the node (checked first, copied only when missing)."""
-    return [["ssh", "-o", "BatchMode=yes", target, "--", "mkdir", "-p", remote_dir],
-            ["scp", "-q", "-r", "-o", "BatchMode=yes", *sorted(str(p) for p in local_dir.glob("*.py")),
-             f"{target}:{remote_dir}/"]]
+def collector_files(local_dir: Path | None = None) -> list[Path]:
+    """The files of ``linux-host/`` that go to the node."""
+    if local_dir is None:
+        import stormatrix.host as host
+
+        local_dir = Path(host.__file__).resolve().parent
+    return sorted(local_dir.glob("*.py"))
 
 
-def ensure_remote_collector(target: str, remote_dir: str = REMOTE_COLLECTOR_DIR) -> None:
-    """Copy ``linux-host/`` to the node unless the same version is there (stdlib + psutil only)."""
-    import stormatrix.host as host
+def collector_copy_argv(target: str, local_dir: Path, remote_dir: str = REMOTE_COLLECTOR_DIR, *,
+                        ssh_config: str = "") -> list[list[str]]:
+    """The commands that put ``linux-host/`` on the node."""
+    shell = NodeShell(target, ssh_config)
+    files = [str(p) for p in collector_files(local_dir)]
+    return [shell.argv(["mkdir", "-p", "-m", "700", remote_dir]),
+            ["scp", "-q", *shell.ssh_options(), *files, f"{target}:{remote_dir}/"]]
 
-    local_dir = Path(host.__file__).resolve().parent
-    try:
-        _ssh(target, ["test", "-f", f"{remote_dir}/__init__.py"])
-        return
-    except BackendError:
-        pass
-    for argv in collector_copy_argv(target, local_dir, remote_dir):
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False)
-        if proc.returncode != 0:
-            raise BackendError(f"copying linux-host/ to {target} failed: {proc.stderr.strip()[-500:]}")
+
+def remote_hashes(shell: NodeShell, remote_dir: str, names: list[str]) -> dict[str, str]:
+    """SHA-256 of each of ``names`` in ``remote_dir`` on the node (missing files and folder: absent)."""
+    proc = shell.run_shell(f"cd {shlex.quote(remote_dir)} 2>/dev/null && sha256sum -- "
+                           + " ".join(shlex.quote(n) for n in names) + " 2>/dev/null", check=False)
+    out: dict[str, str] = {}
+    for line in proc.stdout.splitlines():
+        digest, _, name = line.partition("  ")
+        if re.fullmatch(r"[0-9a-f]{64}", digest) and name in names:
+            out[name] = digest
+    return out
+
+
+def ensure_remote_collector(target: str, remote_dir: str = REMOTE_COLLECTOR_DIR, *, ssh_config: str = "") -> str:
+    """``linux-host/`` on the node, byte-identical to this stormatrix's: copied when a file is missing or
+    differs (SHA-256 of each file, compared on the node), checked again after copying. Returns
+    ``"up to date"`` or ``"copied"``."""
+    shell = NodeShell(target, ssh_config)
+    files = collector_files()
+    want = {f.name: hashlib.sha256(f.read_bytes()).hexdigest() for f in files}
+    if remote_hashes(shell, remote_dir, sorted(want)) == want:
+        return "up to date"
+    shell.run(["mkdir", "-p", "-m", "700", remote_dir])
+    shell.copy(files, remote_dir)
+    have = remote_hashes(shell, remote_dir, sorted(want))
+    if have != want:
+        bad = sorted(n for n in want if have.get(n) != want[n])
+        raise BackendError(f"copying linux-host/ to {target}:{remote_dir} did not give the same files ({', '.join(bad)} "
+                           "differ): check the space and permissions there, or set [proxmox] ssh_dir")
+    log.info("copied linux-host/ to %s:%s", target, remote_dir)
+    return "copied"
+
+
+class SshCollector:
+    """``linux-host/collector.py`` run on the node over ssh for one measurement window.
+
+    It prints ``started`` once it measures, and its JSON result when a line arrives on stdin: the same
+    result the local collector gives. The thread roles go to the node first, as a file next to it.
+    """
+
+    START_TIMEOUT_S = 30.0
+    STOP_TIMEOUT_S = 60.0
+
+    def __init__(self, shell: NodeShell, remote_dir: str, pid: int, roles: dict[int, str],
+                 python: str = "python3") -> None:
+        self.shell = shell
+        self.remote_dir = remote_dir
+        self.pid = pid
+        self.roles = roles
+        self.python = python
+        self.proc: subprocess.Popen[bytes] | None = None
+        self._buf = b""
+
+    def argv(self) -> list[str]:
+        return self.shell.argv([self.python, f"{self.remote_dir}/collector.py", "--pid", str(self.pid),
+                                "--roles", f"{self.remote_dir}/roles-{self.pid}.json"])
+
+    def start(self) -> None:
+        roles = json.dumps({str(tid): role for tid, role in self.roles.items()})
+        self.shell.run_shell(f"umask 077 && cat > {shlex.quote(f'{self.remote_dir}/roles-{self.pid}.json')}",
+                             input=roles)
+        self.proc = subprocess.Popen(self.argv(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE)
+        line = self._readline(time.monotonic() + self.START_TIMEOUT_S)
+        if line != "started":
+            err = self._end()
+            detail = line or err or "no output"
+            try:
+                detail = json.loads(line)["error"]
+            except (ValueError, KeyError, TypeError):
+                pass
+            raise CollectorError(f"the host collector on {self.shell.where} did not start for pid {self.pid}: "
+                                 f"{detail}")
+
+    def stop(self) -> dict[str, Any]:
+        if self.proc is None or self.proc.stdin is None:
+            raise CollectorError("the ssh collector was stopped before it started")
+        try:
+            self.proc.stdin.write(b"\n")
+            self.proc.stdin.flush()
+        except OSError:
+            pass
+        line = self._readline(time.monotonic() + self.STOP_TIMEOUT_S)
+        err = self._end()
+        try:
+            data = json.loads(line)
+        except ValueError:
+            raise CollectorError(f"the host collector on {self.shell.where} gave no result: "
+                                 f"{line[:200] or err or 'no output'}") from None
+        if not isinstance(data, dict) or "error" in data:
+            raise CollectorError(f"the host collector on {self.shell.where} failed: "
+                                 f"{data.get('error') if isinstance(data, dict) else data!r}")
+        return data
+
+    def abort(self) -> None:
+        self._end(kill=True)
+
+    def _readline(self, deadline: float) -> str:
+        assert self.proc is not None and self.proc.stdout is not None
+        fd = self.proc.stdout.fileno()
+        while b"\n" not in self._buf:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return ""
+            ready, _, _ = select.select([fd], [], [], left)
+            if not ready:
+                continue
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                break
+            self._buf += chunk
+        line, _, self._buf = self._buf.partition(b"\n")
+        return line.decode("utf-8", "replace").strip()
+
+    def _end(self, kill: bool = False) -> str:
+        """Close the session (stdin EOF ends the remote collector); return its stderr tail."""
+        proc, self.proc = self.proc, None
+        if proc is None:
+            return ""
+        try:
+            if proc.stdin is not None:
+                proc.stdin.close()
+        except OSError:
+            pass
+        if kill:
+            proc.terminate()
+        try:
+            _, err = proc.communicate(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            _, err = proc.communicate()
+        return (err or b"").decode("utf-8", "replace").strip()[-400:]

@@ -292,6 +292,14 @@ class PveshTransport:
 
 # --- the client ----------------------------------------------------------------------------------
 
+def upid_starttime(upid: str) -> int:
+    """The task's start (epoch seconds) from its UPID ``UPID:node:pid:pstart:starttime:type:id:user:``."""
+    try:
+        return int(upid.split(":")[4], 16)
+    except (IndexError, ValueError):
+        raise BackendError(f"not a Proxmox task id: {upid!r}") from None
+
+
 @dataclass(frozen=True)
 class TaskResult:
     upid: str
@@ -390,6 +398,14 @@ class PveClient:
 
     def agent_ping(self) -> None:
         self.t.request("POST", f"{self.vm_path}/agent/ping")
+
+    def tasks(self, *, typefilter: str, since: int) -> list[dict[str, Any]]:
+        """This VM's tasks of one type started at or after ``since``, running ones included, oldest first.
+        Other users' tasks (like the ``qmstart`` that qemu-server's ``qm cleanup`` runs as root@pam after
+        an API reboot) are listed only with Sys.Audit on /nodes/{node}."""
+        data = self.t.request("GET", f"/nodes/{self.node}/tasks", {"vmid": self.vmid, "typefilter": typefilter,
+                                                                   "since": since, "source": "all"}) or []
+        return sorted((dict(t) for t in data), key=lambda t: (int(t.get("starttime", 0)), str(t.get("upid"))))
 
     def monitor(self, command: str) -> str:
         return str(self.t.request("POST", f"{self.vm_path}/monitor", {"command": command}) or "")

@@ -363,3 +363,164 @@ def config_diff(a: Mapping[str, Any], b: Mapping[str, Any], ignore: frozenset[st
     """Keys whose values differ between two configs: ``key -> (a value, b value)`` (None = absent)."""
     keys = (set(a) | set(b)) - ignore
     return {k: (a.get(k), b.get(k)) for k in sorted(keys) if a.get(k) != b.get(k)}
+
+
+# --- the QEMU command line the config becomes --------------------------------------------------------
+#
+# ``qm showcmd <vmid> [--pretty]`` prints the command line a fresh start of the *current* config would
+# run (PVE::Tools::cmd2string: shell-quoted words; --pretty puts " \\\n  " before each " -"); the running
+# process's is /proc/<pid>/cmdline (REFERENCE.md §1). Two generations of qemu-server write the test disk
+# differently: ``-drive file=...,if=none,id=drive-scsi1,aio=native,cache=none,...`` (up to PVE 8), and
+# ``-blockdev {"driver":"throttle","node-name":"drive-scsi1",...,"file":{...,"file":{"driver":"file",
+# "aio":"native","cache":{"direct":true,"no-flush":false}}}}`` (PVE 9, QemuServer/Blockdev.pm). In both
+# the guest device names its drive ``drive=drive-<key>``.
+
+def parse_showcmd(text: str) -> list[str]:
+    """The argument vector of ``qm showcmd`` output (with or without ``--pretty``)."""
+    import shlex
+
+    joined = re.sub(r"\s*\\\n\s*", " ", text.strip())
+    try:
+        return shlex.split(joined)
+    except ValueError as exc:
+        raise BackendError(f"cannot read the output of qm showcmd ({exc}): {text[:200]!r}") from None
+
+
+def qemu_opts(text: str) -> tuple[str, dict[str, str]]:
+    """QEMU's ``driver,key=value,...`` option string (``,,`` is a literal comma): (first bare word, options)."""
+    parts, cur, i = [], "", 0
+    while i < len(text):
+        ch = text[i]
+        if ch == "," and text[i + 1:i + 2] == ",":
+            cur += ","
+            i += 2
+            continue
+        if ch == ",":
+            parts.append(cur)
+            cur = ""
+        else:
+            cur += ch
+        i += 1
+    parts.append(cur)
+    head = ""
+    opts: dict[str, str] = {}
+    for n, part in enumerate(parts):
+        k, eq, v = part.partition("=")
+        if not eq:
+            if n == 0:
+                head = part
+            else:
+                opts[k] = "on"
+            continue
+        opts[k] = v
+    return head, opts
+
+
+def _args_of(argv: list[str], flag: str) -> list[str]:
+    return [argv[i + 1] for i, a in enumerate(argv[:-1]) if a == flag]
+
+
+def _blockdev_props(node: Any) -> dict[str, Any]:
+    """aio and cache of a -blockdev tree: the innermost node that has them (the protocol node)."""
+    found: dict[str, Any] = {}
+    while isinstance(node, dict):
+        if "aio" in node:
+            found["aio"] = node["aio"]
+        if isinstance(node.get("cache"), dict):
+            found["cache"] = node["cache"]
+        node = node.get("file")
+    return found
+
+
+def test_disk_cmdline(argv: list[str], key: str) -> dict[str, Any]:
+    """What the command line says about the test disk ``key``: its drive options, its guest device and
+    (scsi/sata) the controller device it sits on. Raises BackendError when the disk is not there."""
+    import json
+
+    drive_id = f"drive-{key}"
+    out: dict[str, Any] = {"drive": None, "blockdev": None, "device": None, "controller": None}
+    for text in _args_of(argv, "-drive"):
+        _, opts = qemu_opts(text)
+        if opts.get("id") == drive_id:
+            out["drive"] = opts
+    for text in _args_of(argv, "-blockdev"):
+        try:
+            tree = json.loads(text) if text.lstrip().startswith("{") else None
+        except ValueError:
+            tree = None
+        if tree is None:
+            _, flat = qemu_opts(text)
+            if flat.get("node-name") == drive_id:
+                out["blockdev"] = {"aio": flat.get("aio"),
+                                   "cache": {"direct": flat.get("cache.direct"), "no-flush": flat.get("cache.no-flush")}}
+        elif tree.get("node-name") == drive_id:
+            out["blockdev"] = _blockdev_props(tree)
+    devices = [qemu_opts(text) for text in _args_of(argv, "-device")]
+    for driver, opts in devices:
+        if opts.get("drive") == drive_id:
+            out["device"] = {"driver": driver, **opts}
+            bus = opts.get("bus", "")
+            ctrl_id = bus.rsplit(".", 1)[0] if "." in bus else ""
+            for cdriver, copts in devices:
+                if ctrl_id and copts.get("id") == ctrl_id:
+                    out["controller"] = {"driver": cdriver, **copts}
+    if out["device"] is None or (out["drive"] is None and out["blockdev"] is None):
+        raise BackendError(f"the QEMU command line has no test disk {key} (no -device with drive={drive_id} "
+                           "and its -drive/-blockdev)")
+    return out
+
+
+def _json_bool(value: Any) -> bool | None:
+    if isinstance(value, bool):
+        return value
+    if value is None:
+        return None
+    return str(value).lower() in ("on", "true", "1", "yes")
+
+
+def cmdline_problems(argv: list[str], disk: DiskConfig, key: str) -> list[str]:
+    """How the test disk on a QEMU command line differs from the cell ``disk`` (empty: it matches).
+
+    Checked: the guest device (and controller) the bus/``scsihw`` give (REFERENCE.md §1), ``aio``,
+    ``cache`` (with -blockdev: its ``direct``/``no-flush`` halves) and where the iothread is attached.
+    """
+    found = test_disk_cmdline(argv, key)
+    dev, ctrl = found["device"], found["controller"]
+    problems: list[str] = []
+    want_dev = {"ide": "ide-hd", "sata": "ide-hd", "scsi": "scsi-hd", "virtio": "virtio-blk-pci"}[disk.bus]
+    if dev["driver"] != want_dev:
+        problems.append(f"device {dev['driver']} (the cell needs {want_dev})")
+    if disk.bus == "scsi":
+        want_ctrl = "virtio-scsi-pci" if disk.scsihw == "virtio-scsi-single" else disk.scsihw
+        if ctrl is None or ctrl["driver"] != want_ctrl:
+            problems.append(f"controller {ctrl['driver'] if ctrl else 'none'} (the cell needs {want_ctrl})")
+    if disk.bus == "sata" and (ctrl is None or ctrl["driver"] != "ahci"):
+        problems.append(f"controller {ctrl['driver'] if ctrl else 'none'} (the cell needs ahci)")
+    holder = dev if disk.bus == "virtio" else ctrl if disk.scsihw == "virtio-scsi-single" else None
+    has_iothread = bool((dev or {}).get("iothread") or (ctrl or {}).get("iothread"))
+    want_iothread = disk.iothread and holder is not None
+    if has_iothread != want_iothread:
+        problems.append(f"iothread {'attached' if has_iothread else 'missing'} (the cell has iothread="
+                        f"{int(disk.iothread)})")
+    if found["drive"] is not None:
+        drv = found["drive"]
+        if drv.get("aio", "threads") != disk.aio:
+            problems.append(f"aio={drv.get('aio', '(unset: threads)')} (the cell has aio={disk.aio})")
+        cache = drv.get("cache")
+        if disk.cache == "default":
+            if cache not in (None, "none"):
+                problems.append(f"cache={cache} (the cell leaves cache unset: direct, no host cache)")
+        elif cache != disk.cache:
+            problems.append(f"cache={cache or '(unset)'} (the cell has cache={disk.cache})")
+    else:
+        bd = found["blockdev"]
+        if bd.get("aio", "threads") != disk.aio:
+            problems.append(f"aio={bd.get('aio', '(unset: threads)')} (the cell has aio={disk.aio})")
+        cache = bd.get("cache") or {}
+        direct, no_flush = _json_bool(cache.get("direct")), _json_bool(cache.get("no-flush"))
+        want_direct = disk.cache in ("none", "directsync", "default")
+        if direct is not None and direct != want_direct:
+            problems.append(f"cache.direct={direct} (the cell has cache={disk.cache})")
+        if no_flush is not None and no_flush != (disk.cache == "unsafe"):
+            problems.append(f"cache.no-flush={no_flush} (the cell has cache={disk.cache})")
+    return problems
