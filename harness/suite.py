@@ -24,6 +24,10 @@ A matrix file describes it in ``[suite]``::
     iothread = true
     cache = "none"
 
+On Proxmox the guests can be given as VMs instead (``vms = [101, 102]`` with a ``[proxmox]`` section):
+their addresses come from the QEMU guest agent and the host collector measures their QEMU processes
+(:mod:`stormatrix.suitevms`, docs/fio-server.md).
+
 Each point becomes one ``cell`` record (docs/journal.md): ``fio`` is the aggregate over all guests,
 ``clients`` the per-guest results, ``side`` the label. Resume skips points already journaled.
 
@@ -79,7 +83,7 @@ from .model import (
     parse_size,
 )
 from .spec import EXTRA_SECTIONS, RUN_SECTION, Field, Section, _load_toml, parse_section, register_section
-from .suitevms import HOST_METRICS, PER_VM_KEYS, check_network, check_ssh_target, suite_proxmox_section
+from .suitevms import HOST_METRICS, PER_VM_KEYS, check_network, suite_proxmox_section
 
 log = logging.getLogger("stormatrix.suite")
 
@@ -383,11 +387,7 @@ def _vm_list(path: str, raw: dict[str, Any], s: dict[str, Any]) -> tuple[list[in
             raise MatrixError(path, f"[proxmox] {key}", "does not apply to a suite: it names or handles one VM of "
                               "a matrix run", f"remove {key}; a suite's VMs are [suite] vms, which it never "
                               "reconfigures")
-    proxmox = parse_section(path, suite_proxmox_section(), table)
-    try:
-        check_ssh_target(proxmox["ssh"])
-    except ValueError as exc:
-        raise MatrixError(path, "[proxmox] ssh", str(exc), 'write the node as ssh = "root@pve1"') from None
+    proxmox = parse_section(path, suite_proxmox_section(), table)  # [proxmox] ssh is checked by its Field
     ids: list[int] = []
     for i, v in enumerate(s["vms"]):
         text = str(v).strip()

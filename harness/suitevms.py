@@ -49,8 +49,6 @@ import json
 import logging
 import os
 import queue
-import re
-import shlex
 import subprocess
 import threading
 import time
@@ -59,7 +57,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .backends.base import ROLE_IOTHREAD, ROLE_MAIN, ROLE_VCPU, HostScope
-from .errors import BackendError, CollectorError, MatrixError, StormatrixError
+from .errors import CollectorError, MatrixError, StormatrixError
 from .executors.fioserver import _NAME_RE, FioGuest
 from .spec import Section
 
@@ -69,7 +67,6 @@ log = logging.getLogger("stormatrix.suitevms")
 PER_VM_KEYS = frozenset({"vmid", "test_disk", "restart", "ready", "guest_host", "guest_port", "guest_channel",
                          "pin_cpus", "task_timeout"})
 HOST_METRICS = ("auto", "require", "off")
-_SSH_TARGET_RE = re.compile(r"^(?:[A-Za-z0-9._-]+@)?[A-Za-z0-9][A-Za-z0-9._:-]*$")
 
 
 def suite_proxmox_section() -> Section:
@@ -78,12 +75,6 @@ def suite_proxmox_section() -> Section:
 
     return Section("proxmox", {k: f for k, f in PROXMOX_SECTION.fields.items() if k not in PER_VM_KEYS},
                    help="how to reach the Proxmox node of a suite's VMs")
-
-
-def check_ssh_target(value: str) -> None:
-    """``user@host``: never an option (a leading '-' would be one to ssh), never a space."""
-    if value and not _SSH_TARGET_RE.match(value):
-        raise ValueError(f"{value!r} is not an ssh target like root@pve1")
 
 
 def check_network(value: str) -> None:
@@ -326,12 +317,25 @@ class ProxmoxSuiteVms:
             self.roles_source = f"unavailable ({exc})"
         return roles
 
-    def scopes(self, *, local: bool, ssh: str | None) -> list[HostScope]:
+    def scopes(self, *, local: bool, ssh: str | None, refresh: bool = False) -> list[HostScope]:
+        """One scope per VM. ``refresh``: read each VM's pid from the API again first (after a window
+        failed: a VM may have restarted); a VM that no longer runs is a CollectorError."""
+        from .backends.pve_api import PveApiError
+
+        if refresh:
+            for vm in self.vms:
+                try:
+                    st = self.clients[vm.vmid].status()
+                except PveApiError as exc:
+                    raise CollectorError(f"VM {vm.vmid} ({vm.name}): cannot read its QEMU pid: {exc.message}") from None
+                if st.get("status") != "running" or not str(st.get("pid", "")).isdigit():
+                    raise CollectorError(f"VM {vm.vmid} ({vm.name}) is {st.get('status', 'not running')}: its QEMU "
+                                         "process is gone; start it again and re-run the suite (it resumes)")
+                vm.pid = int(st["pid"])
         return [HostScope(pid=vm.pid, threads=self._roles(vm, local), vm=vm.name, ssh=ssh)
                 for vm in self.vms if vm.pid is not None]
 
-    def host_collector(self, *, remote_dir: str | None = None
-                       ) -> tuple["QemuProcessesCollector | SshProcessesCollector | None", dict[str, Any]]:
+    def host_collector(self) -> tuple["QemuProcessesCollector | SshProcessesCollector | None", dict[str, Any]]:
         """The collector for every point's window, and what the run record says about it.
 
         Call after :meth:`discover` (which read the pids). Returns ``(None, status)`` when the node is
@@ -346,20 +350,25 @@ class ProxmoxSuiteVms:
         local, why_not = self.on_this_node()
         if local:
             scopes = self.scopes(local=True, ssh=None)
-            collector = QemuProcessesCollector(_Cached(lambda: self.scopes(local=True, ssh=None), scopes))
+            collector = QemuProcessesCollector(_Cached(lambda: self.scopes(local=True, ssh=None, refresh=True),
+                                                       scopes))
             return collector, {"mode": "local", "processes": len(scopes), "roles": self.roles_source,
                                "detail": f"{len(scopes)} QEMU processes on this node ({self.opts['node']})"}
         target = self.opts.get("ssh") or ""
         if target:
-            from .backends.proxmox import REMOTE_COLLECTOR_DIR
+            from .backends.proxmox import REMOTE_COLLECTOR_DIR, NodeShell, ensure_remote_collector
 
-            rdir = remote_dir or REMOTE_COLLECTOR_DIR
-            prepare_remote(target, rdir)
+            config = self.opts.get("ssh_config") or ""
+            if config and not Path(config).expanduser().is_file():
+                raise MatrixError(self.suite.path, "[proxmox] ssh_config", f"{config!r} is not a file",
+                                  "give the path of an ssh_config file, or leave ssh_config empty")
+            rdir = self.opts.get("ssh_dir") or REMOTE_COLLECTOR_DIR
+            state = ensure_remote_collector(target, rdir, ssh_config=config)  # linux-host/, hash-checked
             scopes = self.scopes(local=False, ssh=target)
-            collector = SshProcessesCollector(target, _Cached(lambda: self.scopes(local=False, ssh=target), scopes),
-                                              remote_dir=rdir)
+            collector = SshProcessesCollector(NodeShell(target, config), _Cached(
+                lambda: self.scopes(local=False, ssh=target, refresh=True), scopes), remote_dir=rdir)
             return collector, {"mode": "ssh", "ssh": target, "processes": len(scopes), "roles": self.roles_source,
-                               "detail": f"{len(scopes)} QEMU processes on {target} over ssh"}
+                               "detail": f"{len(scopes)} QEMU processes on {target} over ssh ({rdir}: {state})"}
         return self._unreachable(f"stormatrix is not on the node ({why_not}) and [proxmox] ssh is not set")
 
     def _unreachable(self, why: str) -> tuple[None, dict[str, Any]]:
@@ -475,39 +484,25 @@ class QemuProcessesCollector:
             c.abort()
 
 
-def prepare_remote(target: str, remote_dir: str) -> None:
-    """``linux-host/`` on the node: the proxmox backend's copy when the folder is missing, and again
-    when it lacks ``multicollector.py`` (a copy left by an older stormatrix)."""
-    from .backends.proxmox import _ssh, collector_copy_argv, ensure_remote_collector
-    import stormatrix.host as host
-
-    ensure_remote_collector(target, remote_dir)
-    try:
-        _ssh(target, ["test", "-f", shlex.quote(f"{remote_dir}/multicollector.py")])
-        return
-    except BackendError:
-        pass
-    for argv in collector_copy_argv(target, Path(host.__file__).resolve().parent, remote_dir):
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False)
-        if proc.returncode != 0:
-            raise BackendError(f"copying linux-host/ to {target} failed: {proc.stderr.strip()[-500:]}")
-
-
 class SshProcessesCollector:
     """Many QEMU processes on a remote node, measured by ONE ``ssh`` session per window.
 
-    ``ssh -o BatchMode=yes <target> -- python3 <remote_dir>/multicollector.py``; the request (pids, thread
-    roles) and the results travel as JSON lines on stdin/stdout (see ``linux-host/multicollector.py``), so
-    the remote command line holds fixed words only. ``scopes`` as for :class:`QemuProcessesCollector`.
+    ``ssh -o BatchMode=yes [-F ssh_config] <target> -- python3 <ssh_dir>/multicollector.py`` (built by the
+    proxmox backend's :class:`~stormatrix.backends.proxmox.NodeShell`); the request (pids, thread roles) and
+    the results travel as JSON lines on stdin/stdout (see ``linux-host/multicollector.py``), so the remote
+    command line holds fixed words only. ``scopes`` as for :class:`QemuProcessesCollector`.
+
+    Not the backend's per-VM ``SshCollector``: that is two ssh logins per VM per window, which for the
+    seeds' 32 VMs would delay each window's opening by seconds and run into sshd's ``MaxStartups``.
     """
 
     START_TIMEOUT_S = 30.0
     STOP_TIMEOUT_S = 60.0
 
-    def __init__(self, target: str, scopes: Callable[[], list[HostScope]], *, remote_dir: str,
+    def __init__(self, shell: Any, scopes: Callable[[], list[HostScope]], *, remote_dir: str,
                  use_perf: bool | None = None, python: str = "python3") -> None:
-        check_ssh_target(target)
-        self.target = target
+        self.shell = shell
+        self.target = shell.where
         self.scopes = scopes
         self.remote_dir = remote_dir
         self.use_perf = use_perf
@@ -518,9 +513,7 @@ class SshProcessesCollector:
         self._names: list[str] = []
 
     def argv(self) -> list[str]:
-        remote = [self.python, f"{self.remote_dir}/multicollector.py"]
-        return ["ssh", "-o", "BatchMode=yes", "-o", "ConnectTimeout=10", self.target, "--",
-                *(shlex.quote(a) for a in remote)]
+        return self.shell.argv([self.python, f"{self.remote_dir}/multicollector.py"])
 
     def _read(self, stream: Any, into: "queue.Queue[str | None] | list[str]") -> None:
         for line in stream:
@@ -548,8 +541,8 @@ class SshProcessesCollector:
         tail = "".join(self._stderr).strip()[-500:]
         hint = ""
         if "Host key verification failed" in tail or "Permission denied" in tail:
-            hint = " Fix: log in once by hand (ssh " + self.target + ") so the host key is known, with a key " \
-                   "that needs no password (BatchMode)"
+            hint = (f" Fix: the login must work without a prompt (ssh -o BatchMode=yes {self.target} true) and "
+                    "the node's host key must be known; check [proxmox] ssh and ssh_config")
         raise CollectorError(f"host collector on {self.target}: {what}; ssh: {tail or '(no output)'}.{hint}")
 
     def start(self) -> None:

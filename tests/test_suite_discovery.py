@@ -294,7 +294,8 @@ def test_cli_run_on_a_discovered_guest_with_local_host_metrics(standin: PveStand
 def test_plan_discover_shows_guests_and_host_metrics(standin: PveStandin, tmp_path: Path,
                                                       capsys: pytest.CaptureFixture[str]) -> None:
     add_vm(standin, 101, "vm01", interfaces=[LO, eth("ens18", "bc:24:11:00:06:01", "10.0.0.61/24")])
-    matrix = write_matrix(tmp_path / "s.toml", suite_matrix(standin, [101]))
+    elsewhere = {"qemu_server_dir": str(tmp_path / "controller")}  # not the node: no qemu-server pid files
+    matrix = write_matrix(tmp_path / "s.toml", suite_matrix(standin, [101], proxmox=elsewhere))
     assert main(["suite", "plan", str(matrix)]) == 0
     out, _ = capsys.readouterr()
     assert "VMs (1, on node pve; each guest's address = the guest agent's first IPv4): 101" in out
@@ -308,7 +309,8 @@ def test_plan_discover_shows_guests_and_host_metrics(standin: PveStandin, tmp_pa
 
 def test_require_host_metrics_refuses_an_unreachable_node(standin: PveStandin) -> None:
     add_vm(standin, 101, "vm01", interfaces=[LO, eth("ens18", "bc:24:11:00:07:01", "10.0.0.71/24")])
-    suite = suite_from_dict(suite_matrix(standin, [101], host_metrics="require"), "s.toml")
+    elsewhere = {"qemu_server_dir": str(standin.workdir / "controller")}  # not the node, and no [proxmox] ssh
+    suite = suite_from_dict(suite_matrix(standin, [101], host_metrics="require", proxmox=elsewhere), "s.toml")
     with ProxmoxSuiteVms(suite) as vms:
         vms.discover()
         with pytest.raises(InputError, match=r"\[suite\] host_metrics: \"require\", but the host collector cannot"):

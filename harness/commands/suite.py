@@ -13,7 +13,10 @@ def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "suite", help="platform-comparison suite: one grid of fio points on many fio-server guests at once",
         description="Run the [suite] of a matrix file on every guest's fio server at once, one side per "
-                    "run directory; compare two sides with `stormatrix compare runs/a runs/b`.")
+                    "run directory; compare two sides with `stormatrix compare runs/a runs/b`. Guests are "
+                    "given as name=host:port, or on Proxmox as [suite] vms = [101, ...] with a [proxmox] "
+                    "section: addresses from the QEMU guest agent, host metrics of the VMs' QEMU processes "
+                    "when the node is reachable (on it, or [proxmox] ssh).")
     sub = parser.add_subparsers(dest="suite_command", metavar="ACTION", required=True)
     plan = sub.add_parser("plan", help="show the points, the guests and the ETA")
     plan.add_argument("matrix", help="matrix file with a [suite] section")
