@@ -763,7 +763,11 @@ class NodeShell:
                 (Path(remote_dir) / f.name).write_bytes(f.read_bytes())
             return
         argv = ["scp", "-q", *self.ssh_options(), *map(str, files), f"{self.target}:{remote_dir}/"]
-        self._run(argv, f"scp linux-host/ to {remote_dir}", None, timeout, True)
+        proc = self._run(argv, f"scp to {remote_dir}", None, timeout, False)
+        if proc.returncode != 0:
+            raise BackendError(f"copying {', '.join(f.name for f in files)} to {self.target}:{remote_dir} with scp failed "
+                               f"(exit {proc.returncode}): {proc.stderr.strip()[-400:] or 'no message'}. scp needs the "
+                               "node's sftp subsystem and write access there ([proxmox] ssh_dir)")
 
     def _run(self, cmd: list[str], what: str, input: str | None, timeout: float | None,
              check: bool) -> "subprocess.CompletedProcess[str]":
@@ -949,15 +953,10 @@ class SshCollector:
         proc, self.proc = self.proc, None
         if proc is None:
             return ""
-        try:
-            if proc.stdin is not None:
-                proc.stdin.close()
-        except OSError:
-            pass
         if kill:
             proc.terminate()
         try:
-            _, err = proc.communicate(timeout=15)
+            _, err = proc.communicate(timeout=15)  # closes stdin first
         except subprocess.TimeoutExpired:
             proc.kill()
             _, err = proc.communicate()

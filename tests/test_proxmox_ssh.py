@@ -1,0 +1,139 @@
+"""The proxmox backend's ssh path against a real, private sshd on 127.0.0.1 (tests/standins/sshd.py):
+linux-host/ copied to the "node" only when a file is missing or differs, the collector run there over
+ssh against a real process, and ssh failures as clear errors. The whole path with real QEMU (remote
+collector, pinning with taskset, qm showcmd over ssh) is test_ssh_end_to_end_with_real_qemu."""
+
+from __future__ import annotations
+
+import hashlib
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from standins.sshd import PrivateSshd, SshdUnavailable
+
+from stormatrix.backends import proxmox as pmx
+from stormatrix.errors import BackendError, CollectorError
+
+
+@pytest.fixture
+def sshd(tmp_path: Path) -> Iterator[PrivateSshd]:
+    server = PrivateSshd(tmp_path / "sshd")
+    try:
+        server.start()
+    except SshdUnavailable as exc:
+        pytest.skip(f"sshd cannot run here: {exc}")
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def shell(sshd: PrivateSshd) -> pmx.NodeShell:
+    return pmx.NodeShell(sshd.target, str(sshd.ssh_config))
+
+
+def local_files() -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in pmx.collector_files()}
+
+
+def test_linux_host_copied_only_when_missing_or_changed(sshd: PrivateSshd, tmp_path: Path) -> None:
+    node_dir = tmp_path / "node" / "linux-host"  # on the "node" (the same file system here)
+    cfg = str(sshd.ssh_config)
+    assert pmx.ensure_remote_collector(sshd.target, str(node_dir), ssh_config=cfg) == "copied"
+    want = local_files()
+    assert {p.name: p.read_bytes() for p in node_dir.glob("*.py")} == want and "collector.py" in want
+    assert node_dir.stat().st_mode & 0o777 == 0o700
+    mtimes = {p.name: p.stat().st_mtime_ns for p in node_dir.iterdir()}
+    logins = sshd.accepted()
+    assert pmx.ensure_remote_collector(sshd.target, str(node_dir), ssh_config=cfg) == "up to date"
+    assert sshd.accepted() == logins + 1  # one sha256sum over ssh, no copy
+    assert {p.name: p.stat().st_mtime_ns for p in node_dir.iterdir()} == mtimes
+    # a collector changed on the node (an older stormatrix's, or edited) is replaced, not trusted
+    (node_dir / "collector.py").write_bytes(want["collector.py"] + b"\n# edited on the node\n")
+    assert pmx.ensure_remote_collector(sshd.target, str(node_dir), ssh_config=cfg) == "copied"
+    assert (node_dir / "collector.py").read_bytes() == want["collector.py"]
+    (node_dir / "inventory.py").unlink()
+    assert pmx.ensure_remote_collector(sshd.target, str(node_dir), ssh_config=cfg) == "copied"
+    assert {p.name: p.read_bytes() for p in node_dir.glob("*.py")} == want
+
+
+def test_remote_hashes_are_the_nodes(sshd: PrivateSshd, tmp_path: Path) -> None:
+    d = tmp_path / "h"
+    d.mkdir()
+    (d / "a.py").write_bytes(b"print(1)\n")
+    got = pmx.remote_hashes(shell(sshd), str(d), ["a.py", "missing.py"])
+    assert got == {"a.py": hashlib.sha256(b"print(1)\n").hexdigest()}
+    assert pmx.remote_hashes(shell(sshd), str(tmp_path / "nope"), ["a.py"]) == {}
+
+
+BUSY = """
+import threading, time, sys
+def spin(seconds):
+    end = time.monotonic() + seconds
+    n = 0
+    while time.monotonic() < end:
+        n += 1
+t = threading.Thread(target=spin, args=(30,), name="spinner", daemon=True)
+t.start()
+print(t.native_id, flush=True)
+while True:
+    time.sleep(0.05)   # the main thread: voluntary context switches
+"""
+
+
+def test_collector_over_ssh_measures_a_real_process(sshd: PrivateSshd, tmp_path: Path) -> None:
+    node_dir = str(tmp_path / "node" / "linux-host")
+    pmx.ensure_remote_collector(sshd.target, node_dir, ssh_config=str(sshd.ssh_config))
+    busy = subprocess.Popen([sys.executable, "-c", BUSY], stdout=subprocess.PIPE, text=True)
+    try:
+        assert busy.stdout is not None
+        spinner = int(busy.stdout.readline())
+        c = pmx.SshCollector(shell(sshd), node_dir, busy.pid, {spinner: "vcpu"})
+        c.start()
+        time.sleep(1.5)
+        host = c.stop()
+    finally:
+        busy.kill()
+        busy.wait()
+        busy.stdout.close()  # type: ignore[union-attr]
+    assert host["pid"] == busy.pid and host["scope"] == "qemu-process"
+    assert 0.5 < host["cpu_time_s"]["total"] < 3.5 and host["window_s"] > 1.0
+    rows = {t["tid"]: t for t in host["threads"]}
+    assert rows[spinner]["role"] == "vcpu" and rows[spinner]["user_s"] + rows[spinner]["system_s"] > 0.5
+    assert rows[busy.pid]["role"] == "main-loop" and rows[busy.pid]["ctx_voluntary"] > 5
+    assert host["by_role"]["vcpu"]["threads"] == 1 and host["ctx_switches"] > 5
+    roles = tmp_path / "node" / "linux-host" / f"roles-{busy.pid}.json"  # written over ssh, private
+    assert roles.read_text() == f'{{"{spinner}": "vcpu"}}' and roles.stat().st_mode & 0o077 == 0
+
+
+def test_collector_over_ssh_for_a_gone_process_is_a_clear_error(sshd: PrivateSshd, tmp_path: Path) -> None:
+    node_dir = str(tmp_path / "node" / "linux-host")
+    pmx.ensure_remote_collector(sshd.target, node_dir, ssh_config=str(sshd.ssh_config))
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    c = pmx.SshCollector(shell(sshd), node_dir, gone.pid, {})
+    with pytest.raises(CollectorError, match=rf"host collector on {sshd.target} did not start for pid {gone.pid}"):
+        c.start()
+    c.abort()
+
+
+def test_ssh_failures_name_the_setting_and_the_fix(sshd: PrivateSshd, tmp_path: Path) -> None:
+    # the node's host key is not the one known: refused (StrictHostKeyChecking), never a prompt
+    sshd.known_hosts.write_text(f"[127.0.0.1]:{sshd.port} ssh-ed25519 "
+                                "AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl\n")
+    with pytest.raises(BackendError) as exc:
+        shell(sshd).run(["true"])
+    text = str(exc.value)
+    assert "ssh to" in text and "Host key verification failed" in text and "[proxmox] ssh and ssh_config" in text
+    # a command that fails on the node is its own error, with its exit code and message
+    sshd.known_hosts.write_text(f"[127.0.0.1]:{sshd.port} "
+                                + (sshd.dir / "host_key.pub").read_text().split(" stormatrix")[0] + "\n")
+    with pytest.raises(BackendError, match=r"cat /nonexistent on .* exited 1: cat: /nonexistent"):
+        shell(sshd).run(["cat", "/nonexistent"])
+    # arguments reach the node as given (quoted for its shell)
+    assert shell(sshd).run(["printf", "%s|", "a b", "$HOME", "it's"]).stdout == "a b|$HOME|it's|"
