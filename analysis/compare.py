@@ -94,6 +94,8 @@ def host_comparison(ha: dict[str, Any], hb: dict[str, Any], label_a: str, label_
             notes.append(f"{name} mixes cycles and CPU time over its repeats: no CPU/MiB mean")
         elif h["host_n"] < h["n"]:
             notes.append(f"{name} has host metrics for {h['host_n']} of {h['n']} repeats")
+        if h["metric"] is not None and not np.isfinite(h["ctx"]):
+            notes.append(f"{name} has no context-switch counts")
     same = ha["metric"] == hb["metric"] and ha["metric"] not in (None, "mixed")
     if ha["metric"] not in (None, "mixed") and hb["metric"] not in (None, "mixed") and not same:
         notes.append(f"{label_a} measured {ha['metric']}, {label_b} {hb['metric']}: CPU/MiB not comparable")

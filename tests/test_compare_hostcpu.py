@@ -225,3 +225,24 @@ def test_header_names_the_unit_when_one_holds(tmp_path: Path) -> None:
     cell = rows[(4096, 1)][f"Host CPU/MiB {LB} (CPU-ms/MiB)"]
     assert cell.value == pytest.approx(15.0) and cell.number_format == "0.000"  # 1.5 s x 1000 / 100 MiB
     assert rows[(4096, 1)]["Host CPU/MiB reduction %"].value == pytest.approx(25.0)  # (1 - 15/20) x 100
+
+
+def test_cpu_without_context_switches_is_compared_and_noted() -> None:
+    """A host that gives CPU but no context switches (an ESXi host's statistics): the CPU columns are
+    compared, the ctx columns stay blank and the note says why."""
+    import pandas as pd
+
+    from stormatrix.analysis.ingest import frame_from_rows
+
+    def row(side: str, cpu: float, ctx: float | None) -> dict[str, Any]:
+        return {"side": side, "rw": "randread", "bs": 4096, "iodepth": 1, "repeat": 1, "iops": 100.0,
+                "lat_mean_us": 10.0, "bw_mib_s": 0.4, "mib": 4.0, "cpu_metric": "cpu_time",
+                "cpu_per_mib_unit": "CPU-ms/MiB", "cpu_per_mib": cpu, "ctx_per_mib": ctx}
+
+    a = frame_from_rows([row("esx", 8.0, None)])
+    b = frame_from_rows([row("pve", 6.0, 30.0)])
+    assert isinstance(a, pd.DataFrame)
+    p = compare(a, b, label_a="esx", label_b="pve").points.iloc[0]
+    assert p["cpu_reduction_pct"] == pytest.approx(25.0)  # (1 - 6/8) x 100
+    assert p["ctx_per_mib_a"] != p["ctx_per_mib_a"] and p["ctx_reduction_pct"] != p["ctx_reduction_pct"]
+    assert p["host_note"] == "esx has no context-switch counts"
