@@ -152,6 +152,19 @@ def test_demo_suite_two_sides_on_real_guests_then_resume(tmp_path: Path) -> None
         header = [c.value for c in wb["Comparison"][1]]
         assert f"IOPS {DEMO_SIDES[0].label}" in header and f"IOPS {DEMO_SIDES[1].label}" in header
         assert wb["Comparison"].max_row == 3  # header + 2 points
+        a_label, b_label = DEMO_SIDES[0].label, DEMO_SIDES[1].label
+        unit = next(h for h in header if h.startswith(f"Host CPU/MiB {a_label} (")).split("(", 1)[1][:-1]
+        assert unit in ("CPU-ms/MiB", "cycles/MiB")  # one metric on this machine: named in the header
+        for row in wb["Comparison"].iter_rows(min_row=2, values_only=True):
+            r = dict(zip(header, row))
+            assert r[f"Host CPU/MiB {a_label} ({unit})"] > 0 and r[f"Host CPU/MiB {b_label} ({unit})"] > 0
+            assert r["Host CPU/MiB reduction %"] == pytest.approx(
+                (1 - r[f"Host CPU/MiB {b_label} ({unit})"] / r[f"Host CPU/MiB {a_label} ({unit})"]) * 100)
+            assert r[f"ctx/MiB {a_label}"] > 0 and r["Host metrics note"] is None
+        for side in DEMO_SIDES:
+            run = next(json.loads(line) for line in (run_dir / side.key / "journal.ndjson").read_text().splitlines()
+                       if json.loads(line)["type"] == "run")
+            assert run["host_collector"]["mode"] == "local" and run["host_collector"]["processes"] == 2
         m = wb["Measurements"]
         cols = [c.value for c in m[1]]
         cpu = [row[cols.index("cpu_per_mib")] for row in m.iter_rows(min_row=2, values_only=True)]

@@ -239,3 +239,17 @@ def test_suite_run_with_host_metrics_over_ssh(standin: PveStandin, sshd: Private
         unit = {"cycles": "cycles/MiB", "cpu_time": "CPU-ms/MiB"}[c["host"]["cpu_metric"]]
         assert c["per_mib"]["cpu_unit"] == unit and c["per_mib"]["ctx"] is not None
     assert SECRET not in (tmp_path / "run" / "journal.ndjson").read_text() + out + err
+
+
+def test_a_missing_ssh_config_names_the_key(standin: PveStandin, tmp_path: Path) -> None:
+    from stormatrix.errors import MatrixError
+
+    add_vm(standin, 101, "vm01", interfaces=[LO, eth("ens18", "bc:24:11:00:14:01", "10.0.0.141/24")])
+    keys = {"ssh": "root@pve-node", "ssh_config": str(tmp_path / "no-such-config"),
+            "qemu_server_dir": str(tmp_path / "controller")}
+    suite = suite_from_dict(suite_matrix(standin, [101], proxmox=keys), "s.toml")
+    with ProxmoxSuiteVms(suite) as vms:
+        vms.discover()
+        with pytest.raises(MatrixError) as info:
+            vms.host_collector()
+    assert info.value.key == "[proxmox] ssh_config" and info.value.exit_code == 2 and "Fix:" in str(info.value)
