@@ -101,6 +101,7 @@ COLUMNS: dict[str, str] = {
     "cpu_per_mib": "float64",    # cycles/MiB or CPU-ms/MiB: see cpu_per_mib_unit
     "cpu_per_mib_unit": "string",
     "ctx_per_mib": "float64",
+    "ctx_note": "string",        # why ctx_switches/ctx_per_mib are empty: the collector's host.unmatched.ctx_switches
     "host_source": "string",
     "host_scope": "string",
     "rate_target_mib_s": "float64",
@@ -248,17 +249,20 @@ def journal_cell_row(rec: dict[str, Any], where: str) -> dict[str, Any]:
         if metric not in CPU_PER_MIB_UNIT:
             raise DataFileError(where, f"host.cpu_metric is {metric!r}; expected 'cycles' or 'cpu_time'")
         cpu_total = _need(rec, "host.cpu_total", (int, float), where)
-        ctx = _need(rec, "host.ctx_switches", (int, float), where)
+        ctx, ctx_note = _ctx_switches(rec, host, key, where)
         mib = _opt_num(rec, "per_mib.mib", where) or row["mib"]
         cpu_per_mib = _opt_num(rec, "per_mib.cpu", where)
         ctx_per_mib = _opt_num(rec, "per_mib.ctx", where)
+        if ctx is None and ctx_per_mib is not None:
+            raise DataFileError(where, f"cell {key}: 'per_mib.ctx' is {ctx_per_mib!r} but 'host.ctx_switches' is "
+                                       "null: a ctx/MiB without context switches", _CTX_FIX)
         unit = _get(rec, "per_mib.cpu_unit")
         if unit is not None and unit != CPU_PER_MIB_UNIT[metric]:
             raise DataFileError(where, f"per_mib.cpu_unit is {unit!r} but host.cpu_metric is {metric!r} "
                                        f"(expected {CPU_PER_MIB_UNIT[metric]!r})")
         if cpu_per_mib is None and mib:
             cpu_per_mib = cpu_total / mib * (1000.0 if metric == "cpu_time" else 1.0)
-        if ctx_per_mib is None and mib:
+        if ctx_per_mib is None and mib and ctx is not None:
             ctx_per_mib = ctx / mib
         cycles = host.get("cycles") if isinstance(host.get("cycles"), dict) else {}
         row.update({
@@ -267,7 +271,8 @@ def journal_cell_row(rec: dict[str, Any], where: str) -> dict[str, Any]:
             "cpu_total": float(cpu_total),
             "cpu_user": _opt_num(rec, "host.cpu_user", where) if metric == "cpu_time" else cycles.get("user"),
             "cpu_system": _opt_num(rec, "host.cpu_system", where) if metric == "cpu_time" else cycles.get("kernel"),
-            "ctx_switches": float(ctx),
+            "ctx_switches": float(ctx) if ctx is not None else None,
+            "ctx_note": ctx_note,
             "window_s": _opt_num(rec, "host.window_s", where) or row["window_s"],
             "cpu_per_mib": cpu_per_mib,
             "cpu_per_mib_unit": CPU_PER_MIB_UNIT[metric],
@@ -276,6 +281,34 @@ def journal_cell_row(rec: dict[str, Any], where: str) -> dict[str, Any]:
             "host_scope": host.get("scope"),
         })
     return row
+
+
+_CTX_FIX = ("a host collector that counted context switches writes the number in host.ctx_switches; one that has "
+            "no such counter (the ESXi collectors) writes null and the reason in host.unmatched.ctx_switches. Use "
+            "the unedited journal of the run, or remove this line")
+
+
+def _ctx_switches(rec: dict[str, Any], host: dict[str, Any], key: str, where: str) -> tuple[float | None, str | None]:
+    """``host.ctx_switches`` and, when it is null, the reason the collector gave for it.
+
+    ESXi has no context-switch counter for a VM: both vmware collectors (vSphere statistics,
+    ``Get-StormatrixVMwareCpuUsage``; esxtop, :func:`stormatrix.analysis.esxtop.vm_cpu_record`) write
+    ``ctx_switches: null`` with the reason in ``host.unmatched.ctx_switches`` (docs/esxi.md). That is a
+    measurement without a ctx metric, and ctx/MiB stays empty (never 0). A null with no reason is not
+    something any collector writes: a damaged or edited record, refused naming the key and the fix.
+    """
+    value = host.get("ctx_switches")
+    if value is not None:
+        if not _is_number(value):
+            raise DataFileError(where, f"'host.ctx_switches' is {value!r}, not a number")
+        return float(value), None
+    unmatched = host.get("unmatched")
+    reason = unmatched.get("ctx_switches") if isinstance(unmatched, dict) else None
+    if not isinstance(reason, str) or not reason.strip():
+        raise DataFileError(where, f"cell {key}: 'host.ctx_switches' is null and 'host.unmatched.ctx_switches' "
+                                   "gives no reason (a collector without a context-switch count must say why)",
+                            _CTX_FIX)
+    return None, reason.strip()
 
 
 # Measured quantities: none of them can be negative or infinite in a real measurement. A NaN/Infinity
@@ -355,7 +388,7 @@ def read_journal_rows(path: Path) -> tuple[list[dict[str, Any]], list[dict[str, 
                 row = journal_cell_row(rec, where)
                 check_row(row, where)
             except DataFileError as exc:
-                problems.append(Problem(where, exc.problem))
+                problems.append(Problem(where, exc.problem + (f". Fix: {exc.fix}" if exc.fix else "")))
                 continue
             if row["key"] in seen:
                 notes.append(f"{where}: cell {row['key']} recorded again; the later record is used")

@@ -489,10 +489,6 @@ def test_a_run_journals_esxtop_host_records(esx: EsxLab, tmp_path: Path, monkeyp
     assert not [p for p in (tmp_path / "run").rglob("*") if p.is_file() and PASSWORD in p.read_text(errors="replace")]
 
 
-@pytest.mark.xfail(strict=True, reason="analysis/ingest.py (not the vmware owner's file) requires a number in "
-                                       "host.ctx_switches, so every ESXi cell (vSphere or esxtop source) is refused "
-                                       "by report/compare; remove this marker once ingest takes null with "
-                                       "host.unmatched.ctx_switches")
 def test_report_reads_an_esxi_run(esx: EsxLab, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from stormatrix import executors
     from stormatrix.analysis.ingest import ingest
