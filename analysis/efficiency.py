@@ -21,6 +21,21 @@ either and are normalized separately, as the technote normalizes one workload.
 When every cell of a group has the same mean (max == min, including a group of one cell), the metric
 does not separate the cells: every normalized value is 0 and the score is carried by the other metric
 alone. This is stated on the Method sheet.
+
+Cells without a context-switch count (ESXi: neither vSphere statistics nor esxtop count a VM's context
+switches; the record says so in ``host.unmatched.ctx_switches``, carried as ``ctx_note``): the score of a
+group rests on the dimensions *every* cell of the group has, so that no ranking mixes cells scored on two
+metrics with cells scored on one:
+
+- every cell has ctx/MiB: ``score = sqrt(norm_cpu ** 2 + norm_ctx ** 2)``, as above;
+- any cell lacks it (all of them, or a mix such as QEMU and ESXi cells of one workload in CPU time): the
+  whole group is scored on CPU/MiB alone, ``score = sqrt(norm_cpu ** 2) = norm_cpu``, ``norm_ctx`` is
+  empty for every cell of the group, ctx/MiB means are still shown where measured and ``rank_ctx``
+  ranks only the cells that have them (empty for the others).
+
+``score_basis`` says per row which of the two the score is, and why; ``notes`` says it per group. A
+cell counts as having ctx/MiB only when every repeat scored for it has a count (a partial set is not
+averaged: its mean would rest on other repeats than its CPU/MiB); ctx/MiB is never taken as 0.
 """
 
 from __future__ import annotations
@@ -37,6 +52,8 @@ from ..errors import InputError
 CELL_KEYS = ["workload", "cpu_metric", "controller", "aio", "iothread", "cache"]
 METRICS = ("cpu_per_mib", "ctx_per_mib")
 DEFAULT_CV_LIMIT = 0.10
+BASIS_BOTH = "CPU/MiB and ctx/MiB"
+BASIS_CPU = "CPU/MiB alone"
 
 
 @dataclass
@@ -94,15 +111,35 @@ def min_max(values: pd.Series) -> pd.Series:
     return (values - lo) / (hi - lo)
 
 
+def _ctx_reason(grp: pd.DataFrame) -> str:
+    """Why a cell has no ctx/MiB: the collector's own words, or how many repeats lack a count."""
+    missing = grp[grp["ctx_per_mib"].isna()]
+    reasons = list(dict.fromkeys(str(r) for r in missing["ctx_note"].dropna())) if "ctx_note" in grp else []
+    text = "; ".join(reasons) or "no context-switch count recorded"
+    if len(missing) < len(grp):
+        return f"{len(missing)} of {len(grp)} repeats have no context-switch count ({text})"
+    return text
+
+
 def cell_statistics(frame: pd.DataFrame) -> pd.DataFrame:
-    """Mean, std, CV and 95 % CI of cpu_per_mib and ctx_per_mib per cell (repeats collapsed)."""
+    """Mean, std, CV and 95 % CI of cpu_per_mib and ctx_per_mib per cell (repeats collapsed).
+
+    Every repeat with CPU figures counts. ctx/MiB statistics are empty (NaN), with the reason in
+    ``ctx_note``, unless every one of those repeats has a context-switch count.
+    """
     rows = []
-    usable = frame.dropna(subset=list(METRICS) + ["cpu_metric"])
+    usable = frame.dropna(subset=["cpu_per_mib", "cpu_metric"])
     for key, grp in usable.groupby(CELL_KEYS, dropna=False, sort=False):
         rec = dict(zip(CELL_KEYS, key))
         rec["n"] = len(grp)
         rec["cpu_per_mib_unit"] = grp["cpu_per_mib_unit"].iloc[0]
+        has_ctx = bool(grp["ctx_per_mib"].notna().all())
+        rec["ctx_note"] = None if has_ctx else _ctx_reason(grp)
         for m in METRICS:
+            if m == "ctx_per_mib" and not has_ctx:
+                for stat in ("mean", "std", "cv", "ci_low", "ci_high"):
+                    rec[f"{m}_{stat}"] = float("nan")
+                continue
             vals = grp[m].astype(float).to_numpy()
             mean = float(vals.mean())
             std = float(vals.std(ddof=1)) if len(vals) > 1 else float("nan")
@@ -125,10 +162,17 @@ def score_cells(frame: pd.DataFrame, *, cv_limit: float = DEFAULT_CV_LIMIT) -> E
     if cv_limit <= 0:
         raise InputError(f"--cv-limit must be positive, got {cv_limit}")
     notes: list[str] = []
-    missing = frame[frame["cpu_per_mib"].isna() | frame["ctx_per_mib"].isna()]
+    missing = frame[frame["cpu_per_mib"].isna()]
     if len(missing):
         notes.append(f"{len(missing)} of {len(frame)} measurements have no host CPU/context-switch figures "
                      "(no collector, or no perf CSV next to the result file) and are not scored")
+    no_ctx = frame[frame["cpu_per_mib"].notna() & frame["ctx_per_mib"].isna()]
+    if len(no_ctx):
+        reasons = list(dict.fromkeys(str(r) for r in no_ctx["ctx_note"].dropna()))
+        notes.append(f"{len(no_ctx)} of {len(frame)} measurements have host CPU but no context-switch counts"
+                     + (f" ({'; '.join(reasons)})" if reasons else "")
+                     + ": their ctx/MiB is left empty, and the configurations of their groups are scored on "
+                       "CPU/MiB alone (Score basis column)")
     no_cell = frame["controller"].isna() | frame["aio"].isna()
     if (no_cell & frame["cpu_per_mib"].notna()).any():
         notes.append(f"{int((no_cell & frame['cpu_per_mib'].notna()).sum())} measurements do not name "
@@ -144,16 +188,30 @@ def score_cells(frame: pd.DataFrame, *, cv_limit: float = DEFAULT_CV_LIMIT) -> E
     cells["config"] = [config_label(*v) for v in cells[["controller", "aio", "iothread", "cache"]].itertuples(index=False)]
     cells["norm_group"] = [f"{wl} [{unit}]" for wl, unit in zip(cells["workload"], cells["cpu_per_mib_unit"])]
     parts = []
-    for _, grp in cells.groupby("norm_group", sort=False):
+    for group, grp in cells.groupby("norm_group", sort=False):
         grp = grp.copy()
+        with_ctx = int(grp["ctx_per_mib_mean"].notna().sum())
         grp["norm_cpu"] = min_max(grp["cpu_per_mib_mean"])
-        grp["norm_ctx"] = min_max(grp["ctx_per_mib_mean"])
-        grp["score"] = np.sqrt(grp["norm_cpu"] ** 2 + grp["norm_ctx"] ** 2)
+        if with_ctx == len(grp):
+            grp["norm_ctx"] = min_max(grp["ctx_per_mib_mean"])
+            grp["score_basis"] = BASIS_BOTH
+        else:
+            # the dimensions every cell has: CPU/MiB alone, for every cell of the group (module docstring)
+            grp["norm_ctx"] = float("nan")
+            if with_ctx:
+                why = (f"{len(grp) - with_ctx} of {len(grp)} configurations in this group have no context-switch "
+                       f"counts, so all {len(grp)} are scored on CPU/MiB alone; Rank by ctx ranks the {with_ctx} "
+                       "that have them")
+            else:
+                why = "no configuration in this group has context-switch counts"
+            grp["score_basis"] = f"{BASIS_CPU}: {why}"
+            notes.append(f"group {group}: scored and ranked on CPU/MiB alone: {why}")
+        grp["score"] = np.sqrt(grp["norm_cpu"] ** 2 + grp["norm_ctx"].fillna(0.0) ** 2)
         grp["rank"] = grp["score"].rank(method="min").astype(int)
         grp["rank_in_controller"] = grp.groupby("controller", dropna=False)["score"].rank(method="min").astype(int)
         grp["rank_in_aio"] = grp.groupby("aio", dropna=False)["score"].rank(method="min").astype(int)
         grp["rank_cpu"] = grp["cpu_per_mib_mean"].rank(method="min").astype(int)
-        grp["rank_ctx"] = grp["ctx_per_mib_mean"].rank(method="min").astype(int)
+        grp["rank_ctx"] = grp["ctx_per_mib_mean"].rank(method="min").astype("Int64")  # empty without ctx
         grp["cells_in_group"] = len(grp)
         parts.append(grp)
     out = pd.concat(parts, ignore_index=True)

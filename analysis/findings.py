@@ -4,6 +4,10 @@ Every :class:`Finding` carries its headline number (``value``, ``unit``) and the
 from (``numbers``, labelled as they appear on the Scores or Comparison sheet), so the workbook can show
 the number next to the sentence and a reader can check it. No finding is made without its number.
 
+A group scored on CPU/MiB alone (some or all of its cells have no context-switch counts, e.g. ESXi; see
+:mod:`stormatrix.analysis.efficiency`) says so in its own finding, right after its best score, and its
+sentences compare CPU only where a cell has no ctx/MiB, naming that cell.
+
 Wording follows technote 004 ("virtio-scsi is 4% more CPU intensive than virtio-blk but generates 25%
 fewer context switches") and 000 ("Proxmox VE beat VMware ESXi in 56 of 57 tests").
 """
@@ -50,17 +54,33 @@ def _more_less(pct: float, more: str, less: str) -> str:
     return f"{abs(pct):.1f}% {more if pct >= 0 else less}"
 
 
+def _has_ctx(*rows: pd.Series) -> bool:
+    """Whether every one of these cells has a ctx/MiB mean (ESXi cells have none: docs/esxi.md)."""
+    return all(np.isfinite(float(r["ctx_per_mib_mean"])) for r in rows)
+
+
+def _no_ctx(a: pd.Series, b: pd.Series) -> str:
+    """" (no context-switch counts for X)": what replaces the ctx half of a sentence without them."""
+    names = [str(r["config"]) for r in (a, b) if not _has_ctx(r)]
+    return f" (no context-switch counts for {' and '.join(names)})"
+
+
 def _pair(a: pd.Series, b: pd.Series, name_a: str, name_b: str, group: str, lead: str = "") -> Finding:
-    """"A is x% more CPU intensive than B but generates y% fewer context switches"."""
+    """"A is x% more CPU intensive than B but generates y% fewer context switches"; the CPU half alone
+    when either cell has no context-switch counts."""
     cpu = pct_more(a["cpu_per_mib_mean"], b["cpu_per_mib_mean"])
+    unit = a["cpu_per_mib_unit"]
+    numbers = {f"{a['config']} CPU/MiB mean ({unit})": float(a["cpu_per_mib_mean"]),
+               f"{b['config']} CPU/MiB mean ({unit})": float(b["cpu_per_mib_mean"])}
+    if not _has_ctx(a, b):
+        text = f"{lead}{name_a} is {_more_less(cpu, 'more', 'less')} CPU intensive than {name_b}{_no_ctx(a, b)}."
+        return Finding(text, cpu, "% CPU/MiB", numbers, group)
     ctx = pct_more(a["ctx_per_mib_mean"], b["ctx_per_mib_mean"])
     joiner = "but" if (cpu >= 0) != (ctx >= 0) else "and"
     text = (f"{lead}{name_a} is {_more_less(cpu, 'more', 'less')} CPU intensive than {name_b} {joiner} "
             f"generates {_more_less(ctx, 'more', 'fewer')} context switches.")
-    unit = a["cpu_per_mib_unit"]
     return Finding(text, cpu, "% CPU/MiB", {
-        f"{a['config']} CPU/MiB mean ({unit})": float(a["cpu_per_mib_mean"]),
-        f"{b['config']} CPU/MiB mean ({unit})": float(b["cpu_per_mib_mean"]),
+        **numbers,
         f"{a['config']} ctx/MiB mean": float(a["ctx_per_mib_mean"]),
         f"{b['config']} ctx/MiB mean": float(b["ctx_per_mib_mean"]),
         "context switch difference %": ctx}, group)
@@ -75,8 +95,13 @@ def _name(row: pd.Series) -> str:
 def _iothread(on: pd.Series, off: pd.Series, controller: str, aio: str, group: str, prefix: str) -> Finding:
     """004: "With virtio-scsi and aio=native, an iothread introduces a CPU overhead of 1.5%, but ..."."""
     cpu = pct_more(on["cpu_per_mib_mean"], off["cpu_per_mib_mean"])
-    ctx = pct_more(on["ctx_per_mib_mean"], off["ctx_per_mib_mean"])
     cpu_txt = f"a CPU overhead of {cpu:.1f}%" if cpu >= 0 else f"a CPU saving of {-cpu:.1f}%"
+    if not _has_ctx(on, off):
+        return Finding(f"{prefix}With {controller} and aio={aio}, an iothread introduces {cpu_txt}"
+                       f"{_no_ctx(on, off)}.", cpu, "% CPU/MiB",
+                       {f"{on['config']} CPU/MiB mean": float(on["cpu_per_mib_mean"]),
+                        f"{off['config']} CPU/MiB mean": float(off["cpu_per_mib_mean"])}, group)
+    ctx = pct_more(on["ctx_per_mib_mean"], off["ctx_per_mib_mean"])
     ctx_txt = f"reduces context switches by {-ctx:.1f}%" if ctx < 0 else f"adds {ctx:.1f}% context switches"
     joiner = "but" if (cpu >= 0) != (ctx >= 0) else "and"
     return Finding(f"{prefix}With {controller} and aio={aio}, an iothread introduces {cpu_txt}, {joiner} "
@@ -86,6 +111,24 @@ def _iothread(on: pd.Series, off: pd.Series, controller: str, aio: str, group: s
                     f"{on['config']} ctx/MiB mean": float(on["ctx_per_mib_mean"]),
                     f"{off['config']} ctx/MiB mean": float(off["ctx_per_mib_mean"]),
                     "context switch difference %": ctx}, group)
+
+
+def _cpu_only(g: pd.DataFrame, group: str, prefix: str) -> Finding:
+    """Why a group's scores rest on CPU/MiB alone (some or all of its cells have no context-switch counts)."""
+    lacking = g[~np.isfinite(g["ctx_per_mib_mean"].astype(float))]
+    reasons = list(dict.fromkeys(str(r) for r in lacking["ctx_note"].dropna())) if "ctx_note" in g else []
+    why = f" ({'; '.join(reasons)})" if reasons else ""
+    n, k = len(g), len(lacking)
+    if k == n:
+        who = "the one configuration has no" if n == 1 else f"none of the {n} configurations has"
+        text = f"{prefix}The efficiency scores rest on CPU/MiB alone: {who} context-switch counts{why}."
+    else:
+        names = ", ".join(lacking["config"].astype(str).tolist()[:5]) + (" ..." if k > 5 else "")
+        text = (f"{prefix}The efficiency scores rest on CPU/MiB alone: {k} of {n} configurations ({names}) have no "
+                f"context-switch counts{why}, so all {n} are ranked on the one metric they all have; ctx/MiB is "
+                f"compared only among the other {n - k}.")
+    return Finding(text, float(k), "configurations without ctx/MiB",
+                   {"configurations without ctx/MiB": float(k), "configurations": float(n)}, group)
 
 
 def efficiency_findings(result: EfficiencyResult) -> list[Finding]:
@@ -101,9 +144,14 @@ def efficiency_findings(result: EfficiencyResult) -> list[Finding]:
         best = g.iloc[0]
         tied = g[g["score"] == best["score"]]["config"].tolist()
         who = f"{best['config']} achieves" if len(tied) == 1 else " and ".join(tied) + " share"
+        # efficiency.py's rule: a group with any cell lacking ctx/MiB is scored on CPU/MiB alone
+        cpu_only = not bool(np.isfinite(g["ctx_per_mib_mean"].astype(float)).all())
         out.append(Finding(f"{prefix}{who} the best overall efficiency score "
-                           f"({best['score']:.3f}; lower is better).", float(best["score"]), "score",
+                           f"({best['score']:.3f}; lower is better)"
+                           + (", scored on CPU/MiB alone." if cpu_only else "."), float(best["score"]), "score",
                            {f"{best['config']} score": float(best["score"])}, group))
+        if cpu_only:
+            out.append(_cpu_only(g, group, prefix))
         controllers = [c for c in dict.fromkeys(g["controller"]) if isinstance(c, str)]
         best_aio: dict[str, pd.Series] = {}
         worst_aio: dict[str, pd.Series] = {}
@@ -152,7 +200,13 @@ def efficiency_findings(result: EfficiencyResult) -> list[Finding]:
                 continue
             out.append(_pair(r, wr, f"{c} with aio={r['aio']}", f"{c} with aio={wr['aio']}", group, prefix))
         worst = g.iloc[-1]
-        if len(g) >= 2 and worst["score"] > best["score"]:
+        if len(g) >= 2 and worst["score"] > best["score"] and cpu_only:
+            out.append(Finding(f"{prefix}{worst['config']} achieves the worst efficiency score "
+                               f"({worst['score']:.3f}), on CPU/MiB alone (normalized CPU {worst['norm_cpu']:.3f}).",
+                               float(worst["score"]), "score",
+                               {f"{worst['config']} score": float(worst["score"]),
+                                f"{worst['config']} normalized CPU": float(worst["norm_cpu"])}, group))
+        elif len(g) >= 2 and worst["score"] > best["score"]:
             cause = "high context switching rates" if worst["norm_ctx"] >= worst["norm_cpu"] else "high CPU use"
             out.append(Finding(f"{prefix}{worst['config']} achieves the worst efficiency score "
                                f"({worst['score']:.3f}), primarily due to {cause} (normalized CPU "
