@@ -68,8 +68,10 @@ SCORE_COLUMNS: list[Column] = [
     ("ctx/MiB mean", "ctx_per_mib_mean", "0.00"), ("ctx/MiB std", "ctx_per_mib_std", "0.00"),
     ("ctx/MiB CV", "ctx_per_mib_cv", "0.0%"), ("ctx/MiB CI95 low", "ctx_per_mib_ci_low", "0.00"),
     ("ctx/MiB CI95 high", "ctx_per_mib_ci_high", "0.00"),
+    ("ctx/MiB note", "ctx_note", "@"),          # why the ctx columns are blank (ESXi: no such counter)
     ("Normalized CPU", "norm_cpu", "0.000"), ("Normalized ctx", "norm_ctx", "0.000"),
     ("Efficiency score", "score", "0.000"),
+    ("Score basis", "score_basis", "@"),         # CPU/MiB and ctx/MiB, or CPU/MiB alone and why
     ("Rank in controller", "rank_in_controller", "0"), ("Rank in aio mode", "rank_in_aio", "0"),
     ("Rank by CPU", "rank_cpu", "0"), ("Rank by ctx", "rank_ctx", "0"),
     ("CV flag", "cv_note", "@"), ("Group", "norm_group", "@"), ("Cells in group", "cells_in_group", "0"),
@@ -428,6 +430,12 @@ def _method_efficiency(result: EfficiencyResult, frame: pd.DataFrame) -> list[st
         ("Efficiency score", "sqrt(normalized CPU per MiB^2 + normalized context switches per MiB^2): the "
                              "distance from the best possible point (0, 0). Lower is better; 0 is best, "
                              "sqrt(2) = 1.414 is worst."),
+        ("Score without context switches", "a host without a context-switch count for a VM (ESXi) leaves ctx/MiB "
+                                           "blank, never 0; the 'ctx/MiB note' column says why. A group in which any "
+                                           "configuration lacks ctx/MiB is scored on the metric all of them have: "
+                                           "score = normalized CPU per MiB (0 best, 1 worst), normalized ctx blank; "
+                                           "Rank by ctx then ranks only the configurations that have ctx/MiB. The "
+                                           "'Score basis' column says which score each row holds."),
         ("Ranks", "1 = best; ties share the lower rank. Overall by score; within each controller (which aio "
                   "mode is best for it); within each aio mode; and by each metric alone."),
         ("Groups", "Configurations are compared (normalized and ranked) within one workload and one CPU metric. "
@@ -464,7 +472,8 @@ def write_efficiency_workbook(path: str | Path, data: IngestResult, result: Effi
     write_lines(wb.create_sheet("Method"), _method_efficiency(result, frame))
     write_frame(wb.create_sheet("Measurements"), frame, MEASUREMENT_FORMATS)
     scores = wb.create_sheet("Scores")
-    last = write_table(scores, result.cells, SCORE_COLUMNS, widths={"config": 36, "norm_group": 30, "cv_note": 22})
+    last = write_table(scores, result.cells, SCORE_COLUMNS, widths={"config": 36, "norm_group": 30, "cv_note": 22,
+                                                                     "ctx_note": 40, "score_basis": 40})
     if len(result.cells):
         col = get_column_letter([c[1] for c in SCORE_COLUMNS].index("score") + 1)
         scores.conditional_formatting.add(f"{col}2:{col}{last}", ColorScaleRule(
