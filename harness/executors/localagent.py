@@ -2,7 +2,9 @@
 
 Protocol (see ``harness/guest/init``): the guest announces ``@@SMX READY k=v ...``; the host sends
 ``RUN <base64 fio job>``; fio's measurement job runs ``smx-mark measure-start`` as exec_prerun and
-``smx-mark measure-end`` as exec_postrun, which the guest forwards as ``@@SMX MARK ...`` lines; the
+``smx-mark measure-end`` as exec_postrun, which the guest forwards as ``@@SMX MARK ...`` lines. The
+start marker then waits for the host's ``GO``, sent once the host's window is open (QEMU's
+accounting snapshotted, the collector running), so fio's measurement starts inside it; the
 result comes back as base64 between ``@@SMX RESULT rc= bytes= sha256=`` and ``@@SMX END``, and is
 verified against its length and SHA-256.
 
@@ -15,6 +17,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import logging
+import secrets
 import socket
 import time
 from typing import Any
@@ -31,15 +34,22 @@ PREFIX = b"@@SMX "
 
 
 def fio_job(workload: Workload, timing: Timing, filename: str, *, ioengine: str = "libaio",
-            markers: bool = True) -> str:
+            markers: bool = True, randseed: int | None = None) -> str:
     """The fio job file for one cell: a warm-up job, then the measurement job (stonewalled).
 
     Values are typed and validated before they get here (spec.py); nothing user-supplied is
     interpolated as free text except the workload name, which is not used in the file.
+
+    Random offsets differ from cell to cell through a seed drawn here on the host (``randseed``, kept
+    in fio's JSON output with the job options), not through ``randrepeat=0``: that makes fio seed
+    from the guest's RNG, and in a guest seconds after boot the kernel first collects jitter entropy,
+    which took ~1 s under emulation (measured) before fio issued its first I/O.
     """
+    if randseed is None:
+        randseed = secrets.randbits(63)
     g = ["[global]", f"ioengine={ioengine}", "direct=1", f"filename={filename}", f"rw={workload.rw}",
          f"bs={workload.bs}", f"iodepth={workload.iodepth}", f"numjobs={workload.numjobs}",
-         "time_based=1", "randrepeat=0", "norandommap=1",
+         "time_based=1", f"randseed={randseed}", "norandommap=1",
          # fio's own TSC calibration is as unreliable under emulation as the kernel's: use the kernel clock
          "clocksource=clock_gettime"]
     if workload.rwmixread is not None:
@@ -121,6 +131,7 @@ class LocalAgentExecutor(GuestExecutor):
         if len(endpoints) != 1 or endpoints[0].kind != "local-agent":
             raise GuestNotReady("the local agent executor needs exactly one local-agent endpoint")
         self.channel = AgentChannel(endpoints[0].address)
+        self.channel.sock = endpoints[0].connected  # the backend may have listened since QEMU started
         self.facts: dict[str, Any] = {}
 
     def connect(self, deadline: float) -> None:
@@ -174,6 +185,8 @@ class LocalAgentExecutor(GuestExecutor):
                 starts += 1
                 if starts == 1:
                     window.measure_started()
+                # each job clone's marker holds its I/O until this answer: the window is open now
+                self.channel.send("GO")
             elif kind == "MARK" and args and args[0] == "measure-end":
                 ends += 1
                 if ends == cell.workload.numjobs:
