@@ -66,6 +66,7 @@ class AgentStandin:
         self.faults = faults
         self.fio_output = fio_output
         self.jobs: list[str] = []
+        self.go_received = 0  # GO answers to measure-start markers
         self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.path.unlink(missing_ok=True)
         self._sock.bind(str(self.path))
@@ -135,6 +136,7 @@ class AgentStandin:
                 conn.shutdown(socket.SHUT_RDWR)
                 return False
             self._say(conn, "MARK measure-start 2.00")
+            self._await_go(conn)  # like the guest's smx-mark: I/O starts once the host's window is open
             time.sleep(self.faults.window_s)
             self._say(conn, "MARK measure-end 2.10")
             rc = 0
@@ -153,6 +155,21 @@ class AgentStandin:
         else:
             self._say(conn, f"ERROR unknown-command={cmd}")
         return True
+
+    def _await_go(self, conn: socket.socket, timeout: float = 10.0) -> None:
+        """Read until the host's GO line (smx-mark's ``read -t 10``); other input is an error."""
+        deadline = time.monotonic() + timeout
+        buf = b""
+        while b"\n" not in buf and time.monotonic() < deadline:
+            conn.settimeout(max(0.01, deadline - time.monotonic()))
+            try:
+                chunk = conn.recv(1)
+            except socket.timeout:
+                break
+            if not chunk:
+                return
+            buf += chunk
+        self.go_received += buf.strip() == b"GO"
 
     def close(self) -> None:
         self._stop.set()
