@@ -90,7 +90,8 @@ def clock_check(fio: dict[str, Any], host_window_s: float, tolerance_pct: float 
 def cell_record(*, run_id: str, cell: Cell, backend: str, side: str | None, vm: str,
                 times: dict[str, Any], fio: dict[str, Any], host: dict[str, Any] | None,
                 result: WorkloadResult, rate: dict[str, Any] | None, cross: dict[str, Any] | None,
-                clients: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+                clients: list[dict[str, Any]] | None = None,
+                overlap: dict[str, Any] | None = None) -> dict[str, Any]:
     return {
         "type": "cell", "run_id": run_id, "key": cell.key, "cell": cell.to_dict(),
         "backend": backend, "side": side, "vm": vm, "times": times, "fio": fio, "host": host,
@@ -98,4 +99,5 @@ def cell_record(*, run_id: str, cell: Cell, backend: str, side: str | None, vm: 
         "clock": clock_check(fio, times["window_s"]) if times.get("window_s") else None,
         "guest": result.guest, "window_source": result.window_source, "clients": clients,
         "raw": {"engine": result.engine, "output": result.raw},
+        "overlap": overlap,
     }

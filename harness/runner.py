@@ -129,11 +129,16 @@ class Window:
     collectors: list[Any] = field(default_factory=list)
     scopes: list[Any] = field(default_factory=list)
     error: Exception | None = None
+    overlap: dict[str, Any] | None = None  # what else ran (paused) on the host during the window
+    _opened: bool = False
 
     def measure_started(self) -> None:
         self.mono_start = time.monotonic()
         self.t_start = records.now_iso()
         try:
+            # The guest's fio waits for GO (sent when this returns), so nothing here races its I/O.
+            self._opened = True
+            self.backend.window_opened()  # first: a VM booting ahead stops before anything is measured
             self.scopes = self.backend.scope()
             self.collectors = [self.collector_factory(scope) for scope in self.scopes]
             for c in self.collectors:
@@ -154,6 +159,7 @@ class Window:
             self.host = merge_hosts(results)
         except Exception as exc:  # noqa: BLE001
             self.error = exc
+        self._close_window()
 
     def abort(self) -> None:
         for c in self.collectors:
@@ -161,6 +167,17 @@ class Window:
                 c.abort()
             except Exception:  # noqa: BLE001
                 pass
+        self._close_window()
+
+    def _close_window(self) -> None:
+        """Resume what the window paused, once, whatever happened inside it."""
+        if not self._opened:
+            return
+        self._opened = False
+        try:
+            self.overlap = self.backend.window_closed()
+        except Exception as exc:  # noqa: BLE001 - the next apply() finds a VM that cannot resume
+            log.warning("resuming the VM booting ahead failed: %s", exc)
 
 
 def merge_hosts(results: list[dict[str, Any]]) -> dict[str, Any] | None:
@@ -249,8 +266,10 @@ class Runner:
             self._journal_run_header(facts, backend)
             if progress:
                 progress.update("starting")
-            for (disk, _repeat), cells in group_cells(pending):
-                self._run_group(backend, disk, cells, progress)
+            groups = group_cells(pending)
+            for i, ((disk, _repeat), cells) in enumerate(groups):
+                next_disk = groups[i + 1][0][0] if i + 1 < len(groups) else None
+                self._run_group(backend, disk, cells, progress, next_disk)
         finally:
             try:
                 backend.restore()
@@ -271,8 +290,12 @@ class Runner:
                              "backend": backend.name, "side": self.side, "environment": env,
                              "original_config": backend.original_config()})
 
-    def _run_group(self, backend: Backend, disk: DiskConfig, cells: list[Cell], progress: Progress | None) -> None:
-        """One VM start for cells sharing a disk configuration and repeat; retried as configured."""
+    def _run_group(self, backend: Backend, disk: DiskConfig, cells: list[Cell], progress: Progress | None,
+                   next_disk: DiskConfig | None = None) -> None:
+        """One VM start for cells sharing a disk configuration and repeat; retried as configured.
+
+        During the group's last cell the backend may boot the next group's VM (``next_disk``) ahead.
+        """
         retries = self.spec.run["retries"]
         remaining = list(cells)
         attempt = 0
@@ -287,6 +310,7 @@ class Runner:
                 if progress:
                     progress.update(f"{disk.key}: starting VM")
                 backend.apply(disk)
+                booted_ahead = backend.booted_ahead
                 stage = "ready"
                 executor = executor_class(self.executor_name())(backend.endpoints(), self.spec.raw.get(self.executor_name(), {}))
                 if hasattr(executor, "connect"):
@@ -301,13 +325,16 @@ class Runner:
                     stage = "safety"
                     check_write_allowed(current, guest, self.spec.run["allow_write"])
                     stage = "run"
-                    record = self._measure(backend, executor, current, t_started, t_ready, boot_s, guest)
+                    if next_disk is not None and len(remaining) == 1:
+                        backend.boot_ahead(next_disk)
+                    record = self._measure(backend, executor, current, t_started, t_ready, boot_s, guest,
+                                           booted_ahead)
                     self.journal.append(record)
                     self.measured += 1
                     remaining.pop(0)
                     if progress:
                         progress.update(current.key, advance=True)
-                    t_started, boot_s = records.now_iso(), 0.0
+                    t_started, boot_s, booted_ahead = records.now_iso(), 0.0, False
             except JournalWriteError:
                 raise  # nothing can be recorded any more: stop, the VM is restored by run()
             except (StormatrixError, OSError) as exc:
@@ -335,7 +362,7 @@ class Runner:
                 backend.stop()
 
     def _measure(self, backend: Backend, executor: GuestExecutor, cell: Cell, t_started: str, t_ready: str,
-                 boot_s: float, guest: dict[str, Any]) -> dict[str, Any]:
+                 boot_s: float, guest: dict[str, Any], booted_ahead: bool = False) -> dict[str, Any]:
         timing = self.spec.timing
         # a backend that measures its host itself (ESXi: Get-Stat) brings its own collector
         factory = self._collector_factory or getattr(backend, "collector_factory", default_collector_factory)
@@ -354,13 +381,14 @@ class Runner:
         times = {"started": t_started, "ready": t_ready, "measure_start": window.t_start,
                  "measure_end": window.t_end, "finished": records.now_iso(), "boot_s": boot_s,
                  "ramp_s": timing.ramp_s, "measure_s": timing.measure_s,
-                 "window_s": window.mono_end - window.mono_start}
+                 "window_s": window.mono_end - window.mono_start, "booted_ahead": booted_ahead}
         run = self.spec.run
         return records.cell_record(
             run_id=self.run_id, cell=cell, backend=backend.name, side=self.side,
             vm=", ".join(s.vm for s in window.scopes), times=times, fio=fio, host=window.host,
             result=result, rate=records.rate_check(cell, fio, run["rate_tolerance_pct"]),
-            cross=records.crosscheck(fio, window.bs0, window.bs1, run["crosscheck_tolerance_pct"]))
+            cross=records.crosscheck(fio, window.bs0, window.bs1, run["crosscheck_tolerance_pct"]),
+            overlap=window.overlap)
 
     def _journal_error(self, cell: Cell, stage: str, attempt: int, exc: BaseException, backend: Backend) -> None:
         detail = str(exc)

@@ -69,6 +69,9 @@ class GuestEndpoint:
     address: str  # socket path, or host name
     port: int | None = None
     name: str = ""
+    #: a connection the backend opened already (a guest booted ahead announces READY before any
+    #: executor exists; QEMU drops serial output nobody is connected to, so the backend listens early)
+    connected: Any = field(default=None, compare=False, repr=False)
 
 
 @contextmanager
@@ -103,6 +106,8 @@ class Backend(ABC):
         self.spec = spec
         self.workdir = Path(workdir)
         self.current: DiskConfig | None = None
+        #: the VM of the last apply() had booted ahead (the cell's boot time was hidden in the one before)
+        self.booted_ahead = False
 
     # --- stages called by the runner --------------------------------------------------------------
     def prepare(self) -> dict[str, Any]:
@@ -114,6 +119,7 @@ class Backend(ABC):
     def apply(self, disk: DiskConfig) -> None:
         """Attach the test disk as ``disk`` describes and restart the VM so that it takes effect."""
         log.info("applying %s", disk.key)
+        self.booted_ahead = False
         self._apply(disk)
         self.current = disk
 
@@ -161,6 +167,22 @@ class Backend(ABC):
 
     def blockstats(self) -> BlockStats | None:
         """QEMU's accounting of the test disk, or None where the platform has none (ESXi)."""
+        return None
+
+    # --- overlapping the next VM's boot (local QEMU only; a real VM exists once) -----------------
+    def boot_ahead(self, disk: DiskConfig) -> None:
+        """Start booting the VM for ``disk`` now, while the current cell warms up, if this backend can.
+
+        The next :meth:`apply` of the same ``disk`` then finds it booted. Backends that manage one real
+        VM (Proxmox, ESXi) cannot, and ignore this.
+        """
+
+    def window_opened(self) -> None:
+        """The measurement window opens: nothing but the VM under test may run (pause a VM booting ahead)."""
+
+    def window_closed(self) -> dict[str, Any] | None:
+        """The window closed: resume what :meth:`window_opened` paused; return what the record must say
+        about it (None: nothing else ran)."""
         return None
 
     def original_config(self) -> dict[str, Any] | None:

@@ -1,0 +1,126 @@
+"""Boot-ahead on the local QEMU backend, for real: the next configuration's VM boots during the
+current cell's warm-up, is paused while the measurement window is open, and is taken over by the
+next cell; a retry in between keeps it; closing the backend leaves no QEMU behind.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+from standins.processes import qemu_processes
+
+from stormatrix.backends.qemu import QemuBackend
+from stormatrix.commands.run import execute
+from stormatrix.executors.localagent import LocalAgentExecutor
+from stormatrix.model import DiskConfig
+from stormatrix.spec import load_spec
+
+pytestmark = [pytest.mark.qemu, pytest.mark.slow]
+
+MATRIX = """
+[run]
+name = "ahead"
+ramp_seconds = 3
+measure_seconds = 5
+retries = 0
+
+[matrix]
+controllers = ["virtio-blk", "sata", "virtio-scsi-single"]
+aio = ["native"]
+cache = ["none"]
+
+[[workload]]
+name = "rr"
+rw = "randread"
+bs = "64k"
+iodepth = 4
+rate_mib_s = 16
+
+[qemu]
+disk_size_mib = 64
+boot_ahead = {boot_ahead}
+"""
+
+
+def cells(run_dir: Path) -> list[dict]:
+    lines = (run_dir / "journal.ndjson").read_text().splitlines()
+    return [r for r in map(json.loads, lines) if r["type"] == "cell"]
+
+
+def test_next_vm_boots_ahead_and_is_paused_in_the_window(tmp_path: Path) -> None:
+    matrix = tmp_path / "m.toml"
+    matrix.write_text(MATRIX.format(boot_ahead="true"))
+    run_dir = tmp_path / "run"
+    summary = execute(matrix, run_dir, progress=False)
+    assert summary["measured"] == 3 and not summary["failed"]
+    recs = cells(run_dir)
+    assert [r["cell"]["disk"]["controller"] for r in recs] == ["virtio-blk", "sata", "virtio-scsi-single"]
+    # the first VM booted the ordinary way; the others had booted during the cell before
+    assert [r["times"]["booted_ahead"] for r in recs] == [False, True, True]
+    # the two test-disk images take turns (QEMU write-locks an image)
+    assert len({r["vm"] for r in recs}) == 2
+    for r in recs[:2]:  # a VM was booting ahead during these cells' windows: paused, and it says so
+        ov = r["overlap"]
+        assert ov["paused_in_window"] is True
+        assert ov["cpu_s_in_window"] is not None and ov["cpu_s_in_window"] < 0.1, ov
+        assert ov["vm"] != r["vm"]
+    assert recs[2]["overlap"] is None  # nothing after the last cell
+    for r in recs:  # a VM taken over after a pause measures like any other
+        assert r["fio"]["total"]["io_bytes"] > 16 * 2**20 * 0.9 * 5
+        assert r["crosscheck"]["flag"] is False and r["clock"]["flag"] is False, (r["crosscheck"], r["clock"])
+        assert r["host"]["cpu_total"] > 0
+    header = json.loads((run_dir / "journal.ndjson").read_text().splitlines()[0])
+    assert header["environment"]["boot_ahead"] is True
+    assert len(header["environment"]["test_disks"]) == 2
+    assert not qemu_processes(str(run_dir))
+
+
+def test_boot_ahead_off_runs_one_vm_at_a_time(tmp_path: Path) -> None:
+    matrix = tmp_path / "m.toml"
+    matrix.write_text(MATRIX.format(boot_ahead="false").replace(
+        '"virtio-blk", "sata", "virtio-scsi-single"', '"virtio-blk", "sata"'))
+    run_dir = tmp_path / "run"
+    execute(matrix, run_dir, progress=False)
+    recs = cells(run_dir)
+    assert [r["times"]["booted_ahead"] for r in recs] == [False, False]
+    assert all(r["overlap"] is None for r in recs)
+    assert {r["vm"] for r in recs} == {"stormatrix-vm"}
+
+
+def test_a_retry_keeps_the_vm_booted_ahead_for_its_turn(tmp_path: Path) -> None:
+    matrix = tmp_path / "m.toml"
+    matrix.write_text(MATRIX.format(boot_ahead="true"))
+    backend = QemuBackend(load_spec(matrix), tmp_path / "run")
+    a = DiskConfig("virtio-blk", "native", False, "none")
+    b = DiskConfig("sata", "native", False, "none")
+    try:
+        backend.prepare()
+        backend.apply(a)
+        first = backend.vm
+        backend.boot_ahead(b)
+        ahead = backend.ahead
+        assert ahead is not None and ahead.alive() and ahead.spec.disk_image != first.spec.disk_image
+        backend.window_opened()  # paused: its CPU time stands still while the window is open
+        cpu0 = ahead.cpu_seconds()
+        time.sleep(1.0)
+        info = backend.window_closed()
+        assert info is not None and info["paused_in_window"] and info["cpu_s_in_window"] < 0.1
+        assert ahead.cpu_seconds() - cpu0 < 0.1
+        # the cell failed and is retried: A again, on the image A just released; B's VM stays booting
+        backend.apply(a)
+        assert backend.ahead is ahead and ahead.alive() and not backend.booted_ahead
+        assert backend.vm is not first and backend.vm.spec.disk_image == first.spec.disk_image
+        # B's turn: taken over, already booted or booting, and the guest answers on the early connection
+        backend.apply(b)
+        assert backend.vm is ahead and backend.booted_ahead and backend.ahead is None
+        executor = LocalAgentExecutor(backend.endpoints())
+        facts = executor.wait_ready(time.monotonic() + 90)
+        assert facts["disk"] == "/dev/sda" and facts["fio_prestarted"] == "yes"
+        executor.close()
+    finally:
+        backend.restore()
+        backend.close()
+    assert not qemu_processes(str(tmp_path / "run"))
