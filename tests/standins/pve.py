@@ -352,14 +352,16 @@ class SleepLauncher:
 
     ``guest_acpi = False`` makes the guests ignore the ACPI power button (no acpid in the guest)."""
 
-    def __init__(self, guest_acpi: bool = True) -> None:
+    def __init__(self, guest_acpi: bool = True, start_delay: float = 0.0) -> None:
         self.started: list[LaunchSpec] = []
         self.guest_acpi = guest_acpi
+        self.start_delay = start_delay  # seconds a start takes (QEMU's own start, storage activation)
 
     def start(self, spec: LaunchSpec) -> RunningQemu:
         if spec.aio == "native" and spec.cache not in ("none", "directsync", "default"):
             raise LaunchFailed(1, ["kvm: -drive ...: aio=native was specified, but it requires cache.direct=on, "
                                    "which was not specified."])
+        time.sleep(self.start_delay)
         self.started.append(spec)
         return SleepQemu(acpi=self.guest_acpi, argv=self.argv(spec), pidfile=spec.run_dir / f"{spec.vmid}.pid")
 
@@ -434,6 +436,7 @@ class PveStandin:
         self._holds: list[dict[str, Any]] = []
         self._held: list[dict[str, Any]] = []
         self.agent_ready = True
+        self.qm_cleanup_delay = 0.3  # seconds between QEMU's exit after a reboot and qm cleanup's start
         # guest agent network-get-interfaces: what each VM's agent reports (default: lo only), and
         # the VMs whose agent does not answer (qemu-guest-agent not installed or stopped)
         self.guest_interfaces: dict[int, list[dict[str, Any]]] = {}
@@ -1013,7 +1016,7 @@ class PveStandin:
         if a reboot was requested (``clear_reboot_request``)."""
         while reboot_task.status == "running":
             time.sleep(0.02)
-        time.sleep(0.3)  # qmeventd noticing the exit and forking qm cleanup is not instant
+        time.sleep(self.qm_cleanup_delay)  # qmeventd noticing the exit and forking qm cleanup is not instant
         try:
             self.reboot_request(vm.vmid).unlink()
         except FileNotFoundError:
@@ -1307,8 +1310,32 @@ class QemuVmRunning:
         finally:
             q.close()
 
+    def _agent(self, line: bytes, answer: bytes, timeout: float) -> bool:
+        """Send ``line`` on the guest's agent channel (the stormatrix agent on its serial port) and wait
+        for ``answer``. One client at a time: QEMU's socket chardev serves the connection it accepted."""
+        import socket
+
+        deadline = time.monotonic() + timeout
+        try:
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+                s.settimeout(max(0.1, deadline - time.monotonic()))
+                s.connect(str(self.vm.agent_path))
+                s.sendall(line)
+                buf = b""
+                while answer not in buf and time.monotonic() < deadline:
+                    s.settimeout(max(0.05, deadline - time.monotonic()))
+                    chunk = s.recv(4096)
+                    if not chunk:
+                        break
+                    buf += chunk
+                return answer in buf
+        except OSError:
+            return False
+
     def agent_ping(self) -> bool:
-        return self.vm.agent_path.exists()
+        """The guest agent answers (qemu-server's guest-ping): the stand-in's guest agent is the
+        stormatrix agent, which answers PING with READY once the guest has booted."""
+        return self.vm.alive() and self._agent(b"PING\n", b"@@SMX READY", 3.0)
 
     def powerdown(self) -> None:
         """ACPI power button. The stormatrix guest has no acpid, so (like such a guest on Proxmox) it
@@ -1320,24 +1347,8 @@ class QemuVmRunning:
             q.close()
 
     def guest_shutdown(self) -> None:
-        """The guest agent's guest-shutdown. The stand-in's guest agent is the stormatrix agent on the
-        serial channel (as for ``agent_ping``), whose POWEROFF command syncs and powers the guest off."""
-        import socket
-
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
-            s.settimeout(10)
-            s.connect(str(self.vm.agent_path))
-            s.sendall(b"POWEROFF\n")
-            deadline = time.monotonic() + 10
-            try:  # keep the connection until the guest has read the line (it answers BYE)
-                buf = b""
-                while b"BYE" not in buf and time.monotonic() < deadline:
-                    chunk = s.recv(4096)
-                    if not chunk:
-                        break
-                    buf += chunk
-            except OSError:
-                pass
+        """The guest agent's guest-shutdown: the stormatrix agent's POWEROFF syncs and powers off."""
+        self._agent(b"POWEROFF\n", b"@@SMX BYE", 10.0)
 
 
 class QemuVmLauncher:
