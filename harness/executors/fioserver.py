@@ -42,6 +42,7 @@ import math
 import os
 import queue
 import re
+import secrets
 import shutil
 import signal
 import socket
@@ -194,12 +195,20 @@ class FioJob:
         """IOPS-log averaging period: ~8 samples in short windows, 1 s in the seeds' 20-minute ones."""
         return int(min(1000, max(100, self.measure_s * 1000 / 8)))
 
-    def render(self, *, filename: str | None = None, log_prefix: str | None = None) -> str:
-        """The job file text. ``log_prefix`` turns on the IOPS log that dates the window."""
+    def render(self, *, filename: str | None = None, log_prefix: str | None = None,
+               randseed: int | None = None) -> str:
+        """The job file text. ``log_prefix`` turns on the IOPS log that dates the window.
+
+        Random offsets come from ``randseed`` (drawn here when not given, one per guest and point),
+        not from ``randrepeat=0``: that seeds from the guest's RNG, which in a freshly booted guest
+        first waits for jitter entropy (~1 s measured under emulation) and skews the guests' starts.
+        """
         target = (filename or self.filename).replace(":", "\\:")  # fio splits file lists on ':'
+        if randseed is None:
+            randseed = secrets.randbits(63)
         g = ["[global]", f"ioengine={self.ioengine}", f"direct={int(self.direct)}",
              "time_based=1", f"ramp_time={_fio_time(self.ramp_s)}", f"runtime={_fio_time(self.measure_s)}",
-             f"numjobs={self.numjobs}", "randrepeat=0", "norandommap=1"]
+             f"numjobs={self.numjobs}", f"randseed={randseed}", "norandommap=1"]
         if self.numjobs > 1:
             g.append("group_reporting=1")  # one result per guest, not one per clone
         if self.size is not None:
