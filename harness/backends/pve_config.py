@@ -456,14 +456,24 @@ def test_disk_cmdline(argv: list[str], key: str) -> dict[str, Any]:
         elif tree.get("node-name") == drive_id:
             out["blockdev"] = _blockdev_props(tree)
     devices = [qemu_opts(text) for text in _args_of(argv, "-device")]
+    # -set group.id.key=value (an args: line can carry them) changes an option after the fact
+    sets: dict[tuple[str, str], dict[str, str]] = {}
+    for text in _args_of(argv, "-set"):
+        path, eq, value = text.partition("=")
+        group, _, rest = path.partition(".")
+        ident, _, key = rest.rpartition(".")
+        if eq and ident and key:
+            sets.setdefault((group, ident), {})[key] = value
+    if out["drive"] is not None:
+        out["drive"].update(sets.get(("drive", drive_id), {}))
     for driver, opts in devices:
         if opts.get("drive") == drive_id:
-            out["device"] = {"driver": driver, **opts}
-            bus = opts.get("bus", "")
+            out["device"] = {"driver": driver, **opts, **sets.get(("device", opts.get("id", "")), {})}
+            bus = out["device"].get("bus", "")
             ctrl_id = bus.rsplit(".", 1)[0] if "." in bus else ""
             for cdriver, copts in devices:
                 if ctrl_id and copts.get("id") == ctrl_id:
-                    out["controller"] = {"driver": cdriver, **copts}
+                    out["controller"] = {"driver": cdriver, **copts, **sets.get(("device", ctrl_id), {})}
     if out["device"] is None or (out["drive"] is None and out["blockdev"] is None):
         raise BackendError(f"the QEMU command line has no test disk {key} (no -device with drive={drive_id} "
                            "and its -drive/-blockdev)")
@@ -491,9 +501,16 @@ def cmdline_problems(argv: list[str], disk: DiskConfig, key: str) -> list[str]:
     if dev["driver"] != want_dev:
         problems.append(f"device {dev['driver']} (the cell needs {want_dev})")
     if disk.bus == "scsi":
-        want_ctrl = "virtio-scsi-pci" if disk.scsihw == "virtio-scsi-single" else disk.scsihw
+        # qemu-server: virtio-scsi-single is one virtio-scsi-pci per disk, id virtioscsiN; the shared
+        # controllers (virtio-scsi-pci too) are scsihwN
+        single = disk.scsihw == "virtio-scsi-single"
+        want_ctrl = "virtio-scsi-pci" if single else disk.scsihw
+        want_id = "virtioscsi" if single else "scsihw"
         if ctrl is None or ctrl["driver"] != want_ctrl:
             problems.append(f"controller {ctrl['driver'] if ctrl else 'none'} (the cell needs {want_ctrl})")
+        elif not re.fullmatch(rf"{want_id}\d+", str(ctrl.get("id", ""))):
+            problems.append(f"controller {ctrl.get('id')} (the cell needs {want_ctrl} as {want_id}N, "
+                            f"{'one per disk' if single else 'shared'})")
     if disk.bus == "sata" and (ctrl is None or ctrl["driver"] != "ahci"):
         problems.append(f"controller {ctrl['driver'] if ctrl else 'none'} (the cell needs ahci)")
     holder = dev if disk.bus == "virtio" else ctrl if disk.scsihw == "virtio-scsi-single" else None

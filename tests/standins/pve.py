@@ -379,7 +379,8 @@ class SleepLauncher:
                 "-chardev", f"socket,id=qmp,path={run}/{spec.vmid}.qmp,server=on,wait=off",
                 "-mon", "chardev=qmp,mode=control", "-pidfile", f"{run}/{spec.vmid}.pid", "-daemonize",
                 "-smp", f"{spec.cores},sockets=1,cores={spec.cores},maxcpus={spec.cores}", "-nodefaults",
-                "-m", str(spec.memory_mib), *front, *drive, "-machine", "type=pc-i440fx-8.1+pve0"]
+                "-m", str(spec.memory_mib), *front, *drive, "-machine", "type=pc-i440fx-8.1+pve0",
+                *extra_args(spec)]
 
 
 @dataclass
@@ -1239,6 +1240,13 @@ def make_cert(cert_file: Path, key_file: Path) -> None:
     cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
 
 
+def extra_args(spec: LaunchSpec) -> list[str]:
+    """The config's ``args:`` line, which qemu-server appends to the command line (split_args)."""
+    import shlex
+
+    return shlex.split(spec.config.get("args", ""))
+
+
 def shellquote(arg: str) -> str:
     """String::ShellQuote's shell_quote, as PVE::Tools::cmd2string uses it."""
     if arg == "":
@@ -1368,7 +1376,7 @@ class QemuVmLauncher:
         disk = DiskConfig(spec.controller, spec.aio, spec.iothread, spec.cache)
         return QemuVm(VmSpec(name=str(spec.vmid), disk=disk, disk_image=spec.image, run_dir=spec.run_dir,
                              image=self.image, slot=spec.slot, vcpus=spec.cores, memory_mib=spec.memory_mib,
-                             accel=self.accel))
+                             accel=self.accel, extra_args=tuple(extra_args(spec))))
 
     def argv(self, spec: LaunchSpec) -> list[str]:
         return list(self._vm(spec).argv())
