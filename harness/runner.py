@@ -69,10 +69,23 @@ def make_run_id(name: str) -> str:
     return f"{datetime.now(timezone.utc):%Y%m%dT%H%M%S}-{name}-{secrets.token_hex(2)}"
 
 
-def estimate_seconds(plan: Plan, ramp_s: float, measure_s: float, overhead_s: float = DEFAULT_OVERHEAD_S) -> float:
-    """ETA: every cell's warm-up and window, plus a VM start per disk configuration x repeat."""
-    groups = {(c.disk, c.repeat) for c in plan.cells}
-    return len(plan.cells) * (ramp_s + measure_s + 0.5) + len(groups) * overhead_s
+# ... when the VM booted during the cell before (local QEMU, [qemu] boot_ahead): taking it over (measured)
+BOOTED_AHEAD_OVERHEAD_S = 0.5
+
+
+def boots_ahead(spec: MatrixSpec) -> bool:
+    """Will the runner boot each next VM during the current cell (see QemuBackend)?"""
+    qemu = spec.section("qemu")
+    return spec.run["backend"] == "qemu" and qemu.get("boot_ahead", True) and not qemu.get("disk_path")
+
+
+def estimate_seconds(plan: Plan, ramp_s: float, measure_s: float, overhead_s: float = DEFAULT_OVERHEAD_S,
+                     boot_ahead: bool = False) -> float:
+    """ETA: every cell's warm-up and window, plus a VM start per disk configuration x repeat (only the
+    first one when each next VM boots during the cell before)."""
+    groups = len({(c.disk, c.repeat) for c in plan.cells})
+    starts = overhead_s + max(groups - 1, 0) * BOOTED_AHEAD_OVERHEAD_S if boot_ahead else groups * overhead_s
+    return len(plan.cells) * (ramp_s + measure_s + 0.5) + starts
 
 
 def fmt_duration(seconds: float) -> str:
@@ -257,7 +270,8 @@ class Runner:
             log.info("all %d cells are in the journal already", len(plan.cells))
             return summary
         timing = self.spec.timing
-        est = estimate_seconds(Plan(pending), timing.ramp_s, timing.measure_s) / len(pending)
+        est = estimate_seconds(Plan(pending), timing.ramp_s, timing.measure_s,
+                               boot_ahead=boots_ahead(self.spec)) / len(pending)
         progress = Progress(len(pending), est, self.stream) if self.show_progress else None
         backend = self.backend or self.backend_cls(self.spec, self.run_dir)
         self.backend = backend

@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from ..backends import backend_class
-from ..runner import estimate_seconds, fmt_duration
+from ..runner import boots_ahead, estimate_seconds, fmt_duration
 from ..spec import expand, load_spec
 from .common import import_sections
 
@@ -40,9 +40,10 @@ def run(args: argparse.Namespace) -> int:
         print("\nworkloads:", file=out)
         for w in spec.workloads:
             print(f"  {w.name}: {w.describe()}", file=out)
-    eta = estimate_seconds(plan, timing.ramp_s, timing.measure_s)
+    eta = estimate_seconds(plan, timing.ramp_s, timing.measure_s, boot_ahead=boots_ahead(spec))
     configs = len({(c.disk, c.repeat) for c in plan.cells})
-    print(f"\n{len(plan.cells)} cells ({configs} VM starts, {len(plan.skipped)} skipped) on backend "
+    ahead = f", {configs - 1} of them booted ahead" if boots_ahead(spec) and configs > 1 else ""
+    print(f"\n{len(plan.cells)} cells ({configs} VM starts{ahead}, {len(plan.skipped)} skipped) on backend "
           f"{spec.run['backend']}; {timing.ramp_s:g} s warm-up + {timing.measure_s:g} s window per cell; "
           f"ETA {fmt_duration(eta)}", file=out)
     return 0
