@@ -6,7 +6,6 @@ of the real QEMU the Proxmox stand-in starts. A CPU set the node does not have i
 
 from __future__ import annotations
 
-import os
 import textwrap
 from pathlib import Path
 from typing import Any, Iterator

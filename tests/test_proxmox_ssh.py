@@ -10,7 +10,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 import pytest
 
@@ -137,3 +137,86 @@ def test_ssh_failures_name_the_setting_and_the_fix(sshd: PrivateSshd, tmp_path: 
         shell(sshd).run(["cat", "/nonexistent"])
     # arguments reach the node as given (quoted for its shell)
     assert shell(sshd).run(["printf", "%s|", "a b", "$HOME", "it's"]).stdout == "a b|$HOME|it's|"
+
+
+# --- the whole ssh path with real QEMU: remote collector, pinning with taskset, qm showcmd over ssh --------
+
+@pytest.mark.qemu
+def test_ssh_end_to_end_with_real_qemu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from standins.pve import PveStandin, QemuVmLauncher
+    from test_proxmox_pinning import Watched, allowed
+
+    from stormatrix.backends.base import ROLE_IOTHREAD, ROLE_MAIN, ROLE_VCPU, HostScope
+    from stormatrix.journal import Journal
+    from stormatrix.runner import Runner
+    from stormatrix.spec import spec_from_dict
+
+    secret = "ssh-e2e-secret-31415926"
+    online = pmx.parse_cpuset(Path("/sys/devices/system/cpu/online").read_text().strip())
+    if len(online) < 2:
+        pytest.skip("pinning to a subset needs 2 CPUs or more")
+    pin = str(max(online))
+    bindir = tmp_path / "node-bin"
+    s = PveStandin(tmp_path / "pve", tokens={"root@pam!t": secret}, launcher=QemuVmLauncher())
+    vol = s.add_volume(100, "vm-100-disk-0.raw", size=256 * 1024 * 1024)
+    s.add_vm(100, {"name": "bench", "memory": "512", "cores": "1", "scsihw": "virtio-scsi-single",
+                   "scsi0": f"{vol},aio=io_uring,cache=none,iothread=1,size=256M", "boot": "order=scsi0",
+                   "serial1": "socket"})
+    node_dir = tmp_path / "node" / "linux-host"
+    monkeypatch.setenv("SMX_SSH_SECRET", secret)
+    with s:
+        s.install_node_tools(bindir)  # qm, on the ssh sessions' PATH only
+        server = PrivateSshd(tmp_path / "sshd", path=[bindir])
+        try:
+            server.start()
+        except SshdUnavailable as exc:
+            pytest.skip(f"sshd cannot run here: {exc}")
+        try:
+            raw = {"run": {"backend": "proxmox", "executor": "local-agent", "ramp_seconds": 1, "measure_seconds": 3,
+                           "retries": 0},
+                   "matrix": {"controllers": ["virtio-scsi-single"], "aio": ["threads"], "iothread": [True],
+                              "cache": ["none"], "disk_slot": 0},
+                   "workload": [{"name": "r", "rw": "randread", "bs": "64k", "iodepth": 4, "rate_mib_s": 16}],
+                   "proxmox": {"host": "127.0.0.1", "port": s.port, "node": "pve", "vmid": 100, "test_disk": "scsi0",
+                               "token_id": "t", "token_secret_env": "SMX_SSH_SECRET", "ca_file": str(s.ca_file),
+                               "qemu_server_dir": str(s.run_dir), "guest_channel": "serial1", "ready": "executor",
+                               "ssh": server.target, "ssh_config": str(server.ssh_config), "ssh_dir": str(node_dir),
+                               "pin_cpus": pin}}
+            spec = spec_from_dict(raw, "ssh.toml")
+            backend = Watched(spec, tmp_path / "run")
+            seen: list[dict[str, Any]] = []
+
+            def factory(scope: HostScope) -> Any:
+                backend.pid, backend.watch = scope.pid, dict(scope.threads)
+                seen.append({"ssh": scope.ssh, "pid": scope.pid,
+                             "cpus": {tid: (role, allowed(scope.pid, tid)) for tid, role in scope.threads.items()}})
+                collector = backend.collector_factory(scope)
+                assert isinstance(collector, pmx.SshCollector)
+                return collector
+
+            summary = Runner(spec, tmp_path / "run", progress=False, backend=backend, collector_factory=factory).run()
+        finally:
+            server.stop()
+    assert not summary["failed"] and summary["measured"] == 1, summary
+    records = Journal(tmp_path / "run").records()
+    cell = next(r for r in records if r["type"] == "cell")
+    run = next(r for r in records if r["type"] == "run")
+    host = cell["host"]
+    # measured on the "node" by linux-host/collector.py over ssh, thread roles from HMP through the API
+    assert seen[0]["ssh"] == server.target and host["pid"] == seen[0]["pid"]
+    assert {t["role"] for t in host["threads"]} >= {ROLE_MAIN, ROLE_VCPU, ROLE_IOTHREAD}
+    assert host["cpu_time_s"]["total"] > 0 and host["ctx_switches"] > 0 and cell["per_mib"]["ctx"] is not None
+    assert {p.name for p in node_dir.glob("*.py")} == set(local_files())
+    assert run["environment"]["host_collector"] == f"ssh {server.target}:{node_dir} (copied)"
+    # pinned with taskset over ssh while the window was open, put back after
+    for tid, (role, cpus) in seen[0]["cpus"].items():
+        assert cpus == (pin if role in (ROLE_VCPU, ROLE_IOTHREAD) else pmx.format_cpuset(online)), (tid, role)
+        assert backend.after[0][tid] == pmx.format_cpuset(online)
+    # qm showcmd and /proc/<pid>/cmdline read over ssh, kept, and the original's journaled
+    names = sorted(p.name for p in (tmp_path / "run" / "proxmox").iterdir())
+    assert names == ["001-virtio-scsi-single_aio=threads_iothread=1_cache=none.running.txt",
+                     "001-virtio-scsi-single_aio=threads_iothread=1_cache=none.showcmd.txt", "original.showcmd.txt"]
+    assert "aio=io_uring" in run["environment"]["qemu_cmdline"]
+    for path in (tmp_path / "run").rglob("*"):
+        if path.is_file():
+            assert secret.encode() not in path.read_bytes(), path
