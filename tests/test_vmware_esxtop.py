@@ -490,15 +490,71 @@ def test_a_run_journals_esxtop_host_records(esx: EsxLab, tmp_path: Path, monkeyp
 
 
 def test_report_reads_an_esxi_run(esx: EsxLab, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What docs/esxi.md ("Reports and comparisons of an ESXi run") promises, on a run the backend journaled:
+    ctx columns blank with the collector's reason, the score on CPU/MiB alone, and compare against a side
+    with context-switch counts keeping the CPU comparison and leaving ctx blank with a note."""
+    import csv
+
+    import openpyxl
+
     from stormatrix import executors
     from stormatrix.analysis.ingest import ingest
+    from stormatrix.cli import main
+    from stormatrix.journal import Journal
     from stormatrix.runner import Runner
     from stormatrix.spec import spec_from_dict
     from test_vmware_backend import matrix
 
     monkeypatch.setitem(executors.REGISTRY, "fio-server", "test_vmware_esxtop:WindowExecutor")
-    raw = matrix(["pvscsi"], host_cpu_source="esxtop", esxtop_ssh="root@esx01.lab", esxtop_delay_seconds=2)
+    raw = matrix(["pvscsi", "nvme"], host_cpu_source="esxtop", esxtop_ssh="root@esx01.lab", esxtop_delay_seconds=2)
     raw["run"].update(measure_seconds=4, ramp_seconds=0)
     Runner(spec_from_dict(raw), tmp_path / "run", progress=False).run()
-    data = ingest([str(tmp_path / "run")])
-    assert len(data.frame) == 1 and data.frame["cpu_per_mib"].iloc[0] > 0
+    data = ingest([str(tmp_path / "run")], strict=True)
+    assert len(data.frame) == 2 and (data.frame["cpu_per_mib"] > 0).all()
+
+    reason = UNMATCHED["ctx_switches"]
+    out = tmp_path / "esx.xlsx"
+    assert main(["report", str(tmp_path / "run"), "-o", str(out)]) == 0
+    wb = openpyxl.load_workbook(out)
+
+    def rows(ws: Any) -> list[dict[str, Any]]:
+        head = [c.value for c in ws[1]]
+        return [dict(zip(head, r)) for r in ws.iter_rows(min_row=2, values_only=True)]
+
+    scores = rows(wb["Scores"])
+    assert len(scores) == 2
+    for s in scores:
+        for blank in ("ctx/MiB mean", "ctx/MiB std", "ctx/MiB CV", "Normalized ctx", "Rank by ctx"):
+            assert s[blank] is None, blank                                     # blank, never 0
+        assert s["ctx/MiB note"] == reason
+        assert s["Score basis"] == "CPU/MiB alone: no configuration in this group has context-switch counts"
+        assert s["Efficiency score"] == pytest.approx(s["Normalized CPU"], abs=1e-12)
+    for m in rows(wb["Measurements"]):
+        assert m["ctx_per_mib"] is None and m["ctx_switches"] is None and m["ctx_note"] == reason
+    with open(out.with_suffix(".csv"), newline="") as fh:
+        tidy = list(csv.DictReader(fh))
+    assert [r["ctx_per_mib"] for r in tidy] == ["", ""] and {r["ctx_note"] for r in tidy} == {reason}
+    summary = " ".join(str(c.value) for row in wb["Summary"].iter_rows() for c in row if c.value)
+    assert "The efficiency scores rest on CPU/MiB alone" in summary
+
+    # the same cells as a QEMU host would journal them, with 2 context switches per KiB: B of a compare
+    qemu = tmp_path / "qemu"
+    qemu.mkdir()
+    lines = []
+    for rec in Journal(tmp_path / "run").records():
+        if rec["type"] == "cell":
+            rec["backend"] = "qemu"
+            rec["host"].pop("unmatched")
+            rec["host"]["ctx_switches"] = rec["per_mib"]["mib"] * 2048
+            rec["per_mib"]["ctx"] = 2048.0
+            rec["per_mib"]["cpu"] /= 2
+        lines.append(json.dumps(rec) + "\n")
+    (qemu / "journal.ndjson").write_text("".join(lines))
+    cmp_out = tmp_path / "cmp.xlsx"
+    assert main(["compare", str(tmp_path / "run"), str(qemu), "--label-a", "esx", "--label-b", "pve",
+                 "-o", str(cmp_out)]) == 0
+    (point,) = rows(openpyxl.load_workbook(cmp_out)["Comparison"])
+    assert point["Host CPU/MiB reduction %"] == pytest.approx(50.0)            # B's CPU/MiB is half of A's
+    assert point["ctx/MiB esx"] is None and point["ctx/MiB reduction %"] is None
+    assert point["ctx/MiB pve"] == pytest.approx(2048.0)
+    assert "esx has no context-switch counts" in point["Host metrics note"]
