@@ -220,3 +220,55 @@ def test_ssh_end_to_end_with_real_qemu(tmp_path: Path, monkeypatch: pytest.Monke
     for path in (tmp_path / "run").rglob("*"):
         if path.is_file():
             assert secret.encode() not in path.read_bytes(), path
+
+
+# --- bad ssh settings: exit 2 naming the key, before anything is changed -----------------------------------
+
+@pytest.mark.parametrize("key, value, words", [
+    ("ssh", "-oProxyCommand=touch /tmp/x", ["[proxmox] ssh", "is not an ssh target like root@pve1"]),
+    ("ssh", "root@pve node", ["[proxmox] ssh", "is not an ssh target"]),
+    ("ssh_dir", "$HOME/x", ["[proxmox] ssh_dir", "is not a plain directory path"]),
+    ("ssh_config", "/nonexistent/ssh_config", ["[proxmox] ssh_config", "'/nonexistent/ssh_config' is not a file",
+                                              "Fix: give the path of an ssh_config file"]),
+])
+def test_bad_ssh_settings_are_exit_2(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, key: str, value: str,
+                                     words: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    from standins.pve import PveStandin
+
+    from stormatrix.cli import main
+
+    s = PveStandin(tmp_path / "pve", tokens={"root@pam!t": "bad-ssh-secret-1234"})
+    vol = s.add_volume(100, "vm-100-disk-1.raw")
+    s.add_vm(100, {"scsihw": "lsi", "scsi1": f"{vol},cache=none", "boot": "order=scsi1"})
+    monkeypatch.setenv("SMX_BAD_SSH", "bad-ssh-secret-1234")
+    with s:
+        digest0 = s.digest(100)
+        path = tmp_path / "m.toml"
+        path.write_text(f'''[run]
+backend = "proxmox"
+executor = "local-agent"
+[matrix]
+controllers = ["sata"]
+disk_slot = 1
+[[workload]]
+name = "r"
+rw = "randread"
+bs = "4k"
+[proxmox]
+host = "127.0.0.1"
+port = {s.port}
+node = "pve"
+vmid = 100
+test_disk = "scsi1"
+token_id = "t"
+token_secret_env = "SMX_BAD_SSH"
+ca_file = "{s.ca_file}"
+guest_channel = "serial1"
+{key} = "{value}"
+''' + ('' if key == "ssh" else 'ssh = "root@pve-node"\n'))
+        assert main(["run", str(path), "-o", str(tmp_path / "run"), "--no-progress"]) == 2
+        err = capsys.readouterr().err
+        for w in words:
+            assert w in err, err
+        assert "Traceback" not in err and str(path) in err
+        assert s.digest(100) == digest0 and not s.launcher.started  # type: ignore[attr-defined]
