@@ -54,6 +54,8 @@ SIDE_COLOURS = ("7F7F7F", "305496")  # A grey (the baseline), B blue
 
 CHART_W, CHART_H = 18.0, 9.5  # cm
 CHART_ROWS = 21               # rows one chart occupies on the Charts sheet (default row height)
+NOTE_LINES = 4                # rows a note in place of a chart is merged over (it wraps); a blank row follows
+NOTE_COLUMNS = 10             # columns a note is merged across: about the chart's width
 
 # Column = (header, field, number format). Formats: Excel codes, chosen per quantity.
 Column = tuple[str, str, str]
@@ -240,10 +242,29 @@ def write_tidy_csv(frame: pd.DataFrame, path: str | Path) -> Path:
 
 def _place(ws: Worksheet, chart: Any, index: int) -> None:
     """One chart per printed page, so that no chart is cut by a page break."""
-    row = 1 + index * CHART_ROWS
+    _place_at(ws, chart, 1 + index * CHART_ROWS)
+
+
+def _place_at(ws: Worksheet, chart: Any, row: int) -> int:
+    """A chart from ``row`` on and a page break after it; returns the first row after it."""
     chart.width, chart.height = CHART_W, CHART_H
     ws.add_chart(chart, f"A{row}")
     ws.row_breaks.append(Break(id=row + CHART_ROWS - 1))
+    return row + CHART_ROWS
+
+
+def _note_at(ws: Worksheet, text: str, row: int) -> int:
+    """A one-line note where a chart would have been (it prints on the page of the chart after it).
+
+    Merged over a block of default-height rows as wide as a chart and wrapped, so that it prints whole
+    instead of running off the page, and without a row height of its own, which would move every chart
+    after it off the row grid the page breaks are set on (LibreOffice then draws the next chart's top edge
+    at the foot of the page before it).
+    """
+    cell = ws.cell(row=row, column=1, value=safe_value(text))
+    cell.font, cell.alignment = Font(italic=True), WRAP
+    ws.merge_cells(start_row=row, start_column=1, end_row=row + NOTE_LINES - 1, end_column=NOTE_COLUMNS)
+    return row + NOTE_LINES + 1
 
 
 def _marker_series(values: Reference, xvalues: Reference, title: str, symbol: str, colour: str) -> Series:
@@ -264,9 +285,11 @@ def _efficiency_charts(wb: Workbook, result: EfficiencyResult) -> None:
     controllers = list(dict.fromkeys(cells["controller"].fillna("?")))
     symbol = {c: MARKERS[i % len(MARKERS)] for i, c in enumerate(controllers)}
     r = 1
-    index = 0
+    at = 1  # the next free row on the Charts sheet
     for group, g in cells.groupby("norm_group", sort=False):
         unit = g["cpu_per_mib_unit"].iloc[0]
+        has_ctx = g["ctx_per_mib_mean"].notna()
+        scatter_notes = _scatter_notes(str(group), g)
         data.cell(row=r, column=1, value=safe_value(f"Group: {group}")).font = Font(bold=True)
         r += 1
         _header(data, r, ["Series (controller / aio)", "Configuration", f"CPU/MiB ({unit})", "ctx/MiB",
@@ -291,6 +314,8 @@ def _efficiency_charts(wb: Workbook, result: EfficiencyResult) -> None:
                     data.cell(row=r, column=j, value=safe_value(v))
                 r += 1
             last = r - 1
+            if not has_ctx[gs.index].any():
+                continue  # no y value anywhere in this series: it would be a legend entry without a point
             colour = AIO_COLOURS.get(str(aio), OTHER_COLOUR)
             title = f"{ctrl} / aio={aio}"
             raw.series.append(_marker_series(Reference(data, min_col=4, min_row=first, max_row=last),
@@ -326,9 +351,38 @@ def _efficiency_charts(wb: Workbook, result: EfficiencyResult) -> None:
             pt.graphicalProperties = GraphicalProperties(solidFill=AIO_COLOURS.get(str(aio), OTHER_COLOUR))
             series.dPt.append(pt)
         r += 2
-        for ch in (raw, norm, bar):
-            _place(charts, ch, index)
-            index += 1
+        if "raw" in scatter_notes:  # above its chart, so that it prints on the same page
+            at = _note_at(charts, scatter_notes["raw"], at)
+        if has_ctx.any():
+            at = _place_at(charts, raw, at)
+        if "norm" in scatter_notes:
+            at = _note_at(charts, scatter_notes["norm"], at)
+        else:
+            at = _place_at(charts, norm, at)
+        at = _place_at(charts, bar, at)
+
+
+def _scatter_notes(group: str, g: pd.DataFrame) -> dict[str, str]:
+    """Why a group's CPU vs ctx/MiB scatter charts are missing or incomplete, as one line each.
+
+    A group scored on CPU/MiB alone (any configuration without ctx/MiB, e.g. ESXi) has no normalized
+    ctx, so its normalized chart would have no point at all; its measured chart has points only for the
+    configurations with ctx/MiB: none (left out, one note for both charts), or some (drawn with those,
+    the others named). A group with ctx/MiB everywhere gets no note.
+    """
+    missing = g[g["ctx_per_mib_mean"].isna()]
+    if missing.empty:
+        return {}
+    reasons = "; ".join(dict.fromkeys(str(v) for v in missing["ctx_note"].dropna())) or "no context-switch counts"
+    if len(missing) == len(g):
+        return {"norm": f"No CPU vs context-switch charts for {group}: no configuration has context-switch counts "
+                        f"({reasons}); the group is scored on CPU/MiB alone (score chart below, Scores sheet)."}
+    names = ", ".join(str(c) for c in missing["config"])
+    return {"raw": f"Not on the measured CPU vs context-switch chart of {group}: {names} (no context-switch "
+                   f"counts: {reasons}).",
+            "norm": f"No normalized CPU vs context-switch chart for {group}: {len(missing)} of {len(g)} "
+                    "configurations have no context-switch counts, so the group is scored on CPU/MiB alone and "
+                    "has no normalized ctx/MiB (score chart below, Scores sheet)."}
 
 
 def _bar(title: str, y_title: str, x_title: str) -> BarChart:

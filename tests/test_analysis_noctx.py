@@ -337,3 +337,79 @@ def test_compare_reads_an_esxi_run(tmp_path: Path) -> None:
     assert point["Host CPU/MiB reduction %"] == pytest.approx(25.0)                   # (1 - 6/8) x 100
     assert point["ctx/MiB esx"] is None and point["ctx/MiB reduction %"] is None
     assert point["ctx/MiB pve"] == pytest.approx(30.0)
+
+
+# --- charts: no empty CPU vs ctx scatter charts -----------------------------------------------------------
+
+def chart_sheet(path: Path) -> tuple[list[tuple[int, str, Any]], list[tuple[int, str]]]:
+    """The Charts sheet as (0-based anchor row, title, chart) per chart and (0-based row, text) per note."""
+    wb = openpyxl.load_workbook(path)
+    ws = wb["Charts"]
+    charts = []
+    for ch in ws._charts:
+        title = "".join(r.t for r in ch.title.tx.rich.p[0].r)
+        charts.append((ch.anchor._from.row, title, ch))
+    notes = [(c.row - 1, str(c.value)) for row in ws.iter_rows() for c in row if c.value is not None]
+    return charts, notes
+
+
+def series_titles(chart: Any) -> list[str]:
+    return [s.tx.v for s in chart.series]
+
+
+def test_an_esxi_only_report_has_no_empty_scatter_charts_and_says_why(esx_run: Path, tmp_path: Path) -> None:
+    out = tmp_path / "esx.xlsx"
+    assert main(["report", str(esx_run), "-o", str(out)]) == 0
+    charts, notes = chart_sheet(out)
+    group = "randread-64k [CPU-ms/MiB]"
+    assert [t for _, t, _ in charts] == [f"Efficiency score (lower is better) - {group}"]   # the bars only
+    assert notes == [(0, f"No CPU vs context-switch charts for {group}: no configuration has context-switch "
+                         f"counts ({ESX_REASON}); the group is scored on CPU/MiB alone (score chart below, Scores "
+                         "sheet).")]
+    (row, _, bars), = charts
+    assert row > 0                                                   # below the note, not over it
+    ws = openpyxl.load_workbook(out)["Charts"]
+    assert "A1:J4" in {str(m) for m in ws.merged_cells.ranges}       # the note is as wide as a chart and wraps
+    assert ws["A1"].alignment.wrap_text
+    # the bars still point at the scores, best first: nvme 0, pvscsi 1/3, lsilogic-sas 1
+    from test_workbook_roundtrip import cells_of, refs
+    cats, vals = refs(bars)[0]
+    wb = openpyxl.load_workbook(out)
+    assert cells_of(wb, cats) == ["nvme aio=io_uring", "pvscsi aio=io_uring", "lsilogic-sas aio=io_uring"]
+    assert cells_of(wb, vals) == [pytest.approx(0.0), pytest.approx(1 / 3), pytest.approx(1.0)]
+
+
+def test_a_mixed_report_keeps_the_measured_points_and_notes_the_rest(tmp_path: Path) -> None:
+    """randread-64k: QEMU cells with ctx and an ESXi cell without (CPU alone); seqwrite-1m: ctx everywhere."""
+    out = tmp_path / "m.xlsx"
+    assert main(["report", str(journal(tmp_path / "m", mixed_records())), "-o", str(out)]) == 0
+    charts, notes = chart_sheet(out)
+    mixed, full = "randread-64k [CPU-ms/MiB]", "seqwrite-1m [CPU-ms/MiB]"
+    assert [t for _, t, _ in charts] == [
+        f"Measured CPU and context switches per MiB - {mixed}",
+        f"Efficiency score (lower is better) - {mixed}",
+        f"Measured CPU and context switches per MiB - {full}",
+        f"Normalized CPU and context switches per MiB - {full}",
+        f"Efficiency score (lower is better) - {full}"]
+    raw = charts[0][2]
+    # only the configurations with ctx/MiB are points; pvscsi would be a legend entry without one
+    assert series_titles(raw) == ["virtio-blk / aio=native", "virtio-scsi-single / aio=native"]
+    from test_workbook_roundtrip import cells_of, refs
+    wb = openpyxl.load_workbook(out)
+    assert [cells_of(wb, y) for _, y in refs(raw)] == [[pytest.approx(10.0)], [pytest.approx(5.0)]]
+    assert [t for _, t in notes] == [
+        f"Not on the measured CPU vs context-switch chart of {mixed}: pvscsi aio=io_uring (no context-switch "
+        f"counts: {ESX_REASON}).",
+        f"No normalized CPU vs context-switch chart for {mixed}: 1 of 3 configurations have no context-switch "
+        "counts, so the group is scored on CPU/MiB alone and has no normalized ctx/MiB (score chart below, "
+        "Scores sheet)."]
+    # each note on the printed page of the chart after it: the one naming pvscsi above the measured chart,
+    # the one for the normalized chart in its place, above the score bars; nothing overlaps
+    rows_in_order = sorted([(r, "chart") for r, _, _ in charts] + [(r, "note") for r, _ in notes])
+    assert [k for _, k in rows_in_order] == ["note", "chart", "note", "chart", "chart", "chart", "chart"]
+    breaks = [b.id for b in openpyxl.load_workbook(out)["Charts"].row_breaks.brk]
+    assert [sum(1 for b in breaks if b < r + 1) for r, _ in notes] == [0, 1]   # pages 1 and 2
+    starts = [r for r, _ in rows_in_order]
+    assert all(b - a >= 5 for a, b in zip(starts, starts[1:]))
+    assert all(b - a >= 21 for a, b in zip(starts, starts[1:]) if (a, "chart") in rows_in_order)
+    assert len(series_titles(charts[3][2])) == 3                     # the full group keeps both scatters whole
