@@ -140,17 +140,24 @@ class LocalAgentExecutor(GuestExecutor):
             self.channel.connect(deadline)
 
     def wait_ready(self, deadline: float) -> dict[str, Any]:
+        """Wait for the guest's READY line.
+
+        A guest that announced READY before anyone listened (another client had the channel, e.g. a
+        readiness probe) is asked again with PING: first after 2 s of silence, then every 10 s. A
+        PING that reaches a guest still booting is dropped by the serial port or answered with a
+        second READY, which the run ignores.
+        """
         self.connect(deadline)
-        pinged = False
+        quiet_s = 2.0
         while True:
             try:
-                line = self.channel.readline(deadline if pinged else min(deadline, time.monotonic() + 60))
+                line = self.channel.readline(min(deadline, time.monotonic() + quiet_s))
             except TimeoutError:
-                if not pinged and time.monotonic() < deadline:
-                    self.channel.send("PING")  # in case READY was emitted before we listened
-                    pinged = True
-                    continue
-                raise GuestNotReady("the guest did not report ready before the deadline") from None
+                if time.monotonic() >= deadline:
+                    raise GuestNotReady("the guest did not report ready before the deadline") from None
+                self.channel.send("PING")
+                quiet_s = 10.0
+                continue
             ev = parse_event(line)
             if ev and ev[0] == "READY":
                 self.facts = ev[2]
