@@ -48,6 +48,7 @@ import pandas as pd
 from scipy import stats
 
 from ..errors import InputError
+from ..model import NOT_APPLICABLE
 
 CELL_KEYS = ["workload", "cpu_metric", "controller", "aio", "iothread", "cache"]
 METRICS = ("cpu_per_mib", "ctx_per_mib")
@@ -70,11 +71,14 @@ class EfficiencyResult:
 
 
 def config_label(controller: object, aio: object, iothread: object, cache: object) -> str:
-    """``virtio-blk aio=native iothread`` : how the technotes name a configuration."""
-    parts = [str(controller) if _present(controller) else "?", f"aio={aio}" if _present(aio) else "aio=?"]
+    """``virtio-blk aio=native iothread`` : how the technotes name a configuration; an ESXi one
+    (aio and cache ``n/a``: no such setting) is its controller alone, ``pvscsi``."""
+    parts = [str(controller) if _present(controller) else "?"]
+    if not (_present(aio) and str(aio) == NOT_APPLICABLE):
+        parts.append(f"aio={aio}" if _present(aio) else "aio=?")
     if _present(iothread) and bool(iothread):
         parts.append("iothread")
-    if _present(cache) and cache not in ("none", "default"):
+    if _present(cache) and cache not in ("none", "default", NOT_APPLICABLE):
         parts.append(f"cache={cache}")
     return " ".join(parts)
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from ..model import format_size
+from ..model import NOT_APPLICABLE, format_size
 from .compare import ComparisonResult
 from .efficiency import EfficiencyResult
 
@@ -156,7 +156,9 @@ def efficiency_findings(result: EfficiencyResult) -> list[Finding]:
         best_aio: dict[str, pd.Series] = {}
         worst_aio: dict[str, pd.Series] = {}
         for c in controllers:
-            gc = g[(g["controller"] == c)]
+            gc = g[(g["controller"] == c) & (g["aio"] != NOT_APPLICABLE).fillna(True)]  # ESXi has no aio mode
+            if gc.empty:
+                continue
             gc = gc[gc["iothread"].fillna(False) == gc["iothread"].fillna(False).iloc[0]] \
                 if gc["iothread"].nunique(dropna=False) > 1 else gc
             if gc["aio"].nunique() >= 2:
@@ -186,7 +188,9 @@ def efficiency_findings(result: EfficiencyResult) -> list[Finding]:
         same_aio = g[g["aio"] == top_aio].drop_duplicates("controller")
         if len(same_aio) >= 2:
             a, b = same_aio.iloc[1], same_aio.iloc[0]
-            out.append(_pair(a, b, _name(a), _name(b), group, f"{prefix}With aio={top_aio}, "))
+            # ESXi configurations (aio n/a) are compared as they are named: by controller alone
+            lead = prefix if top_aio == NOT_APPLICABLE else f"{prefix}With aio={top_aio}, "
+            out.append(_pair(a, b, _name(a), _name(b), group, lead))
         # iothread on/off for the same controller and aio
         for (c, aio), gp in g.groupby(["controller", "aio"], sort=False):
             on = gp[gp["iothread"].fillna(False).astype(bool)]

@@ -45,7 +45,7 @@ from typing import Any, Iterable
 import pandas as pd
 
 from ..errors import DataFileError, InputError
-from ..model import format_size
+from ..model import BACKENDS_WITHOUT_DISK_OPTIONS, CONTROLLERS, NOT_APPLICABLE, format_size
 from . import diskspd, fio, perfcsv
 
 JOURNAL_NAME = "journal.ndjson"
@@ -182,14 +182,29 @@ def workload_label(rw: Any, bs: Any, iodepth: Any) -> str | None:
 
 # --- journal ---------------------------------------------------------------------------------------
 
+def _esxi_disk(rec: dict[str, Any], controller: str) -> bool:
+    """A cell on a platform whose disks have no aio, iothread or cache setting: the vmware backend's, or a
+    controller that exists only on ESXi (harness/model.py, disk_options_apply)."""
+    if rec.get("backend") in BACKENDS_WITHOUT_DISK_OPTIONS:
+        return True
+    return CONTROLLERS.get(controller, ("",))[0] == "esxi"
+
+
 def journal_cell_row(rec: dict[str, Any], where: str) -> dict[str, Any]:
     """A tidy row from one ``cell`` record (docs/journal.md). Raises DataFileError naming the field."""
     key = _need(rec, "key", str, where)
     controller = _need(rec, "cell.disk.controller", str, where)
-    # a suite point whose side does not name its disk configuration has controller "unknown" and aio
-    # null (docs/journal.md, suite points); every other cell names its aio mode
-    aio = _need(rec, "cell.disk.aio", str, where) if controller != "unknown" or _get(rec, "cell.disk.aio") is not None \
-        else None
+    if _esxi_disk(rec, controller):
+        # ESXi has no aio, iothread or cache setting: null in the record (older records carried the
+        # matrix's default aio, which ESXi never had); "n/a" here, so that it is neither unknown nor a mode
+        aio, iothread, cache = NOT_APPLICABLE, None, NOT_APPLICABLE
+    else:
+        # a suite point whose side does not name its disk configuration has controller "unknown" and aio
+        # null (docs/journal.md, suite points); every other cell names its aio mode
+        aio = _need(rec, "cell.disk.aio", str, where) \
+            if controller != "unknown" or _get(rec, "cell.disk.aio") is not None else None
+        iothread = bool(_get(rec, "cell.disk.iothread")) if _get(rec, "cell.disk.iothread") is not None else None
+        cache = _get(rec, "cell.disk.cache")
     rw = _need(rec, "cell.workload.rw", str, where)
     bs = _need(rec, "cell.workload.bs", int, where)
     iodepth = _need(rec, "cell.workload.iodepth", int, where)
@@ -211,8 +226,8 @@ def journal_cell_row(rec: dict[str, Any], where: str) -> dict[str, Any]:
         "started": _get(rec, "times.measure_start") or _get(rec, "times.started"),
         "controller": controller,
         "aio": aio,
-        "iothread": bool(_get(rec, "cell.disk.iothread")) if _get(rec, "cell.disk.iothread") is not None else None,
-        "cache": _get(rec, "cell.disk.cache"),
+        "iothread": iothread,
+        "cache": cache,
         "workload": _get(rec, "cell.workload.name"),
         "job": None,
         "rw": fio.normalize_rw(rw) or rw,

@@ -34,7 +34,7 @@ from openpyxl.worksheet.pagebreak import Break
 from openpyxl.worksheet.worksheet import Worksheet
 
 from .. import __version__
-from ..model import format_size
+from ..model import NOT_APPLICABLE, format_size
 from .compare import ComparisonResult
 from .efficiency import EfficiencyResult
 from .findings import Finding
@@ -48,7 +48,8 @@ WRAP = Alignment(wrap_text=True, vertical="top")
 
 # 004: "a symbol correlates with a storage controller; the colour corresponds with the AIO mode"
 MARKERS = ["circle", "square", "triangle", "diamond", "x", "star", "plus", "dash", "dot"]
-AIO_COLOURS = {"native": "2CA02C", "io_uring": "1F77B4", "threads": "D62728"}
+AIO_COLOURS = {"native": "2CA02C", "io_uring": "1F77B4", "threads": "D62728",
+               NOT_APPLICABLE: "9467BD"}  # no aio setting (ESXi): its own colour, not the unknown's grey
 OTHER_COLOUR = "7F7F7F"
 SIDE_COLOURS = ("7F7F7F", "305496")  # A grey (the baseline), B blue
 
@@ -308,8 +309,9 @@ def _efficiency_charts(wb: Workbook, result: EfficiencyResult) -> None:
         norm.x_axis.scaling.max = norm.y_axis.scaling.max = 1
         for (ctrl, aio), gs in g.groupby([g["controller"].fillna("?"), g["aio"].fillna("?")], sort=False):
             first = r
+            series = ctrl if aio == NOT_APPLICABLE else f"{ctrl} / {aio}"  # ESXi: no aio mode
             for _, row in gs.iterrows():
-                for j, v in enumerate([f"{ctrl} / {aio}", row["config"], row["cpu_per_mib_mean"],
+                for j, v in enumerate([series, row["config"], row["cpu_per_mib_mean"],
                                        row["ctx_per_mib_mean"], row["norm_cpu"], row["norm_ctx"]], start=1):
                     data.cell(row=r, column=j, value=safe_value(v))
                 r += 1
@@ -317,7 +319,7 @@ def _efficiency_charts(wb: Workbook, result: EfficiencyResult) -> None:
             if not has_ctx[gs.index].any():
                 continue  # no y value anywhere in this series: it would be a legend entry without a point
             colour = AIO_COLOURS.get(str(aio), OTHER_COLOUR)
-            title = f"{ctrl} / aio={aio}"
+            title = ctrl if aio == NOT_APPLICABLE else f"{ctrl} / aio={aio}"
             raw.series.append(_marker_series(Reference(data, min_col=4, min_row=first, max_row=last),
                                              Reference(data, min_col=3, min_row=first, max_row=last),
                                              title, symbol[ctrl], colour))
@@ -460,11 +462,16 @@ def _method_efficiency(result: EfficiencyResult, frame: pd.DataFrame) -> list[st
     scopes = sorted({str(s) for s in frame["host_scope"].dropna()}) or ["(not recorded)"]
     sources = sorted({str(s) for s in frame["host_source"].dropna()}) or ["(not recorded)"]
     metrics = sorted({str(m) for m in frame["cpu_metric"].dropna()}) or ["(none)"]
+    esxi: list[str | tuple[str, str]] = [
+        ("aio n/a", "ESXi has no aio, iothread or cache setting for a virtual disk: an ESXi configuration is its "
+                    "controller alone (aio and cache n/a, iothread blank) and is named by it, e.g. 'pvscsi'.")
+    ] if (frame["aio"] == NOT_APPLICABLE).any() else []
     return [
         "# What was measured",
         "For each storage configuration (controller x aio mode x iothread x cache) and workload, the guest ran "
         "fio (or DiskSpd) while the host collector counted CPU and context switches over the measurement "
         "window. Each configuration was measured one or more times (repeats); one Measurements row is one repeat.",
+        *esxi,
         ("CPU metric", ", ".join(metrics) + ". cycles = user + kernel hardware CPU cycles (perf); cpu_time = user + "
                        "system CPU time, used where hardware cycles are not available (VMs, CI machines). The unit "
                        "of every CPU figure is in the 'CPU unit' column: cycles/MiB or CPU-ms/MiB."),

@@ -51,6 +51,23 @@ def scsihw_of(controller: str) -> str | None:
     return CONTROLLERS[controller][1]
 
 
+# Backends whose virtual disks have no aio, iothread or cache setting: ESXi (VMware's virtual disks have
+# none of QEMU's). A cell there is its controller alone (DiskConfig.controller_only).
+BACKENDS_WITHOUT_DISK_OPTIONS = frozenset({"vmware"})
+# How reports and `plan` show such a setting: not "none" (a real cache mode) and not blank (unknown).
+NOT_APPLICABLE = "n/a"
+
+
+def disk_options_apply(controller: str, backend: str | None) -> bool:
+    """Whether aio, iothread and cache exist for this controller on this backend.
+
+    Not on the ESXi bus (lsilogic-sas, lsilogic, nvme exist only there), and not for any controller of a
+    backend in :data:`BACKENDS_WITHOUT_DISK_OPTIONS` (the vmware backend's pvscsi is ESXi's PVSCSI, not
+    QEMU's, which has an aio mode like every QEMU disk).
+    """
+    return bus_of(controller) != "esxi" and backend not in BACKENDS_WITHOUT_DISK_OPTIONS
+
+
 def iothread_effective(controller: str) -> bool:
     """Proxmox honours iothread=1 only for virtio-blk and for scsi disks on virtio-scsi-single."""
     return controller in ("virtio-blk", "virtio-scsi-single")
@@ -86,12 +103,32 @@ def format_size(nbytes: int) -> str:
 
 @dataclass(frozen=True, order=True)
 class DiskConfig:
-    """How the test disk is attached: what `qm set` would change between cells."""
+    """How the test disk is attached: what `qm set` would change between cells.
+
+    On a platform without aio, iothread and cache settings (ESXi, see :func:`disk_options_apply`) all
+    three are None, never a made-up value: :meth:`controller_only`. The key is then the controller alone.
+    """
 
     controller: str
-    aio: str
-    iothread: bool
-    cache: str
+    aio: str | None
+    iothread: bool | None
+    cache: str | None
+
+    def __post_init__(self) -> None:
+        unset = [v is None for v in (self.aio, self.iothread, self.cache)]
+        if any(unset) and not all(unset):
+            raise ValueError(f"{self.controller}: aio, iothread and cache are all set or all None (a platform "
+                             f"without them), got aio={self.aio!r}, iothread={self.iothread!r}, cache={self.cache!r}")
+
+    @classmethod
+    def controller_only(cls, controller: str) -> "DiskConfig":
+        """A disk on a platform that has no aio, iothread or cache setting (ESXi)."""
+        return cls(controller, None, None, None)
+
+    @property
+    def has_options(self) -> bool:
+        """False for a controller-only configuration (ESXi)."""
+        return self.aio is not None
 
     @property
     def bus(self) -> str:
@@ -103,7 +140,9 @@ class DiskConfig:
 
     @property
     def key(self) -> str:
-        return f"{self.controller}/aio={self.aio}/iothread={int(self.iothread)}/cache={self.cache}"
+        if not self.has_options:
+            return self.controller
+        return f"{self.controller}/aio={self.aio}/iothread={int(bool(self.iothread))}/cache={self.cache}"
 
 
 @dataclass(frozen=True)
@@ -160,6 +199,7 @@ class Timing:
 class Plan:
     cells: list[Cell]
     skipped: list[SkippedCell] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # how the matrix was read, where it is not obvious
 
     def disks(self) -> list[DiskConfig]:
         """Distinct disk configurations in plan order: each one is one VM restart."""

@@ -11,6 +11,8 @@ exist are rejected here, at plan time, never discovered hours into a run:
   twins are always skipped, with that reason, never run.
 - bus limits (ide0-3, sata0-5, scsi0-30, virtio0-15; 7 disks per LSI controller).
 - controllers the backend cannot build, or the guest OS has no driver for.
+- ESXi has no aio, iothread or cache setting: its controllers are planned once each, as the controller
+  alone (aio, iothread and cache None), whatever those axes list; the plan says so in a note.
 
 Backends and executors declare their own sections with :class:`Section` so that one validator
 serves every part of the file.
@@ -41,6 +43,7 @@ from .model import (
     SkippedCell,
     Timing,
     Workload,
+    disk_options_apply,
     iothread_effective,
     parse_size,
 )
@@ -357,8 +360,9 @@ def expand(spec: MatrixSpec, *, backend_controllers: Iterable[str] | None = None
                               f"slot {slot} does not exist on the {bus} bus ({bus}0-{bus}{BUS_MAX_SLOTS[bus] - 1})",
                               f"use a disk_slot below {BUS_MAX_SLOTS[bus]} or drop {ctrl!r}")
     drivers = set(guest_drivers) if guest_drivers is not None else None
-    for ctrl, aio, iothread, cache in itertools.product(m["controllers"], m["aio"], m["iothread"], m["cache"]):
-        d = DiskConfig(ctrl, aio, iothread, cache)
+    disks, notes = _disk_configs(spec)
+    for d in disks:
+        ctrl, iothread = d.controller, d.iothread
         problem = _combination_problem(d)
         if problem:
             if not m["skip_invalid"]:
@@ -390,4 +394,36 @@ def expand(spec: MatrixSpec, *, backend_controllers: Iterable[str] | None = None
         reasons = "; ".join(sorted({s.reason for s in skipped})) or "the matrix is empty"
         raise MatrixError(path, "[matrix]", f"no cell can run ({reasons})",
                           "widen the matrix axes so at least one combination is valid")
-    return Plan(cells=cells, skipped=skipped)
+    return Plan(cells=cells, skipped=skipped, notes=notes)
+
+
+def _disk_configs(spec: MatrixSpec) -> tuple[list[DiskConfig], list[str]]:
+    """The disk configurations in plan order (controller by controller), and a note where the matrix's
+    aio/iothread/cache axes do not apply.
+
+    A controller without those settings (ESXi: :func:`~stormatrix.model.disk_options_apply`) is one
+    configuration, the controller alone, however many aio, iothread and cache values the matrix lists:
+    crossing it with them would measure the same disk once per value under names it never had.
+    """
+    m, backend = spec.matrix, spec.run["backend"]
+    disks: list[DiskConfig] = []
+    plain: list[str] = []
+    for ctrl in m["controllers"]:
+        if disk_options_apply(ctrl, backend):
+            disks += [DiskConfig(ctrl, aio, iothread, cache)
+                      for aio, iothread, cache in itertools.product(m["aio"], m["iothread"], m["cache"])]
+        else:
+            disks.append(DiskConfig.controller_only(ctrl))
+            plain.append(ctrl)
+    raw = spec.raw.get("matrix") if isinstance(spec.raw.get("matrix"), dict) else {}
+    given = [k for k in ("aio", "iothread", "cache") if k in raw]
+    notes = []
+    if plain and given:
+        asked = "; ".join(f"{k} = {', '.join(str(v).lower() for v in m[k])}" for k in given)
+        others = "; the other controllers are crossed with them" if len(plain) < len(m["controllers"]) else ""
+        notes.append(f"[matrix] {'/'.join(given)} ({asked}) do not apply to {', '.join(plain)}: ESXi has no aio, "
+                     f"iothread or cache setting for a virtual disk, so each is planned once, as the controller "
+                     f"alone (keys like {plain[0]}/{spec.workloads[0].name}/rep1; the journal records aio, iothread "
+                     f"and cache as null), not once per value{others}. Leave {', '.join(given)} out of [matrix] "
+                     "to silence this note.")
+    return disks, notes

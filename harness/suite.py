@@ -79,6 +79,7 @@ from .model import (
     RW_MODES,
     DiskConfig,
     Workload,
+    disk_options_apply,
     format_size,
     parse_size,
 )
@@ -345,8 +346,16 @@ def suite_from_dict(raw: dict[str, Any], path: str = "<suite>") -> Suite:
         if s["controller"] is None:
             raise MatrixError(path, "[suite] controller", f"{', '.join(given)} given without a controller",
                               "add controller = \"...\" or drop the disk keys")
-        disk = DiskConfig(CONTROLLER_ALIASES.get(s["controller"], s["controller"]), s["aio"] or "io_uring",
-                          bool(s["iothread"]), s["cache"] or "none")
+        controller = CONTROLLER_ALIASES.get(s["controller"], s["controller"])
+        if not disk_options_apply(controller, run["backend"]):
+            extra = [k for k in ("aio", "iothread", "cache") if s[k] is not None]
+            if extra:
+                raise MatrixError(path, f"[suite] {extra[0]}", f"ESXi has no {', '.join(extra)} setting for a "
+                                  f"virtual disk ({controller} on the {run['backend']} backend is an ESXi controller)",
+                                  f"drop {', '.join(extra)} from [suite]: the side's disk is the controller alone")
+            disk = DiskConfig.controller_only(controller)
+        else:
+            disk = DiskConfig(controller, s["aio"] or "io_uring", bool(s["iothread"]), s["cache"] or "none")
     return Suite(path=path, name=s["name"], side=s["side"], rw=tuple(s["rw"]), block_sizes=tuple(block_sizes),
                  queue_depths=tuple(s["queue_depths"]), numjobs=s["numjobs"], ramp_s=s["ramp_seconds"],
                  measure_s=s["measure_seconds"], filename=s["filename"], size=size, direct=s["direct"],
@@ -426,7 +435,8 @@ def suite_for_guests(guests: Sequence[tuple[str, str, int] | FioGuest], *, side:
     if size is not None:
         suite["size"] = size
     if disk is not None:
-        suite.update(controller=disk.controller, aio=disk.aio, iothread=disk.iothread, cache=disk.cache)
+        suite.update({k: v for k, v in (("controller", disk.controller), ("aio", disk.aio),
+                                        ("iothread", disk.iothread), ("cache", disk.cache)) if v is not None})
     return suite_from_dict({"run": dict(run or {}), "suite": suite}, f"<suite {name}, side {side}>")
 
 

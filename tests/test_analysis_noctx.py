@@ -4,12 +4,13 @@ ESXi has no context-switch counter for a VM: both vmware collectors write ``host
 with the reason in ``host.unmatched.ctx_switches`` (docs/esxi.md). Hand-built journals in that shape,
 results computed by hand (CPU-ms/MiB, 100 MiB per cell):
 
-ESXi only, workload randread-64k, one group "randread-64k [CPU-ms/MiB]":
+ESXi only, workload randread-64k, one group "randread-64k [CPU-ms/MiB]" (an ESXi configuration is its
+controller alone: ESXi has no aio, iothread or cache setting):
 
     config                 CPU/MiB    mean   normalized CPU = (v - 9) / (15 - 9)   score   rank
-    pvscsi aio=io_uring    10, 12     11     2/6 = 1/3                             1/3     2
-    lsilogic-sas ...       15, 15     15     1                                     1       3
-    nvme aio=io_uring       9,  9      9     0                                     0       1
+    pvscsi                 10, 12     11     2/6 = 1/3                             1/3     2
+    lsilogic-sas           15, 15     15     1                                     1       3
+    nvme                    9,  9      9     0                                     0       1
 
   score = sqrt(norm_cpu^2) = norm_cpu; normalized ctx, ctx/MiB and Rank by ctx stay empty.
 
@@ -18,7 +19,7 @@ Mixed (QEMU cells with ctx and an ESXi cell without, same workload and CPU metri
     config                       CPU/MiB   ctx/MiB   norm CPU   score (CPU alone)   rank   rank by ctx
     virtio-blk aio=native        20, 20    10, 10    0          0                   1      2
     virtio-scsi-single native    30, 30     5,  5    1          1                   3      1
-    pvscsi aio=io_uring          24, 26    -         0.5        0.5                 2      -
+    pvscsi (ESXi)                24, 26    -         0.5        0.5                 2      -
 
   Were ctx used for the two QEMU cells, virtio-blk would score sqrt(0^2 + 1^2) = 1: the rule is that a
   group is ranked on the dimensions every cell has. A second workload of QEMU cells only keeps both:
@@ -47,10 +48,14 @@ ESX_REASON = "vSphere statistics have no context-switch counter for a VM"
 MIB = 100.0
 
 
-def record(controller: str, aio: str, rep: int, cpu: float, ctx: float | None, *, workload: str = "randread-64k",
-           reason: Any = ESX_REASON, per_mib: bool = True) -> dict[str, Any]:
-    """A cell record as the runner journals it; ``ctx=None`` is an ESXi host record (null + reason)."""
-    key = f"{controller}/aio={aio}/iothread=0/cache=none/{workload}/rep{rep}"
+def record(controller: str, aio: str | None, rep: int, cpu: float, ctx: float | None, *,
+           workload: str = "randread-64k", reason: Any = ESX_REASON, per_mib: bool = True) -> dict[str, Any]:
+    """A cell record as the runner journals it; ``ctx=None`` is a host record without a count (null +
+    reason, as ESXi's); ``aio=None`` an ESXi cell (vmware backend: no aio, iothread or cache; keyed by
+    the controller alone)."""
+    esxi = aio is None
+    disk = controller if esxi else f"{controller}/aio={aio}/iothread=0/cache=none"
+    key = f"{disk}/{workload}/rep{rep}"
     host: dict[str, Any] = {"cpu_metric": "cpu_time", "cpu_unit": "s", "cpu_total": cpu * MIB / 1000.0,
                             "cpu_user": None, "cpu_system": None, "cycles": None,
                             "ctx_switches": ctx * MIB if ctx is not None else None,
@@ -59,11 +64,12 @@ def record(controller: str, aio: str, rep: int, cpu: float, ctx: float | None, *
     if ctx is None and reason is not None:
         host["unmatched"] = {"ctx_switches": reason, "cycles": "vSphere statistics report no hardware cycle counts"}
     rec = {"schema": "stormatrix/record-1", "type": "cell", "run_id": "hand", "key": key,
-           "cell": {"disk": {"controller": controller, "aio": aio, "iothread": False, "cache": "none"},
+           "cell": {"disk": {"controller": controller, "aio": aio, "iothread": None if esxi else False,
+                             "cache": None if esxi else "none"},
                     "workload": {"name": workload, "rw": "randread", "bs": 65536, "iodepth": 8, "numjobs": 1,
                                  "rate_mib_s": None, "rwmixread": None},
                     "repeat": rep, "key": key},
-           "backend": "vmware" if ctx is None else "qemu", "side": None, "vm": "bench01",
+           "backend": "vmware" if esxi else "qemu", "side": None, "vm": "bench01",
            "times": {"measure_start": f"2026-11-22T03:0{rep}:00+00:00", "window_s": 10.0},
            "fio": {"version": "fio-3.33", "total": {"io_bytes": int(MIB * 2**20), "bw_bytes": MIB * 2**20 / 10,
                                                     "iops": 160.0, "total_ios": 1600, "runtime_ms": 10000,
@@ -82,8 +88,7 @@ def journal(folder: Path, records: list[dict[str, Any]], backend: str = "vmware"
     return folder
 
 
-ESX = {("pvscsi", "io_uring"): [10.0, 12.0], ("lsilogic-sas", "io_uring"): [15.0, 15.0],
-       ("nvme", "io_uring"): [9.0, 9.0]}
+ESX = {("pvscsi", None): [10.0, 12.0], ("lsilogic-sas", None): [15.0, 15.0], ("nvme", None): [9.0, 9.0]}
 
 
 @pytest.fixture
@@ -95,7 +100,7 @@ def esx_run(tmp_path: Path) -> Path:
 def mixed_records() -> list[dict[str, Any]]:
     recs = [record("virtio-blk", "native", rep, 20.0, 10.0) for rep in (1, 2)]
     recs += [record("virtio-scsi-single", "native", rep, 30.0, 5.0) for rep in (1, 2)]
-    recs += [record("pvscsi", "io_uring", rep, cpu, None) for rep, cpu in ((1, 24.0), (2, 26.0))]
+    recs += [record("pvscsi", None, rep, cpu, None) for rep, cpu in ((1, 24.0), (2, 26.0))]
     recs += [record(c, "native", 1, cpu, ctx, workload="seqwrite-1m")
              for c, cpu, ctx in (("a", 1.0, 1.0), ("b", 3.0, 2.0), ("c", 2.0, 5.0))]
     return recs
@@ -119,7 +124,7 @@ def test_null_with_a_reason_is_read_and_ctx_per_mib_stays_empty(esx_run: Path) -
 
 def test_ctx_per_mib_is_not_derived_from_a_null_count(tmp_path: Path) -> None:
     """Without per_mib the row derives CPU/MiB = 1.1 s x 1000 / 100 MiB = 11 CPU-ms/MiB; ctx/MiB stays empty."""
-    run = journal(tmp_path / "r", [record("pvscsi", "io_uring", 1, 11.0, None, per_mib=False)])
+    run = journal(tmp_path / "r", [record("pvscsi", None, 1, 11.0, None, per_mib=False)])
     df = ingest([run], strict=True).frame
     assert df["cpu_per_mib"].iloc[0] == pytest.approx(11.0, abs=1e-12)
     assert math.isnan(df["ctx_per_mib"].iloc[0]) and math.isnan(df["ctx_switches"].iloc[0])
@@ -127,27 +132,27 @@ def test_ctx_per_mib_is_not_derived_from_a_null_count(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("reason", [None, "", "   ", 42, {"why": "none"}])
 def test_null_without_a_reason_is_refused_naming_file_line_key_and_fix(tmp_path: Path, reason: Any) -> None:
-    rec = record("pvscsi", "io_uring", 1, 11.0, None, reason=reason)
+    rec = record("pvscsi", None, 1, 11.0, None, reason=reason)
     if reason is not None:
         rec["host"]["unmatched"] = {"ctx_switches": reason}
-    run = journal(tmp_path / "bad", [record("nvme", "io_uring", 1, 9.0, None), rec])
+    run = journal(tmp_path / "bad", [record("nvme", None, 1, 9.0, None), rec])
     data = ingest([run])
     assert len(data.frame) == 1                                   # the good line is still read
     (problem,) = data.problems
     assert problem.source == f"{run / 'journal.ndjson'}:3"
     assert "'host.ctx_switches' is null" in problem.reason and "host.unmatched.ctx_switches" in problem.reason
-    assert "pvscsi/aio=io_uring/iothread=0/cache=none/randread-64k/rep1" in problem.reason
+    assert "pvscsi/randread-64k/rep1" in problem.reason
     with pytest.raises(DataFileError) as err:
         ingest([run], strict=True)
     assert "journal.ndjson:3" in str(err.value) and "Fix:" in str(err.value)
 
 
 def test_null_without_a_reason_is_exit_2_in_report(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    rec = record("pvscsi", "io_uring", 1, 11.0, None, reason=None)
+    rec = record("pvscsi", None, 1, 11.0, None, reason=None)
     run = journal(tmp_path / "bad", [rec])
     assert main(["report", str(run), "-o", str(tmp_path / "x.xlsx")]) == 2
     err = capsys.readouterr().err
-    assert f"{run / 'journal.ndjson'}:2: cell pvscsi/aio=io_uring" in err
+    assert f"{run / 'journal.ndjson'}:2: cell pvscsi/randread-64k/rep1" in err
     assert "'host.ctx_switches' is null and 'host.unmatched.ctx_switches' gives no reason" in err
     assert "writes null and the reason in host.unmatched.ctx_switches" in err          # the fix
     assert main(["report", str(run), "-o", str(tmp_path / "x.xlsx"), "--strict"]) == 2
@@ -155,9 +160,9 @@ def test_null_without_a_reason_is_exit_2_in_report(tmp_path: Path, capsys: pytes
 
 
 def test_a_ctx_per_mib_without_a_count_or_a_count_that_is_text_is_refused(tmp_path: Path) -> None:
-    contradictory = record("pvscsi", "io_uring", 1, 11.0, None)
+    contradictory = record("pvscsi", None, 1, 11.0, None)
     contradictory["per_mib"]["ctx"] = 3.0
-    text = record("nvme", "io_uring", 1, 9.0, 1.0)
+    text = record("nvme", None, 1, 9.0, 1.0)
     text["host"]["ctx_switches"] = "n/a"
     data = ingest([journal(tmp_path / "bad", [contradictory, text])])
     assert data.frame.empty
@@ -171,9 +176,8 @@ def test_a_ctx_per_mib_without_a_count_or_a_count_that_is_text_is_refused(tmp_pa
 def test_a_run_without_ctx_is_scored_on_cpu_alone(esx_run: Path) -> None:
     result = score_cells(ingest([esx_run], strict=True).frame)
     cells = by_config(result.cells)
-    assert set(cells) == {"pvscsi aio=io_uring", "lsilogic-sas aio=io_uring", "nvme aio=io_uring"}
-    expected = {"pvscsi aio=io_uring": (11.0, 1 / 3, 2), "lsilogic-sas aio=io_uring": (15.0, 1.0, 3),
-                "nvme aio=io_uring": (9.0, 0.0, 1)}
+    assert set(cells) == {"pvscsi", "lsilogic-sas", "nvme"}
+    expected = {"pvscsi": (11.0, 1 / 3, 2), "lsilogic-sas": (15.0, 1.0, 3), "nvme": (9.0, 0.0, 1)}
     for name, (mean, norm, rank) in expected.items():
         c = cells[name]
         assert c["cpu_per_mib_mean"] == pytest.approx(mean, abs=1e-12)
@@ -184,9 +188,9 @@ def test_a_run_without_ctx_is_scored_on_cpu_alone(esx_run: Path) -> None:
         assert c["rank_ctx"] is pd_na()
         assert c["ctx_note"] == ESX_REASON
         assert c["score_basis"] == "CPU/MiB alone: no configuration in this group has context-switch counts"
-    assert cells["pvscsi aio=io_uring"]["cpu_per_mib_cv"] == pytest.approx(math.sqrt(2) / 11, abs=1e-12)
+    assert cells["pvscsi"]["cpu_per_mib_cv"] == pytest.approx(math.sqrt(2) / 11, abs=1e-12)
     # CV sqrt(2)/11 = 12.9 % > 10 %: flagged on CPU; no ctx CV to flag
-    assert cells["pvscsi aio=io_uring"]["cv_flag"] and cells["pvscsi aio=io_uring"]["cv_note"] == "CPU CV > 10%"
+    assert cells["pvscsi"]["cv_flag"] and cells["pvscsi"]["cv_note"] == "CPU CV > 10%"
     assert any(n.startswith("6 of 6 measurements have host CPU but no context-switch counts") for n in result.notes)
     assert "group randread-64k [CPU-ms/MiB]: scored and ranked on CPU/MiB alone: no configuration in this group " \
            "has context-switch counts" in result.notes
@@ -202,7 +206,7 @@ def test_mixed_group_is_ranked_on_the_dimension_every_cell_has(tmp_path: Path) -
     result = score_cells(ingest([journal(tmp_path / "m", mixed_records())], strict=True).frame)
     mixed = by_config(result.cells, "randread-64k [CPU-ms/MiB]")
     expected = {"virtio-blk aio=native": (20.0, 10.0, 0.0, 1, 2), "virtio-scsi-single aio=native": (30.0, 5.0, 1.0, 3, 1),
-                "pvscsi aio=io_uring": (25.0, None, 0.5, 2, None)}
+                "pvscsi": (25.0, None, 0.5, 2, None)}
     for name, (cpu, ctx, score, rank, rank_ctx) in expected.items():
         c = mixed[name]
         assert c["cpu_per_mib_mean"] == pytest.approx(cpu, abs=1e-12)
@@ -251,18 +255,17 @@ def test_a_cell_with_ctx_in_only_some_repeats_has_no_ctx_mean(tmp_path: Path) ->
 def test_findings_say_the_score_rests_on_cpu_alone(esx_run: Path) -> None:
     findings = efficiency_findings(score_cells(ingest([esx_run], strict=True).frame))
     texts = [f.text for f in findings]
-    assert texts[0] == ("nvme aio=io_uring achieves the best overall efficiency score (0.000; lower is better), "
+    assert texts[0] == ("nvme achieves the best overall efficiency score (0.000; lower is better), "
                         "scored on CPU/MiB alone.")
     assert texts[1] == ("The efficiency scores rest on CPU/MiB alone: none of the 3 configurations has "
                         f"context-switch counts ({ESX_REASON}).")
     assert (findings[1].value, findings[1].numbers) == (3.0, {"configurations without ctx/MiB": 3.0,
                                                               "configurations": 3.0})
-    pair = next(f for f in findings if f.text.startswith("With aio=io_uring, "))
+    pair = next(f for f in findings if f.text.startswith("pvscsi is "))         # no "With aio=...": ESXi has none
     assert pair.value == pytest.approx((11 / 9 - 1) * 100, abs=1e-12)
-    assert pair.text == ("With aio=io_uring, pvscsi is 22.2% more CPU intensive than nvme (no context-switch counts "
-                         "for pvscsi aio=io_uring and nvme aio=io_uring).")
+    assert pair.text == "pvscsi is 22.2% more CPU intensive than nvme (no context-switch counts for pvscsi and nvme)."
     worst = next(f for f in findings if "worst" in f.text)
-    assert worst.text == ("lsilogic-sas aio=io_uring achieves the worst efficiency score (1.000), on CPU/MiB alone "
+    assert worst.text == ("lsilogic-sas achieves the worst efficiency score (1.000), on CPU/MiB alone "
                           "(normalized CPU 1.000).")
     for f in findings:                                # no finding without its number, and no NaN among them
         assert f.numbers and math.isfinite(f.value) and all(math.isfinite(v) for v in f.numbers.values())
@@ -276,7 +279,7 @@ def test_findings_of_a_mixed_group(tmp_path: Path) -> None:
     assert texts[0].startswith("[randread-64k [CPU-ms/MiB]] virtio-blk aio=native achieves the best overall "
                                "efficiency score (0.000; lower is better), scored on CPU/MiB alone.")
     assert texts[1] == ("[randread-64k [CPU-ms/MiB]] The efficiency scores rest on CPU/MiB alone: 1 of 3 "
-                        f"configurations (pvscsi aio=io_uring) have no context-switch counts ({ESX_REASON}), so "
+                        f"configurations (pvscsi) have no context-switch counts ({ESX_REASON}), so "
                         "all 3 are ranked on the one metric they all have; ctx/MiB is compared only among the "
                         "other 2.")
     # two cells that both have ctx are still compared on both: (30/20 - 1) x 100 = 50, (5/10 - 1) x 100 = -50
@@ -306,7 +309,7 @@ def test_report_workbook_shows_blank_ctx_with_a_note(tmp_path: Path, capsys: pyt
     assert "no context-switch counts" in capsys.readouterr().err                        # said on the terminal too
     wb = openpyxl.load_workbook(out)
     scores = {r["Configuration"]: r for r in rows(wb["Scores"])}
-    esx = scores["pvscsi aio=io_uring"]
+    esx = scores["pvscsi"]
     assert esx["ctx/MiB mean"] is None and esx["ctx/MiB std"] is None and esx["Normalized ctx"] is None
     assert esx["Rank by ctx"] is None and esx["ctx/MiB note"] == ESX_REASON
     assert esx["Efficiency score"] == pytest.approx(0.5) and esx["Rank"] == 2
@@ -329,7 +332,7 @@ def test_report_workbook_shows_blank_ctx_with_a_note(tmp_path: Path, capsys: pyt
 
 def test_compare_reads_an_esxi_run(tmp_path: Path) -> None:
     """ESXi (A, no ctx) against a QEMU host (B) at the same point: CPU compared, ctx blank."""
-    a = journal(tmp_path / "esx", [record("pvscsi", "io_uring", 1, 8.0, None)])
+    a = journal(tmp_path / "esx", [record("pvscsi", None, 1, 8.0, None)])
     b = journal(tmp_path / "pve", [record("virtio-scsi-single", "native", 1, 6.0, 30.0)], backend="qemu")
     out = tmp_path / "ab.xlsx"
     assert main(["compare", str(a), str(b), "-o", str(out), "--label-a", "esx", "--label-b", "pve"]) == 0
@@ -375,7 +378,9 @@ def test_an_esxi_only_report_has_no_empty_scatter_charts_and_says_why(esx_run: P
     from test_workbook_roundtrip import cells_of, refs
     cats, vals = refs(bars)[0]
     wb = openpyxl.load_workbook(out)
-    assert cells_of(wb, cats) == ["nvme aio=io_uring", "pvscsi aio=io_uring", "lsilogic-sas aio=io_uring"]
+    assert cells_of(wb, cats) == ["nvme", "pvscsi", "lsilogic-sas"]
+    # coloured as "no aio setting", not as an aio mode and not as the grey of an unknown one
+    assert [pt.graphicalProperties.solidFill.srgbClr for pt in bars.series[0].dPt] == ["9467BD"] * 3
     assert cells_of(wb, vals) == [pytest.approx(0.0), pytest.approx(1 / 3), pytest.approx(1.0)]
 
 
@@ -398,7 +403,7 @@ def test_a_mixed_report_keeps_the_measured_points_and_notes_the_rest(tmp_path: P
     wb = openpyxl.load_workbook(out)
     assert [cells_of(wb, y) for _, y in refs(raw)] == [[pytest.approx(10.0)], [pytest.approx(5.0)]]
     assert [t for _, t in notes] == [
-        f"Not on the measured CPU vs context-switch chart of {mixed}: pvscsi aio=io_uring (no context-switch "
+        f"Not on the measured CPU vs context-switch chart of {mixed}: pvscsi (no context-switch "
         f"counts: {ESX_REASON}).",
         f"No normalized CPU vs context-switch chart for {mixed}: 1 of 3 configurations have no context-switch "
         "counts, so the group is scored on CPU/MiB alone and has no normalized ctx/MiB (score chart below, "
@@ -413,3 +418,41 @@ def test_a_mixed_report_keeps_the_measured_points_and_notes_the_rest(tmp_path: P
     assert all(b - a >= 5 for a, b in zip(starts, starts[1:]))
     assert all(b - a >= 21 for a, b in zip(starts, starts[1:]) if (a, "chart") in rows_in_order)
     assert len(series_titles(charts[3][2])) == 3                     # the full group keeps both scatters whole
+
+
+# --- ESXi has no aio, iothread or cache -------------------------------------------------------------------
+
+def test_an_esxi_cell_is_its_controller_alone_even_from_an_older_journal(tmp_path: Path) -> None:
+    """The vmware backend journals aio/iothread/cache as null; records written before that carried the
+    matrix's default aio (io_uring), which ESXi never had: both read as aio n/a, named by controller."""
+    old = record("pvscsi", None, 2, 12.0, None)
+    old["key"] = old["cell"]["key"] = "pvscsi/aio=io_uring/iothread=0/cache=none/randread-64k/rep2"
+    old["cell"]["disk"].update(aio="io_uring", iothread=False, cache="none")
+    frame = ingest([journal(tmp_path / "e", [record("pvscsi", None, 1, 10.0, None), old])], strict=True).frame
+    assert list(frame["aio"]) == ["n/a", "n/a"] and list(frame["cache"]) == ["n/a", "n/a"]
+    assert frame["iothread"].isna().all()
+    (cell,) = score_cells(frame).cells.to_dict("records")              # one configuration, two repeats
+    assert (cell["config"], cell["n"], cell["cpu_per_mib_mean"]) == ("pvscsi", 2, pytest.approx(11.0))
+
+
+def test_qemus_pvscsi_and_esxis_pvscsi_are_two_configurations(tmp_path: Path) -> None:
+    """QEMU pvscsi aio=native 20, aio=threads 30 CPU-ms/MiB; ESXi pvscsi 25 (no ctx: the group is CPU alone)."""
+    recs = [record("pvscsi", "native", 1, 20.0, 10.0), record("pvscsi", "threads", 1, 30.0, 12.0),
+            record("pvscsi", None, 1, 25.0, None)]
+    out = tmp_path / "p.xlsx"
+    assert main(["report", str(journal(tmp_path / "p", recs)), "-o", str(out)]) == 0
+    wb = openpyxl.load_workbook(out)
+    scores = {r["Configuration"]: r for r in rows(wb["Scores"])}
+    assert set(scores) == {"pvscsi aio=native", "pvscsi aio=threads", "pvscsi"}
+    assert (scores["pvscsi"]["aio"], scores["pvscsi"]["cache"], scores["pvscsi"]["Efficiency score"]) == \
+        ("n/a", "n/a", pytest.approx(0.5))
+    findings = [str(c.value) for c in wb["Summary"]["B"] if c.value]
+    # aio modes are compared among QEMU's pvscsi only: ESXi's is no "aio=n/a" mode
+    assert "For pvscsi, aio=native is the most efficient aio mode (score 0.000); aio=threads is the least " \
+           "efficient (1.000)." in findings
+    assert not any("aio=n/a" in f for f in findings)
+    # the chart data's series column (controller / aio) names the ESXi configuration by controller alone
+    series = [a for a, b in wb["Chart data"].iter_rows(min_col=1, max_col=2, values_only=True) if b == "pvscsi"]
+    assert series == ["pvscsi"]
+    method = {r[0]: r[1] for r in wb["Method"].iter_rows(min_col=1, max_col=2, values_only=True) if r[0]}
+    assert method["aio n/a"].startswith("ESXi has no aio, iothread or cache setting")

@@ -155,3 +155,25 @@ def test_suite_built_in_code_for_the_demo() -> None:
     assert s.guests[1].filename == "/dev/vdc" and (s.on_error, s.retries) == ("stop", 0)
     with pytest.raises(MatrixError, match="queue_depths"):
         suite_for_guests([("g1", "127.0.0.1", 1)], side="A", filename="x", queue_depths=[0])
+
+
+def test_an_esxi_side_is_its_controller_alone() -> None:
+    """ESXi has no aio, iothread or cache: an ESXi side's points are keyed and journaled without them."""
+    nvme = suite_from_dict(with_(controller="nvme"))                      # nvme exists only on ESXi
+    assert nvme.disk_key == "nvme" and nvme.points()[0].key == "nvme/randread-512-qd1/rep1"
+    record = nvme.disk_record()
+    assert (record["controller"], record["aio"], record["iothread"], record["cache"]) == ("nvme", None, None, None)
+    esx = with_(controller="pvscsi")
+    esx["run"] = {"backend": "vmware"}                                   # ESXi's PVSCSI, not QEMU's
+    assert suite_from_dict(esx).disk_key == "pvscsi"
+    # QEMU's pvscsi keeps its aio (the suite's default when not given)
+    assert suite_from_dict(with_(controller="pvscsi")).disk_key == "pvscsi/aio=io_uring/iothread=0/cache=none"
+
+
+@pytest.mark.parametrize("given", [dict(aio="native"), dict(cache="none"), dict(iothread=False)])
+def test_an_esxi_side_with_an_aio_names_the_key_and_fix(given: dict[str, Any]) -> None:
+    with pytest.raises(MatrixError) as info:
+        suite_from_dict(with_(controller="lsilogic-sas", **given), "m.toml")
+    (key,) = given
+    assert info.value.key == f"[suite] {key}"
+    assert f"ESXi has no {key} setting" in str(info.value) and f"Fix: drop {key} from [suite]" in str(info.value)

@@ -117,3 +117,27 @@ def test_cli_plan_prints_cells_and_eta(tmp_path: Path) -> None:
                          capture_output=True, text=True)
     assert res.returncode == 0, res.stderr
     assert "12 cells" in res.stdout and "ETA" in res.stdout and "skipped (4)" in res.stdout
+
+
+def test_a_controller_without_aio_is_planned_once_and_qemus_pvscsi_keeps_its_aio(tmp_path: Path) -> None:
+    """nvme exists only on ESXi (no aio/iothread/cache): one configuration; pvscsi on QEMU has an aio mode."""
+    from stormatrix.model import DiskConfig
+
+    text = GOOD.replace('["ide", "virtio-blk", "virtio-scsi-single", "pvscsi"]', '["pvscsi", "nvme"]')
+    plan = expand(load_spec(write(tmp_path, text)))
+    assert sorted({c.disk.key for c in plan.cells}) == ["nvme", "pvscsi/aio=native/iothread=0/cache=none",
+                                                        "pvscsi/aio=threads/iothread=0/cache=none"]
+    assert [d for d in plan.disks() if d.controller == "nvme"] == [DiskConfig.controller_only("nvme")]
+    assert all(s.disk.controller == "pvscsi" for s in plan.skipped)    # pvscsi's iothread twins, not nvme's
+    (note,) = plan.notes
+    assert note.startswith("[matrix] aio/iothread/cache (aio = native, threads; iothread = false, true; cache = none)"
+                           " do not apply to nvme: ESXi has no aio, iothread or cache setting")
+    assert "nvme/rr/rep1" in note and "the other controllers are crossed with them" in note
+
+
+def test_a_disk_has_all_three_options_or_none() -> None:
+    from stormatrix.model import DiskConfig
+
+    assert DiskConfig.controller_only("nvme").key == "nvme" and not DiskConfig.controller_only("nvme").has_options
+    with pytest.raises(ValueError, match="all set or all None"):
+        DiskConfig("pvscsi", None, False, "none")

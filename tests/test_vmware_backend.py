@@ -134,11 +134,36 @@ def test_section_rejects_secrets_and_bad_values(key: str, value: str, problem: s
         spec_from_dict(matrix(**{key: value}))
 
 
-def test_aio_and_cache_axes_are_refused_on_esxi(tmp_path: Path) -> None:
+def test_esxi_cells_are_the_controller_alone(tmp_path: Path) -> None:
+    """ESXi has no aio, iothread or cache: each controller is one configuration with those None, keyed by the
+    controller alone, whatever the matrix lists; aio x iothread x cache = 2 x 2 x 2 values plan no more cells."""
+    from stormatrix.spec import expand
+
+    plain = expand(spec_from_dict(matrix()), backend_controllers=vm.VmwareBackend.controllers)
+    assert [c.key for c in plain.cells] == ["pvscsi/r/rep1", "lsilogic-sas/r/rep1", "nvme/r/rep1"]
+    assert all((c.disk.aio, c.disk.iothread, c.disk.cache) == (None, None, None) for c in plain.cells)
+    assert plain.notes == [] and plain.skipped == []               # nothing asked, nothing to explain
+    disk = json.loads(json.dumps(plain.cells[0].to_dict()))["disk"]          # as the journal holds it
+    assert (disk["controller"], disk["aio"], disk["iothread"], disk["cache"]) == ("pvscsi", None, None, None)
+
     raw = matrix()
-    raw["matrix"]["aio"] = ["native", "io_uring"]
-    with pytest.raises(MatrixError, match="ESXi has no aio"):
-        vm.VmwareBackend(spec_from_dict(raw), tmp_path)
+    raw["matrix"].update(aio=["native", "io_uring"], iothread=[False, True], cache=["none", "writeback"])
+    raw["run"]["repeats"] = 2
+    plan = expand(spec_from_dict(raw), backend_controllers=vm.VmwareBackend.controllers)
+    assert [c.key for c in plan.cells] == [f"{c}/r/rep{r}" for c in ("pvscsi", "lsilogic-sas", "nvme") for r in (1, 2)]
+    assert plan.skipped == []      # not skipped: measured once each; native + writeback is no error here either
+    (note,) = plan.notes
+    assert note.startswith("[matrix] aio/iothread/cache (aio = native, io_uring; iothread = false, true; cache = "
+                           "none, writeback) do not apply to pvscsi, lsilogic-sas, nvme: ESXi has no aio, iothread "
+                           "or cache setting for a virtual disk, so each is planned once")
+    assert "pvscsi/r/rep1" in note and "Leave aio, iothread, cache out of [matrix]" in note
+    vm.VmwareBackend(spec_from_dict(raw), tmp_path)                  # the backend takes that matrix
+
+
+def test_a_cell_with_an_aio_is_refused_by_the_backend(backend: vm.VmwareBackend) -> None:
+    backend.prepare()
+    with pytest.raises(InputError, match="pvscsi/aio=io_uring/iothread=0/cache=none: ESXi has no aio"):
+        backend.apply(DiskConfig("pvscsi", "io_uring", False, "none"))
 
 
 def test_controllers_are_the_esxi_ones() -> None:
@@ -160,11 +185,11 @@ def test_prepare_only_reads_and_the_first_apply_sets_the_tuning(backend: vm.Vmwa
     original = backend.original_config()
     assert original is not None and original["kind"] == "vmware"
     assert PASSWORD not in json.dumps(original)
-    backend.apply(DiskConfig("pvscsi", "io_uring", False, "none"))
+    backend.apply(DiskConfig.controller_only("pvscsi"))
     assert lab.read()["host"]["devices"]["naa.600a"] == {"sched": 1024, "latency": 10}
     assert backend.tuning_in_force == {"VMHost": "esx01.lab", "Device": "naa.600a", "SchedNumReqOutstanding": 1024,
                                        "LatencySensitiveThreshold": 10}
-    backend.apply(DiskConfig("nvme", "io_uring", False, "none"))
+    backend.apply(DiskConfig.controller_only("nvme"))
     assert sum(c.startswith("esxcli:storage.core.device.set") for c in lab.cmdlets()) == 1
     backend.restore()
     assert lab.read()["host"]["devices"]["naa.600a"] == {"sched": 32, "latency": 0}
@@ -177,7 +202,7 @@ def test_each_controller_is_applied_by_a_power_cycle_and_restored(backend: vm.Vm
     before = lab.layout()
     backend.prepare()
     boots = lab.read()["vm"]["boots"]
-    backend.apply(DiskConfig(controller, "io_uring", False, "none"))
+    backend.apply(DiskConfig.controller_only(controller))
     state = lab.read()["vm"]
     assert state["booted_with"]["Hard disk 2"] == type_
     assert state["boots"] == boots + 1 and state["power"] == "PoweredOn"
@@ -192,7 +217,7 @@ def test_a_sequence_of_cells_reuses_and_cleans_up_controllers(backend: vm.Vmware
     before = lab.layout()
     backend.prepare()
     for c in ("nvme", "pvscsi", "lsilogic", "nvme", "lsilogic-sas"):
-        backend.apply(DiskConfig(c, "io_uring", False, "none"))
+        backend.apply(DiskConfig.controller_only(c))
         ctrls = lab.read()["vm"]["controllers"]
         assert len(ctrls) <= 3, "each cell leaves at most one controller beyond the original two"
     backend.restore()
@@ -224,10 +249,10 @@ def test_failure_half_way_is_typed_and_restore_recovers(backend: vm.VmwareBacken
                                                         error_type: type[Exception]) -> None:
     before = lab.layout()
     backend.prepare()
-    backend.apply(DiskConfig("nvme", "io_uring", False, "none"))  # leaves an NVMe controller behind for ReconfigVM
+    backend.apply(DiskConfig.controller_only("nvme"))  # leaves an NVMe controller behind for ReconfigVM
     lab.fault(step, f"{step}\t\tThe operation for the entity \"bench01\" failed with the following message: \"boom\"")
     with pytest.raises(error_type) as info:
-        backend.apply(DiskConfig("pvscsi", "io_uring", False, "none"))
+        backend.apply(DiskConfig.controller_only("pvscsi"))
     assert info.value.powercli and "boom" in info.value.powercli
     assert info.value.error_id.startswith("Stormatrix.VMware.")
     assert sorted(d["file"] for d in lab.read()["vm"]["disks"]) == sorted(f for _, f, _ in before[2])
@@ -239,19 +264,19 @@ def test_guest_not_ready_is_a_guest_error(backend: vm.VmwareBackend, lab: Lab) -
     backend.prepare()
     lab.fault("Wait-Tools", "Wait-Tools\t\tTimed out")
     with pytest.raises(GuestNotReady):
-        backend.apply(DiskConfig("pvscsi", "io_uring", False, "none"))
+        backend.apply(DiskConfig.controller_only("pvscsi"))
 
 
 def test_tuning_failure_half_way_rolls_back_and_restore_still_runs(backend: vm.VmwareBackend, lab: Lab) -> None:
     backend.prepare()
     lab.fault("esxcli:storage.core.device.latencythreshold.set", "EsxCLI.CLIFault.summary: Unable to set threshold")
     with pytest.raises(vm.PowerCLIError) as info:
-        backend.apply(DiskConfig("pvscsi", "io_uring", False, "none"))
+        backend.apply(DiskConfig.controller_only("pvscsi"))
     assert info.value.error_id == "Stormatrix.VMware.TuningFailed"
     assert "Unable to set threshold" in (info.value.powercli or "")
     assert lab.read()["host"]["devices"]["naa.600a"] == {"sched": 32, "latency": 0}
     assert "Set-HardDisk" not in lab.cmdlets() and "Stop-VM" not in lab.cmdlets(), "no controller change after it"
-    backend.apply(DiskConfig("pvscsi", "io_uring", False, "none"))  # the retry sets it (the fault was one-shot)
+    backend.apply(DiskConfig.controller_only("pvscsi"))  # the retry sets it (the fault was one-shot)
     assert lab.read()["host"]["devices"]["naa.600a"] == {"sched": 1024, "latency": 10}
     backend.restore()
     assert lab.read()["host"]["devices"]["naa.600a"] == {"sched": 32, "latency": 0}
@@ -259,7 +284,7 @@ def test_tuning_failure_half_way_rolls_back_and_restore_still_runs(backend: vm.V
 
 def test_restore_failure_still_restores_tuning_then_raises(backend: vm.VmwareBackend, lab: Lab) -> None:
     backend.prepare()
-    backend.apply(DiskConfig("nvme", "io_uring", False, "none"))
+    backend.apply(DiskConfig.controller_only("nvme"))
     lab.fault("Set-HardDisk", "Set-HardDisk\t\tboom")
     with pytest.raises(vm.PowerCLIError, match="DiskMoveFailed|moving"):
         backend.restore()
@@ -272,7 +297,7 @@ def test_restore_from_the_journaled_original(lab: Lab, tmp_path: Path) -> None:
     first = vm.VmwareBackend(spec_from_dict(matrix()), tmp_path)
     before = lab.layout()
     first.prepare()
-    first.apply(DiskConfig("lsilogic", "io_uring", False, "none"))
+    first.apply(DiskConfig.controller_only("lsilogic"))
     journaled = json.loads(json.dumps(first.original_config()))
     second = vm.VmwareBackend(spec_from_dict(matrix()), tmp_path)  # "stormatrix restore" after a crash
     second.load_original(journaled)
@@ -289,7 +314,7 @@ def test_original_power_state_off_is_kept(lab: Lab, tmp_path: Path) -> None:
     lab.write(s)
     b = vm.VmwareBackend(spec_from_dict(matrix()), tmp_path)
     b.prepare()
-    b.apply(DiskConfig("pvscsi", "io_uring", False, "none"))
+    b.apply(DiskConfig.controller_only("pvscsi"))
     assert lab.read()["vm"]["power"] == "PoweredOn"
     b.restore()
     assert lab.read()["vm"]["power"] == "PoweredOff"
@@ -317,7 +342,7 @@ def test_wrong_password_is_a_connect_error_without_the_secret(lab: Lab, tmp_path
 
 def test_password_never_reaches_argv_or_request(backend: vm.VmwareBackend, lab: Lab) -> None:
     backend.prepare()
-    backend.apply(DiskConfig("nvme", "io_uring", False, "none"))
+    backend.apply(DiskConfig.controller_only("nvme"))
     backend.restore()
     requests = lab.read()["requests"]
     assert requests and all(r["connection"] == {"Server": "esx01.lab", "CredentialSource": "Environment",
@@ -423,3 +448,59 @@ def test_empty_window_is_a_collector_error(backend: vm.VmwareBackend, lab: Lab) 
     collector.t0 += timedelta(seconds=5)  # a window that ends before it starts
     with pytest.raises(CollectorError):
         collector.stop()
+
+
+# --- `stormatrix plan` on an ESXi matrix ------------------------------------------------------------------
+
+PLAN_MATRIX = """
+[run]
+backend = "vmware"
+
+[matrix]
+controllers = ["pvscsi", "nvme"]
+{axes}
+
+[[workload]]
+name = "r"
+rw = "randread"
+bs = "4k"
+
+[vmware]
+server = "esx01.lab"
+vm = "bench01"
+test_disk = "Hard disk 2"
+"""
+
+
+def test_plan_lists_esxi_cells_once_and_says_why(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from stormatrix.cli import main
+
+    path = tmp_path / "m.toml"
+    path.write_text(PLAN_MATRIX.format(axes='aio = ["native", "io_uring", "threads"]'))
+    assert main(["plan", str(path)]) == 0
+    out = capsys.readouterr().out
+    rows = [line.split() for line in out.splitlines() if line.strip()[:1].isdigit() and "cells" not in line]
+    assert rows == [["1", "pvscsi", "n/a", "n/a", "n/a", "r", "1"], ["2", "nvme", "n/a", "n/a", "n/a", "r", "1"]]
+    assert "2 cells (2 VM starts, 0 skipped) on backend vmware" in out
+    assert "notes:\n  [matrix] aio (aio = native, io_uring, threads) do not apply to pvscsi, nvme: ESXi has no aio" \
+        in out and "planned once" in out
+    path.write_text(PLAN_MATRIX.format(axes=""))
+    assert main(["plan", str(path)]) == 0
+    assert "notes:" not in capsys.readouterr().out                     # nothing asked, nothing to explain
+
+
+@pytest.mark.parametrize("change, key, words", [
+    (('["pvscsi", "nvme"]', '["pvscsi", "virtio-blk"]'), "[matrix] controllers",
+     "'virtio-blk' is not available on the vmware backend"),
+    (("{axes}", 'aio = ["naitve"]'), "[matrix] aio[0]", "did you mean 'native'"),
+    (("{axes}", 'iothread = ["yes"]'), "[matrix] iothread[0]", "is not true/false"),
+])
+def test_a_bad_esxi_matrix_is_exit_2_naming_key_and_fix(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                       change: tuple[str, str], key: str, words: str) -> None:
+    from stormatrix.cli import main
+
+    path = tmp_path / "m.toml"
+    path.write_text(PLAN_MATRIX.replace(*change).replace("{axes}", ""))
+    assert main(["plan", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert key in err and words in err and "Fix:" in err and str(path) in err

@@ -319,7 +319,7 @@ def test_esxtop_collector_measures_the_window_over_ssh(esx: EsxLab, esx_backend:
     from stormatrix.model import DiskConfig
 
     esx_backend.prepare()
-    esx_backend.apply(DiskConfig("pvscsi", "io_uring", False, "none"))
+    esx_backend.apply(DiskConfig.controller_only("pvscsi"))
     (scope,) = esx_backend.scope()
     collector = esx_backend.collector_factory(scope)
     assert isinstance(collector, EsxtopCollector)
@@ -479,6 +479,10 @@ def test_a_run_journals_esxtop_host_records(esx: EsxLab, tmp_path: Path, monkeyp
     assert esx.vsphere.layout() == before
     cells = [r for r in Journal(tmp_path / "run").records() if r["type"] == "cell"]
     assert [c["cell"]["disk"]["controller"] for c in cells] == ["pvscsi", "nvme"]
+    # ESXi has no aio, iothread or cache: null in the journal, and the key is the controller alone
+    assert [c["key"] for c in cells] == ["pvscsi/r/rep1", "nvme/r/rep1"]
+    assert all((c["cell"]["disk"]["aio"], c["cell"]["disk"]["iothread"], c["cell"]["disk"]["cache"]) ==
+               (None, None, None) for c in cells)
     for cell in cells:
         host = cell["host"]
         assert host["source"] == "esxtop" and host["ctx_switches"] is None and host["cpu_total"] > 0
@@ -523,6 +527,10 @@ def test_report_reads_an_esxi_run(esx: EsxLab, tmp_path: Path, monkeypatch: pyte
 
     scores = rows(wb["Scores"])
     assert len(scores) == 2
+    # no aio, iothread or cache ESXi does not have: the configuration is the controller alone
+    assert sorted(s["Configuration"] for s in scores) == ["nvme", "pvscsi"]
+    assert {(s["aio"], s["iothread"], s["cache"]) for s in scores} == {("n/a", None, "n/a")}
+    assert sorted(m["key"] for m in rows(wb["Measurements"])) == ["nvme/r/rep1", "pvscsi/r/rep1"]
     for s in scores:
         for blank in ("ctx/MiB mean", "ctx/MiB std", "ctx/MiB CV", "Normalized ctx", "Rank by ctx"):
             assert s[blank] is None, blank                                     # blank, never 0
@@ -544,6 +552,8 @@ def test_report_reads_an_esxi_run(esx: EsxLab, tmp_path: Path, monkeypatch: pyte
     for rec in Journal(tmp_path / "run").records():
         if rec["type"] == "cell":
             rec["backend"] = "qemu"
+            rec["cell"]["disk"].update(controller="virtio-scsi-single", bus="scsi", scsihw="virtio-scsi-single",
+                                       aio="io_uring", iothread=False, cache="none")   # QEMU disks have them
             rec["host"].pop("unmatched")
             rec["host"]["ctx_switches"] = rec["per_mib"]["mib"] * 2048
             rec["per_mib"]["ctx"] = 2048.0
@@ -553,7 +563,9 @@ def test_report_reads_an_esxi_run(esx: EsxLab, tmp_path: Path, monkeypatch: pyte
     cmp_out = tmp_path / "cmp.xlsx"
     assert main(["compare", str(tmp_path / "run"), str(qemu), "--label-a", "esx", "--label-b", "pve",
                  "-o", str(cmp_out)]) == 0
-    (point,) = rows(openpyxl.load_workbook(cmp_out)["Comparison"])
+    cmp_book = openpyxl.load_workbook(cmp_out)
+    assert {(m["side"], m["aio"]) for m in rows(cmp_book["Measurements"])} == {("esx", "n/a"), ("pve", "io_uring")}
+    (point,) = rows(cmp_book["Comparison"])
     assert point["Host CPU/MiB reduction %"] == pytest.approx(50.0)            # B's CPU/MiB is half of A's
     assert point["ctx/MiB esx"] is None and point["ctx/MiB reduction %"] is None
     assert point["ctx/MiB pve"] == pytest.approx(2048.0)

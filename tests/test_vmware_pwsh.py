@@ -103,7 +103,7 @@ def test_real_module_moves_and_restores_through_stub_powercli(tmp_path: Path, mo
     b = vm.VmwareBackend(spec_from_dict(raw), tmp_path)
     facts = b.prepare()
     assert facts["original_controller"] == "LsiLogicSAS"
-    b.apply(DiskConfig("pvscsi", "io_uring", False, "none"))
+    b.apply(DiskConfig.controller_only("pvscsi"))
     b.restore()
     s = json.loads(state.read_text())
     calls = [(c["cmdlet"], c["params"]) for c in s["calls"] if c["cmdlet"] not in ("Get-VM",)]

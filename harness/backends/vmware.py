@@ -360,11 +360,8 @@ class VmwareBackend(Backend):
         if "vmware" not in spec.sections:
             raise MatrixError(spec.path, "[vmware]", "is missing",
                               "add a [vmware] section with server, vm, test_disk and the credential settings")
-        m = spec.matrix
-        if len(m["aio"]) > 1 or len(m["cache"]) > 1 or m["iothread"] != [False]:
-            raise MatrixError(spec.path, "[matrix] aio/cache/iothread",
-                              "ESXi has no aio, cache or iothread setting for a virtual disk",
-                              "leave aio, cache and iothread out of [matrix] for the vmware backend")
+        # ESXi has no aio, cache or iothread setting: expand() plans each controller once, as the
+        # controller alone, whatever [matrix] lists for them (and `plan` says so)
         self.opts: dict[str, Any] = dict(spec.section("vmware"))
         o = self.opts
         if o["credential_source"] == "env":
@@ -486,6 +483,10 @@ class VmwareBackend(Backend):
         if disk.controller not in CONTROLLER_TYPES:
             raise InputError(f"controller {disk.controller!r} does not exist on ESXi "
                              f"(use one of: {', '.join(sorted(CONTROLLER_TYPES))})")
+        if disk.has_options:  # the cell would be journaled with an aio/cache ESXi never had
+            raise InputError(f"{disk.key}: ESXi has no aio, iothread or cache setting; an ESXi cell is the "
+                             f"controller alone (DiskConfig.controller_only({disk.controller!r}), as expand() "
+                             "plans it)")
         o = self.opts
         want = CONTROLLER_TYPES[disk.controller]
         self._restored = False

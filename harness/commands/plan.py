@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from ..backends import backend_class
+from ..model import NOT_APPLICABLE
 from ..runner import boots_ahead, estimate_seconds, fmt_duration
 from ..spec import expand, load_spec
 from .common import import_sections
@@ -30,13 +31,18 @@ def run(args: argparse.Namespace) -> int:
     if not args.quiet:
         print(f"{'#':>4}  {'controller':<19} {'aio':<9} {'iothread':<8} {'cache':<11} {'workload':<24} rep", file=out)
         for i, c in enumerate(plan.cells, 1):
-            w = c.workload
-            print(f"{i:>4}  {c.disk.controller:<19} {c.disk.aio:<9} {('on' if c.disk.iothread else 'off'):<8} "
-                  f"{c.disk.cache:<11} {w.name:<24} {c.repeat}", file=out)
+            w, d = c.workload, c.disk
+            iothread = NOT_APPLICABLE if d.iothread is None else "on" if d.iothread else "off"
+            print(f"{i:>4}  {d.controller:<19} {d.aio or NOT_APPLICABLE:<9} {iothread:<8} "
+                  f"{d.cache or NOT_APPLICABLE:<11} {w.name:<24} {c.repeat}", file=out)
         if plan.skipped:
             print(f"\nskipped ({len(plan.skipped)}):", file=out)
             for s in plan.skipped:
                 print(f"  {s.disk.key}: {s.reason}", file=out)
+        if plan.notes:
+            print("\nnotes:", file=out)
+            for note in plan.notes:
+                print(f"  {note}", file=out)
         print("\nworkloads:", file=out)
         for w in spec.workloads:
             print(f"  {w.name}: {w.describe()}", file=out)
