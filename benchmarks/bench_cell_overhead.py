@@ -28,8 +28,10 @@ import statistics
 import sys
 import tempfile
 import time
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
+from typing import Iterator
 
 from stormatrix import guestimage
 from stormatrix.backends.qemu import QemuVm, VmSpec, ensure_test_disk
@@ -46,20 +48,6 @@ def wait_for(chan: AgentChannel, kind: str, deadline: float) -> dict[str, str]:
             return ev[2]
 
 
-def bare_boot(spec: VmSpec) -> float:
-    vm = QemuVm(replace(spec, mode="bare"))
-    t0 = time.monotonic()
-    vm.start()
-    chan = AgentChannel(str(vm.agent_path))
-    try:
-        chan.connect(t0 + 30)
-        wait_for(chan, "BOOTED", t0 + 120)
-        return time.monotonic() - t0
-    finally:
-        chan.close()
-        vm.stop()
-
-
 def first_io(vm: QemuVm, drive: str, t0: float, after: int = 0) -> float:
     """Seconds from t0 until QEMU has seen a read on the test disk beyond ``after``."""
     while vm.blockstats(drive).rd_operations <= after:
@@ -69,33 +57,40 @@ def first_io(vm: QemuVm, drive: str, t0: float, after: int = 0) -> float:
     return time.monotonic() - t0
 
 
-def bare_fio(spec: VmSpec) -> float:
-    """QEMU start -> first I/O of a fio the guest starts by itself."""
-    vm = QemuVm(replace(spec, mode="bare-fio"))
-    drive = f"drive-{spec.disk.bus}{spec.slot}"
+@contextmanager
+def started(spec: VmSpec) -> Iterator[tuple[QemuVm, AgentChannel, str, float]]:
+    """A VM started now (t0) with its agent channel connected; stopped afterwards."""
+    vm = QemuVm(spec)
     t0 = time.monotonic()
     vm.start()
     chan = AgentChannel(str(vm.agent_path))
     try:
         chan.connect(t0 + 30)
-        # said just before fio starts (fio then needs ~0.4 s to load); reads before it are the
-        # kernel's own partition scan of the new disk, not fio's
-        wait_for(chan, "BOOTED", t0 + 120)
-        return first_io(vm, drive, t0, vm.blockstats(drive).rd_operations)
+        yield vm, chan, f"drive-{spec.disk.bus}{spec.slot}", t0
     finally:
         chan.close()
         vm.stop()
 
 
+def bare_boot(spec: VmSpec) -> float:
+    """QEMU start -> the guest's init runs (kernel only: no drivers, no fio)."""
+    with started(replace(spec, mode="bare")) as (_vm, chan, _drive, t0):
+        wait_for(chan, "BOOTED", t0 + 120)
+        return time.monotonic() - t0
+
+
+def bare_fio(spec: VmSpec) -> float:
+    """QEMU start -> first I/O of a fio the guest starts by itself."""
+    with started(replace(spec, mode="bare-fio")) as (vm, chan, drive, t0):
+        # said just before fio starts (fio then needs ~0.4 s to load); reads before it are the
+        # kernel's own partition scan of the new disk, not fio's
+        wait_for(chan, "BOOTED", t0 + 120)
+        return first_io(vm, drive, t0, vm.blockstats(drive).rd_operations)
+
+
 def cell_start(spec: VmSpec) -> tuple[float, float]:
     """(QEMU start -> guest ready, QEMU start -> fio's first I/O seen by QEMU)."""
-    vm = QemuVm(spec)
-    drive = f"drive-{spec.disk.bus}{spec.slot}"
-    t0 = time.monotonic()
-    vm.start()
-    chan = AgentChannel(str(vm.agent_path))
-    try:
-        chan.connect(t0 + 30)
+    with started(spec) as (vm, chan, drive, t0):
         wait_for(chan, "READY", t0 + 120)
         ready = time.monotonic() - t0
         before = vm.blockstats(drive).rd_operations  # the guest's own disk check
@@ -104,9 +99,6 @@ def cell_start(spec: VmSpec) -> tuple[float, float]:
         running = first_io(vm, drive, t0, before)
         wait_for(chan, "END", t0 + 120)
         return ready, running
-    finally:
-        chan.close()
-        vm.stop()
 
 
 def matrix_overhead(workdir: Path, matrix_text: str, boot_ahead: bool) -> tuple[float, float, int]:

@@ -1041,14 +1041,19 @@ class PveStandin:
                 out["qmpstatus"] = "stopped"
             return out
 
+    def _agent_vm(self, p: dict[str, Any]) -> Any:
+        """qemu-server's ``assert_agent_available`` up to the agent itself: configured, VM running
+        (each a 500 with Proxmox's text). Call with the lock held."""
+        vm = self._vm(p)
+        if not re.match(r"(?:enabled=)?(1|on|yes|true)", vm.conf.get("agent", "0")):
+            raise ApiError(500, "No QEMU guest agent configured")
+        if not vm.running:
+            raise ApiError(500, f"VM {vm.vmid} is not running")
+        return vm
+
     def _api_POST_nodes_node_qemu_vmid_agent_ping(self, p: dict[str, Any], *_: Any) -> Any:
         with self.lock:
-            vm = self._vm(p)
-            if not re.match(r"(?:enabled=)?(1|on|yes|true)", vm.conf.get("agent", "0")):
-                raise ApiError(500, "No QEMU guest agent configured")
-            if not vm.running:
-                raise ApiError(500, f"VM {vm.vmid} is not running")
-            qemu = vm.qemu
+            qemu = self._agent_vm(p).qemu
         assert qemu is not None
         if not self.agent_ready or not qemu.agent_ping():
             raise ApiError(500, "QEMU guest agent is not running")
@@ -1058,11 +1063,7 @@ class PveStandin:
         """qemu-server's agent command: ``assert_agent_available`` (configured, VM running, agent
         answering; each a 500 with Proxmox's text), then QGA's answer wrapped as ``{"result": [...]}``."""
         with self.lock:
-            vm = self._vm(p)
-            if not re.match(r"(?:enabled=)?(1|on|yes|true)", vm.conf.get("agent", "0")):
-                raise ApiError(500, "No QEMU guest agent configured")
-            if not vm.running:
-                raise ApiError(500, f"VM {vm.vmid} is not running")
+            vm = self._agent_vm(p)
             qemu = vm.qemu
             down = vm.vmid in self.guest_agent_down
             interfaces = self.guest_interfaces.get(vm.vmid, [guest_interface("lo", "00:00:00:00:00:00",
