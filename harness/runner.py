@@ -73,12 +73,6 @@ def make_run_id(name: str) -> str:
 BOOTED_AHEAD_OVERHEAD_S = 0.5
 
 
-def boots_ahead(spec: MatrixSpec) -> bool:
-    """Will the runner boot each next VM during the current cell (see QemuBackend)?"""
-    qemu = spec.section("qemu")
-    return spec.run["backend"] == "qemu" and qemu.get("boot_ahead", True) and not qemu.get("disk_path")
-
-
 def estimate_seconds(plan: Plan, ramp_s: float, measure_s: float, overhead_s: float = DEFAULT_OVERHEAD_S,
                      boot_ahead: bool = False) -> float:
     """ETA: every cell's warm-up and window, plus a VM start per disk configuration x repeat (only the
@@ -271,7 +265,7 @@ class Runner:
             return summary
         timing = self.spec.timing
         est = estimate_seconds(Plan(pending), timing.ramp_s, timing.measure_s,
-                               boot_ahead=boots_ahead(self.spec)) / len(pending)
+                               boot_ahead=self.backend_cls.boots_ahead(self.spec)) / len(pending)
         progress = Progress(len(pending), est, self.stream) if self.show_progress else None
         backend = self.backend or self.backend_cls(self.spec, self.run_dir)
         self.backend = backend

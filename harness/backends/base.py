@@ -170,6 +170,11 @@ class Backend(ABC):
         return None
 
     # --- overlapping the next VM's boot (local QEMU only; a real VM exists once) -----------------
+    @classmethod
+    def boots_ahead(cls, spec: MatrixSpec) -> bool:
+        """Will this backend boot each next VM during the current cell for ``spec``? (ETA, plan)"""
+        return False
+
     def boot_ahead(self, disk: DiskConfig) -> None:
         """Start booting the VM for ``disk`` now, while the current cell warms up, if this backend can.
 

@@ -32,7 +32,7 @@ from .. import guestimage
 from ..errors import EnvironmentProblem, VmStartError
 from ..model import CONTROLLERS, DiskConfig
 from ..qmp import Qmp, QmpError, connect_unix
-from ..spec import Field, Section, register_section
+from ..spec import Field, MatrixSpec, Section, register_section
 from .base import (
     ROLE_IOTHREAD,
     ROLE_MAIN,
@@ -453,36 +453,44 @@ class QemuBackend(Backend):
 
     def __init__(self, spec, workdir: Path) -> None:  # type: ignore[no-untyped-def]
         super().__init__(spec, workdir)
-        self.opts: dict[str, Any] = {**{k: f.default for k, f in QEMU_SECTION.fields.items()},
-                                     **spec.section("qemu")}
+        self.opts = self.options(spec)
         self.image: guestimage.GuestImage | None = None
         self.vm: QemuVm | None = None
         self.ahead: QemuVm | None = None  # the next configuration's VM, booting or booted
         self.disk_paths: list[Path] = []  # one image, or two when booting ahead
-        self.disk_path: Path | None = None
         self._paused: tuple[QemuVm, float] | None = None
+
+    @staticmethod
+    def options(spec: MatrixSpec) -> dict[str, Any]:
+        """The matrix's [qemu] section over the section's defaults."""
+        return {**{k: f.default for k, f in QEMU_SECTION.fields.items()}, **spec.section("qemu")}
+
+    @classmethod
+    def boots_ahead(cls, spec: MatrixSpec) -> bool:
+        # a user-given disk_path is one image: a second VM could not open it (QEMU's write lock)
+        opts = cls.options(spec)
+        return bool(opts["boot_ahead"] and not opts["disk_path"])
 
     def _prepare(self) -> dict[str, Any]:
         version = qemu_version(self.opts["binary"])
         self.image = guestimage.build()
         if self.opts["disk_path"]:
-            self.disk_path = Path(self.opts["disk_path"])
-            if not self.disk_path.exists():
-                raise EnvironmentProblem(f"[qemu] disk_path {self.disk_path} does not exist")
-            self.disk_paths = [self.disk_path]
+            path = Path(self.opts["disk_path"])
+            if not path.exists():
+                raise EnvironmentProblem(f"[qemu] disk_path {path} does not exist")
+            self.disk_paths = [path]
             if self.opts["boot_ahead"]:
                 log.info("[qemu] disk_path is set: one test disk, so no VM boots ahead")
         else:
             size = self.opts["disk_size_mib"]
             disks = guestimage.cache_root() / "disks"
-            self.disk_path = ensure_test_disk(disks / f"test-{size}m.raw", size)
-            self.disk_paths = [self.disk_path]
-            if self.opts["boot_ahead"]:
+            self.disk_paths = [ensure_test_disk(disks / f"test-{size}m.raw", size)]
+            if self.boots_ahead(self.spec):
                 self.disk_paths.append(ensure_test_disk(disks / f"test-{size}m.b.raw", size))
         return {"qemu": version, "accel": self.opts["accel"], "guest_image": self.image.image_id,
                 "guest_kernel": self.image.kernel_release, "vcpus": self.opts["vcpus"],
                 "memory_mib": self.opts["memory_mib"], "firmware": self.opts["firmware"],
-                "test_disk": str(self.disk_path), "test_disks": [str(p) for p in self.disk_paths],
+                "test_disk": str(self.disk_paths[0]), "test_disks": [str(p) for p in self.disk_paths],
                 "boot_ahead": len(self.disk_paths) > 1}
 
     def vm_spec(self, disk: DiskConfig, index: int = 0) -> VmSpec:

@@ -7,7 +7,7 @@ import sys
 
 from ..backends import backend_class
 from ..model import NOT_APPLICABLE
-from ..runner import boots_ahead, estimate_seconds, fmt_duration
+from ..runner import estimate_seconds, fmt_duration
 from ..spec import expand, load_spec
 from .common import import_sections
 
@@ -46,10 +46,11 @@ def run(args: argparse.Namespace) -> int:
         print("\nworkloads:", file=out)
         for w in spec.workloads:
             print(f"  {w.name}: {w.describe()}", file=out)
-    eta = estimate_seconds(plan, timing.ramp_s, timing.measure_s, boot_ahead=boots_ahead(spec))
+    ahead = cls.boots_ahead(spec)
+    eta = estimate_seconds(plan, timing.ramp_s, timing.measure_s, boot_ahead=ahead)
     configs = len({(c.disk, c.repeat) for c in plan.cells})
-    ahead = f", {configs - 1} of them booted ahead" if boots_ahead(spec) and configs > 1 else ""
-    print(f"\n{len(plan.cells)} cells ({configs} VM starts{ahead}, {len(plan.skipped)} skipped) on backend "
+    booted = f", {configs - 1} of them booted ahead" if ahead and configs > 1 else ""
+    print(f"\n{len(plan.cells)} cells ({configs} VM starts{booted}, {len(plan.skipped)} skipped) on backend "
           f"{spec.run['backend']}; {timing.ramp_s:g} s warm-up + {timing.measure_s:g} s window per cell; "
           f"ETA {fmt_duration(eta)}", file=out)
     return 0
