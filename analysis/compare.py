@@ -37,8 +37,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from ..errors import InputError
-from ..model import format_size
+from ..core.errors import InputError
+from ..core.model import format_size
 
 POINT = ["rw", "bs", "iodepth"]
 DEFAULT_ALPHA = 0.05

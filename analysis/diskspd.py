@@ -22,7 +22,7 @@ import math
 import xml.etree.ElementTree as ET
 from typing import Any
 
-from ..errors import DataFileError
+from ..core.errors import DataFileError
 from .fio import params_from_name
 
 

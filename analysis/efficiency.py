@@ -47,8 +47,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from ..errors import InputError
-from ..model import NOT_APPLICABLE
+from ..core.errors import InputError
+from ..core.model import NOT_APPLICABLE
 
 CELL_KEYS = ["workload", "cpu_metric", "controller", "aio", "iothread", "cache"]
 METRICS = ("cpu_per_mib", "ctx_per_mib")

@@ -12,8 +12,8 @@ import re
 from functools import lru_cache
 from typing import Any, Iterable
 
-from ..errors import DataFileError
-from ..model import CACHE_MODES, CONTROLLER_ALIASES, CONTROLLERS, parse_size
+from ..core.errors import DataFileError
+from ..core.model import CACHE_MODES, CONTROLLER_ALIASES, CONTROLLERS, parse_size
 
 DIRECTIONS = ("read", "write", "trim")
 

@@ -5,7 +5,7 @@ the frame is built once at the end, because building one DataFrame per file is w
 thousands of result files slow.
 
 A file that cannot be read is reported as a :class:`Problem` (file name and reason) and the rest is
-processed; ``strict=True`` raises :class:`~stormatrix.errors.DataFileError` instead, naming every
+processed; ``strict=True`` raises :class:`~stormatrix.core.errors.DataFileError` instead, naming every
 problem. Nothing here prints.
 
 Notebook use::
@@ -44,8 +44,8 @@ from typing import Any, Iterable
 
 import pandas as pd
 
-from ..errors import DataFileError, InputError
-from ..model import BACKENDS_WITHOUT_DISK_OPTIONS, CONTROLLERS, NOT_APPLICABLE, format_size
+from ..core.errors import DataFileError, InputError
+from ..core.model import BACKENDS_WITHOUT_DISK_OPTIONS, CONTROLLERS, NOT_APPLICABLE, format_size
 from . import diskspd, fio, perfcsv
 
 JOURNAL_NAME = "journal.ndjson"
@@ -184,7 +184,7 @@ def workload_label(rw: Any, bs: Any, iodepth: Any) -> str | None:
 
 def _esxi_disk(rec: dict[str, Any], controller: str) -> bool:
     """A cell on a platform whose disks have no aio, iothread or cache setting: the vmware backend's, or a
-    controller that exists only on ESXi (harness/model.py, disk_options_apply)."""
+    controller that exists only on ESXi (harness/core/model.py, disk_options_apply)."""
     if rec.get("backend") in BACKENDS_WITHOUT_DISK_OPTIONS:
         return True
     return CONTROLLERS.get(controller, ("",))[0] == "esxi"

@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import DataFileError
+from ..core.errors import DataFileError
 
 NOT_SUPPORTED = "<not supported>"
 NOT_COUNTED = "<not counted>"

@@ -34,7 +34,7 @@ from openpyxl.worksheet.pagebreak import Break
 from openpyxl.worksheet.worksheet import Worksheet
 
 from .. import __version__
-from ..model import NOT_APPLICABLE, format_size
+from ..core.model import NOT_APPLICABLE, format_size
 from .compare import ComparisonResult
 from .efficiency import EfficiencyResult
 from .findings import Finding

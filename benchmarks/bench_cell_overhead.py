@@ -36,7 +36,7 @@ from typing import Iterator
 from stormatrix import guestimage
 from stormatrix.backends.qemu import QemuVm, VmSpec, ensure_test_disk
 from stormatrix.executors.localagent import AgentChannel, fio_job, parse_event
-from stormatrix.model import DiskConfig, Timing, Workload
+from stormatrix.core.model import DiskConfig, Timing, Workload
 
 DEMO_MATRIX = Path(guestimage.__file__).parent / "matrices" / "demo.toml"
 

@@ -9,7 +9,7 @@ import sys
 
 from . import __version__
 from .commands import COMMANDS
-from .errors import StormatrixError
+from .core.errors import StormatrixError
 
 log = logging.getLogger("stormatrix")
 

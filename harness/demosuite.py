@@ -35,11 +35,11 @@ from typing import Any, Sequence
 from . import guestimage
 from .backends.base import HostScope
 from .backends.qemu import QemuVm, VmSpec, ensure_test_disk, qemu_version
-from .errors import GuestNotReady, InputError, StormatrixError, VmStartError
+from .core.errors import GuestNotReady, InputError, StormatrixError, VmStartError
 from .executors.fioserver import FioGuest, _free_port, find_fio, probe_servers
 from .executors.localagent import AgentChannel, parse_event
 from .journal import Journal
-from .model import DiskConfig
+from .core.model import DiskConfig
 from .suite import Suite, SuiteOutcome, SuitePoint, run_suite, suite_for_guests
 from .suitevms import QemuProcessesCollector
 

@@ -33,7 +33,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Iterable
 
-from .errors import EnvironmentProblem
+from .core.errors import EnvironmentProblem
 
 log = logging.getLogger("stormatrix.guest")
 

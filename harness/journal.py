@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
-from .errors import DataFileError, InputError, StormatrixError
+from .core.errors import DataFileError, InputError, StormatrixError
 
 log = logging.getLogger("stormatrix.journal")
 

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .errors import BackendError
+from .core.errors import BackendError
 
 
 class QmpError(BackendError):

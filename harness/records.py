@@ -11,9 +11,9 @@ from typing import Any
 
 from .analysis.fio import jobs_named, summarize_jobs
 from .backends.base import BlockStats
-from .errors import WorkloadFailed
+from .core.errors import WorkloadFailed
 from .executors.base import WorkloadResult
-from .model import Cell
+from .core.model import Cell
 
 MIB = 2**20
 

@@ -25,11 +25,11 @@ from typing import Any, Callable, TextIO
 from . import __version__, records
 from .backends import backend_class
 from .backends.base import Backend, BlockStats
-from .errors import AuthenticationFailed, BackendError, CollectorError, StormatrixError, UnsafeWrite
+from .core.errors import AuthenticationFailed, BackendError, CollectorError, StormatrixError, UnsafeWrite
 from .executors import executor_class
 from .executors.base import GuestExecutor
 from .journal import Journal, JournalWriteError
-from .model import Cell, DiskConfig, Plan
+from .core.model import Cell, DiskConfig, Plan
 from .spec import MatrixSpec, expand
 
 log = logging.getLogger("stormatrix.runner")

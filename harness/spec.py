@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from .errors import MatrixError
-from .model import (
+from .core.errors import MatrixError
+from .core.model import (
     AIO_MODES,
     BUS_MAX_SLOTS,
     CACHE_MODES,
@@ -401,7 +401,7 @@ def _disk_configs(spec: MatrixSpec) -> tuple[list[DiskConfig], list[str]]:
     """The disk configurations in plan order (controller by controller), and a note where the matrix's
     aio/iothread/cache axes do not apply.
 
-    A controller without those settings (ESXi: :func:`~stormatrix.model.disk_options_apply`) is one
+    A controller without those settings (ESXi: :func:`~stormatrix.core.model.disk_options_apply`) is one
     configuration, the controller alone, however many aio, iothread and cache values the matrix lists:
     crossing it with them would measure the same disk once per value under names it never had.
     """

@@ -54,7 +54,7 @@ from pathlib import Path
 from typing import Any, Callable, Protocol, Sequence
 
 from . import __version__
-from .errors import (
+from .core.errors import (
     CollectorError,
     GuestDisconnected,
     GuestNotReady,
@@ -71,7 +71,7 @@ from .executors.fioserver import (
     run_point,
 )
 from .journal import Journal
-from .model import (
+from .core.model import (
     AIO_MODES,
     CACHE_MODES,
     CONTROLLER_ALIASES,

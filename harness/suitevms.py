@@ -16,7 +16,7 @@ first point, for every VM, in the order given:
 The guest's name is the VM name when it is a usable name (letters, digits, ``.``, ``_``, ``-``; at most 64)
 and unique in the list; two VMs with one name become ``<name>-<vmid>``; an unusable name becomes the VM id.
 Every VM is checked before anything is reported, and every problem is named in one
-:class:`~stormatrix.errors.MatrixError` (exit 2) with its fix: VM stopped or paused, guest agent not
+:class:`~stormatrix.core.errors.MatrixError` (exit 2) with its fix: VM stopped or paused, guest agent not
 enabled or not running, no matching address, two VMs on one address. Nothing is measured, and nothing
 already journaled is touched, until every VM has an address.
 
@@ -57,7 +57,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .backends.base import ROLE_IOTHREAD, ROLE_MAIN, ROLE_VCPU, HostScope
-from .errors import CollectorError, MatrixError, StormatrixError
+from .core.errors import CollectorError, MatrixError, StormatrixError
 from .executors.fioserver import _NAME_RE, FioGuest
 from .spec import Section
 
@@ -429,7 +429,7 @@ class QemuProcessesCollector:
         self._running: list[tuple[str, Any]] = []
 
     def start(self) -> None:
-        from .errors import VmStartError
+        from .core.errors import VmStartError
         from .host.collector import CollectorProblem
         from .qmp import QmpError
 

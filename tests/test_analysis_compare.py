@@ -176,7 +176,7 @@ def test_points_without_repeats_or_variance_are_marked_and_one_sided_points_note
 
 
 def test_compare_refuses_sides_with_nothing_in_common(tmp_path):
-    from stormatrix.errors import InputError
+    from stormatrix.core.errors import InputError
 
     write_side(tmp_path / "a", {(4096, 1): ([100], [10])})
     write_side(tmp_path / "b", {(8192, 1): ([100], [10])})

@@ -14,7 +14,7 @@ import pytest
 from stormatrix.analysis import fio, perfcsv
 from stormatrix.analysis.diskspd import parse_diskspd_xml
 from stormatrix.analysis.ingest import COLUMNS, ingest
-from stormatrix.errors import DataFileError, InputError
+from stormatrix.core.errors import DataFileError, InputError
 
 DATA = Path(__file__).parent / "data"
 FIO = DATA / "fio"

@@ -42,7 +42,7 @@ from stormatrix.analysis.efficiency import BASIS_BOTH, score_cells
 from stormatrix.analysis.findings import efficiency_findings
 from stormatrix.analysis.ingest import ingest
 from stormatrix.cli import main
-from stormatrix.errors import DataFileError
+from stormatrix.core.errors import DataFileError
 
 ESX_REASON = "vSphere statistics have no context-switch counter for a VM"
 MIB = 100.0

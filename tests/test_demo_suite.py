@@ -19,7 +19,7 @@ from standins.processes import qemu_processes
 
 from stormatrix.backends.base import HostScope
 from stormatrix.demosuite import DEMO_SIDES, DemoSuiteConfig, QemuProcessesCollector, demo_suite, run_demo_suite
-from stormatrix.errors import CollectorError, InputError
+from stormatrix.core.errors import CollectorError, InputError
 from stormatrix.runner import merge_hosts
 
 

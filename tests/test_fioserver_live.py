@@ -14,7 +14,7 @@ from typing import Any, Iterator
 
 import pytest
 
-from stormatrix.errors import GuestDisconnected, GuestNotReady
+from stormatrix.core.errors import GuestDisconnected, GuestNotReady
 from stormatrix.executors import executor_class
 from stormatrix.executors.fioserver import (
     FioJob,
@@ -25,7 +25,7 @@ from stormatrix.executors.fioserver import (
     run_point,
 )
 from stormatrix.journal import Journal
-from stormatrix.model import Cell, DiskConfig, Timing, Workload
+from stormatrix.core.model import Cell, DiskConfig, Timing, Workload
 from stormatrix.suite import suite_from_dict, run_suite
 
 pytestmark = pytest.mark.skipif(shutil.which("fio") is None, reason="fio is not installed")
@@ -184,7 +184,7 @@ def test_dead_guest_before_a_point_stops_with_guest_not_ready(farm: LocalFioServ
 
 def test_a_run_directory_holds_one_side(farm: LocalFioServers, tmp_path: Path,
                                         monkeypatch: pytest.MonkeyPatch) -> None:
-    from stormatrix.errors import MatrixError
+    from stormatrix.core.errors import MatrixError
 
     monkeypatch.chdir(tmp_path)  # a relative run directory, as `stormatrix suite run -o runs/a` gives
     a = suite_from_dict(suite_raw(farm, queue_depths=[1], measure_seconds=1.0), "a.toml")
@@ -239,7 +239,7 @@ def test_local_servers_leave_no_process_behind(tmp_path: Path) -> None:
 
 
 def test_a_collector_that_fails_to_start_fails_the_point_cleanly(farm: LocalFioServers, tmp_path: Path) -> None:
-    from stormatrix.errors import CollectorError
+    from stormatrix.core.errors import CollectorError
 
     class Broken:
         stopped = 0

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from stormatrix.errors import DataFileError
+from stormatrix.core.errors import DataFileError
 from stormatrix.executors.fioserver import (
     PROBE_JOB,
     FioClientRun,

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from stormatrix.cli import main
-from stormatrix.errors import MatrixError
+from stormatrix.core.errors import MatrixError
 from stormatrix.executors.fioserver import FioGuest
 from stormatrix.suite import eta, per_mib, suite_from_dict
 
@@ -143,7 +143,7 @@ def test_cli_plan_prints_points_and_eta(tmp_path: Path, capsys: pytest.CaptureFi
 
 
 def test_suite_built_in_code_for_the_demo() -> None:
-    from stormatrix.model import DiskConfig
+    from stormatrix.core.model import DiskConfig
     from stormatrix.suite import suite_for_guests
 
     s = suite_for_guests([("g1", "127.0.0.1", 10001), FioGuest("g2", "127.0.0.1", 10002, "/dev/vdc")],

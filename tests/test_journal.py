@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from stormatrix.errors import DataFileError
+from stormatrix.core.errors import DataFileError
 from stormatrix.journal import Journal, read_journal
 
 

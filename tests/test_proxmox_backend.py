@@ -25,9 +25,9 @@ from standins.pve import PveStandin
 
 from stormatrix.backends import proxmox as pmx
 from stormatrix.backends.pve_api import PveAuthError
-from stormatrix.errors import BackendError, ConfigConflict, GuestNotReady, TaskFailed
+from stormatrix.core.errors import BackendError, ConfigConflict, GuestNotReady, TaskFailed
 from stormatrix.journal import Journal
-from stormatrix.model import DiskConfig
+from stormatrix.core.model import DiskConfig
 from stormatrix.spec import spec_from_dict
 
 SECRET = "9f1c2d3e-aaaa-4bbb-8ccc-0123456789ab"
@@ -273,7 +273,7 @@ HARNESS = textwrap.dedent("""
     import json
     from stormatrix.backends import proxmox
     from stormatrix.journal import Journal
-    from stormatrix.model import DiskConfig
+    from stormatrix.core.model import DiskConfig
     from stormatrix.spec import spec_from_dict
     raw = json.loads(Path(sys.argv[1]).read_text())
     run_dir = Path(sys.argv[2])

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from stormatrix.backends import pve_config as pc
-from stormatrix.model import CONTROLLERS, DiskConfig
+from stormatrix.core.model import CONTROLLERS, DiskConfig
 
 SCHEMA = json.loads((Path(__file__).parent / "data" / "pve-api-qemu.json").read_text())
 PUT_PROPS = SCHEMA["/nodes/{node}/qemu/{vmid}/config"]["PUT"]["parameters"]["properties"]

@@ -16,8 +16,8 @@ from standins.pve import PveStandin
 
 from stormatrix.backends import proxmox as pmx
 from stormatrix.backends.pve_api import PveshTransport
-from stormatrix.errors import ConfigConflict
-from stormatrix.model import DiskConfig
+from stormatrix.core.errors import ConfigConflict
+from stormatrix.core.model import DiskConfig
 from stormatrix.spec import spec_from_dict
 
 SECRET = "local-transport-secret-77"

@@ -16,7 +16,7 @@ from standins.pve import PveStandin
 
 from stormatrix.backends import proxmox as pmx
 from stormatrix.backends.base import ROLE_IOTHREAD, ROLE_MAIN, ROLE_VCPU, HostScope
-from stormatrix.errors import CollectorError
+from stormatrix.core.errors import CollectorError
 from stormatrix.host.collector import WindowCollector
 from stormatrix.journal import Journal
 from stormatrix.runner import Runner

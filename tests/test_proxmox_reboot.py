@@ -22,10 +22,10 @@ from standins.pve import PveStandin, SleepLauncher
 from stormatrix.backends import proxmox as pmx
 from stormatrix.backends import pve_config as pc
 from stormatrix.backends.base import HostScope
-from stormatrix.errors import BackendError, TaskFailed
+from stormatrix.core.errors import BackendError, TaskFailed
 from stormatrix.host.collector import WindowCollector
 from stormatrix.journal import Journal
-from stormatrix.model import DiskConfig
+from stormatrix.core.model import DiskConfig
 from stormatrix.runner import Runner
 from stormatrix.spec import spec_from_dict
 

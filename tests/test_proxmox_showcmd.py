@@ -27,8 +27,8 @@ from test_proxmox_local import FAKE_PVESH
 from stormatrix.backends import proxmox as pmx
 from stormatrix.backends import pve_config as pc
 from stormatrix.backends.qemu import disk_devices
-from stormatrix.errors import BackendError
-from stormatrix.model import CONTROLLERS, DiskConfig
+from stormatrix.core.errors import BackendError
+from stormatrix.core.model import CONTROLLERS, DiskConfig
 from stormatrix.spec import spec_from_dict
 
 SECRET = "showcmd-secret-0a1b2c3d4e"

@@ -17,7 +17,7 @@ import pytest
 from standins.sshd import PrivateSshd, SshdUnavailable
 
 from stormatrix.backends import proxmox as pmx
-from stormatrix.errors import BackendError, CollectorError
+from stormatrix.core.errors import BackendError, CollectorError
 
 
 @pytest.fixture

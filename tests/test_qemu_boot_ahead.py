@@ -15,7 +15,7 @@ from standins.processes import qemu_processes
 from stormatrix.backends.qemu import QemuBackend
 from stormatrix.commands.run import execute
 from stormatrix.executors.localagent import LocalAgentExecutor
-from stormatrix.model import DiskConfig
+from stormatrix.core.model import DiskConfig
 from stormatrix.spec import load_spec
 
 pytestmark = [pytest.mark.qemu, pytest.mark.slow]

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from stormatrix.backends.qemu import disk_devices, drive_option
-from stormatrix.model import DiskConfig
+from stormatrix.core.model import DiskConfig
 
 BR = ["-device", "pci-bridge,id=pci.1,chassis_nr=1,bus=pci.0,addr=0x1e",
       "-device", "pci-bridge,id=pci.2,chassis_nr=2,bus=pci.0,addr=0x1f"]

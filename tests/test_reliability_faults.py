@@ -29,7 +29,7 @@ from standins.pve import PveStandin
 from stormatrix import backends, executors
 from stormatrix.cli import main
 from stormatrix.commands.common import import_sections
-from stormatrix.errors import StormatrixError
+from stormatrix.core.errors import StormatrixError
 from stormatrix.executors.localagent import LocalAgentExecutor
 from stormatrix.journal import read_journal
 from stormatrix.runner import Runner
@@ -190,8 +190,8 @@ def toml(raw: dict[str, Any]) -> str:
 
 def test_agent_executor_names_each_guest_fault(tmp_path: Path) -> None:
     from stormatrix.backends.base import GuestEndpoint
-    from stormatrix.errors import GuestDisconnected, GuestNotReady, WorkloadFailed
-    from stormatrix.model import Cell, DiskConfig, Timing, Workload
+    from stormatrix.core.errors import GuestDisconnected, GuestNotReady, WorkloadFailed
+    from stormatrix.core.model import Cell, DiskConfig, Timing, Workload
     import time
 
     cell = Cell(DiskConfig("virtio-blk", "io_uring", False, "none"), Workload("w", "randread", 4096, 1, 1), 1)

@@ -21,9 +21,9 @@ import pytest
 
 from standins.agent import FakeCollector, FakeVmBackend
 
-from stormatrix.errors import UnsafeWrite
+from stormatrix.core.errors import UnsafeWrite
 from stormatrix.journal import read_journal
-from stormatrix.model import Cell, DiskConfig, Workload
+from stormatrix.core.model import Cell, DiskConfig, Workload
 from stormatrix.runner import WRITE_MODES, Runner, check_write_allowed
 from stormatrix.spec import RUN_SECTION, spec_from_dict
 

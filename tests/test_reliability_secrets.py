@@ -24,7 +24,7 @@ from standins.pve import PveStandin
 from stormatrix.cli import build_parser, main
 from stormatrix.commands import guest as guest_cmd
 from stormatrix.commands.common import import_sections
-from stormatrix.errors import InputError, StormatrixError
+from stormatrix.core.errors import InputError, StormatrixError
 from stormatrix.executors import winrm as w
 from stormatrix.runner import Runner
 from stormatrix.spec import spec_from_dict

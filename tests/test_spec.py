@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from stormatrix.errors import MatrixError
+from stormatrix.core.errors import MatrixError
 from stormatrix.spec import expand, load_spec
 
 GOOD = """
@@ -121,7 +121,7 @@ def test_cli_plan_prints_cells_and_eta(tmp_path: Path) -> None:
 
 def test_a_controller_without_aio_is_planned_once_and_qemus_pvscsi_keeps_its_aio(tmp_path: Path) -> None:
     """nvme exists only on ESXi (no aio/iothread/cache): one configuration; pvscsi on QEMU has an aio mode."""
-    from stormatrix.model import DiskConfig
+    from stormatrix.core.model import DiskConfig
 
     text = GOOD.replace('["ide", "virtio-blk", "virtio-scsi-single", "pvscsi"]', '["pvscsi", "nvme"]')
     plan = expand(load_spec(write(tmp_path, text)))
@@ -136,7 +136,7 @@ def test_a_controller_without_aio_is_planned_once_and_qemus_pvscsi_keeps_its_aio
 
 
 def test_a_disk_has_all_three_options_or_none() -> None:
-    from stormatrix.model import DiskConfig
+    from stormatrix.core.model import DiskConfig
 
     assert DiskConfig.controller_only("nvme").key == "nvme" and not DiskConfig.controller_only("nvme").has_options
     with pytest.raises(ValueError, match="all set or all None"):

@@ -27,7 +27,7 @@ from standins.sshd import PrivateSshd, SshdUnavailable
 from suite_pve import LO, SECRET, SECRET_ENV, TOKEN, add_vm, eth, suite_matrix, write_matrix
 
 from stormatrix.cli import main
-from stormatrix.errors import CollectorError
+from stormatrix.core.errors import CollectorError
 from stormatrix.journal import Journal
 from stormatrix.suite import suite_from_dict
 from stormatrix.suitevms import ProxmoxSuiteVms, SshProcessesCollector
@@ -242,7 +242,7 @@ def test_suite_run_with_host_metrics_over_ssh(standin: PveStandin, sshd: Private
 
 
 def test_a_missing_ssh_config_names_the_key(standin: PveStandin, tmp_path: Path) -> None:
-    from stormatrix.errors import MatrixError
+    from stormatrix.core.errors import MatrixError
 
     add_vm(standin, 101, "vm01", interfaces=[LO, eth("ens18", "bc:24:11:00:14:01", "10.0.0.141/24")])
     keys = {"ssh": "root@pve-node", "ssh_config": str(tmp_path / "no-such-config"),

@@ -20,7 +20,7 @@ from standins.pve import PveStandin
 from suite_pve import LO, SECRET, SECRET_ENV, TOKEN, add_vm, eth, suite_matrix, write_matrix, write_pidfile
 
 from stormatrix.cli import main
-from stormatrix.errors import InputError, MatrixError
+from stormatrix.core.errors import InputError, MatrixError
 from stormatrix.executors.fioserver import FioGuest
 from stormatrix.journal import Journal
 from stormatrix.suite import suite_from_dict

@@ -18,8 +18,8 @@ import pytest
 
 from stormatrix.backends import backend_class
 from stormatrix.backends import vmware as vm
-from stormatrix.errors import EnvironmentProblem, GuestNotReady, InputError, MatrixError
-from stormatrix.model import DiskConfig
+from stormatrix.core.errors import EnvironmentProblem, GuestNotReady, InputError, MatrixError
+from stormatrix.core.model import DiskConfig
 from stormatrix.spec import spec_from_dict
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -439,7 +439,7 @@ def test_collector_asks_for_the_window_and_returns_a_host_record(backend: vm.Vmw
 
 
 def test_empty_window_is_a_collector_error(backend: vm.VmwareBackend, lab: Lab) -> None:
-    from stormatrix.errors import CollectorError
+    from stormatrix.core.errors import CollectorError
 
     backend.prepare()
     collector = backend.collector_factory(backend.scope()[0])

@@ -17,7 +17,7 @@ from typing import Any, Iterator
 import pytest
 
 from stormatrix.analysis.esxtop import UNMATCHED, parse_esxtop, read_esxtop, vm_cpu_record, vsphere_escaped
-from stormatrix.errors import CollectorError, DataFileError, MatrixError
+from stormatrix.core.errors import CollectorError, DataFileError, MatrixError
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -316,7 +316,7 @@ def test_esxtop_collector_measures_the_window_over_ssh(esx: EsxLab, esx_backend:
     """measure 10 s, -d 5: 10/5 + 1 = 3 iterations; %USED 150, 180, 170: the window [0, 10] holds the
     first two rows -> 1.5 x 5 + 1.8 x 5 = 16.5 s; the third (past the window's end) counts 0."""
     from stormatrix.backends.vmware import EsxtopCollector
-    from stormatrix.model import DiskConfig
+    from stormatrix.core.model import DiskConfig
 
     esx_backend.prepare()
     esx_backend.apply(DiskConfig.controller_only("pvscsi"))

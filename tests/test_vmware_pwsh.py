@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from stormatrix.backends import vmware as vm
-from stormatrix.model import DiskConfig
+from stormatrix.core.model import DiskConfig
 from stormatrix.spec import spec_from_dict
 from tests.standins.wsman import find_pwsh
 

@@ -11,9 +11,9 @@ import pytest
 import requests
 from winrm.exceptions import InvalidCredentialsError, WinRMError, WinRMOperationTimeoutError, WinRMTransportError
 
-from stormatrix.errors import AuthenticationFailed, GuestDisconnected, RemoteCommandError, RemoteTimeout
+from stormatrix.core.errors import AuthenticationFailed, GuestDisconnected, RemoteCommandError, RemoteTimeout
 from stormatrix.executors import winrm as w
-from stormatrix.model import Cell, DiskConfig, Timing, Workload
+from stormatrix.core.model import Cell, DiskConfig, Timing, Workload
 
 INJECTIONS = [
     "'; Remove-Item -Recurse C:\\ #",

@@ -13,7 +13,7 @@ from typing import Any, Callable, Iterator
 import pytest
 from winrm.protocol import Protocol
 
-from stormatrix.errors import RemoteCommandError
+from stormatrix.core.errors import RemoteCommandError
 from stormatrix.executors import winrm as w
 from tests.standins.wsman import PwshRunner, WSManStandIn, find_pwsh
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from stormatrix.errors import EnvironmentProblem, InputError, MatrixError
+from stormatrix.core.errors import EnvironmentProblem, InputError, MatrixError
 from stormatrix.executors import winrm as w
 from stormatrix.spec import EXTRA_SECTIONS, spec_from_dict
 

@@ -20,9 +20,9 @@ from typing import Any, Callable, Iterator
 import pytest
 from winrm.protocol import Protocol
 
-from stormatrix.errors import AuthenticationFailed, GuestDisconnected, RemoteCommandError, RemoteTimeout, WorkloadFailed
+from stormatrix.core.errors import AuthenticationFailed, GuestDisconnected, RemoteCommandError, RemoteTimeout, WorkloadFailed
 from stormatrix.executors import winrm as w
-from stormatrix.model import Cell, DiskConfig, Timing, Workload
+from stormatrix.core.model import Cell, DiskConfig, Timing, Workload
 from stormatrix.spec import spec_from_dict
 from tests.standins.wsman import CommandRun, WSManStandIn, self_signed_cert
 
@@ -192,7 +192,7 @@ def test_connection_errors_beyond_the_retries_are_guest_disconnected(guest: tupl
 
 
 def test_wait_ready_polls_until_the_guest_answers_and_gives_up_at_the_deadline(guest: tuple[FakeGuest, WSManStandIn]) -> None:
-    from stormatrix.errors import GuestNotReady
+    from stormatrix.core.errors import GuestNotReady
 
     _, server = guest
     server.down = True

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Iterator
 
-from ..model import DiskConfig
+from ..core.model import DiskConfig
 from ..spec import MatrixSpec
 
 log = logging.getLogger("stormatrix.backend")

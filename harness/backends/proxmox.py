@@ -7,7 +7,7 @@ One cell, in order (REFERENCE.md §1-§2):
 2. stop the VM (API ``stop`` task) so every change applies at once and a bus move is safe;
    with ``restart = "reboot"`` a change that does not move the disk is written while the VM runs
    (it stays pending) and applied by an API ``reboot``;
-3. write with ``digest`` each time; a conflict is a :class:`~stormatrix.errors.ConfigConflict`, never
+3. write with ``digest`` each time; a conflict is a :class:`~stormatrix.core.errors.ConfigConflict`, never
    retried. A bus move deletes the old key without ``force`` (the volume becomes ``unusedN``) and
    sets the new key with options valid on the new bus; ``unusedN`` is never deleted; ``boot`` is re-set
    when the delete dropped the disk from it;
@@ -43,8 +43,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..errors import BackendError, CollectorError, GuestNotReady, InputError, MatrixError, TaskFailed
-from ..model import CONTROLLERS, DiskConfig
+from ..core.errors import BackendError, CollectorError, GuestNotReady, InputError, MatrixError, TaskFailed
+from ..core.model import CONTROLLERS, DiskConfig
 from ..spec import Field, Section, register_section
 from . import pve_config as pc
 from .base import ROLE_IOTHREAD, ROLE_MAIN, ROLE_VCPU, Backend, BlockStats, GuestEndpoint, HostScope

@@ -10,8 +10,8 @@
   built as argument lists.
 
 :class:`PveClient` adds what the backend needs on top: digest-guarded writes where a conflict is a
-:class:`~stormatrix.errors.ConfigConflict` (never retried: someone else is changing the VM), task
-polling where a failed task becomes :class:`~stormatrix.errors.TaskFailed` carrying the task log tail,
+:class:`~stormatrix.core.errors.ConfigConflict` (never retried: someone else is changing the VM), task
+polling where a failed task becomes :class:`~stormatrix.core.errors.TaskFailed` carrying the task log tail,
 and no retry loops anywhere (a 5xx is an error, surfaced as such).
 
 The token secret is held by the transport only. Every message that leaves this module goes through
@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from ..errors import BackendError, ConfigConflict, EnvironmentProblem, InputError, TaskFailed
+from ..core.errors import BackendError, ConfigConflict, EnvironmentProblem, InputError, TaskFailed
 
 log = logging.getLogger("stormatrix.backend.proxmox")
 

@@ -24,8 +24,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from ..errors import BackendError
-from ..model import BUS_MAX_SLOTS, DiskConfig
+from ..core.errors import BackendError
+from ..core.model import BUS_MAX_SLOTS, DiskConfig
 
 # Options of each bus's drive format in the API schema (aliases left out; see the module docstring).
 _COMMON = frozenset(

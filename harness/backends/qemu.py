@@ -29,8 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from .. import guestimage
-from ..errors import EnvironmentProblem, VmStartError
-from ..model import CONTROLLERS, DiskConfig
+from ..core.errors import EnvironmentProblem, VmStartError
+from ..core.model import CONTROLLERS, DiskConfig
 from ..qmp import Qmp, QmpError, connect_unix
 from ..spec import Field, MatrixSpec, Section, register_section
 from .base import (

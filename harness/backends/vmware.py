@@ -39,8 +39,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from ..errors import BackendError, CollectorError, EnvironmentProblem, GuestNotReady, InputError, MatrixError
-from ..model import DiskConfig
+from ..core.errors import BackendError, CollectorError, EnvironmentProblem, GuestNotReady, InputError, MatrixError
+from ..core.model import DiskConfig
 from ..spec import Field, Section, register_section
 from .base import Backend, GuestEndpoint, HostScope
 

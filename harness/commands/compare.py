@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..errors import InputError
+from ..core.errors import InputError
 from .report import output_paths, probability, warn
 
 

@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from ..backends import backend_class
-from ..model import NOT_APPLICABLE
+from ..core.model import NOT_APPLICABLE
 from ..runner import estimate_seconds, fmt_duration
 from ..spec import expand, load_spec
 from .common import import_sections

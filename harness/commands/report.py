@@ -13,7 +13,7 @@ import math
 import sys
 from pathlib import Path
 
-from ..errors import InputError
+from ..core.errors import InputError
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]

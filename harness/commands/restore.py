@@ -18,7 +18,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError
+from ..core.errors import InputError
 from ..journal import Journal, read_journal, JOURNAL_NAME
 from ..spec import spec_from_dict
 

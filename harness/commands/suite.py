@@ -33,7 +33,7 @@ def register(subparsers: Any) -> None:
 
 
 def _describe(suite: Suite) -> list[str]:
-    from ..model import format_size
+    from ..core.model import format_size
 
     lines = [f"suite {suite.name!r}, side {suite.side!r}, disk {suite.disk_key}",
              f"  rw: {', '.join(suite.rw)}; block sizes: {', '.join(format_size(b) for b in suite.block_sizes)}; "

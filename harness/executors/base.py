@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ..backends.base import GuestEndpoint
-from ..model import Cell, Timing
+from ..core.model import Cell, Timing
 
 
 class WindowListener(Protocol):

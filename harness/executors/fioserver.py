@@ -57,14 +57,14 @@ from typing import Any, Iterable, Sequence
 
 from ..analysis.fio import extract_json_documents, parse_fio_json, summarize_jobs
 from ..backends.base import GuestEndpoint
-from ..errors import (
+from ..core.errors import (
     DataFileError,
     EnvironmentProblem,
     GuestDisconnected,
     GuestNotReady,
     WorkloadFailed,
 )
-from ..model import RW_MODES, Cell, Timing, parse_size
+from ..core.model import RW_MODES, Cell, Timing, parse_size
 from .base import GuestExecutor, WindowListener, WorkloadResult
 
 log = logging.getLogger("stormatrix.fioserver")

@@ -23,8 +23,8 @@ import time
 from typing import Any
 
 from ..analysis.fio import parse_fio_json
-from ..errors import DataFileError, GuestDisconnected, GuestNotReady, WorkloadFailed
-from ..model import Cell, Timing, Workload
+from ..core.errors import DataFileError, GuestDisconnected, GuestNotReady, WorkloadFailed
+from ..core.model import Cell, Timing, Workload
 from ..qmp import connect_unix
 from .base import GuestExecutor, WindowListener, WorkloadResult
 

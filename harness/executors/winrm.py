@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
 from ..backends.base import GuestEndpoint
-from ..errors import (
+from ..core.errors import (
     AuthenticationFailed,
     EnvironmentProblem,
     GuestDisconnected,
@@ -50,7 +50,7 @@ from ..errors import (
     RemoteTimeout,
     WorkloadFailed,
 )
-from ..model import Cell, Timing
+from ..core.model import Cell, Timing
 from ..spec import Field, Section, register_section
 from .base import GuestExecutor, WindowListener, WorkloadResult
 

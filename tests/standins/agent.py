@@ -186,8 +186,8 @@ class AgentStandin:
 # --- a fake backend whose "VM" is an agent stand-in plus a sleeping process ---------------------------
 
 from stormatrix.backends.base import Backend, BlockStats, GuestEndpoint, HostScope  # noqa: E402
-from stormatrix.errors import VmStartError  # noqa: E402
-from stormatrix.model import CONTROLLERS, DiskConfig  # noqa: E402
+from stormatrix.core.errors import VmStartError  # noqa: E402
+from stormatrix.core.model import CONTROLLERS, DiskConfig  # noqa: E402
 
 FAULTS_ENV = "STORMATRIX_STANDIN_FAULTS"
 
@@ -281,7 +281,7 @@ class FakeCollector:
         pass
 
 
-from stormatrix.errors import AuthenticationFailed, GuestDisconnected  # noqa: E402
+from stormatrix.core.errors import AuthenticationFailed, GuestDisconnected  # noqa: E402
 from stormatrix.executors.base import GuestExecutor, WorkloadResult  # noqa: E402
 
 

@@ -370,7 +370,7 @@ class SleepLauncher:
         looks at: the test disk's objects, controllers and devices come from the qemu backend's builder,
         which mirrors qemu-server's."""
         from stormatrix.backends.qemu import disk_devices
-        from stormatrix.model import DiskConfig
+        from stormatrix.core.model import DiskConfig
 
         front, drive = disk_devices(DiskConfig(spec.controller, spec.aio, spec.iothread, spec.cache),
                                     str(spec.image), spec.slot)
@@ -1372,7 +1372,7 @@ class QemuVmLauncher:
 
     def _vm(self, spec: LaunchSpec) -> Any:
         from stormatrix.backends.qemu import QemuVm, VmSpec
-        from stormatrix.model import DiskConfig
+        from stormatrix.core.model import DiskConfig
 
         disk = DiskConfig(spec.controller, spec.aio, spec.iothread, spec.cache)
         return QemuVm(VmSpec(name=str(spec.vmid), disk=disk, disk_image=spec.image, run_dir=spec.run_dir,
@@ -1383,7 +1383,7 @@ class QemuVmLauncher:
         return list(self._vm(spec).argv())
 
     def start(self, spec: LaunchSpec) -> RunningQemu:
-        from stormatrix.errors import VmStartError
+        from stormatrix.core.errors import VmStartError
 
         vm = self._vm(spec)
         try:
