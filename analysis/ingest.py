@@ -44,6 +44,7 @@ from typing import Any, Iterable
 
 import pandas as pd
 
+from ..core import metrics
 from ..core.errors import DataFileError, InputError
 from ..core.model import BACKENDS_WITHOUT_DISK_OPTIONS, CONTROLLERS, NOT_APPLICABLE, format_size
 from . import diskspd, fio, perfcsv
@@ -110,7 +111,7 @@ COLUMNS: dict[str, str] = {
     "crosscheck_flag": "boolean",
 }
 
-CPU_PER_MIB_UNIT = {"cycles": "cycles/MiB", "cpu_time": "CPU-ms/MiB"}
+CPU_PER_MIB_UNIT = metrics.CPU_PER_MIB_UNIT
 
 
 @dataclass(frozen=True)
@@ -275,10 +276,10 @@ def journal_cell_row(rec: dict[str, Any], where: str) -> dict[str, Any]:
         if unit is not None and unit != CPU_PER_MIB_UNIT[metric]:
             raise DataFileError(where, f"per_mib.cpu_unit is {unit!r} but host.cpu_metric is {metric!r} "
                                        f"(expected {CPU_PER_MIB_UNIT[metric]!r})")
-        if cpu_per_mib is None and mib:
-            cpu_per_mib = cpu_total / mib * (1000.0 if metric == "cpu_time" else 1.0)
-        if ctx_per_mib is None and mib and ctx is not None:
-            ctx_per_mib = ctx / mib
+        if cpu_per_mib is None or ctx_per_mib is None:  # an older record without per_mib: the one definition
+            computed = metrics.per_mib(mib * metrics.MIB, host)
+            cpu_per_mib = computed["cpu"] if cpu_per_mib is None else cpu_per_mib
+            ctx_per_mib = computed["ctx"] if ctx_per_mib is None else ctx_per_mib
         cycles = host.get("cycles") if isinstance(host.get("cycles"), dict) else {}
         row.update({
             "cpu_metric": metric,
@@ -552,11 +553,9 @@ def _attach_perf(row: dict[str, Any], csv_path: Path) -> None:
     text = csv_path.read_text(encoding="utf-8", errors="replace")
     host = perfcsv.host_metrics(perfcsv.parse_perf_csv(text, str(csv_path)))
     row.update(host)
-    mib = row.get("mib") or 0.0
-    if mib:
-        scale = 1000.0 if host["cpu_metric"] == "cpu_time" else 1.0
-        row["cpu_per_mib"] = host["cpu_total"] / mib * scale
-        row["ctx_per_mib"] = host["ctx_switches"] / mib
+    computed = metrics.per_mib(row.get("io_bytes"), host)
+    row["cpu_per_mib"] = computed["cpu"]
+    row["ctx_per_mib"] = computed["ctx"]
     row["cpu_per_mib_unit"] = CPU_PER_MIB_UNIT[host["cpu_metric"]]
     row["host_scope"] = f"perf stat: {csv_path.name}"
 
