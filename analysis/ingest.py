@@ -1,8 +1,15 @@
 """Ingest: journals, fio JSON, DiskSpd XML and perf CSV into one tidy DataFrame.
 
-One row per cell x repeat, typed columns (:data:`COLUMNS`). Every parser below returns plain dicts;
-the frame is built once at the end, because building one DataFrame per file is what makes ingesting
-thousands of result files slow.
+One row per cell x repeat, typed columns (:data:`COLUMNS`). Every reader returns plain dicts; the
+frame is built once at the end, because building one DataFrame per file is what makes ingesting
+thousands of result files slow. The stages, one module each:
+
+- :mod:`.discover`: which inputs are journals, fio JSON, DiskSpd XML, and which perf CSV goes with which;
+- :mod:`.journalrows`: journal cell records -> rows; :mod:`.plainfiles`: result files -> rows (through
+  :mod:`.fiorows`, :mod:`.fio`'s one summary, :mod:`.diskspd`, :mod:`.perfcsv`, :mod:`.params`);
+- :mod:`.checks`: the plausibility check every row passes, and the :class:`Problem` record;
+- :mod:`.tidy`: the typed frame, repeat numbering and the Environment facts;
+- here: the order of it all, and a process pool for many plain files.
 
 A file that cannot be read is reported as a :class:`Problem` (file name and reason) and the rest is
 processed; ``strict=True`` raises :class:`~stormatrix.core.errors.DataFileError` instead, naming every
