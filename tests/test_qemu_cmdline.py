@@ -60,12 +60,13 @@ def test_iothread_ignored_where_proxmox_ignores_it() -> None:
 
 @pytest.mark.parametrize("disk, expected", [
     (DiskConfig("virtio-scsi-single", "native", False, "none"),
-     "file=/x,if=none,id=drive-scsi1,cache=none,aio=native,format=raw,detect-zeroes=on"),
+     "file=/x,if=none,id=drive-scsi1,cache=none,format=raw,aio=native,detect-zeroes=on"),
     (DiskConfig("sata", "threads", False, "writeback"),
-     "file=/x,if=none,id=drive-sata1,cache=writeback,aio=threads,format=raw,detect-zeroes=on"),
-    # cache unset: qemu-server appends cache=none after the format for direct-capable storage
+     "file=/x,if=none,id=drive-sata1,cache=writeback,format=raw,aio=threads,detect-zeroes=on"),
+    # cache unset: qemu-server appends cache=none after the format for direct-capable storage; aio comes
+        # last (aio_cmdline_option), as qemu-server's cfg2cmd expectations show
     (DiskConfig("ide", "io_uring", False, "default"),
-     "file=/x,if=none,id=drive-ide1,aio=io_uring,format=raw,cache=none,detect-zeroes=on"),
+     "file=/x,if=none,id=drive-ide1,format=raw,cache=none,aio=io_uring,detect-zeroes=on"),
 ])
 def test_drive_option(disk: DiskConfig, expected: str) -> None:
     assert drive_option(disk, "/x", 1) == expected

@@ -85,10 +85,10 @@ def drive_option(disk: DiskConfig, path: str, slot: int) -> str:
     opts = ""
     if disk.cache != "default":
         opts += f",cache={disk.cache}"
-    opts += f",aio={disk.aio}"
     opts += ",format=raw"
     if disk.cache == "default":  # unset cache with a direct-capable storage: qemu-server adds cache=none
         opts += ",cache=none"
+    opts += f",aio={disk.aio}"  # qemu-server's aio_cmdline_option comes after the cache
     opts += ",detect-zeroes=on"
     return f"file={path},if=none,id=drive-{ds}{opts}"
 
