@@ -70,3 +70,20 @@ def test_iothread_ignored_where_proxmox_ignores_it() -> None:
 ])
 def test_drive_option(disk: DiskConfig, expected: str) -> None:
     assert drive_option(disk, "/x", 1) == expected
+
+
+def test_guest_module_load_order_puts_dependencies_first() -> None:
+    """The guest image's module order (smx.mods= on the kernel command line): every module after what it
+    needs, the same order for the same input, modules built into the kernel left out, a cycle named."""
+    from stormatrix.core.errors import EnvironmentProblem
+    from stormatrix.guestimage import topo_order
+
+    deps = {"virtio_scsi": ("virtio", "virtio_ring", "scsi_mod"), "sd_mod": ("scsi_mod", "scsi_common"),
+            "scsi_mod": ("scsi_common",), "scsi_common": (), "virtio": (), "virtio_ring": ("builtin_thing",),
+            "ahci": ("libahci", "libata"), "libahci": ("libata",), "libata": ("scsi_mod",)}
+    order = topo_order(deps)
+    assert sorted(order) == sorted(deps) and order == topo_order(dict(reversed(list(deps.items()))))
+    for m, needs in deps.items():
+        assert all(order.index(d) < order.index(m) for d in needs if d in deps), (m, order)
+    with pytest.raises(EnvironmentProblem, match="cycle: .*a.*b|cycle: .*b.*a"):
+        topo_order({"a": ("b",), "b": ("a",), "c": ()})
