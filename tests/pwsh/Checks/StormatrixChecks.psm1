@@ -313,4 +313,192 @@ function Find-StormatrixPs51CommandProblem {
     }
 }
 
+function Get-StormatrixFunctionDefinition {
+    <#
+    .SYNOPSIS
+    The functions a set of files defines (FunctionDefinitionAst, scope prefixes such as global: removed),
+    each with Name, File and Ast. This is how the inventory learns what the stand-ins and fakes provide:
+    from their source, not from a hand-kept list.
+    #>
+    [CmdletBinding()] [OutputType([pscustomobject])]
+    param([Parameter(Mandatory)][AllowEmptyCollection()][string[]]$Path)
+    foreach ($p in $Path) {
+        $parsed = Get-StormatrixParsedFile -Path $p
+        $defs = $parsed.Ast.FindAll({ param($n) $n -is [System.Management.Automation.Language.FunctionDefinitionAst] }, $true)
+        foreach ($d in $defs) {
+            # a function nested in another function is that function's helper, not something the file provides
+            $outer = $false
+            for ($a = $d.Parent; $null -ne $a; $a = $a.Parent) {
+                if ($a -is [System.Management.Automation.Language.FunctionDefinitionAst]) { $outer = $true; break }
+            }
+            if ($outer) { continue }
+            [pscustomobject]@{ Name = ($d.Name -replace '^(global|script|local|private):', ''); File = $parsed.Name; Ast = $d }
+        }
+    }
+}
+
+function Get-StormatrixCommandUse {
+    <#
+    .SYNOPSIS
+    The commands a parsed file calls: Name (aliases resolved), Written, Line, Site (name:line), Ast. A
+    constant -FilePath given to Invoke-StormatrixNative is reported too, as Kind 'Native'. Dynamic calls
+    (& $variable) have no name and are left out.
+    #>
+    [CmdletBinding()] [OutputType([pscustomobject])]
+    param([Parameter(Mandatory)]$Parsed)
+    foreach ($c in $Parsed.Ast.FindAll({ param($n) $n -is [System.Management.Automation.Language.CommandAst] }, $true)) {
+        $name = Get-StormatrixCommandName -Command $c
+        if (-not $name) { continue }
+        $site = '{0}:{1}' -f $Parsed.Name, $c.Extent.StartLineNumber
+        [pscustomobject]@{ Name = $name; Written = $c.GetCommandName(); Kind = 'Command'; Line = $c.Extent.StartLineNumber; Site = $site; Ast = $c }
+        if ($name -eq 'Invoke-StormatrixNative') {
+            foreach ($p in (Get-StormatrixNamedArgument -Command $c)) {
+                if ('FilePath'.StartsWith($p.Parameter, [System.StringComparison]::OrdinalIgnoreCase) -and
+                    $p.Argument -is [System.Management.Automation.Language.StringConstantExpressionAst]) {
+                    [pscustomobject]@{ Name = $p.Argument.Value; Written = $p.Argument.Value; Kind = 'Native'; Line = $c.Extent.StartLineNumber; Site = $site; Ast = $c }
+                }
+            }
+        }
+    }
+}
+
+function New-StormatrixFunctionModule {
+    <#
+    .SYNOPSIS
+    A dynamic module holding every function defined in the given files (not running their .psm1), so calls
+    to public and private functions can be bound the way they resolve inside the real module, without the
+    Utility cmdlets its loader needs. Files that do not parse are left out (the parse test reports them), so
+    a call to a function of such a file fails to bind.
+    #>
+    [CmdletBinding()] [OutputType([System.Management.Automation.PSModuleInfo])]
+    param([Parameter(Mandatory)][string]$Name, [Parameter(Mandatory)][string[]]$Path)
+    $text = [System.Text.StringBuilder]::new()
+    foreach ($p in $Path) {
+        if (@((Get-StormatrixParsedFile -Path $p).Errors).Count) { continue }
+        foreach ($d in @(Get-StormatrixFunctionDefinition -Path $p)) { [void]$text.AppendLine($d.Ast.Extent.Text) }
+    }
+    New-Module -Name $Name -ScriptBlock ([scriptblock]::Create($text.ToString()))
+}
+
+function Get-StormatrixBindingProblem {
+    <#
+    .SYNOPSIS
+    Binds each call statically (StaticParameterBinder, as the engine would at run time, without running
+    anything) inside a module's scope, so private functions resolve as they do in the module. Returns, per
+    call: Site, Command, Problems (unknown, ambiguous or repeated parameters, stray positional arguments, and
+    mandatory parameters no parameter set gets). Splatted arguments (@x) cannot be known statically: the
+    names written out are still checked; the mandatory check is then skipped and Splatted is $true.
+    #>
+    [CmdletBinding()] [OutputType([pscustomobject])]
+    param(
+        [Parameter(Mandatory)][System.Management.Automation.PSModuleInfo]$Module,
+        [Parameter(Mandatory)][AllowEmptyCollection()][object[]]$Call
+    )
+    & $Module {
+        param($calls)
+        $L = 'System.Management.Automation.Language'
+        foreach ($call in $calls) {
+            $c = $call.Ast
+            $name = $c.GetCommandName()
+            $problems = [System.Collections.Generic.List[string]]::new()
+            $info = Get-Command -Name $name -CommandType Function, Cmdlet -ErrorAction SilentlyContinue | Where-Object { $_.Name -eq $name }
+            $splatted = @($c.CommandElements | Where-Object { $_ -is [System.Management.Automation.Language.VariableExpressionAst] -and $_.Splatted }).Count -gt 0
+            if (-not $info) {
+                $problems.Add("$name is not defined where this call runs")
+            }
+            else {
+                $bound = [System.Management.Automation.Language.StaticParameterBinder]::BindCommand($c, $true)
+                foreach ($k in $bound.BindingExceptions.Keys) {
+                    $problems.Add("$($bound.BindingExceptions[$k].BindingException.ErrorId): $($bound.BindingExceptions[$k].BindingException.Message)")
+                }
+                if (-not $splatted) {
+                    $names = @($bound.BoundParameters.Keys)
+                    $pipeline = $c.Parent
+                    $piped = $pipeline -is [System.Management.Automation.Language.PipelineAst] -and $pipeline.PipelineElements.IndexOf($c) -gt 0
+                    $satisfied = $false
+                    $missingBySet = [System.Collections.Generic.List[string]]::new()
+                    foreach ($set in $info.ParameterSets) {
+                        $inSet = @($set.Parameters | ForEach-Object { $_.Name })
+                        if (@($names | Where-Object { $inSet -notcontains $_ }).Count) { continue }
+                        $missing = @($set.Parameters | Where-Object {
+                                $_.IsMandatory -and $names -notcontains $_.Name -and
+                                -not ($piped -and ($_.ValueFromPipeline -or $_.ValueFromPipelineByPropertyName)) } | ForEach-Object { $_.Name })
+                        if ($missing.Count -eq 0) { $satisfied = $true; break }
+                        $missingBySet.Add("set $($set.Name): -$($missing -join ', -')")
+                    }
+                    if (-not $satisfied) {
+                        if ($missingBySet.Count) { $problems.Add("missing mandatory parameter ($($missingBySet -join '; '))") }
+                        else { $problems.Add("no parameter set of $name takes -$($names -join ', -') together") }
+                    }
+                }
+            }
+            [pscustomobject]@{ Site = $call.Site; Command = $name; Splatted = $splatted; Problems = $problems.ToArray() }
+        }
+    } $Call
+}
+
+function Get-StormatrixCommandSource {
+    <#
+    .SYNOPSIS
+    Where each command the code may call comes from, read from the source of each provider: the engine's
+    own cmdlets and functions (Get-Command, excluding stand-ins), the cmdlet stand-ins (tests/pwsh/StandIns),
+    the two modules (windows/), the fake Windows guest (tests/pwsh/FakeWindows), the fake PowerCLI
+    (tests/pwsh/FakeVCenter), PesterLite (tests/pwsh/PesterLite, for the Pester commands of the guest's
+    validation suite) and the native executables listed in Inventory.psd1.
+    .OUTPUTS
+    Sources (name -> list of provider labels), StandIns (name -> file), Problems (missing folders).
+    #>
+    [CmdletBinding()] [OutputType([pscustomobject])] param()
+    $sources = @{}
+    $problems = [System.Collections.Generic.List[string]]::new()
+    $note = { param($Name, $Label) if (-not $sources.ContainsKey($Name)) { $sources[$Name] = [System.Collections.Generic.List[string]]::new() }; if (-not $sources[$Name].Contains($Label)) { $sources[$Name].Add($Label) } }
+    $standIns = @{}
+    $providers = [ordered]@{
+        'StandIn'     = @('tests/pwsh/StandIns', 'the cmdlet stand-ins (engine helper)')
+        'Module'      = @('windows', 'the StormatrixGuest and StormatrixVMware modules')
+        'FakeWindows' = @('tests/pwsh/FakeWindows', 'the fake Windows guest (guest helper)')
+        'FakeVCenter' = @('tests/pwsh/FakeVCenter', 'the fake PowerCLI / vCenter (vmware helper)')
+        'PesterLite'  = @('tests/pwsh/PesterLite', 'the Pester 5 runner on the engine (engine helper)')
+    }
+    $defined = @{}
+    foreach ($label in $providers.Keys) {
+        $folder, $what = $providers[$label]
+        try { $files = @(Get-StormatrixPowerShellFile -Folder $folder -Extension '.ps1', '.psm1') }
+        catch { $problems.Add("$folder not found: $([System.IO.Path]::Combine($script:RepoRoot, $folder)) ($what)"); continue }
+        foreach ($d in @(Get-StormatrixFunctionDefinition -Path $files)) {
+            # helpers (no Verb-Noun name, e.g. __StandInCallerPreference) are not commands the code calls
+            if ($d.Name -notmatch '^[A-Za-z]+-[A-Za-z0-9]+$') { continue }
+            & $note $d.Name $label
+            if (-not $defined.ContainsKey($d.Name)) { $defined[$d.Name] = $d.File }
+            if ($label -eq 'StandIn') { $standIns[$d.Name] = $d.File }
+        }
+    }
+    foreach ($c in (Get-Command -CommandType Cmdlet, Function, Alias -ErrorAction SilentlyContinue)) {
+        # a function that comes from a file (a stand-in loaded by the host, a test's helper) is not the engine's
+        if ($c.CommandType -eq 'Function' -and $c.ScriptBlock.File) { continue }
+        if ($c.CommandType -eq 'Function' -and $c.Module) { continue }
+        if ($c.CommandType -eq 'Cmdlet' -or -not $standIns.ContainsKey($c.Name)) { & $note $c.Name 'Engine' }
+    }
+    $table = (Get-StormatrixParsedFile -Path ([System.IO.Path]::Combine($PSScriptRoot, 'Inventory.psd1'))).Ast.Find({ param($n) $n -is [System.Management.Automation.Language.HashtableAst] }, $false).SafeGetValue()
+    foreach ($n in $table.NativeExecutables.Keys) { & $note $n 'Native' }
+    [pscustomobject]@{ Sources = $sources; StandIns = $standIns; Problems = $problems.ToArray(); Natives = $table.NativeExecutables }
+}
+
+function Get-StormatrixUnknownCommand {
+    <#
+    .SYNOPSIS
+    The command uses (from Get-StormatrixCommandUse) that no provider of Get-StormatrixCommandSource
+    supplies, each as 'site: name'. Functions the same text defines for itself count as supplied.
+    #>
+    [CmdletBinding()] [OutputType([string[]])]
+    param([Parameter(Mandatory)]$Parsed, [Parameter(Mandatory)]$Source)
+    $local = @{}
+    foreach ($d in $Parsed.Ast.FindAll({ param($n) $n -is [System.Management.Automation.Language.FunctionDefinitionAst] }, $true)) { $local[($d.Name -replace '^\w+:', '')] = $true }
+    foreach ($u in @(Get-StormatrixCommandUse -Parsed $Parsed)) {
+        if ($Source.Sources.ContainsKey($u.Name) -or $local.ContainsKey($u.Name)) { continue }
+        if ($u.Kind -eq 'Native') { "$($u.Site): native executable $($u.Name) is not in tests/pwsh/Checks/Inventory.psd1 NativeExecutables"; continue }
+        "$($u.Site): $($u.Written) is not an engine cmdlet, a stand-in, a module function, a fake Windows/PowerCLI command, a PesterLite command or a listed native executable"
+    }
+}
+
 Export-ModuleMember -Function *-Stormatrix*
