@@ -7,10 +7,12 @@
 # tests/pwsh/pwsh). It uses only what the hosted engine has (the parser and its AST, StaticParameterBinder,
 # Microsoft.PowerShell.Core cmdlets, System.IO), never the Utility/Management stand-ins, so a defect in a
 # stand-in cannot hide a defect here. Every file is parsed once per session (cached by path and time).
-Set-StrictMode -Version 3.0
-
 $script:RepoRoot = [System.IO.Path]::GetFullPath([System.IO.Path]::Combine($PSScriptRoot, '..', '..', '..'))
-$script:ParseCache = @{}
+# kept across re-imports (each test file imports the module with -Force): a file is parsed once per
+# session; entries are keyed by full path and checked against the file's write time
+if ($null -eq $global:StormatrixChecksParseCache) { $global:StormatrixChecksParseCache = @{} }
+$script:ParseCache = $global:StormatrixChecksParseCache
+Set-StrictMode -Version 3.0
 $script:Rules = $null
 $script:Aliases = $null
 
