@@ -21,7 +21,6 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-import os
 import re
 import subprocess
 from dataclasses import dataclass
@@ -33,10 +32,9 @@ import pytest
 from stormatrix.backends import vmware as vm
 from stormatrix.core.model import Cell, DiskConfig, Timing, Workload
 from stormatrix.executors import winrm as w
+from tests.pwshengine import PwshUnavailable, run_pwsh
 
 ROOT = Path(__file__).resolve().parents[1]
-PWSH = ROOT / "tests" / "pwsh" / "pwsh"
-HOST_DLL = ROOT / ".tools" / "pwsh-host" / "StormatrixPwshHost.dll"
 DRIVER = ROOT / "tests" / "pwsh" / "Checks" / "Test-SentScript.ps1"
 CMD_LIMIT = 8191  # cmd.exe's longest command line (documented limit, not the product's constant)
 PASSWORD = "Pa'ss\"w$rd"
@@ -185,10 +183,16 @@ def vmware_calls() -> list[tuple[str, str, str]]:
 DATA_CALLS = vmware_calls()
 
 
+def _drive(folder: Path) -> subprocess.CompletedProcess[str]:
+    """Test-SentScript.ps1 on the engine (a real pwsh where there is one, else the hosted engine)."""
+    try:
+        return run_pwsh(DRIVER, str(folder), timeout=300)
+    except PwshUnavailable as exc:
+        pytest.fail(str(exc))
+
+
 @pytest.fixture(scope="module")
 def engine_findings(tmp_path_factory: pytest.TempPathFactory) -> list[tuple[str, str, str]]:
-    if not HOST_DLL.exists() and not os.environ.get("STORMATRIX_REAL_PWSH"):
-        pytest.fail(f"the PowerShell engine host is not built ({HOST_DLL}): run bash scripts/build-pwsh-host.sh")
     folder = tmp_path_factory.mktemp("sent")
     index = []
     for i, s in enumerate(SENT):
@@ -197,8 +201,7 @@ def engine_findings(tmp_path_factory: pytest.TempPathFactory) -> list[tuple[str,
         index.append(f"{name}\t{s.target}\t{s.purpose}")
     (folder / "index.tsv").write_text("\n".join(index) + "\n", encoding="utf-8")
     (folder / "calls.tsv").write_text("".join(f"{m}\t{p}\t{t}\n" for m, p, t in DATA_CALLS), encoding="utf-8")
-    proc = subprocess.run([str(PWSH), "-NoProfile", "-NonInteractive", "-File", str(DRIVER), str(folder)],
-                          capture_output=True, text=True, timeout=300, check=False)
+    proc = _drive(folder)
     assert proc.returncode == 0, f"Test-SentScript.ps1 failed (exit {proc.returncode}):\n{proc.stderr[-3000:]}"
     rows = [tuple(line.split("\t", 2)) for line in proc.stdout.splitlines() if line.count("\t") >= 2]
     assert any(r[0] == "SCRIPT" for r in rows), f"the engine read no script:\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}"
@@ -260,8 +263,7 @@ def test_the_engine_check_catches_a_broken_script(tmp_path: Path) -> None:
                                         "003.ps1\tguest\tbad splat\n", encoding="utf-8")
     (tmp_path / "calls.tsv").write_text("StormatrixGuest\tbad data call\tInvoke-StormatrixFio -Serial $v -Nope $v\n",
                                         encoding="utf-8")
-    proc = subprocess.run([str(PWSH), "-NoProfile", "-NonInteractive", "-File", str(DRIVER), str(tmp_path)],
-                          capture_output=True, text=True, timeout=300, check=False)
+    proc = _drive(tmp_path)
     rows = [tuple(line.split("\t", 2)) for line in proc.stdout.splitlines() if line.count("\t") >= 2]
     kinds = {(k, p) for k, p, _ in rows}
     assert ("PARSE", "broken") in kinds, proc.stdout + proc.stderr
