@@ -284,8 +284,8 @@ function Get-StormatrixCommandSource {
         try { $files = @(Get-StormatrixPowerShellFile -Folder $folder -Extension '.ps1', '.psm1') }
         catch { $problems.Add("$folder not found: $([System.IO.Path]::Combine($script:RepoRoot, $folder)) ($what)"); continue }
         foreach ($d in @(Get-StormatrixFunctionDefinition -Path $files)) {
-            # helpers (no Verb-Noun name, e.g. __StandInCallerPreference) are not commands the code calls
-            if ($d.Name -notmatch '^[A-Za-z]+-[A-Za-z0-9]+$') { continue }
+            # helpers (named _..., e.g. __StandInCallerPreference, __plRunBlock) are not commands the code calls
+            if ($d.Name.StartsWith('_')) { continue }
             & $note $d.Name $label
             if (-not $defined.ContainsKey($d.Name)) { $defined[$d.Name] = $d.File }
             if ($label -eq 'StandIn') { $standIns[$d.Name] = $d.File }
