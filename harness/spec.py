@@ -211,13 +211,21 @@ WORKLOAD_SECTION = Section("workload", {
     "rwmixread": Field(int, 50, min=0, max=100, help="read share for rw/randrw"),
 }, help="one [[workload]] block per workload")
 
-# Sections owned by backends/executors/suites register here (name -> Section) at import time.
+# Sections owned by backends, executors and the suite are listed in stormatrix.registry. A module that
+# still calls register_section() lands here too (a transition shim: registering twice is harmless).
 EXTRA_SECTIONS: dict[str, Section] = {}
 
 
 def register_section(section: Section) -> Section:
     EXTRA_SECTIONS[section.name] = section
     return section
+
+
+def extra_sections() -> dict[str, Section]:
+    """Every section besides [run], [matrix] and [[workload]], by name (stormatrix.registry's list)."""
+    from .registry import sections
+
+    return {**EXTRA_SECTIONS, **sections()}
 
 
 # --- the spec ----------------------------------------------------------------------------------------
@@ -269,7 +277,8 @@ def load_spec(path: str | Path, *, backend_controllers: Iterable[str] | None = N
 
 
 def spec_from_dict(raw: dict[str, Any], path: str = "<matrix>") -> MatrixSpec:
-    known = {"run", "matrix", "workload"} | set(EXTRA_SECTIONS)
+    extra = extra_sections()
+    known = {"run", "matrix", "workload"} | set(extra)
     for key in raw:
         if key not in known:
             close = difflib.get_close_matches(key, sorted(known), n=1)
@@ -316,7 +325,7 @@ def spec_from_dict(raw: dict[str, Any], path: str = "<matrix>") -> MatrixSpec:
                                   rwmixread=w["rwmixread"] if mixed else None))
 
     sections: dict[str, dict[str, Any]] = {}
-    for name, section in EXTRA_SECTIONS.items():
+    for name, section in extra.items():
         if name in raw:
             sections[name] = parse_section(path, section, raw[name])
     return MatrixSpec(path=path, run=run, matrix=matrix, workloads=tuple(workloads),
