@@ -84,7 +84,8 @@ def diskspd_summary(result: WorkloadResult, cell: Cell) -> dict[str, Any]:
     for d in ("read", "write"):
         iops = row.get(f"{d}_iops")
         if iops:
-            block = _direction(iops * runtime_ms / 1000.0, iops * runtime_ms / 1000.0 * bs, runtime_ms)
+            count = round(iops * runtime_ms / 1000.0)  # the parser's rate is count / seconds
+            block = _direction(count, count * bs, runtime_ms)
             mean_us = row.get(f"{d}_lat_mean_us")
             block["lat_mean_ns"] = mean_us * 1000.0 if mean_us is not None else None
             out[d] = block
