@@ -152,7 +152,14 @@ def parse_section(path: str, section: Section, table: Any, where: str | None = N
             if not value:
                 raise MatrixError(path, k_where, "is an empty list", "list at least one value")
             checked = [_check_scalar(path, f"{k_where}[{i}]", spec, v) for i, v in enumerate(value)]
-            dupes = sorted({str(v) for v in checked if checked.count(v) > 1})
+            seen: set[Any] = set()
+            dupes: list[str] = []
+            for v in checked:  # a set of seen values keeps long lists linear; tables are compared as text
+                k = repr(sorted(v.items())) if isinstance(v, dict) else v
+                if k in seen:
+                    dupes.append(str(v))
+                seen.add(k)
+            dupes = sorted(set(dupes))
             if dupes:
                 raise MatrixError(path, k_where, f"lists {', '.join(dupes)} more than once",
                                   "list each value once")
@@ -303,6 +310,7 @@ def spec_from_dict(raw: dict[str, Any], path: str = "<matrix>") -> MatrixSpec:
     if not isinstance(wl_raw, list):
         raise MatrixError(path, "[[workload]]", "must be an array of tables", "write each as [[workload]]")
     workloads: list[Workload] = []
+    names: set[str] = set()  # a set, not a scan of the list: plan stays linear in the workloads
     for i, table in enumerate(wl_raw):
         where = f"workload[{i + 1}]"
         w = parse_section(path, WORKLOAD_SECTION, table, where=where)
@@ -315,9 +323,10 @@ def spec_from_dict(raw: dict[str, Any], path: str = "<matrix>") -> MatrixSpec:
         if bs % 512:
             raise MatrixError(path, f"{where}.bs", f"{bs} bytes is not a multiple of 512",
                               "direct I/O needs whole sectors: use 512, 4k, 64k, ...")
-        if any(x.name == w["name"] for x in workloads):
+        if w["name"] in names:
             raise MatrixError(path, f"{where}.name", f"{w['name']!r} is used by two workloads",
                               "give each workload its own name")
+        names.add(w["name"])
         rate = w["rate_mib_s"] or None
         mixed = w["rw"] in ("rw", "readwrite", "randrw")
         workloads.append(Workload(name=w["name"], rw=w["rw"], bs=bs, iodepth=w["iodepth"],
