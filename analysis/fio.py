@@ -164,27 +164,43 @@ def _is_fio2_direction(direction: dict[str, Any]) -> bool:
             and isinstance(direction.get("clat") or direction.get("lat"), dict))
 
 
+def _check_direction(d: dict[str, Any], where: tuple[str, str, str]) -> None:
+    """Ingest's checks of one direction block: every numeric field it has is a finite, non-negative number
+    and every latency block an object with a numeric mean, even where the sum will not read it."""
+    for f in NUMERIC_FIELDS:
+        if f in d:
+            v = d[f]
+            if type(v) is not int and type(v) is not float:
+                raise _bad(where, f"{f} is {v!r}, not a number")
+            if not 0 <= v < _INF:
+                raise _bad(where, f"{f} is {v!r}; a count or rate must be finite and not negative")
+    for f in _LAT_BLOCKS:
+        if f in d:
+            if type(d[f]) is not dict:
+                raise _bad(where, f"{f} is not an object")
+            _mean(d[f], f, where)
+
+
+_NO_IO = (0, 0.0, 0.0, 0.0, 0, None, None)
+
+
 def _figures(d: dict[str, Any], where: tuple[str, str, str] | None) -> tuple[Any, ...]:
     """(io_bytes, bw_bytes, iops, runtime_ms, total_ios, lat_mean_ns, lat_p99_ns) of one direction block."""
-    if where is not None:  # every numeric field the file has must be sound, even those the sum skips
-        for f in NUMERIC_FIELDS:
-            if f in d:
-                _num(d, f, where)
-        for f in _LAT_BLOCKS:
-            if f in d:
-                if type(d[f]) is not dict:
-                    raise _bad(where, f"{f} is not an object")
-                _mean(d[f], f, where)
-    io_bytes = _num(d, "io_bytes", where) or 0
+    if where is not None:
+        _check_direction(d, where)
+    io_bytes = _num(d, "io_bytes", None) or 0
     if "io_bytes" not in d and "io_kbytes" in d:  # io_kbytes is io_bytes >> 10: only a stand-in when absent
-        io_bytes = (_num(d, "io_kbytes", where) or 0) * 1024
+        io_bytes = (_num(d, "io_kbytes", None) or 0) * 1024
     elif _is_fio2_direction(d):
         io_bytes *= 1024  # fio 2.x wrote KiB into "io_bytes" (stat.c: io_bytes >> 10)
-    bw = _num(d, "bw_bytes", where) if "bw_bytes" in d else (_num(d, "bw", where) or 0) * 1024
+    ios = int(_num(d, "total_ios", None) or 0)
+    if not io_bytes and not ios:
+        return _NO_IO  # a direction the job did not use: nothing of it is summed
+    bw = _num(d, "bw_bytes", None) if "bw_bytes" in d else (_num(d, "bw", None) or 0) * 1024
     lat = _lat_ns(d, "lat", where)
     clat = _lat_ns(d, "clat", where)
-    return (int(io_bytes), float(bw or 0), float(_num(d, "iops", where) or 0),
-            float(_num(d, "runtime", where) or 0), int(_num(d, "total_ios", where) or 0),
+    return (int(io_bytes), float(bw or 0), float(_num(d, "iops", None) or 0),
+            float(_num(d, "runtime", None) or 0), ios,
             _mean(lat, "lat", where), _p99(lat, "lat", where) or _p99(clat, "clat", where))
 
 

@@ -48,7 +48,7 @@ import pandas as pd
 
 from ..core.errors import DataFileError
 from .checks import Problem
-from .discover import JOURNAL_NAME, csv_names, discover, perf_partner
+from .discover import JOURNAL_NAME, csv_names, discover, perf_partner, stem
 from .journalrows import SCHEMA, read_journal_rows
 from .plainfiles import parse_files
 from .tidy import COLUMNS, environment_frame, frame_from_rows, number_repeats
@@ -88,6 +88,30 @@ def _parse_all(work: list[tuple[str, str, str | None]], workers: int | None) -> 
     return rows, problems
 
 
+def _new_cells(rows: list[dict[str, Any]], cells: dict[tuple[str, str], str],
+               notes: list[str]) -> list[dict[str, Any]]:
+    """A journal's rows minus cells another journal already gave (a copy of a run directory, or the same
+    run given twice under different paths): one measurement must never count twice."""
+    new: list[dict[str, Any]] = []
+    dropped: list[str] = []
+    for row in rows:
+        run_id, key = row.get("run_id"), row.get("key")
+        if run_id is None or key is None:
+            new.append(row)
+            continue
+        first = cells.get((run_id, key))
+        if first is None:
+            cells[(run_id, key)] = row["source"]
+            new.append(row)
+        else:
+            dropped.append(first)
+    if dropped:
+        where = rows[0]["source"].rsplit(":", 1)[0]
+        notes.append(f"{where}: {len(dropped)} cell(s) of run {rows[0].get('run_id')} were already read from "
+                     f"{dropped[0].rsplit(':', 1)[0]}; counted once")
+    return new
+
+
 def ingest(paths: Iterable[str | Path], *, strict: bool = False, label: str | None = None,
            workers: int | None = None) -> IngestResult:
     """Read every input into one tidy frame. See the module docstring for what is found where.
@@ -97,35 +121,36 @@ def ingest(paths: Iterable[str | Path], *, strict: bool = False, label: str | No
     ``workers``: processes for parsing plain result files (default: up to 4 when there are at least
     :data:`PARALLEL_MIN_FILES` files, else 1).
     """
-    found, explicit_csv = discover(paths)
+    found = discover(paths)
     csv_names.cache_clear()  # folders may have changed since the last call
     rows: list[dict[str, Any]] = []
     runs: list[dict[str, Any]] = []
     problems: list[Problem] = []
-    notes: list[str] = []
-    paired: set[Path] = set()
-    explicit_by_stem = {c.name[: -len(".perf.csv")] if c.name.endswith(".perf.csv") else c.stem: c
-                        for c in explicit_csv}
+    notes: list[str] = list(found.notes) + found.irregular
+    paired: set[str] = set()
+    explicit_by_stem = {os.path.basename(c)[: -len(".perf.csv")] if c.endswith(".perf.csv") else stem(c): c
+                        for c in found.explicit_csv}
     work: list[tuple[str, str, str | None]] = []
-    for kind, path in found:
+    cells: dict[tuple[str, str], str] = {}  # (run id, cell key) -> the journal line it was read from
+    for kind, path in found.files:
         if kind == "journal":
             j_rows, j_runs, j_problems, j_notes = read_journal_rows(path)
-            rows += j_rows
+            rows += _new_cells(j_rows, cells, notes)
             runs += j_runs
             problems += j_problems
             notes += j_notes
             continue
-        partner = explicit_by_stem.get(path.stem) or perf_partner(path)
+        partner = explicit_by_stem.get(stem(path)) or perf_partner(path)
         if partner is not None:
             paired.add(partner)
-        work.append((kind, str(path), str(partner) if partner is not None else None))
+        work.append((kind, path, partner))
     file_rows, file_problems = _parse_all(work, workers)
     rows += file_rows
     problems += file_problems
-    for csv in explicit_csv:
+    for csv in found.explicit_csv:
         if csv not in paired:
-            problems.append(Problem(str(csv), "perf CSV with no result file next to it "
-                                              "(expected <stem>.json or <stem>.xml of the same name)"))
+            problems.append(Problem(csv, "perf CSV with no result file next to it "
+                                         "(expected <stem>.json or <stem>.xml of the same name)"))
     if label is not None:
         for row in rows:
             row["side"] = label
@@ -138,5 +163,5 @@ def ingest(paths: Iterable[str | Path], *, strict: bool = False, label: str | No
                             "fix or remove these files, or run without --strict to skip them")
     frame = frame_from_rows(rows)
     return IngestResult(frame=frame, problems=problems, notes=notes,
-                        environment=environment_frame(runs, rows), files=len(found))
+                        environment=environment_frame(runs, rows), files=len(found.files))
 
