@@ -63,13 +63,21 @@ def check_row(row: dict[str, Any], where: str) -> None:
     ``io_bytes / runtime`` or ``total_ios / runtime`` (beyond the rounding of the unit fio wrote) is an
     edited or corrupted file, flagged rather than written into a workbook as data.
     """
+    get = row.get
     for name in MEASURED:
-        if _bad_measure(row.get(name)):
-            raise DataFileError(where, f"'{name}' is {row[name]!r}: a measurement cannot be negative, NaN or "
+        value = get(name)
+        if value is None:
+            continue
+        kind = value.__class__
+        if (kind is float or kind is int) and 0 <= value < _INF:
+            continue  # the common case, without a call
+        if _bad_measure(value):
+            raise DataFileError(where, f"'{name}' is {value!r}: a measurement cannot be negative, NaN or "
                                        "infinite", _FIX)
     for name in SHAPE:
-        value = row.get(name)
-        if value is not None and (not is_number(value) or _bad_measure(value) or value <= 0 or value > 2**40):
+        value = get(name)
+        if value is not None and (value.__class__ is not int or not 0 < value <= 2**40) and \
+                (not is_number(value) or _bad_measure(value) or value <= 0 or value > 2**40):
             raise DataFileError(where, f"'{name}' is {value!r}: not a workload {name}", _FIX)
     io_bytes, runtime_ms = row.get("io_bytes"), row.get("runtime_ms")
     if is_number(io_bytes) and io_bytes == 0:

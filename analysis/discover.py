@@ -40,9 +40,10 @@ class Found:
     repeated: list[tuple[str, str]] = field(default_factory=list)  # (path, the path it was first found as)
     _seen: dict[str, str] = field(default_factory=dict)
 
-    def add(self, kind: str, path: str) -> bool:
-        """Record one file; False (and nothing recorded) when the same file is already an input."""
-        real = os.path.realpath(path)
+    def add(self, kind: str, path: str, real: str | None = None) -> bool:
+        """Record one file (``real``: its resolved path, when the caller knows it); False, and nothing
+        recorded, when the same file is already an input."""
+        real = real or os.path.realpath(path)
         if real in self._seen:
             self.repeated.append((path, self._seen[real]))
             return False
@@ -91,11 +92,15 @@ def _what(mode: int) -> str:
 
 def _walk(root: str, out: Found) -> None:
     """Result files under ``root`` (sorted), like ``os.walk`` without following directory links; a
-    FIFO or device among them is set aside, never opened (reading one would block or never end)."""
-    names: list[str] = []
-    stack = [root]
+    FIFO or device among them is set aside, never opened (reading one would block or never end).
+
+    The resolved path of each file (to find one given twice) is its folder's, resolved once, plus its
+    name: a realpath per file costs more than parsing it.
+    """
+    names: list[tuple[str, str]] = []
+    stack = [(root, os.path.realpath(root))]
     while stack:
-        folder = stack.pop()
+        folder, real_folder = stack.pop()
         try:
             entries = list(os.scandir(folder))
         except OSError:
@@ -103,21 +108,22 @@ def _walk(root: str, out: Found) -> None:
         for e in entries:
             if e.is_dir():
                 if not e.is_symlink():
-                    stack.append(e.path)
+                    stack.append((e.path, os.path.join(real_folder, e.name)))
                 continue
             if not e.name.lower().endswith(RESULT_SUFFIXES):
                 continue
+            real = os.path.realpath(e.path) if e.is_symlink() else os.path.join(real_folder, e.name)
             if not e.is_file():
                 try:
                     mode = e.stat().st_mode
                 except OSError:  # a dangling link: opening it says what is wrong
-                    names.append(e.path)
+                    names.append((e.path, real))
                     continue
                 out.irregular.append(f"{e.path}: {_what(mode)}, not a result file; skipped")
                 continue
-            names.append(e.path)
-    for name in sorted(names):
-        out.add(kind_of(name), name)
+            names.append((e.path, real))
+    for name, real in sorted(names):
+        out.add(kind_of(name), name, real)
 
 
 def discover(paths: Iterable[str | Path], out: Found | None = None) -> Found:
@@ -199,8 +205,21 @@ def read_capped(path: str, limit: int) -> bytes:
     """The bytes of an input file, refusing one larger than ``limit`` without reading all of it (a
     device or a runaway file must not exhaust memory). Raises OSError as ``open`` does."""
     with open(path, "rb") as fh:
-        data = fh.read(limit + 1)
-    if len(data) > limit:
+        st = os.fstat(fh.fileno())
+        if stat.S_ISREG(st.st_mode):
+            size = st.st_size
+            data = fh.read() if size <= limit else b""  # (read(limit + 1) would allocate the whole limit)
+        else:
+            chunks: list[bytes] = []
+            size = 0
+            while size <= limit:
+                chunk = fh.read(2**20)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                size += len(chunk)
+            data = b"".join(chunks)
+    if size > limit or len(data) > limit:
         raise DataFileError(path, f"larger than {limit // 2**20} MiB: not a result file or journal of this tool",
                             "give the run directory's journal.ndjson or the engine's own output files")
     return data

@@ -37,12 +37,14 @@ How inputs are found:
 
 from __future__ import annotations
 
+import gc
 import multiprocessing
 import os
+from contextlib import contextmanager
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 import pandas as pd
 
@@ -112,6 +114,20 @@ def _new_cells(rows: list[dict[str, Any]], cells: dict[tuple[str, str], str],
     return new
 
 
+@contextmanager
+def _no_cyclic_gc() -> Iterator[None]:
+    """Ingest allocates hundreds of thousands of small dicts and lists that form no reference cycles; the
+    cyclic collector, triggered by the allocation count, would walk the growing heap again and again
+    (measured: a third of the time at 10,000 files). Reference counting still frees everything."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def ingest(paths: Iterable[str | Path], *, strict: bool = False, label: str | None = None,
            workers: int | None = None) -> IngestResult:
     """Read every input into one tidy frame. See the module docstring for what is found where.
@@ -121,6 +137,11 @@ def ingest(paths: Iterable[str | Path], *, strict: bool = False, label: str | No
     ``workers``: processes for parsing plain result files (default: up to 4 when there are at least
     :data:`PARALLEL_MIN_FILES` files, else 1).
     """
+    with _no_cyclic_gc():
+        return _ingest(paths, strict=strict, label=label, workers=workers)
+
+
+def _ingest(paths: Iterable[str | Path], *, strict: bool, label: str | None, workers: int | None) -> IngestResult:
     found = discover(paths)
     csv_names.cache_clear()  # folders may have changed since the last call
     rows: list[dict[str, Any]] = []
