@@ -70,6 +70,20 @@ class IngestResult:
 PARALLEL_MIN_FILES = 1000  # below this a process pool costs more than it saves
 
 
+def _idle_cpus() -> int:
+    """CPUs this process may use that are not already busy (up to 4): on a machine whose cores are all
+    taken, worker processes only add forking and pickling to the same CPU time (measured: slower)."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = os.cpu_count() or 1
+    try:
+        busy = os.getloadavg()[0]
+    except (AttributeError, OSError):
+        busy = 0.0
+    return max(1, min(4, cpus - int(busy + 0.5)))
+
+
 def _parse_all(work: list[tuple[str, str, str | None]], workers: int | None) -> tuple[list[dict[str, Any]], list[Problem]]:
     """:func:`parse_files`, spread over processes when there are many files and more than one CPU.
 
@@ -77,7 +91,7 @@ def _parse_all(work: list[tuple[str, str, str | None]], workers: int | None) -> 
     workers return plain row dicts, which pickle cheaply. Order is kept (chunks are contiguous).
     """
     if workers is None:
-        workers = min(os.cpu_count() or 1, 4) if len(work) >= PARALLEL_MIN_FILES else 1
+        workers = _idle_cpus() if len(work) >= PARALLEL_MIN_FILES else 1
     if workers <= 1 or len(work) < 2 or "fork" not in multiprocessing.get_all_start_methods():
         return parse_files(work)
     size = -(-len(work) // (workers * 4))
@@ -134,8 +148,8 @@ def ingest(paths: Iterable[str | Path], *, strict: bool = False, label: str | No
 
     ``label`` names the data set (the side of a comparison); it overrides the journal's ``side``.
     ``strict`` turns any unreadable file or record into a DataFileError listing all of them.
-    ``workers``: processes for parsing plain result files (default: up to 4 when there are at least
-    :data:`PARALLEL_MIN_FILES` files, else 1).
+    ``workers``: processes for parsing plain result files (default: the idle CPUs, up to 4, when there
+    are at least :data:`PARALLEL_MIN_FILES` files, else 1).
     """
     with _no_cyclic_gc():
         return _ingest(paths, strict=strict, label=label, workers=workers)
