@@ -75,7 +75,7 @@ def test_qm_showcmd_prints_the_current_configs_command_line(node: PveStandin) ->
     pretty = qm("showcmd", "100", "--pretty")
     assert pretty.stdout.count(" \\\n  -") == plain.stdout.count(" -") and pc.parse_showcmd(pretty.stdout) == \
         shlex.split(plain.stdout)
-    assert "-drive file=" in plain.stdout and "id=drive-scsi1,cache=none,aio=io_uring" in plain.stdout
+    assert "-drive file=" in plain.stdout and "id=drive-scsi1,cache=none,format=raw,aio=io_uring" in plain.stdout
     # quoted like PVE::Tools::cmd2string where a word needs it
     node.vms[100].conf["args"] = "-set 'device.scsi1.serial=a b'"
     assert "'device.scsi1.serial=a b'" in qm("showcmd", "100").stdout
@@ -106,7 +106,7 @@ def test_cells_checked_and_kept_on_the_local_transport(node: PveStandin, tmp_pat
     digest0 = node.digest(100)
     b = local_backend(node, tmp_path)
     facts = b.prepare()
-    assert "id=drive-scsi1,cache=none,aio=io_uring" in facts["qemu_cmdline"]
+    assert "id=drive-scsi1,cache=none,format=raw,aio=io_uring" in facts["qemu_cmdline"]
     assert shlex.split(facts["qemu_cmdline"])[0] == "/usr/bin/kvm"
     cells = [DiskConfig("sata", "threads", False, "none"), DiskConfig("megasas", "native", False, "none"),
              DiskConfig("virtio-blk", "native", True, "none")]
