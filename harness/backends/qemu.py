@@ -65,7 +65,7 @@ class QemuBackend(Backend):
     default_executor = "local-agent"
     VM_NAMES = ("stormatrix-vm", "stormatrix-vm-b")  # one per test-disk image
 
-    def __init__(self, spec, workdir: Path) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, spec: MatrixSpec, workdir: Path) -> None:
         super().__init__(spec, workdir)
         self.opts = self.options(spec)
         self.image: guestimage.GuestImage | None = None
