@@ -171,3 +171,23 @@ def test_every_record_says_where_the_threads_ran(tmp_path: Path) -> None:
     assert header["environment"]["pin_threads"] == {"vcpu_cpus": format_cpuset(VCPU),
                                                     "other_cpus": format_cpuset(OTHER)}
     assert affinities(os.getpid()) == own_before
+
+
+@pytest.mark.qemu
+@TWO
+def test_a_vm_started_inside_a_pinned_window_is_not_confined_to_the_other_cpus(tmp_path: Path) -> None:
+    spec = spec_from_dict(raw_spec(pin_threads=f"{format_cpuset(VCPU)}/{format_cpuset(OTHER)}", boot_ahead=True))
+    b = QemuBackend(spec, tmp_path)
+    try:
+        b.prepare()
+        b.apply(DiskConfig("sata", "native", False, "none"))
+        own = allowed(os.getpid(), os.getpid())
+        b.window_opened()
+        assert allowed(os.getpid(), os.getpid()) == OTHER
+        b.boot_ahead(DiskConfig("virtio-blk", "native", False, "none"))  # inherits the harness's pinned CPUs...
+        assert b.ahead is not None
+        assert {tuple(allowed(b.ahead.pid, t)) for t in tasks(b.ahead.pid)} == {tuple(own)}  # ...and gets them back
+        b.window_closed()
+        assert allowed(os.getpid(), os.getpid()) == own
+    finally:
+        b.close()

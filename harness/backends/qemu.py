@@ -65,7 +65,7 @@ class QemuBackend(Backend):
     default_executor = "local-agent"
     VM_NAMES = ("stormatrix-vm", "stormatrix-vm-b")  # one per test-disk image
 
-    def __init__(self, spec, workdir: Path) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, spec: MatrixSpec, workdir: Path) -> None:
         super().__init__(spec, workdir)
         self.opts = self.options(spec)
         self.image: guestimage.GuestImage | None = None
@@ -134,6 +134,8 @@ class QemuBackend(Backend):
         index = next(i for i, p in enumerate(self.disk_paths) if p not in busy)
         vm = QemuVm(self.vm_spec(disk, index))
         vm.start()
+        if self._pinner is not None and self._pinner.active:  # started inside a window: not on its CPUs
+            self._pinner.release(vm.pid)
         try:
             vm.listen_agent(time.monotonic() + 30)
         except OSError as exc:
