@@ -51,7 +51,7 @@ def _local_window_collector(scope: HostScope, use_perf: bool | None) -> Any:
 class QemuProcessesCollector:
     """The suite's :class:`~stormatrix.suite.PointCollector` for many QEMU processes on this host.
 
-    One :class:`WindowCollector` per QEMU process, merged with :func:`stormatrix.runner.merge_hosts` into
+    One :class:`WindowCollector` per QEMU process, merged with :func:`stormatrix.window.merge_hosts` into
     the journal's one ``host`` block, so ``per_mib`` divides the whole side's host cost by the bytes all
     guests moved. ``scopes`` is called at every window start (a backend's ``scope()`` fits); if it has an
     ``invalidate()``, that is called after a failed window, so the next one takes the scopes anew.
@@ -90,7 +90,7 @@ class QemuProcessesCollector:
 
     def stop(self) -> dict[str, Any] | None:
         from .host.collector import CollectorProblem
-        from .runner import merge_hosts
+        from .window import merge_hosts
 
         running, self._running = self._running, []
         results: list[dict[str, Any]] = []
@@ -214,7 +214,7 @@ class SshProcessesCollector:
             raise CollectorError(f"host collector on {self.target} did not start: {doc.get('error', doc)}")
 
     def stop(self) -> dict[str, Any] | None:
-        from .runner import merge_hosts
+        from .window import merge_hosts
 
         if self._proc is None:
             return None

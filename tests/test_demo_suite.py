@@ -20,7 +20,7 @@ from standins.processes import qemu_processes
 from stormatrix.backends.base import HostScope
 from stormatrix.demosuite import DEMO_SIDES, DemoSuiteConfig, QemuProcessesCollector, demo_suite, run_demo_suite
 from stormatrix.core.errors import CollectorError, InputError
-from stormatrix.runner import merge_hosts
+from stormatrix.window import merge_hosts
 
 
 def _busy() -> subprocess.Popen[bytes]:
