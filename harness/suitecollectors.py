@@ -21,6 +21,25 @@ from .core.errors import CollectorError
 log = logging.getLogger("stormatrix.suitecollectors")
 
 
+def scope_source(scopes: Callable[[], list[HostScope]]) -> "Cached | Fresh":
+    """``scopes`` as a source with ``invalidate()``: a :class:`Cached` as given, any other callable asked anew
+    at every window (nothing to invalidate)."""
+    return scopes if isinstance(scopes, (Cached, Fresh)) else Fresh(scopes)
+
+
+class Fresh:
+    """Scopes taken at every window's opening (a backend's ``scope()``, the demo's local guests)."""
+
+    def __init__(self, fetch: Callable[[], list[HostScope]]) -> None:
+        self.fetch = fetch
+
+    def __call__(self) -> list[HostScope]:
+        return self.fetch()
+
+    def invalidate(self) -> None:
+        """Nothing is kept between windows."""
+
+
 class Cached:
     """Scopes taken once before the suite (thread roles cost API calls: not at every window's opening),
     taken anew after a window failed (a VM may have restarted with a new pid)."""
@@ -49,19 +68,19 @@ def _local_window_collector(scope: HostScope, use_perf: bool | None) -> Any:
 
 
 class QemuProcessesCollector:
-    """The suite's :class:`~stormatrix.suite.PointCollector` for many QEMU processes on this host.
+    """A suite's window collector (``Runner(collector=...)``) for many QEMU processes on this host.
 
     One :class:`WindowCollector` per QEMU process, merged with :func:`stormatrix.window.merge_hosts` into
     the journal's one ``host`` block, so ``per_mib`` divides the whole side's host cost by the bytes all
-    guests moved. ``scopes`` is called at every window start (a backend's ``scope()`` fits); if it has an
-    ``invalidate()``, that is called after a failed window, so the next one takes the scopes anew.
+    guests moved. ``scopes`` is called at every window start (a backend's ``scope()`` fits); a
+    :class:`Cached` source is invalidated after a failed window, so the next one takes the scopes anew.
     """
 
     def __init__(self, scopes: Callable[[], list[HostScope]], *, use_perf: bool | None = None,
                  factory: Callable[[HostScope, bool | None], Any] = _local_window_collector) -> None:
         from .host.collector import perf_available
 
-        self.scopes = scopes
+        self.scopes = scope_source(scopes)
         # decided once: probing perf per VM per window would delay every window's opening
         self.use_perf = perf_available() if use_perf is None else use_perf
         self.factory = factory
@@ -112,9 +131,7 @@ class QemuProcessesCollector:
         self._abort()
 
     def _invalidate(self) -> None:
-        invalidate = getattr(self.scopes, "invalidate", None)
-        if invalidate is not None:
-            invalidate()
+        self.scopes.invalidate()
 
     def _abort(self) -> None:
         self._invalidate()
@@ -142,7 +159,7 @@ class SshProcessesCollector:
                  use_perf: bool | None = None, python: str = "python3") -> None:
         self.shell = shell
         self.target = shell.where
-        self.scopes = scopes
+        self.scopes = scope_source(scopes)
         self.remote_dir = remote_dir
         self.use_perf = use_perf
         self.python = python
@@ -250,9 +267,7 @@ class SshProcessesCollector:
         self._invalidate()
 
     def _invalidate(self) -> None:
-        invalidate = getattr(self.scopes, "invalidate", None)
-        if invalidate is not None:
-            invalidate()
+        self.scopes.invalidate()
 
     def _finish(self) -> None:
         proc, self._proc = self._proc, None
