@@ -60,12 +60,30 @@ def test_iothread_ignored_where_proxmox_ignores_it() -> None:
 
 @pytest.mark.parametrize("disk, expected", [
     (DiskConfig("virtio-scsi-single", "native", False, "none"),
-     "file=/x,if=none,id=drive-scsi1,cache=none,aio=native,format=raw,detect-zeroes=on"),
+     "file=/x,if=none,id=drive-scsi1,cache=none,format=raw,aio=native,detect-zeroes=on"),
     (DiskConfig("sata", "threads", False, "writeback"),
-     "file=/x,if=none,id=drive-sata1,cache=writeback,aio=threads,format=raw,detect-zeroes=on"),
-    # cache unset: qemu-server appends cache=none after the format for direct-capable storage
+     "file=/x,if=none,id=drive-sata1,cache=writeback,format=raw,aio=threads,detect-zeroes=on"),
+    # cache unset: qemu-server appends cache=none after the format for direct-capable storage; aio comes
+        # last (aio_cmdline_option), as qemu-server's cfg2cmd expectations show
     (DiskConfig("ide", "io_uring", False, "default"),
-     "file=/x,if=none,id=drive-ide1,aio=io_uring,format=raw,cache=none,detect-zeroes=on"),
+     "file=/x,if=none,id=drive-ide1,format=raw,cache=none,aio=io_uring,detect-zeroes=on"),
 ])
 def test_drive_option(disk: DiskConfig, expected: str) -> None:
     assert drive_option(disk, "/x", 1) == expected
+
+
+def test_guest_module_load_order_puts_dependencies_first() -> None:
+    """The guest image's module order (smx.mods= on the kernel command line): every module after what it
+    needs, the same order for the same input, modules built into the kernel left out, a cycle named."""
+    from stormatrix.core.errors import EnvironmentProblem
+    from stormatrix.guestimage import topo_order
+
+    deps = {"virtio_scsi": ("virtio", "virtio_ring", "scsi_mod"), "sd_mod": ("scsi_mod", "scsi_common"),
+            "scsi_mod": ("scsi_common",), "scsi_common": (), "virtio": (), "virtio_ring": ("builtin_thing",),
+            "ahci": ("libahci", "libata"), "libahci": ("libata",), "libata": ("scsi_mod",)}
+    order = topo_order(deps)
+    assert sorted(order) == sorted(deps) and order == topo_order(dict(reversed(list(deps.items()))))
+    for m, needs in deps.items():
+        assert all(order.index(d) < order.index(m) for d in needs if d in deps), (m, order)
+    with pytest.raises(EnvironmentProblem, match="cycle: .*a.*b|cycle: .*b.*a"):
+        topo_order({"a": ("b",), "b": ("a",), "c": ()})
