@@ -20,14 +20,14 @@ import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Protocol, TextIO, runtime_checkable
+from typing import Any, Callable, TextIO
 
 from . import __version__, records
-from .backends.base import Backend, GuestEndpoint, HostScope
+from .backends.base import Backend, GuestEndpoint
 from .core.errors import AuthenticationFailed, BackendError, CollectorError, StormatrixError, UnsafeWrite
 from .executors.base import GuestExecutor
 from .journal import Journal, JournalWriteError
-from .window import Window, default_collector_factory
+from .window import Window, default_collector_factory  # noqa: F401 - backends.base's default imports it from here
 from .registry import backend_class, executor_class
 from .core.model import Cell, DiskConfig, Plan
 from .spec import MatrixSpec, expand
@@ -126,20 +126,6 @@ class Progress:
         elif advance or self.done == 0:
             self.stream.write(text + "\n")
         self.stream.flush()
-
-
-@runtime_checkable
-class MeasuresItsHost(Protocol):
-    """A backend that measures its host itself (ESXi: Get-Stat / esxtop; Proxmox over ssh)."""
-
-    def collector_factory(self, scope: HostScope) -> Any: ...
-
-
-@runtime_checkable
-class HasConsole(Protocol):
-    """A backend that can show the guest console's last lines for a failed cell (local QEMU)."""
-
-    def console_tail(self) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -346,10 +332,8 @@ class Runner:
     def _measure(self, backend: Backend, executor: GuestExecutor, cell: Cell, t_started: str, t_ready: str,
                  boot_s: float, guest: dict[str, Any], booted_ahead: bool = False) -> dict[str, Any]:
         timing = self.spec.timing
-        factory = self._collector_factory
-        if factory is None:
-            # a backend that measures its host itself (ESXi: Get-Stat) brings its own collector
-            factory = backend.collector_factory if isinstance(backend, MeasuresItsHost) else default_collector_factory
+        # a backend that measures its host itself (ESXi: Get-Stat; Proxmox over ssh) brings its own collector
+        factory = self._collector_factory or backend.collector_factory
         window = Window(backend, factory, point_collector=self._collector)
         try:
             result = executor.run(cell, timing, window)
@@ -378,7 +362,7 @@ class Runner:
         return record
 
     def _journal_error(self, cell: Cell, stage: str, attempt: int, exc: BaseException, backend: Backend) -> None:
-        tail = backend.console_tail() if isinstance(backend, HasConsole) else ""
+        tail = backend.console_tail()
         log.warning("cell %s failed at %s (attempt %d): %s", cell.key, stage, attempt, exc)
         self.journal.append(records.error_record(run_id=self.run_id, cell=cell, stage=stage, attempt=attempt,
                                                  exc=exc, side=self.side, console_tail=tail))

@@ -17,6 +17,7 @@ from typing import Any, Callable
 
 from . import records
 from .backends.base import Backend, BlockStats
+from .collect import merge_hosts
 from .core.errors import CollectorError
 
 log = logging.getLogger("stormatrix.runner")
@@ -72,7 +73,7 @@ class Window:
         try:
             self.bs1 = self.backend.blockstats()
             results = [c.stop() for c in self.collectors]
-            self.host = merge_hosts([r for r in results if r is not None])
+            self.host = merge_hosts(results)
         except Exception as exc:  # noqa: BLE001
             self.error = exc
         self._close_window()
@@ -94,38 +95,6 @@ class Window:
             self.overlap = self.backend.window_closed()
         except Exception as exc:  # noqa: BLE001 - the next apply() finds a VM that cannot resume
             log.warning("resuming the VM booting ahead failed: %s", exc)
-
-
-def merge_hosts(results: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """One host block for one or many QEMU processes (many VMs in a suite)."""
-    if not results:
-        return None
-    if len(results) == 1:
-        return results[0]
-    metrics = {r["cpu_metric"] for r in results}
-    if len(metrics) != 1:
-        raise CollectorError("VMs were measured with different CPU metrics; cannot add them up")
-    out = dict(results[0])
-    for k in ("cpu_total", "cpu_user", "cpu_system", "ctx_switches", "ctx_voluntary", "ctx_involuntary"):
-        out[k] = sum(r[k] for r in results)
-    # per_mib() reads the cycles split when the metric is cycles: it must cover every VM, not the first
-    if all(isinstance(r.get("cycles"), dict) for r in results):
-        out["cycles"] = {k: sum(r["cycles"][k] for r in results) for k in ("user", "kernel")}
-    if all(isinstance(r.get("cpu_time_s"), dict) for r in results):
-        out["cpu_time_s"] = {k: sum(r["cpu_time_s"][k] for r in results) for k in ("total", "user", "system")}
-    by_role: dict[str, dict[str, Any]] = {}
-    for r in results:
-        for role, agg in (r.get("by_role") or {}).items():
-            into = by_role.setdefault(role, {k: 0 for k in agg})
-            for k, v in agg.items():
-                into[k] = into.get(k, 0) + v
-    out["by_role"] = by_role
-    out["window_s"] = max(r.get("window_s") or 0.0 for r in results)
-    out["split_approximate"] = any(r.get("split_approximate") for r in results)
-    out["threads"] = [t for r in results for t in r["threads"]]
-    out["pid"] = [r["pid"] for r in results]
-    out["scope"] = f"{len(results)} qemu processes"
-    return out
 
 
 def default_collector_factory(scope: Any) -> Any:
