@@ -1,7 +1,7 @@
 """The ``proxmox`` backend: reconfigure one VM's test disk through the API (or ``pvesh`` on the node),
 apply by restarting QEMU, never lose a volume, always restore.
 
-One cell, in order (REFERENCE.md §1-§2):
+One cell, in order (Proxmox VE API: /nodes/{node}/qemu/{vmid}/config, status/*, pending; qemu-server):
 
 1. read the config and its ``digest``; compute the minimal change (:mod:`.pve_config`);
 2. stop the VM (API ``stop`` task) so every change applies at once and a bus move is safe;

@@ -1,8 +1,9 @@
 """A loopback Proxmox VE API for tests: HTTPS, token auth, schema validation, real semantics.
 
-It implements the endpoints the proxmox backend uses, the way Proxmox documents them (REFERENCE.md
-§2, ``pve-api-qemu.json``, qemu-server's ``API2/Qemu.pm``), independently of the backend's own code
-(it has its own property-string parser) so that a bug in the backend is not mirrored here:
+It implements the endpoints the proxmox backend uses, the way Proxmox documents them (the API schema
+``tests/data/pve-api-qemu.json``, qemu-server's ``API2/Qemu.pm``), independently of the backend's own
+code (it has its own property-string parser, and its own QEMU command lines from qemu-server's test
+data, ``pve_cmdline.py``) so that a bug in the backend is not mirrored here:
 
 - every request is validated against ``tests/data/pve-api-qemu.json``: unknown parameters, wrong
   types, values outside an enum, malformed drive strings are rejected with HTTP 400

@@ -12,7 +12,8 @@ with it. ``tests/test_proxmox_standin.py`` checks this module against those pair
   detect-zeroes=unmap|on``: an explicit cache before discard, qemu-server's ``cache=none`` after the
   format when the disk has none, ``aio`` last but one (io_uring when unset on directory storage),
   ``detect-zeroes=unmap`` with ``discard=on`` and ``on`` without (``aio``, ``simple-btrfs``, ``ide``);
-- SCSI: ``-device MODEL,id=scsihwN,bus=pci.0,addr=0x5`` (``0x6`` for the second, ``aio``), 7 disks per
+- SCSI: ``-device MODEL,id=scsihwN,bus=pci.0,addr=0x5`` (``0x6`` for the second, ``aio``; the third on
+  bridge ``pci.4``, blockdev-era ``scsihw-lsi``), 7 disks per
   ``lsi``/``lsi53c810`` controller and 256 per other model; ``lsi``/``lsi53c810``/``pvscsi`` address a
   disk as ``scsi-id=UNIT``, ``virtio-scsi-pci``/``megasas`` as ``channel=0,scsi-id=0,lun=SLOT``
   (``aio``, ``simple1``, blockdev-era ``scsihw-*``); ``virtio-scsi-single``: one ``virtio-scsi-pci``
@@ -44,7 +45,10 @@ BUS_ORDER = ("ide", "scsi", "virtio", "sata")
 #: qemu_drive_options of qemu-server that the pairs show before ``format`` (in this order)
 _DRIVE_OPTIONS = ("media", "cache", "discard")
 _VIRTIO_ADDR = {0: 0xA, 1: 0xB}
-_SCSIHW_ADDR = {0: 0x5, 1: 0x6}
+#: controller index -> (PCI bus, address); the third sits behind bridge pci.4 (blockdev-era scsihw-lsi)
+_SCSIHW_ADDR = {0: (0, 0x5), 1: (0, 0x6), 2: (4, 0x1)}
+#: bridge -> (its parent bus, address)
+_BRIDGES = {1: (0, 0x1E), 2: (0, 0x1F), 3: (0, 0x5), 4: (1, 0x1C)}
 
 
 class NoExpectation(Exception):
@@ -121,8 +125,8 @@ def disk_args(conf: Mapping[str, str], volume_path: Callable[[str], Path | str],
         body += ["-drive", _drive(d, opts, volume_path), "-device", _finish_device(device, d, opts, boot)]
     bridge_args: list[str] = []
     for k in sorted(bridges):
-        addr = {1: "0x1e", 2: "0x1f", 3: "0x5"}[k]
-        bridge_args += ["-device", f"pci-bridge,id=pci.{k},chassis_nr={k},bus=pci.0,addr={addr}"]
+        parent, addr = _BRIDGES[k]
+        bridge_args += ["-device", f"pci-bridge,id=pci.{k},chassis_nr={k},bus=pci.{parent},addr={addr:#x}"]
     return objects + bridge_args + body
 
 
@@ -170,9 +174,12 @@ def _device(d: Drive, scsihw: str, opts: Mapping[str, str], objects: list[str],
     maxdev = 7 if scsihw.startswith("lsi") else 256
     index, unit = divmod(d.slot, maxdev)
     if index not in _SCSIHW_ADDR:
-        raise NoExpectation(f"no qemu-server expectation for a third {scsihw} controller ({d.key})")
+        raise NoExpectation(f"no qemu-server expectation for a fourth {scsihw} controller ({d.key})")
     cid = f"scsihw{index}"
-    ctrl = f"{scsihw},id={cid},bus=pci.0,addr={_SCSIHW_ADDR[index]:#x}"
+    bus, addr = _SCSIHW_ADDR[index]
+    if bus:
+        bridges.add(bus)
+    ctrl = f"{scsihw},id={cid},bus=pci.{bus},addr={addr:#x}"
     if scsihw in ("lsi", "lsi53c810", "pvscsi"):
         return f"scsi-{kind},bus={cid}.0,scsi-id={unit}", (cid, ctrl)
     return f"scsi-{kind},bus={cid}.0,channel=0,scsi-id=0,lun={d.slot}", (cid, ctrl)
