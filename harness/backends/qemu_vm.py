@@ -23,6 +23,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import psutil
+
 from .. import guestimage
 from ..core.errors import EnvironmentProblem, VmStartError
 from ..core.model import DiskConfig
@@ -174,9 +176,11 @@ class QemuVm:
                 self.stop()
                 raise VmStartError(f"QEMU did not create its QMP socket within {timeout:.0f} s")
             time.sleep(0.01)
+        qmp = Qmp(self.qmp_path)
         try:
-            self.qmp = Qmp(self.qmp_path).connect(deadline)
+            self.qmp = qmp.connect(deadline)
         except QmpError as exc:
+            qmp.close()  # connected, then QEMU went away (e.g. the image is locked): close our end
             tail = self.stderr_tail()
             self.stop()
             raise VmStartError(f"{exc}; QEMU said: {tail}") from None
@@ -216,9 +220,9 @@ class QemuVm:
         self.qmp.execute("cont")
 
     def cpu_seconds(self) -> float:
-        """User + system CPU time of the whole QEMU process so far (/proc/<pid>/stat)."""
-        fields = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        """User + system CPU time of the whole QEMU process so far (all its threads)."""
+        times = psutil.Process(self.pid).cpu_times()
+        return float(times.user + times.system)
 
     def thread_roles(self) -> dict[int, str]:
         """Thread id -> role, from QMP (vCPUs, iothreads) and thread names (aio workers)."""
@@ -283,17 +287,20 @@ def kill_stale(pidfile: Path) -> None:
     except (OSError, ValueError):
         return
     try:
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-    except OSError:
+        proc = psutil.Process(pid)
+        cmdline = proc.cmdline()
+    except psutil.Error:
         pidfile.unlink(missing_ok=True)
         return
-    if any(str(pidfile).encode() == arg for arg in cmdline):
+    if str(pidfile) in cmdline:
         log.warning("killing QEMU %d left behind by an earlier run", pid)
-        os.kill(pid, signal.SIGKILL)
-        for _ in range(100):
-            if not Path(f"/proc/{pid}").exists():
-                break
-            time.sleep(0.02)
+        try:
+            proc.kill()
+            proc.wait(timeout=2)
+        except psutil.NoSuchProcess:
+            pass
+        except psutil.TimeoutExpired:
+            log.warning("QEMU %d did not exit within 2 s of SIGKILL", pid)
     pidfile.unlink(missing_ok=True)
 
 
