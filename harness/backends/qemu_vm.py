@@ -14,10 +14,12 @@ What differs from a Proxmox VM, on purpose:
 from __future__ import annotations
 
 import ctypes
+import fcntl
 import logging
 import os
 import signal
 import socket
+import struct
 import subprocess
 import time
 from dataclasses import dataclass, field
@@ -302,6 +304,42 @@ def kill_stale(pidfile: Path) -> None:
         except psutil.TimeoutExpired:
             log.warning("QEMU %d did not exit within 2 s of SIGKILL", pid)
     pidfile.unlink(missing_ok=True)
+
+
+# QEMU locks an image it has open with OFD byte-range locks at offsets 100+ (permissions) and 200+
+# (shared permissions) (block/file-posix.c, RAW_LOCK_PERM_BASE / RAW_LOCK_SHARED_BASE).
+_QEMU_LOCK_START, _QEMU_LOCK_LEN = 100, 200
+
+
+def image_in_use(path: Path) -> bool:
+    """Whether a running QEMU holds ``path`` open (its image lock), without opening it in QEMU."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        probe = struct.pack("hhqqi4x", fcntl.F_WRLCK, os.SEEK_SET, _QEMU_LOCK_START, _QEMU_LOCK_LEN, 0)
+        answer = fcntl.fcntl(fd, fcntl.F_OFD_GETLK, probe)
+        return struct.unpack("hhqqi4x", answer)[0] != fcntl.F_UNLCK
+    except OSError:
+        return False  # no OFD locks here: QEMU's own lock check still refuses a busy image
+    finally:
+        os.close(fd)
+
+
+def free_test_disks(folder: Path, size_mib: int, count: int) -> list[Path]:
+    """``count`` test-disk images of ``size_mib`` in ``folder`` that no running QEMU holds: the usual
+    ``test-<size>m.raw`` (and ``.b.raw``) first, further copies (``.c.raw``, ...) when another run on
+    this machine has those open, so that two runs do not wait on each other's image lock."""
+    out: list[Path] = []
+    for suffix in "abcdefghijklmnopqrstuvwxyz":
+        path = folder / (f"test-{size_mib}m.raw" if suffix == "a" else f"test-{size_mib}m.{suffix}.raw")
+        if not image_in_use(path):
+            out.append(ensure_test_disk(path, size_mib))
+            if len(out) == count:
+                return out
+    raise EnvironmentProblem(f"every test-disk image of {size_mib} MiB in {folder} is in use by a running QEMU: "
+                             "stop the other runs, or give this run its own image with [qemu] disk_path")
 
 
 def ensure_test_disk(path: Path, size_mib: int) -> Path:
