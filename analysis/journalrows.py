@@ -14,6 +14,7 @@ from ..core import metrics
 from ..core.errors import DataFileError
 from ..core.model import BACKENDS_WITHOUT_DISK_OPTIONS, CONTROLLERS, NOT_APPLICABLE
 from .checks import Problem, check_row, is_number
+from .discover import MAX_JOURNAL_BYTES, read_capped
 from .params import normalize_rw
 from .tidy import CPU_PER_MIB_UNIT
 
@@ -202,7 +203,7 @@ def _us(ns: float | None) -> float | None:
     return ns / 1000.0 if ns is not None else None
 
 
-def read_journal_rows(path: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[Problem], list[str]]:
+def read_journal_rows(path: str | Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[Problem], list[str]]:
     """Cell rows, run records, problems and notes from one journal.
 
     Unlike the runner's reader, which must stop at a corrupt line before appending, analysis reports
@@ -210,9 +211,11 @@ def read_journal_rows(path: Path) -> tuple[list[dict[str, Any]], list[dict[str, 
     """
     source = str(path)
     try:
-        data = path.read_bytes()
+        data = read_capped(source, MAX_JOURNAL_BYTES)
     except OSError as exc:
         return [], [], [Problem(source, f"cannot be read ({exc.strerror})")], []
+    except DataFileError as exc:
+        return [], [], [Problem(source, exc.problem + f". Fix: {exc.fix}")], []
     rows: list[dict[str, Any]] = []
     runs: list[dict[str, Any]] = []
     problems: list[Problem] = []

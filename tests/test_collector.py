@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from stormatrix.host import collector
-from stormatrix.host.collector import WindowCollector, parse_perf_csv
+from stormatrix.host import perfstat
+from stormatrix.host.collector import WindowCollector
 
 DATA = Path(__file__).parent / "data" / "perf"
 
@@ -50,10 +51,27 @@ def test_parse_perf_csv_real_capture_without_cycles() -> None:
             "0.94,msec,cpu-clock,949059,100.00,0.009,CPUs utilized\n"
             "<not supported>,,cycles,0,100.00,,\n"
             "0.95,msec,task-clock,949059,100.00,0.009,CPUs utilized\n")
-    rows = {r["event"]: r for r in parse_perf_csv(text)}
-    assert rows["context-switches"]["value"] == 2.0
-    assert rows["task-clock"]["value"] == 0.95 and rows["task-clock"]["unit"] == "msec"
-    assert rows["cycles"]["value"] is None and rows["cycles"]["status"] == "<not supported>"
+    stat = perfstat.parse(text)
+    rows = stat.events
+    assert rows["context-switches"].value == 2.0
+    assert rows["task-clock"].value == 0.95 and rows["task-clock"].unit == "msec"
+    assert rows["cycles"].value is None and rows["cycles"].status == "<not supported>"
+    assert stat.bad_lines == [] and stat.value("cycles", "task-clock") == 0.95
+
+
+def test_perfstat_finds_the_value_column_behind_interval_and_thread_columns() -> None:
+    # perf stat -x, -I 1000 --per-thread: time, comm-pid, then value,unit,event; summed per event
+    text = ("# started on Tue\n"
+            "     1.001,qemu-1234,10,,context-switches,1000,100.00,,\n"
+            "     1.001,worker-1240,5,,context-switches,1000,100.00,,\n"
+            "     2.002,qemu-1234,<not counted>,,context-switches,0,0.00,,\n"
+            "     2.002,qemu-1234,3.5,msec,task-clock,1000,100.00,0.1,CPUs utilized\n"
+            "this is not perf output\n")
+    stat = perfstat.parse(text)
+    assert stat.events["context-switches"].value == 15.0
+    assert stat.events["context-switches"].not_counted == 1 and stat.events["context-switches"].lines == 3
+    assert stat.events["task-clock"].value == 3.5
+    assert stat.bad_lines == [6]
 
 
 @pytest.mark.parametrize("use_perf", [False, True])

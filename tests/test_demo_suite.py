@@ -43,7 +43,7 @@ def _host(pid: int, cpu: float, ctx: int, cycles: tuple[float, float] | None = N
 
 
 def test_merge_hosts_adds_cycles_roles_and_cpu_time_of_every_vm() -> None:
-    from stormatrix.suite import per_mib
+    from stormatrix.records import per_mib
 
     merged = merge_hosts([_host(1, 1.0, 10, (100.0, 50.0)), _host(2, 3.0, 30, (300.0, 150.0))])
     assert merged is not None

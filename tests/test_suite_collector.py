@@ -30,7 +30,8 @@ from stormatrix.cli import main
 from stormatrix.core.errors import CollectorError
 from stormatrix.journal import Journal
 from stormatrix.suite import suite_from_dict
-from stormatrix.suitevms import ProxmoxSuiteVms, SshProcessesCollector
+from stormatrix.suitecollectors import SshProcessesCollector
+from stormatrix.suitevms import ProxmoxSuiteVms
 
 MULTI = Path(__file__).resolve().parent.parent / "linux-host" / "multicollector.py"
 
@@ -204,9 +205,10 @@ def test_suite_run_with_host_metrics_over_ssh(standin: PveStandin, sshd: Private
     host = _host_ipv4()
     if host is None:
         pytest.skip("no non-loopback IPv4 address on this machine")
-    from stormatrix.executors.fioserver import _free_port, find_fio
+    from standins.fioservers import free_port
+    from stormatrix.executors.fioserver import find_fio
 
-    port = _free_port()
+    port = free_port()
     (tmp_path / "guest").mkdir()
     server = subprocess.Popen([find_fio(), f"--server=ip:{host},{port}"], cwd=tmp_path / "guest",
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)

@@ -7,7 +7,8 @@ function Get-StormatrixVMwareHostTuning {
     .DESCRIPTION
     Through Get-EsxCli -V2: "esxcli storage core device list -d DEVICE" (its "No of outstanding IOs
     with competing worlds", set by --sched-num-req-outstanding) and "esxcli storage core device
-    latencythreshold list -d DEVICE" (its "Latency Sensitive Threshold", in milliseconds).
+    latencythreshold list -d DEVICE" (its "Latency Sensitive Threshold", in milliseconds). esxcli prints
+    values with their unit ("0 milliseconds"); the number in front is what is returned.
 
     .PARAMETER VMHost
     The ESXi host (its name in vCenter, or the host itself).
@@ -27,8 +28,9 @@ function Get-StormatrixVMwareHostTuning {
         [Parameter(Mandatory)][ValidateNotNullOrEmpty()][string]$VMHost,
         [Parameter(Mandatory)][ValidatePattern('^[A-Za-z0-9._:-]+$')][string]$Device
     )
+    $esx = Resolve-StormatrixVMwareHost -Name $VMHost
     try {
-        $esxcli = Get-EsxCli -VMHost $VMHost -V2 -ErrorAction Stop
+        $esxcli = Get-EsxCli -VMHost $esx -V2 -ErrorAction Stop
     }
     catch {
         throw (New-StormatrixVMwareError -ErrorId 'HostNotFound' -Category 'ObjectNotFound' -Cause $_ -TargetObject $VMHost `
@@ -47,7 +49,7 @@ function Get-StormatrixVMwareHostTuning {
     [pscustomobject]@{
         VMHost                    = $VMHost
         Device                    = $Device
-        SchedNumReqOutstanding    = [int]$devices[0].NoofoutstandingIOswithcompetingworlds
-        LatencySensitiveThreshold = [int]$thresholds[0].LatencySensitiveThreshold
+        SchedNumReqOutstanding    = ConvertFrom-StormatrixEsxCliNumber -Value $devices[0].NoofoutstandingIOswithcompetingworlds -Field 'No of outstanding IOs with competing worlds' -Device $Device
+        LatencySensitiveThreshold = ConvertFrom-StormatrixEsxCliNumber -Value $thresholds[0].LatencySensitiveThreshold -Field 'Latency Sensitive Threshold' -Device $Device
     }
 }
