@@ -214,7 +214,6 @@ function Get-StormatrixBindingProblem {
     )
     & $Module {
         param($calls)
-        $L = 'System.Management.Automation.Language'
         foreach ($call in $calls) {
             $c = $call.Ast
             $name = $c.GetCommandName()
