@@ -60,9 +60,6 @@ def parse_fio_json(text: str, source: str = "<fio output>") -> dict[str, Any]:
 
 _NUM_TYPES = (int, float)
 _INF = float("inf")
-# the numeric fields of a direction block that the summary reads; ingest checks every one of them
-NUMERIC_FIELDS = ("io_bytes", "io_kbytes", "bw_bytes", "bw", "iops", "runtime", "total_ios")
-_LAT_BLOCKS = ("lat_ns", "clat_ns", "slat_ns", "lat", "clat", "slat")
 
 
 def _bad(where: tuple[str, str, str], problem: str) -> DataFileError:
@@ -164,28 +161,50 @@ def _is_fio2_direction(direction: dict[str, Any]) -> bool:
             and isinstance(direction.get("clat") or direction.get("lat"), dict))
 
 
+_NO_IO = (0, 0.0, 0.0, 0.0, 0, None, None)
+
+
+def _rate(d: dict[str, Any], key: str, where: tuple[str, str, str] | None) -> float:
+    """A float field on the common path: a plain finite non-negative number as it is, else the slow reader."""
+    v = d.get(key)
+    if (v.__class__ is float or v.__class__ is int) and 0 <= v < _INF:
+        return float(v)
+    return float(_num(d, key, where) or 0)
+
+
 def _figures(d: dict[str, Any], where: tuple[str, str, str] | None) -> tuple[Any, ...]:
-    """(io_bytes, bw_bytes, iops, runtime_ms, total_ios, lat_mean_ns, lat_p99_ns) of one direction block."""
-    if where is not None:  # every numeric field the file has must be sound, even those the sum skips
-        for f in NUMERIC_FIELDS:
-            if f in d:
-                _num(d, f, where)
-        for f in _LAT_BLOCKS:
-            if f in d:
-                if type(d[f]) is not dict:
-                    raise _bad(where, f"{f} is not an object")
-                _mean(d[f], f, where)
-    io_bytes = _num(d, "io_bytes", where) or 0
-    if "io_bytes" not in d and "io_kbytes" in d:  # io_kbytes is io_bytes >> 10: only a stand-in when absent
+    """(io_bytes, bw_bytes, iops, runtime_ms, total_ios, lat_mean_ns, lat_p99_ns) of one direction block.
+
+    Every field it reads is checked as it is read (strict: anything but a finite, non-negative number is
+    an error naming the field); plain fio 3 numbers take the short path. Called once per direction of
+    every job of every file, hence the shape.
+    """
+    get = d.get
+    io_bytes = get("io_bytes")
+    if io_bytes.__class__ is not int or io_bytes < 0:
+        io_bytes = _num(d, "io_bytes", where) or 0
+    ios = get("total_ios")
+    if ios.__class__ is not int or ios < 0:
+        ios = int(_num(d, "total_ios", where) or 0)
+    if "io_kbytes" not in d:
+        if _is_fio2_direction(d):
+            io_bytes *= 1024  # fio 2.x wrote KiB into "io_bytes" (stat.c: io_bytes >> 10)
+    elif "io_bytes" not in d:  # io_kbytes is io_bytes >> 10: only a stand-in when io_bytes is absent
         io_bytes = (_num(d, "io_kbytes", where) or 0) * 1024
-    elif _is_fio2_direction(d):
-        io_bytes *= 1024  # fio 2.x wrote KiB into "io_bytes" (stat.c: io_bytes >> 10)
-    bw = _num(d, "bw_bytes", where) if "bw_bytes" in d else (_num(d, "bw", where) or 0) * 1024
-    lat = _lat_ns(d, "lat", where)
-    clat = _lat_ns(d, "clat", where)
-    return (int(io_bytes), float(bw or 0), float(_num(d, "iops", where) or 0),
-            float(_num(d, "runtime", where) or 0), int(_num(d, "total_ios", where) or 0),
-            _mean(lat, "lat", where), _p99(lat, "lat", where) or _p99(clat, "clat", where))
+    if not io_bytes and not ios:
+        return _NO_IO  # a direction the job did not use: nothing of it is summed
+    bw = _rate(d, "bw_bytes", where) if "bw_bytes" in d else _rate(d, "bw", where) * 1024
+    lat = get("lat_ns")
+    if lat.__class__ is not dict:
+        lat = _lat_ns(d, "lat", where)
+    clat = get("clat_ns")
+    if clat.__class__ is not dict:
+        clat = _lat_ns(d, "clat", where)
+    mean = lat.get("mean") if lat is not None else None
+    if mean.__class__ is not float:
+        mean = _mean(lat, "lat_ns" if "lat_ns" in d else "lat", where)
+    return (int(io_bytes), bw, _rate(d, "iops", where), _rate(d, "runtime", where), ios, mean,
+            _p99(lat, "lat_ns", where) or _p99(clat, "clat_ns", where))
 
 
 def summarize_direction(direction: dict[str, Any], where: tuple[str, str, str] | None = None) -> dict[str, Any]:

@@ -11,7 +11,7 @@ from typing import Any
 
 from ..core.errors import DataFileError
 from .fio import DIRECTIONS, summarize_jobs
-from .params import params_from_name, workload_params
+from .params import SHAPE_KEYS, params_from_name, workload_params
 
 ALL_CLIENTS = "All clients"
 
@@ -69,17 +69,21 @@ def fio_rows(doc: Any, source: str) -> list[dict[str, Any]]:
     groups = job_groups(doc, source, client_mode)
     if not groups:
         raise DataFileError(source, "only an 'All clients' aggregate, no per-client results")
-    from_name = params_from_name(source)
     version = doc.get("fio version")
     rows: list[dict[str, Any]] = []
+    names: dict[tuple[str, ...], dict[str, Any]] = {}  # the path's parameters, by the shape keys looked for
     for name, group in groups.items():
         errors = [int(j.get("error", 0)) for j in group if j.get("error")]
         if errors:
             raise DataFileError(source, f"fio reported error {errors[0]} in job {name!r}",
                                 "look at the fio output; the run did not complete")
         params = workload_params(doc.get("global options"), group[0].get("job options"))
-        for key in ("rw", "bs", "iodepth", "numjobs"):
-            if params[key] is None and from_name.get(key) is not None:
+        missing = tuple(k for k in SHAPE_KEYS if params[k] is None)
+        from_name = names.get(missing)
+        if from_name is None:
+            from_name = names[missing] = params_from_name(source, missing)
+        for key in missing:
+            if from_name.get(key) is not None:
                 params[key] = from_name[key]
         s = summarize_jobs(group, source)
         total = s["total"]

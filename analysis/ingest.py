@@ -37,18 +37,20 @@ How inputs are found:
 
 from __future__ import annotations
 
+import gc
 import multiprocessing
 import os
+from contextlib import contextmanager
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 import pandas as pd
 
 from ..core.errors import DataFileError
 from .checks import Problem
-from .discover import JOURNAL_NAME, csv_names, discover, perf_partner
+from .discover import JOURNAL_NAME, csv_names, discover, perf_partner, stem
 from .journalrows import SCHEMA, read_journal_rows
 from .plainfiles import parse_files
 from .tidy import COLUMNS, environment_frame, frame_from_rows, number_repeats
@@ -68,6 +70,20 @@ class IngestResult:
 PARALLEL_MIN_FILES = 1000  # below this a process pool costs more than it saves
 
 
+def _idle_cpus() -> int:
+    """CPUs this process may use that are not already busy (up to 4): on a machine whose cores are all
+    taken, worker processes only add forking and pickling to the same CPU time (measured: slower)."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = os.cpu_count() or 1
+    try:
+        busy = os.getloadavg()[0]
+    except (AttributeError, OSError):
+        busy = 0.0
+    return max(1, min(4, cpus - int(busy + 0.5)))
+
+
 def _parse_all(work: list[tuple[str, str, str | None]], workers: int | None) -> tuple[list[dict[str, Any]], list[Problem]]:
     """:func:`parse_files`, spread over processes when there are many files and more than one CPU.
 
@@ -75,7 +91,7 @@ def _parse_all(work: list[tuple[str, str, str | None]], workers: int | None) -> 
     workers return plain row dicts, which pickle cheaply. Order is kept (chunks are contiguous).
     """
     if workers is None:
-        workers = min(os.cpu_count() or 1, 4) if len(work) >= PARALLEL_MIN_FILES else 1
+        workers = _idle_cpus() if len(work) >= PARALLEL_MIN_FILES else 1
     if workers <= 1 or len(work) < 2 or "fork" not in multiprocessing.get_all_start_methods():
         return parse_files(work)
     size = -(-len(work) // (workers * 4))
@@ -88,44 +104,88 @@ def _parse_all(work: list[tuple[str, str, str | None]], workers: int | None) -> 
     return rows, problems
 
 
+def _new_cells(rows: list[dict[str, Any]], cells: dict[tuple[str, str], str],
+               notes: list[str]) -> list[dict[str, Any]]:
+    """A journal's rows minus cells another journal already gave (a copy of a run directory, or the same
+    run given twice under different paths): one measurement must never count twice."""
+    new: list[dict[str, Any]] = []
+    dropped: list[str] = []
+    for row in rows:
+        run_id, key = row.get("run_id"), row.get("key")
+        if run_id is None or key is None:
+            new.append(row)
+            continue
+        first = cells.get((run_id, key))
+        if first is None:
+            cells[(run_id, key)] = row["source"]
+            new.append(row)
+        else:
+            dropped.append(first)
+    if dropped:
+        where = rows[0]["source"].rsplit(":", 1)[0]
+        notes.append(f"{where}: {len(dropped)} cell(s) of run {rows[0].get('run_id')} were already read from "
+                     f"{dropped[0].rsplit(':', 1)[0]}; counted once")
+    return new
+
+
+@contextmanager
+def _no_cyclic_gc() -> Iterator[None]:
+    """Ingest allocates hundreds of thousands of small dicts and lists that form no reference cycles; the
+    cyclic collector, triggered by the allocation count, would walk the growing heap again and again
+    (measured: a third of the time at 10,000 files). Reference counting still frees everything."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def ingest(paths: Iterable[str | Path], *, strict: bool = False, label: str | None = None,
            workers: int | None = None) -> IngestResult:
     """Read every input into one tidy frame. See the module docstring for what is found where.
 
     ``label`` names the data set (the side of a comparison); it overrides the journal's ``side``.
     ``strict`` turns any unreadable file or record into a DataFileError listing all of them.
-    ``workers``: processes for parsing plain result files (default: up to 4 when there are at least
-    :data:`PARALLEL_MIN_FILES` files, else 1).
+    ``workers``: processes for parsing plain result files (default: the idle CPUs, up to 4, when there
+    are at least :data:`PARALLEL_MIN_FILES` files, else 1).
     """
-    found, explicit_csv = discover(paths)
+    with _no_cyclic_gc():
+        return _ingest(paths, strict=strict, label=label, workers=workers)
+
+
+def _ingest(paths: Iterable[str | Path], *, strict: bool, label: str | None, workers: int | None) -> IngestResult:
+    found = discover(paths)
     csv_names.cache_clear()  # folders may have changed since the last call
     rows: list[dict[str, Any]] = []
     runs: list[dict[str, Any]] = []
     problems: list[Problem] = []
-    notes: list[str] = []
-    paired: set[Path] = set()
-    explicit_by_stem = {c.name[: -len(".perf.csv")] if c.name.endswith(".perf.csv") else c.stem: c
-                        for c in explicit_csv}
+    notes: list[str] = list(found.notes) + found.irregular
+    paired: set[str] = set()
+    explicit_by_stem = {os.path.basename(c)[: -len(".perf.csv")] if c.endswith(".perf.csv") else stem(c): c
+                        for c in found.explicit_csv}
     work: list[tuple[str, str, str | None]] = []
-    for kind, path in found:
+    cells: dict[tuple[str, str], str] = {}  # (run id, cell key) -> the journal line it was read from
+    for kind, path in found.files:
         if kind == "journal":
             j_rows, j_runs, j_problems, j_notes = read_journal_rows(path)
-            rows += j_rows
+            rows += _new_cells(j_rows, cells, notes)
             runs += j_runs
             problems += j_problems
             notes += j_notes
             continue
-        partner = explicit_by_stem.get(path.stem) or perf_partner(path)
+        partner = explicit_by_stem.get(stem(path)) or perf_partner(path)
         if partner is not None:
             paired.add(partner)
-        work.append((kind, str(path), str(partner) if partner is not None else None))
+        work.append((kind, path, partner))
     file_rows, file_problems = _parse_all(work, workers)
     rows += file_rows
     problems += file_problems
-    for csv in explicit_csv:
+    for csv in found.explicit_csv:
         if csv not in paired:
-            problems.append(Problem(str(csv), "perf CSV with no result file next to it "
-                                              "(expected <stem>.json or <stem>.xml of the same name)"))
+            problems.append(Problem(csv, "perf CSV with no result file next to it "
+                                         "(expected <stem>.json or <stem>.xml of the same name)"))
     if label is not None:
         for row in rows:
             row["side"] = label
@@ -138,5 +198,5 @@ def ingest(paths: Iterable[str | Path], *, strict: bool = False, label: str | No
                             "fix or remove these files, or run without --strict to skip them")
     frame = frame_from_rows(rows)
     return IngestResult(frame=frame, problems=problems, notes=notes,
-                        environment=environment_frame(runs, rows), files=len(found))
+                        environment=environment_frame(runs, rows), files=len(found.files))
 

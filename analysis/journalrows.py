@@ -14,6 +14,7 @@ from ..core import metrics
 from ..core.errors import DataFileError
 from ..core.model import BACKENDS_WITHOUT_DISK_OPTIONS, CONTROLLERS, NOT_APPLICABLE
 from .checks import Problem, check_row, is_number
+from .discover import MAX_JOURNAL_BYTES, read_capped
 from .params import normalize_rw
 from .tidy import CPU_PER_MIB_UNIT
 
@@ -59,6 +60,21 @@ def _esxi_disk(rec: dict[str, Any], controller: str) -> bool:
     if rec.get("backend") in BACKENDS_WITHOUT_DISK_OPTIONS:
         return True
     return CONTROLLERS.get(controller, ("",))[0] == "esxi"
+
+
+ENGINES = ("fio", "diskspd")
+
+
+def _engine(rec: dict[str, Any], where: str) -> str:
+    """The engine that measured the cell (``raw.engine``): fio or DiskSpd cells share the record's
+    ``fio`` summary shape (docs/journal.md); records written before the field existed were fio's."""
+    engine = _get(rec, "raw.engine")
+    if engine is None:
+        return "fio"
+    if engine not in ENGINES:
+        raise DataFileError(where, f"'raw.engine' is {engine!r}; expected one of {', '.join(ENGINES)}",
+                            "use the unedited journal of the run, or remove this line")
+    return str(engine)
 
 
 def journal_cell_row(rec: dict[str, Any], where: str) -> dict[str, Any]:
@@ -108,7 +124,7 @@ def journal_cell_row(rec: dict[str, Any], where: str) -> dict[str, Any]:
         "rwmixread": _get(rec, "cell.workload.rwmixread"),
         "rate_mib_s": _opt_num(rec, "cell.workload.rate_mib_s", where),
         "repeat": repeat,
-        "engine": "fio",
+        "engine": _engine(rec, where),
         "engine_version": _get(rec, "fio.version"),
         "iops": float(total["iops"]),
         "read_iops": _opt_num(rec, "fio.read.iops", where),
@@ -202,7 +218,7 @@ def _us(ns: float | None) -> float | None:
     return ns / 1000.0 if ns is not None else None
 
 
-def read_journal_rows(path: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[Problem], list[str]]:
+def read_journal_rows(path: str | Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[Problem], list[str]]:
     """Cell rows, run records, problems and notes from one journal.
 
     Unlike the runner's reader, which must stop at a corrupt line before appending, analysis reports
@@ -210,9 +226,11 @@ def read_journal_rows(path: Path) -> tuple[list[dict[str, Any]], list[dict[str, 
     """
     source = str(path)
     try:
-        data = path.read_bytes()
+        data = read_capped(source, MAX_JOURNAL_BYTES)
     except OSError as exc:
         return [], [], [Problem(source, f"cannot be read ({exc.strerror})")], []
+    except DataFileError as exc:
+        return [], [], [Problem(source, exc.problem + f". Fix: {exc.fix}")], []
     rows: list[dict[str, Any]] = []
     runs: list[dict[str, Any]] = []
     problems: list[Problem] = []

@@ -59,12 +59,26 @@ def normalize_rw(text: str | None) -> str | None:
     return rw if rw in _RW_VALUES else None
 
 
+_OPTION_NAMES = ("rw", "readwrite", "bs", "blocksize", "iodepth", "numjobs", "rwmixread", "rate", "ioengine")
+
+
 def workload_params(global_opts: dict[str, Any] | None, job_opts: dict[str, Any] | None) -> dict[str, Any]:
     """rw, bs, iodepth, numjobs, rwmixread and rate from fio's own options (the job's win over global).
 
     Values fio could not have accepted come back as None, so the caller can fall back to the file name.
+    Thousands of files share a few option sets: each distinct set is worked out once.
     """
     opts = {**(global_opts or {}), **(job_opts or {})}
+    values = tuple(map(opts.get, _OPTION_NAMES))
+    try:
+        return dict(_params_of(values))
+    except TypeError:  # an unhashable option value (a list): not worth caching
+        return _params_of.__wrapped__(values)
+
+
+@lru_cache(maxsize=1024)
+def _params_of(values: tuple[Any, ...]) -> dict[str, Any]:
+    opts = dict(zip(_OPTION_NAMES, values))
     rate = _size_or_none(_option(opts, "rate"))
     return {
         "rw": normalize_rw(_option(opts, "rw", "readwrite")),
@@ -96,12 +110,16 @@ _RW_SEED_RE = re.compile(_B + r"(read|write|rw)[-_](rand|seq)" + _E)
 _RW_RE = re.compile(_B + r"(randread|randwrite|randrw|randtrim|readwrite|read|write|rw|trim)" + _E)
 
 
-def params_from_name(path: str) -> dict[str, Any]:
+SHAPE_KEYS = ("rw", "bs", "iodepth", "numjobs")
+
+
+def params_from_name(path: str, shape: tuple[str, ...] = SHAPE_KEYS) -> dict[str, Any]:
     """Cell parameters encoded in a path, for files whose JSON does not carry them.
 
     Understands the seeds' names (``read-rand-bs4096-qd32.json``), ``rep2`` for repeats, and
     controller and aio names anywhere in the path (``virtio-blk/aio=native/...``); a folder's value wins
     over the file name's. Folders are parsed once per folder (ingest meets thousands of files in one).
+    Of the workload's shape, only the keys in ``shape`` are looked for (the JSON usually has the rest).
     """
     text = path.replace("\\", "/").lower()
     folder, _, stem = text.rpartition("/")
@@ -109,26 +127,30 @@ def params_from_name(path: str) -> dict[str, Any]:
     if _CONFIG_HINT_RE.search(stem):
         for key, value in _config_from_text(stem).items():
             out.setdefault(key, value)
-    m = (_BS_RE.search(stem) if "bs" in stem else None) or _SIZE_TOKEN_RE.search(stem)
-    if m:
-        out["bs"] = _size_or_none(m.group(1))
-    m = _QD_RE.search(stem) if ("qd" in stem or "iodepth" in stem) else None
-    if m:
-        out["iodepth"] = int(m.group(1))
-    m = _JOBS_RE.search(stem) if ("jobs" in stem or "nj" in stem) else None
-    if m:
-        out["numjobs"] = int(m.group(1))
     m = _REP_RE.search(stem) if ("rep" in stem or "run" in stem) else None
     if m:
         out["repeat"] = int(m.group(1))
-    m = _RW_SEED_RE.search(stem)
-    if m:
-        kind, mode = m.group(1), m.group(2)
-        out["rw"] = ("rand" + ("rw" if kind == "rw" else kind)) if mode == "rand" else kind
-    else:
-        m = _RW_RE.search(stem)
+    if "bs" in shape:
+        m = (_BS_RE.search(stem) if "bs" in stem else None) or _SIZE_TOKEN_RE.search(stem)
         if m:
-            out["rw"] = normalize_rw(m.group(1))
+            out["bs"] = _size_or_none(m.group(1))
+    if "iodepth" in shape:
+        m = _QD_RE.search(stem) if ("qd" in stem or "iodepth" in stem) else None
+        if m:
+            out["iodepth"] = int(m.group(1))
+    if "numjobs" in shape:
+        m = _JOBS_RE.search(stem) if ("jobs" in stem or "nj" in stem) else None
+        if m:
+            out["numjobs"] = int(m.group(1))
+    if "rw" in shape:
+        m = _RW_SEED_RE.search(stem)
+        if m:
+            kind, mode = m.group(1), m.group(2)
+            out["rw"] = ("rand" + ("rw" if kind == "rw" else kind)) if mode == "rand" else kind
+        else:
+            m = _RW_RE.search(stem)
+            if m:
+                out["rw"] = normalize_rw(m.group(1))
     return out
 
 

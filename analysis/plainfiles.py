@@ -16,6 +16,7 @@ from ..core import metrics
 from ..core.errors import DataFileError
 from . import diskspd, fio, perfcsv
 from .checks import Problem, check_row, is_number
+from .discover import MAX_RESULT_BYTES, read_capped
 from .fiorows import fio_rows
 from .params import workload_label
 from .tidy import CPU_PER_MIB_UNIT
@@ -81,12 +82,11 @@ def parse_files(work: list[tuple[str, str, str | None]]) -> tuple[list[dict[str,
     problems: list[Problem] = []
     for kind, source, partner in work:
         try:
-            with open(source, "rb") as fh:
-                raw = fh.read()
+            raw = read_capped(source, MAX_RESULT_BYTES)
             if kind == "diskspd":
                 file_rows = [diskspd.parse_diskspd_xml(decode(raw), source)]
             else:
-                if not raw.strip():
+                if not raw or raw.isspace():
                     raise DataFileError(source, "the file is empty")
                 file_rows = read_fio_bytes(raw, source)
             if partner is not None:

@@ -8,6 +8,8 @@ facts for the Environment sheet.
 from __future__ import annotations
 
 import json
+import math
+import time
 from typing import Any
 
 import pandas as pd
@@ -96,16 +98,34 @@ def number_repeats(rows: list[dict[str, Any]]) -> None:
             row["repeat"] = n
 
 
+def _epoch_iso(value: Any) -> str | None:
+    """fio's epoch ``timestamp`` as ISO text (UTC, whole seconds); None when it is not a plausible time."""
+    if value.__class__ is str:
+        try:
+            value = float(value)
+        except ValueError:
+            return None
+    elif isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    if not 0 < value < 4e10:  # NaN fails too
+        return None
+    return time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime(math.floor(value)))
+
+
 def _epochs_to_iso(rows: list[dict[str, Any]]) -> None:
-    """fio's epoch ``timestamp`` -> ISO text, vectorised (a datetime per file is measurable at 10,000)."""
-    idx = [i for i, r in enumerate(rows) if r.get("started") is None and r.get("_epoch") is not None]
-    if not idx:
-        return
-    values = pd.to_numeric(pd.Series([rows[i]["_epoch"] for i in idx]), errors="coerce")
-    ok = values.notna() & (values > 0) & (values < 4e10)
-    text = pd.to_datetime(values.where(ok), unit="s", utc=True).dt.strftime("%Y-%m-%dT%H:%M:%S+00:00")
-    for i, t, good in zip(idx, text, ok):
-        rows[i]["started"] = t if good else None
+    """fio's epoch ``timestamp`` -> ISO text, once per distinct value (10,000 files share few seconds)."""
+    seen: dict[Any, str | None] = {}
+    for row in rows:
+        if row.get("started") is None:
+            epoch = row.get("_epoch")
+            if epoch is not None:
+                text = seen.get(epoch, _MISSING)
+                if text is _MISSING:
+                    text = seen[epoch] = _epoch_iso(epoch)
+                row["started"] = text
+
+
+_MISSING: Any = object()
 
 
 def frame_from_rows(rows: list[dict[str, Any]]) -> pd.DataFrame:
