@@ -193,3 +193,12 @@ def test_workloads_beyond_the_shell_memory_quota_are_refused_at_plan_time() -> N
     w.check_workload_memory([edge], 1024)
     with pytest.raises(InputError):
         w.check_workload_memory([_workload("edge+", 2**20, 769, 1)], 1024)
+
+
+def test_storage_drivers_from_guest_facts() -> None:
+    facts = {"Controllers": [{"Name": "sata", "DriverBound": True, "Service": "storahci"},
+                             {"Name": "virtio-scsi", "DriverBound": False, "Service": ""},
+                             {"Name": "unknown", "DriverBound": True, "Service": "x"}]}
+    assert w.storage_drivers(facts) == {"sata": "storahci"}
+    assert w.storage_drivers({"Controllers": {"Name": "virtio-blk", "DriverBound": True, "Service": "viostor"}}) == {
+        "virtio-blk": "viostor"}  # ConvertTo-Json unwraps a one-element array
