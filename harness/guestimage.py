@@ -40,7 +40,8 @@ log = logging.getLogger("stormatrix.guest")
 
 BUILDER_VERSION = "4"
 
-# Modules needed by each controller's disk in the guest (REFERENCE.md §7), top-level only: the
+# Modules needed by each controller's disk in the guest (the Linux driver of each emulated controller:
+# piix IDE, AHCI, virtio, LSI 53C8xx, MegaRAID SAS, VMware PVSCSI), top-level only: the
 # dependencies are resolved from .modinfo. crc64_rocksoft_generic is the crypto provider t10-pi
 # needs through crc64-rocksoft; without it SCSI disks never appear.
 CONTROLLER_MODULES: dict[str, list[str]] = {

@@ -34,6 +34,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+try:  # imported as stormatrix.host.collector, or run as a script next to perfstat.py (on a node)
+    from . import perfstat
+except ImportError:  # pragma: no cover - the script case is exercised through ssh
+    import perfstat  # type: ignore[no-redef]  # the same module, found next to this file on a node
+
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 PERF = "perf"
 
@@ -118,9 +123,9 @@ def cycles_supported() -> bool:
         try:
             res = subprocess.run([PERF, "stat", "-x,", "-e", "cycles:u", "true"],
                                  capture_output=True, text=True, timeout=30, check=False)
-            rows = parse_perf_csv(res.stderr)
+            events = perfstat.parse(res.stderr).events
             _cycles_supported = res.returncode == 0 and any(
-                r["event"].startswith("cycles") and r["value"] is not None for r in rows)
+                name.startswith("cycles") and ev.counted for name, ev in events.items())
         except (OSError, subprocess.TimeoutExpired):
             _cycles_supported = False
     return _cycles_supported
@@ -132,36 +137,7 @@ def perf_available() -> bool:
                              capture_output=True, text=True, timeout=30, check=False)
     except (OSError, subprocess.TimeoutExpired):
         return False
-    return res.returncode == 0 and any(r["event"] == "context-switches" and r["value"] is not None
-                                       for r in parse_perf_csv(res.stderr))
-
-
-def parse_perf_csv(text: str) -> list[dict[str, Any]]:
-    """Rows of ``perf stat -x,`` output. ``<not supported>``/``<not counted>`` become value None.
-
-    Row layout: ``[time,][aggr-id,]value,unit,event,run_time,pct_running[,variance],metric,unit``.
-    Lines that are comments or blank are skipped; we look for the event name in the third field
-    counted from the value (value, unit, event).
-    """
-    rows: list[dict[str, Any]] = []
-    for line in text.splitlines():
-        line = line.strip()
-        if not line or line.startswith("#"):
-            continue
-        parts = line.split(",")
-        if len(parts) < 3:
-            continue
-        value_s, unit, event = parts[0], parts[1], parts[2]
-        if value_s.startswith("<"):
-            value = None
-        else:
-            try:
-                value = float(value_s)
-            except ValueError:
-                continue
-        rows.append({"value": value, "unit": unit, "event": event,
-                     "status": value_s if value is None else "counted"})
-    return rows
+    return res.returncode == 0 and perfstat.parse(res.stderr).value("context-switches") is not None
 
 
 @dataclass
@@ -231,9 +207,9 @@ class WindowCollector:
         except CollectorProblem:
             pass
 
-    def _stop_perf(self) -> list[dict[str, Any]]:
+    def _stop_perf(self) -> dict[str, perfstat.PerfEvent]:
         if self._perf is None:
-            return []
+            return {}
         self._perf.send_signal(signal.SIGINT)
         try:
             _, err = self._perf.communicate(timeout=15)
@@ -247,13 +223,13 @@ class WindowCollector:
         finally:
             if self._perf_out:
                 Path(self._perf_out).unlink(missing_ok=True)
-        rows = parse_perf_csv(text)
-        if not rows:
+        events = perfstat.parse(text).events  # a line no layout fits is perf's own chatter: skipped
+        if not events:
             raise CollectorProblem(f"perf stat produced no counts (exit {rc}): {err.strip()[-300:]}")
-        return rows
+        return events
 
     def _result(self, final: dict[int, ThreadSample], gone: dict[int, ThreadSample],
-                proc1: tuple[int, int], perf_rows: list[dict[str, Any]]) -> dict[str, Any]:
+                proc1: tuple[int, int], perf: dict[str, perfstat.PerfEvent]) -> dict[str, Any]:
         tick = 1.0 / CLK_TCK
         threads = []
         by_role: dict[str, dict[str, Any]] = {}
@@ -282,22 +258,21 @@ class WindowCollector:
         system_s = (proc1[1] - self._proc0[1]) * tick
         vol = sum(t["ctx_voluntary"] for t in threads)
         invol = sum(t["ctx_involuntary"] for t in threads)
-        perf = {r["event"]: r for r in perf_rows}
         source = "proc"
         ctx_total: float = vol + invol
         cpu_time = user_s + system_s
         cycles = None
-        if perf_rows:
+        if perf:
             source = "perf+proc"
             cs = perf.get("context-switches")
-            if cs and cs["value"] is not None:
-                ctx_total = cs["value"]
+            if cs and cs.value is not None:
+                ctx_total = cs.value
             tc = perf.get("task-clock")
-            if tc and tc["value"] is not None:
-                cpu_time = tc["value"] / 1000.0  # msec -> s
+            if tc and tc.value is not None:
+                cpu_time = tc.value / 1000.0  # msec -> s
             cu, ck = perf.get("cycles:u"), perf.get("cycles:k")
-            if cu and ck and cu["value"] is not None and ck["value"] is not None:
-                cycles = {"user": cu["value"], "kernel": ck["value"]}
+            if cu and ck and cu.value is not None and ck.value is not None:
+                cycles = {"user": cu.value, "kernel": ck.value}
         # split CPU time into user/system by /proc's ratio when perf's clock is the total
         split = (user_s / (user_s + system_s)) if (user_s + system_s) > 0 else 0.0
         if cycles:
@@ -315,7 +290,7 @@ class WindowCollector:
             "window_s": self._t1 - self._t0,
             "threads": threads, "by_role": by_role,
             "split_approximate": bool(gone) or any(t["new"] for t in threads),
-            "perf": {k: {"value": v["value"], "unit": v["unit"], "status": v["status"]} for k, v in perf.items()},
+            "perf": {k: {"value": v.value, "unit": v.unit, "status": v.status} for k, v in perf.items()},
         }
 
 

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from stormatrix.host import collector
-from stormatrix.host.collector import WindowCollector, parse_perf_csv
+from stormatrix.host import perfstat
+from stormatrix.host.collector import WindowCollector
 
 DATA = Path(__file__).parent / "data" / "perf"
 
@@ -50,10 +51,27 @@ def test_parse_perf_csv_real_capture_without_cycles() -> None:
             "0.94,msec,cpu-clock,949059,100.00,0.009,CPUs utilized\n"
             "<not supported>,,cycles,0,100.00,,\n"
             "0.95,msec,task-clock,949059,100.00,0.009,CPUs utilized\n")
-    rows = {r["event"]: r for r in parse_perf_csv(text)}
-    assert rows["context-switches"]["value"] == 2.0
-    assert rows["task-clock"]["value"] == 0.95 and rows["task-clock"]["unit"] == "msec"
-    assert rows["cycles"]["value"] is None and rows["cycles"]["status"] == "<not supported>"
+    stat = perfstat.parse(text)
+    rows = stat.events
+    assert rows["context-switches"].value == 2.0
+    assert rows["task-clock"].value == 0.95 and rows["task-clock"].unit == "msec"
+    assert rows["cycles"].value is None and rows["cycles"].status == "<not supported>"
+    assert stat.bad_lines == [] and stat.value("cycles", "task-clock") == 0.95
+
+
+def test_perfstat_finds_the_value_column_behind_interval_and_thread_columns() -> None:
+    # perf stat -x, -I 1000 --per-thread: time, comm-pid, then value,unit,event; summed per event
+    text = ("# started on Tue\n"
+            "     1.001,qemu-1234,10,,context-switches,1000,100.00,,\n"
+            "     1.001,worker-1240,5,,context-switches,1000,100.00,,\n"
+            "     2.002,qemu-1234,<not counted>,,context-switches,0,0.00,,\n"
+            "     2.002,qemu-1234,3.5,msec,task-clock,1000,100.00,0.1,CPUs utilized\n"
+            "this is not perf output\n")
+    stat = perfstat.parse(text)
+    assert stat.events["context-switches"].value == 15.0
+    assert stat.events["context-switches"].not_counted == 1 and stat.events["context-switches"].lines == 3
+    assert stat.events["task-clock"].value == 3.5
+    assert stat.bad_lines == [6]
 
 
 @pytest.mark.parametrize("use_perf", [False, True])
@@ -86,3 +104,33 @@ def test_vanished_process_is_a_clear_error() -> None:
     proc.wait()
     with pytest.raises(collector.CollectorProblem, match="gone"):
         WindowCollector(proc.pid, {}, use_perf=False).start()
+
+
+def test_every_host_collector_satisfies_the_one_protocol() -> None:
+    """The local, the many-process, the remote (multicollector over ssh) and the ESXi collectors all have
+    HostCollector's methods with its signatures: the runner needs nothing else of them."""
+    import inspect
+
+    from stormatrix.backends.vmware import EsxtopCollector, VmwareCpuCollector
+    from stormatrix.collect import HostCollector, ProcessesCollector, RemoteProcessesCollector
+
+    for cls in (WindowCollector, ProcessesCollector, RemoteProcessesCollector, VmwareCpuCollector, EsxtopCollector):
+        for name in ("start", "stop", "abort"):
+            want = inspect.signature(getattr(HostCollector, name))
+            have = inspect.signature(getattr(cls, name))
+            assert list(have.parameters) == list(want.parameters), (cls.__name__, name, have)
+
+
+def test_merge_hosts_is_the_identity_for_one_and_adds_up_many() -> None:
+    from stormatrix.collect import merge_hosts
+
+    def host(pid: int, cpu: float, ctx: int) -> dict[str, object]:
+        return {"cpu_metric": "cpu_time", "cpu_total": cpu, "cpu_user": cpu / 2, "cpu_system": cpu / 2,
+                "ctx_switches": ctx, "ctx_voluntary": ctx, "ctx_involuntary": 0, "pid": pid, "window_s": 1.0,
+                "threads": [{"tid": pid}], "by_role": {"vcpu": {"threads": 1, "user_s": cpu}}}
+
+    one = host(1, 1.0, 10)
+    assert merge_hosts([one]) is one and merge_hosts([]) is None and merge_hosts([None, one]) is one
+    both = merge_hosts([one, host(2, 3.0, 30)])
+    assert both is not None and both["cpu_total"] == 4.0 and both["ctx_switches"] == 40 and both["pid"] == [1, 2]
+    assert both["by_role"]["vcpu"] == {"threads": 2, "user_s": 4.0} and both["scope"] == "2 qemu processes"

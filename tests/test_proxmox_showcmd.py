@@ -71,7 +71,7 @@ def test_qm_showcmd_prints_the_current_configs_command_line(node: PveStandin) ->
     vm = node.vms[100]
     plain = qm("showcmd", "100")
     assert plain.returncode == 0 and plain.stdout.count("\n") == 1
-    assert shlex.split(plain.stdout) == node.launcher.argv(node.launch_spec(vm))  # type: ignore[attr-defined]
+    assert shlex.split(plain.stdout) == node.launcher.argv(node.launch_spec(vm))  # type: ignore[attr-defined]  # argv: the sleeping launcher's
     pretty = qm("showcmd", "100", "--pretty")
     assert pretty.stdout.count(" \\\n  -") == plain.stdout.count(" -") and pc.parse_showcmd(pretty.stdout) == \
         shlex.split(plain.stdout)
@@ -142,7 +142,7 @@ def test_an_args_line_that_changes_the_test_disk_fails_the_cell(node: PveStandin
     text = str(exc.value)
     assert "the test disk sata1 is not what the cell sata/aio=native/iothread=0/cache=none asked for" in text
     assert "qm showcmd has aio=threads (the cell has aio=native)" in text
-    assert f"the running QEMU (pid {node.vms[100].qemu.pid}) has aio=threads" in text  # type: ignore[union-attr]
+    assert f"the running QEMU (pid {node.vms[100].qemu.pid}) has aio=threads" in text  # type: ignore[union-attr]  # started above
     assert "Nothing was measured" in text and "args: line" in text
     b.restore()
     b.close()

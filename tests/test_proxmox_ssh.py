@@ -17,6 +17,8 @@ import pytest
 from standins.sshd import PrivateSshd, SshdUnavailable
 
 from stormatrix.backends import proxmox as pmx
+from stormatrix.backends.base import HostScope
+from stormatrix.collect import RemoteProcessesCollector
 from stormatrix.core.errors import BackendError, CollectorError
 
 
@@ -93,7 +95,8 @@ def test_collector_over_ssh_measures_a_real_process(sshd: PrivateSshd, tmp_path:
     try:
         assert busy.stdout is not None
         spinner = int(busy.stdout.readline())
-        c = pmx.SshCollector(shell(sshd), node_dir, busy.pid, {spinner: "vcpu"})
+        scope = HostScope(pid=busy.pid, threads={spinner: "vcpu"}, vm="busy", ssh=sshd.target)
+        c = RemoteProcessesCollector(shell(sshd), lambda: [scope], remote_dir=node_dir, name_vms=False)
         c.start()
         time.sleep(1.5)
         host = c.stop()
@@ -107,8 +110,9 @@ def test_collector_over_ssh_measures_a_real_process(sshd: PrivateSshd, tmp_path:
     assert rows[spinner]["role"] == "vcpu" and rows[spinner]["user_s"] + rows[spinner]["system_s"] > 0.5
     assert rows[busy.pid]["role"] == "main-loop" and rows[busy.pid]["ctx_voluntary"] > 5
     assert host["by_role"]["vcpu"]["threads"] == 1 and host["ctx_switches"] > 5
-    roles = tmp_path / "node" / "linux-host" / f"roles-{busy.pid}.json"  # written over ssh, private
-    assert roles.read_text() == f'{{"{spinner}": "vcpu"}}' and roles.stat().st_mode & 0o077 == 0
+    # the roles travel on stdin: nothing but linux-host/ itself is written on the node
+    assert {p.name for p in (tmp_path / "node" / "linux-host").iterdir()} == set(local_files())
+    assert "vms" not in host and "node" not in host  # one VM's block is the local collector's, unchanged
 
 
 def test_collector_over_ssh_for_a_gone_process_is_a_clear_error(sshd: PrivateSshd, tmp_path: Path) -> None:
@@ -116,8 +120,9 @@ def test_collector_over_ssh_for_a_gone_process_is_a_clear_error(sshd: PrivateSsh
     pmx.ensure_remote_collector(sshd.target, node_dir, ssh_config=str(sshd.ssh_config))
     gone = subprocess.Popen([sys.executable, "-c", "pass"])
     gone.wait()
-    c = pmx.SshCollector(shell(sshd), node_dir, gone.pid, {})
-    with pytest.raises(CollectorError, match=rf"host collector on {sshd.target} did not start for pid {gone.pid}"):
+    scope = HostScope(pid=gone.pid, vm="gone", ssh=sshd.target)
+    c = RemoteProcessesCollector(shell(sshd), lambda: [scope], remote_dir=node_dir)
+    with pytest.raises(CollectorError, match=rf"host collector on {sshd.target} did not start: process {gone.pid} is gone"):
         c.start()
     c.abort()
 
@@ -191,7 +196,7 @@ def test_ssh_end_to_end_with_real_qemu(tmp_path: Path, monkeypatch: pytest.Monke
                 seen.append({"ssh": scope.ssh, "pid": scope.pid,
                              "cpus": {tid: (role, allowed(scope.pid, tid)) for tid, role in scope.threads.items()}})
                 collector = backend.collector_factory(scope)
-                assert isinstance(collector, pmx.SshCollector)
+                assert isinstance(collector, RemoteProcessesCollector)
                 return collector
 
             summary = Runner(spec, tmp_path / "run", progress=False, backend=backend, collector_factory=factory).run()
@@ -202,7 +207,7 @@ def test_ssh_end_to_end_with_real_qemu(tmp_path: Path, monkeypatch: pytest.Monke
     cell = next(r for r in records if r["type"] == "cell")
     run = next(r for r in records if r["type"] == "run")
     host = cell["host"]
-    # measured on the "node" by linux-host/collector.py over ssh, thread roles from HMP through the API
+    # measured on the "node" by linux-host/multicollector.py over ssh, thread roles from HMP through the API
     assert seen[0]["ssh"] == server.target and host["pid"] == seen[0]["pid"]
     assert {t["role"] for t in host["threads"]} >= {ROLE_MAIN, ROLE_VCPU, ROLE_IOTHREAD}
     assert host["cpu_time_s"]["total"] > 0 and host["ctx_switches"] > 0 and cell["per_mib"]["ctx"] is not None

@@ -221,6 +221,15 @@ def test_storage_defaults_and_plan_notes() -> None:
     assert pc.storage_implications(pc.StorageInfo("b", "btrfs"))["o_direct_when_cache_unset"] is False
     assert pc.storage_implications(None)["notes"] == []
     assert pc.StorageInfo.from_config("krbd-store", {"type": "rbd", "krbd": 1}) == krbd
+    # from a VM config and GET /storage's list, as plan output would show it
+    cfg = {"scsi1": "cifs-store:100/vm-100-disk-1.raw,cache=writeback", "scsi2": "/dev/sdb", "scsi3": "gone:vm-1"}
+    listing = [{"storage": "cifs-store", "type": "cifs"}, {"storage": "local", "type": "dir"}]
+    shown = pc.describe_test_disk(cfg, "scsi1", listing)
+    assert shown["storage"] == "cifs-store (cifs)" and shown["default_aio"] == "threads" and shown["volume"].startswith(
+        "cifs-store:")
+    assert pc.disk_storage(cfg, "scsi2", listing) == pc.StorageInfo(None)
+    assert pc.disk_storage(cfg, "scsi3", listing) is None and pc.describe_test_disk(cfg, "scsi3", listing)[
+        "storage"].startswith("unknown")
 
 
 # --- the local backend's devices are qemu-server's --------------------------------------------------------

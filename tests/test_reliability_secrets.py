@@ -137,13 +137,15 @@ def test_proxmox_token_secret_is_in_no_output(source: str, pve: PveStandin, tmp_
 
 
 def test_secret_file_readable_by_others_is_warned_about(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    from stormatrix.backends.pve_api import read_secret
+    from stormatrix import secrets
 
     f = tmp_path / "token"
     f.write_text(PVE_FILE_SECRET)
     f.chmod(0o644)
+    ref = secrets.reference({"token_secret_file": str(f)}, env_key="token_secret_env", file_key="token_secret_file",
+                            what="the token secret", path="m.toml", section="proxmox")
     with caplog.at_level(logging.WARNING):
-        assert read_secret(env=None, file=str(f)) == PVE_FILE_SECRET
+        assert secrets.resolve(ref).reveal() == PVE_FILE_SECRET
     assert "readable by other users" in caplog.text and PVE_FILE_SECRET not in caplog.text
     pw = tmp_path / "pw"
     pw.write_text(WINRM_FILE_SECRET + "\n")
@@ -214,3 +216,112 @@ def test_winrm_password_is_in_no_output_of_guest_check(source: str, tmp_path: Pa
 
 
 
+
+
+# --- a secret pasted where its reference belongs is refused without being repeated -----------------------
+
+PASTED = "3f9c2a7e-51b4-4c1d-9e8a-0b6d5f4c3a21"  # what a Proxmox API token secret looks like
+
+
+def plan_matrix(tmp_path: Path, proxmox: str) -> Path:
+    path = tmp_path / "m.toml"
+    path.write_text("""[run]
+backend = "proxmox"
+[matrix]
+controllers = ["sata"]
+disk_slot = 1
+[[workload]]
+name = "r"
+rw = "randread"
+bs = "4k"
+[proxmox]
+host = "pve1.lab"
+node = "pve"
+vmid = 100
+test_disk = "scsi1"
+token_id = "smx"
+""" + proxmox)
+    return path
+
+
+@pytest.mark.parametrize("command", ["plan", "run"])
+@pytest.mark.parametrize("key", ["token_secret_env", "token_secret_file"])
+def test_a_pasted_token_secret_is_refused_and_never_echoed(key: str, command: str, tmp_path: Path,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    path = plan_matrix(tmp_path, f'{key} = "{PASTED}"\n')
+    argv = [command, str(path)] + (["-o", str(tmp_path / "run"), "--no-progress"] if command == "run" else [])
+    assert main(argv) == 2
+    out, err = capsys.readouterr()
+    assert PASTED not in out + err and PASTED[:8] not in out + err
+    assert f"[proxmox] {key}" in err and str(path) in err and "36-character value" in err, err
+    assert ("not an environment-variable name" if key.endswith("env") else "names no existing file") in err
+    assert "Traceback" not in err and not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("proxmox, words", [
+    ("", ["[proxmox] token_secret_env / token_secret_file", "neither is set", "Fix: set token_secret_env"]),
+    ('token_secret_env = "SMX_TOKEN"\ntoken_secret_file = "{file}"\n',
+     ["[proxmox] token_secret_env / token_secret_file", "both are set", "silently ignored", "keep exactly one"]),
+    ('token_secret_env = "SMX_TOKEN"\nca_file = "{missing}"\n', ["[proxmox] ca_file", "is not a file"]),
+])
+def test_proxmox_credential_mistakes_fail_plan_with_exit_2(proxmox: str, words: list[str], tmp_path: Path,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    secret_file = tmp_path / "token"
+    secret_file.write_text(PVE_FILE_SECRET)
+    secret_file.chmod(0o600)
+    path = plan_matrix(tmp_path, proxmox.format(file=secret_file, missing=tmp_path / "no-such-ca.pem"))
+    assert main(["plan", str(path)]) == 2
+    out, err = capsys.readouterr()
+    for word in words:
+        assert word in err, err
+    assert str(path) in err and "Traceback" not in err and PVE_FILE_SECRET not in out + err
+
+
+def test_transport_local_needs_no_token(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = plan_matrix(tmp_path, 'transport = "local"\n')
+    assert main(["plan", str(path)]) == 0, capsys.readouterr().err
+
+
+def test_an_unset_variable_is_named_only_when_it_looks_like_a_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    from stormatrix import secrets
+
+    monkeypatch.delenv("SMX_UNSET_TOKEN", raising=False)
+    monkeypatch.delenv("Hunter2isMyPassword", raising=False)
+    for name, shown in (("SMX_UNSET_TOKEN", True), ("Hunter2isMyPassword", False)):
+        ref = secrets.reference({"password_env": name}, env_key="password_env", file_key="password_file",
+                                what="the WinRM password", path="m.toml", section="winrm")
+        with pytest.raises(InputError) as exc:
+            secrets.resolve(ref)
+        text = str(exc.value)
+        assert exc.value.exit_code == 2 and "[winrm] password_env" in text and "is not set" in text
+        assert (name in text) is shown, text
+        if not shown:
+            assert "19-character value" in text
+
+
+def test_a_command_line_reference_is_checked_without_echo(tmp_path: Path) -> None:
+    from stormatrix import secrets
+
+    with pytest.raises(InputError) as exc:
+        secrets.check_option("--password-env", "P@ssw0rd!2024", kind="env")
+    assert "--password-env" in str(exc.value) and "P@ssw0rd" not in str(exc.value)
+    assert "13-character value" in str(exc.value)
+    with pytest.raises(InputError) as exc:
+        secrets.check_option("--password-file", "P@ssw0rd!2024", kind="file")
+    assert "P@ssw0rd" not in str(exc.value) and "names no existing file" in str(exc.value)
+    secrets.check_option("--password-env", "SMX_PW", kind="env")
+    (tmp_path / "pw").write_text("x")
+    secrets.check_option("--password-file", str(tmp_path / "pw"), kind="file")
+
+
+def test_registered_secrets_are_scrubbed_in_every_form() -> None:
+    import base64
+    from urllib.parse import quote
+
+    from stormatrix import secrets
+
+    value = "SMXSECRET-scrub/+= me"
+    secrets.register(value)
+    text = f"a {value} b {quote(value, safe='')} c {base64.b64encode(value.encode()).decode()} d"
+    assert secrets.scrub(text) == "a *** b *** c *** d"
+    assert repr(secrets.Secret(value)) == "Secret('***')" and f"{secrets.Secret(value)}" == "***"

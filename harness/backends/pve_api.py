@@ -14,24 +14,24 @@
 polling where a failed task becomes :class:`~stormatrix.core.errors.TaskFailed` carrying the task log tail,
 and no retry loops anywhere (a 5xx is an error, surfaced as such).
 
-The token secret is held by the transport only. Every message that leaves this module goes through
-:func:`scrub`, so the secret cannot reach a log, the journal or an exception text even if a library
-echoes it.
+The token secret is held by the transport only; it is read by :mod:`stormatrix.secrets` (by
+reference, never from the matrix). Every message that leaves this module goes through
+:func:`~stormatrix.secrets.scrub`, so the secret cannot reach a log, the journal or an exception text
+even if a library echoes it.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import os
 import subprocess
 import threading
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Protocol
 
-from ..core.errors import BackendError, ConfigConflict, EnvironmentProblem, InputError, TaskFailed
+from ..core.errors import BackendError, ConfigConflict, EnvironmentProblem, TaskFailed
+from ..secrets import register, scrub
 
 log = logging.getLogger("stormatrix.backend.proxmox")
 
@@ -51,75 +51,6 @@ class PveApiError(BackendError):
 
 class PveAuthError(PveApiError):
     """The token was refused (401/403): wrong token id or secret, or missing privileges."""
-
-
-_SECRETS: set[str] = set()
-
-
-def scrub(text: str) -> str:
-    """``text`` with every known secret replaced: the last line of defence for messages."""
-    for secret in _SECRETS:
-        if secret:
-            text = text.replace(secret, "***")
-    return text
-
-
-def register_secret(secret: str) -> None:
-    if len(secret) >= 4:
-        _SECRETS.add(secret)
-
-
-class _ScrubFilter(logging.Filter):
-    """Applied to the root handlers' records of every logger: a library that logs a secret is masked."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        if _SECRETS:
-            try:
-                msg = record.getMessage()
-            except Exception:  # noqa: BLE001 - a malformed record is not ours to fix
-                return True
-            cleaned = scrub(msg)
-            if cleaned != msg:
-                record.msg, record.args = cleaned, None
-        return True
-
-
-def install_log_scrubber() -> None:
-    root = logging.getLogger()
-    for handler in root.handlers:
-        if not any(isinstance(f, _ScrubFilter) for f in handler.filters):
-            handler.addFilter(_ScrubFilter())
-    for name in ("stormatrix", "proxmoxer", "urllib3", "requests"):
-        lg = logging.getLogger(name)
-        if not any(isinstance(f, _ScrubFilter) for f in lg.filters):
-            lg.addFilter(_ScrubFilter())
-
-
-def read_secret(*, env: str | None, file: str | None) -> str:
-    """The token secret from an environment variable (by name) or a file (by path), never from the
-    matrix file itself. The error names where it looked, never the value."""
-    if env:
-        value = os.environ.get(env)
-        if value is None or not value.strip():
-            raise InputError(f"the Proxmox token secret was to come from the environment variable {env}, "
-                             "which is not set. Export it (or use token_secret_file)")
-        secret = value.strip()
-    elif file:
-        try:
-            secret = Path(file).expanduser().read_text(encoding="utf-8").strip()
-        except OSError as exc:
-            raise InputError(f"cannot read the Proxmox token secret file {file}: {exc.strerror}") from None
-        if not secret:
-            raise InputError(f"the Proxmox token secret file {file} is empty")
-        mode = Path(file).expanduser().stat().st_mode
-        if mode & 0o077:
-            log.warning("the Proxmox token secret file %s is readable by other users (mode %o); chmod 600 it",
-                        file, mode & 0o777)
-    else:
-        raise InputError("no Proxmox token secret: set [proxmox] token_secret_env (a variable name) "
-                         "or token_secret_file (a path)")
-    register_secret(secret)
-    return secret
 
 
 class Transport(Protocol):
@@ -156,15 +87,14 @@ class ConfigConflictError(PveApiError, ConfigConflict):
 class ProxmoxerTransport:
     def __init__(self, host: str, *, port: int, user: str, token_name: str, token_value: str,
                  verify: bool | str, timeout: float) -> None:
-        try:
-            import proxmoxer  # noqa: F401 - imported here so the qemu path never needs it
+        try:  # imported here, not at the top, so the qemu path never needs proxmoxer
             from proxmoxer import ProxmoxAPI
         except ImportError:
             raise EnvironmentProblem("the proxmox backend needs proxmoxer: apt-get install python3-proxmoxer "
                                      "(or pip install proxmoxer)") from None
         import requests.adapters
 
-        register_secret(token_value)
+        register(token_value)
         self.timeout = timeout
         self._api = ProxmoxAPI(host, backend="https", port=port, user=user, token_name=token_name,
                                token_value=token_value, verify_ssl=verify, timeout=timeout)
@@ -175,6 +105,7 @@ class ProxmoxerTransport:
         default_timeout = timeout
 
         class _TimeoutAdapter(requests.adapters.HTTPAdapter):
+            # HTTPAdapter.send names each argument; this one passes them through, hence the ignore
             def send(self, request: Any, **kwargs: Any) -> Any:  # type: ignore[override]
                 if kwargs.get("timeout") is None:
                     kwargs["timeout"] = default_timeout

@@ -18,7 +18,7 @@ from typing import Any, Mapping
 
 from ..core.errors import BackendError
 from ..core.model import BUS_MAX_SLOTS, DiskConfig
-from .pve_cfg_storage import StorageInfo, effective_aio
+from .pve_cfg_storage import StorageInfo, effective_aio, storage_id_of, storage_implications
 
 # Options of each bus's drive format in the API schema (aliases left out; see the module docstring).
 _COMMON = frozenset(
@@ -163,3 +163,26 @@ def drive_for(disk: DiskConfig, base: Mapping[str, str]) -> dict[str, str]:
     elif disk.iothread:
         raise UnsafeChange(f"iothread does not exist on the {bus} bus")
     return opts
+
+
+def disk_storage(config: Mapping[str, Any], key: str,
+                 storages: Mapping[str, Mapping[str, Any]] | list[Mapping[str, Any]]) -> StorageInfo | None:
+    """The storage under the disk at ``key``: ``storages`` is ``GET /storage``'s list (each entry with
+    ``storage`` and ``type``) or a mapping storage id -> its config. None for a path (passthrough) or a
+    storage the list does not have."""
+    sid = storage_id_of(volume_of(str(config[key])))
+    if sid is None:
+        return StorageInfo(None)
+    table = storages if isinstance(storages, Mapping) else {str(s.get("storage")): s for s in storages}
+    scfg = table.get(sid)
+    return StorageInfo.from_config(sid, scfg) if scfg is not None else None
+
+
+def describe_test_disk(config: Mapping[str, Any], key: str,
+                       storages: Mapping[str, Mapping[str, Any]] | list[Mapping[str, Any]]) -> dict[str, Any]:
+    """Which storage the test disk is on and what that implies, for ``plan`` and the environment facts:
+    the storage label, qemu-server's aio/O_DIRECT defaults there, and notes (librbd takes no aio, io_uring
+    avoided on LVM/CIFS/krbd, btrfs without O_DIRECT)."""
+    opts = parse_drive(str(config[key]))
+    info = disk_storage(config, key, storages)
+    return {"test_disk": key, "volume": opts["file"], **storage_implications(info, opts.get("cache"))}

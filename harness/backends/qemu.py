@@ -21,10 +21,12 @@ from ..spec import Field, MatrixSpec, Section, register_section
 from .base import Backend, BlockStats, GuestEndpoint, HostScope, format_cpuset
 from .qemu_devices import PCI_ADDR, disk_devices, drive_option, pci_addr
 from .qemu_pinning import PinPlan, PlacementCollector, ThreadPinner, check_setting, plan_pinning
-from .qemu_vm import QBOOT, QEMU_BINARY, QemuVm, VmSpec, ensure_test_disk, kill_stale, qemu_version
+from .qemu_vm import (QBOOT, QEMU_BINARY, QemuVm, VmSpec, ensure_test_disk, free_test_disks, image_in_use, kill_stale,
+                      qemu_version)
 
 __all__ = ["QEMU_SECTION", "QemuBackend", "PCI_ADDR", "disk_devices", "drive_option", "pci_addr", "QBOOT",
-           "QEMU_BINARY", "QemuVm", "VmSpec", "ensure_test_disk", "kill_stale", "qemu_version"]
+           "QEMU_BINARY", "QemuVm", "VmSpec", "ensure_test_disk", "free_test_disks", "image_in_use", "kill_stale",
+           "qemu_version"]
 
 log = logging.getLogger("stormatrix.qemu")
 
@@ -65,7 +67,7 @@ class QemuBackend(Backend):
     default_executor = "local-agent"
     VM_NAMES = ("stormatrix-vm", "stormatrix-vm-b")  # one per test-disk image
 
-    def __init__(self, spec, workdir: Path) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, spec: MatrixSpec, workdir: Path) -> None:
         super().__init__(spec, workdir)
         self.opts = self.options(spec)
         self.image: guestimage.GuestImage | None = None
@@ -108,10 +110,8 @@ class QemuBackend(Backend):
                 log.info("[qemu] disk_path is set: one test disk, so no VM boots ahead")
         else:
             size = self.opts["disk_size_mib"]
-            disks = guestimage.cache_root() / "disks"
-            self.disk_paths = [ensure_test_disk(disks / f"test-{size}m.raw", size)]
-            if self.boots_ahead(self.spec):
-                self.disk_paths.append(ensure_test_disk(disks / f"test-{size}m.b.raw", size))
+            count = 2 if self.boots_ahead(self.spec) else 1
+            self.disk_paths = free_test_disks(guestimage.cache_root() / "disks", size, count)
         return {"qemu": version, "accel": self.opts["accel"], "guest_image": self.image.image_id,
                 "guest_kernel": self.image.kernel_release, "vcpus": self.opts["vcpus"],
                 "memory_mib": self.opts["memory_mib"], "firmware": self.opts["firmware"],
@@ -134,6 +134,8 @@ class QemuBackend(Backend):
         index = next(i for i, p in enumerate(self.disk_paths) if p not in busy)
         vm = QemuVm(self.vm_spec(disk, index))
         vm.start()
+        if self._pinner is not None and self._pinner.active:  # started inside a window: not on its CPUs
+            self._pinner.release(vm.pid)
         try:
             vm.listen_agent(time.monotonic() + 30)
         except OSError as exc:

@@ -162,6 +162,18 @@ class ThreadPinner:
             raise
         log.debug("pinned QEMU %d: %s", pid, self.plan.describe())
 
+    def release(self, pid: int) -> None:
+        """Give a process started while the window is pinned (it inherited the harness's CPUs) the CPUs
+        the harness had before the window, so that it is not confined to the other set for good."""
+        before = self._saved.get(os.getpid())
+        if not before:
+            return
+        for tid in _tasks(pid):
+            try:
+                os.sched_setaffinity(tid, before)
+            except OSError:
+                pass
+
     def placement(self) -> dict[str, Any]:
         """Where QEMU's threads are now, by role (read back from the kernel), and the threads QEMU started
         since :meth:`pin` (aio workers spawned in the window) with the CPUs they got."""

@@ -1,7 +1,9 @@
-# The modules' own rules (STYLE.md, PowerShell), one suite for both modules: every public function is
-# defined once by a file named after it, has complete comment-based help and a unit test; the manifest
-# passes Test-ModuleManifest, the module imports, and it exports exactly the functions of Public/ (no
-# private one); PSScriptAnalyzer is clean where it is installed.
+# The modules' own rules (STYLE.md, PowerShell), one suite for both modules: every file defines one
+# advanced function named after it, with comment-based help (public ones: synopsis, description, an
+# example, outputs and exactly their parameters; private ones: a synopsis) read by the engine's parser,
+# and every public function has a unit test; the manifest passes Test-ModuleManifest with the module's
+# PowerShell version and editions, the module imports, and it exports exactly the functions of Public/
+# (no private one); PSScriptAnalyzer is clean where it is installed.
 # Parse errors, Windows PowerShell 5.1 compatibility, static binding and the command inventory are
 # checked by tests/pwsh/Checks; the parameters the Python side sends by tests/test_pwsh_sent_scripts.py.
 # Runs under real Pester 5 and under PesterLite on the hosted engine.
@@ -12,10 +14,12 @@ BeforeDiscovery {
         @{ Module = 'StormatrixGuest'; Tests = @('StormatrixGuest.Tests.ps1', 'Invoke-StormatrixFio.Linux.Tests.ps1') }
         @{ Module = 'StormatrixVMware'; Tests = @('StormatrixVMware.Tests.ps1') }
     )
-    $publicFunctions = foreach ($m in $modules) {
-        $folder = [System.IO.Path]::Combine($repo, 'windows', $m.Module, 'Public')
-        foreach ($path in [System.IO.Directory]::GetFiles($folder, '*.ps1')) {
-            @{ Module = $m.Module; Name = [System.IO.Path]::GetFileNameWithoutExtension($path); Path = $path; Tests = $m.Tests }
+    $functionFiles = foreach ($m in $modules) {
+        foreach ($kind in 'Public', 'Private') {
+            $folder = [System.IO.Path]::Combine($repo, 'windows', $m.Module, $kind)
+            foreach ($path in [System.IO.Directory]::GetFiles($folder, '*.ps1')) {
+                @{ Module = $m.Module; Kind = $kind; Name = [System.IO.Path]::GetFileNameWithoutExtension($path); Path = $path; Tests = $m.Tests }
+            }
         }
     }
 }
@@ -47,36 +51,51 @@ BeforeAll {
     }
 }
 
-Describe 'Public function <Name> of <Module>' -ForEach $publicFunctions {
-    It 'Should be defined once, by a file named after it' {
-        $functions = Get-TopLevelFunction -Path $Path
-        $functions.Count | Should -Be 1
-        $functions[0].Name | Should -BeExactly $Name
+Describe '<Kind> function <Name> of <Module>' -ForEach $functionFiles {
+    BeforeAll {
+        $script:functions = Get-TopLevelFunction -Path $Path
+        $script:function = $script:functions | Where-Object { $_.Name -eq $Name }
+        $script:help = if ($script:function) { $script:function.GetHelpContent() }
     }
 
-    It 'Should have help with synopsis, description, an example and every parameter' {
-        $null = Import-UnderTest -Module $Module
-        $help = Get-Help -Name $Name -Full
-        $help.Synopsis | Should -Not -BeNullOrEmpty
-        $help.Synopsis.Trim() | Should -Not -BeLike "$Name *" -Because 'an auto-generated synopsis means no comment-based help'
-        $help.Description | Should -Not -BeNullOrEmpty
-        @($help.Examples.Example).Count | Should -BeGreaterThan 0
-        $common = [System.Management.Automation.Cmdlet]::CommonParameters + [System.Management.Automation.Cmdlet]::OptionalCommonParameters
-        foreach ($parameter in (Get-Command -Name "$Module\$Name").Parameters.Keys | Where-Object { $common -notcontains $_ }) {
-            $entry = @($help.Parameters.Parameter | Where-Object { $_.Name -eq $parameter })
-            ($entry.Description.Text -join '') | Should -Not -BeNullOrEmpty -Because "parameter $parameter needs a .PARAMETER entry"
+    It 'Should be defined once, by a file named after it' {
+        @($script:functions | ForEach-Object { $_.Name }) | Should -Be @($Name)
+    }
+
+    It 'Should be an advanced function' {
+        $attributes = @($script:function.Body.ParamBlock.Attributes | ForEach-Object { $_.TypeName.Name })
+        $attributes | Should -Contain 'CmdletBinding'
+        if ($Kind -eq 'Public') { $attributes | Should -Contain 'OutputType' }
+    }
+
+    It 'Should have comment-based help' {
+        $script:help | Should -Not -BeNullOrEmpty -Because 'help goes in a <# #> block inside the function, before param()'
+        $script:help.Synopsis | Should -Not -BeNullOrEmpty
+        if ($Kind -eq 'Public') {
+            $script:help.Description | Should -Not -BeNullOrEmpty
+            @($script:help.Examples).Count | Should -BeGreaterThan 0
+            $script:help.Outputs | Should -Not -BeNullOrEmpty -Because 'a public function says what it returns (.OUTPUTS)'
+            [string[]]$declared = @($script:function.Body.ParamBlock.Parameters | ForEach-Object { $_.Name.VariablePath.UserPath.ToUpperInvariant() })
+            [string[]]$documented = @($script:help.Parameters.Keys | ForEach-Object { $_.ToUpperInvariant() })
+            [System.Array]::Sort($declared); [System.Array]::Sort($documented)
+            ($documented -join ', ') | Should -Be ($declared -join ', ') -Because 'every parameter, and only those, has a .PARAMETER entry'
         }
     }
+}
 
-    It 'Should have a unit test' {
+Describe 'Unit test of <Name>' -ForEach @($functionFiles | Where-Object { $_.Kind -eq 'Public' }) {
+    # private functions are tested through the public ones
+    It 'Should have a Describe named after the function' {
         $text = foreach ($file in $Tests) { [System.IO.File]::ReadAllText([System.IO.Path]::Combine($PSScriptRoot, $file)) }
         ($text -join "`n") | Should -Match ("Describe '" + [regex]::Escape($Name) + "'")
     }
 }
 
 Describe 'Module manifest of <Module>' -ForEach @(
-    @{ Module = 'StormatrixGuest' }
-    @{ Module = 'StormatrixVMware' }
+    # the guest module runs on Windows PowerShell 5.1 and PowerShell 7; the VMware one on the workstation's
+    # PowerShell 7.2+ with PowerCLI, imported by Connect-StormatrixVMware (no RequiredModules, so tests can stub it)
+    @{ Module = 'StormatrixGuest'; PowerShellVersion = '5.1'; Editions = 'Core, Desktop' }
+    @{ Module = 'StormatrixVMware'; PowerShellVersion = '7.2'; Editions = 'Core' }
 ) {
     BeforeAll {
         $script:manifest = [System.IO.Path]::Combine((Get-ModuleFolder $Module), "$Module.psd1")
@@ -85,6 +104,15 @@ Describe 'Module manifest of <Module>' -ForEach @(
 
     It 'Should pass Test-ModuleManifest' {
         { $null = Test-ModuleManifest -Path $script:manifest -ErrorAction Stop } | Should -Not -Throw
+    }
+
+    It 'Should declare PowerShell <PowerShellVersion>, the editions <Editions> and no required module' {
+        $info = Test-ModuleManifest -Path $script:manifest -ErrorAction Stop
+        $info.PowerShellVersion.ToString() | Should -Be $PowerShellVersion
+        [string[]]$declared = @($info.CompatiblePSEditions)
+        [System.Array]::Sort($declared)
+        ($declared -join ', ') | Should -Be $Editions
+        @($info.RequiredModules) | Should -BeNullOrEmpty
     }
 
     It 'Should list exactly the Public functions in FunctionsToExport' {

@@ -24,4 +24,9 @@ Describe 'Parse' {
         $parsed = Get-StormatrixParsedText -Text "`$x = 1`n`"at `$Filename: here`"" -Name 'sample.ps1'
         Format-StormatrixParseError -Parsed $parsed | Should -Match '^sample\.ps1:2:5: .*InvalidVariableReferenceWithDrive'
     }
+
+    It 'Should report a using statement after other statements (an error in every version, 5.1 included)' {
+        $parsed = Get-StormatrixParsedText -Text "`$x = 1`nusing namespace System.IO" -Name 'sample.ps1'
+        Format-StormatrixParseError -Parsed $parsed | Should -Match '^sample\.ps1:2:1: .*UsingMustBeAtStartOfScript'
+    }
 }

@@ -29,6 +29,7 @@ function __StandInCallerPreference {
     $names = @{
         ErrorActionPreference = 'ErrorAction'; WarningPreference = 'WarningAction'; VerbosePreference = 'Verbose'
         DebugPreference = 'Debug'; InformationPreference = 'InformationAction'; ProgressPreference = ''
+        WhatIfPreference = 'WhatIf'; ConfirmPreference = 'Confirm'
     }
     $found = @{}
     for ($i = 2; $i -lt $frames.Count -and $found.Count -lt $names.Count; $i++) {

@@ -1,0 +1,170 @@
+"""The ``[proxmox]`` matrix section: its keys, the checks a single key cannot make, and the API transport
+the section describes.
+
+Every check that can run without the node runs when the matrix is parsed or planned, so that a typo
+is an exit 2 naming the key before anything is changed on a VM: the disk key's form, the CPU list, the
+ssh target, the CA file, and the token secret's reference (an environment variable's NAME or a file's
+PATH, exactly one, never the secret itself: :mod:`stormatrix.secrets`).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from pathlib import Path
+from typing import Any, Mapping
+
+from .. import secrets
+from ..spec import Field, Section
+from ..ssh import check_target
+from . import pve_config as pc
+
+log = logging.getLogger("stormatrix.backend.proxmox")
+
+# Where linux-host/ goes on the node: the ssh user's home (a fixed /tmp path could be pre-created by
+# another local user and its scripts run as root).
+REMOTE_COLLECTOR_DIR = ".cache/stormatrix/linux-host"
+
+
+def parse_cpuset(text: str) -> list[int]:
+    """``"0-2,5"`` -> ``[0, 1, 2, 5]`` (the kernel's cpulist format, as in ``/sys/devices/system/cpu/online``)."""
+    cpus: set[int] = set()
+    for part in text.split(","):
+        part = part.strip()
+        m = re.fullmatch(r"(\d+)(?:-(\d+))?", part)
+        if not m:
+            raise ValueError(f"{text!r} is not a CPU list like 2-3 or 0,2,4")
+        lo, hi = int(m.group(1)), int(m.group(2) or m.group(1))
+        if hi < lo:
+            raise ValueError(f"{part!r}: range goes backwards")
+        cpus.update(range(lo, hi + 1))
+    return sorted(cpus)
+
+
+def format_cpuset(cpus: list[int]) -> str:
+    """``[0, 1, 2, 5]`` -> ``0-2,5``."""
+    out: list[str] = []
+    for cpu in sorted(set(cpus)):
+        if out and "-" not in out[-1].split(",")[-1] and int(out[-1]) == cpu - 1:
+            out[-1] = f"{out[-1]}-{cpu}"
+        elif out and "-" in out[-1] and int(out[-1].split("-")[1]) == cpu - 1:
+            out[-1] = f"{out[-1].split('-')[0]}-{cpu}"
+        else:
+            out.append(str(cpu))
+    return ",".join(out)
+
+
+def _check_disk_key(value: str) -> None:
+    pc.split_drive_key(value)
+
+
+def _check_cpuset(value: str) -> None:
+    if value:
+        parse_cpuset(value)
+
+
+def _check_serial(value: str) -> None:
+    if value and not re.fullmatch(r"serial[0-3]", value):
+        raise ValueError(f"{value!r} is not serial0-serial3")
+
+
+def _check_remote_dir(value: str) -> None:
+    if not value or value.startswith("-") or any(c in value for c in "\0\n'\"$`\\ "):
+        raise ValueError(f"{value!r} is not a plain directory path (no spaces, quotes or $)")
+
+
+def _check_existing_file(value: str) -> None:
+    """A CA bundle or ssh_config must exist now: a missing one would fail the first connection, after plan."""
+    if value:
+        path = Path(value).expanduser()
+        if not path.is_file():
+            raise ValueError(f"{value!r} is not a file" + (" (it is a directory)" if path.is_dir() else ""))
+
+
+PROXMOX_SECTION = Section("proxmox", {
+    "transport": Field(str, "api", choices=("api", "local"),
+                       help="api: REST API over HTTPS with a token; local: pvesh on the node itself"),
+    "host": Field(str, "", help="the node's address for the API (transport = \"api\")"),
+    "port": Field(int, 8006, min=1, max=65535),
+    "node": Field(str, help="the Proxmox node name, as in /nodes/{node}"),
+    "vmid": Field(int, min=100, max=999999999, help="the VM under test"),
+    "test_disk": Field(str, check=_check_disk_key, help="the VM's test disk key, e.g. scsi1"),
+    "user": Field(str, "root@pam", help="the token's user, USER@REALM"),
+    "token_id": Field(str, "", help="the API token's id (the part after '!')"),
+    "token_secret_env": Field(str, "", check=secrets.check_env_name,
+                              help="NAME of the environment variable holding the token secret (never the secret)"),
+    "token_secret_file": Field(str, "", check=secrets.check_secret_file,
+                               help="PATH of a file holding the token secret (never the secret itself)"),
+    "verify_tls": Field(bool, True, help="verify the node's certificate; false only if you accept MITM risk"),
+    "ca_file": Field(str, "", check=_check_existing_file,
+                     help="give the path of the CA bundle (or the node's /etc/pve/pve-root-ca.pem, copied here) that "
+                          "verifies the node's certificate, or leave it empty for the system's CAs"),
+    "timeout": Field(float, 60.0, min=1, max=3600, help="seconds per API request (proxmoxer's 5 s is too short)"),
+    "task_timeout": Field(float, 300.0, min=5, max=86400, help="seconds a start/stop task may take"),
+    "restart": Field(str, "stop-start", choices=("stop-start", "reboot"),
+                     help="how pending changes are applied: API stop+start, or API reboot when the disk stays on its bus"),
+    "ready": Field(str, "auto", choices=("auto", "agent", "tcp", "executor"),
+                   help="readiness: guest agent ping, a TCP port (guest_host:guest_port), or the executor's own"),
+    "guest_host": Field(str, "", help="address of the guest for fio-server/WinRM executors"),
+    "guest_port": Field(int, 0, min=0, max=65535, help="port the guest executor listens on (fio server 8765, WinRM 5985/5986)"),
+    "guest_channel": Field(str, "", check=_check_serial,
+                           help="serialN configured as 'socket' that carries the local agent (node-local runs)"),
+    "qemu_server_dir": Field(str, "/var/run/qemu-server", help="where the node keeps <vmid>.pid/.qmp/.serialN"),
+    "ssh": Field(str, "", check=check_target,
+                 help="ssh target (user@node) for the host collector, pinning and qm showcmd; empty = this machine"),
+    "ssh_config": Field(str, "",
+                        help="give the path of an ssh_config file for ssh/scp to the node (Port, IdentityFile, "
+                             "UserKnownHostsFile), passed as ssh -F, or leave it empty for your usual ssh configuration"),
+    "ssh_dir": Field(str, REMOTE_COLLECTOR_DIR, check=_check_remote_dir,
+                     help="where linux-host/ is copied on the node (relative = the ssh user's home)"),
+    "pin_cpus": Field(str, "", check=_check_cpuset,
+                      help="pin vCPU and iothreads to these host CPUs during each cell, a list like 2-3 or 0,2,4"),
+    "reboot_timeout": Field(int, 60, min=1, max=3600,
+                            help="seconds the guest gets to shut down on an API reboot (restart = \"reboot\"); "
+                                 "Proxmox's default is 60"),
+    "check_cmdline": Field(bool, True, help="before measuring, check the test disk's options in qm showcmd and the "
+                                            "running QEMU's command line (where the node is reachable)"),
+    "allow_shared_scsihw": Field(bool, False,
+                                 help="run SCSI-controller cells although other scsiN disks of the VM (its boot disk) "
+                                      "move to the cell's controller with it (scsihw is one setting per VM); the "
+                                      "journal names them in every cell"),
+}, help="the Proxmox VE backend: node, VM, test disk, credentials (secrets by reference only)")
+
+
+def token_reference(o: Mapping[str, Any], path: str = "") -> secrets.SecretRef:
+    """The token secret's reference, checked (exactly one of token_secret_env / token_secret_file)."""
+    return secrets.reference(o, env_key="token_secret_env", file_key="token_secret_file",
+                             what="the Proxmox API token secret", path=path, section="proxmox")
+
+
+def check_section(o: Mapping[str, Any], path: str) -> None:
+    """The checks of ``[proxmox]`` that need more than one key. Called at plan time and by the backend.
+
+    ``transport = "api"`` needs host, token_id and exactly one reference to the token secret; with
+    ``transport = "local"`` (pvesh on the node) a token key would be ignored, which is said, not hidden."""
+    if o.get("transport", "api") == "api":
+        for key, what in (("host", "the node's address"), ("token_id", "the API token's id (after '!')")):
+            if not o.get(key):
+                raise secrets.config_error(path, f"[proxmox] {key}", "is empty, but transport = \"api\" needs it",
+                                  f"set {key} = ... ({what}), or transport = \"local\" when stormatrix runs on the node")
+        token_reference(o, path)
+    elif o.get("token_secret_env") or o.get("token_secret_file"):
+        log.warning("%s: [proxmox] transport = \"local\" runs pvesh on the node and uses no token: "
+                    "token_secret_env/token_secret_file are ignored", path)
+
+
+def make_transport(o: Mapping[str, Any], path: str = "") -> Any:
+    """The API transport a ``[proxmox]`` section describes: ``pvesh`` on the node, or HTTPS with a token
+    (secret by reference, TLS verified unless turned off). Also used by the suite's VM discovery."""
+    from .pve_api import PveshTransport, ProxmoxerTransport
+
+    secrets.install_log_scrubber()
+    if o["transport"] == "local":
+        return PveshTransport(timeout=o["timeout"])
+    check_section(o, path)
+    secret = secrets.resolve(token_reference(o, path))
+    verify: bool | str = (str(Path(o["ca_file"]).expanduser()) if o["ca_file"] else True) if o["verify_tls"] else False
+    if not o["verify_tls"]:
+        log.warning("TLS verification of %s is turned off ([proxmox] verify_tls = false)", o["host"])
+    return ProxmoxerTransport(o["host"], port=o["port"], user=o["user"], token_name=o["token_id"],
+                              token_value=secret.reveal(), verify=verify, timeout=o["timeout"])

@@ -1,0 +1,317 @@
+"""Host collectors: what every one of them does, and the one place their results are merged.
+
+A host collector measures the hypervisor side of one measurement window: CPU and context switches of
+the QEMU process(es) (or, on ESXi, of the VM's worlds). The runner starts one when the window opens and
+stops it when the window closes; the record keeps the one ``host`` block it returns.
+
+Kinds, all satisfying :class:`HostCollector` structurally (no base class to inherit):
+
+- ``linux-host/collector.py``'s ``WindowCollector``: one process on this machine;
+- :class:`ProcessesCollector`: many processes on this machine, one ``WindowCollector`` each;
+- :class:`RemoteProcessesCollector`: 1..N processes on another machine (a Proxmox node), ONE ssh session
+  per window running ``linux-host/multicollector.py`` there (the only remote path: one login whatever
+  the number of VMs, instead of sshd's ``MaxStartups`` refusing the 11th of 32 simultaneous logins);
+- the ESXi sources of the vmware backend (vSphere statistics, esxtop over ssh).
+
+:func:`merge_hosts` adds up the results of many processes into one block: the only place results are
+merged, so per-MiB cost always divides the whole side's host cost by the bytes every guest moved.
+"""
+
+from __future__ import annotations
+
+import json
+import queue
+import subprocess
+import threading
+from typing import Any, Callable, Protocol, Sequence
+
+from .backends.base import HostScope
+from .core.errors import CollectorError
+from .ssh import Shell
+
+
+class HostCollector(Protocol):
+    """One measurement window's host side: ``start`` when it opens, ``stop`` when it closes (the host
+    block, or None when this collector measured nothing), ``abort`` when the cell failed in between."""
+
+    def start(self) -> None: ...
+
+    def stop(self) -> dict[str, Any] | None: ...
+
+    def abort(self) -> None: ...
+
+
+#: the per-process counters that add up across processes
+_SUMMED = ("cpu_total", "cpu_user", "cpu_system", "ctx_switches", "ctx_voluntary", "ctx_involuntary")
+
+
+def merge_hosts(results: Sequence[dict[str, Any] | None]) -> dict[str, Any] | None:
+    """One host block for one or many QEMU processes (many VMs in a suite, or collectors of one window)."""
+    results = [r for r in results if r is not None]
+    if not results:
+        return None
+    if len(results) == 1:
+        return results[0]
+    metrics = {r["cpu_metric"] for r in results}
+    if len(metrics) != 1:
+        raise CollectorError("VMs were measured with different CPU metrics; cannot add them up")
+    out = dict(results[0])
+    for k in _SUMMED:
+        out[k] = sum(r[k] for r in results)
+    # per_mib() reads the cycles split when the metric is cycles: it must cover every VM, not the first
+    if all(isinstance(r.get("cycles"), dict) for r in results):
+        out["cycles"] = {k: sum(r["cycles"][k] for r in results) for k in ("user", "kernel")}
+    if all(isinstance(r.get("cpu_time_s"), dict) for r in results):
+        out["cpu_time_s"] = {k: sum(r["cpu_time_s"][k] for r in results) for k in ("total", "user", "system")}
+    by_role: dict[str, dict[str, Any]] = {}
+    for r in results:
+        for role, agg in (r.get("by_role") or {}).items():
+            into = by_role.setdefault(role, {k: 0 for k in agg})
+            for k, v in agg.items():
+                into[k] = into.get(k, 0) + v
+    out["by_role"] = by_role
+    out["window_s"] = max(r.get("window_s") or 0.0 for r in results)
+    out["split_approximate"] = any(r.get("split_approximate") for r in results)
+    out["threads"] = [t for r in results for t in r["threads"]]
+    out["pid"] = [r["pid"] for r in results]
+    out["scope"] = f"{len(results)} qemu processes"
+    return out
+
+
+def _invalidate(scopes: Any) -> None:
+    """Scopes that cache (thread roles cost API calls) are taken anew after a failed window: a VM may
+    have restarted with a new pid."""
+    invalidate = getattr(scopes, "invalidate", None)
+    if invalidate is not None:
+        invalidate()
+
+
+def _local_window_collector(scope: HostScope, use_perf: bool | None) -> Any:
+    from .host.collector import WindowCollector
+
+    if scope.ssh:
+        raise CollectorError(f"{scope.vm or scope.pid}: its QEMU runs on {scope.ssh}; use RemoteProcessesCollector")
+    return WindowCollector(scope.pid, dict(scope.threads), use_perf=use_perf)
+
+
+class ProcessesCollector:
+    """Many QEMU processes on this machine: one ``WindowCollector`` each, merged by :func:`merge_hosts`.
+
+    ``scopes`` is called at every window start (a backend's ``scope()`` fits); if it has an
+    ``invalidate()``, that is called after a failed window, so the next one takes the scopes anew.
+    """
+
+    def __init__(self, scopes: Callable[[], list[HostScope]], *, use_perf: bool | None = None,
+                 factory: Callable[[HostScope, bool | None], Any] = _local_window_collector) -> None:
+        from .host.collector import perf_available
+
+        self.scopes = scopes
+        # decided once: probing perf per VM per window would delay every window's opening
+        self.use_perf = perf_available() if use_perf is None else use_perf
+        self.factory = factory
+        self._running: list[tuple[str, Any]] = []
+
+    def start(self) -> None:
+        from .core.errors import VmStartError
+        from .host.collector import CollectorProblem
+        from .qmp import QmpError
+
+        if self._running:
+            raise CollectorError("the host collector is already measuring a window")
+        name = "?"
+        try:
+            for scope in self.scopes():
+                name = scope.vm or str(scope.pid)
+                c = self.factory(scope, self.use_perf)
+                c.start()
+                self._running.append((name, c))
+        except (CollectorProblem, QmpError, VmStartError, OSError) as exc:
+            self._abort()
+            raise CollectorError(f"cannot start the host collector for {name}: {exc}") from exc
+        except BaseException:
+            self._abort()
+            raise
+
+    def stop(self) -> dict[str, Any] | None:
+        from .host.collector import CollectorProblem
+
+        running, self._running = self._running, []
+        results: list[dict[str, Any]] = []
+        errors: list[str] = []
+        for name, c in running:  # stop every one, even after a failure: each holds a perf process
+            try:
+                results.append(c.stop())
+            except CollectorProblem as exc:
+                errors.append(f"{name}: {exc}")
+        if errors:
+            _invalidate(self.scopes)
+            raise CollectorError(f"the host collector lost {len(errors)} of {len(running)} VMs: {'; '.join(errors)}")
+        host = merge_hosts(results)
+        if host is not None:
+            host["vms"] = [name for name, _ in running]
+        return host
+
+    def abort(self) -> None:
+        self._abort()
+
+    def _abort(self) -> None:
+        _invalidate(self.scopes)
+        running, self._running = self._running, []
+        for _, c in running:
+            c.abort()
+
+
+class RemoteProcessesCollector:
+    """1..N QEMU processes on a remote node, measured by ONE ``ssh`` session per window.
+
+    ``ssh -o BatchMode=yes [-F ssh_config] <target> -- python3 <remote_dir>/multicollector.py`` (built by
+    :mod:`stormatrix.ssh`); the request (pids, thread roles) and the results travel as JSON lines on
+    stdin/stdout (see ``linux-host/multicollector.py``), so the remote command line holds fixed words only.
+    ``scopes`` as for :class:`ProcessesCollector`. With one process the result is that process's block
+    (what the local collector gives); with many, :func:`merge_hosts` adds them up; ``name_vms`` adds
+    ``vms`` and ``node`` to the block (a suite's record says which VMs it covers).
+    """
+
+    START_TIMEOUT_S = 30.0
+    STOP_TIMEOUT_S = 60.0
+
+    def __init__(self, shell: Shell, scopes: Callable[[], list[HostScope]], *, remote_dir: str,
+                 use_perf: bool | None = None, python: str = "python3", name_vms: bool = True) -> None:
+        self.shell = shell
+        self.name_vms = name_vms  # a suite's block names its VMs and node; one VM's block is the plain one
+        self.target = shell.where
+        self.scopes = scopes
+        self.remote_dir = remote_dir
+        self.use_perf = use_perf
+        self.python = python
+        self._proc: subprocess.Popen[str] | None = None
+        self._lines: "queue.Queue[str | None]" = queue.Queue()
+        self._stderr: list[str] = []
+
+    def argv(self) -> list[str]:
+        # -B: no __pycache__ next to the copied files (ensure_remote_collector compares the folder's *.py only)
+        return self.shell.argv([self.python, "-B", f"{self.remote_dir}/multicollector.py"])
+
+    @staticmethod
+    def _read(stream: Any, into: "queue.Queue[str | None] | list[str]") -> None:
+        for line in stream:
+            if isinstance(into, list):
+                into.append(line)
+            else:
+                into.put(line)
+        if not isinstance(into, list):
+            into.put(None)
+
+    def _next(self, timeout: float, what: str) -> dict[str, Any]:
+        try:
+            line = self._lines.get(timeout=timeout)
+        except queue.Empty:
+            line = None
+            what += f" (no answer within {timeout:g} s)"
+        if line is not None:
+            try:
+                doc = json.loads(line)
+            except ValueError:
+                doc = None
+            if isinstance(doc, dict):
+                return doc
+        self._kill()
+        tail = "".join(self._stderr).strip()[-500:]
+        hint = ""
+        if self.shell.ssh_failure(255, tail) or "Permission denied" in tail:
+            hint = (f" Fix: {self.shell.opts.login_hint()}; check {self.shell.what_key} and ssh_config")
+        raise CollectorError(f"host collector on {self.target}: {what}; ssh: {tail or '(no output)'}.{hint}")
+
+    def start(self) -> None:
+        if self._proc is not None:
+            raise CollectorError("the host collector is already measuring a window")
+        scopes = self.scopes()
+        request = {"processes": [{"pid": s.pid, "name": s.vm or str(s.pid),
+                                  "roles": {str(t): r for t, r in s.threads.items()}} for s in scopes],
+                   "use_perf": self.use_perf}
+        self._lines = queue.Queue()
+        self._stderr = []
+        try:
+            self._proc = subprocess.Popen(self.argv(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                          stderr=subprocess.PIPE, text=True)
+        except OSError as exc:
+            raise CollectorError(f"cannot run ssh for the host collector on {self.target}: {exc}") from None
+        threading.Thread(target=self._read, args=(self._proc.stdout, self._lines), daemon=True).start()
+        threading.Thread(target=self._read, args=(self._proc.stderr, self._stderr), daemon=True).start()
+        try:
+            assert self._proc.stdin is not None
+            self._proc.stdin.write(json.dumps(request) + "\n")
+            self._proc.stdin.flush()
+        except OSError:
+            pass  # ssh already exited: _next reports its stderr
+        doc = self._next(self.START_TIMEOUT_S, "the collector did not start")
+        if "started" not in doc:
+            self._kill()
+            _invalidate(self.scopes)
+            raise CollectorError(f"host collector on {self.target} did not start: {doc.get('error', doc)}")
+
+    def stop(self) -> dict[str, Any] | None:
+        if self._proc is None:
+            return None
+        try:
+            assert self._proc.stdin is not None
+            self._proc.stdin.write("stop\n")
+            self._proc.stdin.flush()
+        except OSError:
+            pass
+        try:
+            doc = self._next(self.STOP_TIMEOUT_S, "no result at the window's end")
+        except CollectorError:
+            _invalidate(self.scopes)
+            raise
+        self._finish()
+        results = doc.get("results")
+        if not isinstance(results, list):
+            _invalidate(self.scopes)
+            raise CollectorError(f"host collector on {self.target}: {doc.get('error', doc)}")
+        errors = [f"{r.get('name')}: {r['error']}" for r in results if isinstance(r, dict) and "error" in r]
+        if errors:
+            _invalidate(self.scopes)
+            raise CollectorError(f"the host collector on {self.target} lost {len(errors)} of {len(results)} VMs: "
+                                 + "; ".join(errors))
+        host = merge_hosts([r["host"] for r in results])
+        if host is not None and self.name_vms:
+            host["vms"] = [r.get("name") for r in results]
+            host["node"] = self.target
+        return host
+
+    def abort(self) -> None:
+        self._kill()
+        _invalidate(self.scopes)
+
+    def _finish(self) -> None:
+        proc, self._proc = self._proc, None
+        if proc is None:
+            return
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        for stream in (proc.stdin, proc.stdout, proc.stderr):
+            try:
+                if stream is not None:
+                    stream.close()
+            except OSError:
+                pass
+
+    def _kill(self) -> None:
+        """End the session: closing stdin makes the remote collector stop its perf; then ssh goes."""
+        proc = self._proc
+        if proc is None:
+            return
+        try:
+            if proc.stdin is not None:
+                proc.stdin.close()
+        except OSError:
+            pass
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        self._finish()
