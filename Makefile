@@ -1,12 +1,12 @@
 # The two commands that matter (see README.md): `make demo` and `make test`.
-# Each installs what is missing first (Debian packages, the project venv; PowerShell 7 and Pester 5
-# into .tools/ for the tests).
+# Each installs what is missing first (Debian packages, the project venv; the hosted PowerShell engine,
+# and PowerShell 7 + Pester 5 where they can be had, into .tools/ for the tests).
 
 PY      := .venv/bin/python
 RUN_DIR ?= runs/demo
 OUT     ?= $(RUN_DIR)/stormatrix-demo.xlsx
 
-.PHONY: setup demo demo-full test test-python test-pester bench clean
+.PHONY: setup demo demo-full test test-pwsh bench clean
 
 setup:
 	@bash scripts/setup.sh
@@ -19,6 +19,11 @@ demo-full: setup
 
 test: setup
 	@bash scripts/test.sh
+
+# only the PowerShell tests, on the hosted engine (tests/pwsh/README.md)
+test-pwsh:
+	@bash scripts/build-pwsh-host.sh
+	@env -u STORMATRIX_REAL_PWSH tests/pwsh/pwsh -NoLogo -NoProfile -NonInteractive -File tests/pwsh/Invoke-EngineTests.ps1 -Engine
 
 bench: setup
 	$(PY) benchmarks/bench_cell_overhead.py

@@ -23,7 +23,7 @@ import xml.etree.ElementTree as ET
 from typing import Any
 
 from ..core.errors import DataFileError
-from .fio import params_from_name
+from .params import params_from_name
 
 
 def _text(node: ET.Element | None, path: str) -> str | None:

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Issue 2's performance goals, measured side by side in one run (ratios, not absolute timings,
+"""The harness's start-up and overhead goals, measured side by side in one run (ratios, not absolute timings,
 because these machines are shared and noisy):
 
 1. per-cell overhead (QEMU start -> fio running in the guest, i.e. its first I/O reaching QEMU's
@@ -125,7 +125,7 @@ def matrix_overhead(workdir: Path, matrix_text: str, boot_ahead: bool) -> tuple[
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description="Issue 2's performance goals (cell start-up vs bare boot, "
+    ap = argparse.ArgumentParser(description="The harness's start-up and overhead goals (cell start-up vs bare boot, "
                                  "boot time, matrix overhead), measured side by side in one run.")
     ap.add_argument("--samples", type=int, default=3)
     ap.add_argument("--skip-matrix", action="store_true")

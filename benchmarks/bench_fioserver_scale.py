@@ -30,7 +30,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from stormatrix.executors.fioserver import FioJob, LocalFioServers, probe_servers, run_point
+from stormatrix.executors.fioserver import FioJob, probe_servers, run_point
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+from standins.fioservers import LocalFioServers  # noqa: E402 - the loopback servers live with the tests
 
 
 def measure(servers: int, root: Path, *, ramp_s: float, measure_s: float, rate_iops: int | None,

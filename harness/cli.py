@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import importlib
 import logging
 import sys
 
@@ -22,13 +21,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"stormatrix {__version__}")
     parser.add_argument("-v", "--verbose", action="count", default=0, help="more log output (-vv for debug)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in COMMANDS:
-        try:
-            module = importlib.import_module(f"stormatrix.commands.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name == f"stormatrix.commands.{name}":
-                continue  # command not built yet
-            raise
+    for module in COMMANDS:
         module.register(sub)
     return parser
 

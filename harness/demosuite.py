@@ -11,9 +11,9 @@ the two sides point by point. Here:
   user networking and a host port forwarded from ``127.0.0.1:<port>`` to the guest's fio server;
   every guest has its own raw test disk (one file per guest index, reused by both sides, since
   a side's guests are stopped before the other side's boot);
-- the suite runner (:func:`stormatrix.suite.run_suite`) runs a reduced grid into ``<out>/A`` and
+- the runner (:func:`stormatrix.suiterun.run_suite`) runs a reduced grid into ``<out>/A`` and
   ``<out>/B``, with the host collector measuring all the side's QEMU processes during each
-  point's window (:class:`QemuProcessesCollector`), so each point has host CPU and context
+  point's window (:class:`~stormatrix.collect.ProcessesCollector`), so each point has host CPU and context
   switches per MiB;
 - the comparison workbook is written by the same code as ``stormatrix compare``.
 
@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import socket
 import sys
 import time
 from dataclasses import dataclass, field
@@ -36,14 +37,22 @@ from . import guestimage
 from .backends.base import HostScope
 from .backends.qemu import QemuVm, VmSpec, ensure_test_disk, qemu_version
 from .core.errors import GuestNotReady, InputError, StormatrixError, VmStartError
-from .executors.fioserver import FioGuest, _free_port, find_fio, probe_servers
+from .executors.fioserver import FioGuest, find_fio, probe_servers
 from .executors.localagent import AgentChannel, parse_event
 from .journal import Journal
 from .core.model import DiskConfig
-from .suite import Suite, SuiteOutcome, SuitePoint, run_suite, suite_for_guests
-from .suitevms import QemuProcessesCollector
+from .suite import Suite, SuitePoint, suite_for_guests
+from .collect import ProcessesCollector
+from .suiterun import SuiteOutcome, run_suite
 
 log = logging.getLogger("stormatrix.demosuite")
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 free right now, for a guest's forwarded fio server port."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
 
 MIN_GUESTS, MAX_GUESTS = 2, 4
 
@@ -154,7 +163,7 @@ class SideGuests:
         to a socket chardev while nobody is connected, and READY comes only once."""
         last: VmStartError | None = None
         for _ in range(self.PORT_ATTEMPTS):
-            vm = QemuVm(self._spec(name, disk, _free_port()))
+            vm = QemuVm(self._spec(name, disk, free_port()))
             try:
                 vm.start()
             except VmStartError as exc:
@@ -274,14 +283,29 @@ def todo_points(config: DemoSuiteConfig, side: DemoSide) -> list[SuitePoint]:
 
 
 def write_workbook(config: DemoSuiteConfig) -> Path:
-    """The comparison workbook through ``stormatrix compare``'s own code path."""
-    from .commands import compare as compare_cmd
+    """The comparison workbook (and its tidy CSV beside it) from the analysis functions that
+    ``stormatrix compare`` uses: ingest each side's journal, compare, findings, workbook."""
+    import pandas as pd
 
-    a, b = config.sides
-    ns = argparse.Namespace(a=str(config.run_dir / a.key), b=str(config.run_dir / b.key), add_a=[], add_b=[],
-                            label_a=a.label, label_b=b.label, output=str(config.workbook), strict=False,
-                            alpha=0.05, csv=None)
-    compare_cmd.run(ns)
+    from .analysis.compare import compare
+    from .analysis.findings import comparison_findings
+    from .analysis.ingest import ingest
+    from .analysis.workbook import write_comparison_workbook, write_tidy_csv
+
+    a_side, b_side = config.sides
+    inputs = {s.key: [str(config.run_dir / s.key)] for s in config.sides}
+    a, b = ingest(inputs[a_side.key]), ingest(inputs[b_side.key])
+    for side, data in ((a_side, a), (b_side, b)):
+        if data.frame.empty:
+            raise InputError(f"side {side.key} has no usable results in {config.run_dir / side.key}. Fix: run the "
+                             "demo suite again; it resumes where it stopped")
+        data.frame["side"] = pd.Series(side.label, index=data.frame.index, dtype="string")
+    result = compare(a.frame, b.frame, label_a=a_side.label, label_b=b_side.label)
+    for note in result.notes + a.problems + b.problems:
+        log.warning("%s", note)
+    write_comparison_workbook(config.workbook, a, b, result, comparison_findings(result),
+                              inputs_a=inputs[a_side.key], inputs_b=inputs[b_side.key])
+    write_tidy_csv(pd.concat([a.frame, b.frame], ignore_index=True), config.workbook.with_suffix(".csv"))
     return config.workbook
 
 
@@ -312,16 +336,12 @@ def demo_suite(config: DemoSuiteConfig, *, progress: bool = True, stream: Any = 
             fio_guests = guests.start()
             outcome.boot_s[side.key] = time.monotonic() - t0
             suite = side_suite(config, side, fio_guests)
-            collector = QemuProcessesCollector(guests.scopes)
-
-            def show(i: int, n: int, point: SuitePoint, remaining: float, key: str = side.key) -> None:
-                if progress:
-                    print(f"[{key} {i}/{n}] {point.key} (about {remaining / 60:.1f} min left)", file=stream)
+            collector = ProcessesCollector(guests.scopes)
 
             status = {"mode": "local", "processes": len(guests.vms),
                       "detail": f"{len(guests.vms)} local QEMU processes (side {side.key})"}
             outcome.sides[side.key] = run_suite(suite, config.run_dir / side.key, collector=collector, fio=fio,
-                                                backend="qemu", progress=show, host_collector=status)
+                                                backend="qemu", progress=progress, host_collector=status)
     outcome.workbook = write_workbook(config)
     return outcome
 

@@ -18,6 +18,7 @@ every journal record through the environment facts.
 
 from __future__ import annotations
 
+import graphlib
 import hashlib
 import io
 import json
@@ -39,7 +40,8 @@ log = logging.getLogger("stormatrix.guest")
 
 BUILDER_VERSION = "4"
 
-# Modules needed by each controller's disk in the guest (REFERENCE.md §7), top-level only: the
+# Modules needed by each controller's disk in the guest (the Linux driver of each emulated controller:
+# piix IDE, AHCI, virtio, LSI 53C8xx, MegaRAID SAS, VMware PVSCSI), top-level only: the
 # dependencies are resolved from .modinfo. crc64_rocksoft_generic is the crypto provider t10-pi
 # needs through crc64-rocksoft; without it SCSI disks never appear.
 CONTROLLER_MODULES: dict[str, list[str]] = {
@@ -156,24 +158,20 @@ def module_dependencies(info: dict[str, list[str]]) -> list[str]:
 
 
 def topo_order(deps: dict[str, tuple[str, ...]]) -> list[str]:
-    order: list[str] = []
-    state: dict[str, int] = {}
+    """A load order for the modules ``deps`` maps (module -> what it needs): dependencies first.
 
-    def visit(m: str) -> None:
-        if state.get(m) == 2:
-            return
-        if state.get(m) == 1:
-            raise EnvironmentProblem(f"kernel module dependency cycle at {m}")
-        state[m] = 1
-        for d in deps.get(m, ()):
-            if d in deps:
-                visit(d)
-        state[m] = 2
-        order.append(m)
-
+    The standard library's topological sort; modules and their dependencies are added in sorted
+    order so that the same inputs always give the same order (it goes on the kernel command line).
+    Dependencies outside ``deps`` (built into the kernel) are left out.
+    """
+    sorter: graphlib.TopologicalSorter[str] = graphlib.TopologicalSorter()
     for m in sorted(deps):
-        visit(m)
-    return order
+        sorter.add(m, *sorted(d for d in deps[m] if d in deps))
+    try:
+        return list(sorter.static_order())
+    except graphlib.CycleError as exc:
+        cycle = exc.args[1] if len(exc.args) > 1 else []
+        raise EnvironmentProblem(f"kernel module dependency cycle: {' -> '.join(cycle)}") from None
 
 
 # --- cpio (newc) ------------------------------------------------------------------------------------

@@ -17,18 +17,18 @@ import logging
 import secrets
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, TextIO
 
 from . import __version__, records
-from .backends import backend_class
-from .backends.base import Backend, BlockStats
+from .backends.base import Backend, GuestEndpoint
 from .core.errors import AuthenticationFailed, BackendError, CollectorError, StormatrixError, UnsafeWrite
-from .executors import executor_class
 from .executors.base import GuestExecutor
 from .journal import Journal, JournalWriteError
+from .window import Window, default_collector_factory  # noqa: F401 - backends.base's default imports it from here
+from .registry import backend_class, executor_class
 from .core.model import Cell, DiskConfig, Plan
 from .spec import MatrixSpec, expand
 
@@ -37,8 +37,7 @@ log = logging.getLogger("stormatrix.runner")
 # seconds a cell costs beyond ramp + measure before any cell has been timed (boot, teardown)
 DEFAULT_OVERHEAD_S = 5.0
 
-# fio rw modes that change the disk's contents
-WRITE_MODES = frozenset({"write", "randwrite", "rw", "readwrite", "randrw", "trim", "randtrim"})
+WRITE_MODES = records.WRITE_MODES
 
 
 def check_write_allowed(cell: Cell, guest: dict[str, Any], allow_write: bool) -> None:
@@ -89,6 +88,15 @@ def fmt_duration(seconds: float) -> str:
     return f"{h}h{m:02d}m{s:02d}s" if h else f"{m}m{s:02d}s" if m else f"{s}s"
 
 
+def fmt_hours(seconds: float) -> str:
+    """A span as people plan long runs: "21 min", "19.6 h" (the seeds' arithmetic, suite ETAs)."""
+    if seconds >= 3600:
+        return f"{seconds / 3600:.1f} h"
+    if seconds >= 60:
+        return f"{seconds / 60:.1f} min" if seconds % 60 else f"{seconds / 60:.0f} min"
+    return f"{seconds:.1f} s" if seconds % 1 else f"{seconds:.0f} s"
+
+
 class Progress:
     """A progress bar with ETA on a terminal; one line per cell otherwise (logs, CI)."""
 
@@ -120,118 +128,36 @@ class Progress:
         self.stream.flush()
 
 
-@dataclass
-class Window:
-    """The measurement window: starts the collector and snapshots QEMU's accounting at both edges."""
+@dataclass(frozen=True)
+class RunPolicy:
+    """How failures end a run, beyond ``[run] retries`` and ``on_error``.
 
-    backend: Backend
-    collector_factory: Callable[[Any], Any]
-    t_start: str | None = None
-    t_end: str | None = None
-    mono_start: float = 0.0
-    mono_end: float = 0.0
-    bs0: BlockStats | None = None
-    bs1: BlockStats | None = None
-    host: dict[str, Any] | None = None
-    collectors: list[Any] = field(default_factory=list)
-    scopes: list[Any] = field(default_factory=list)
-    error: Exception | None = None
-    overlap: dict[str, Any] | None = None  # what else ran (paused) on the host during the window
-    _opened: bool = False
+    ``stop_on``: errors after which nothing later can be measured comparably, so the run ends at
+    once, whatever ``on_error`` says (a suite's guest that dropped out: points on fewer guests are
+    not comparable). ``never_retry``: errors that trying again cannot cure.
+    """
 
-    def measure_started(self) -> None:
-        self.mono_start = time.monotonic()
-        self.t_start = records.now_iso()
-        try:
-            # The guest's fio waits for GO (sent when this returns), so nothing here races its I/O.
-            self._opened = True
-            self.backend.window_opened()  # first: a VM booting ahead stops before anything is measured
-            self.scopes = self.backend.scope()
-            self.collectors = [self.collector_factory(scope) for scope in self.scopes]
-            for c in self.collectors:
-                c.start()
-            self.bs0 = self.backend.blockstats()
-        except Exception as exc:  # noqa: BLE001 - reported after the workload returns
-            self.error = exc
-
-    def measure_ended(self) -> None:
-        self.mono_end = time.monotonic()
-        self.t_end = records.now_iso()
-        if self.error:
-            self.abort()
-            return
-        try:
-            self.bs1 = self.backend.blockstats()
-            results = [c.stop() for c in self.collectors]
-            self.host = merge_hosts(results)
-        except Exception as exc:  # noqa: BLE001
-            self.error = exc
-        self._close_window()
-
-    def abort(self) -> None:
-        for c in self.collectors:
-            try:
-                c.abort()
-            except Exception:  # noqa: BLE001
-                pass
-        self._close_window()
-
-    def _close_window(self) -> None:
-        """Resume what the window paused, once, whatever happened inside it."""
-        if not self._opened:
-            return
-        self._opened = False
-        try:
-            self.overlap = self.backend.window_closed()
-        except Exception as exc:  # noqa: BLE001 - the next apply() finds a VM that cannot resume
-            log.warning("resuming the VM booting ahead failed: %s", exc)
-
-
-def merge_hosts(results: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """One host block for one or many QEMU processes (many VMs in a suite)."""
-    if not results:
-        return None
-    if len(results) == 1:
-        return results[0]
-    metrics = {r["cpu_metric"] for r in results}
-    if len(metrics) != 1:
-        raise CollectorError("VMs were measured with different CPU metrics; cannot add them up")
-    out = dict(results[0])
-    for k in ("cpu_total", "cpu_user", "cpu_system", "ctx_switches", "ctx_voluntary", "ctx_involuntary"):
-        out[k] = sum(r[k] for r in results)
-    # per_mib() reads the cycles split when the metric is cycles: it must cover every VM, not the first
-    if all(isinstance(r.get("cycles"), dict) for r in results):
-        out["cycles"] = {k: sum(r["cycles"][k] for r in results) for k in ("user", "kernel")}
-    if all(isinstance(r.get("cpu_time_s"), dict) for r in results):
-        out["cpu_time_s"] = {k: sum(r["cpu_time_s"][k] for r in results) for k in ("total", "user", "system")}
-    by_role: dict[str, dict[str, Any]] = {}
-    for r in results:
-        for role, agg in (r.get("by_role") or {}).items():
-            into = by_role.setdefault(role, {k: 0 for k in agg})
-            for k, v in agg.items():
-                into[k] = into.get(k, 0) + v
-    out["by_role"] = by_role
-    out["window_s"] = max(r.get("window_s") or 0.0 for r in results)
-    out["split_approximate"] = any(r.get("split_approximate") for r in results)
-    out["threads"] = [t for r in results for t in r["threads"]]
-    out["pid"] = [r["pid"] for r in results]
-    out["scope"] = f"{len(results)} qemu processes"
-    return out
-
-
-def default_collector_factory(scope: Any) -> Any:
-    from .host.collector import WindowCollector
-
-    if scope.ssh:
-        raise CollectorError(f"remote collection over SSH ({scope.ssh}) needs the backend's collector")
-    return WindowCollector(scope.pid, dict(scope.threads))
+    stop_on: tuple[type[BaseException], ...] = ()
+    never_retry: tuple[type[BaseException], ...] = (UnsafeWrite, AuthenticationFailed)
 
 
 class Runner:
+    """Runs a plan's cells through a backend and an executor, journaling each one.
+
+    A matrix run expands its cells from the spec and builds the backend and executor its ``[run]``
+    names; a suite hands in its points (``plan``), a backend that only reports (``SuiteBackend``),
+    an executor for its fio servers (``executor_factory``), its one window collector (``collector``)
+    and what its run record adds (``run_extra``). Both journal through the same record builders.
+    """
+
     def __init__(self, spec: MatrixSpec, run_dir: str | Path, *, side: str | None = None,
                  progress: bool = True, backend: Backend | None = None,
                  collector_factory: Callable[[Any], Any] | None = None,
-                 stream: TextIO = sys.stderr) -> None:
+                 stream: TextIO = sys.stderr, plan: Plan | None = None,
+                 executor_factory: Callable[[list[GuestEndpoint]], GuestExecutor] | None = None,
+                 collector: Any = None, run_extra: dict[str, Any] | None = None,
+                 cell_extra: dict[str, Any] | None = None,
+                 policy: RunPolicy = RunPolicy(), overhead_s: float = DEFAULT_OVERHEAD_S) -> None:
         self.spec = spec
         self.run_dir = Path(run_dir)
         self.side = side
@@ -240,17 +166,34 @@ class Runner:
         self.backend_cls = type(backend) if backend else backend_class(spec.run["backend"])
         self.backend = backend
         self._collector_factory = collector_factory
+        self._collector = collector
+        self._plan = plan
+        self._executor_factory = executor_factory
+        self.run_extra = dict(run_extra or {})
+        self.cell_extra = dict(cell_extra or {})
+        self.policy = policy
+        self.overhead_s = overhead_s
         self.journal = Journal(self.run_dir)
         self.run_id = make_run_id(spec.run["name"])
         self.failed: list[str] = []
         self.measured = 0
+        self.measured_keys: list[str] = []
+        self.errors: list[tuple[str, str]] = []  # (key, message) of every cell given up on
 
     def plan(self) -> Plan:
+        if self._plan is not None:
+            return self._plan
         return expand(self.spec, backend_controllers=self.backend_cls.controllers)
 
     def executor_name(self) -> str:
         name = self.spec.run["executor"]
         return self.backend_cls.default_executor if name == "auto" else name
+
+    def make_executor(self, backend: Backend) -> GuestExecutor:
+        if self._executor_factory is not None:
+            return self._executor_factory(backend.endpoints())
+        name = self.executor_name()
+        return executor_class(name)(backend.endpoints(), self.spec.raw.get(name, {}))
 
     # --- the run --------------------------------------------------------------------------------------
     def run(self) -> dict[str, Any]:
@@ -258,20 +201,23 @@ class Runner:
         self.journal.open()
         done = self.journal.done_keys()
         pending = [c for c in plan.cells if c.key not in done]
-        summary = {"run_dir": str(self.run_dir), "cells": len(plan.cells), "already_done": len(plan.cells) - len(pending),
-                   "measured": 0, "failed": [], "skipped": [(s.disk.key, s.reason) for s in plan.skipped]}
+        summary = {"run_dir": str(self.run_dir), "run_id": self.run_id, "cells": len(plan.cells),
+                   "already_done": len(plan.cells) - len(pending),
+                   "already_done_keys": [c.key for c in plan.cells if c.key in done],
+                   "measured": 0, "measured_keys": [], "failed": [], "errors": [],
+                   "skipped": [(s.disk.key, s.reason) for s in plan.skipped]}
         if not pending:
             log.info("all %d cells are in the journal already", len(plan.cells))
             return summary
         timing = self.spec.timing
-        est = estimate_seconds(Plan(pending), timing.ramp_s, timing.measure_s,
+        est = estimate_seconds(Plan(pending), timing.ramp_s, timing.measure_s, overhead_s=self.overhead_s,
                                boot_ahead=self.backend_cls.boots_ahead(self.spec)) / len(pending)
         progress = Progress(len(pending), est, self.stream) if self.show_progress else None
         backend = self.backend or self.backend_cls(self.spec, self.run_dir)
         self.backend = backend
         try:
             facts = backend.prepare()
-            self._journal_run_header(facts, backend)
+            self._journal_run_header(facts, backend, len(plan.cells), len(pending))
             if progress:
                 progress.update("starting")
             groups = group_cells(pending)
@@ -279,24 +225,25 @@ class Runner:
                 next_disk = groups[i + 1][0][0] if i + 1 < len(groups) else None
                 self._run_group(backend, disk, cells, progress, next_disk)
         finally:
+            summary.update(measured=self.measured, measured_keys=self.measured_keys, failed=self.failed,
+                           errors=self.errors)
             try:
                 backend.restore()
                 self.journal.append({"type": "restored", "run_id": self.run_id, "time": records.now_iso(),
                                      "backend": backend.name})
             finally:
                 backend.close()
-        summary["measured"] = self.measured
-        summary["failed"] = self.failed
         return summary
 
-    def _journal_run_header(self, facts: dict[str, Any], backend: Backend) -> None:
+    def _journal_run_header(self, facts: dict[str, Any], backend: Backend, cells: int, pending: int) -> None:
         from .host.inventory import inventory
 
         env = {**inventory(), **facts, "stormatrix": __version__}
         self.journal.append({"type": "run", "run_id": self.run_id, "started": records.now_iso(),
                              "matrix_path": self.spec.path, "matrix": self.spec.raw,
                              "backend": backend.name, "side": self.side, "environment": env,
-                             "original_config": backend.original_config()})
+                             "original_config": backend.original_config(), "cells": cells, "todo": pending,
+                             **self.run_extra})
 
     def _run_group(self, backend: Backend, disk: DiskConfig, cells: list[Cell], progress: Progress | None,
                    next_disk: DiskConfig | None = None) -> None:
@@ -320,16 +267,20 @@ class Runner:
                 backend.apply(disk)
                 booted_ahead = backend.booted_ahead
                 stage = "ready"
-                executor = executor_class(self.executor_name())(backend.endpoints(), self.spec.raw.get(self.executor_name(), {}))
-                if hasattr(executor, "connect"):
-                    executor.connect(time.monotonic() + 30)
+                executor = self.make_executor(backend)
+                executor.connect(time.monotonic() + 30)
                 guest = executor.wait_ready(time.monotonic() + self.spec.run["boot_timeout_seconds"])
                 boot_s = time.monotonic() - t0
                 t_ready = records.now_iso()
+                first = True
                 while remaining:
                     current = remaining[0]
                     if progress:
                         progress.update(f"{current.key}: measuring")
+                    if not first:
+                        stage = "ready"
+                        executor.check_ready(current)
+                    first = False
                     stage = "safety"
                     check_write_allowed(current, guest, self.spec.run["allow_write"])
                     stage = "run"
@@ -339,24 +290,31 @@ class Runner:
                                            booted_ahead)
                     self.journal.append(record)
                     self.measured += 1
+                    self.measured_keys.append(current.key)
                     remaining.pop(0)
+                    attempt = 0
                     if progress:
                         progress.update(current.key, advance=True)
                     t_started, boot_s, booted_ahead = records.now_iso(), 0.0, False
             except JournalWriteError:
                 raise  # nothing can be recorded any more: stop, the VM is restored by run()
             except (StormatrixError, OSError) as exc:
+                if isinstance(exc, StormatrixError) and exc.cell is None:
+                    exc.cell = current.key
+                if isinstance(exc, CollectorError) and stage == "run" and exc.details.get("window") == "start":
+                    stage = "collect"  # the window never opened: nothing was measured
                 self._journal_error(current, stage, attempt, exc, backend)
-                if isinstance(exc, (UnsafeWrite, AuthenticationFailed)):
+                fatal = isinstance(exc, self.policy.stop_on)
+                if fatal or isinstance(exc, self.policy.never_retry):
                     # the disk or the password will not change by trying again (and retried logins
                     # can lock the account): never retried
                     attempt = max(attempt, retries + 1)
                 if attempt > retries:
                     self.failed.append(current.key)
-                    if self.spec.run["on_error"] == "stop":
+                    self.errors.append((current.key, str(exc)))
+                    if fatal or self.spec.run["on_error"] == "stop":
                         # the CLI prints one line: it must name the cell, and an OSError is no traceback
                         if isinstance(exc, StormatrixError):
-                            exc.cell = exc.cell or current.key
                             raise
                         raise BackendError(f"{stage}: {exc}", cell=current.key) from exc
                     log.error("giving up on %s after %d attempts: %s", current.key, attempt, exc)
@@ -364,6 +322,8 @@ class Runner:
                     if progress:
                         progress.update(f"{current.key}: FAILED", advance=True)
                     attempt = 0
+                else:
+                    log.warning("cell %s failed (%s); retrying", current.key, exc)
             finally:
                 if executor is not None:
                     executor.close()
@@ -372,40 +332,40 @@ class Runner:
     def _measure(self, backend: Backend, executor: GuestExecutor, cell: Cell, t_started: str, t_ready: str,
                  boot_s: float, guest: dict[str, Any], booted_ahead: bool = False) -> dict[str, Any]:
         timing = self.spec.timing
-        # a backend that measures its host itself (ESXi: Get-Stat) brings its own collector
-        factory = self._collector_factory or getattr(backend, "collector_factory", default_collector_factory)
-        window = Window(backend, factory)
+        # a backend that measures its host itself (ESXi: Get-Stat; Proxmox over ssh) brings its own collector
+        factory = self._collector_factory or backend.collector_factory
+        window = Window(backend, factory, point_collector=self._collector)
         try:
             result = executor.run(cell, timing, window)
         except BaseException:
             window.abort()
             raise
         if window.error:
-            raise CollectorError(f"the host collector failed: {window.error}", cell=cell.key)
+            raise CollectorError(f"the host collector failed: {window.error}", cell=cell.key,
+                                 window="start" if window.failed_at_start else "end")
         if window.t_start is None or window.t_end is None:
             raise CollectorError("the measurement window never opened or closed", cell=cell.key)
-        fio = records.fio_summary(result, cell)
+        fio = records.summarize(result, cell)
         result.guest = {**guest, **result.guest}
         times = {"started": t_started, "ready": t_ready, "measure_start": window.t_start,
                  "measure_end": window.t_end, "finished": records.now_iso(), "boot_s": boot_s,
                  "ramp_s": timing.ramp_s, "measure_s": timing.measure_s,
                  "window_s": window.mono_end - window.mono_start, "booted_ahead": booted_ahead}
         run = self.spec.run
-        return records.cell_record(
+        record = records.cell_record(
             run_id=self.run_id, cell=cell, backend=backend.name, side=self.side,
             vm=", ".join(s.vm for s in window.scopes), times=times, fio=fio, host=window.host,
             result=result, rate=records.rate_check(cell, fio, run["rate_tolerance_pct"]),
             cross=records.crosscheck(fio, window.bs0, window.bs1, run["crosscheck_tolerance_pct"]),
             overlap=window.overlap)
+        record.update(self.cell_extra)
+        return record
 
     def _journal_error(self, cell: Cell, stage: str, attempt: int, exc: BaseException, backend: Backend) -> None:
-        detail = str(exc)
-        tail = getattr(backend, "console_tail", lambda: "")()
-        log.warning("cell %s failed at %s (attempt %d): %s", cell.key, stage, attempt, detail)
-        self.journal.append({"type": "cell-error", "run_id": self.run_id, "key": cell.key, "cell": cell.to_dict(),
-                             "stage": stage, "attempt": attempt, "time": records.now_iso(),
-                             "error": {"type": type(exc).__name__, "message": detail,
-                                       "console_tail": tail[-800:] if tail else None}})
+        tail = backend.console_tail()
+        log.warning("cell %s failed at %s (attempt %d): %s", cell.key, stage, attempt, exc)
+        self.journal.append(records.error_record(run_id=self.run_id, cell=cell, stage=stage, attempt=attempt,
+                                                 exc=exc, side=self.side, console_tail=tail))
 
 
 def group_cells(cells: list[Cell]) -> list[tuple[tuple[DiskConfig, int], list[Cell]]]:

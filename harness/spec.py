@@ -152,7 +152,14 @@ def parse_section(path: str, section: Section, table: Any, where: str | None = N
             if not value:
                 raise MatrixError(path, k_where, "is an empty list", "list at least one value")
             checked = [_check_scalar(path, f"{k_where}[{i}]", spec, v) for i, v in enumerate(value)]
-            dupes = sorted({str(v) for v in checked if checked.count(v) > 1})
+            seen: set[Any] = set()
+            dupes: list[str] = []
+            for v in checked:  # a set of seen values keeps long lists linear; tables are compared as text
+                k = repr(sorted(v.items())) if isinstance(v, dict) else v
+                if k in seen:
+                    dupes.append(str(v))
+                seen.add(k)
+            dupes = sorted(set(dupes))
             if dupes:
                 raise MatrixError(path, k_where, f"lists {', '.join(dupes)} more than once",
                                   "list each value once")
@@ -211,13 +218,21 @@ WORKLOAD_SECTION = Section("workload", {
     "rwmixread": Field(int, 50, min=0, max=100, help="read share for rw/randrw"),
 }, help="one [[workload]] block per workload")
 
-# Sections owned by backends/executors/suites register here (name -> Section) at import time.
+# Sections owned by backends, executors and the suite are listed in stormatrix.registry. A module that
+# still calls register_section() lands here too (a transition shim: registering twice is harmless).
 EXTRA_SECTIONS: dict[str, Section] = {}
 
 
 def register_section(section: Section) -> Section:
     EXTRA_SECTIONS[section.name] = section
     return section
+
+
+def extra_sections() -> dict[str, Section]:
+    """Every section besides [run], [matrix] and [[workload]], by name (stormatrix.registry's list)."""
+    from .registry import sections
+
+    return {**EXTRA_SECTIONS, **sections()}
 
 
 # --- the spec ----------------------------------------------------------------------------------------
@@ -269,7 +284,8 @@ def load_spec(path: str | Path, *, backend_controllers: Iterable[str] | None = N
 
 
 def spec_from_dict(raw: dict[str, Any], path: str = "<matrix>") -> MatrixSpec:
-    known = {"run", "matrix", "workload"} | set(EXTRA_SECTIONS)
+    extra = extra_sections()
+    known = {"run", "matrix", "workload"} | set(extra)
     for key in raw:
         if key not in known:
             close = difflib.get_close_matches(key, sorted(known), n=1)
@@ -294,6 +310,7 @@ def spec_from_dict(raw: dict[str, Any], path: str = "<matrix>") -> MatrixSpec:
     if not isinstance(wl_raw, list):
         raise MatrixError(path, "[[workload]]", "must be an array of tables", "write each as [[workload]]")
     workloads: list[Workload] = []
+    names: set[str] = set()  # a set, not a scan of the list: plan stays linear in the workloads
     for i, table in enumerate(wl_raw):
         where = f"workload[{i + 1}]"
         w = parse_section(path, WORKLOAD_SECTION, table, where=where)
@@ -306,9 +323,10 @@ def spec_from_dict(raw: dict[str, Any], path: str = "<matrix>") -> MatrixSpec:
         if bs % 512:
             raise MatrixError(path, f"{where}.bs", f"{bs} bytes is not a multiple of 512",
                               "direct I/O needs whole sectors: use 512, 4k, 64k, ...")
-        if any(x.name == w["name"] for x in workloads):
+        if w["name"] in names:
             raise MatrixError(path, f"{where}.name", f"{w['name']!r} is used by two workloads",
                               "give each workload its own name")
+        names.add(w["name"])
         rate = w["rate_mib_s"] or None
         mixed = w["rw"] in ("rw", "readwrite", "randrw")
         workloads.append(Workload(name=w["name"], rw=w["rw"], bs=bs, iodepth=w["iodepth"],
@@ -316,7 +334,7 @@ def spec_from_dict(raw: dict[str, Any], path: str = "<matrix>") -> MatrixSpec:
                                   rwmixread=w["rwmixread"] if mixed else None))
 
     sections: dict[str, dict[str, Any]] = {}
-    for name, section in EXTRA_SECTIONS.items():
+    for name, section in extra.items():
         if name in raw:
             sections[name] = parse_section(path, section, raw[name])
     return MatrixSpec(path=path, run=run, matrix=matrix, workloads=tuple(workloads),

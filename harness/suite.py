@@ -42,55 +42,34 @@ is back: the suite resumes at the failed point.
 from __future__ import annotations
 
 import logging
-import platform
-import re
-import secrets
-import socket
-import subprocess
-import time
-from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Protocol, Sequence
+from typing import Any, Sequence
 
-from . import __version__
-from .core.errors import (
-    CollectorError,
-    GuestDisconnected,
-    GuestNotReady,
-    MatrixError,
-    StormatrixError,
-)
-from .executors.fioserver import (
-    DEFAULT_PORT,
-    FIO_HUNG_CLIENT_S,
-    FioGuest,
-    FioJob,
-    PointResult,
-    require_servers,
-    run_point,
-)
-from .journal import Journal
+from .core.errors import MatrixError
 from .core.model import (
     AIO_MODES,
     CACHE_MODES,
     CONTROLLER_ALIASES,
     CONTROLLERS,
     RW_MODES,
+    Cell,
     DiskConfig,
     Workload,
     disk_options_apply,
     format_size,
     parse_size,
 )
-from .spec import EXTRA_SECTIONS, RUN_SECTION, Field, Section, _load_toml, parse_section, register_section
+from .executors.fioserver import DEFAULT_PORT, FIO_HUNG_CLIENT_S, FioGuest, FioJob
+from .records import MIXED_MODES, WRITE_MODES
+from .runner import fmt_hours
+from .spec import RUN_SECTION, Field, Section, _load_toml, extra_sections, parse_section
 from .suitevms import HOST_METRICS, PER_VM_KEYS, check_network, suite_proxmox_section
 
 log = logging.getLogger("stormatrix.suite")
 
 SEED_BLOCK_SIZES = ["512", "4k", "8k", "16k", "32k", "64k", "128k"]
 SEED_QUEUE_DEPTHS = [1, 2, 4, 8, 16, 32, 64, 128]
-WRITE_MODES = frozenset({"write", "randwrite", "rw", "readwrite", "randrw", "trim", "randtrim"})
 
 
 def _size_ok(value: Any) -> None:
@@ -105,7 +84,7 @@ def _controller_ok(value: str) -> None:
         raise ValueError(f"{value!r} is not a known controller ({', '.join(CONTROLLERS)})")
 
 
-SUITE_SECTION = register_section(Section("suite", {
+SUITE_SECTION = Section("suite", {
     "name": Field(str, "suite", help="a name for the suite"),
     "side": Field(str, "A", help="the side label, e.g. \"Proxmox VE 7.2\" or \"iSCSI\""),
     "rw": Field(str, ["randread"], list_of=True, choices=RW_MODES),
@@ -137,7 +116,7 @@ SUITE_SECTION = register_section(Section("suite", {
     "probe_timeout_seconds": Field(float, 15.0, min=1, max=3600),
     "grace_seconds": Field(float, FIO_HUNG_CLIENT_S + 50.0, min=5, max=86400,
                            help="how long past ramp+measure to wait for fio before giving up"),
-}, help="a platform-comparison suite: one grid of points run on all guests at once"))
+}, help="a platform-comparison suite: one grid of points run on all guests at once")
 
 _GUEST_KEYS = ("name", "host", "port", "filename")
 # Time the seeds' arithmetic leaves out, per point, as measured here: probe (~1.4 s) + fio client
@@ -147,17 +126,28 @@ OVERHEAD_PER_POINT_S = 3.0
 
 # --- the model ---------------------------------------------------------------------------------------
 
-@dataclass(frozen=True)
-class SuitePoint:
-    """One (rw, block size, queue depth, repeat) of the grid."""
+#: the disk key of a side whose disk configuration the suite file does not give
+UNKNOWN_DISK = DiskConfig.controller_only("unknown")
 
-    workload: Workload
-    repeat: int
-    disk_key: str
+
+@dataclass(frozen=True)
+class SuitePoint(Cell):
+    """One (rw, block size, queue depth, repeat) of the grid: a cell whose executor drives every guest.
+
+    Its disk is the side's disk when ``[suite]`` names it, else controller "unknown" (bus and scsihw
+    null in the journal: nothing is known about how the side attaches its disks).
+    """
 
     @property
-    def key(self) -> str:
-        return f"{self.disk_key}/{self.workload.name}/rep{self.repeat}"
+    def disk_key(self) -> str:
+        return self.disk.key
+
+    def to_dict(self) -> dict[str, Any]:
+        if self.disk != UNKNOWN_DISK:
+            return super().to_dict()
+        return {"disk": {"controller": "unknown", "aio": None, "iothread": None, "cache": None, "bus": None,
+                         "scsihw": None},
+                "workload": asdict(self.workload), "repeat": self.repeat, "key": self.key}
 
 
 @dataclass(frozen=True)
@@ -190,6 +180,7 @@ class Suite:
     network: str | None = None  # [suite] network: where discovered addresses must lie
     host_metrics: str = "auto"
     raw: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+    run: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)  # the validated [run]
 
     @property
     def disk_key(self) -> str:
@@ -210,11 +201,10 @@ class Suite:
             for bs in self.block_sizes:
                 for qd in self.queue_depths:
                     name = f"{rw}-{format_size(bs)}-qd{qd}" + (f"-j{self.numjobs}" if self.numjobs > 1 else "")
-                    mixed = rw in ("rw", "readwrite", "randrw")
                     w = Workload(name=name, rw=rw, bs=bs, iodepth=qd, numjobs=self.numjobs,
-                                 rwmixread=self.rwmixread if mixed else None)
+                                 rwmixread=self.rwmixread if rw in MIXED_MODES else None)
                     for r in range(1, self.repeats + 1):
-                        out.append(SuitePoint(w, r, self.disk_key))
+                        out.append(SuitePoint(self.disk or UNKNOWN_DISK, w, r))
         return out
 
     def job_for(self, point: SuitePoint) -> FioJob:
@@ -225,7 +215,6 @@ class Suite:
 
     def with_guests(self, guests: Sequence[FioGuest]) -> "Suite":
         """The same suite on a given guest list (e.g. addresses discovered from ``vms``)."""
-        from dataclasses import replace
         return replace(self, guests=tuple(guests))
 
 
@@ -241,16 +230,8 @@ class Eta:
         return self.measured_seconds + self.overhead_seconds
 
     def describe(self) -> str:
-        return (f"{self.points} points x {_dur(self.seconds_per_point)} = {_dur(self.measured_seconds)}"
-                f" (+ ~{_dur(self.overhead_seconds)} probe and start-up)")
-
-
-def _dur(seconds: float) -> str:
-    if seconds >= 3600:
-        return f"{seconds / 3600:.1f} h"
-    if seconds >= 60:
-        return f"{seconds / 60:.1f} min" if seconds % 60 else f"{seconds / 60:.0f} min"
-    return f"{seconds:.1f} s" if seconds % 1 else f"{seconds:.0f} s"
+        return (f"{self.points} points x {fmt_hours(self.seconds_per_point)} = {fmt_hours(self.measured_seconds)}"
+                f" (+ ~{fmt_hours(self.overhead_seconds)} probe and start-up)")
 
 
 def eta(suite: Suite, *, done: int = 0) -> Eta:
@@ -288,6 +269,7 @@ def suite_from_dict(raw: dict[str, Any], path: str = "<suite>") -> Suite:
     """Validate ``[run]`` and ``[suite]`` (and any other registered section) into a :class:`Suite`."""
     if "suite" not in raw:
         raise MatrixError(path, "[suite]", "is missing", "add a [suite] section (see `stormatrix suite --help`)")
+    extra = extra_sections()
     for key in raw:
         if key in ("proxmox", "vmware"):
             continue  # a suite reads these itself, below
@@ -295,10 +277,10 @@ def suite_from_dict(raw: dict[str, Any], path: str = "<suite>") -> Suite:
             raise MatrixError(path, f"[{key}]", "does not belong in a suite file",
                               "a suite's points come from [suite] rw/block_sizes/queue_depths; "
                               "put the matrix in its own file for `stormatrix run`")
-        if key not in ("run", "suite") and key not in EXTRA_SECTIONS:
-            known = ", ".join(f"[{k}]" for k in sorted({"run", "suite"} | set(EXTRA_SECTIONS)))
+        if key not in ("run", "suite") and key not in extra:
+            known = ", ".join(f"[{k}]" for k in sorted({"run", "suite"} | set(extra)))
             raise MatrixError(path, f"[{key}]", "unknown section", f"sections: {known}")
-    for key, section in EXTRA_SECTIONS.items():
+    for key, section in extra.items():
         if key not in ("suite", "proxmox", "vmware") and key in raw:
             parse_section(path, section, raw[key])  # validated here; used by whoever owns it
     run = parse_section(path, RUN_SECTION, raw.get("run", {}))
@@ -364,7 +346,7 @@ def suite_from_dict(raw: dict[str, Any], path: str = "<suite>") -> Suite:
                  repeats=run["repeats"], on_error=run["on_error"], retries=run["retries"],
                  probe_timeout_s=s["probe_timeout_seconds"], grace_s=s["grace_seconds"],
                  run_name=run["name"], proxmox=proxmox, network=s["network"], host_metrics=s["host_metrics"],
-                 raw=raw)
+                 raw=raw, run=run)
 
 
 def _vm_list(path: str, raw: dict[str, Any], s: dict[str, Any]) -> tuple[list[int], dict[str, Any] | None]:
@@ -443,228 +425,3 @@ def suite_for_guests(guests: Sequence[tuple[str, str, int] | FioGuest], *, side:
 def load_suite(path: str | Path) -> Suite:
     path = Path(path)
     return suite_from_dict(_load_toml(path), str(path))
-
-
-# --- running -----------------------------------------------------------------------------------------
-
-class PointCollector(Protocol):
-    """The host collector as the suite uses it: measure exactly one point's window.
-
-    ``stop`` returns the journal's ``host`` object (docs/journal.md) or None when it measured nothing.
-    """
-
-    def start(self) -> None: ...
-
-    def stop(self) -> dict[str, Any] | None: ...
-
-
-class _Window:
-    """Turns the executor's window edges into collector start/stop, and remembers when they were."""
-
-    def __init__(self, collector: PointCollector | None) -> None:
-        self.collector = collector
-        self.started: float | None = None
-        self.ended: float | None = None
-        self.host: dict[str, Any] | None = None
-
-    def measure_started(self) -> None:
-        self.started = time.time()
-        if self.collector is not None:
-            self.collector.start()
-
-    def measure_ended(self) -> None:
-        self.ended = time.time()
-        if self.collector is not None:
-            self.host = self.collector.stop()
-
-
-def _iso(t: float | None) -> str | None:
-    return datetime.fromtimestamp(t, timezone.utc).isoformat() if t is not None else None
-
-
-def per_mib(total_bytes: int, host: dict[str, Any] | None) -> dict[str, Any]:
-    """docs/journal.md ``per_mib``: host CPU (ms or cycles) and context switches per MiB moved."""
-    mib = total_bytes / 2**20
-    out: dict[str, Any] = {"mib": mib, "cpu": None, "cpu_unit": None, "ctx": None}
-    if not host or mib <= 0:
-        return out
-    if host.get("cpu_metric") == "cycles" and isinstance(host.get("cycles"), dict):
-        cyc = sum(v for v in host["cycles"].values() if isinstance(v, (int, float)))
-        out.update(cpu=cyc / mib, cpu_unit="cycles/MiB")
-    elif isinstance(host.get("cpu_total"), (int, float)):
-        out.update(cpu=host["cpu_total"] * 1000.0 / mib, cpu_unit="CPU-ms/MiB")
-    if isinstance(host.get("ctx_switches"), (int, float)):
-        out["ctx"] = host["ctx_switches"] / mib
-    return out
-
-
-@dataclass
-class SuiteOutcome:
-    run_id: str
-    measured: list[str] = field(default_factory=list)
-    already_done: list[str] = field(default_factory=list)
-    failed: list[tuple[str, str]] = field(default_factory=list)  # (key, message)
-    stopped: StormatrixError | None = None
-
-
-def _fio_version(fio: str) -> str | None:
-    try:
-        return subprocess.run([fio, "--version"], capture_output=True, text=True, timeout=10).stdout.strip() or None
-    except (OSError, subprocess.SubprocessError):
-        return None
-
-
-def environment(fio: str = "fio") -> dict[str, Any]:
-    return {"host": socket.gethostname(), "kernel": platform.release(), "python": platform.python_version(),
-            "stormatrix": __version__, "fio": _fio_version(fio)}
-
-
-def _check_resumable(journal: Journal, suite: Suite) -> None:
-    """Refuse to mix sides or guest sets in one run directory: the points would not be comparable."""
-    for rec in journal.records():
-        if rec.get("type") != "run" or rec.get("suite") is None:
-            continue
-        if rec.get("side") != suite.side:
-            raise MatrixError(suite.path, "[suite] side",
-                              f"{journal.run_dir} holds side {rec.get('side')!r}, not {suite.side!r}",
-                              "give each side its own run directory (-o runs/<side>)")
-        old = [g.get("name") for g in rec.get("guests", [])]
-        new = [g.name for g in suite.guests]
-        if old and sorted(old) != sorted(new):
-            raise MatrixError(suite.path, "[suite] guests",
-                              f"{journal.run_dir} was measured on guests {', '.join(old)}; "
-                              f"this run has {', '.join(new)}",
-                              "restore the guest list, or use a new run directory")
-
-
-def run_suite(suite: Suite, run_dir: str | Path, *, collector: PointCollector | None = None,
-              fio: str = "fio", backend: str | None = None,
-              progress: Callable[[int, int, SuitePoint, float], None] | None = None,
-              host_collector: dict[str, Any] | None = None,
-              vms: list[dict[str, Any]] | None = None) -> SuiteOutcome:
-    """Run every point not yet journaled in ``run_dir`` on all of ``suite.guests`` at once.
-
-    For each point: probe every fio server (a real job through client mode), run the point with one
-    fio client process, let ``collector`` measure the window, append one ``cell`` record. A failure
-    is appended as ``cell-error`` (with the guest and the point in the message); see the module
-    docstring for when the suite stops. Returns what happened; raises the stopping error.
-
-    ``host_collector`` is what the run record says about host metrics (``{"mode": "local"|"ssh"|
-    "none"|"off", "detail": ...}``; by default derived from ``collector``); ``vms`` the VM list behind
-    the guests (:meth:`stormatrix.suitevms.ProxmoxSuiteVms.record`).
-    """
-    if not suite.guests:
-        raise MatrixError(suite.path, "[suite] vms", "no guest addresses: the VM list was not resolved",
-                          "resolve vms to guests with the backend (Suite.with_guests) before running")
-    run_dir = Path(run_dir)
-    journal = Journal(run_dir).open()
-    _check_resumable(journal, suite)
-    done = journal.done_keys()
-    points = suite.points()
-    todo = [p for p in points if p.key not in done]
-    run_id = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S") + f"-{suite.name}-{secrets.token_hex(2)}"
-    outcome = SuiteOutcome(run_id=run_id, already_done=[p.key for p in points if p.key in done])
-    if host_collector is None:
-        host_collector = ({"mode": "given", "detail": f"{type(collector).__name__}"} if collector is not None else
-                          {"mode": "none", "detail": "no host metrics: the guests are given by address ([suite] "
-                           "guests), so there are no VMs whose QEMU processes could be measured"})
-    env = environment(fio)
-    env["host_collector"] = f"{host_collector['mode']}: {host_collector.get('detail', '')}"
-    journal.append({
-        "type": "run", "run_id": run_id, "started": _iso(time.time()), "matrix_path": suite.path,
-        "matrix": suite.raw, "backend": backend, "side": suite.side, "suite": suite.name,
-        "executor": "fio-server", "guests": [{"name": g.name, "host": g.host, "port": g.port} for g in suite.guests],
-        "points": len(points), "todo": len(todo), "environment": env, "original_config": None,
-        "host_collector": host_collector, "vms": vms,
-    })
-    log.info("suite %s, side %s: %d points, %d already journaled, %d to run; %s", suite.name, suite.side,
-             len(points), len(points) - len(todo), len(todo), eta(suite, done=len(points) - len(todo)).describe())
-    work = run_dir / "points"
-    for index, point in enumerate(todo, start=1):
-        remaining = (len(todo) - index + 1) * (suite.ramp_s + suite.measure_s + OVERHEAD_PER_POINT_S)
-        if progress is not None:
-            progress(index, len(todo), point, remaining)
-        log.info("point %d/%d %s (ETA %s)", index, len(todo), point.key, _dur(remaining))
-        attempt = 0
-        while True:
-            attempt += 1
-            stage = "ready"
-            started = time.time()
-            window = _Window(collector)
-            try:
-                require_servers(suite.guests, work / "probe", fio=fio, timeout_s=suite.probe_timeout_s,
-                                point=point.key)
-                stage = "run"
-                result = run_point(suite.guests, suite.job_for(point), work / _safe(point.key), fio=fio,
-                                   window=window, grace_s=suite.grace_s, point=point.key)
-            except StormatrixError as exc:
-                if exc.cell is None:
-                    exc.cell = point.key
-                if isinstance(exc, CollectorError):
-                    stage = "collect"
-                journal.append(_error_record(run_id, suite, point, stage, attempt, exc))
-                lost_guest = isinstance(exc, (GuestDisconnected, GuestNotReady))
-                if not lost_guest and attempt <= suite.retries:
-                    log.warning("point %s failed (%s); retrying", point.key, exc)
-                    continue
-                outcome.failed.append((point.key, str(exc)))
-                if lost_guest or suite.on_error == "stop":
-                    outcome.stopped = exc
-                    raise
-                log.error("point %s failed, going on ([run] on_error = skip): %s", point.key, exc)
-                break
-            journal.append(_cell_record(run_id, suite, point, result, window, started, backend))
-            outcome.measured.append(point.key)
-            break
-    return outcome
-
-
-def _safe(key: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", key)
-
-
-def _cell_dict(suite: Suite, point: SuitePoint) -> dict[str, Any]:
-    w = point.workload
-    return {"disk": suite.disk_record(),
-            "workload": {"name": w.name, "rw": w.rw, "bs": w.bs, "iodepth": w.iodepth, "numjobs": w.numjobs,
-                         "rate_mib_s": None, "rwmixread": w.rwmixread},
-            "repeat": point.repeat, "key": point.key}
-
-
-def _error_record(run_id: str, suite: Suite, point: SuitePoint, stage: str, attempt: int,
-                  exc: StormatrixError) -> dict[str, Any]:
-    partial = exc.details.get("partial")
-    return {"type": "cell-error", "run_id": run_id, "key": point.key, "cell": _cell_dict(suite, point),
-            "side": suite.side, "stage": stage, "attempt": attempt,
-            "error": {"type": type(exc).__name__, "message": str(exc), "guests": exc.details.get("guests")},
-            "partial_clients": [{"name": c["name"], "fio": c["fio"]} for c in partial] if partial else None,
-            "time": _iso(time.time())}
-
-
-def _cell_record(run_id: str, suite: Suite, point: SuitePoint, r: PointResult, window: _Window,
-                 started: float, backend: str | None) -> dict[str, Any]:
-    total = r.aggregate.get("total", {})
-    window_s = (window.ended - window.started) if window.started and window.ended else None
-    fio_start = r.skew.get("last_start_ms")
-    return {
-        "type": "cell", "run_id": run_id, "key": point.key, "cell": _cell_dict(suite, point),
-        "backend": backend, "side": suite.side, "suite": suite.name, "vm": [c["name"] for c in r.clients],
-        "times": {"started": _iso(started), "ready": None, "measure_start": _iso(window.started),
-                  "measure_end": _iso(window.ended), "finished": _iso(time.time()), "boot_s": None,
-                  "ramp_s": suite.ramp_s, "measure_s": suite.measure_s, "window_s": window_s,
-                  # controller window opening minus the last guest's fio window start (from its log)
-                  "window_offset_s": (window.started - fio_start / 1000.0) if window.started and fio_start else None},
-        "fio": r.aggregate,
-        "clients": [{"name": c["name"], "host": c["host"], "port": c["port"], "fio": c["fio"],
-                     "window": c["window"]} for c in r.clients],
-        "fio_all_clients": r.fio_all_clients,
-        "aggregate_check": r.aggregate_check,
-        "skew": r.skew,
-        "controller": {k: v for k, v in r.controller.items() if k != "args"},
-        "host": window.host,
-        "per_mib": per_mib(int(total.get("io_bytes", 0)), window.host),
-        "rate": None, "crosscheck": None,
-        "guest": {"fio": r.aggregate.get("version"), "device": suite.filename, "guests": len(r.clients)},
-        "noise": r.noise,
-        "raw": {"fio_json": r.raw, "stderr": r.stderr},
-    }

@@ -20,6 +20,9 @@ TOOLS="$ROOT/.tools"
 PWSH_DIR="$TOOLS/pwsh"
 NUGET_DIR="$TOOLS/nuget"
 ENV_FILE="$TOOLS/env.sh"
+REASON_FILE="$TOOLS/pwsh-install-reason.txt"
+# network steps are bounded: a slow feed must not hold `make test` up
+STEP_TIMEOUT="${STORMATRIX_INSTALL_TIMEOUT:-90}"
 # 7.4.x is the LTS line; it targets net8.0, so on a machine that only has a newer runtime (.NET 10
 # here) it runs through DOTNET_ROLL_FORWARD=Major.
 PWSH_VERSION="${STORMATRIX_PWSH_VERSION:-7.4.6}"
@@ -34,7 +37,8 @@ reasons=()
 attempt() {
     local log rc=0
     log="$(mktemp)"
-    "$@" >"$log" 2>&1 || rc=$?
+    timeout "$STEP_TIMEOUT" "$@" >"$log" 2>&1 || rc=$?
+    [[ $rc -eq 124 ]] && echo "timed out after ${STEP_TIMEOUT}s" >>"$log"
     if [[ $rc -eq 0 ]]; then
         rm -f "$log"
         return 0
@@ -43,7 +47,7 @@ attempt() {
     sed 's/^/install-pwsh:   | /' "$log" | tail -n 15 >&2
     # the first line that says "error" is the cause; else the last line of output
     local why
-    why="$(grep -i -m 1 'error\|not found' "$log" || grep -v '^\s*$' "$log" | tail -n 1)"
+    why="$(grep -i -m 1 'error\|not found\|timed out' "$log" || grep -v '^\s*$' "$log" | tail -n 1)"
     reasons+=("\`$*\` -> exit $rc: $(echo "$why" | sed 's/^\s*//')")
     rm -f "$log"
     return $rc
@@ -116,9 +120,12 @@ if [[ -z "$PSSA_PSD1" ]]; then
     echo "install-pwsh: note: PSScriptAnalyzer not available; the analyzer compliance test will be skipped" >&2
 fi
 if [[ -z "$PWSH" || -z "$PESTER_PSD1" ]]; then
+    # one line for `make test`: "Pester 5: not run (pwsh not installed: <this>)"
+    (IFS=';'; echo "${reasons[*]}" | sed 's/;/; /g') >"$REASON_FILE"
     echo "install-pwsh: cannot provide PowerShell 7 + Pester 5:" >&2
     for r in "${reasons[@]}"; do echo "install-pwsh:   - $r" >&2; done
     exit $EXIT_CANNOT_INSTALL
 fi
+rm -f "$REASON_FILE"
 echo "install-pwsh: pwsh=$PWSH pester=$PESTER_PSD1 psscriptanalyzer=${PSSA_PSD1:-none}" >&2
 exit 0

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# All tests: pytest, then Pester under PowerShell 7. Prints both summaries; fails if either fails.
-# When PowerShell 7/Pester 5 cannot be installed on this machine, says exactly why and does not
-# pretend they ran (the pytest tests that need pwsh are skipped with the same reason).
+# All tests: pytest, then the PowerShell tests on the hosted PowerShell 7.6 engine (tests/pwsh/host,
+# with PesterLite), then Pester 5 under a real pwsh where one can be had. Prints each summary; fails if
+# any fails. When pwsh/Pester cannot be installed here it says exactly why and does not pretend.
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
@@ -13,20 +13,51 @@ rc=$?
 if [ $rc -ne 0 ] && [ $rc -ne 5 ]; then status=1; fi
 
 echo
-echo "== Pester =="
+echo "== PowerShell engine (hosted) =="
+engine_summary=""
+if bash scripts/build-pwsh-host.sh; then
+    log="$(mktemp)"
+    # always the hosted engine here, even where a real pwsh is configured: that one runs Pester below
+    env -u STORMATRIX_REAL_PWSH tests/pwsh/pwsh -NoLogo -NoProfile -NonInteractive \
+        -File tests/pwsh/Invoke-EngineTests.ps1 -Engine | tee "$log"
+    erc=${PIPESTATUS[0]}
+    engine_summary="$(grep -E '^PowerShell engine .*: [0-9]+ passed' "$log" | tail -n 1)"
+    rm -f "$log"
+    if [ "$erc" -ne 0 ] || [ -z "$engine_summary" ]; then status=1; fi
+    [ -z "$engine_summary" ] && engine_summary="PowerShell engine: did not finish (exit $erc)"
+else
+    engine_summary="PowerShell engine: not run (scripts/build-pwsh-host.sh failed, see above)"
+    status=1
+fi
+
+echo
+echo "== Pester 5 =="
 bash scripts/install-pwsh.sh > .tools-install.log 2>&1
 prc=$?
+pester_summary=""
 if [ $prc -eq 0 ]; then
     # shellcheck disable=SC1091
     . .tools/env.sh
-    "$STORMATRIX_PWSH" -NoProfile -NonInteractive -File tests/pester/Invoke-StormatrixPester.ps1 || status=1
+    log="$(mktemp)"
+    "$STORMATRIX_PWSH" -NoProfile -NonInteractive -File tests/pester/Invoke-StormatrixPester.ps1 | tee "$log"
+    prc=${PIPESTATUS[0]}
+    pester_summary="Pester 5: $(grep -E '^Tests Passed:' "$log" | tail -n 1)"
+    rm -f "$log"
+    [ $prc -ne 0 ] && status=1
 elif [ $prc -eq 3 ]; then
-    echo "Pester: not run: PowerShell 7 / Pester 5 could not be installed on this machine:"
+    reason="$(cat .tools/pwsh-install-reason.txt 2>/dev/null)"
+    pester_summary="Pester 5: not run (pwsh not installed: ${reason:-see scripts/install-pwsh.sh})"
     sed 's/^/  /' .tools-install.log
 else
     echo "Pester: install script failed unexpectedly (exit $prc):"
     cat .tools-install.log
+    pester_summary="Pester 5: not run (scripts/install-pwsh.sh failed with exit $prc)"
     status=1
 fi
 rm -f .tools-install.log
+
+echo
+echo "== summary =="
+echo "$engine_summary"
+echo "$pester_summary"
 exit $status

@@ -13,7 +13,9 @@ import pytest
 
 from stormatrix.analysis import fio, perfcsv
 from stormatrix.analysis.diskspd import parse_diskspd_xml
+from stormatrix.analysis.fiorows import job_groups
 from stormatrix.analysis.ingest import COLUMNS, ingest
+from stormatrix.analysis.params import params_from_name
 from stormatrix.core.errors import DataFileError, InputError
 
 DATA = Path(__file__).parent / "data"
@@ -120,7 +122,7 @@ def test_runner_functions_keep_their_fio3_behaviour():
                                                            "cache": "writeback"}),
 ])
 def test_params_from_name(path, expected):
-    assert fio.params_from_name(path) == expected
+    assert params_from_name(path) == expected
 
 
 def test_diskspd_iops_is_counts_over_test_time():
@@ -240,13 +242,26 @@ def test_parallel_parse_gives_the_same_frame_as_serial(tmp_path):
     assert serial.problems == parallel.problems and len(serial.problems) == 1
 
 
-def test_fast_summary_equals_the_runner_summary_on_every_capture():
+def test_ingest_and_the_runner_summarise_every_capture_the_same_way():
+    """One summary of fio output: ingest's strict reading equals the runner's on every captured file."""
     for path in sorted(FIO.rglob("*.json")):
         text = path.read_text()
         doc = json.loads(text[text.index("{"):])
-        for group in fio._group_jobs(doc, "client_stats" in doc).values():
-            try:
-                fast = fio._lean_summary(group)
-            except fio._NotSimple:
-                continue                                 # fio 2.x: the thorough path handles it
-            assert fast == fio.summarize_jobs(group), path.name
+        for group in job_groups(doc, str(path), "client_stats" in doc).values():
+            assert fio.summarize_jobs(group, str(path)) == fio.summarize_jobs(group), path.name
+
+
+def test_the_strict_summary_names_the_damaged_field_the_lenient_one_skips_it():
+    doc = json.loads((FIO / "fio3_randread_bs4k_qd1.json").read_text())
+    job = doc["jobs"][0]
+    job["read"]["iops"] = "fast"
+    with pytest.raises(DataFileError, match=r"read\.iops is 'fast', not a number"):
+        fio.summarize_jobs([job], "x.json")
+    assert fio.summarize_jobs([job])["read"]["iops"] == 0.0
+
+
+def test_exact_integers_stay_exact_in_the_summary():
+    doc = json.loads((FIO / "fio3_randread_bs4k_qd1.json").read_text())
+    job = doc["jobs"][0]
+    job["read"]["io_bytes"] = 2**53 + 1
+    assert fio.summarize_jobs([job])["total"]["io_bytes"] == 2**53 + 1

@@ -19,7 +19,6 @@ from stormatrix.executors.fioserver import (
     FioClientRun,
     FioGuest,
     FioJob,
-    _probe_verdicts,
     client_args,
     lost_hosts_in_text,
     noise_lines,
@@ -27,6 +26,7 @@ from stormatrix.executors.fioserver import (
     read_iops_logs,
     window_skew,
 )
+from stormatrix.executors.fioserver_probe import _probe_verdicts
 
 DATA = Path(__file__).parent / "data" / "fio-server"
 

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from stormatrix.executors.fioserver import FioJob, LocalFioServers, probe_servers, run_point
+from standins.fioservers import LocalFioServers
+from stormatrix.executors.fioserver import FioJob, probe_servers, run_point
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(shutil.which("fio") is None, reason="fio is not installed")]
 

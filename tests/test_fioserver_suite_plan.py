@@ -11,7 +11,8 @@ import pytest
 from stormatrix.cli import main
 from stormatrix.core.errors import MatrixError
 from stormatrix.executors.fioserver import FioGuest
-from stormatrix.suite import eta, per_mib, suite_from_dict
+from stormatrix.records import per_mib
+from stormatrix.suite import eta, suite_from_dict
 
 SEED: dict[str, Any] = {"suite": {
     "side": "Proxmox VE 7.2", "filename": "/dev/sdb",

@@ -44,3 +44,82 @@ def test_corrupt_middle_line_is_an_error_naming_the_line(tmp_path: Path) -> None
     p.write_text('{"type": "cell", "key": "a"}\nnot json\n{"type": "cell", "key": "b"}\n')
     with pytest.raises(DataFileError, match="line 2"):
         read_journal(p)
+
+
+# --- a DiskSpd cell journals like a fio cell ---------------------------------------------------------
+
+DISKSPD_XML = Path(__file__).parent / "data" / "diskspd" / "diskspd_randrw70_8k_qd16_t2.xml"
+
+
+def test_a_diskspd_cell_is_journaled_with_its_engine(tmp_path: Path) -> None:
+    """The WinRM executor returns engine="diskspd" with DiskSpd's -Rxml document: the runner summarises
+    by the result's engine (through the analysis DiskSpd parser), not as fio output."""
+    import xml.etree.ElementTree as ET
+    from typing import Any
+
+    from stormatrix.analysis.diskspd import parse_diskspd_xml
+    from stormatrix.analysis.ingest import ingest
+    from stormatrix.backends.base import Backend, GuestEndpoint, HostScope
+    from stormatrix.core.model import DiskConfig
+    from stormatrix.executors.base import GuestExecutor, WorkloadResult
+    from stormatrix.runner import Runner
+    from stormatrix.spec import spec_from_dict
+
+    xml = DISKSPD_XML.read_text()
+    row = parse_diskspd_xml(xml)
+
+    class Guest(GuestExecutor):
+        name = "winrm"
+
+        def wait_ready(self, deadline: float) -> dict[str, Any]:
+            return {"disk": "PhysicalDrive1"}
+
+        def run(self, cell: Any, timing: Any, window: Any) -> WorkloadResult:
+            window.measure_started()
+            window.measure_ended()
+            return WorkloadResult(engine="diskspd", raw=xml, data={"Results": ET.fromstring(xml).tag},
+                                  window_source="timed")
+
+    class Vm(Backend):
+        name = "proxmox"
+        controllers = frozenset({"sata"})
+
+        def _prepare(self) -> dict[str, Any]:
+            return {}
+
+        def _apply(self, disk: DiskConfig) -> None: ...
+
+        def _stop(self) -> None: ...
+
+        def _restore(self) -> None: ...
+
+        def scope(self) -> list[HostScope]:
+            return [HostScope(pid=1, vm="win")]
+
+        def endpoints(self) -> list[GuestEndpoint]:
+            return [GuestEndpoint("tcp", "127.0.0.1", 5985, "win")]
+
+    class Host:
+        def __init__(self, scope: Any) -> None: ...
+
+        def start(self) -> None: ...
+
+        def stop(self) -> dict[str, Any]:
+            return {"cpu_metric": "cpu_time", "cpu_unit": "s", "cpu_total": 0.5, "ctx_switches": 1000}
+
+    spec = spec_from_dict({"run": {"name": "dspd", "ramp_seconds": 0, "measure_seconds": 1, "retries": 0,
+                                   "on_error": "stop"},
+                           "matrix": {"controllers": ["sata"]},
+                           "workload": [{"name": "randrw70-8k", "rw": "randrw", "bs": "8k", "iodepth": 16,
+                                         "rwmixread": 70}]}, "dspd.toml")
+    runner = Runner(spec, tmp_path / "run", progress=False, backend=Vm(spec, tmp_path / "run"),
+                    executor_factory=lambda endpoints: Guest(endpoints), collector_factory=Host)
+    summary = runner.run()
+    assert summary["measured"] == 1 and not summary["failed"]
+    cell = next(r for r in Journal(tmp_path / "run").records() if r["type"] == "cell")
+    assert cell["engine"] == "diskspd" and cell["raw"]["engine"] == "diskspd" and cell["raw"]["output"] == xml
+    assert cell["fio"]["total"]["io_bytes"] == row["io_bytes"] and cell["fio"]["total"]["total_ios"] == row["total_ios"]
+    assert cell["fio"]["read"]["total_ios"] + cell["fio"]["write"]["total_ios"] == row["total_ios"]
+    assert cell["per_mib"]["ctx"] == pytest.approx(1000 / row["mib"])
+    frame = ingest([str(tmp_path / "run")]).frame
+    assert len(frame) == 1 and frame["io_bytes"].iloc[0] == row["io_bytes"]

@@ -71,11 +71,11 @@ def test_qm_showcmd_prints_the_current_configs_command_line(node: PveStandin) ->
     vm = node.vms[100]
     plain = qm("showcmd", "100")
     assert plain.returncode == 0 and plain.stdout.count("\n") == 1
-    assert shlex.split(plain.stdout) == node.launcher.argv(node.launch_spec(vm))  # type: ignore[attr-defined]
+    assert shlex.split(plain.stdout) == node.launcher.argv(node.launch_spec(vm))  # type: ignore[attr-defined]  # argv: the sleeping launcher's
     pretty = qm("showcmd", "100", "--pretty")
     assert pretty.stdout.count(" \\\n  -") == plain.stdout.count(" -") and pc.parse_showcmd(pretty.stdout) == \
         shlex.split(plain.stdout)
-    assert "-drive file=" in plain.stdout and "id=drive-scsi1,cache=none,aio=io_uring" in plain.stdout
+    assert "-drive file=" in plain.stdout and "id=drive-scsi1,cache=none,format=raw,aio=io_uring" in plain.stdout
     # quoted like PVE::Tools::cmd2string where a word needs it
     node.vms[100].conf["args"] = "-set 'device.scsi1.serial=a b'"
     assert "'device.scsi1.serial=a b'" in qm("showcmd", "100").stdout
@@ -106,7 +106,7 @@ def test_cells_checked_and_kept_on_the_local_transport(node: PveStandin, tmp_pat
     digest0 = node.digest(100)
     b = local_backend(node, tmp_path)
     facts = b.prepare()
-    assert "id=drive-scsi1,cache=none,aio=io_uring" in facts["qemu_cmdline"]
+    assert "id=drive-scsi1,cache=none,format=raw,aio=io_uring" in facts["qemu_cmdline"]
     assert shlex.split(facts["qemu_cmdline"])[0] == "/usr/bin/kvm"
     cells = [DiskConfig("sata", "threads", False, "none"), DiskConfig("megasas", "native", False, "none"),
              DiskConfig("virtio-blk", "native", True, "none")]
@@ -142,7 +142,7 @@ def test_an_args_line_that_changes_the_test_disk_fails_the_cell(node: PveStandin
     text = str(exc.value)
     assert "the test disk sata1 is not what the cell sata/aio=native/iothread=0/cache=none asked for" in text
     assert "qm showcmd has aio=threads (the cell has aio=native)" in text
-    assert f"the running QEMU (pid {node.vms[100].qemu.pid}) has aio=threads" in text  # type: ignore[union-attr]
+    assert f"the running QEMU (pid {node.vms[100].qemu.pid}) has aio=threads" in text  # type: ignore[union-attr]  # started above
     assert "Nothing was measured" in text and "args: line" in text
     b.restore()
     b.close()

@@ -6,6 +6,8 @@ print_drivedevice_full, the scsihw controller loop in config_to_command and PCI.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from stormatrix.backends.qemu import disk_devices, drive_option
@@ -60,12 +62,64 @@ def test_iothread_ignored_where_proxmox_ignores_it() -> None:
 
 @pytest.mark.parametrize("disk, expected", [
     (DiskConfig("virtio-scsi-single", "native", False, "none"),
-     "file=/x,if=none,id=drive-scsi1,cache=none,aio=native,format=raw,detect-zeroes=on"),
+     "file=/x,if=none,id=drive-scsi1,cache=none,format=raw,aio=native,detect-zeroes=on"),
     (DiskConfig("sata", "threads", False, "writeback"),
-     "file=/x,if=none,id=drive-sata1,cache=writeback,aio=threads,format=raw,detect-zeroes=on"),
-    # cache unset: qemu-server appends cache=none after the format for direct-capable storage
+     "file=/x,if=none,id=drive-sata1,cache=writeback,format=raw,aio=threads,detect-zeroes=on"),
+    # cache unset: qemu-server appends cache=none after the format for direct-capable storage; aio comes
+        # last (aio_cmdline_option), as qemu-server's cfg2cmd expectations show
     (DiskConfig("ide", "io_uring", False, "default"),
-     "file=/x,if=none,id=drive-ide1,aio=io_uring,format=raw,cache=none,detect-zeroes=on"),
+     "file=/x,if=none,id=drive-ide1,format=raw,cache=none,aio=io_uring,detect-zeroes=on"),
 ])
 def test_drive_option(disk: DiskConfig, expected: str) -> None:
     assert drive_option(disk, "/x", 1) == expected
+
+
+def test_guest_module_load_order_puts_dependencies_first() -> None:
+    """The guest image's module order (smx.mods= on the kernel command line): every module after what it
+    needs, the same order for the same input, modules built into the kernel left out, a cycle named."""
+    from stormatrix.core.errors import EnvironmentProblem
+    from stormatrix.guestimage import topo_order
+
+    deps = {"virtio_scsi": ("virtio", "virtio_ring", "scsi_mod"), "sd_mod": ("scsi_mod", "scsi_common"),
+            "scsi_mod": ("scsi_common",), "scsi_common": (), "virtio": (), "virtio_ring": ("builtin_thing",),
+            "ahci": ("libahci", "libata"), "libahci": ("libata",), "libata": ("scsi_mod",)}
+    order = topo_order(deps)
+    assert sorted(order) == sorted(deps) and order == topo_order(dict(reversed(list(deps.items()))))
+    for m, needs in deps.items():
+        assert all(order.index(d) < order.index(m) for d in needs if d in deps), (m, order)
+    with pytest.raises(EnvironmentProblem, match="cycle: .*a.*b|cycle: .*b.*a"):
+        topo_order({"a": ("b",), "b": ("a",), "c": ()})
+
+
+def test_a_test_disk_another_qemu_holds_is_passed_over(tmp_path: Path) -> None:
+    """Two runs on one machine: the second takes further copies of the test disk instead of waiting on the
+    first run's image lock. The lock is a real QEMU's (an idle one, no guest), read with QEMU's own OFD
+    byte-range convention."""
+    import shutil
+    import subprocess
+    import time
+
+    from stormatrix.backends.qemu import free_test_disks, image_in_use
+
+    if not shutil.which("qemu-system-x86_64"):
+        pytest.skip("qemu-system-x86_64 is not installed")
+    first = free_test_disks(tmp_path, 16, 2)
+    assert [p.name for p in first] == ["test-16m.raw", "test-16m.b.raw"] and not image_in_use(first[0])
+    qemu = subprocess.Popen(["qemu-system-x86_64", "-nodefaults", "-display", "none", "-S", "-machine", "none",
+                             "-drive", f"file={first[0]},if=none,format=raw,id=d0"],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 20
+        while not image_in_use(first[0]):
+            assert qemu.poll() is None, qemu.stderr.read() if qemu.stderr else ""
+            assert time.monotonic() < deadline, "QEMU never locked the image"
+            time.sleep(0.05)
+        assert not image_in_use(first[1])
+        second = free_test_disks(tmp_path, 16, 2)
+        assert [p.name for p in second] == ["test-16m.b.raw", "test-16m.c.raw"]
+    finally:
+        qemu.kill()
+        qemu.wait()
+        if qemu.stderr:
+            qemu.stderr.close()
+    assert not image_in_use(first[0])

@@ -30,7 +30,8 @@ from stormatrix.cli import main
 from stormatrix.core.errors import CollectorError
 from stormatrix.journal import Journal
 from stormatrix.suite import suite_from_dict
-from stormatrix.suitevms import ProxmoxSuiteVms, SshProcessesCollector
+from stormatrix.collect import RemoteProcessesCollector
+from stormatrix.suitevms import ProxmoxSuiteVms
 
 MULTI = Path(__file__).resolve().parent.parent / "linux-host" / "multicollector.py"
 
@@ -116,7 +117,7 @@ def test_collector_over_ssh_measures_every_vm_in_one_login(standin: PveStandin, 
     with ProxmoxSuiteVms(suite) as vms:
         vms.discover()
         collector, status = vms.host_collector()
-        assert isinstance(collector, SshProcessesCollector)
+        assert isinstance(collector, RemoteProcessesCollector)
         assert status["mode"] == "ssh" and status["processes"] == 2
         assert status["detail"].startswith(f"2 QEMU processes on {sshd.target} over ssh")
         # linux-host/ went to the node, the multi-process collector with it
@@ -204,9 +205,10 @@ def test_suite_run_with_host_metrics_over_ssh(standin: PveStandin, sshd: Private
     host = _host_ipv4()
     if host is None:
         pytest.skip("no non-loopback IPv4 address on this machine")
-    from stormatrix.executors.fioserver import _free_port, find_fio
+    from standins.fioservers import free_port
+    from stormatrix.executors.fioserver import find_fio
 
-    port = _free_port()
+    port = free_port()
     (tmp_path / "guest").mkdir()
     server = subprocess.Popen([find_fio(), f"--server=ip:{host},{port}"], cwd=tmp_path / "guest",
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)

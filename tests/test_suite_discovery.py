@@ -248,9 +248,10 @@ def test_cli_run_on_a_discovered_guest_with_local_host_metrics(standin: PveStand
     host = _host_ipv4()
     if host is None:
         pytest.skip("no non-loopback IPv4 address on this machine")
-    from stormatrix.executors.fioserver import _free_port, find_fio
+    from standins.fioservers import free_port
+    from stormatrix.executors.fioserver import find_fio
 
-    port = _free_port()
+    port = free_port()
     home = tmp_path / "guest"
     home.mkdir()
     server = subprocess.Popen([find_fio(), f"--server=ip:{host},{port}"], cwd=home, stdout=subprocess.DEVNULL,

@@ -11,6 +11,7 @@ the "always restore" guarantee live here, once (PerfKitBenchmarker's BaseResourc
 from __future__ import annotations
 
 import logging
+import re
 import signal
 import threading
 from abc import ABC, abstractmethod
@@ -30,6 +31,31 @@ ROLE_VCPU = "vcpu"
 ROLE_IOTHREAD = "iothread"
 ROLE_WORKER = "aio-worker"
 ROLE_OTHER = "other"
+
+
+def parse_cpuset(text: str) -> list[int]:
+    """``"0-2,5"`` -> ``[0, 1, 2, 5]`` (the kernel's cpulist format); ValueError names the problem."""
+    cpus: set[int] = set()
+    for part in text.split(","):
+        m = re.fullmatch(r"(\d+)(?:-(\d+))?", part.strip())
+        if not m:
+            raise ValueError(f"{text!r} is not a CPU list like 2-3 or 0,2,4")
+        lo, hi = int(m.group(1)), int(m.group(2) or m.group(1))
+        if hi < lo:
+            raise ValueError(f"{part.strip()!r}: the range goes backwards")
+        cpus.update(range(lo, hi + 1))
+    return sorted(cpus)
+
+
+def format_cpuset(cpus: Any) -> str:
+    """``[0, 1, 2, 5]`` -> ``"0-2,5"``."""
+    out: list[list[int]] = []
+    for cpu in sorted(set(cpus)):
+        if out and out[-1][1] == cpu - 1:
+            out[-1][1] = cpu
+        else:
+            out.append([cpu, cpu])
+    return ",".join(str(a) if a == b else f"{a}-{b}" for a, b in out)
 
 
 @dataclass(frozen=True)
@@ -193,3 +219,20 @@ class Backend(ABC):
     def original_config(self) -> dict[str, Any] | None:
         """What :meth:`restore` will put back; journaled so ``stormatrix restore`` works after a crash."""
         return None
+
+    # --- what the runner may call on every backend (defaults, so it never probes with getattr) ---------
+    def collector_factory(self, scope: HostScope) -> Any:
+        """The host collector for one scope. Default: the local per-thread collector (a backend that
+        measures its host otherwise — over ssh, through vSphere — overrides this)."""
+        from ..runner import default_collector_factory
+
+        return default_collector_factory(scope)
+
+    def console_tail(self, limit: int = 800) -> str:
+        """The end of the guest's console, for a failed cell's journal entry ("" where there is none)."""
+        return ""
+
+    @classmethod
+    def plan_notes(cls, spec: MatrixSpec) -> list[str]:
+        """Sentences ``plan`` prints about how this backend will run ``spec`` (CPU placement, storage)."""
+        return []

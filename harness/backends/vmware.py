@@ -27,292 +27,33 @@ cross-check and no context-switch count; host CPU comes from vSphere's realtime 
 
 from __future__ import annotations
 
-import json
 import logging
-import math
 import os
-import re
-import shutil
-import subprocess
-import time
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from ..core.errors import BackendError, CollectorError, EnvironmentProblem, GuestNotReady, InputError, MatrixError
+from ..core.errors import BackendError, InputError, MatrixError
 from ..core.model import DiskConfig
-from ..spec import Field, Section, register_section
+from ..spec import register_section
 from .base import Backend, GuestEndpoint, HostScope
+from .vmware_cpu import EsxtopCollector, VmwareCpuCollector, iso_utc
+from .vmware_pwsh import (ENTRY_SCRIPT, MODULE_DIR, PYTHON_CALLS, RESPONSE_PREFIX, SCHEMA, PowerCLIConnectError,
+                          PowerCLIContractError, PowerCLIError, PowerCLIGuestNotReady, PowerCLINotFound,
+                          PowerCLIStatsError, PowerCLIUnavailable, PwshRunner, build_request, error_from_response,
+                          parse_response, pwsh_argv)
+from .vmware_settings import CONTROLLER_TYPES, VMWARE_SECTION
+
+__all__ = ["CONTROLLER_TYPES", "ENTRY_SCRIPT", "EsxtopCollector", "MODULE_DIR", "PYTHON_CALLS", "PowerCLIConnectError",
+           "PowerCLIContractError", "PowerCLIError", "PowerCLIGuestNotReady", "PowerCLINotFound", "PowerCLIStatsError",
+           "PowerCLIUnavailable", "PwshRunner", "RESPONSE_PREFIX", "SCHEMA", "VMWARE_SECTION", "VmwareBackend",
+           "VmwareCpuCollector", "build_request", "check_original", "error_from_response", "iso_utc",
+           "parse_response", "pwsh_argv"]
+
+# Until the config sections are registered explicitly by the CLI, the section registers itself when the
+# backend is imported (as every backend's does today); the constant lives in vmware_settings.
+register_section(VMWARE_SECTION)
 
 log = logging.getLogger("stormatrix.backend.vmware")
-
-#: stormatrix controller name -> the module's -Type value
-CONTROLLER_TYPES: dict[str, str] = {
-    "pvscsi": "ParaVirtual",
-    "lsilogic-sas": "LsiLogicSAS",
-    "lsilogic": "LsiLogic",
-    "nvme": "NVMe",
-}
-MODULE_DIR = Path(__file__).resolve().parents[2] / "windows" / "StormatrixVMware"
-ENTRY_SCRIPT = "stormatrix-vmware.ps1"
-RESPONSE_PREFIX = "STORMATRIX-JSON:"
-SCHEMA = "stormatrix/vmware-1"
-
-#: what Python passes to each module function, by parameter name (a static test checks each name
-#: against the function's param() block; the Pester compliance test does it with the real parser)
-PYTHON_CALLS: dict[str, tuple[str, ...]] = {
-    "Connect-StormatrixVMware": ("Server", "CredentialSource", "UserVariable", "PasswordVariable",
-                                 "CredentialStoreUser", "VerifyCertificate"),
-    "Get-StormatrixVMwareLayout": ("VMName", "DiskName"),
-    "Set-StormatrixVMwareController": ("VMName", "DiskName", "Type", "KeepControllerKey", "ReadyTimeoutSeconds"),
-    "Restore-StormatrixVMwareLayout": ("VMName", "DiskName", "ControllerKey", "ControllerType", "KeepControllerKey",
-                                       "Filename", "PowerState", "UnitNumber", "ReadyTimeoutSeconds"),
-    "Get-StormatrixVMwareHostTuning": ("VMHost", "Device"),
-    "Set-StormatrixVMwareHostTuning": ("VMHost", "Device", "SchedNumReqOutstanding", "LatencySensitiveThreshold"),
-    "Get-StormatrixVMwareCpuUsage": ("VMName", "VMHost", "Start", "Finish", "WaitSeconds"),
-}
-
-_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-
-
-def _check_env_name(value: str) -> None:
-    if value and not _ENV_NAME.fullmatch(value):
-        raise ValueError(f"{value!r} is not an environment variable name (give the variable's NAME, never its value)")
-
-
-def _check_disk_name(value: str) -> None:
-    if not re.fullmatch(r"Hard disk [1-9][0-9]*", value):
-        raise ValueError(f"{value!r} is not a vSphere disk name like \"Hard disk 2\"")
-
-
-def _check_device(value: str) -> None:
-    if value and not re.fullmatch(r"[A-Za-z0-9._:-]+", value):
-        raise ValueError(f"{value!r} is not an esxcli device name (naa..., eui..., t10...)")
-
-
-def _check_ssh_target(value: str) -> None:
-    """user@host or host; never something ssh would read as an option (a leading '-')."""
-    if value and not re.fullmatch(r"(?:[A-Za-z0-9_][A-Za-z0-9._-]*@)?[A-Za-z0-9][A-Za-z0-9.:_-]*", value):
-        raise ValueError(f"{value!r} is not an ssh destination like root@esx01.lab")
-
-
-VMWARE_SECTION = register_section(Section("vmware", {
-    "server": Field(str, help="vCenter Server or ESXi host that PowerCLI connects to"),
-    "vm": Field(str, help="the VM under test, by name (exactly one VM must have it)"),
-    "test_disk": Field(str, check=_check_disk_name, help="the test disk as vSphere names it, e.g. \"Hard disk 2\""),
-    "credential_source": Field(str, "env", choices=("env", "credential-store"),
-                               help="env: user/password from the environment variables named below; "
-                                    "credential-store: the PowerCLI credential store entry for server"),
-    "user_env": Field(str, "STORMATRIX_VSPHERE_USER", check=_check_env_name,
-                      help="NAME of the environment variable holding the user"),
-    "password_env": Field(str, "STORMATRIX_VSPHERE_PASSWORD", check=_check_env_name,
-                          help="NAME of the environment variable holding the password (never the password)"),
-    "credential_store_user": Field(str, "", help="user of the credential store entry, when it holds several"),
-    "verify_tls": Field(bool, True, help="verify the server's certificate; false only if you accept MITM risk"),
-    "esx_host": Field(str, "", help="the ESXi host for esxcli tuning and host CPU (default: the VM's host for CPU)"),
-    "device": Field(str, "", check=_check_device, help="the storage device for esxcli (naa..., eui..., t10...)"),
-    "sched_num_req_outstanding": Field(int, 0, min=0, max=4096,
-                                       help="esxcli --sched-num-req-outstanding during the run (technote: 1024); 0 = leave"),
-    "latency_threshold_ms": Field(int, -1, min=-1, max=1_000_000,
-                                  help="esxcli latencythreshold -t during the run (technote: 10); -1 = leave"),
-    "guest_host": Field(str, "", help="address of the guest for fio-server/WinRM executors"),
-    "guest_port": Field(int, 0, min=0, max=65535, help="port the guest executor listens on"),
-    "pwsh": Field(str, "pwsh", help="the PowerShell 7 executable (with VMware.PowerCLI installed for it)"),
-    "call_timeout": Field(float, 900.0, min=10, max=86400, help="seconds one PowerCLI call may take"),
-    "stats_wait_seconds": Field(float, 60.0, min=0, max=3600,
-                                help="how long to wait for vSphere's realtime sample that covers the window end"),
-    "host_cpu_source": Field(str, "vsphere", choices=("vsphere", "esxtop"),
-                             help="vsphere: Get-Stat realtime (20 s samples, prorated); esxtop: esxtop -b on the "
-                                  "ESXi host over SSH during the window (needs esxtop_ssh)"),
-    "esxtop_ssh": Field(str, "", check=_check_ssh_target,
-                        help="ssh destination of the ESXi host for esxtop (e.g. root@esx01.lab); key-based login "
-                             "only (ssh -o BatchMode=yes), the SSH service (TSM-SSH) must be running"),
-    "esxtop_delay_seconds": Field(int, 5, min=2, max=300, help="esxtop -d: seconds between its snapshots"),
-}, help="the VMware ESXi backend (PowerCLI through pwsh): server, VM, test disk, credentials by reference only"))
-
-
-# --- errors ------------------------------------------------------------------------------------------------
-
-class PowerCLIError(BackendError):
-    """A module call failed; ``error_id`` is the FullyQualifiedErrorId, ``powercli`` PowerCLI's own message."""
-
-    def __init__(self, message: str, *, error_id: str = "", powercli: str | None = None, command: str = "",
-                 category: str = "", **kw: Any) -> None:
-        super().__init__(message, **kw)
-        self.error_id, self.powercli, self.command, self.category = error_id, powercli, command, category
-
-
-class PowerCLIConnectError(PowerCLIError):
-    """Connecting failed: credentials missing or rejected, certificate not trusted, server unreachable."""
-
-
-class PowerCLINotFound(PowerCLIError):
-    """The VM, disk, host or device named in [vmware] does not exist (or a name matched several)."""
-
-
-class PowerCLIGuestNotReady(PowerCLIError, GuestNotReady):
-    """VMware Tools did not start after the power-on."""
-
-
-class PowerCLIStatsError(PowerCLIError, CollectorError):
-    """vSphere had no usable realtime statistics for the window."""
-
-
-class PowerCLIContractError(PowerCLIError):
-    """Python and the module disagree (unknown command or parameter, malformed answer): a bug, not the lab."""
-
-
-class PowerCLIUnavailable(PowerCLIError, EnvironmentProblem):
-    """pwsh or PowerCLI is missing on this workstation."""
-
-
-_ERROR_TYPES: dict[str, type[PowerCLIError]] = {
-    "Stormatrix.VMware.CredentialMissing": PowerCLIConnectError,
-    "Stormatrix.VMware.ConnectFailed": PowerCLIConnectError,
-    "Stormatrix.VMware.ConfigurationFailed": PowerCLIConnectError,
-    "Stormatrix.VMware.VmNotFound": PowerCLINotFound,
-    "Stormatrix.VMware.DiskNotFound": PowerCLINotFound,
-    "Stormatrix.VMware.HostNotFound": PowerCLINotFound,
-    "Stormatrix.VMware.DeviceNotFound": PowerCLINotFound,
-    "Stormatrix.VMware.GuestNotReady": PowerCLIGuestNotReady,
-    "Stormatrix.VMware.StatsFailed": PowerCLIStatsError,
-    "Stormatrix.VMware.StatsNotAvailable": PowerCLIStatsError,
-    "Stormatrix.VMware.InvalidWindow": PowerCLIStatsError,
-    "Stormatrix.VMware.BadRequest": PowerCLIContractError,
-    "Stormatrix.VMware.UnknownCommand": PowerCLIContractError,
-    "Stormatrix.VMware.PowerCLINotInstalled": PowerCLIUnavailable,
-    "Stormatrix.VMware.ModuleLoadFailed": PowerCLIUnavailable,
-}
-
-
-def error_from_response(doc: dict[str, Any]) -> PowerCLIError:
-    """The typed error for a failed response: by the module's error id, else a contract error when
-    PowerShell itself refused the call (a parameter binding problem is Python's bug), else the base."""
-    err = doc.get("error") or {}
-    error_id = str(err.get("id") or "")
-    base = error_id.split(",", 1)[0]
-    cls = _ERROR_TYPES.get(base)
-    if cls is None:
-        binding = ("NamedParameterNotFound", "MissingMandatoryParameter", "ParameterArgumentValidationError",
-                   "ParameterArgumentTransformationError", "PositionalParameterNotFound")
-        cls = PowerCLIContractError if base in binding else PowerCLIError
-    command = str(doc.get("command") or "")
-    message = f"{command or 'pwsh'}: {err.get('message') or 'failed without a message'}"
-    return cls(message, error_id=error_id, powercli=err.get("powercli"), command=command,
-               category=str(err.get("category") or ""))
-
-
-# --- the pwsh call -------------------------------------------------------------------------------------------
-
-def pwsh_argv(pwsh: str, module_dir: Path = MODULE_DIR) -> list[str]:
-    """The whole command line: no -Command, no value from the matrix other than the executable."""
-    return [pwsh, "-NoLogo", "-NoProfile", "-NonInteractive", "-File", str(module_dir / ENTRY_SCRIPT)]
-
-
-def build_request(command: str, parameters: dict[str, Any], connection: dict[str, Any]) -> str:
-    """The JSON request; refuses a parameter name the module does not take from Python (a typo here
-    would otherwise surface as a PowerShell binding error on the workstation)."""
-    allowed = PYTHON_CALLS.get(command)
-    if allowed is None or command == "Connect-StormatrixVMware":
-        raise PowerCLIContractError(f"{command!r} is not a module command the backend calls", command=command)
-    unknown = sorted(set(parameters) - set(allowed))
-    unknown += sorted(set(connection) - set(PYTHON_CALLS["Connect-StormatrixVMware"]))
-    if unknown:
-        raise PowerCLIContractError(f"{command}: parameters {', '.join(unknown)} are not in the module's contract",
-                                    command=command)
-    return json.dumps({"command": command, "parameters": parameters, "connection": connection})
-
-
-def parse_response(stdout: str) -> tuple[dict[str, Any] | None, list[str]]:
-    """(the response document, the other stdout lines): the document is the last prefixed line."""
-    doc: dict[str, Any] | None = None
-    noise: list[str] = []
-    for line in stdout.splitlines():
-        if line.startswith(RESPONSE_PREFIX):
-            try:
-                doc = json.loads(line[len(RESPONSE_PREFIX):])
-            except json.JSONDecodeError as exc:
-                raise PowerCLIContractError(f"pwsh answered with malformed JSON ({exc})") from None
-        elif line.strip():
-            noise.append(line)
-    return doc, noise
-
-
-class PwshRunner:
-    """Runs module commands through ``pwsh``; one process per call (no state survives in PowerShell).
-
-    ``redact`` lists environment variable names whose values must never appear in what we log or
-    raise (the password): PowerShell reads them itself, this class only scrubs its output.
-    """
-
-    def __init__(self, pwsh: str, connection: dict[str, Any], *, timeout: float = 900.0,
-                 module_dir: Path = MODULE_DIR, redact: tuple[str, ...] = ()) -> None:
-        self.pwsh = pwsh
-        self.connection = dict(connection)
-        self.timeout = timeout
-        self.module_dir = Path(module_dir)
-        self.redact = redact
-        self.calls: list[str] = []
-        self.server: Any = None  # product/version/build from the last connection (environment facts)
-
-    def _scrub(self, text: str) -> str:
-        for name in self.redact:
-            value = os.environ.get(name)
-            if value:
-                text = text.replace(value, "***")
-        return text
-
-    def _scrub_doc(self, value: Any) -> Any:
-        """Every string of a parsed answer scrubbed (JSON escaping would hide a secret from a
-        replace on the raw text)."""
-        if isinstance(value, str):
-            return self._scrub(value)
-        if isinstance(value, list):
-            return [self._scrub_doc(v) for v in value]
-        if isinstance(value, dict):
-            return {k: self._scrub_doc(v) for k, v in value.items()}
-        return value
-
-    def call(self, command: str, parameters: dict[str, Any]) -> Any:
-        request = build_request(command, parameters, self.connection)
-        exe = shutil.which(self.pwsh) or (self.pwsh if os.path.isfile(self.pwsh) else None)
-        if exe is None:
-            raise PowerCLIUnavailable(f"pwsh not found ({self.pwsh!r}): install PowerShell 7 and VMware.PowerCLI on "
-                                      "this workstation, or set [vmware] pwsh to its path", command=command)
-        argv = pwsh_argv(exe, self.module_dir)
-        self.calls.append(command)
-        log.debug("pwsh %s %s", command, sorted(parameters))
-        try:
-            proc = subprocess.run(argv, input=request, capture_output=True, text=True, timeout=self.timeout,
-                                  check=False, env={**os.environ, "POWERSHELL_TELEMETRY_OPTOUT": "1"})
-        except subprocess.TimeoutExpired:
-            raise PowerCLIError(f"{command}: pwsh did not answer within {self.timeout:g} s ([vmware] call_timeout)",
-                                command=command) from None
-        except OSError as exc:
-            raise PowerCLIUnavailable(f"{command}: cannot run {exe}: {exc}", command=command) from None
-        stderr = self._scrub(proc.stderr)
-        doc, noise = parse_response(proc.stdout)
-        doc = self._scrub_doc(doc)
-        noise = [self._scrub(line) for line in noise]
-        if doc is None:
-            tail = (stderr.strip() or "\n".join(noise))[-800:]
-            raise PowerCLIError(f"{command}: pwsh exited {proc.returncode} without an answer: {tail}", command=command)
-        if doc.get("schema") != SCHEMA:
-            raise PowerCLIContractError(f"{command}: answer has schema {doc.get('schema')!r}, expected {SCHEMA}",
-                                        command=command)
-        for warning in doc.get("warnings") or []:
-            log.warning("%s: %s", command, self._scrub(str(warning)))
-        if not doc.get("ok"):
-            raise error_from_response(doc)
-        if proc.returncode != 0:
-            raise PowerCLIContractError(f"{command}: pwsh exited {proc.returncode} after answering ok", command=command)
-        self.server = doc.get("server")
-        return doc.get("result")
-
-
-def _iso(t: datetime) -> str:
-    return t.astimezone(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
 
 # --- the journaled original ----------------------------------------------------------------------------------
 
@@ -424,6 +165,7 @@ class VmwareBackend(Backend):
         if not layout.get("Controller"):
             raise InputError(f"[vmware] test_disk = {o['test_disk']!r} of VM {o['vm']!r} is not on a SCSI or NVMe "
                              "controller (IDE/SATA disks are not moved by stormatrix)")
+        self._check_disk_serial(layout)
         server = getattr(self.runner, "server", None)
         tuning: dict[str, Any] | None = None
         if o["esx_host"] and o["device"]:
@@ -436,7 +178,26 @@ class VmwareBackend(Backend):
         self._restored = False
         return {"vsphere": server, "vm": o["vm"], "test_disk": o["test_disk"], "volume": layout["Disk"]["Filename"],
                 "original_controller": layout["Controller"]["Type"], "tuning_original": tuning,
-                "tuning_wanted": want or None, "host_cpu_source": o["host_cpu_source"]}
+                "tuning_wanted": want or None, "host_cpu_source": o["host_cpu_source"],
+                "disk_enable_uuid": layout.get("DiskEnableUUID")}
+
+    def _check_disk_serial(self, layout: dict[str, Any]) -> None:
+        """The WinRM executor finds the test disk by its serial number, and ESXi gives a guest's disks a
+        serial (the disk UUID) only when the VM has disk.EnableUUID = TRUE: without it the run would
+        reconfigure and power-cycle the VM and then fail in the guest. Say exactly what to set, now."""
+        if self.spec.run.get("executor") != "winrm" or layout.get("DiskEnableUUID") is not False:
+            return
+        name = self.opts["vm"]
+        uuid = str((layout.get("Disk") or {}).get("Uuid") or "")
+        serial = f" (for {self.opts['test_disk']}: {uuid.replace('-', '').lower()}, its UUID without dashes)" if uuid else ""
+        quoted = name.replace("'", "''")
+        raise InputError(
+            f"VM {name!r} does not have disk.EnableUUID = TRUE, so ESXi gives its disks no serial number and the "
+            "WinRM executor cannot find the test disk by [winrm] disk_serial. Fix: with the VM powered off, in the "
+            "vSphere Client open Edit Settings > VM Options > Advanced > Configuration Parameters > Edit "
+            "Configuration and add disk.EnableUUID = TRUE; or in PowerCLI run\n"
+            f"New-AdvancedSetting -Entity (Get-VM -Name '{quoted}') -Name disk.EnableUUID -Value TRUE -Force -Confirm:$false\n"
+            f"then power the VM on: the guest sees each disk's UUID as its serial{serial}")
 
     def _apply_tuning(self) -> None:
         """The technote's esxcli settings, once per run, before the first cell's change."""
@@ -567,135 +328,3 @@ class VmwareBackend(Backend):
                 log.error("restoring the host tuning failed too: %s", errors[1])
             raise errors[0]
         self._restored = True
-
-
-class VmwareCpuCollector:
-    """The host collector for ESXi: remembers the window's edges and asks vSphere for the VM's and
-    the host's CPU over exactly that window when it closes (realtime samples are kept ~1 hour)."""
-
-    def __init__(self, backend: VmwareBackend, vm: str) -> None:
-        self.backend = backend
-        self.vm = vm
-        self.t0: datetime | None = None
-
-    def start(self) -> None:
-        self.t0 = datetime.now(timezone.utc)
-
-    def stop(self) -> dict[str, Any]:
-        if self.t0 is None:
-            raise CollectorError("the vSphere collector was stopped before it started")
-        t1 = datetime.now(timezone.utc)
-        o = self.backend.opts
-        params: dict[str, Any] = {"VMName": self.vm, "Start": _iso(self.t0), "Finish": _iso(t1),
-                                  "WaitSeconds": int(o["stats_wait_seconds"])}
-        if o["esx_host"]:
-            params["VMHost"] = o["esx_host"]
-        host = self.backend.runner.call("Get-StormatrixVMwareCpuUsage", params)
-        if not isinstance(host, dict) or host.get("cpu_metric") != "cpu_time":
-            raise CollectorError(f"Get-StormatrixVMwareCpuUsage answered {type(host).__name__}, not a host record")
-        if isinstance(host.get("vmware"), dict):
-            host["vmware"]["tuning_in_force"] = self.backend.tuning_in_force
-        return host
-
-    def abort(self) -> None:
-        self.t0 = None
-
-
-class EsxtopCollector:
-    """The host collector for ESXi from ``esxtop -b`` on the host, over SSH, for the window.
-
-    ``start()`` runs ``ssh -o BatchMode=yes <esxtop_ssh> -- esxtop -b -d D -n N`` with N iterations
-    covering the planned window plus one (a window runs a little longer than measure_seconds), writing
-    the capture into the run directory (``esxtop/<time>-<vm>.csv``, kept as evidence). ``stop()`` waits
-    for esxtop to finish its last iteration (at most about 2 x D after the window) and turns the capture
-    into the host record with :func:`stormatrix.analysis.esxtop.vm_cpu_record`: the window is taken to
-    start with esxtop's first snapshot (the SSH connect, well under a second on a LAN, is not corrected
-    for) and to last as long as this machine measured. BatchMode means a key login or nothing: ssh never
-    asks for a password.
-    """
-
-    MIN_COVERAGE = 0.8  # a capture covering less of the window is refused, not prorated
-
-    def __init__(self, backend: VmwareBackend, vm: str) -> None:
-        self.backend = backend
-        self.vm = vm
-        self.delay = int(backend.opts["esxtop_delay_seconds"])
-        self.clock = time.monotonic
-        self.proc: subprocess.Popen[bytes] | None = None
-        self.path: Path | None = None
-        self.iterations = 0
-        self.t0: float | None = None
-
-    def argv(self, iterations: int) -> list[str]:
-        return ["ssh", "-o", "BatchMode=yes", "-o", "ConnectTimeout=10", self.backend.opts["esxtop_ssh"], "--",
-                "esxtop", "-b", "-d", str(self.delay), "-n", str(iterations)]
-
-    def start(self) -> None:
-        self.iterations = max(1, math.ceil(self.backend.spec.timing.measure_s / self.delay)) + 1
-        folder = self.backend.workdir / "esxtop"
-        folder.mkdir(parents=True, exist_ok=True)
-        slug = re.sub(r"[^A-Za-z0-9._-]+", "_", self.vm).strip("_") or "vm"
-        self.path = folder / f"{datetime.now(timezone.utc):%Y%m%dT%H%M%S%f}-{slug}.csv"
-        argv = self.argv(self.iterations)
-        log.debug("esxtop: %s", argv)
-        with open(self.path, "wb") as out, open(self.path.with_suffix(".stderr"), "wb") as err:
-            try:
-                self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err)
-            except OSError as exc:
-                raise CollectorError(f"cannot run ssh for esxtop: {exc}. Fix: install an OpenSSH client on this "
-                                     "workstation") from None
-        self.t0 = self.clock()
-
-    def _stderr(self) -> str:
-        assert self.path is not None
-        try:
-            return self.path.with_suffix(".stderr").read_text(errors="replace").strip()[-500:]
-        except OSError:
-            return ""
-
-    def stop(self) -> dict[str, Any]:
-        if self.proc is None or self.t0 is None or self.path is None:
-            raise CollectorError("the esxtop collector was stopped before it started")
-        window = self.clock() - self.t0
-        target = self.backend.opts["esxtop_ssh"]
-        try:
-            rc = self.proc.wait(timeout=self.iterations * self.delay + 60)
-        except subprocess.TimeoutExpired:
-            self.abort()
-            raise CollectorError(f"esxtop on {target} did not finish {self.iterations} iterations of "
-                                 f"{self.delay} s within {self.iterations * self.delay + 60} s") from None
-        finally:
-            self.proc = None
-        if rc != 0:
-            raise CollectorError(f"ssh {target} esxtop exited {rc}: {self._stderr() or 'no message'}. Fix: start the "
-                                 "SSH service on the host (TSM-SSH) and put this workstation's public key into "
-                                 "/etc/ssh/keys-root/authorized_keys, or set [vmware] host_cpu_source = \"vsphere\"")
-        from ..analysis.esxtop import read_esxtop, vm_cpu_record
-
-        try:
-            capture = read_esxtop(self.path)
-            host = vm_cpu_record(capture, self.vm, delay_s=self.delay, window_s=window)
-        except InputError as exc:
-            raise CollectorError(f"esxtop capture: {exc}") from None
-        coverage = host["vmware"]["coverage"]
-        if coverage < self.MIN_COVERAGE:
-            raise CollectorError(f"esxtop capture {self.path}: it covers {coverage:.0%} of the {window:.1f} s window "
-                                 f"(minimum {self.MIN_COVERAGE:.0%}); the window is not measured")
-        try:
-            host["vmware"]["capture"] = str(self.path.relative_to(self.backend.workdir))
-        except ValueError:
-            host["vmware"]["capture"] = str(self.path)
-        host["vmware"]["iterations"] = self.iterations
-        host["vmware"]["tuning_in_force"] = self.backend.tuning_in_force
-        return host
-
-    def abort(self) -> None:
-        """Stop esxtop (the cell failed mid-window); the partial capture stays for a look."""
-        proc, self.proc = self.proc, None
-        if proc is not None and proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()

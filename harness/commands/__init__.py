@@ -4,4 +4,8 @@ Each module has ``register(subparsers) -> None`` which adds its parser and sets 
 callable ``(args) -> int``.
 """
 
-COMMANDS = ["plan", "run", "suite", "report", "compare", "demo", "guest", "restore", "image"]
+from __future__ import annotations
+
+from . import compare, demo, guest, image, plan, report, restore, run, suite
+
+COMMANDS = [plan, run, suite, report, compare, demo, guest, restore, image]

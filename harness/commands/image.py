@@ -7,7 +7,7 @@ import argparse
 from .. import guestimage
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("image", help="build the local benchmark guest (kernel + initramfs with fio) and show it",
                        description="Build the tiny Linux guest from Debian packages into the cache folder "
                                    "(STORMATRIX_CACHE, default ~/.cache/stormatrix) if any input changed, "

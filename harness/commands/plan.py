@@ -5,11 +5,10 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..backends import backend_class
+from ..registry import backend_class
 from ..core.model import NOT_APPLICABLE
 from ..runner import estimate_seconds, fmt_duration
 from ..spec import expand, load_spec
-from .common import import_sections
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -22,7 +21,6 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 
 def run(args: argparse.Namespace) -> int:
-    import_sections()
     spec = load_spec(args.matrix)
     cls = backend_class(spec.run["backend"])
     plan = expand(spec, backend_controllers=cls.controllers)

@@ -56,10 +56,8 @@ def restore_run(run_dir: Path, *, force: bool = False) -> str:
     if not isinstance(original, dict):
         raise InputError(f"{journal_path}: run {run.get('run_id')}: original_config is {type(original).__name__}, "
                          "not an object. Fix: the journal was edited or damaged; restore it from a backup")
-    from ..backends import backend_class
-    from .common import import_sections
+    from ..registry import backend_class
 
-    import_sections()  # the journaled matrix may hold any registered section
     if not isinstance(run.get("matrix"), dict):
         raise InputError(f"{journal_path}: run {run.get('run_id')}: the run record has no matrix, so the backend "
                          "cannot be rebuilt. Fix: the journal was edited or damaged; restore it from a backup")

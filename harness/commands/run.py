@@ -10,7 +10,6 @@ from typing import Any
 
 from ..runner import Runner
 from ..spec import load_spec
-from .common import import_sections
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -30,7 +29,6 @@ def _on_sigterm(signum: int, frame: Any) -> None:
 
 
 def execute(matrix: str | Path, run_dir: str | Path, *, side: str | None = None, progress: bool = True) -> dict[str, Any]:
-    import_sections()
     spec = load_spec(matrix)
     old = signal.signal(signal.SIGTERM, _on_sigterm)
     try:

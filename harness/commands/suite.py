@@ -6,7 +6,8 @@ import argparse
 import sys
 from typing import Any
 
-from ..suite import Suite, eta, load_suite, run_suite
+from ..suite import Suite, eta, load_suite
+from ..suiterun import run_suite
 
 
 def register(subparsers: Any) -> None:
@@ -95,17 +96,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     for line in _describe(suite):
         print(line, file=sys.stderr)
 
-    def progress(i: int, n: int, point: Any, remaining: float) -> None:
-        print(f"[{i}/{n}] {point.key} (about {remaining / 60:.1f} min left)", file=sys.stderr)
-
     if not suite.vms:
-        outcome = run_suite(suite, args.output, fio=args.fio, progress=progress)
+        outcome = run_suite(suite, args.output, fio=args.fio, progress=True)
     else:
         suite, vms, collector, status = _resolve(suite)
         try:
             print(f"host metrics: {status['mode']}: {status.get('detail', '')}"
                   + (f". To get them: {status['fix']}" if status.get("fix") else ""), file=sys.stderr)
-            outcome = run_suite(suite, args.output, fio=args.fio, progress=progress, collector=collector,
+            outcome = run_suite(suite, args.output, fio=args.fio, progress=True, collector=collector,
                                 backend="proxmox", host_collector=status, vms=vms.record())
         finally:
             vms.close()

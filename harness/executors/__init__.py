@@ -1,18 +1,13 @@
-"""Guest executors: how a workload runs inside the guest and how its result comes back."""
+"""Guest executors: how a workload runs inside the guest and how its result comes back.
+
+The list of executors is :data:`stormatrix.registry.EXECUTORS`; ``executor_class`` is kept here for
+callers that import it from this package.
+"""
 
 from __future__ import annotations
 
-import importlib
-
+from ..registry import EXECUTORS as REGISTRY
+from ..registry import executor_class
 from .base import GuestExecutor
 
-REGISTRY: dict[str, str] = {
-    "local-agent": "stormatrix.executors.localagent:LocalAgentExecutor",
-    "winrm": "stormatrix.executors.winrm:WinRMExecutor",
-    "fio-server": "stormatrix.executors.fioserver:FioServerExecutor",
-}
-
-
-def executor_class(name: str) -> type[GuestExecutor]:
-    module, _, cls = REGISTRY[name].partition(":")
-    return getattr(importlib.import_module(module), cls)
+__all__ = ["REGISTRY", "GuestExecutor", "executor_class"]

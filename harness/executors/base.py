@@ -31,6 +31,11 @@ class WorkloadResult:
     data: dict[str, Any]  # the parsed document (fio JSON / DiskSpd XML as dict)
     guest: dict[str, Any] = field(default_factory=dict)  # guest facts: kernel, device name, fio version
     window_source: str = "guest-marker"  # how the window edges were known: guest-marker | timed
+    #: the journal's ``fio`` block when the executor summarised itself (many guests summed); else None
+    #: and the runner summarises ``data`` by ``engine``
+    summary: dict[str, Any] | None = None
+    #: cell-record keys only this executor knows (per-guest results, skew, ...), added to the record
+    record: dict[str, Any] = field(default_factory=dict)
 
 
 class GuestExecutor(ABC):
@@ -40,6 +45,10 @@ class GuestExecutor(ABC):
         self.endpoints = endpoints
         self.options = options or {}
 
+    def connect(self, deadline: float) -> None:
+        """Open the channel to the guest as soon as the backend started it (before :meth:`wait_ready`),
+        where the guest announces itself only once. Most executors connect in wait_ready: nothing here."""
+
     @abstractmethod
     def wait_ready(self, deadline: float) -> dict[str, Any]:
         """Block until the guest takes work or ``deadline`` (time.monotonic) passes; return guest facts."""
@@ -47,6 +56,11 @@ class GuestExecutor(ABC):
     @abstractmethod
     def run(self, cell: Cell, timing: Timing, window: WindowListener) -> WorkloadResult:
         """Run the cell's workload: warm-up for ``timing.ramp_s``, then measure ``timing.measure_s``."""
+
+    def check_ready(self, cell: Cell) -> None:
+        """Before each further cell on the same guest(s): raise GuestNotReady if a guest stopped
+        answering. Only executors whose guests can vanish between cells without the backend knowing
+        (fio servers the harness did not start) check anything."""
 
     def close(self) -> None:
         """Release connections. Never raises."""

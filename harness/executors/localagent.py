@@ -27,6 +27,7 @@ from ..core.errors import DataFileError, GuestDisconnected, GuestNotReady, Workl
 from ..core.model import Cell, Timing, Workload
 from ..qmp import connect_unix
 from .base import GuestExecutor, WindowListener, WorkloadResult
+from .fioserver_models import fio_rate
 
 log = logging.getLogger("stormatrix.agent")
 
@@ -54,10 +55,9 @@ def fio_job(workload: Workload, timing: Timing, filename: str, *, ioengine: str 
          "clocksource=clock_gettime"]
     if workload.rwmixread is not None:
         g.append(f"rwmixread={workload.rwmixread}")
-    if workload.rate_mib_s:
-        # fio's rate is per job (per clone): split the total evenly across numjobs
-        per_job = int(workload.rate_mib_s * 2**20 / workload.numjobs)
-        g.append(f"rate={per_job}")
+    rate = fio_rate(workload.rate_mib_s, workload.rw, workload.rwmixread, workload.numjobs)
+    if rate is not None:
+        g.append(f"rate={rate}")  # per job and per direction: see fio_rate
     lines = g + [""]
     if timing.ramp_s > 0:
         lines += ["[warmup]", f"runtime={max(1, round(timing.ramp_s))}", ""]

@@ -1,88 +1,161 @@
-# The module's own rules (STYLE.md, PowerShell): help and a test for every public function, one function
-# per file named after it, the manifest exports exactly Public/, the parameters Python sends by name
-# exist, syntax valid for Windows PowerShell 5.1, and PSScriptAnalyzer clean when it is installed.
+# The modules' own rules (STYLE.md, PowerShell), one suite for both modules: every file defines one
+# advanced function named after it, with comment-based help (public ones: synopsis, description, an
+# example, outputs and exactly their parameters; private ones: a synopsis) read by the engine's parser,
+# and every public function has a unit test; the manifest passes Test-ModuleManifest with the module's
+# PowerShell version and editions, the module imports, and it exports exactly the functions of Public/
+# (no private one); PSScriptAnalyzer is clean where it is installed.
+# Parse errors, Windows PowerShell 5.1 compatibility, static binding and the command inventory are
+# checked by tests/pwsh/Checks; the parameters the Python side sends by tests/test_pwsh_sent_scripts.py.
+# Runs under real Pester 5 and under PesterLite on the hosted engine.
 BeforeDiscovery {
-    $moduleRoot = Join-Path $PSScriptRoot '../../windows/StormatrixGuest'
-    $script:publicFunctions = @(Get-ChildItem -Path (Join-Path $moduleRoot 'Public') -Filter '*.ps1' | ForEach-Object { @{ Name = $_.BaseName; Path = $_.FullName } })
-    $script:allFiles = @(Get-ChildItem -Path $moduleRoot -Filter '*.ps*1' -Recurse | ForEach-Object { @{ Name = $_.Name; Path = $_.FullName } })
-    $script:haveAnalyzer = [bool]((Get-Module -Name PSScriptAnalyzer) -or (Get-Module -ListAvailable -Name PSScriptAnalyzer))
-    # What harness/executors/winrm.py passes, by function (keep in step with PYTHON_CALLS there).
-    $script:pythonCalls = @(
-        @{ Function = 'Invoke-StormatrixFio'; Parameters = @('Serial', 'ReadWrite', 'BlockSize', 'IoDepth', 'NumJobs', 'RampSeconds', 'RuntimeSeconds', 'RateMiBps', 'RwMixRead', 'IoEngine', 'FioPath', 'WriteMarkers') }
-        @{ Function = 'Invoke-StormatrixDiskSpd'; Parameters = @('Serial', 'ReadWrite', 'BlockSize', 'IoDepth', 'NumJobs', 'RampSeconds', 'RuntimeSeconds', 'RateMiBps', 'RwMixRead', 'DiskSpdPath', 'WriteMarkers') }
-        @{ Function = 'Get-StormatrixGuestFacts'; Parameters = @('Serial') }
-        @{ Function = 'Invoke-StormatrixGuestValidation'; Parameters = @('Serial', 'Controller', 'Engine', 'FioPath', 'DiskSpdPath') }
+    $repo = [System.IO.Path]::GetFullPath([System.IO.Path]::Combine($PSScriptRoot, '..', '..'))
+    # Tests: the Pester files that hold the module's unit tests (a Describe named after each function)
+    $modules = @(
+        @{ Module = 'StormatrixGuest'; Tests = @('StormatrixGuest.Tests.ps1', 'Invoke-StormatrixFio.Linux.Tests.ps1') }
+        @{ Module = 'StormatrixVMware'; Tests = @('StormatrixVMware.Tests.ps1') }
     )
+    $functionFiles = foreach ($m in $modules) {
+        foreach ($kind in 'Public', 'Private') {
+            $folder = [System.IO.Path]::Combine($repo, 'windows', $m.Module, $kind)
+            foreach ($path in [System.IO.Directory]::GetFiles($folder, '*.ps1')) {
+                @{ Module = $m.Module; Kind = $kind; Name = [System.IO.Path]::GetFileNameWithoutExtension($path); Path = $path; Tests = $m.Tests }
+            }
+        }
+    }
 }
 
 BeforeAll {
-    $script:moduleRoot = Join-Path $PSScriptRoot '../../windows/StormatrixGuest'
-    Import-Module -Name (Join-Path $script:moduleRoot 'StormatrixGuest.psd1') -Force
-    $script:testText = (Get-ChildItem -Path $PSScriptRoot -Filter '*.Tests.ps1' | Where-Object Name -NE 'Compliance.Tests.ps1' | Get-Content -Raw) -join "`n"
+    $script:repo = [System.IO.Path]::GetFullPath([System.IO.Path]::Combine($PSScriptRoot, '..', '..'))
+    $script:haveAnalyzer = [bool]((Get-Module -Name PSScriptAnalyzer) -or (Get-Module -ListAvailable -Name PSScriptAnalyzer))
+    $script:imported = @{}
+    function Get-ModuleFolder([string]$Module) { [System.IO.Path]::Combine($script:repo, 'windows', $Module) }
+    function Get-PublicName([string]$Module) {
+        $names = foreach ($p in [System.IO.Directory]::GetFiles([System.IO.Path]::Combine((Get-ModuleFolder $Module), 'Public'), '*.ps1')) {
+            [System.IO.Path]::GetFileNameWithoutExtension($p)
+        }
+        [string[]]$sorted = @($names)
+        [System.Array]::Sort($sorted, [System.StringComparer]::OrdinalIgnoreCase)
+        , $sorted
+    }
+    function Get-TopLevelFunction([string]$Path) {
+        $ast = [System.Management.Automation.Language.Parser]::ParseFile($Path, [ref]$null, [ref]$null)
+        # top level: in the file's own script block (FunctionDefinitionAst -> NamedBlockAst -> the file)
+        @($ast.FindAll({ param($n) $n -is [System.Management.Automation.Language.FunctionDefinitionAst] -and $n.Parent.Parent -eq $ast }, $false))
+    }
+    function Import-UnderTest([string]$Module) {
+        # imported once per module for the help tests; the manifest tests import again with -Force
+        if (-not $script:imported.ContainsKey($Module)) {
+            $script:imported[$Module] = Import-Module -Name ([System.IO.Path]::Combine((Get-ModuleFolder $Module), "$Module.psd1")) -Force -PassThru -ErrorAction Stop
+        }
+        $script:imported[$Module]
+    }
 }
 
-Describe 'Public function <Name>' -ForEach $script:publicFunctions {
+Describe '<Kind> function <Name> of <Module>' -ForEach $functionFiles {
+    BeforeAll {
+        $script:functions = Get-TopLevelFunction -Path $Path
+        $script:function = $script:functions | Where-Object { $_.Name -eq $Name }
+        $script:help = if ($script:function) { $script:function.GetHelpContent() }
+    }
+
     It 'Should be defined once, by a file named after it' {
-        $ast = [System.Management.Automation.Language.Parser]::ParseFile($Path, [ref]$null, [ref]$null)
-        $functions = @($ast.FindAll({ param($n) $n -is [System.Management.Automation.Language.FunctionDefinitionAst] -and $n.Parent.Parent.Parent -eq $ast }, $false))
-        $functions.Count | Should -Be 1
-        $functions[0].Name | Should -BeExactly $Name
+        @($script:functions | ForEach-Object { $_.Name }) | Should -Be @($Name)
     }
-    It 'Should have help with synopsis, description, an example and every parameter' {
-        $help = Get-Help -Name $Name -Full
-        $help.Synopsis | Should -Not -BeNullOrEmpty
-        $help.Synopsis | Should -Not -BeLike "$Name *" -Because 'an auto-generated synopsis means no comment-based help'
-        $help.Description | Should -Not -BeNullOrEmpty
-        @($help.Examples.Example).Count | Should -BeGreaterThan 0
-        $common = [System.Management.Automation.Cmdlet]::CommonParameters + [System.Management.Automation.Cmdlet]::OptionalCommonParameters
-        foreach ($parameter in (Get-Command -Name $Name).Parameters.Keys | Where-Object { $common -notcontains $_ }) {
-            $entry = @($help.Parameters.Parameter | Where-Object Name -EQ $parameter)
-            ($entry.Description.Text -join '') | Should -Not -BeNullOrEmpty -Because "parameter $parameter needs a .PARAMETER entry"
-        }
-    }
-    It 'Should have a unit test' {
-        $script:testText | Should -Match ("Describe '" + [regex]::Escape($Name))
-    }
-}
 
-Describe 'Module manifest' {
-    It 'Should export exactly the Public functions' {
-        $manifest = Import-PowerShellDataFile -Path (Join-Path $script:moduleRoot 'StormatrixGuest.psd1')
-        $public = @(Get-ChildItem -Path (Join-Path $script:moduleRoot 'Public') -Filter '*.ps1' | ForEach-Object BaseName | Sort-Object)
-        @($manifest.FunctionsToExport | Sort-Object) | Should -Be $public
-        @((Get-Module StormatrixGuest).ExportedFunctions.Keys | Sort-Object) | Should -Be $public
+    It 'Should be an advanced function' {
+        $attributes = @($script:function.Body.ParamBlock.Attributes | ForEach-Object { $_.TypeName.Name })
+        $attributes | Should -Contain 'CmdletBinding'
+        if ($Kind -eq 'Public') { $attributes | Should -Contain 'OutputType' }
     }
-}
 
-Describe 'Parameters Python passes to <Function>' -ForEach $script:pythonCalls {
-    It 'Should exist with these names' {
-        $command = Get-Command -Name $Function -Module StormatrixGuest
-        foreach ($parameter in $Parameters) {
-            $command.Parameters.Keys | Should -Contain $parameter
+    It 'Should have comment-based help' {
+        $script:help | Should -Not -BeNullOrEmpty -Because 'help goes in a <# #> block inside the function, before param()'
+        $script:help.Synopsis | Should -Not -BeNullOrEmpty
+        if ($Kind -eq 'Public') {
+            $script:help.Description | Should -Not -BeNullOrEmpty
+            @($script:help.Examples).Count | Should -BeGreaterThan 0
+            $script:help.Outputs | Should -Not -BeNullOrEmpty -Because 'a public function says what it returns (.OUTPUTS)'
+            [string[]]$declared = @($script:function.Body.ParamBlock.Parameters | ForEach-Object { $_.Name.VariablePath.UserPath.ToUpperInvariant() })
+            [string[]]$documented = @($script:help.Parameters.Keys | ForEach-Object { $_.ToUpperInvariant() })
+            [System.Array]::Sort($declared); [System.Array]::Sort($documented)
+            ($documented -join ', ') | Should -Be ($declared -join ', ') -Because 'every parameter, and only those, has a .PARAMETER entry'
         }
     }
 }
 
-Describe 'File <Name>' -ForEach $script:allFiles {
-    It 'Should parse without errors' {
-        $errors = $null
-        $null = [System.Management.Automation.Language.Parser]::ParseFile($Path, [ref]$null, [ref]$errors)
-        $errors | Should -BeNullOrEmpty
+Describe 'Unit test of <Name>' -ForEach @($functionFiles | Where-Object { $_.Kind -eq 'Public' }) {
+    # private functions are tested through the public ones
+    It 'Should have a Describe named after the function' {
+        $text = foreach ($file in $Tests) { [System.IO.File]::ReadAllText([System.IO.Path]::Combine($PSScriptRoot, $file)) }
+        ($text -join "`n") | Should -Match ("Describe '" + [regex]::Escape($Name) + "'")
     }
-    It 'Should use no syntax newer than Windows PowerShell 5.1' {
-        $ast = [System.Management.Automation.Language.Parser]::ParseFile($Path, [ref]$null, [ref]$null)
-        $newer = @($ast.FindAll({ param($n)
-                    $n -is [System.Management.Automation.Language.TernaryExpressionAst] -or
-                    $n -is [System.Management.Automation.Language.PipelineChainAst] -or
-                    ($n -is [System.Management.Automation.Language.BinaryExpressionAst] -and $n.Operator -eq 'QuestionQuestion') -or
-                    ($n -is [System.Management.Automation.Language.AssignmentStatementAst] -and $n.Operator -eq 'QuestionQuestionEquals') -or
-                    ($n -is [System.Management.Automation.Language.MemberExpressionAst] -and $n.NullConditional)
-                }, $true))
-        $newer | Should -BeNullOrEmpty
+}
+
+Describe 'Module manifest of <Module>' -ForEach @(
+    # the guest module runs on Windows PowerShell 5.1 and PowerShell 7; the VMware one on the workstation's
+    # PowerShell 7.2+ with PowerCLI, imported by Connect-StormatrixVMware (no RequiredModules, so tests can stub it)
+    @{ Module = 'StormatrixGuest'; PowerShellVersion = '5.1'; Editions = 'Core, Desktop' }
+    @{ Module = 'StormatrixVMware'; PowerShellVersion = '7.2'; Editions = 'Core' }
+) {
+    BeforeAll {
+        $script:manifest = [System.IO.Path]::Combine((Get-ModuleFolder $Module), "$Module.psd1")
+        $script:public = Get-PublicName -Module $Module
     }
-    It 'Should be clean under PSScriptAnalyzer' -Skip:(-not $script:haveAnalyzer) {
-        $settings = Join-Path $PSScriptRoot 'PSScriptAnalyzerSettings.psd1'
-        $findings = @(Invoke-ScriptAnalyzer -Path $Path -Settings $settings)
-        ($findings | ForEach-Object { "$($_.RuleName) line $($_.Line): $($_.Message)" }) | Should -BeNullOrEmpty
+
+    It 'Should pass Test-ModuleManifest' {
+        { $null = Test-ModuleManifest -Path $script:manifest -ErrorAction Stop } | Should -Not -Throw
+    }
+
+    It 'Should declare PowerShell <PowerShellVersion>, the editions <Editions> and no required module' {
+        $info = Test-ModuleManifest -Path $script:manifest -ErrorAction Stop
+        $info.PowerShellVersion.ToString() | Should -Be $PowerShellVersion
+        [string[]]$declared = @($info.CompatiblePSEditions)
+        [System.Array]::Sort($declared)
+        ($declared -join ', ') | Should -Be $Editions
+        @($info.RequiredModules) | Should -BeNullOrEmpty
+    }
+
+    It 'Should list exactly the Public functions in FunctionsToExport' {
+        $info = Test-ModuleManifest -Path $script:manifest -ErrorAction Stop
+        [string[]]$listed = @($info.ExportedFunctions.Keys)
+        [System.Array]::Sort($listed, [System.StringComparer]::OrdinalIgnoreCase)
+        ($listed -join ', ') | Should -Be ($script:public -join ', ')
+    }
+
+    It 'Should import with -Force and export exactly the Public functions' {
+        $module = Import-Module -Name $script:manifest -Force -PassThru -ErrorAction Stop
+        $script:imported[$Module] = $module
+        [string[]]$exported = @($module.ExportedFunctions.Keys)
+        [System.Array]::Sort($exported, [System.StringComparer]::OrdinalIgnoreCase)
+        ($exported -join ', ') | Should -Be ($script:public -join ', ')
+        @($module.ExportedCmdlets.Keys) + @($module.ExportedAliases.Keys) + @($module.ExportedVariables.Keys) | Should -BeNullOrEmpty
+    }
+
+    It 'Should keep every Private function private' {
+        $module = Import-UnderTest -Module $Module
+        $folder = [System.IO.Path]::Combine((Get-ModuleFolder $Module), 'Private')
+        foreach ($path in [System.IO.Directory]::GetFiles($folder, '*.ps1')) {
+            foreach ($f in Get-TopLevelFunction -Path $path) {
+                $module.ExportedFunctions.ContainsKey($f.Name) | Should -BeFalse -Because "$($f.Name) is private"
+                & $module { param($n) [bool](Get-Command -Name $n -CommandType Function -ErrorAction SilentlyContinue) } $f.Name |
+                    Should -BeTrue -Because "$($f.Name) must exist inside the module"
+            }
+        }
+    }
+}
+
+Describe 'PSScriptAnalyzer on <Module>' -ForEach @(
+    @{ Module = 'StormatrixGuest' }
+    @{ Module = 'StormatrixVMware' }
+) {
+    It 'Should find nothing in any file of the module' {
+        if (-not $script:haveAnalyzer) {
+            Set-ItResult -Skipped -Because 'PSScriptAnalyzer is not installed (the hosted engine has none; this runs under a real pwsh that has it)'
+            return
+        }
+        $settings = Import-PowerShellDataFile -Path ([System.IO.Path]::Combine($PSScriptRoot, 'PSScriptAnalyzerSettings.psd1'))
+        if ($Module -eq 'StormatrixVMware') { $settings.Rules.PSUseCompatibleSyntax.TargetVersions = @('7.0') }
+        $findings = @(Invoke-ScriptAnalyzer -Path (Get-ModuleFolder $Module) -Recurse -Settings $settings)
+        ($findings | ForEach-Object { "$($_.ScriptName):$($_.Line): $($_.RuleName): $($_.Message)" }) | Should -BeNullOrEmpty
     }
 }

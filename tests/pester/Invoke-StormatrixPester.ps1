@@ -1,8 +1,10 @@
 #!/usr/bin/env pwsh
-# Runs every Pester test of the project (tests/pester) and prints Pester's summary line.
+# Runs the project's Pester tests (default: tests/pester; tests/pwsh/Invoke-EngineTests.ps1 passes its
+# file list when it runs under a real pwsh with Pester 5) and prints Pester's summary line.
 # Exit code: 0 all passed, 1 some failed, 2 Pester 5 could not be loaded.
 [CmdletBinding()]
 param(
+    [string[]]$Path = @($PSScriptRoot),
     [string]$PesterPath = $env:STORMATRIX_PESTER_PSD1,
     [string]$AnalyzerPath = $env:STORMATRIX_PSSA_PSD1,
     [ValidateSet('None', 'Normal', 'Detailed', 'Diagnostic')][string]$Verbosity = 'Normal'
@@ -31,7 +33,7 @@ if ($AnalyzerPath) {
     }
 }
 $configuration = New-PesterConfiguration
-$configuration.Run.Path = $PSScriptRoot
+$configuration.Run.Path = $Path
 $configuration.Run.PassThru = $true
 $configuration.Output.Verbosity = $Verbosity
 $result = Invoke-Pester -Configuration $configuration

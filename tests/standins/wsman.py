@@ -14,16 +14,18 @@ It stands in for a Windows guest's WinRM service (MS-WSMV, the cmd shell resourc
 - faults on request: unknown shell ids give the real "shell not found" fault; ``drop_next`` closes
   connections without an answer (a guest going down), ``down`` refuses every request until lifted.
 
-What runs a command is pluggable: :class:`PwshRunner` maps ``powershell ...`` to the local ``pwsh``
-(so the real guest module runs), tests without pwsh pass a Python function.
+What runs a command is pluggable: :class:`GuestRunner` hands ``powershell ...`` to the PowerShell
+engine (tests/pwsh/pwsh) with exactly the arguments the client sent, inside a fake Windows guest
+(tests/pwsh/FakeWindows); a test of the protocol alone may pass a Python function.
+
+Faults a starting WinRM service answers can be injected: ``fault_next`` answers the next N requests
+with a WS-Man SOAP fault (HTTP 500), ``status_next`` with a bare HTTP status (e.g. 503).
 """
 
 from __future__ import annotations
 
 import base64
-import os
 import re
-import shutil
 import subprocess
 import threading
 import time
@@ -50,6 +52,7 @@ STATE = "http://schemas.microsoft.com/wbem/wsman/1/windows/shell/CommandState/"
 CMD_LIMIT = 8191
 FAULT_OPERATION_TIMEOUT = "2150858793"
 FAULT_SHELL_NOT_FOUND = "2150858843"
+FAULT_SERVICE_STARTING = "2150858770"  # unsure which code a starting service answers; pywinrm 0.3 treats all but 2150858793 alike
 
 
 class CommandRun:
@@ -105,33 +108,68 @@ def cmd_exe(runner: Runner) -> Runner:
     return run
 
 
-def find_pwsh() -> str | None:
-    """pwsh from the project's .tools/pwsh, else PATH."""
-    local = Path(__file__).resolve().parents[2] / ".tools" / "pwsh" / "pwsh"
-    if local.is_file():
-        return str(local)
-    return shutil.which("pwsh")
+REPO = Path(__file__).resolve().parents[2]
+ENGINE = REPO / "tests" / "pwsh" / "pwsh"
 
 
-class PwshRunner:
-    """Runs ``powershell <args>`` with the local pwsh (same arguments: pwsh accepts -EncodedCommand)."""
+def split_command_line(line: str) -> list[str]:
+    """argv as a Windows program gets it (CommandLineToArgvW: blanks separate, double quotes group,
+    backslashes escape only a quote)."""
+    args: list[str] = []
+    current, quoted, has = [], False, False
+    i = 0
+    while i < len(line):
+        ch = line[i]
+        if ch == "\\":
+            n = 0
+            while i < len(line) and line[i] == "\\":
+                n += 1
+                i += 1
+            if i < len(line) and line[i] == '"':
+                current.append("\\" * (n // 2))
+                if n % 2:
+                    current.append('"')
+                    i += 1
+            else:
+                current.append("\\" * n)
+            has = True
+            continue
+        if ch == '"':
+            quoted = not quoted
+            has = True
+        elif ch in " \t" and not quoted:
+            if has:
+                args.append("".join(current))
+            current, has = [], False
+        else:
+            current.append(ch)
+            has = True
+        i += 1
+    if has:
+        args.append("".join(current))
+    return args
 
-    def __init__(self, pwsh: str) -> None:
-        self.pwsh = pwsh
+
+class GuestRunner:
+    """cmd.exe's view of ``powershell[.exe] <args>``: tests/pwsh/pwsh (the PowerShell engine) runs with
+    exactly those arguments, in the environment of a fake Windows guest (``env``, from
+    tests/pwsh/FakeWindows/fakewindows.py ``engine_env``). Any other program is "not recognized"."""
+
+    def __init__(self, env: dict[str, str], engine: Path = ENGINE) -> None:
+        self.env = env
+        self.engine = engine
         self.processes: list[subprocess.Popen[bytes]] = []
 
     def __call__(self, command_line: str, r: CommandRun) -> None:
-        parts = command_line.split()
+        parts = split_command_line(command_line)
         if not parts or parts[0].lower() not in ("powershell", "powershell.exe"):
-            r.write(f"'{parts[0] if parts else ''}' is not recognized as an internal or external command\r\n".encode(), "stderr")
+            name = parts[0] if parts else ""
+            r.write(f"'{name}' is not recognized as an internal or external command,\r\noperable program or batch file.\r\n".encode(),
+                    "stderr")
             r.finish(1)
             return
-        env = {"PATH": "/usr/bin:/bin", "HOME": "/tmp", "DOTNET_ROLL_FORWARD": "Major",
-               "POWERSHELL_TELEMETRY_OPTOUT": "1", "TMPDIR": "/tmp"}
-        if os.environ.get("DOTNET_ROOT"):  # where a dotnet-tool pwsh finds its runtime
-            env["DOTNET_ROOT"] = os.environ["DOTNET_ROOT"]
-        proc = subprocess.Popen([self.pwsh, *parts[1:]], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, env=env)
+        proc = subprocess.Popen([str(self.engine), *parts[1:]], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, env=self.env)
         self.processes.append(proc)
 
         def pump(stream: object, name: str) -> None:
@@ -151,6 +189,9 @@ class PwshRunner:
                 proc.kill()
         for t in threads:
             t.join()
+        for stream in (proc.stdout, proc.stderr):
+            if stream is not None:
+                stream.close()
         r.finish(proc.returncode)
 
 
@@ -200,6 +241,8 @@ class WSManStandIn:
         self.command_lines: list[str] = []
         self.actions: list[str] = []
         self.drop_next = 0
+        self.fault_next = 0
+        self.status_next: list[int] = []
         self.down = False
         self.lock = threading.Lock()
         stand_in = self
@@ -224,6 +267,19 @@ class WSManStandIn:
                     return
                 if not stand_in._authorized(self.headers.get("Authorization", "")):
                     self._send(401, b"", {"WWW-Authenticate": 'Basic realm="WSMAN"'})
+                    return
+                with stand_in.lock:
+                    status = stand_in.status_next.pop(0) if stand_in.status_next else 0
+                    fault = stand_in.fault_next > 0
+                    if fault:
+                        stand_in.fault_next -= 1
+                if status:
+                    self._send(status, b"")
+                    return
+                if fault:
+                    message_id = _text(ET.fromstring(data), "s:Header/a:MessageID")
+                    self._send(500, _fault(FAULT_SERVICE_STARTING, "The WS-Management service cannot process the request. "
+                                           "The service is starting.", message_id))
                     return
                 status, body = stand_in.handle(data)
                 self._send(status, body)
@@ -381,3 +437,45 @@ def self_signed_cert(directory: Path, host: str = "127.0.0.1") -> tuple[str, str
     key_path.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
                                            serialization.NoEncryption()))
     return str(cert_path), str(key_path)
+
+
+def _fakewindows():  # tests/pwsh/FakeWindows is a folder of test data and programs, not a package
+    import importlib.util
+    import sys
+
+    name = "fakewindows"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, REPO / "tests" / "pwsh" / "FakeWindows" / "fakewindows.py")
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+class FakeWindowsGuest:
+    """A fake Windows guest (tests/pwsh/FakeWindows, state under ``root``) behind a WS-Man stand-in:
+    what pywinrm reaches is the engine running exactly the command lines it sent."""
+
+    def __init__(self, root: Path, changes: dict[str, object] | None = None, *, password: str,
+                 username: str = "Administrator", temp: Path | None = None, **server: object) -> None:
+        fw = _fakewindows()
+        self.root = fw.make_guest(root, changes)
+        self.env = fw.engine_env(self.root, {"LANG": "C.UTF-8"}, temp)
+        self.runner = GuestRunner(self.env)
+        self.server = WSManStandIn(self.runner, username=username, password=password, **server)  # type: ignore[arg-type]
+
+    def state(self) -> dict[str, object]:
+        import json
+
+        return json.loads((self.root / "state.json").read_text(encoding="utf-8"))
+
+    def __enter__(self) -> "FakeWindowsGuest":
+        self.server.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.__exit__(*exc)
+        for proc in self.runner.processes:
+            if proc.poll() is None:
+                proc.kill()

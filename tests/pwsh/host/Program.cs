@@ -59,14 +59,23 @@ namespace Stormatrix.PwshHost
             }
 
             bool isFile = opt.File != null;
-            bool ok = Invoke(runspace, host, opt.ScriptText(), opt.FileArgs, writeOutput: true);
+            if (isFile && !File.Exists(Path.GetFullPath(opt.File)))
+            {
+                // pwsh: exit code 64 and this message when the -File script does not exist
+                Console.Error.WriteLine($"The argument '{opt.File}' is not recognized as the name of a script file. Check the spelling of the name, or if a path was included, verify that the path is correct and try again.");
+                return 64;
+            }
+            if (isFile) RethrowExit(runspace);
+            bool ok = isFile
+                ? Invoke(runspace, host, null, opt.FileCommand(), writeOutput: true)
+                : Invoke(runspace, host, opt.ScriptText(), null, writeOutput: true);
             if (host.ExitCode.HasValue) return host.ExitCode.Value;
             if (!ok) return 1;
             if (isFile)
             {
-                // -File: the script's `exit N` (or its last native command's code) is $LASTEXITCODE
-                object last = runspace.SessionStateProxy.GetVariable("LASTEXITCODE");
-                return last is int code ? code : 0;
+                // -File: `exit N` ends the process with N (see RethrowExit); normal termination is 0,
+                // whatever the last native command returned (about_Pwsh)
+                return 0;
             }
             // -Command/-EncodedCommand: 1 when the last statement failed ($?), as pwsh does
             object status = runspace.SessionStateProxy.GetVariable(LastStatusVariable);
@@ -88,20 +97,29 @@ namespace Stormatrix.PwshHost
             return null;
         }
 
+        /// <summary>As pwsh does for -File: `exit N` in the script (or a function it calls) ends the whole
+        /// run with N instead of only the script (ExecutionContext.ScriptCommandProcessorShouldRethrowExit,
+        /// internal to the engine; set by reflection on the pinned 7.6.9).</summary>
+        private static void RethrowExit(Runspace runspace)
+        {
+            const System.Reflection.BindingFlags flags = System.Reflection.BindingFlags.Instance | System.Reflection.BindingFlags.NonPublic | System.Reflection.BindingFlags.Public;
+            object context = runspace.GetType().GetProperty("ExecutionContext", flags)?.GetValue(runspace);
+            var prop = context?.GetType().GetProperty("ScriptCommandProcessorShouldRethrowExit", flags);
+            if (prop == null) throw new InvalidOperationException("this engine version has no ScriptCommandProcessorShouldRethrowExit: the host needs updating");
+            prop.SetValue(context, true);
+        }
+
         internal const string LastStatusVariable = "__StormatrixHostLastStatus";
 
         internal static string Quote(string s) => "'" + s.Replace("'", "''") + "'";
 
         /// <summary>Runs one script; false when it ended in a terminating error.</summary>
-        private static bool Invoke(Runspace runspace, ConsoleHost host, string script, string[] fileArgs, bool writeOutput)
+        private static bool Invoke(Runspace runspace, ConsoleHost host, string script, Command command, bool writeOutput)
         {
             using var ps = PowerShell.Create();
             ps.Runspace = runspace;
-            ps.AddScript(script, useLocalScope: false);
-            if (fileArgs != null)
-            {
-                foreach (var a in fileArgs) ps.AddArgument(a);
-            }
+            if (command != null) ps.Commands.AddCommand(command);
+            else ps.AddScript(script, useLocalScope: false);
             if (writeOutput) ps.AddCommand("Out-Default");
             else ps.AddCommand("Out-Null");
             ps.Commands.Commands[0].MergeMyResults(PipelineResultTypes.Error, PipelineResultTypes.Output);
@@ -110,12 +128,29 @@ namespace Stormatrix.PwshHost
                 ps.Invoke();
                 return true;   // non-terminating errors were written by Out-Default; pwsh -File exits 0 after them
             }
+            catch (ExitException e)
+            {
+                host.ExitCode = ExitCodeOf(e.Argument);
+                return true;
+            }
             catch (RuntimeException e)
             {
                 if (host.ExitCode.HasValue) return true;
+                if (e.InnerException is ExitException inner)
+                {
+                    host.ExitCode = ExitCodeOf(inner.Argument);
+                    return true;
+                }
                 WriteError(e.ErrorRecord);
                 return false;
             }
+        }
+
+        private static int ExitCodeOf(object argument)
+        {
+            if (argument == null) return 0;
+            try { return LanguagePrimitives.ConvertTo<int>(argument); }
+            catch (PSInvalidCastException) { return 0; }
         }
 
         internal static void WriteError(ErrorRecord er)
@@ -194,25 +229,37 @@ namespace Stormatrix.PwshHost
             return o;
         }
 
-        /// <summary>The script the runspace runs: -File as pwsh does it (parameter names bound by name).</summary>
-        public string ScriptText()
+        /// <summary>-Command/-EncodedCommand text; the last statement's $? decides the exit code, so it is
+        /// captured on a line of its own.</summary>
+        public string ScriptText() => Command + "\n$global:" + Program.LastStatusVariable + " = $?";
+
+        /// <summary>-File as pwsh runs it: the script file as the pipeline's command (so that it is the first
+        /// script processor and `exit N` reaches the host), its arguments parsed as pwsh's command-line
+        /// parser does: "-Name" a parameter name, "-Name:value" a named value ("$true"/"$false" as
+        /// booleans), anything else a positional string.</summary>
+        public Command FileCommand()
         {
-            // the last statement's $? decides -Command's exit code; captured on a line of its own
-            if (Command != null) { FileArgs = null; return Command + "\n$global:" + Program.LastStatusVariable + " = $?"; }
-            string path = Path.GetFullPath(File);
-            if (!System.IO.File.Exists(path))
-                return $"Write-Error -Message {Program.Quote($"The argument '{File}' is not recognized as the name of a script file.")} -ErrorAction Stop";
-            var sb = new StringBuilder("& ").Append(Program.Quote(path));
+            // names keep their dash ("-Name"): that is what lets the binder pair "-Name" with the next
+            // argument, as pwsh's CommandLineParameterParser passes them
+            static object BoolIfPossible(string v) =>
+                v.Length > 0 && bool.TryParse(v.Substring(v[0] == '$' ? 1 : 0), out bool b) ? b : v;
+            static bool IsDash(char ch) => ch == '-' || ch == '\u2013' || ch == '\u2014' || ch == '\u2015';
+            var c = new Command(Path.GetFullPath(File), false, false);
+            string pending = null;
             foreach (string a in FileArgs)
             {
-                sb.Append(' ');
-                if (a.Length > 1 && a[0] == '-' && (char.IsLetter(a[1]) || a[1] == '_') && a.Skip(1).All(c => char.IsLetterOrDigit(c) || c == '_' || c == ':'))
-                    sb.Append(a);           // -Name or -Name: -> a parameter, as pwsh -File binds it
-                else
-                    sb.Append(Program.Quote(a));
+                if (pending != null) { c.Parameters.Add(new CommandParameter(pending, a)); pending = null; }
+                else if (a.Length > 1 && IsDash(a[0]))
+                {
+                    int colon = a.IndexOf(':');
+                    if (colon < 0) c.Parameters.Add(new CommandParameter(a));
+                    else if (colon == a.Length - 1) pending = a.TrimEnd(':');
+                    else c.Parameters.Add(new CommandParameter(a.Substring(0, colon), BoolIfPossible(a.Substring(colon + 1))));
+                }
+                else c.Parameters.Add(new CommandParameter(null, a));
             }
-            FileArgs = null;
-            return sb.ToString();
+            if (pending != null) c.Parameters.Add(new CommandParameter(pending));
+            return c;
         }
     }
 

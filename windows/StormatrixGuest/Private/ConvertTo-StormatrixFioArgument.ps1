@@ -16,42 +16,33 @@ function ConvertTo-StormatrixFioArgument {
     param(
         [Parameter(Mandatory)][string]$Target,
         [Parameter(Mandatory)][string]$OutputFile,
-        [Parameter(Mandatory)][string]$ReadWrite,
-        [Parameter(Mandatory)][int]$BlockSize,
-        [Parameter(Mandatory)][int]$IoDepth,
-        [Parameter(Mandatory)][int]$NumJobs,
-        [Parameter(Mandatory)][int]$RampSeconds,
-        [Parameter(Mandatory)][int]$RuntimeSeconds,
-        [double]$RateMiBps = 0,
-        [int]$RwMixRead = 50,
+        [Parameter(Mandatory)][pscustomobject]$Workload,
         [Parameter(Mandatory)][string]$IoEngine,
         [int]$Direct = 1,
         [int64]$FileSizeMiB = 0,
         [string]$JobName = 'stormatrix'
     )
+    $w = $Workload
     $arguments = New-Object System.Collections.Generic.List[string]
-    $arguments.Add('--name=' + $JobName)
-    $arguments.Add('--filename=' + $Target)
-    $arguments.Add('--ioengine=' + $IoEngine)
-    $arguments.Add('--direct=' + $Direct)
-    $arguments.Add('--rw=' + $ReadWrite)
-    $arguments.Add('--bs=' + $BlockSize)
-    $arguments.Add('--iodepth=' + $IoDepth)
-    $arguments.Add('--numjobs=' + $NumJobs)
-    $arguments.Add('--group_reporting')
-    $arguments.Add('--thread')
-    $arguments.Add('--time_based')
-    $arguments.Add('--ramp_time=' + $RampSeconds + 's')
-    $arguments.Add('--runtime=' + $RuntimeSeconds + 's')
-    $mixed = @('rw', 'readwrite', 'randrw') -contains $ReadWrite
-    if ($mixed) {
-        $arguments.Add('--rwmixread=' + $RwMixRead)
+    foreach ($a in @(('--name=' + $JobName), ('--filename=' + $Target), ('--ioengine=' + $IoEngine))) {
+        $arguments.Add($a)
     }
-    if ($RateMiBps -gt 0) {
-        $perJob = $RateMiBps * 1048576 / $NumJobs
+    foreach ($a in (Get-StormatrixEngineFlag -Engine fio -Direct $Direct)) {
+        $arguments.Add($a)
+    }
+    foreach ($a in @(('--rw=' + $w.ReadWrite), ('--bs=' + $w.BlockSize), ('--iodepth=' + $w.IoDepth), ('--numjobs=' + $w.NumJobs),
+            '--group_reporting', '--time_based', ('--ramp_time=' + $w.RampSeconds + 's'), ('--runtime=' + $w.RuntimeSeconds + 's'))) {
+        $arguments.Add($a)
+    }
+    $mixed = @('rw', 'readwrite', 'randrw') -contains $w.ReadWrite
+    if ($mixed) {
+        $arguments.Add('--rwmixread=' + $w.RwMixRead)
+    }
+    if ($w.RateMiBps -gt 0) {
+        $perJob = $w.RateMiBps * 1048576 / $w.NumJobs
         if ($mixed) {
-            $read = [int64][Math]::Round($perJob * $RwMixRead / 100)
-            $write = [int64][Math]::Round($perJob * (100 - $RwMixRead) / 100)
+            $read = [int64][Math]::Round($perJob * $w.RwMixRead / 100)
+            $write = [int64][Math]::Round($perJob * (100 - $w.RwMixRead) / 100)
             $arguments.Add('--rate=' + $read + ',' + $write)
         }
         else {

@@ -16,7 +16,8 @@ function Get-StormatrixGuestFacts {
 
     .OUTPUTS
     PSCustomObject with ComputerName, OsCaption, OsVersion, OsBuild, LastBootUpTime, PSVersion,
-    PSEdition, Controllers, Disks, TestDisk.
+    PSEdition, SanPolicy (new disks: OfflineShared leaves them offline and read-only), Controllers,
+    Disks, TestDisk.
     #>
     [CmdletBinding()]
     [OutputType([pscustomobject])]
@@ -66,6 +67,7 @@ function Get-StormatrixGuestFacts {
         LastBootUpTime = $bootTime
         PSVersion      = $PSVersionTable.PSVersion.ToString()
         PSEdition      = [string]$PSVersionTable.PSEdition
+        SanPolicy      = [string](@(Get-StorageSetting -ErrorAction SilentlyContinue | ForEach-Object { $_.NewDiskPolicy }) -join '')
         Controllers    = @(Get-StormatrixStorageController)
         Disks          = @($disks)
         TestDisk       = $testDisk

@@ -4,9 +4,11 @@ function Get-StormatrixStorageController {
     Lists the guest's storage controllers, the stormatrix name of each and the driver bound to it.
 
     .DESCRIPTION
-    Reads the SCSIAdapter and HDC (IDE/SATA) device classes with Get-PnpDevice and, per device, the
-    bound driver service and INF from Get-PnpDeviceProperty. A controller whose Status is not OK or
-    that has no driver service has no working driver.
+    Reads the present PnP devices of the SCSIAdapter and HDC (IDE/SATA) classes, and every present
+    device whose PCI id is a known virtual controller: a controller whose driver is not installed has
+    no class yet (Device Manager lists it under "Other devices", problem code 28), and that is the one
+    that matters. Per device, the bound driver service and INF come from Get-PnpDeviceProperty. A
+    controller whose Status is not OK or that has no driver service has no working driver.
 
     .PARAMETER Controller
     Only return controllers with this stormatrix name (virtio-scsi-pci and virtio-scsi-single are
@@ -20,10 +22,12 @@ function Get-StormatrixStorageController {
 
     .OUTPUTS
     PSCustomObject with Name, FriendlyName, InstanceId, HardwareId, Status, ProblemCode, Service,
-    InfPath, DriverVersion, DriverBound.
+    ConfigManagerErrorCode, InfPath, DriverVersion, DriverBound.
 
     .NOTES
-    Windows Server 2022 has in-box drivers for IDE and AHCI; virtio needs the virtio-win drivers.
+    Windows Server 2022 has in-box drivers for IDE, AHCI and NVMe; virtio needs the virtio-win drivers
+    (viostor, vioscsi). Whether the LSI 53C895A (lsi) and MegaRAID SAS (megasas) controllers have
+    in-box drivers in Server 2022 is unverified: the DriverBound column says what this guest has.
     #>
     [CmdletBinding()]
     [OutputType([pscustomobject])]
@@ -37,7 +41,10 @@ function Get-StormatrixStorageController {
     if ($wanted -eq 'virtio-scsi-pci' -or $wanted -eq 'virtio-scsi-single') {
         $wanted = 'virtio-scsi'
     }
-    $devices = @(Get-PnpDevice -Class 'SCSIAdapter', 'HDC' -ErrorAction SilentlyContinue)
+    $devices = @(Get-PnpDevice -PresentOnly -ErrorAction SilentlyContinue | Where-Object {
+            $device = $_
+            (@('SCSIAdapter', 'HDC') -contains [string]$device.Class) -or @($map.Keys | Where-Object { $device.InstanceId -like ('*' + $_ + '*') }).Count -gt 0
+        })
     foreach ($device in $devices) {
         $name = 'unknown'
         foreach ($id in $map.Keys) {
@@ -60,7 +67,7 @@ function Get-StormatrixStorageController {
             InstanceId    = $device.InstanceId
             Class         = $device.Class
             Status        = [string]$device.Status
-            ProblemCode   = [string]$device.Problem
+            ProblemCode   = [string]$device.ConfigManagerErrorCode
             Service       = $service
             InfPath       = [string]$properties['DEVPKEY_Device_DriverInfPath']
             DriverVersion = [string]$properties['DEVPKEY_Device_DriverVersion']

@@ -30,8 +30,8 @@ function Initialize-StormatrixGuest {
     Leave the power plan as it is.
 
     .PARAMETER WinRmHttps
-    Create a WinRM HTTPS listener on port 5986 with a self-signed certificate (and its firewall
-    rule) when there is none.
+    Create a WinRM HTTPS listener on port 5986 with a self-signed certificate for the host name and
+    its IP addresses (and its firewall rule) when there is none.
 
     .EXAMPLE
     Initialize-StormatrixGuest -Serial STORMATRIX01 -FioSource \\fileserver\tools\fio -WhatIf
@@ -202,15 +202,20 @@ function Initialize-StormatrixGuest {
                 [pscustomobject]@{ Step = 'winrm-https'; Status = 'Unchanged'; Detail = 'an HTTPS listener exists' }
             }
             elseif ($PSCmdlet.ShouldProcess('WinRM', 'create an HTTPS listener on 5986 with a self-signed certificate')) {
+                # The certificate names the host AND its IP addresses: the backends connect by the address they
+                # discover, and TLS validation fails for an address the certificate does not name.
                 $hostName = [Environment]::MachineName
-                $certificate = New-SelfSignedCertificate -DnsName $hostName -CertStoreLocation 'Cert:\LocalMachine\My'
+                $addresses = @(Get-NetIPAddress -ErrorAction SilentlyContinue | Where-Object {
+                        $_.PrefixOrigin -ne 'WellKnown' -and [string]$_.IPAddress -notlike 'fe80:*' } | ForEach-Object { [string]$_.IPAddress })
+                $san = '2.5.29.17={text}DNS=' + $hostName + (@($addresses | ForEach-Object { '&IPAddress=' + $_ }) -join '')
+                $certificate = New-SelfSignedCertificate -Subject ('CN=' + $hostName) -TextExtension @($san) -CertStoreLocation 'Cert:\LocalMachine\My'
                 $null = New-WSManInstance -ResourceURI 'winrm/config/Listener' -SelectorSet @{ Address = '*'; Transport = 'HTTPS' } `
                     -ValueSet @{ Hostname = $hostName; CertificateThumbprint = $certificate.Thumbprint }
                 if (-not (Get-NetFirewallRule -Name 'stormatrix-winrm-https' -ErrorAction SilentlyContinue)) {
                     $null = New-NetFirewallRule -Name 'stormatrix-winrm-https' -DisplayName 'WinRM HTTPS (stormatrix)' -Direction Inbound `
                         -Protocol TCP -LocalPort 5986 -Action Allow
                 }
-                [pscustomobject]@{ Step = 'winrm-https'; Status = 'Changed'; Detail = "listener with certificate $($certificate.Thumbprint)" }
+                [pscustomobject]@{ Step = 'winrm-https'; Status = 'Changed'; Detail = "listener with certificate $($certificate.Thumbprint) for $hostName $($addresses -join ' ')" }
             }
             else {
                 [pscustomobject]@{ Step = 'winrm-https'; Status = 'WouldChange'; Detail = 'would create an HTTPS listener' }

@@ -4,52 +4,36 @@ function Invoke-StormatrixDiskSpd {
     Runs DiskSpd against the raw test disk (found by serial) and returns its XML result.
 
     .DESCRIPTION
-    The DiskSpd twin of Invoke-StormatrixFio: the same workload parameters, the same result shape
-    (Engine 'diskspd', Raw is DiskSpd's -Rxml document, verbatim).
+    The DiskSpd twin of Invoke-StormatrixFio: the same -Workload, the same checks of the test disk
+    before a write, the same result shape (Engine 'diskspd', Raw is DiskSpd's -Rxml document, verbatim).
 
     .PARAMETER Serial
     Serial number of the raw test disk.
 
-    .PARAMETER ReadWrite
-    read, write, randread, randwrite, rw, readwrite or randrw (fio's names).
-
-    .PARAMETER BlockSize
-    Block size in bytes (a multiple of 512).
-
-    .PARAMETER IoDepth
-    Outstanding I/Os per thread (-o).
-
-    .PARAMETER NumJobs
-    Threads (-t).
-
-    .PARAMETER RampSeconds
-    Warm-up (-W), not counted.
-
-    .PARAMETER RuntimeSeconds
-    Measured duration (-d).
-
-    .PARAMETER RateMiBps
-    Fixed rate for the whole workload in MiB/s (-g per thread); 0 is unthrottled.
-
-    .PARAMETER RwMixRead
-    Read percentage of mixed workloads (-w gets the rest).
+    .PARAMETER Workload
+    The workload, as for Invoke-StormatrixFio: ReadWrite, BlockSize, IoDepth (-o, per thread),
+    NumJobs (-t threads), RampSeconds (-W), RuntimeSeconds (-d), RateMiBps (-g, split per thread),
+    RwMixRead (-w gets the rest).
 
     .PARAMETER DiskSpdPath
     Path of diskspd.exe.
+
+    .PARAMETER AllowPartitioned
+    Let a write workload run on a test disk that has a partition table (destroys it).
 
     .PARAMETER WriteMarkers
     Print engine-started/engine-ended marker lines to stdout, as Invoke-StormatrixFio does.
 
     .EXAMPLE
-    Invoke-StormatrixDiskSpd -Serial STORMATRIX01 -ReadWrite randread -BlockSize 65536 -IoDepth 8 -NumJobs 1 -RampSeconds 5 -RuntimeSeconds 30
+    Invoke-StormatrixDiskSpd -Serial STORMATRIX01 -Workload @{ ReadWrite = 'randread'; BlockSize = 65536; IoDepth = 8; RampSeconds = 5; RuntimeSeconds = 30 }
 
     .OUTPUTS
-    PSCustomObject: Engine ('diskspd'), Target, DiskNumber, DiskSpdPath, Arguments, ExitCode, StdErr,
-    Started, Ended, Raw (the XML text).
+    PSCustomObject: Engine ('diskspd'), Target, DiskNumber, TestDisk, DiskSpdPath, Arguments, EngineFlags,
+    ExitCode, StdErr, Started, Ended, Raw (the XML text).
 
     .NOTES
     DiskSpd has no total IOPS field; the controller computes it from the per-target counts and
-    TestTimeSeconds.
+    TestTimeSeconds. The flags (-Su -n -Z1M) make DiskSpd's I/O match fio's direct=1.
     #>
     [CmdletBinding()]
     [OutputType([pscustomobject])]
@@ -59,58 +43,21 @@ function Invoke-StormatrixDiskSpd {
         [string]$Serial,
 
         [Parameter(Mandatory)]
-        [ValidateSet('read', 'write', 'randread', 'randwrite', 'rw', 'readwrite', 'randrw')]
-        [string]$ReadWrite,
-
-        [Parameter(Mandatory)]
-        [ValidateRange(512, 67108864)]
-        [int]$BlockSize,
-
-        [ValidateRange(1, 65536)]
-        [int]$IoDepth = 1,
-
-        [ValidateRange(1, 256)]
-        [int]$NumJobs = 1,
-
-        [ValidateRange(0, 86400)]
-        [int]$RampSeconds = 0,
-
-        [ValidateRange(1, 86400)]
-        [int]$RuntimeSeconds = 10,
-
-        [ValidateRange(0, 1000000)]
-        [double]$RateMiBps = 0,
-
-        [ValidateRange(0, 100)]
-        [int]$RwMixRead = 50,
+        [object]$Workload,
 
         [ValidateNotNullOrEmpty()]
         [string]$DiskSpdPath = 'C:\Program Files\DiskSpd\diskspd.exe',
 
+        [switch]$AllowPartitioned,
+
         [switch]$WriteMarkers
     )
-    if ($BlockSize % 512 -ne 0) {
-        throw (New-StormatrixError -ErrorId 'BadBlockSize' -ExceptionType 'Argument' -Category 'InvalidArgument' `
-                -Message "BlockSize $BlockSize is not a multiple of 512. Fix: direct I/O needs whole sectors (512, 4096, 65536, ...)")
-    }
-    $disk = Find-StormatrixTestDisk -Serial $Serial
-    if ($disk.IsBoot -or $disk.IsSystem) {
-        throw (New-StormatrixError -ErrorId 'TestDiskIsSystemDisk' -Category 'PermissionDenied' -TargetObject $Serial `
-                -Message "disk $($disk.Number) with serial '$Serial' is the boot or system disk. Fix: give the serial to a separate, empty test disk")
-    }
-    $diskNumber = [int]$disk.Number
-    $arguments = ConvertTo-StormatrixDiskSpdArgument -DiskNumber $diskNumber -ReadWrite $ReadWrite -BlockSize $BlockSize `
-        -IoDepth $IoDepth -NumJobs $NumJobs -RampSeconds $RampSeconds -RuntimeSeconds $RuntimeSeconds `
-        -RateMiBps $RateMiBps -RwMixRead $RwMixRead
-    $started = [DateTime]::UtcNow.ToString('o')
-    if ($WriteMarkers) {
-        Write-StormatrixMarker -Name 'engine-started'
-    }
-    $run = Invoke-StormatrixNative -FilePath $DiskSpdPath -ArgumentList $arguments
-    if ($WriteMarkers) {
-        Write-StormatrixMarker -Name 'engine-ended'
-    }
-    $ended = [DateTime]::UtcNow.ToString('o')
+    $w = ConvertTo-StormatrixWorkload -InputObject $Workload
+    $testDisk = Get-StormatrixTestDiskForRun -Serial $Serial -Write $w.IsWrite -AllowPartitioned:$AllowPartitioned
+    $diskNumber = $testDisk.Number
+    $arguments = ConvertTo-StormatrixDiskSpdArgument -DiskNumber $diskNumber -Workload $w
+    $engine = Invoke-StormatrixEngineRun -FilePath $DiskSpdPath -ArgumentList $arguments -WriteMarkers:$WriteMarkers
+    $run = $engine.Run
     if ($run.ExitCode -ne 0) {
         throw (New-StormatrixError -ErrorId 'DiskSpdFailed' -TargetObject "#$diskNumber" `
                 -Message ("diskspd exited with $($run.ExitCode) on disk #$diskNumber. stderr: $($run.StdErr.Trim()) stdout: $($run.StdOut.Trim()) " +
@@ -133,12 +80,14 @@ function Invoke-StormatrixDiskSpd {
         Engine      = 'diskspd'
         Target      = "#$diskNumber"
         DiskNumber  = $diskNumber
+        TestDisk    = $testDisk
         DiskSpdPath = $DiskSpdPath
         Arguments   = $arguments
+        EngineFlags = Get-StormatrixEngineFlag -Engine diskspd
         ExitCode    = $run.ExitCode
         StdErr      = $run.StdErr
-        Started     = $started
-        Ended       = $ended
+        Started     = $engine.Started
+        Ended       = $engine.Ended
         Raw         = $raw
     }
 }

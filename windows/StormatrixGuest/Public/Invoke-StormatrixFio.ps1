@@ -4,9 +4,10 @@ function Invoke-StormatrixFio {
     Runs fio against the raw test disk (found by serial) or a file, and returns fio's JSON.
 
     .DESCRIPTION
-    Builds fio's arguments as an array, runs fio with --output to a file of its own, checks the exit
-    code, reads and validates the JSON, removes the file and returns one object whose Raw property
-    is fio's JSON text, verbatim.
+    Validates the workload, makes the test disk safe for it (RAW before any write, read-only flag
+    cleared), builds fio's arguments as an array, runs fio with --output to a file of its own, checks
+    the exit code, reads and validates the JSON, removes the file and returns one object whose Raw
+    property is fio's JSON text, verbatim.
 
     .PARAMETER Serial
     Serial number of the raw test disk; fio gets \\.\PhysicalDriveN for the disk that has it now.
@@ -17,29 +18,10 @@ function Invoke-StormatrixFio {
     .PARAMETER FileSizeMiB
     Size of the file fio lays out when -FileName is used.
 
-    .PARAMETER ReadWrite
-    fio's rw: read, write, randread, randwrite, rw, readwrite, randrw.
-
-    .PARAMETER BlockSize
-    Block size in bytes (a multiple of 512).
-
-    .PARAMETER IoDepth
-    Queue depth per job.
-
-    .PARAMETER NumJobs
-    Number of jobs (threads).
-
-    .PARAMETER RampSeconds
-    Warm-up before fio starts counting (fio's ramp_time).
-
-    .PARAMETER RuntimeSeconds
-    The measured time (fio's runtime, time_based).
-
-    .PARAMETER RateMiBps
-    Fixed rate for the whole workload in MiB/s; 0 is unthrottled.
-
-    .PARAMETER RwMixRead
-    Read percentage of mixed workloads.
+    .PARAMETER Workload
+    The workload as a hashtable or object: ReadWrite (read, write, randread, randwrite, rw, readwrite,
+    randrw), BlockSize (bytes, a multiple of 512), IoDepth, NumJobs, RampSeconds, RuntimeSeconds,
+    RateMiBps (whole workload; 0 unthrottled), RwMixRead (percent reads of mixed workloads).
 
     .PARAMETER IoEngine
     fio's ioengine: windowsaio in Windows guests; psync, libaio, io_uring or sync let the same
@@ -54,23 +36,25 @@ function Invoke-StormatrixFio {
     .PARAMETER OutputDirectory
     Where fio writes its JSON file; the system temp folder by default.
 
+    .PARAMETER AllowPartitioned
+    Let a write workload run on a test disk that has a partition table (destroys it).
+
     .PARAMETER WriteMarkers
     Print "##stormatrix:engine-started <time>" and "##stormatrix:engine-ended <time>" to stdout, so
     a remote controller can time the measurement window from the moment fio starts.
 
     .EXAMPLE
-    Invoke-StormatrixFio -Serial STORMATRIX01 -ReadWrite randread -BlockSize 65536 -IoDepth 8 -NumJobs 1 -RampSeconds 5 -RuntimeSeconds 30
+    Invoke-StormatrixFio -Serial STORMATRIX01 -Workload @{ ReadWrite = 'randread'; BlockSize = 65536; IoDepth = 8; RampSeconds = 5; RuntimeSeconds = 30 }
 
     .EXAMPLE
-    Invoke-StormatrixFio -FileName /tmp/f -FileSizeMiB 16 -IoEngine psync -Direct 0 -FioPath /usr/bin/fio -ReadWrite randread -BlockSize 4096 -IoDepth 1 -NumJobs 1 -RampSeconds 0 -RuntimeSeconds 1
+    Invoke-StormatrixFio -FileName /tmp/f -FileSizeMiB 16 -IoEngine psync -Direct 0 -FioPath /usr/bin/fio -Workload @{ ReadWrite = 'randread'; BlockSize = 4096; RuntimeSeconds = 1 }
 
     .OUTPUTS
-    PSCustomObject: Engine ('fio'), Target, DiskNumber, FioPath, Arguments, ExitCode, StdErr,
-    Started, Ended, Raw (fio's JSON text).
+    PSCustomObject: Engine ('fio'), Target, DiskNumber, TestDisk (what was found and done to the disk),
+    FioPath, FioVersion, Arguments, EngineFlags, ExitCode, StdErr, Started, Ended, Raw (fio's JSON text).
 
     .NOTES
-    Windows refuses writes to disk areas that hold mounted data: the test disk must be raw and
-    offline. In a file path fio needs ':' escaped as '\:'; \\.\PhysicalDriveN has none.
+    In a file path fio needs ':' escaped as '\:'; \\.\PhysicalDriveN has none.
     #>
     [CmdletBinding(DefaultParameterSetName = 'Disk')]
     [OutputType([pscustomobject])]
@@ -88,30 +72,7 @@ function Invoke-StormatrixFio {
         [int64]$FileSizeMiB = 64,
 
         [Parameter(Mandatory)]
-        [ValidateSet('read', 'write', 'randread', 'randwrite', 'rw', 'readwrite', 'randrw')]
-        [string]$ReadWrite,
-
-        [Parameter(Mandatory)]
-        [ValidateRange(512, 67108864)]
-        [int]$BlockSize,
-
-        [ValidateRange(1, 65536)]
-        [int]$IoDepth = 1,
-
-        [ValidateRange(1, 256)]
-        [int]$NumJobs = 1,
-
-        [ValidateRange(0, 86400)]
-        [int]$RampSeconds = 0,
-
-        [ValidateRange(1, 86400)]
-        [int]$RuntimeSeconds = 10,
-
-        [ValidateRange(0, 1000000)]
-        [double]$RateMiBps = 0,
-
-        [ValidateRange(0, 100)]
-        [int]$RwMixRead = 50,
+        [object]$Workload,
 
         [ValidateSet('windowsaio', 'psync', 'sync', 'libaio', 'io_uring')]
         [string]$IoEngine = 'windowsaio',
@@ -124,21 +85,17 @@ function Invoke-StormatrixFio {
 
         [string]$OutputDirectory = [System.IO.Path]::GetTempPath(),
 
+        [switch]$AllowPartitioned,
+
         [switch]$WriteMarkers
     )
-    if ($BlockSize % 512 -ne 0) {
-        throw (New-StormatrixError -ErrorId 'BadBlockSize' -ExceptionType 'Argument' -Category 'InvalidArgument' `
-                -Message "BlockSize $BlockSize is not a multiple of 512. Fix: direct I/O needs whole sectors (512, 4096, 65536, ...)")
-    }
+    $w = ConvertTo-StormatrixWorkload -InputObject $Workload
     $diskNumber = $null
+    $testDisk = $null
     $fileSize = 0
     if ($PSCmdlet.ParameterSetName -eq 'Disk') {
-        $disk = Find-StormatrixTestDisk -Serial $Serial
-        if ($disk.IsBoot -or $disk.IsSystem) {
-            throw (New-StormatrixError -ErrorId 'TestDiskIsSystemDisk' -Category 'PermissionDenied' -TargetObject $Serial `
-                    -Message "disk $($disk.Number) with serial '$Serial' is the boot or system disk. Fix: give the serial to a separate, empty test disk")
-        }
-        $diskNumber = [int]$disk.Number
+        $testDisk = Get-StormatrixTestDiskForRun -Serial $Serial -Write $w.IsWrite -AllowPartitioned:$AllowPartitioned
+        $diskNumber = $testDisk.Number
         $target = ConvertTo-StormatrixFioTarget -DiskNumber $diskNumber
     }
     else {
@@ -150,20 +107,11 @@ function Invoke-StormatrixFio {
                 -Message "output directory '$OutputDirectory' does not exist. Fix: create it or leave -OutputDirectory out")
     }
     $outputFile = Join-Path $OutputDirectory ('stormatrix-fio-' + [guid]::NewGuid().ToString('N') + '.json')
-    $fioArguments = ConvertTo-StormatrixFioArgument -Target $target -OutputFile $outputFile -ReadWrite $ReadWrite `
-        -BlockSize $BlockSize -IoDepth $IoDepth -NumJobs $NumJobs -RampSeconds $RampSeconds -RuntimeSeconds $RuntimeSeconds `
-        -RateMiBps $RateMiBps -RwMixRead $RwMixRead -IoEngine $IoEngine -Direct $Direct -FileSizeMiB $fileSize
-
+    $fioArguments = ConvertTo-StormatrixFioArgument -Target $target -OutputFile $outputFile -Workload $w -IoEngine $IoEngine `
+        -Direct $Direct -FileSizeMiB $fileSize
     try {
-        $started = [DateTime]::UtcNow.ToString('o')
-        if ($WriteMarkers) {
-            Write-StormatrixMarker -Name 'engine-started'
-        }
-        $run = Invoke-StormatrixNative -FilePath $FioPath -ArgumentList $fioArguments
-        if ($WriteMarkers) {
-            Write-StormatrixMarker -Name 'engine-ended'
-        }
-        $ended = [DateTime]::UtcNow.ToString('o')
+        $engine = Invoke-StormatrixEngineRun -FilePath $FioPath -ArgumentList $fioArguments -WriteMarkers:$WriteMarkers
+        $run = $engine.Run
         $raw = ''
         if (Test-Path -LiteralPath $outputFile -PathType Leaf) {
             $raw = [System.IO.File]::ReadAllText($outputFile)
@@ -171,7 +119,7 @@ function Invoke-StormatrixFio {
         if ($run.ExitCode -ne 0) {
             throw (New-StormatrixError -ErrorId 'FioFailed' -TargetObject $target `
                     -Message ("fio exited with $($run.ExitCode) on $target. stderr: $($run.StdErr.Trim()) stdout: $($run.StdOut.Trim()) " +
-                        'Fix: run Invoke-StormatrixGuestValidation in the guest; a disk that is online or has partitions refuses writes'))
+                        'Fix: run Invoke-StormatrixGuestValidation in the guest'))
         }
         # fio prints a banner or warnings around the document in some versions: take from the first '{'.
         $start = $raw.IndexOf('{')
@@ -192,17 +140,19 @@ function Invoke-StormatrixFio {
                     -Message "fio job '$($failed[0].jobname)' reported error $($failed[0].error) on $target")
         }
         [pscustomobject]@{
-            Engine     = 'fio'
-            Target     = $target
-            DiskNumber = $diskNumber
-            FioPath    = $FioPath
-            FioVersion = [string]$document.'fio version'
-            Arguments  = $fioArguments
-            ExitCode   = $run.ExitCode
-            StdErr     = $run.StdErr
-            Started    = $started
-            Ended      = $ended
-            Raw        = $raw
+            Engine      = 'fio'
+            Target      = $target
+            DiskNumber  = $diskNumber
+            TestDisk    = $testDisk
+            FioPath     = $FioPath
+            FioVersion  = [string]$document.'fio version'
+            Arguments   = $fioArguments
+            EngineFlags = Get-StormatrixEngineFlag -Engine fio -Direct $Direct
+            ExitCode    = $run.ExitCode
+            StdErr      = $run.StdErr
+            Started     = $engine.Started
+            Ended       = $engine.Ended
+            Raw         = $raw
         }
     }
     finally {

@@ -1,12 +1,14 @@
 function Invoke-StormatrixGuestValidation {
     <#
     .SYNOPSIS
-    Runs the Pester 5 validation suite in this guest and returns one result per check.
+    Runs the guest validation checks in this guest and returns one result per check.
 
     .DESCRIPTION
-    Runs Validation\Guest.Validation.Tests.ps1 with the given test-disk serial, controller and
-    engine, and returns whether every check passed plus, per check, its name, result and failure
-    message (each failure message says how to fix it).
+    Checks the test disk (found by serial, not the system disk, raw, offline), the driver of the
+    controller under test, the benchmark engine, the power plan and pending reboots. Returns whether
+    every check passed plus, per check, its block, name, result (Passed, Failed, Skipped) and failure
+    message (each failure message says how to fix it). Runs without Pester by default; -Runner Pester
+    runs the same checks as the Pester 5 suite Validation\Guest.Validation.Tests.ps1.
 
     .PARAMETER Serial
     Serial number of the test disk.
@@ -23,16 +25,14 @@ function Invoke-StormatrixGuestValidation {
     .PARAMETER DiskSpdPath
     Path of diskspd.exe.
 
+    .PARAMETER Runner
+    Builtin (default: no Pester needed) or Pester (Pester 5 must be installed; Windows ships 3.4).
+
     .EXAMPLE
     Invoke-StormatrixGuestValidation -Serial STORMATRIX01 -Controller virtio-scsi -Engine fio
 
     .OUTPUTS
-    PSCustomObject: Passed (bool), PesterVersion, Total, FailedCount, Tests (Name, Block, Result,
-    Message).
-
-    .NOTES
-    Windows Server 2022 ships Pester 3.4; Pester 5 must be installed (Initialize-StormatrixGuest
-    -PesterSource).
+    PSCustomObject: Passed (bool), Runner, Total, FailedCount, Tests (Name, Block, Result, Message).
     #>
     [CmdletBinding()]
     [OutputType([pscustomobject])]
@@ -52,47 +52,43 @@ function Invoke-StormatrixGuestValidation {
         [string]$FioPath = 'C:\Program Files\fio\fio.exe',
 
         [ValidateNotNullOrEmpty()]
-        [string]$DiskSpdPath = 'C:\Program Files\DiskSpd\diskspd.exe'
+        [string]$DiskSpdPath = 'C:\Program Files\DiskSpd\diskspd.exe',
+
+        [ValidateSet('Builtin', 'Pester')]
+        [string]$Runner = 'Builtin'
     )
-    $pester = @(Get-Module -ListAvailable -Name Pester | Where-Object { $_.Version.Major -ge 5 } | Sort-Object Version -Descending)
-    if ($pester.Count -eq 0) {
-        throw (New-StormatrixError -ErrorId 'PesterMissing' -ExceptionType 'ItemNotFound' -Category 'NotInstalled' `
-                -Message 'Pester 5 is not installed in the guest (Windows ships 3.4). Fix: Initialize-StormatrixGuest -PesterSource <folder of Pester 5>')
+    $settings = @{ Serial = $Serial; Controller = $Controller; Engine = $Engine; FioPath = $FioPath; DiskSpdPath = $DiskSpdPath }
+    if ($Runner -eq 'Pester') {
+        $tests = @(Invoke-StormatrixGuestValidationPester -Settings $settings)
+        $runnerName = 'Pester ' + (Get-Module -Name Pester).Version
     }
-    Import-Module -Name $pester[0].Path -Force -ErrorAction Stop
-    $suite = Join-Path (Join-Path (Split-Path -Parent $PSScriptRoot) 'Validation') 'Guest.Validation.Tests.ps1'
-    $data = @{
-        Serial      = $Serial
-        Controller  = $Controller
-        Engine      = $Engine
-        FioPath     = $FioPath
-        DiskSpdPath = $DiskSpdPath
-        ModulePath  = (Join-Path (Split-Path -Parent $PSScriptRoot) 'StormatrixGuest.psd1')
+    else {
+        $context = New-StormatrixCheckContext @settings
+        $tests = @(foreach ($check in (Get-StormatrixGuestCheck -Controller $Controller -Engine $Engine)) {
+                $result = 'Passed'
+                $message = ''
+                if ($check.Skip) {
+                    $result = 'Skipped'
+                }
+                else {
+                    try {
+                        $null = & $check.Test $context
+                    }
+                    catch {
+                        $result = 'Failed'
+                        $message = $_.Exception.Message
+                    }
+                }
+                [pscustomobject]@{ Name = $check.Name; Block = $check.Block; Result = $result; Message = $message }
+            })
+        $runnerName = 'built-in runner'
     }
-    $configuration = New-PesterConfiguration
-    $configuration.Run.Container = New-PesterContainer -Path $suite -Data $data
-    $configuration.Run.PassThru = $true
-    $configuration.Output.Verbosity = 'None'
-    $result = Invoke-Pester -Configuration $configuration
-    $tests = foreach ($test in @($result.Tests)) {
-        $message = ''
-        if ($test.ErrorRecord -and @($test.ErrorRecord).Count -gt 0) {
-            $message = @($test.ErrorRecord)[0].Exception.Message
-        }
-        [pscustomobject]@{
-            Name    = [string]$test.ExpandedName
-            Block   = [string]$test.Block.Name
-            Result  = [string]$test.Result
-            Message = [string]$message
-        }
-    }
-    $tests = @($tests)
     $failed = @($tests | Where-Object { $_.Result -eq 'Failed' })
     [pscustomobject]@{
-        Passed        = ($failed.Count -eq 0 -and $tests.Count -gt 0)
-        PesterVersion = $pester[0].Version.ToString()
-        Total         = $tests.Count
-        FailedCount   = $failed.Count
-        Tests         = $tests
+        Passed      = ($failed.Count -eq 0 -and $tests.Count -gt 0)
+        Runner      = $runnerName
+        Total       = $tests.Count
+        FailedCount = $failed.Count
+        Tests       = $tests
     }
 }

@@ -7,6 +7,9 @@ function Get-StormatrixVMwareLayoutObject {
     .NOTES
     The disk's Filename is what proves that a move kept the disk: it is compared before and after.
     BootTime is what proves the VM was power-cycled (a new boot applies the new controller).
+    DiskEnableUUID is the VM's disk.EnableUUID configuration parameter: only when it is TRUE does ESXi give
+    the guest the disks' UUIDs as serial numbers (Uuid without dashes), which the WinRM executor finds the
+    test disk by.
     #>
     [CmdletBinding()]
     [OutputType([pscustomobject])]
@@ -25,6 +28,8 @@ function Get-StormatrixVMwareLayoutObject {
     if ($VM.ExtensionData.Runtime.BootTime) {
         $bootTime = ([datetime]$VM.ExtensionData.Runtime.BootTime).ToUniversalTime().ToString('o')
     }
+    $enableUuid = @($VM.ExtensionData.Config.ExtraConfig | Where-Object { $_.Key -eq 'disk.EnableUUID' })
+    $uuidOn = ($enableUuid.Count -gt 0 -and [string]$enableUuid[-1].Value -eq 'TRUE')
     [pscustomobject]@{
         VMName      = [string]$VM.Name
         VMId        = [string]$VM.Id
@@ -37,7 +42,9 @@ function Get-StormatrixVMwareLayoutObject {
             ControllerKey = $controllerKey
             UnitNumber    = [int]$HardDisk.ExtensionData.UnitNumber
             CapacityGB    = [double]$HardDisk.CapacityGB
+            Uuid          = [string]$HardDisk.ExtensionData.Backing.Uuid
         }
+        DiskEnableUUID = $uuidOn
         Controller  = $controller
         Controllers = @($controllers | ForEach-Object { [pscustomobject]@{ Key = $_.Key; Name = $_.Name; Type = $_.Type; Bus = $_.Bus; Disks = @($_.Disks) } })
     }

@@ -23,10 +23,11 @@ function Get-StormatrixVMwareCpuUsage {
     The ESXi host to report on; by default the host the VM runs on.
 
     .PARAMETER Start
-    Start of the window, ISO 8601 with an offset or Z (e.g. 2026-11-22T03:12:00.000Z).
+    Start of the window: a [datetime] of Kind Utc or Local, or text PowerShell converts to one, ISO 8601
+    with an offset or Z (e.g. 2026-11-22T03:12:00.000Z). A time without a zone is refused.
 
     .PARAMETER Finish
-    End of the window, ISO 8601 with an offset or Z.
+    End of the window, like -Start.
 
     .PARAMETER IntervalSeconds
     Length of a realtime sample (20 on ESXi).
@@ -35,7 +36,7 @@ function Get-StormatrixVMwareCpuUsage {
     How long to wait for the sample that covers the end of the window.
 
     .EXAMPLE
-    Get-StormatrixVMwareCpuUsage -VMName bench01 -Start 2026-11-22T03:12:00Z -Finish 2026-11-22T03:14:00Z
+    Get-StormatrixVMwareCpuUsage -VMName bench01 -Start '2026-11-22T03:12:00Z' -Finish '2026-11-22T03:14:00Z'
 
     .OUTPUTS
     PSCustomObject: cpu_metric, cpu_unit, cpu_total, cpu_user, cpu_system, cpu_time_s, cycles,
@@ -43,6 +44,11 @@ function Get-StormatrixVMwareCpuUsage {
     split_approximate, unmatched, vmware.
 
     .NOTES
+    The window is [datetime] on purpose: the request's ISO strings reach this function through
+    ConvertFrom-Json, which on PowerShell 6+ has already made them [datetime] (Kind Utc for a Z). Bound to a
+    [string] they would lose the zone and the milliseconds and be read back as local time. Get-Stat is
+    given the edges as UTC [datetime] values.
+
     Proration assumes the VM's CPU use is even inside each 20-second sample; windows of a minute or
     more keep that error small (the technote measured 20-minute windows).
     #>
@@ -51,27 +57,26 @@ function Get-StormatrixVMwareCpuUsage {
     param(
         [Parameter(Mandatory)][ValidateNotNullOrEmpty()][string]$VMName,
         [string]$VMHost = '',
-        [Parameter(Mandatory)][string]$Start,
-        [Parameter(Mandatory)][string]$Finish,
+        [Parameter(Mandatory)][datetime]$Start,
+        [Parameter(Mandatory)][datetime]$Finish,
         [ValidateRange(1, 3600)][int]$IntervalSeconds = 20,
         [ValidateRange(0, 3600)][int]$WaitSeconds = 60
     )
-    $culture = [System.Globalization.CultureInfo]::InvariantCulture
-    $kind = [System.Globalization.DateTimeStyles]::RoundtripKind
-    try {
-        $startUtc = [datetime]::Parse($Start, $culture, $kind).ToUniversalTime()
-        $finishUtc = [datetime]::Parse($Finish, $culture, $kind).ToUniversalTime()
+    if ($Start.Kind -eq [System.DateTimeKind]::Unspecified -or $Finish.Kind -eq [System.DateTimeKind]::Unspecified) {
+        throw (New-StormatrixVMwareError -ErrorId 'InvalidWindow' -Category 'InvalidArgument' `
+                -Message "the window $($Start.ToString('o')) .. $($Finish.ToString('o')) has a time without a zone: give UTC (Z) or an offset")
     }
-    catch {
-        throw (New-StormatrixVMwareError -ErrorId 'InvalidWindow' -Category 'InvalidArgument' -Cause $_ -Message "the window $Start .. $Finish is not two ISO 8601 times")
-    }
+    $startUtc = $Start.ToUniversalTime()
+    $finishUtc = $Finish.ToUniversalTime()
+    $Start = $startUtc
+    $Finish = $finishUtc
     if ($finishUtc -le $startUtc) {
-        throw (New-StormatrixVMwareError -ErrorId 'InvalidWindow' -Category 'InvalidArgument' -Message "the window ends ($Finish) before it starts ($Start)")
+        throw (New-StormatrixVMwareError -ErrorId 'InvalidWindow' -Category 'InvalidArgument' -Message "the window ends ($($finishUtc.ToString('o'))) before it starts ($($startUtc.ToString('o')))")
     }
     $vm = (Resolve-StormatrixVMwareTarget -VMName $VMName).VM
     try {
         if ($VMHost) {
-            $esx = Get-VMHost -Name $VMHost -ErrorAction Stop
+            $esx = Resolve-StormatrixVMwareHost -Name $VMHost
         }
         else {
             $esx = Get-VMHost -VM $vm -ErrorAction Stop
@@ -138,7 +143,7 @@ function Get-StormatrixVMwareCpuUsage {
     $usedMs = & $measure $vmSamples 'cpu.used.summation' '' $true
     if ($null -eq $usedMs) {
         throw (New-StormatrixVMwareError -ErrorId 'StatsNotAvailable' -Category 'ResourceUnavailable' -TargetObject $VMName `
-                -Message "vSphere has no realtime cpu.used sample of VM '$VMName' inside $Start .. $Finish (waited $WaitSeconds s): realtime statistics may be off or the window is older than an hour")
+                -Message "vSphere has no realtime cpu.used sample of VM '$VMName' inside $($startUtc.ToString('o')) .. $($finishUtc.ToString('o')) (waited $WaitSeconds s): realtime statistics may be off or the window is older than an hour")
     }
     $covering = @($vmSamples | Where-Object { $_.MetricId -eq 'cpu.used.summation' -and [string]$_.Instance -eq '' } |
             ForEach-Object { ([datetime]$_.Timestamp).ToUniversalTime() } | Where-Object { $_ -gt $startUtc -and $_.AddSeconds(-$IntervalSeconds) -lt $finishUtc } | Sort-Object)

@@ -5,9 +5,10 @@ function Get-StormatrixVMwareHostTuning {
     outstanding-request limit with competing worlds and the latency-sensitive threshold.
 
     .DESCRIPTION
-    Through Get-EsxCli -V2: "esxcli storage core device list -d DEVICE" (its "No of outstanding IOs
+    Through Get-EsxCli -V2: "esxcli storage core device list" (the device's "No of outstanding IOs
     with competing worlds", set by --sched-num-req-outstanding) and "esxcli storage core device
-    latencythreshold list -d DEVICE" (its "Latency Sensitive Threshold", in milliseconds).
+    latencythreshold list" (its "Latency Sensitive Threshold", in milliseconds). esxcli prints
+    values with their unit ("0 milliseconds"); the number in front is what is returned.
 
     .PARAMETER VMHost
     The ESXi host (its name in vCenter, or the host itself).
@@ -27,27 +28,30 @@ function Get-StormatrixVMwareHostTuning {
         [Parameter(Mandatory)][ValidateNotNullOrEmpty()][string]$VMHost,
         [Parameter(Mandatory)][ValidatePattern('^[A-Za-z0-9._:-]+$')][string]$Device
     )
+    $esx = Resolve-StormatrixVMwareHost -Name $VMHost
     try {
-        $esxcli = Get-EsxCli -VMHost $VMHost -V2 -ErrorAction Stop
+        $esxcli = Get-EsxCli -VMHost $esx -V2 -ErrorAction Stop
     }
     catch {
         throw (New-StormatrixVMwareError -ErrorId 'HostNotFound' -Category 'ObjectNotFound' -Cause $_ -TargetObject $VMHost `
                 -Message "Get-EsxCli -VMHost $VMHost failed")
     }
-    $devices = @(Invoke-StormatrixEsxCli -EsxCli $esxcli -Namespace 'storage.core.device.list' -Arguments @{ device = $Device })
+    # the whole lists, filtered here: esxcli answers "-d" with a device it does not know by an error whose
+    # text is no contract, and an exact match on the Device column is one
+    $devices = @(Invoke-StormatrixEsxCli -EsxCli $esxcli -Namespace 'storage.core.device.list' | Where-Object { $_.Device -eq $Device })
     if ($devices.Count -ne 1) {
         throw (New-StormatrixVMwareError -ErrorId 'DeviceNotFound' -Category 'ObjectNotFound' -TargetObject $Device `
-                -Message "esxcli storage core device list -d $Device on $VMHost returned $($devices.Count) devices")
+                -Message "esxcli storage core device list on $VMHost has $($devices.Count) devices named $Device (see that list for the names)")
     }
-    $thresholds = @(Invoke-StormatrixEsxCli -EsxCli $esxcli -Namespace 'storage.core.device.latencythreshold.list' -Arguments @{ device = $Device })
+    $thresholds = @(Invoke-StormatrixEsxCli -EsxCli $esxcli -Namespace 'storage.core.device.latencythreshold.list' | Where-Object { $_.Device -eq $Device })
     if ($thresholds.Count -ne 1) {
         throw (New-StormatrixVMwareError -ErrorId 'DeviceNotFound' -Category 'ObjectNotFound' -TargetObject $Device `
-                -Message "esxcli storage core device latencythreshold list -d $Device on $VMHost returned $($thresholds.Count) rows")
+                -Message "esxcli storage core device latencythreshold list on $VMHost has $($thresholds.Count) rows for $Device")
     }
     [pscustomobject]@{
         VMHost                    = $VMHost
         Device                    = $Device
-        SchedNumReqOutstanding    = [int]$devices[0].NoofoutstandingIOswithcompetingworlds
-        LatencySensitiveThreshold = [int]$thresholds[0].LatencySensitiveThreshold
+        SchedNumReqOutstanding    = ConvertFrom-StormatrixEsxCliNumber -Value $devices[0].NoofoutstandingIOswithcompetingworlds -Field 'No of outstanding IOs with competing worlds' -Device $Device
+        LatencySensitiveThreshold = ConvertFrom-StormatrixEsxCliNumber -Value $thresholds[0].LatencySensitiveThreshold -Field 'Latency Sensitive Threshold' -Device $Device
     }
 }

@@ -43,7 +43,8 @@ function Restore-StormatrixVMwareLayout {
 
     .OUTPUTS
     PSCustomObject with Layout (as Get-StormatrixVMwareLayout), Changed (something had to be done),
-    RemovedControllerKeys and UnitNumberChanged (Set-HardDisk picks the unit number on the controller).
+    RemovedControllerKeys, ControllerReplaced (the original controller was gone and a controller of its
+    type took its place) and UnitNumberChanged (Set-HardDisk picks the unit number on the controller).
     #>
     [CmdletBinding(SupportsShouldProcess)]
     [OutputType([pscustomobject])]
@@ -62,10 +63,21 @@ function Restore-StormatrixVMwareLayout {
     $now = Get-StormatrixVMwareLayoutObject -VM $target.VM -HardDisk $target.Disk
     if ($now.Disk.Filename -ne $Filename) {
         throw (New-StormatrixVMwareError -ErrorId 'DiskChanged' -TargetObject $DiskName `
-                -Message "'$DiskName' of VM '$VMName' is backed by $($now.Disk.Filename), not by the original $Filename: not restoring another disk")
+                -Message "'$DiskName' of VM '$VMName' is backed by $($now.Disk.Filename), not by the original $($Filename): not restoring another disk")
     }
-    $extra = @($now.Controllers | Where-Object { $KeepControllerKey -notcontains $_.Key })
-    $needsMove = $now.Disk.ControllerKey -ne $ControllerKey
+    # The original controller may be gone (removed by hand, or lost with a failed reconfiguration): then the
+    # disk goes to a controller of the original type that is not one of the VM's other original controllers
+    # (an empty one, or a new one), and that controller is kept in place of the original.
+    $present = @($now.Controllers | ForEach-Object { $_.Key })
+    $originalGone = $present -notcontains $ControllerKey
+    $keep = @($KeepControllerKey | Where-Object { $present -contains $_ })
+    if ($originalGone) {
+        $needsMove = -not ($now.Controller -and $now.Controller.Type -eq $ControllerType -and $KeepControllerKey -notcontains $now.Disk.ControllerKey)
+    }
+    else {
+        $needsMove = $now.Disk.ControllerKey -ne $ControllerKey
+    }
+    $extra = @($now.Controllers | Where-Object { $keep -notcontains $_.Key -and ($needsMove -or $_.Key -ne $now.Disk.ControllerKey) })
     $changed = $false
     $removed = New-Object System.Collections.Generic.List[int]
     if (-not $PSCmdlet.ShouldProcess("$VMName / $DiskName", 'restore the original controller layout and power state')) {
@@ -83,7 +95,7 @@ function Restore-StormatrixVMwareLayout {
         }
         $diskController = [int]$target.Disk.ExtensionData.ControllerKey
         foreach ($controller in @(Get-StormatrixVMwareControllerList -VM $target.VM)) {
-            if ($KeepControllerKey -notcontains $controller.Key -and $controller.Key -ne $diskController) {
+            if ($keep -notcontains $controller.Key -and $controller.Key -ne $diskController) {
                 Remove-StormatrixVMwareController -VM $target.VM -Controller $controller
                 $removed.Add($controller.Key)
             }
@@ -103,11 +115,20 @@ function Restore-StormatrixVMwareLayout {
     }
     $final = Get-StormatrixVMwareLayoutObject -VM $target.VM -HardDisk $target.Disk
     $problems = @()
-    if ($final.Disk.ControllerKey -ne $ControllerKey) { $problems += "the disk is on controller $($final.Disk.ControllerKey), not $ControllerKey" }
+    $wanted = @($keep)
+    if ($originalGone) {
+        if (-not $final.Controller -or $final.Controller.Type -ne $ControllerType -or $keep -contains $final.Disk.ControllerKey) {
+            $problems += "the original controller $ControllerKey is gone and the disk is on controller $($final.Disk.ControllerKey) ($($final.Controller.Type)), not on a controller of its own of type $ControllerType"
+        }
+        $wanted += $final.Disk.ControllerKey
+    }
+    elseif ($final.Disk.ControllerKey -ne $ControllerKey) {
+        $problems += "the disk is on controller $($final.Disk.ControllerKey), not $ControllerKey"
+    }
     if ($final.Disk.Filename -ne $Filename) { $problems += "the disk is backed by $($final.Disk.Filename)" }
     $keys = @($final.Controllers | ForEach-Object { $_.Key } | Sort-Object)
-    $wanted = @($KeepControllerKey | Sort-Object)
-    if (($keys -join ',') -ne ($wanted -join ',')) { $problems += "controllers are $($keys -join ', '), originally $($wanted -join ', ')" }
+    $wanted = @($wanted | Sort-Object -Unique)
+    if (($keys -join ',') -ne ($wanted -join ',')) { $problems += "controllers are $($keys -join ', '), expected $($wanted -join ', ')" }
     if ($final.PowerState -ne $PowerState) { $problems += "the VM is $($final.PowerState), originally $PowerState" }
     if ($problems.Count -gt 0) {
         throw (New-StormatrixVMwareError -ErrorId 'RestoreIncomplete' -TargetObject $VMName `
@@ -117,6 +138,7 @@ function Restore-StormatrixVMwareLayout {
         Layout                = $final
         Changed               = $changed
         RemovedControllerKeys = $removed.ToArray()
+        ControllerReplaced    = $originalGone
         UnitNumberChanged     = ($UnitNumber -ge 0 -and $final.Disk.UnitNumber -ne $UnitNumber)
     }
 }

@@ -49,7 +49,7 @@ function Set-StormatrixVMwareHostTuning {
     if (-not $PSCmdlet.ShouldProcess("$VMHost $Device", 'set the storage tuning')) {
         return
     }
-    $esxcli = Get-EsxCli -VMHost $VMHost -V2 -ErrorAction Stop
+    $esxcli = Get-EsxCli -VMHost (Resolve-StormatrixVMwareHost -Name $VMHost) -V2 -ErrorAction Stop
     $done = New-Object System.Collections.Generic.List[string]
     try {
         if ($wantSched) {

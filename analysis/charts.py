@@ -1,0 +1,250 @@
+"""Native Excel charts of both workbooks, reading their numbers from the *Chart data* sheet.
+
+Charts never point into the tables a reader may sort with the autofilter: sorting a table that a chart
+points into would silently re-pair points and labels. One chart per printed page.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+from openpyxl import Workbook
+from openpyxl.chart import BarChart, Reference, ScatterChart, Series
+from openpyxl.chart.marker import DataPoint, Marker
+from openpyxl.chart.shapes import GraphicalProperties
+from openpyxl.styles import Font
+from openpyxl.worksheet.pagebreak import Break
+from openpyxl.worksheet.worksheet import Worksheet
+
+from ..core.model import NOT_APPLICABLE, format_size
+from .compare import ComparisonResult
+from .efficiency import EfficiencyResult
+from .safe import neutralize, safe_value
+from .sheets import WRAP, header
+
+# a symbol per storage controller, a colour per aio mode (the method's chart convention)
+MARKERS = ["circle", "square", "triangle", "diamond", "x", "star", "plus", "dash", "dot"]
+AIO_COLOURS = {"native": "2CA02C", "io_uring": "1F77B4", "threads": "D62728",
+               NOT_APPLICABLE: "9467BD"}  # no aio setting (ESXi): its own colour, not the unknown's grey
+OTHER_COLOUR = "7F7F7F"
+SIDE_COLOURS = ("7F7F7F", "305496")  # A grey (the baseline), B blue
+
+CHART_W, CHART_H = 18.0, 9.5  # cm
+CHART_ROWS = 21               # rows one chart occupies on the Charts sheet (default row height)
+NOTE_LINES = 4                # rows a note in place of a chart is merged over (it wraps); a blank row follows
+NOTE_COLUMNS = 10             # columns a note is merged across: about the chart's width
+
+def _place(ws: Worksheet, chart: Any, index: int) -> None:
+    """One chart per printed page, so that no chart is cut by a page break."""
+    _place_at(ws, chart, 1 + index * CHART_ROWS)
+
+
+def _place_at(ws: Worksheet, chart: Any, row: int) -> int:
+    """A chart from ``row`` on and a page break after it; returns the first row after it."""
+    chart.width, chart.height = CHART_W, CHART_H
+    ws.add_chart(chart, f"A{row}")
+    ws.row_breaks.append(Break(id=row + CHART_ROWS - 1))
+    return row + CHART_ROWS
+
+
+def _note_at(ws: Worksheet, text: str, row: int) -> int:
+    """A one-line note where a chart would have been (it prints on the page of the chart after it).
+
+    Merged over a block of default-height rows as wide as a chart and wrapped, so that it prints whole
+    instead of running off the page, and without a row height of its own, which would move every chart
+    after it off the row grid the page breaks are set on (LibreOffice then draws the next chart's top edge
+    at the foot of the page before it).
+    """
+    cell = ws.cell(row=row, column=1, value=safe_value(text))
+    cell.font, cell.alignment = Font(italic=True), WRAP
+    ws.merge_cells(start_row=row, start_column=1, end_row=row + NOTE_LINES - 1, end_column=NOTE_COLUMNS)
+    return row + NOTE_LINES + 1
+
+
+def _marker_series(values: Reference, xvalues: Reference, title: str, symbol: str, colour: str) -> Series:
+    s = Series(values, xvalues, title=neutralize(title))
+    s.marker = Marker(symbol=symbol, size=9)
+    s.marker.graphicalProperties = GraphicalProperties(solidFill=colour)
+    s.marker.graphicalProperties.line.solidFill = colour
+    s.graphicalProperties = GraphicalProperties()
+    s.graphicalProperties.line.noFill = True
+    return s
+
+
+def efficiency_charts(wb: Workbook, result: EfficiencyResult) -> None:
+    charts = wb.create_sheet("Charts")
+    data = wb.create_sheet("Chart data")
+    data.column_dimensions["A"].width = 44
+    cells = result.cells
+    controllers = list(dict.fromkeys(cells["controller"].fillna("?")))
+    symbol = {c: MARKERS[i % len(MARKERS)] for i, c in enumerate(controllers)}
+    r = 1
+    at = 1  # the next free row on the Charts sheet
+    for group, g in cells.groupby("norm_group", sort=False):
+        unit = g["cpu_per_mib_unit"].iloc[0]
+        has_ctx = g["ctx_per_mib_mean"].notna()
+        scatter_notes = _scatter_notes(str(group), g)
+        data.cell(row=r, column=1, value=safe_value(f"Group: {group}")).font = Font(bold=True)
+        r += 1
+        header(data, r, ["Series (controller / aio)", "Configuration", f"CPU/MiB ({unit})", "ctx/MiB",
+                          "Normalized CPU", "Normalized ctx"])
+        r += 1
+        raw = ScatterChart()
+        norm = ScatterChart()
+        for ch, what in ((raw, "Measured"), (norm, "Normalized")):
+            ch.title = neutralize(f"{what} CPU and context switches per MiB - {group}")
+            ch.style = 13
+            ch.scatterStyle = "lineMarker"
+            ch.x_axis.title = f"CPU per MiB ({unit})" if ch is raw else "Normalized CPU per MiB"
+            ch.y_axis.title = "Context switches per MiB" if ch is raw else "Normalized context switches per MiB"
+            ch.legend.position = "r"
+        norm.x_axis.scaling.min = norm.y_axis.scaling.min = 0
+        norm.x_axis.scaling.max = norm.y_axis.scaling.max = 1
+        for (ctrl, aio), gs in g.groupby([g["controller"].fillna("?"), g["aio"].fillna("?")], sort=False):
+            first = r
+            series = ctrl if aio == NOT_APPLICABLE else f"{ctrl} / {aio}"  # ESXi: no aio mode
+            for _, row in gs.iterrows():
+                for j, v in enumerate([series, row["config"], row["cpu_per_mib_mean"],
+                                       row["ctx_per_mib_mean"], row["norm_cpu"], row["norm_ctx"]], start=1):
+                    data.cell(row=r, column=j, value=safe_value(v))
+                r += 1
+            last = r - 1
+            if not has_ctx[gs.index].any():
+                continue  # no y value anywhere in this series: it would be a legend entry without a point
+            colour = AIO_COLOURS.get(str(aio), OTHER_COLOUR)
+            title = ctrl if aio == NOT_APPLICABLE else f"{ctrl} / aio={aio}"
+            raw.series.append(_marker_series(Reference(data, min_col=4, min_row=first, max_row=last),
+                                             Reference(data, min_col=3, min_row=first, max_row=last),
+                                             title, symbol[ctrl], colour))
+            norm.series.append(_marker_series(Reference(data, min_col=6, min_row=first, max_row=last),
+                                              Reference(data, min_col=5, min_row=first, max_row=last),
+                                              title, symbol[ctrl], colour))
+        r += 1
+        # score bars, best first, coloured by aio mode
+        header(data, r, ["Configuration (by score)", "Efficiency score"])
+        r += 1
+        first = r
+        ordered = g.sort_values(["score", "config"], kind="stable")
+        for _, row in ordered.iterrows():
+            data.cell(row=r, column=1, value=safe_value(row["config"]))
+            data.cell(row=r, column=2, value=safe_value(row["score"]))
+            r += 1
+        last = r - 1
+        bar = BarChart()
+        bar.type = "bar"
+        bar.style = 10
+        bar.title = neutralize(f"Efficiency score (lower is better) - {group}")
+        bar.y_axis.title = "Efficiency score"
+        bar.x_axis.scaling.orientation = "maxMin"  # best at the top
+        bar.legend = None
+        bar.add_data(Reference(data, min_col=2, min_row=first - 1, max_row=last), titles_from_data=True)
+        bar.set_categories(Reference(data, min_col=1, min_row=first, max_row=last))
+        series = bar.series[0]
+        for i, aio in enumerate(ordered["aio"].tolist()):
+            pt = DataPoint(idx=i)
+            pt.graphicalProperties = GraphicalProperties(solidFill=AIO_COLOURS.get(str(aio), OTHER_COLOUR))
+            series.dPt.append(pt)
+        r += 2
+        if "raw" in scatter_notes:  # above its chart, so that it prints on the same page
+            at = _note_at(charts, scatter_notes["raw"], at)
+        if has_ctx.any():
+            at = _place_at(charts, raw, at)
+        if "norm" in scatter_notes:
+            at = _note_at(charts, scatter_notes["norm"], at)
+        else:
+            at = _place_at(charts, norm, at)
+        at = _place_at(charts, bar, at)
+
+
+def _scatter_notes(group: str, g: pd.DataFrame) -> dict[str, str]:
+    """Why a group's CPU vs ctx/MiB scatter charts are missing or incomplete, as one line each.
+
+    A group scored on CPU/MiB alone (any configuration without ctx/MiB, e.g. ESXi) has no normalized
+    ctx, so its normalized chart would have no point at all; its measured chart has points only for the
+    configurations with ctx/MiB: none (left out, one note for both charts), or some (drawn with those,
+    the others named). A group with ctx/MiB everywhere gets no note.
+    """
+    missing = g[g["ctx_per_mib_mean"].isna()]
+    if missing.empty:
+        return {}
+    reasons = "; ".join(dict.fromkeys(str(v) for v in missing["ctx_note"].dropna())) or "no context-switch counts"
+    if len(missing) == len(g):
+        return {"norm": f"No CPU vs context-switch charts for {group}: no configuration has context-switch counts "
+                        f"({reasons}); the group is scored on CPU/MiB alone (score chart below, Scores sheet)."}
+    names = ", ".join(str(c) for c in missing["config"])
+    return {"raw": f"Not on the measured CPU vs context-switch chart of {group}: {names} (no context-switch "
+                   f"counts: {reasons}).",
+            "norm": f"No normalized CPU vs context-switch chart for {group}: {len(missing)} of {len(g)} "
+                    "configurations have no context-switch counts, so the group is scored on CPU/MiB alone and "
+                    "has no normalized ctx/MiB (score chart below, Scores sheet)."}
+
+
+def _bar(title: str, y_title: str, x_title: str) -> BarChart:
+    ch = BarChart()
+    ch.type = "col"
+    ch.style = 10
+    ch.title = neutralize(title)
+    ch.y_axis.title = y_title
+    ch.x_axis.title = x_title
+    ch.legend.position = "b"
+    return ch
+
+
+def comparison_charts(wb: Workbook, result: ComparisonResult) -> None:
+    charts = wb.create_sheet("Charts")
+    data = wb.create_sheet("Chart data")
+    a, b = result.label_a, result.label_b
+    index = 0
+    r = 1
+    pts = result.points
+    for (rw, bs), g in pts.groupby(["rw", "bs"], sort=True):
+        bs_label = format_size(int(bs))
+        data.cell(row=r, column=1, value=safe_value(f"{rw} {bs_label}")).font = Font(bold=True)
+        r += 1
+        header(data, r, ["QD", f"IOPS {a}", f"IOPS {b}", f"Latency us {a}", f"Latency us {b}",
+                          f"MiB/s {a}", f"MiB/s {b}"])
+        head = r
+        for _, p in g.sort_values("iodepth").iterrows():
+            r += 1
+            for j, v in enumerate([f"QD{int(p['iodepth'])}", p["iops_a"], p["iops_b"], p["lat_us_a"], p["lat_us_b"],
+                                   p["bw_mib_s_a"], p["bw_mib_s_b"]], start=1):
+                data.cell(row=r, column=j, value=safe_value(v))
+        last = r
+        cats = Reference(data, min_col=1, min_row=head + 1, max_row=last)
+        for col, what, unit in ((2, "IOPS", "IOPS"), (4, "Latency", "Mean latency (us)"), (6, "Bandwidth", "MiB/s")):
+            ch = _bar(f"{what} by queue depth - {rw} {bs_label}", unit, "Queue depth")
+            ch.add_data(Reference(data, min_col=col, max_col=col + 1, min_row=head, max_row=last),
+                        titles_from_data=True)
+            ch.set_categories(cats)
+            for s, colour in zip(ch.series, SIDE_COLOURS):
+                s.graphicalProperties = GraphicalProperties(solidFill=colour)
+            _place(charts, ch, index)
+            index += 1
+        r += 2
+    for table, key, label in ((result.by_qd, "iodepth", "queue depth"), (result.by_bs, "bs", "block size")):
+        for rw, g in table.groupby("rw", sort=True):
+            data.cell(row=r, column=1, value=safe_value(f"Average by {label} - {rw}")).font = Font(bold=True)
+            r += 1
+            header(data, r, [label.capitalize(), "IOPS gain %", "Latency reduction %"])
+            head = r
+            for _, p in g.iterrows():
+                r += 1
+                k = f"QD{int(p[key])}" if key == "iodepth" else format_size(int(p[key]))
+                for j, v in enumerate([k, p["iops_gain_pct"], p["lat_reduction_pct"]], start=1):
+                    data.cell(row=r, column=j, value=safe_value(v))
+            last = r
+            cats = Reference(data, min_col=1, min_row=head + 1, max_row=last)
+            across = "block sizes" if key == "iodepth" else "queue depths"
+            for col, what in ((2, "IOPS gain %"), (3, "Latency reduction %")):
+                ch = _bar(f"Average {what} of {b} vs {a} by {label} ({rw}, across {across})", what,
+                          label.capitalize())
+                ch.add_data(Reference(data, min_col=col, min_row=head, max_row=last), titles_from_data=True)
+                ch.set_categories(cats)
+                ch.series[0].graphicalProperties = GraphicalProperties(solidFill=SIDE_COLOURS[1])
+                ch.legend = None
+                _place(charts, ch, index)
+                index += 1
+            r += 2
+    data.column_dimensions["A"].width = 28
+

@@ -1,0 +1,111 @@
+"""What makes a row unusable: the :class:`Problem` record, and the plausibility check every row passes.
+
+A file (or journal line) that cannot be used becomes a Problem naming it and the reason; the rest of
+the inputs are still processed. :func:`check_row` refuses numbers no real measurement can produce.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from ..core.errors import DataFileError
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A file (or a journal line) that could not be used, and why."""
+
+    source: str
+    reason: str
+
+    def __str__(self) -> str:
+        return self.reason if self.reason.startswith(self.source) else f"{self.source}: {self.reason}"
+
+
+
+def is_number(value: Any) -> bool:
+    """A real number (JSON's true/false are not measurements)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+
+# Measured quantities: none of them can be negative or infinite in a real measurement. A NaN/Infinity
+# literal, an overflowed 1e999 or a negative count means the file was damaged or edited.
+MEASURED = ("iops", "read_iops", "write_iops", "bw_mib_s", "io_bytes", "mib", "total_ios", "runtime_ms",
+            "lat_mean_us", "read_lat_mean_us", "write_lat_mean_us", "lat_p99_us", "cpu_total", "cpu_user",
+            "cpu_system", "ctx_switches", "window_s", "cpu_per_mib", "ctx_per_mib", "rate_mib_s",
+            "rate_target_mib_s", "rate_achieved_mib_s")
+SHAPE = ("bs", "iodepth", "numjobs")  # the workload's shape: whole numbers above 0
+COUNTS = ("io_bytes", "total_ios")    # kept as exact 64-bit integers in the tidy frame
+INT64_MAX = 2**63 - 1
+RATE_TOLERANCE_PCT = 1.0
+_INF = float("inf")
+_FIX = "use the unedited output of the run, or remove the file"
+
+
+def _bad_measure(value: Any) -> bool:
+    """Negative, NaN or infinite (an int of any size compares with inf without overflowing)."""
+    if value is None or value.__class__ is str:
+        return False
+    if type(value) is float or type(value) is int:
+        return not 0 <= value < _INF
+    return is_number(value) and not 0 <= value < _INF
+
+
+def check_row(row: dict[str, Any], where: str) -> None:
+    """Refuse a row whose numbers cannot come from a real measurement (raises DataFileError).
+
+    Besides single values (negative, NaN, infinite, a workload shape that is not a positive whole number),
+    the rates must agree with what was moved: fio derives bandwidth and IOPS from the bytes, I/Os and
+    runtime it writes next to them, so a bandwidth or IOPS more than :data:`RATE_TOLERANCE_PCT` away from
+    ``io_bytes / runtime`` or ``total_ios / runtime`` (beyond the rounding of the unit fio wrote) is an
+    edited or corrupted file, flagged rather than written into a workbook as data.
+    """
+    get = row.get
+    for name in MEASURED:
+        value = get(name)
+        if value is None:
+            continue
+        kind = value.__class__
+        if (kind is float or kind is int) and 0 <= value < _INF:
+            continue  # the common case, without a call
+        if _bad_measure(value):
+            raise DataFileError(where, f"'{name}' is {value!r}: a measurement cannot be negative, NaN or "
+                                       "infinite", _FIX)
+    for name in SHAPE:
+        value = get(name)
+        if value is not None and (value.__class__ is not int or not 0 < value <= 2**40) and \
+                (not is_number(value) or _bad_measure(value) or value <= 0 or value > 2**40):
+            raise DataFileError(where, f"'{name}' is {value!r}: not a workload {name}", _FIX)
+    io_bytes, runtime_ms = row.get("io_bytes"), row.get("runtime_ms")
+    if is_number(io_bytes) and io_bytes == 0:
+        raise DataFileError(where, "no I/O was measured (0 bytes)", _FIX)
+    if is_number(io_bytes) and io_bytes > 0 and is_number(runtime_ms) and runtime_ms <= 0:
+        raise DataFileError(where, f"{io_bytes} bytes in a runtime of {runtime_ms} ms: no rate can be computed", _FIX)
+    for name in COUNTS:
+        value = row.get(name)
+        if is_number(value) and value > INT64_MAX:
+            raise DataFileError(where, f"'{name}' is {value!r} (2^{math.log2(value):.1f}): more than any run can "
+                                       "move; the file was damaged or edited", _FIX)
+    if is_number(io_bytes) and is_number(runtime_ms) and runtime_ms > 0:
+        _check_rates(row, io_bytes, runtime_ms / 1000.0, where)
+
+
+def _check_rates(row: dict[str, Any], io_bytes: float, seconds: float, where: str) -> None:
+    bw = row.get("bw_mib_s")
+    if is_number(bw):
+        expected = io_bytes / seconds / 2**20
+        # fio < 3.2 wrote bandwidth in whole KiB/s: allow that rounding on top of the tolerance
+        if abs(bw - expected) > expected * RATE_TOLERANCE_PCT / 100.0 + 1.0 / 1024:
+            raise DataFileError(where, f"bandwidth {bw:.6g} MiB/s disagrees with {io_bytes} bytes moved in "
+                                       f"{seconds:g} s ({expected:.6g} MiB/s) by more than "
+                                       f"{RATE_TOLERANCE_PCT:g} %: an impossible rate", _FIX)
+    iops, ios = row.get("iops"), row.get("total_ios")
+    if is_number(iops) and is_number(ios):
+        expected = ios / seconds
+        if abs(iops - expected) > expected * RATE_TOLERANCE_PCT / 100.0 + 1.0:  # fio 2 wrote whole IOPS
+            raise DataFileError(where, f"IOPS {iops:.6g} disagrees with {ios} I/Os in {seconds:g} s "
+                                       f"({expected:.6g} IOPS) by more than {RATE_TOLERANCE_PCT:g} %: "
+                                       "an impossible rate", _FIX)

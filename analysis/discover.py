@@ -1,0 +1,225 @@
+"""Which inputs are what: run directories, fio JSON, DiskSpd XML, journals, and perf CSV partners.
+
+- a directory holding ``journal.ndjson`` is a run directory: only its journal is read;
+- any other directory is searched (recursively) for ``*.json`` (fio), ``*.xml`` (DiskSpd) and
+  ``*.ndjson`` (journals);
+- host counters for a plain result file come from ``perf stat -x,`` CSV next to it, named
+  ``<stem>.perf.csv`` or ``<stem>.csv``.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import stat
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Iterable
+
+from ..core.errors import DataFileError, InputError
+
+JOURNAL_NAME = "journal.ndjson"
+RESULT_SUFFIXES = (".json", ".xml", ".ndjson")
+# Far above any real input (fio JSON of many clients is a few MB; a night's journal with raw outputs a few
+# hundred MB), far below what would exhaust memory: anything larger is not what it claims to be.
+MAX_RESULT_BYTES = 256 * 2**20
+MAX_JOURNAL_BYTES = 2 * 2**30
+FIX_INPUT = "give the path of a run directory or of result files (fio JSON, DiskSpd XML, a journal)"
+
+
+@dataclass
+class Found:
+    """What :func:`discover` found: (kind, path) per input file, perf CSVs given explicitly, and notes
+    (an input given twice is read once, and said so)."""
+
+    files: list[tuple[str, str]] = field(default_factory=list)
+    explicit_csv: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    irregular: list[str] = field(default_factory=list)  # inside a directory: not a regular file (FIFO, device)
+    repeated: list[tuple[str, str]] = field(default_factory=list)  # (path, the path it was first found as)
+    _seen: dict[str, str] = field(default_factory=dict)
+
+    def add(self, kind: str, path: str, real: str | None = None) -> bool:
+        """Record one file (``real``: its resolved path, when the caller knows it); False, and nothing
+        recorded, when the same file is already an input."""
+        real = real or os.path.realpath(path)
+        if real in self._seen:
+            self.repeated.append((path, self._seen[real]))
+            return False
+        self._seen[real] = path
+        if kind == "perf":
+            self.explicit_csv.append(path)
+        else:
+            self.files.append((kind, path))
+        return True
+
+
+def _sniff(path: str) -> str:
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(512).lstrip()
+    except OSError:
+        return "fio"
+    if head.startswith(b"<?xml") or head.startswith(b"<Results"):
+        return "diskspd"
+    if head.startswith(b"{") and b'"schema"' in head.split(b"\n", 1)[0] and b"stormatrix/" in head:
+        return "journal"
+    return "fio"
+
+
+def kind_of(path: str) -> str:
+    """journal | diskspd | perf | fio, by the name's suffix, else by the first bytes."""
+    suffix = os.path.splitext(path)[1].lower()
+    if suffix == ".ndjson" or os.path.basename(path) == JOURNAL_NAME:
+        return "journal"
+    if suffix == ".xml":
+        return "diskspd"
+    if suffix == ".csv":
+        return "perf"
+    if suffix == ".json":
+        return "fio"
+    return _sniff(path)
+
+
+def _what(mode: int) -> str:
+    for test, name in ((stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISFIFO, "a named pipe"), (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def _walk(root: str, out: Found) -> None:
+    """Result files under ``root`` (sorted), like ``os.walk`` without following directory links; a
+    FIFO or device among them is set aside, never opened (reading one would block or never end).
+
+    The resolved path of each file (to find one given twice) is its folder's, resolved once, plus its
+    name: a realpath per file costs more than parsing it.
+    """
+    names: list[tuple[str, str]] = []
+    stack = [(root, os.path.realpath(root))]
+    while stack:
+        folder, real_folder = stack.pop()
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue
+        for e in entries:
+            if e.is_dir():
+                if not e.is_symlink():
+                    stack.append((e.path, os.path.join(real_folder, e.name)))
+                continue
+            if not e.name.lower().endswith(RESULT_SUFFIXES):
+                continue
+            real = os.path.realpath(e.path) if e.is_symlink() else os.path.join(real_folder, e.name)
+            if not e.is_file():
+                try:
+                    mode = e.stat().st_mode
+                except OSError:  # a dangling link: opening it says what is wrong
+                    names.append((e.path, real))
+                    continue
+                out.irregular.append(f"{e.path}: {_what(mode)}, not a result file; skipped")
+                continue
+            names.append((e.path, real))
+    for name, real in sorted(names):
+        out.add(kind_of(name), name, real)
+
+
+def discover(paths: Iterable[str | Path], out: Found | None = None) -> Found:
+    """Every input file and its kind. A run directory's journal stands for the directory.
+
+    A path that does not exist, or names a device or pipe, is the user's mistake, not a damaged file:
+    InputError at once, naming it and the fix.
+    """
+    out = out if out is not None else Found()
+    for p in paths:
+        before = len(out.repeated)
+        _discover_one(p, out)
+        again = out.repeated[before:]
+        if again:
+            if len(again) == 1:
+                what = "given twice" + (f" (also as {again[0][1]})" if again[0][1] != again[0][0] else "")
+            else:
+                what = f"{len(again)} of its files are already among the inputs (the first as {again[0][1]})"
+            out.notes.append(f"{p}: {what}; each file is read once, so that no measurement counts twice")
+    return out
+
+
+def _discover_one(p: str | Path, out: Found) -> None:
+    path = str(Path(p))
+    try:
+        st = os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        matches = sorted(glob.glob(path)) if any(ch in path for ch in "*?[") else []
+        if not matches:
+            raise InputError(f"{p}: no such file or directory") from None
+        for match in matches:
+            _discover_one(match, out)
+        return
+    except OSError as exc:  # a name too long for the filesystem, a loop of links, ...
+        raise InputError(f"{str(p)[:120]}...: cannot be used as an input ({exc.strerror}). "
+                         "Fix: give the path of a run directory or a result file") from None
+    if stat.S_ISDIR(st.st_mode):
+        journal = os.path.join(path, JOURNAL_NAME)
+        if os.path.isfile(journal):
+            out.add("journal", journal)
+        else:
+            _walk(path, out)
+        return
+    if not stat.S_ISREG(st.st_mode):
+        raise InputError(f"{path}: {_what(st.st_mode)}, not a result file or run directory. Fix: {FIX_INPUT}")
+    out.add(kind_of(path), path)
+
+
+@lru_cache(maxsize=1024)
+def csv_names(folder: str) -> frozenset[str]:
+    """CSV file names in a folder, listed once: a stat per result file is slow with 10,000 files."""
+    try:
+        return frozenset(e.name for e in os.scandir(folder) if e.name.lower().endswith(".csv") and e.is_file())
+    except OSError:
+        return frozenset()
+
+
+def stem(path: str) -> str:
+    """The file name without its last suffix (``pathlib``'s ``stem``)."""
+    name = os.path.basename(path)
+    root, ext = os.path.splitext(name)
+    return root if ext else name
+
+
+def perf_partner(path: str) -> str | None:
+    """``<stem>.perf.csv`` or ``<stem>.csv`` next to a result file, if there is one."""
+    folder = os.path.dirname(path)
+    names = csv_names(folder or ".")
+    if not names:
+        return None
+    base = stem(path)
+    for candidate in (base + ".perf.csv", base + ".csv"):
+        if candidate in names:
+            return os.path.join(folder, candidate)
+    return None
+
+
+def read_capped(path: str, limit: int) -> bytes:
+    """The bytes of an input file, refusing one larger than ``limit`` without reading all of it (a
+    device or a runaway file must not exhaust memory). Raises OSError as ``open`` does."""
+    with open(path, "rb") as fh:
+        st = os.fstat(fh.fileno())
+        if stat.S_ISREG(st.st_mode):
+            size = st.st_size
+            data = fh.read() if size <= limit else b""  # (read(limit + 1) would allocate the whole limit)
+        else:
+            chunks: list[bytes] = []
+            size = 0
+            while size <= limit:
+                chunk = fh.read(2**20)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                size += len(chunk)
+            data = b"".join(chunks)
+    if size > limit or len(data) > limit:
+        raise DataFileError(path, f"larger than {limit // 2**20} MiB: not a result file or journal of this tool",
+                            "give the run directory's journal.ndjson or the engine's own output files")
+    return data

@@ -1,0 +1,131 @@
+"""One fio document -> plain row dicts, one per job name, for ingest to collect into one frame.
+
+Plain dicts, not a DataFrame per file: building 10,000 small frames costs far more than parsing the
+JSON. The figures come from :func:`stormatrix.analysis.fio.summarize_jobs` (the runner's summary,
+in its strict mode); this module checks the document's shape around it and names what is wrong.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..core.errors import DataFileError
+from .fio import DIRECTIONS, summarize_jobs
+from .params import SHAPE_KEYS, params_from_name, workload_params
+
+ALL_CLIENTS = "All clients"
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def job_groups(doc: Any, source: str, client_mode: bool) -> dict[str, list[dict[str, Any]]]:
+    """The document's jobs grouped by name, after checking the shape the summary relies on.
+
+    For files handed to ``report``/``compare`` a wrong type means a damaged or foreign file, and
+    silently counting it as zero would put a false number in front of a customer: we say what is wrong.
+    The per-field checks happen in :func:`summarize_jobs` (strict), in the same pass as the sums.
+    """
+    if not isinstance(doc, dict):
+        raise DataFileError(source, f"the JSON is a {type(doc).__name__}, not a fio result object")
+    jobs = doc.get("client_stats", doc.get("jobs"))
+    if jobs is None:
+        raise DataFileError(source, "JSON found but it has no 'jobs' or 'client_stats' list",
+                            "give fio's own --output-format=json output")
+    if not isinstance(jobs, list):
+        raise DataFileError(source, f"'jobs' is a {type(jobs).__name__}, not a list")
+    if not jobs:
+        raise DataFileError(source, "'jobs' is empty: fio ran no job")
+    if "global options" in doc and not isinstance(doc["global options"], dict):
+        raise DataFileError(source, f"'global options' is a {type(doc['global options']).__name__}, not an object")
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for i, job in enumerate(jobs):
+        if not isinstance(job, dict):
+            raise DataFileError(source, f"job #{i + 1} is a {type(job).__name__}, not an object")
+        name = job.get("jobname")
+        if not isinstance(name, str):
+            raise DataFileError(source, f"job #{i + 1} has no 'jobname' string")
+        if "job options" in job and not isinstance(job["job options"], dict):
+            raise DataFileError(source, f"job {name!r}: 'job options' is not an object")
+        if "error" in job and not _is_number(job["error"]):
+            raise DataFileError(source, f"job {name!r}: 'error' is {job['error']!r}, not a number")
+        if "mixed" not in job and not any(d in job for d in DIRECTIONS):
+            raise DataFileError(source, f"job {name!r} has no read/write/trim results")
+        if client_mode and name == ALL_CLIENTS:
+            continue
+        groups.setdefault(name, []).append(job)
+    return groups
+
+
+def fio_rows(doc: Any, source: str) -> list[dict[str, Any]]:
+    """One flat row per job name in a fio document (numjobs clones and clients are summed).
+
+    In client/server output the ``All clients`` entry is fio's own sum of the per-client entries; we
+    sum the per-client entries ourselves (so a single client, which has no ``All clients``, is treated
+    the same way) and never count the aggregate twice.
+    """
+    client_mode = "client_stats" in doc if isinstance(doc, dict) else False
+    groups = job_groups(doc, source, client_mode)
+    if not groups:
+        raise DataFileError(source, "only an 'All clients' aggregate, no per-client results")
+    version = doc.get("fio version")
+    rows: list[dict[str, Any]] = []
+    names: dict[tuple[str, ...], dict[str, Any]] = {}  # the path's parameters, by the shape keys looked for
+    for name, group in groups.items():
+        errors = [int(j.get("error", 0)) for j in group if j.get("error")]
+        if errors:
+            raise DataFileError(source, f"fio reported error {errors[0]} in job {name!r}",
+                                "look at the fio output; the run did not complete")
+        params = workload_params(doc.get("global options"), group[0].get("job options"))
+        missing = tuple(k for k in SHAPE_KEYS if params[k] is None)
+        from_name = names.get(missing)
+        if from_name is None:
+            from_name = names[missing] = params_from_name(source, missing)
+        for key in missing:
+            if from_name.get(key) is not None:
+                params[key] = from_name[key]
+        s = summarize_jobs(group, source)
+        total = s["total"]
+        if not total["io_bytes"] and not total["total_ios"]:
+            raise DataFileError(source, f"job {name!r} completed no I/O (read, write and trim are all 0)")
+        hosts = sorted({f"{j.get('hostname')}:{j.get('port')}" for j in group if j.get("hostname")})
+        read, write = s.get("read", {}), s.get("write", {})
+        rows.append({
+            "source": source,
+            "source_format": "fio-client" if client_mode else "fio",
+            "engine": "fio",
+            "engine_version": str(version) if version is not None else None,
+            "workload": name,
+            "controller": from_name.get("controller"),
+            "aio": from_name.get("aio"),
+            "iothread": from_name.get("iothread"),
+            "cache": from_name.get("cache"),
+            "rw": params["rw"],
+            "bs": params["bs"],
+            "iodepth": params["iodepth"],
+            "numjobs": params["numjobs"] if params["numjobs"] is not None else 1,
+            "rwmixread": params["rwmixread"],
+            "rate_mib_s": params["rate_mib_s"],
+            "repeat": from_name.get("repeat"),
+            "started": None,
+            "_epoch": doc.get("timestamp"),  # converted to ISO text once per frame (tidy.frame_from_rows)
+            "vm": ",".join(hosts) if hosts else None,
+            "clients": len(hosts) if client_mode else None,
+            "error": 0,
+            "iops": total["iops"],
+            "read_iops": read.get("iops"),
+            "write_iops": write.get("iops"),
+            "bw_mib_s": total["bw_bytes"] / 2**20,
+            "io_bytes": total["io_bytes"],
+            "mib": total["io_bytes"] / 2**20,
+            "total_ios": total["total_ios"],
+            "runtime_ms": total["runtime_ms"],
+            "lat_mean_us": total["lat_mean_ns"] / 1000.0 if total["lat_mean_ns"] is not None else None,
+            "read_lat_mean_us": (read["lat_mean_ns"] / 1000.0) if read.get("lat_mean_ns") is not None else None,
+            "write_lat_mean_us": (write["lat_mean_ns"] / 1000.0) if write.get("lat_mean_ns") is not None else None,
+            "lat_p99_us": total["lat_p99_ns"] / 1000.0 if total["lat_p99_ns"] is not None else None,
+            "guest_usr_cpu": s["usr_cpu"],
+            "guest_sys_cpu": s["sys_cpu"],
+        })
+    return rows

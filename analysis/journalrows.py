@@ -1,0 +1,279 @@
+"""Analysis's reader of the run journal (docs/journal.md): cell records -> tidy row dicts.
+
+Unlike the runner's reader, which must stop at a corrupt line before appending, analysis reports
+the bad line and goes on with the rest: one damaged line must not hide a night of measurements.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from ..core import metrics
+from ..core.errors import DataFileError
+from ..core.model import BACKENDS_WITHOUT_DISK_OPTIONS, CONTROLLERS, NOT_APPLICABLE
+from .checks import Problem, check_row, is_number
+from .discover import MAX_JOURNAL_BYTES, read_capped
+from .params import normalize_rw
+from .tidy import CPU_PER_MIB_UNIT
+
+SCHEMA = "stormatrix/record-1"
+
+
+def _get(record: dict[str, Any], dotted: str) -> Any:
+    node: Any = record
+    for part in dotted.split("."):
+        if not isinstance(node, dict):
+            return None
+        node = node.get(part)
+    return node
+
+
+def _need(record: dict[str, Any], dotted: str, kind: type | tuple[type, ...], where: str) -> Any:
+    value = _get(record, dotted)
+    if value is None:
+        raise DataFileError(where, f"cell record has no '{dotted}'")
+    if kind is float or kind == (int, float):
+        ok, what = is_number(value), "a number"
+    elif kind is int:
+        ok, what = isinstance(value, int) and not isinstance(value, bool), "an integer"
+    else:
+        ok, what = isinstance(value, kind), {dict: "an object", str: "a string"}.get(kind, str(kind))  # type: ignore[call-overload]
+    if not ok:
+        raise DataFileError(where, f"'{dotted}' is {value!r}, not {what}")
+    return value
+
+
+def _opt_num(record: dict[str, Any], dotted: str, where: str) -> float | None:
+    value = _get(record, dotted)
+    if value is None:
+        return None
+    if not is_number(value):
+        raise DataFileError(where, f"'{dotted}' is {value!r}, not a number")
+    return float(value)
+
+
+def _esxi_disk(rec: dict[str, Any], controller: str) -> bool:
+    """A cell on a platform whose disks have no aio, iothread or cache setting: the vmware backend's, or a
+    controller that exists only on ESXi (harness/core/model.py, disk_options_apply)."""
+    if rec.get("backend") in BACKENDS_WITHOUT_DISK_OPTIONS:
+        return True
+    return CONTROLLERS.get(controller, ("",))[0] == "esxi"
+
+
+ENGINES = ("fio", "diskspd")
+
+
+def _engine(rec: dict[str, Any], where: str) -> str:
+    """The engine that measured the cell (``raw.engine``): fio or DiskSpd cells share the record's
+    ``fio`` summary shape (docs/journal.md); records written before the field existed were fio's."""
+    engine = _get(rec, "raw.engine")
+    if engine is None:
+        return "fio"
+    if engine not in ENGINES:
+        raise DataFileError(where, f"'raw.engine' is {engine!r}; expected one of {', '.join(ENGINES)}",
+                            "use the unedited journal of the run, or remove this line")
+    return str(engine)
+
+
+def journal_cell_row(rec: dict[str, Any], where: str) -> dict[str, Any]:
+    """A tidy row from one ``cell`` record (docs/journal.md). Raises DataFileError naming the field."""
+    key = _need(rec, "key", str, where)
+    controller = _need(rec, "cell.disk.controller", str, where)
+    if _esxi_disk(rec, controller):
+        # ESXi has no aio, iothread or cache setting: null in the record (older records carried the
+        # matrix's default aio, which ESXi never had); "n/a" here, so that it is neither unknown nor a mode
+        aio, iothread, cache = NOT_APPLICABLE, None, NOT_APPLICABLE
+    else:
+        # a suite point whose side does not name its disk configuration has controller "unknown" and aio
+        # null (docs/journal.md, suite points); every other cell names its aio mode
+        aio = _need(rec, "cell.disk.aio", str, where) \
+            if controller != "unknown" or _get(rec, "cell.disk.aio") is not None else None
+        iothread = bool(_get(rec, "cell.disk.iothread")) if _get(rec, "cell.disk.iothread") is not None else None
+        cache = _get(rec, "cell.disk.cache")
+    rw = _need(rec, "cell.workload.rw", str, where)
+    bs = _need(rec, "cell.workload.bs", int, where)
+    iodepth = _need(rec, "cell.workload.iodepth", int, where)
+    repeat = _need(rec, "cell.repeat", int, where)
+    total = _need(rec, "fio.total", dict, where)
+    io_bytes = _need(rec, "fio.total.io_bytes", (int, float), where)
+    _need(rec, "fio.total.iops", (int, float), where)
+    host = rec.get("host")
+    if host is not None and not isinstance(host, dict):
+        raise DataFileError(where, f"'host' is {type(host).__name__}, not an object or null")
+    row: dict[str, Any] = {
+        "side": rec.get("side") if isinstance(rec.get("side"), str) else None,
+        "source": where,
+        "source_format": "journal",
+        "run_id": rec.get("run_id"),
+        "key": key,
+        "vm": rec.get("vm"),
+        "clients": len(rec["clients"]) if isinstance(rec.get("clients"), list) else None,
+        "started": _get(rec, "times.measure_start") or _get(rec, "times.started"),
+        "controller": controller,
+        "aio": aio,
+        "iothread": iothread,
+        "cache": cache,
+        "workload": _get(rec, "cell.workload.name"),
+        "job": None,
+        "rw": normalize_rw(rw) or rw,
+        "bs": bs,
+        "iodepth": iodepth,
+        "numjobs": _get(rec, "cell.workload.numjobs") or 1,
+        "rwmixread": _get(rec, "cell.workload.rwmixread"),
+        "rate_mib_s": _opt_num(rec, "cell.workload.rate_mib_s", where),
+        "repeat": repeat,
+        "engine": _engine(rec, where),
+        "engine_version": _get(rec, "fio.version"),
+        "iops": float(total["iops"]),
+        "read_iops": _opt_num(rec, "fio.read.iops", where),
+        "write_iops": _opt_num(rec, "fio.write.iops", where),
+        "bw_mib_s": (_opt_num(rec, "fio.total.bw_bytes", where) or 0.0) / 2**20,
+        "io_bytes": int(io_bytes),
+        "mib": io_bytes / 2**20,
+        "total_ios": _opt_num(rec, "fio.total.total_ios", where),
+        "runtime_ms": _opt_num(rec, "fio.total.runtime_ms", where),
+        "lat_mean_us": _us(_opt_num(rec, "fio.total.lat_mean_ns", where)),
+        "read_lat_mean_us": _us(_opt_num(rec, "fio.read.lat_mean_ns", where)),
+        "write_lat_mean_us": _us(_opt_num(rec, "fio.write.lat_mean_ns", where)),
+        "lat_p99_us": _us(_opt_num(rec, "fio.total.lat_p99_ns", where)),
+        "guest_usr_cpu": _opt_num(rec, "fio.usr_cpu", where),
+        "guest_sys_cpu": _opt_num(rec, "fio.sys_cpu", where),
+        "rate_target_mib_s": _opt_num(rec, "rate.target_mib_s", where),
+        "rate_achieved_mib_s": _opt_num(rec, "rate.achieved_mib_s", where),
+        "rate_missed": _get(rec, "rate.missed"),
+        "crosscheck_flag": _get(rec, "crosscheck.flag"),
+        "window_s": _opt_num(rec, "times.window_s", where),
+    }
+    if host is not None:
+        metric = host.get("cpu_metric")
+        if metric not in CPU_PER_MIB_UNIT:
+            raise DataFileError(where, f"host.cpu_metric is {metric!r}; expected 'cycles' or 'cpu_time'")
+        cpu_total = _need(rec, "host.cpu_total", (int, float), where)
+        ctx, ctx_note = _ctx_switches(rec, host, key, where)
+        mib = _opt_num(rec, "per_mib.mib", where) or row["mib"]
+        cpu_per_mib = _opt_num(rec, "per_mib.cpu", where)
+        ctx_per_mib = _opt_num(rec, "per_mib.ctx", where)
+        if ctx is None and ctx_per_mib is not None:
+            raise DataFileError(where, f"cell {key}: 'per_mib.ctx' is {ctx_per_mib!r} but 'host.ctx_switches' is "
+                                       "null: a ctx/MiB without context switches", _CTX_FIX)
+        unit = _get(rec, "per_mib.cpu_unit")
+        if unit is not None and unit != CPU_PER_MIB_UNIT[metric]:
+            raise DataFileError(where, f"per_mib.cpu_unit is {unit!r} but host.cpu_metric is {metric!r} "
+                                       f"(expected {CPU_PER_MIB_UNIT[metric]!r})")
+        if cpu_per_mib is None or ctx_per_mib is None:  # an older record without per_mib: the one definition
+            computed = metrics.per_mib(mib * metrics.MIB, host)
+            cpu_per_mib = computed["cpu"] if cpu_per_mib is None else cpu_per_mib
+            ctx_per_mib = computed["ctx"] if ctx_per_mib is None else ctx_per_mib
+        cycles = host.get("cycles") if isinstance(host.get("cycles"), dict) else {}
+        row.update({
+            "cpu_metric": metric,
+            "cpu_unit": host.get("cpu_unit") or ("cycles" if metric == "cycles" else "s"),
+            "cpu_total": float(cpu_total),
+            "cpu_user": _opt_num(rec, "host.cpu_user", where) if metric == "cpu_time" else cycles.get("user"),
+            "cpu_system": _opt_num(rec, "host.cpu_system", where) if metric == "cpu_time" else cycles.get("kernel"),
+            "ctx_switches": float(ctx) if ctx is not None else None,
+            "ctx_note": ctx_note,
+            "window_s": _opt_num(rec, "host.window_s", where) or row["window_s"],
+            "cpu_per_mib": cpu_per_mib,
+            "cpu_per_mib_unit": CPU_PER_MIB_UNIT[metric],
+            "ctx_per_mib": ctx_per_mib,
+            "host_source": host.get("source"),
+            "host_scope": host.get("scope"),
+        })
+    return row
+
+
+_CTX_FIX = ("a host collector that counted context switches writes the number in host.ctx_switches; one that has "
+            "no such counter (the ESXi collectors) writes null and the reason in host.unmatched.ctx_switches. Use "
+            "the unedited journal of the run, or remove this line")
+
+
+def _ctx_switches(rec: dict[str, Any], host: dict[str, Any], key: str, where: str) -> tuple[float | None, str | None]:
+    """``host.ctx_switches`` and, when it is null, the reason the collector gave for it.
+
+    ESXi has no context-switch counter for a VM: both vmware collectors (vSphere statistics,
+    ``Get-StormatrixVMwareCpuUsage``; esxtop, :func:`stormatrix.analysis.esxtop.vm_cpu_record`) write
+    ``ctx_switches: null`` with the reason in ``host.unmatched.ctx_switches`` (docs/esxi.md). That is a
+    measurement without a ctx metric, and ctx/MiB stays empty (never 0). A null with no reason is not
+    something any collector writes: a damaged or edited record, refused naming the key and the fix.
+    """
+    value = host.get("ctx_switches")
+    if value is not None:
+        if not is_number(value):
+            raise DataFileError(where, f"'host.ctx_switches' is {value!r}, not a number")
+        return float(value), None
+    unmatched = host.get("unmatched")
+    reason = unmatched.get("ctx_switches") if isinstance(unmatched, dict) else None
+    if not isinstance(reason, str) or not reason.strip():
+        raise DataFileError(where, f"cell {key}: 'host.ctx_switches' is null and 'host.unmatched.ctx_switches' "
+                                   "gives no reason (a collector without a context-switch count must say why)",
+                            _CTX_FIX)
+    return None, reason.strip()
+
+
+
+def _us(ns: float | None) -> float | None:
+    return ns / 1000.0 if ns is not None else None
+
+
+def read_journal_rows(path: str | Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[Problem], list[str]]:
+    """Cell rows, run records, problems and notes from one journal.
+
+    Unlike the runner's reader, which must stop at a corrupt line before appending, analysis reports
+    the bad line and goes on with the rest: one damaged line must not hide a night of measurements.
+    """
+    source = str(path)
+    try:
+        data = read_capped(source, MAX_JOURNAL_BYTES)
+    except OSError as exc:
+        return [], [], [Problem(source, f"cannot be read ({exc.strerror})")], []
+    except DataFileError as exc:
+        return [], [], [Problem(source, exc.problem + f". Fix: {exc.fix}")], []
+    rows: list[dict[str, Any]] = []
+    runs: list[dict[str, Any]] = []
+    problems: list[Problem] = []
+    notes: list[str] = []
+    lines = data.split(b"\n")
+    seen: dict[str, int] = {}
+    if not data.strip():
+        return [], [], [Problem(source, "the journal is empty")], []
+    for number, raw in enumerate(lines, start=1):
+        if not raw.strip():
+            continue
+        where = f"{source}:{number}"
+        try:
+            rec = json.loads(raw.decode("utf-8"))
+        except (ValueError, UnicodeDecodeError, RecursionError) as exc:
+            if number == len(lines):
+                notes.append(f"{where}: torn last line discarded (an interrupted write)")
+            else:
+                problems.append(Problem(where, f"line {number} is not a JSON record ({exc})"))
+            continue
+        if not isinstance(rec, dict):
+            problems.append(Problem(where, f"line {number} is a JSON {type(rec).__name__}, not a record"))
+            continue
+        if rec.get("schema") != SCHEMA:
+            problems.append(Problem(where, f"line {number} has schema {rec.get('schema')!r}, expected {SCHEMA!r}"))
+            continue
+        kind = rec.get("type")
+        if kind == "run":
+            runs.append(rec)
+        elif kind == "cell":
+            try:
+                row = journal_cell_row(rec, where)
+                check_row(row, where)
+            except DataFileError as exc:
+                problems.append(Problem(where, exc.problem + (f". Fix: {exc.fix}" if exc.fix else "")))
+                continue
+            if row["key"] in seen:
+                notes.append(f"{where}: cell {row['key']} recorded again; the later record is used")
+                rows[seen[row["key"]]] = row
+            else:
+                seen[row["key"]] = len(rows)
+                rows.append(row)
+    if not rows and not problems:
+        notes.append(f"{source}: no finished cells in the journal")
+    return rows, runs, problems, notes
+

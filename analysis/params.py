@@ -1,0 +1,184 @@
+"""Cell parameters of a plain result file: from fio's own options, else from the file's path.
+
+A fio JSON file names its rw, block size, queue depth and numjobs in ``global options``/``job options``;
+the configuration (controller, aio mode, iothread, cache) and the repeat number exist only in the path
+(``virtio-blk/aio=native/read-rand-bs65536-qd8-rep2.json``). DiskSpd files use the path alone.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from typing import Any
+
+from ..core.model import CACHE_MODES, CONTROLLER_ALIASES, CONTROLLERS, format_size, parse_size
+
+_RW_ALIASES = {"readwrite": "rw", "randreadwrite": "randrw"}
+_RW_VALUES = {"read", "write", "randread", "randwrite", "rw", "randrw", "trim", "randtrim", "trimwrite",
+              "readwrite"}
+
+
+def _option(opts: dict[str, Any], *names: str) -> str | None:
+    for n in names:
+        v = opts.get(n)
+        if v is not None and v != "":
+            return str(v)
+    return None
+
+
+def _int_or_none(text: str | None) -> int | None:
+    if text is None:
+        return None
+    if text.isdigit():
+        return int(text)
+    try:
+        return int(str(text).strip())
+    except ValueError:
+        return None
+
+
+def _size_or_none(text: str | None) -> int | None:
+    """First size of a fio size option: ``4k``, ``4096``, ``4k,8k`` (read,write), ``4k-16k`` (range)."""
+    if text is None:
+        return None
+    if text.isdigit():  # fio's JSON usually holds plain byte counts
+        return int(text) or None
+    first = re.split(r"[,:\-]", str(text).strip(), maxsplit=1)[0]
+    try:
+        return parse_size(first)
+    except ValueError:
+        return None
+
+
+def normalize_rw(text: str | None) -> str | None:
+    """fio's rw value without its ``:<n>`` modifier, with fio's own aliases folded (readwrite = rw)."""
+    if not text:
+        return None
+    rw = str(text).split(":", 1)[0].strip().lower()
+    rw = _RW_ALIASES.get(rw, rw)
+    return rw if rw in _RW_VALUES else None
+
+
+_OPTION_NAMES = ("rw", "readwrite", "bs", "blocksize", "iodepth", "numjobs", "rwmixread", "rate", "ioengine")
+
+
+def workload_params(global_opts: dict[str, Any] | None, job_opts: dict[str, Any] | None) -> dict[str, Any]:
+    """rw, bs, iodepth, numjobs, rwmixread and rate from fio's own options (the job's win over global).
+
+    Values fio could not have accepted come back as None, so the caller can fall back to the file name.
+    Thousands of files share a few option sets: each distinct set is worked out once.
+    """
+    opts = {**(global_opts or {}), **(job_opts or {})}
+    values = tuple(map(opts.get, _OPTION_NAMES))
+    try:
+        return dict(_params_of(values))
+    except TypeError:  # an unhashable option value (a list): not worth caching
+        return _params_of.__wrapped__(values)
+
+
+@lru_cache(maxsize=1024)
+def _params_of(values: tuple[Any, ...]) -> dict[str, Any]:
+    opts = dict(zip(_OPTION_NAMES, values))
+    rate = _size_or_none(_option(opts, "rate"))
+    return {
+        "rw": normalize_rw(_option(opts, "rw", "readwrite")),
+        "bs": _size_or_none(_option(opts, "bs", "blocksize")),
+        "iodepth": _int_or_none(_option(opts, "iodepth")),
+        "numjobs": _int_or_none(_option(opts, "numjobs")),
+        "rwmixread": _int_or_none(_option(opts, "rwmixread")),
+        "rate_mib_s": (rate / 2**20) if rate else None,
+        "ioengine": _option(opts, "ioengine"),
+    }
+
+
+_CONTROLLER_NAMES = sorted(set(CONTROLLERS) | set(CONTROLLER_ALIASES), key=len, reverse=True)
+_B = r"(?<![a-z0-9])"  # token boundary on the left
+_E = r"(?![a-z0-9])"   # ... and on the right
+_CONTROLLER_RE = re.compile(_B + "(" + "|".join(re.escape(c) for c in _CONTROLLER_NAMES) + r")(?![a-z0-9-])")
+_AIO_RE = re.compile(_B + r"(?:aio[=_-]?)?(native|io_uring|iouring|io-uring|threads)" + _E)
+_IOTHREAD_RE = re.compile(_B + r"(no-?)?iothread(?:[=_-]?([01]))?" + _E)
+_CACHE_RE = re.compile(_B + r"cache[=_-]?(" + "|".join(CACHE_MODES) + ")" + _E)
+_BS_RE = re.compile(_B + r"bs[=_-]?(\d+(?:\.\d+)?[kmg]?)(?:i?b)?" + _E)
+_SIZE_TOKEN_RE = re.compile(_B + r"(\d+[kmg])(?:i?b)?" + _E)
+_QD_RE = re.compile(_B + r"(?:qd|iodepth)[=_-]?(\d+)" + _E)
+_JOBS_RE = re.compile(_B + r"(?:numjobs|jobs|nj)[=_-]?(\d+)" + _E)
+_REP_RE = re.compile(_B + r"(?:rep|repeat|run)[=_-]?(\d+)" + _E)
+# one cheap search that tells whether a file name can hold any controller/aio/iothread/cache token
+_CONFIG_HINT_RE = re.compile("|".join([re.escape(c) for c in _CONTROLLER_NAMES]
+                                      + ["native", "uring", "threads", "iothread", "cache"]))
+_RW_SEED_RE = re.compile(_B + r"(read|write|rw)[-_](rand|seq)" + _E)
+_RW_RE = re.compile(_B + r"(randread|randwrite|randrw|randtrim|readwrite|read|write|rw|trim)" + _E)
+
+
+SHAPE_KEYS = ("rw", "bs", "iodepth", "numjobs")
+
+
+def params_from_name(path: str, shape: tuple[str, ...] = SHAPE_KEYS) -> dict[str, Any]:
+    """Cell parameters encoded in a path, for files whose JSON does not carry them.
+
+    Understands the seeds' names (``read-rand-bs4096-qd32.json``), ``rep2`` for repeats, and
+    controller and aio names anywhere in the path (``virtio-blk/aio=native/...``); a folder's value wins
+    over the file name's. Folders are parsed once per folder (ingest meets thousands of files in one).
+    Of the workload's shape, only the keys in ``shape`` are looked for (the JSON usually has the rest).
+    """
+    text = path.replace("\\", "/").lower()
+    folder, _, stem = text.rpartition("/")
+    out = dict(_config_from_text(folder)) if folder else {}
+    if _CONFIG_HINT_RE.search(stem):
+        for key, value in _config_from_text(stem).items():
+            out.setdefault(key, value)
+    m = _REP_RE.search(stem) if ("rep" in stem or "run" in stem) else None
+    if m:
+        out["repeat"] = int(m.group(1))
+    if "bs" in shape:
+        m = (_BS_RE.search(stem) if "bs" in stem else None) or _SIZE_TOKEN_RE.search(stem)
+        if m:
+            out["bs"] = _size_or_none(m.group(1))
+    if "iodepth" in shape:
+        m = _QD_RE.search(stem) if ("qd" in stem or "iodepth" in stem) else None
+        if m:
+            out["iodepth"] = int(m.group(1))
+    if "numjobs" in shape:
+        m = _JOBS_RE.search(stem) if ("jobs" in stem or "nj" in stem) else None
+        if m:
+            out["numjobs"] = int(m.group(1))
+    if "rw" in shape:
+        m = _RW_SEED_RE.search(stem)
+        if m:
+            kind, mode = m.group(1), m.group(2)
+            out["rw"] = ("rand" + ("rw" if kind == "rw" else kind)) if mode == "rand" else kind
+        else:
+            m = _RW_RE.search(stem)
+            if m:
+                out["rw"] = normalize_rw(m.group(1))
+    return out
+
+
+@lru_cache(maxsize=4096)
+def _config_from_text(text: str) -> dict[str, Any]:
+    """Controller, aio mode, iothread and cache named in a piece of a path."""
+    out: dict[str, Any] = {}
+    m = _CONTROLLER_RE.search(text)
+    if m:
+        name = m.group(1)
+        out["controller"] = CONTROLLER_ALIASES.get(name, name)
+    m = _AIO_RE.search(text)
+    if m:
+        aio = m.group(1).replace("-", "_")
+        out["aio"] = "io_uring" if aio in ("iouring", "io_uring") else aio
+    m = _IOTHREAD_RE.search(text)
+    if m:
+        out["iothread"] = not m.group(1) and m.group(2) != "0"
+    m = _CACHE_RE.search(text)
+    if m:
+        out["cache"] = m.group(1)
+    return out
+
+
+@lru_cache(maxsize=4096)
+def workload_label(rw: Any, bs: Any, iodepth: Any) -> str | None:
+    """``randread-4k-qd32``: a workload name for files that do not carry one."""
+    if rw is None and bs is None and iodepth is None:
+        return None
+    parts = [str(rw) if rw else "?", format_size(int(bs)) if bs else "?", f"qd{iodepth}" if iodepth else "qd?"]
+    return "-".join(parts)

@@ -1,0 +1,110 @@
+"""Plain result files -> row dicts: fio JSON (clean or noisy), DiskSpd XML, and their perf CSV partners.
+
+:func:`parse_files` is pure and picklable (a worker process runs it too): it reads each file once, as
+bytes, and returns rows and problems.
+"""
+
+from __future__ import annotations
+
+import codecs
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from ..core import metrics
+from ..core.errors import DataFileError
+from . import diskspd, fio, perfcsv
+from .checks import Problem, check_row, is_number
+from .discover import MAX_RESULT_BYTES, read_capped
+from .fiorows import fio_rows
+from .params import workload_label
+from .tidy import CPU_PER_MIB_UNIT
+
+
+def read_fio_bytes(raw: bytes, source: str) -> list[dict[str, Any]]:
+    """Rows from the bytes of a fio output file.
+
+    Fast path: ``json.loads`` straight from bytes (it detects UTF-8/16/32 and BOMs itself), which is as
+    fast as a bare ``json.load``. Anything else (noise lines, Windows encodings, damage) goes through
+    :func:`read_fio_file`, which explains what is wrong.
+    """
+    try:
+        doc = json.loads(raw)
+    except (ValueError, RecursionError):
+        return read_fio_file(decode(raw), source)
+    return fio_rows(doc, source)
+
+
+def read_fio_file(text: str, source: str) -> list[dict[str, Any]]:
+    """Rows from one fio output file: clean JSON on the fast path, noisy client/server output otherwise."""
+    head = text[:1024]
+    if head.startswith("\x1f\ufffd\x08") or head.startswith("\x1f\x8b"):
+        raise DataFileError(source, "gzip-compressed data, not fio output", "gunzip it first")
+    if "\x00" in head or head.count("\ufffd") > len(head) // 10 + 1:
+        raise DataFileError(source, "binary data, not fio's text output")
+    try:
+        doc = json.loads(text)
+    except RecursionError:
+        raise DataFileError(source, "JSON nested too deeply to be fio output") from None
+    except ValueError as first:
+        try:
+            doc = fio.parse_fio_json(text, source)
+        except DataFileError:
+            if text.lstrip().startswith("{"):
+                raise DataFileError(source, f"invalid or truncated JSON ({first})",
+                                    "re-run fio or copy the complete file") from None
+            raise
+    return fio_rows(doc, source)
+
+
+def decode(raw: bytes) -> str:
+    """Text of a result file. UTF-16 with a BOM is what Windows PowerShell 5.1's ``>`` writes."""
+    if raw.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        return raw.decode("utf-16", errors="replace")
+    return raw.decode("utf-8-sig", errors="replace")
+
+
+def attach_perf(row: dict[str, Any], csv_path: Path) -> None:
+    text = csv_path.read_text(encoding="utf-8", errors="replace")
+    host = perfcsv.host_metrics(perfcsv.parse_perf_csv(text, str(csv_path)))
+    row.update(host)
+    computed = metrics.per_mib(row.get("io_bytes"), host)
+    row["cpu_per_mib"] = computed["cpu"]
+    row["ctx_per_mib"] = computed["ctx"]
+    row["cpu_per_mib_unit"] = CPU_PER_MIB_UNIT[host["cpu_metric"]]
+    row["host_scope"] = f"perf stat: {csv_path.name}"
+
+
+def parse_files(work: list[tuple[str, str, str | None]]) -> tuple[list[dict[str, Any]], list[Problem]]:
+    """Rows and problems for (kind, path, perf CSV or None) items. Pure: runs in a worker process too."""
+    rows: list[dict[str, Any]] = []
+    problems: list[Problem] = []
+    for kind, source, partner in work:
+        try:
+            raw = read_capped(source, MAX_RESULT_BYTES)
+            if kind == "diskspd":
+                file_rows = [diskspd.parse_diskspd_xml(decode(raw), source)]
+            else:
+                if not raw or raw.isspace():
+                    raise DataFileError(source, "the file is empty")
+                file_rows = read_fio_bytes(raw, source)
+            if partner is not None:
+                for row in file_rows:
+                    attach_perf(row, Path(partner))
+            for row in file_rows:
+                check_row(row, str(partner) if partner is not None and any(
+                    is_number(row.get(k)) and (not math.isfinite(row[k]) or row[k] < 0)
+                    for k in ("cpu_total", "ctx_switches", "cpu_user", "cpu_system")) else source)
+        except DataFileError as exc:
+            problems.append(Problem(exc.path, exc.problem))
+            continue
+        except OSError as exc:
+            problems.append(Problem(source, f"cannot be read ({exc.strerror})"))
+            continue
+        for row in file_rows:
+            row["job"] = row.get("workload")
+            row["workload"] = workload_label(row.get("rw"), row.get("bs"), row.get("iodepth"))
+        rows += file_rows
+    return rows, problems
+

@@ -1,0 +1,192 @@
+"""Worksheet building blocks shared by both workbooks: styles, column lists and table/text writers.
+
+Every string that came from outside (labels, VM names, file names, hostnames, config names) goes
+through :func:`stormatrix.analysis.safe.safe_value` so that it can never become a formula.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Sequence
+
+import pandas as pd
+from openpyxl.styles import Alignment, Font, PatternFill
+from openpyxl.utils import get_column_letter
+from openpyxl.worksheet.worksheet import Worksheet
+
+from .findings import Finding
+from .safe import safe_value
+
+HEADER_FONT = Font(bold=True, color="FFFFFF")
+HEADER_FILL = PatternFill("solid", fgColor="305496")
+TITLE_FONT = Font(bold=True, size=14)
+WRAP = Alignment(wrap_text=True, vertical="top")
+
+
+# Column = (header, field, number format). Formats: Excel codes, chosen per quantity.
+Column = tuple[str, str, str]
+
+SCORE_COLUMNS: list[Column] = [
+    ("Rank", "rank", "0"), ("Configuration", "config", "@"), ("Controller", "controller", "@"),
+    ("aio", "aio", "@"), ("iothread", "iothread", "@"), ("cache", "cache", "@"), ("Workload", "workload", "@"),
+    ("CPU metric", "cpu_metric", "@"), ("CPU unit", "cpu_per_mib_unit", "@"), ("Repeats", "n", "0"),
+    ("CPU/MiB mean", "cpu_per_mib_mean", "cpu"), ("CPU/MiB std", "cpu_per_mib_std", "cpu"),
+    ("CPU/MiB CV", "cpu_per_mib_cv", "0.0%"), ("CPU/MiB CI95 low", "cpu_per_mib_ci_low", "cpu"),
+    ("CPU/MiB CI95 high", "cpu_per_mib_ci_high", "cpu"),
+    ("ctx/MiB mean", "ctx_per_mib_mean", "0.00"), ("ctx/MiB std", "ctx_per_mib_std", "0.00"),
+    ("ctx/MiB CV", "ctx_per_mib_cv", "0.0%"), ("ctx/MiB CI95 low", "ctx_per_mib_ci_low", "0.00"),
+    ("ctx/MiB CI95 high", "ctx_per_mib_ci_high", "0.00"),
+    ("ctx/MiB note", "ctx_note", "@"),          # why the ctx columns are blank (ESXi: no such counter)
+    ("Normalized CPU", "norm_cpu", "0.000"), ("Normalized ctx", "norm_ctx", "0.000"),
+    ("Efficiency score", "score", "0.000"),
+    ("Score basis", "score_basis", "@"),         # CPU/MiB and ctx/MiB, or CPU/MiB alone and why
+    ("Rank in controller", "rank_in_controller", "0"), ("Rank in aio mode", "rank_in_aio", "0"),
+    ("Rank by CPU", "rank_cpu", "0"), ("Rank by ctx", "rank_ctx", "0"),
+    ("CV flag", "cv_note", "@"), ("Group", "norm_group", "@"), ("Cells in group", "cells_in_group", "0"),
+    ("Engine", "engine", "@"),                   # fio or DiskSpd: what measured the configuration
+]
+
+POINT_COLUMNS: list[Column] = [
+    ("rw", "rw", "@"), ("Block size", "bs_label", "@"), ("Block size (bytes)", "bs", "0"), ("QD", "iodepth", "0"),
+    ("Repeats A", "n_a", "0"), ("Repeats B", "n_b", "0"),
+    ("IOPS A", "iops_a", "#,##0"), ("IOPS B", "iops_b", "#,##0"), ("IOPS gain %", "iops_gain_pct", "0.0"),
+    ("Latency A (us)", "lat_us_a", "0.0"), ("Latency B (us)", "lat_us_b", "0.0"),
+    ("Latency reduction %", "lat_reduction_pct", "0.0"),
+    ("Bandwidth A (MiB/s)", "bw_mib_s_a", "0.0"), ("Bandwidth B (MiB/s)", "bw_mib_s_b", "0.0"),
+    ("Bandwidth gain %", "bw_gain_pct", "0.0"),
+    ("B wins IOPS", "b_wins_iops", "@"), ("B wins latency", "b_wins_latency", "@"),
+    ("p (IOPS, Welch)", "p_iops", "0.0000"), ("IOPS significance", "iops_significance", "@"),
+    ("p (latency, Welch)", "p_latency", "0.0000"), ("Latency significance", "latency_significance", "@"),
+]
+
+# Host cost per MiB, after the columns above (their positions stay). "{unit}" is filled in per workbook.
+HOST_POINT_COLUMNS: list[Column] = [
+    ("Host CPU metric", "cpu_metric", "@"),
+    ("Host CPU/MiB A ({unit})", "cpu_per_mib_a", "cpu"), ("Host CPU/MiB B ({unit})", "cpu_per_mib_b", "cpu"),
+    ("Host CPU/MiB ratio B/A", "cpu_ratio", "0.000"), ("Host CPU/MiB reduction %", "cpu_reduction_pct", "0.0"),
+    ("ctx/MiB A", "ctx_per_mib_a", "0.00"), ("ctx/MiB B", "ctx_per_mib_b", "0.00"),
+    ("ctx/MiB ratio B/A", "ctx_ratio", "0.000"), ("ctx/MiB reduction %", "ctx_reduction_pct", "0.0"),
+    ("B wins host CPU/MiB", "b_wins_cpu", "@"), ("Host metrics note", "host_note", "@"),
+]
+
+MEASUREMENT_FORMATS = {"iops": "#,##0", "read_iops": "#,##0", "write_iops": "#,##0", "bw_mib_s": "0.00",
+                       "mib": "0.00", "lat_mean_us": "0.0", "read_lat_mean_us": "0.0", "write_lat_mean_us": "0.0",
+                       "lat_p99_us": "0.0", "cpu_per_mib": "0.000", "ctx_per_mib": "0.00", "cpu_total": "0.000",
+                       "rate_mib_s": "0.0", "window_s": "0.00"}
+
+
+def header(ws: Worksheet, row: int, headers: Sequence[str]) -> None:
+    for j, h in enumerate(headers, start=1):
+        c = ws.cell(row=row, column=j, value=safe_value(h))
+        c.font, c.fill = HEADER_FONT, HEADER_FILL
+        c.alignment = Alignment(wrap_text=True, vertical="center")
+
+
+def _cpu_format(unit: Any) -> str:
+    return "#,##0" if str(unit).startswith("cycles") else "0.000"
+
+
+def write_table(ws: Worksheet, frame: pd.DataFrame, columns: Sequence[Column], *, start_row: int = 1,
+                autofilter: bool = True, freeze: bool = True, widths: dict[str, float] | None = None) -> int:
+    """A header row and one row per frame row; returns the last row written.
+
+    The ``cpu`` format picks cycles (``#,##0``) or CPU-ms (``0.000``) per row from its unit, since one
+    column may hold both when a data set was split into groups.
+    """
+    header(ws, start_row, [c[0] for c in columns])
+    units = frame["cpu_per_mib_unit"].tolist() if "cpu_per_mib_unit" in frame.columns else [None] * len(frame)
+    data = {f: frame[f].tolist() for _, f, _ in columns if f in frame.columns}
+    for i in range(len(frame)):
+        r = start_row + 1 + i
+        for j, (_, f, fmt) in enumerate(columns, start=1):
+            value = data[f][i] if f in data else None
+            cell = ws.cell(row=r, column=j, value=safe_value(value))
+            if isinstance(cell.value, (int, float)) and not isinstance(cell.value, bool):
+                cell.number_format = _cpu_format(units[i]) if fmt == "cpu" else fmt
+    last = start_row + len(frame)
+    if autofilter and len(frame):
+        ws.auto_filter.ref = f"A{start_row}:{get_column_letter(len(columns))}{last}"
+    if freeze:
+        ws.freeze_panes = ws.cell(row=start_row + 1, column=1)
+    for j, (h, f, _) in enumerate(columns, start=1):
+        w = (widths or {}).get(f, max(10.0, min(40.0, len(h) + 2.0)))
+        ws.column_dimensions[get_column_letter(j)].width = w
+    ws.row_dimensions[start_row].height = 30
+    return last
+
+
+def write_frame(ws: Worksheet, frame: pd.DataFrame, formats: dict[str, str] | None = None) -> int:
+    """A whole DataFrame with its own column names as headers (the Measurements sheet)."""
+    formats = formats or {}
+    cols = [(c, c, formats.get(c, "General")) for c in frame.columns]
+    header(ws, 1, list(frame.columns))
+    for i, values in enumerate(frame.itertuples(index=False, name=None), start=2):
+        for j, v in enumerate(values, start=1):
+            cell = ws.cell(row=i, column=j, value=safe_value(v))
+            fmt = cols[j - 1][2]
+            if fmt != "General" and isinstance(cell.value, float):
+                cell.number_format = fmt
+    last = 1 + len(frame)
+    if len(frame):
+        ws.auto_filter.ref = f"A1:{get_column_letter(len(cols))}{last}"
+    ws.freeze_panes = "A2"
+    for j, c in enumerate(frame.columns, start=1):
+        ws.column_dimensions[get_column_letter(j)].width = max(9.0, min(30.0, len(str(c)) + 2.0))
+    return last
+
+
+def write_lines(ws: Worksheet, lines: Iterable[str | tuple[str, str]], *, width: float = 110) -> None:
+    """Paragraphs in column A (or label/text pairs in A/B); a leading '# ' makes a bold heading."""
+    ws.column_dimensions["A"].width = width
+    r = 1
+    for line in lines:
+        if isinstance(line, tuple):
+            ws.cell(row=r, column=1, value=safe_value(line[0])).font = Font(bold=True)
+            ws.cell(row=r, column=2, value=safe_value(line[1])).alignment = WRAP
+        elif line.startswith("# "):
+            ws.cell(row=r, column=1, value=safe_value(line[2:])).font = Font(bold=True, size=12)
+        else:
+            ws.cell(row=r, column=1, value=safe_value(line)).alignment = WRAP
+        r += 1
+
+
+def write_summary(ws: Worksheet, title: str, facts: list[tuple[str, Any]], findings: list[Finding],
+             notes: list[str]) -> None:
+    ws.cell(row=1, column=1, value=safe_value(title)).font = TITLE_FONT
+    r = 3
+    for k, v in facts:
+        ws.cell(row=r, column=1, value=safe_value(k)).font = Font(bold=True)
+        ws.cell(row=r, column=2, value=safe_value(v)).alignment = Alignment(wrap_text=False)
+        r += 1
+    r += 1
+    ws.cell(row=r, column=1, value="Findings").font = Font(bold=True, size=12)
+    r += 1
+    header(ws, r, ["#", "Finding", "Value", "Unit", "Based on (numbers on the other sheets)"])
+    for i, f in enumerate(findings, start=1):
+        r += 1
+        ws.cell(row=r, column=1, value=i)
+        ws.cell(row=r, column=2, value=safe_value(f.text)).alignment = WRAP
+        vc = ws.cell(row=r, column=3, value=safe_value(f.value))
+        vc.number_format = "0.000" if abs(f.value) < 10 else "0.0"
+        ws.cell(row=r, column=4, value=safe_value(f.unit))
+        ws.cell(row=r, column=5, value=safe_value(f.basis)).alignment = WRAP
+    if notes:
+        r += 2
+        ws.cell(row=r, column=1, value="Notes and skipped inputs").font = Font(bold=True, size=12)
+        for n in notes:
+            r += 1
+            ws.cell(row=r, column=2, value=safe_value(n)).alignment = WRAP
+    for col, w in zip("ABCDE", (22, 90, 12, 14, 70)):
+        ws.column_dimensions[col].width = w
+
+
+def write_environment(ws: Worksheet, env: pd.DataFrame, extra: list[tuple[str, str, str]]) -> None:
+    rows = pd.DataFrame(extra, columns=["scope", "item", "value"])
+    frame = pd.concat([rows, env], ignore_index=True) if len(env) else rows
+    write_table(ws, frame, [("Scope", "scope", "@"), ("Item", "item", "@"), ("Value", "value", "@")],
+                widths={"scope": 30, "item": 34, "value": 90})
+
+
+def run_dates(frame: pd.DataFrame) -> str:
+    started = sorted(str(s) for s in frame["started"].dropna().tolist()) if "started" in frame else []
+    return f"{started[0]} .. {started[-1]}" if started else "(not recorded)"
+

@@ -1,0 +1,179 @@
+"""The tidy frame: one row per cell x repeat, typed columns, built once from plain row dicts.
+
+Every reader (journals, fio JSON, DiskSpd XML) produces plain dicts; this module turns the lot into one
+DataFrame with the columns of :data:`COLUMNS`, numbers repeats that files do not name, and collects the
+facts for the Environment sheet.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from typing import Any
+
+import pandas as pd
+
+from ..core import metrics
+
+# name -> pandas dtype. Nullable dtypes: a plain fio file has no controller, a journal without a host
+# collector has no CPU figures, and neither may turn into 0.
+COLUMNS: dict[str, str] = {
+    "side": "string",            # the label of this data set (A/B side in a comparison)
+    "source": "string",          # file the row came from (journal: path:line)
+    "source_format": "string",   # journal | fio | fio-client | diskspd
+    "run_id": "string",
+    "key": "string",             # the journal's cell key
+    "vm": "string",
+    "clients": "Int64",          # fio client/server: number of clients summed into this row
+    "started": "string",         # ISO time the measurement started (as recorded)
+    "controller": "string",
+    "aio": "string",
+    "iothread": "boolean",
+    "cache": "string",
+    "workload": "string",
+    "job": "string",             # fio job name
+    "rw": "string",
+    "bs": "Int64",               # bytes
+    "iodepth": "Int64",
+    "numjobs": "Int64",
+    "rwmixread": "Int64",
+    "rate_mib_s": "float64",     # target rate, if the workload was throttled
+    "repeat": "Int64",           # 1-based
+    "engine": "string",          # fio | diskspd
+    "engine_version": "string",
+    "iops": "float64",
+    "read_iops": "float64",
+    "write_iops": "float64",
+    "bw_mib_s": "float64",
+    "io_bytes": "Int64",
+    "mib": "float64",            # io_bytes / 2**20
+    "total_ios": "Int64",
+    "runtime_ms": "float64",
+    "lat_mean_us": "float64",    # total (completion + submission) latency, I/O-weighted over directions
+    "read_lat_mean_us": "float64",
+    "write_lat_mean_us": "float64",
+    "lat_p99_us": "float64",
+    "guest_usr_cpu": "float64",  # % as the guest's engine reported it (not the host measurement)
+    "guest_sys_cpu": "float64",
+    "cpu_metric": "string",      # cycles | cpu_time: what cpu_total really holds
+    "cpu_unit": "string",        # cycles | s
+    "cpu_total": "float64",
+    "cpu_user": "float64",
+    "cpu_system": "float64",
+    "ctx_switches": "float64",
+    "window_s": "float64",
+    "cpu_per_mib": "float64",    # cycles/MiB or CPU-ms/MiB: see cpu_per_mib_unit
+    "cpu_per_mib_unit": "string",
+    "ctx_per_mib": "float64",
+    "ctx_note": "string",        # why ctx_switches/ctx_per_mib are empty: the collector's host.unmatched.ctx_switches
+    "host_source": "string",
+    "host_scope": "string",
+    "rate_target_mib_s": "float64",
+    "rate_achieved_mib_s": "float64",
+    "rate_missed": "boolean",
+    "crosscheck_flag": "boolean",
+}
+
+CPU_PER_MIB_UNIT = metrics.CPU_PER_MIB_UNIT
+
+
+def number_repeats(rows: list[dict[str, Any]]) -> None:
+    """Repeat numbers for plain files that do not name them: order of appearance per identical cell."""
+    counters: dict[tuple[Any, ...], int] = {}
+    taken: dict[tuple[Any, ...], set[int]] = {}
+    ident = ("side", "controller", "aio", "iothread", "cache", "rw", "bs", "iodepth", "numjobs", "rate_mib_s")
+    for row in rows:
+        if row.get("repeat") is not None:
+            taken.setdefault(tuple(row.get(k) for k in ident), set()).add(row["repeat"])
+    for row in rows:
+        if row.get("repeat") is None:
+            key = tuple(row.get(k) for k in ident)
+            used = taken.setdefault(key, set())
+            n = counters.get(key, 0) + 1
+            while n in used:
+                n += 1
+            counters[key] = n
+            used.add(n)
+            row["repeat"] = n
+
+
+def _epoch_iso(value: Any) -> str | None:
+    """fio's epoch ``timestamp`` as ISO text (UTC, whole seconds); None when it is not a plausible time."""
+    if value.__class__ is str:
+        try:
+            value = float(value)
+        except ValueError:
+            return None
+    elif isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    if not 0 < value < 4e10:  # NaN fails too
+        return None
+    return time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime(math.floor(value)))
+
+
+def _epochs_to_iso(rows: list[dict[str, Any]]) -> None:
+    """fio's epoch ``timestamp`` -> ISO text, once per distinct value (10,000 files share few seconds)."""
+    seen: dict[Any, str | None] = {}
+    for row in rows:
+        if row.get("started") is None:
+            epoch = row.get("_epoch")
+            if epoch is not None:
+                text = seen.get(epoch, _MISSING)
+                if text is _MISSING:
+                    text = seen[epoch] = _epoch_iso(epoch)
+                row["started"] = text
+
+
+_MISSING: Any = object()
+
+
+def frame_from_rows(rows: list[dict[str, Any]]) -> pd.DataFrame:
+    """The tidy frame with every column of :data:`COLUMNS`, typed, in that order."""
+    _epochs_to_iso(rows)
+    df = pd.DataFrame.from_records(rows, columns=list(COLUMNS)) if rows else pd.DataFrame(columns=list(COLUMNS))
+    for col, dtype in COLUMNS.items():
+        if dtype in ("float64",):
+            df[col] = pd.to_numeric(df[col], errors="raise").astype("float64")
+        elif dtype == "Int64":
+            df[col] = pd.to_numeric(df[col], errors="raise").astype("Int64")
+        else:
+            df[col] = df[col].astype(dtype)
+    return df
+
+
+def _flatten(prefix: str, value: Any, out: list[tuple[str, str]]) -> None:
+    if isinstance(value, dict):
+        for k, v in value.items():
+            _flatten(f"{prefix}.{k}" if prefix else str(k), v, out)
+    elif isinstance(value, list):
+        out.append((prefix, json.dumps(value, ensure_ascii=False)))
+    elif value is not None:
+        out.append((prefix, str(value)))
+
+
+def environment_frame(runs: list[dict[str, Any]], rows: list[dict[str, Any]]) -> pd.DataFrame:
+    """(scope, item, value) rows for the Environment sheet: every run record, then plain-file facts."""
+    items: list[tuple[str, str, str]] = []
+    for run in runs:
+        scope = f"run {run.get('run_id', '?')}"
+        flat: list[tuple[str, str]] = []
+        for key in ("run_id", "started", "backend", "side", "matrix_path"):
+            if run.get(key) is not None:
+                flat.append((key, str(run[key])))
+        _flatten("environment", run.get("environment") or {}, flat)
+        _flatten("matrix", run.get("matrix") or {}, flat)
+        items += [(scope, k, v) for k, v in flat]
+    plain = [r for r in rows if r.get("source_format") != "journal"]
+    if plain:
+        def distinct(col: str) -> str:
+            return ", ".join(sorted({str(r[col]) for r in plain if r.get(col) is not None})) or "(none)"
+        starts = sorted(str(r["started"]) for r in plain if r.get("started"))
+        items += [("result files", "files", str(len({r['source'] for r in plain}))),
+                  ("result files", "formats", distinct("source_format")),
+                  ("result files", "engine versions", distinct("engine_version")),
+                  ("result files", "hosts / clients", distinct("vm")),
+                  ("result files", "first result", starts[0] if starts else "(none)"),
+                  ("result files", "last result", starts[-1] if starts else "(none)")]
+    return pd.DataFrame(items, columns=["scope", "item", "value"])
+

@@ -1,0 +1,153 @@
+#!/usr/bin/env python3
+"""Are cells repeatable? The ``make demo`` matrix, run several times in one go, on the local QEMU backend.
+
+For every cell (controller x aio) it reports, over the runs, the coefficient of variation (sample
+standard deviation / mean) of context switches per MiB and of CPU per MiB — the two numbers the method
+scores — and, per controller and per run, whether aio=threads costs more context switches per MiB than
+aio=native. Goals: CV <= 5 % for every cell, and the threads-vs-native order the same in every run for
+every controller.
+
+Without pinning the same configuration lands on about 140 or about 270 context switches per MiB
+depending on whether the scheduler puts the vCPU and QEMU's main loop on one core; ``[qemu]
+pin_threads`` (default auto) separates them for each window. ``--pin off`` measures the unpinned
+baseline for comparison.
+
+This is a benchmark, not a test: the numbers depend on the machine and on what else runs on it (other
+QEMU processes, other users). Run it on a quiet machine and say what else ran.
+
+    .venv/bin/python benchmarks/bench_repeatability.py [--runs 3] [--pin auto|off|A/B] [--out DIR]
+        [--matrix M.toml] [--measure-seconds S] [--json FILE]
+    # default matrix: harness/matrices/demo.toml, 15 cells, ~5 minutes per run
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from stormatrix import guestimage
+from stormatrix.commands.run import execute
+
+DEMO_MATRIX = Path(guestimage.__file__).parent / "matrices" / "demo.toml"
+GOAL_CV_PCT = 5.0
+
+
+def matrix_text(base: str, pin: str, measure_s: float | None) -> str:
+    """The matrix with ``[qemu] pin_threads`` (and optionally the window length) set."""
+    text = re.sub(r"(?m)^\s*pin_threads\s*=.*$", "", base)
+    if measure_s is not None:
+        text = re.sub(r"(?m)^measure_seconds\s*=.*$", f"measure_seconds = {measure_s:g}", text)
+    if re.search(r"(?m)^\[qemu\]\s*$", text):
+        return re.sub(r"(?m)^\[qemu\]\s*$", f'[qemu]\npin_threads = "{pin}"', text, count=1)
+    return text + f'\n[qemu]\npin_threads = "{pin}"\n'
+
+
+def cells(run_dir: Path) -> dict[tuple[str, str], dict[str, Any]]:
+    """(controller, aio) -> the cell's record (the last one if a cell was retried)."""
+    out: dict[tuple[str, str], dict[str, Any]] = {}
+    for line in (run_dir / "journal.ndjson").read_text().splitlines():
+        rec = json.loads(line)
+        if rec.get("type") == "cell":
+            disk = rec["cell"]["disk"]
+            out[(disk["controller"], disk["aio"])] = rec
+    return out
+
+
+def cv_pct(values: list[float]) -> float | None:
+    if len(values) < 2 or not statistics.fmean(values):
+        return None
+    return statistics.stdev(values) / statistics.fmean(values) * 100.0
+
+
+def summarise(runs: list[dict[tuple[str, str], dict[str, Any]]]) -> dict[str, Any]:
+    keys = sorted(set().union(*[set(r) for r in runs]))
+    per_cell = []
+    for key in keys:
+        recs = [r.get(key) for r in runs]
+        ctx = [x["per_mib"]["ctx"] for x in recs if x and x["per_mib"].get("ctx") is not None]
+        cpu = [x["per_mib"]["cpu"] for x in recs if x and x["per_mib"].get("cpu") is not None]
+        pinned = [bool((x.get("host") or {}).get("placement", {}).get("pinned")) for x in recs if x]
+        per_cell.append({"controller": key[0], "aio": key[1], "ctx_per_mib": ctx, "cpu_per_mib": cpu,
+                         "cpu_unit": next((x["per_mib"]["cpu_unit"] for x in recs if x), None),
+                         "cv_ctx_pct": cv_pct(ctx), "cv_cpu_pct": cv_pct(cpu), "measured_runs": len(ctx),
+                         "pinned_runs": sum(pinned)})
+    order = []
+    for ctrl in sorted({k[0] for k in keys}):
+        per_run = []
+        for r in runs:
+            t, n = r.get((ctrl, "threads")), r.get((ctrl, "native"))
+            if t and n and t["per_mib"].get("ctx") is not None and n["per_mib"].get("ctx") is not None:
+                per_run.append(t["per_mib"]["ctx"] > n["per_mib"]["ctx"])
+            else:
+                per_run.append(None)
+        stable = len(per_run) > 0 and None not in per_run and len(set(per_run)) == 1
+        order.append({"controller": ctrl, "threads_costs_more": per_run, "same_in_every_run": stable})
+    cvs = [c for cell in per_cell for c in (cell["cv_ctx_pct"], cell["cv_cpu_pct"])]
+    return {"cells": per_cell, "order": order, "runs": len(runs),
+            "goal_cv_met": all(c is not None and c <= GOAL_CV_PCT for c in cvs),
+            "cells_within_goal": sum(1 for cell in per_cell if cell["cv_ctx_pct"] is not None and cell["cv_cpu_pct"]
+                                     is not None and max(cell["cv_ctx_pct"], cell["cv_cpu_pct"]) <= GOAL_CV_PCT),
+            "goal_order_met": all(o["same_in_every_run"] for o in order)}
+
+
+def show(summary: dict[str, Any]) -> None:
+    def pct(v: float | None) -> str:
+        return "   n/a" if v is None else f"{v:5.1f}%"
+
+    print(f"\n{'controller':<19} {'aio':<9} {'ctx/MiB per run':<28} {'CV ctx':>7} {'CV cpu':>7}  pinned")
+    for c in summary["cells"]:
+        vals = ", ".join(f"{v:.0f}" for v in c["ctx_per_mib"])
+        print(f"{c['controller']:<19} {c['aio']:<9} {vals:<28} {pct(c['cv_ctx_pct']):>7} {pct(c['cv_cpu_pct']):>7}"
+              f"  {c['pinned_runs']}/{c['measured_runs']}")
+    print("\naio=threads costs more context switches per MiB than aio=native:")
+    for o in summary["order"]:
+        runs = " ".join("?" if v is None else "yes" if v else "no" for v in o["threads_costs_more"])
+        print(f"  {o['controller']:<19} {runs:<16} {'same in every run' if o['same_in_every_run'] else 'CHANGES'}")
+    print(f"\ncells with both CVs <= {GOAL_CV_PCT:g} %: {summary['cells_within_goal']} of {len(summary['cells'])}; "
+          f"order stable for {sum(o['same_in_every_run'] for o in summary['order'])} of {len(summary['order'])} "
+          "controllers")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--matrix", type=Path, default=DEMO_MATRIX)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--pin", default="auto", help="[qemu] pin_threads for every run (auto, off, on or A/B)")
+    ap.add_argument("--measure-seconds", type=float, default=None, help="override the window length")
+    ap.add_argument("--out", type=Path, default=None, help="keep the runs here (default: a temporary folder)")
+    ap.add_argument("--json", type=Path, default=None, help="also write the summary as JSON")
+    args = ap.parse_args(argv)
+    if args.runs < 2:
+        ap.error("--runs must be at least 2 for a coefficient of variation")
+    base = args.matrix.read_text()
+    out = args.out or Path(tempfile.mkdtemp(prefix="smx-repeat-"))
+    out.mkdir(parents=True, exist_ok=True)
+    matrix = out / "matrix.toml"
+    matrix.write_text(matrix_text(base, args.pin, args.measure_seconds))
+    print(f"{args.runs} runs of {args.matrix} with pin_threads = {args.pin!r} into {out}; "
+          f"load average before: {os.getloadavg()[0]:.2f}", file=sys.stderr)
+    runs = []
+    for i in range(1, args.runs + 1):
+        t0 = time.monotonic()
+        summary = execute(matrix, out / f"run-{i}", progress=False)
+        print(f"run {i}: {summary['measured']} cells, failed: {summary.get('failed')}, "
+              f"{time.monotonic() - t0:.0f} s, load average {os.getloadavg()[0]:.2f}", file=sys.stderr)
+        runs.append(cells(out / f"run-{i}"))
+    result = summarise(runs)
+    result.update({"matrix": str(args.matrix), "pin_threads": args.pin, "out": str(out)})
+    show(result)
+    if args.json:
+        args.json.write_text(json.dumps(result, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,367 @@
+"""One local QEMU process: its command line, start, QMP, threads, stop — and nothing left behind.
+
+What differs from a Proxmox VM, on purpose:
+
+- The guest boots a kernel and initramfs directly (``-kernel``/``-initrd``), not from a boot disk,
+  and through qboot; the test disk is the guest's only disk.
+- Software emulation (``-accel tcg``) where KVM is missing or hangs (nested virtualization).
+- Two serial ports: ttyS0 for kernel messages (to a log file), ttyS1 as the guest agent's control
+  channel (a unix socket), so results cannot be corrupted by kernel output.
+- QEMU stays a child of the harness (no ``-daemonize``) and dies with it (PR_SET_PDEATHSIG), so a
+  SIGKILLed harness leaves no QEMU behind.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import fcntl
+import logging
+import os
+import signal
+import socket
+import struct
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import psutil
+
+from .. import guestimage
+from ..core.errors import EnvironmentProblem, VmStartError
+from ..core.model import DiskConfig
+from ..qmp import Qmp, QmpError, connect_unix
+from .base import ROLE_IOTHREAD, ROLE_MAIN, ROLE_OTHER, ROLE_VCPU, ROLE_WORKER, BlockStats
+from .qemu_devices import disk_devices, pci_addr
+
+log = logging.getLogger("stormatrix.qemu")
+
+QEMU_BINARY = "qemu-system-x86_64"
+QBOOT = Path("/usr/share/qemu/qboot.rom")
+
+
+@dataclass(frozen=True)
+class VmSpec:
+    """One local VM: which disk configuration, which image, where its sockets live."""
+
+    name: str
+    disk: DiskConfig
+    disk_image: Path
+    run_dir: Path
+    image: guestimage.GuestImage
+    slot: int = 1
+    vcpus: int = 1
+    memory_mib: int = 512
+    accel: str = "tcg"
+    firmware: str = "qboot"
+    binary: str = QEMU_BINARY
+    mode: str = "agent"  # "agent": serial control channel; "server": fio --server on the network
+    fio_port: int | None = None  # host port forwarded to the guest's fio server (mode=server)
+    extra_args: tuple[str, ...] = field(default_factory=tuple)
+
+
+def _set_pdeathsig() -> None:  # runs in the child between fork and exec
+    libc = ctypes.CDLL("libc.so.6", use_errno=True)
+    libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: QEMU dies with the harness, even on SIGKILL
+    os.setsid()  # a Ctrl-C in the terminal reaches the harness, which then stops QEMU in order
+
+
+class QemuVm:
+    """One QEMU process: build its command line, start it, talk QMP, stop it, leave nothing behind."""
+
+    GUEST_PORT = 8765
+
+    def __init__(self, spec: VmSpec) -> None:
+        self.spec = spec
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.qmp: Qmp | None = None
+        self.agent: socket.socket | None = None
+        self.started_at: float | None = None
+        spec.run_dir.mkdir(parents=True, exist_ok=True)
+
+    # paths
+    @property
+    def qmp_path(self) -> Path:
+        return self.spec.run_dir / f"{self.spec.name}.qmp"
+
+    @property
+    def agent_path(self) -> Path:
+        return self.spec.run_dir / f"{self.spec.name}.agent"
+
+    @property
+    def console_path(self) -> Path:
+        return self.spec.run_dir / f"{self.spec.name}.console.log"
+
+    @property
+    def pidfile(self) -> Path:
+        return self.spec.run_dir / f"{self.spec.name}.pid"
+
+    @property
+    def pid(self) -> int:
+        if self.proc is None:
+            raise VmStartError(f"VM {self.spec.name} is not running")
+        return self.proc.pid
+
+    def argv(self) -> list[str]:
+        s = self.spec
+        network = s.mode == "server"
+        front, drive = disk_devices(s.disk, str(s.disk_image), s.slot)
+        argv = [s.binary,
+                "-name", f"{s.name},debug-threads=on",
+                "-no-reboot",
+                "-nodefaults", "-no-user-config", "-display", "none", "-vga", "none",
+                "-machine", "pc", "-accel", s.accel,
+                "-smp", f"{s.vcpus},sockets=1,cores={s.vcpus},maxcpus={s.vcpus}", "-m", str(s.memory_mib),
+                "-pidfile", str(self.pidfile),
+                "-chardev", f"socket,id=qmp,path={self.qmp_path},server=on,wait=off",
+                "-mon", "chardev=qmp,mode=control",
+                "-serial", f"file:{self.console_path}",
+                "-chardev", f"socket,id=smx,path={self.agent_path},server=on,wait=off",
+                "-serial", "chardev:smx",
+                "-kernel", str(s.image.kernel), "-initrd", str(s.image.initrd),
+                "-append", s.image.cmdline([s.disk.controller], mode=s.mode, port=self.GUEST_PORT,
+                                           network=network)]
+        if s.firmware == "qboot":
+            argv += ["-bios", str(QBOOT)]
+        argv += front + drive
+        if network:
+            if not s.fio_port:
+                raise VmStartError("mode=server needs a host port for the fio server")
+            bridges: set[int] = set()
+            argv += ["-netdev", f"user,id=net0,hostfwd=tcp:127.0.0.1:{s.fio_port}-:{self.GUEST_PORT}",
+                     "-device", f"virtio-net-pci,netdev=net0,id=net0{pci_addr('net0', bridges)}"]
+        argv += list(s.extra_args)
+        return argv
+
+    def start(self, timeout: float = 30.0, lock_wait: float = 15.0) -> None:
+        """Start QEMU and connect QMP.
+
+        QEMU write-locks the test disk image. A QEMU that is still dying (its harness was just
+        killed, PR_SET_PDEATHSIG is on its way) holds that lock for a moment: wait for it, then say
+        clearly who holds the image.
+        """
+        deadline = time.monotonic() + lock_wait
+        while True:
+            try:
+                self._start_once(timeout)
+                return
+            except VmStartError as exc:
+                if 'Failed to get "write" lock' not in str(exc):
+                    raise
+                if time.monotonic() > deadline:
+                    raise VmStartError(
+                        f"the test disk {self.spec.disk_image} is in use by another QEMU (another stormatrix "
+                        "run on this machine?): stop it, or give this run its own image with [qemu] disk_path"
+                    ) from None
+                time.sleep(0.5)
+
+    def _start_once(self, timeout: float) -> None:
+        for p in (self.qmp_path, self.agent_path):
+            p.unlink(missing_ok=True)
+        kill_stale(self.pidfile)
+        argv = self.argv()
+        log.debug("starting %s", " ".join(argv))
+        stderr = open(self.spec.run_dir / f"{self.spec.name}.stderr.log", "wb")
+        try:
+            self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=stderr, stderr=stderr,
+                                         preexec_fn=_set_pdeathsig, close_fds=True)
+        except FileNotFoundError:
+            raise EnvironmentProblem(f"{self.spec.binary} not found: install qemu-system-x86") from None
+        finally:
+            stderr.close()
+        self.started_at = time.monotonic()
+        deadline = time.monotonic() + timeout
+        while not self.qmp_path.exists():
+            if self.proc.poll() is not None:
+                raise VmStartError(f"QEMU exited with code {self.proc.returncode} at start: {self.stderr_tail()}")
+            if time.monotonic() > deadline:
+                self.stop()
+                raise VmStartError(f"QEMU did not create its QMP socket within {timeout:.0f} s")
+            time.sleep(0.01)
+        qmp = Qmp(self.qmp_path)
+        try:
+            self.qmp = qmp.connect(deadline)
+        except QmpError as exc:
+            qmp.close()  # connected, then QEMU went away (e.g. the image is locked): close our end
+            tail = self.stderr_tail()
+            self.stop()
+            raise VmStartError(f"{exc}; QEMU said: {tail}") from None
+
+    def stderr_tail(self, limit: int = 600) -> str:
+        try:
+            text = (self.spec.run_dir / f"{self.spec.name}.stderr.log").read_text(errors="replace")
+        except OSError:
+            return ""
+        return text.strip()[-limit:]
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def listen_agent(self, deadline: float) -> socket.socket:
+        """Connect to the guest agent's serial socket now and keep the connection.
+
+        QEMU drops what the guest writes to a serial port nobody is connected to: a guest booting
+        ahead would announce READY into the void.
+        """
+        if self.agent is None:
+            self.agent = connect_unix(str(self.agent_path), deadline)
+        return self.agent
+
+    def take_agent(self) -> socket.socket | None:
+        """Hand the early connection over (once) to the executor that will own it."""
+        sock, self.agent = self.agent, None
+        return sock
+
+    def pause(self) -> None:
+        """Stop the vCPUs (QMP ``stop``): the guest's virtual clock stops with them."""
+        assert self.qmp is not None
+        self.qmp.execute("stop")
+
+    def resume(self) -> None:
+        assert self.qmp is not None
+        self.qmp.execute("cont")
+
+    def cpu_seconds(self) -> float:
+        """User + system CPU time of the whole QEMU process so far (all its threads)."""
+        times = psutil.Process(self.pid).cpu_times()
+        return float(times.user + times.system)
+
+    def thread_roles(self) -> dict[int, str]:
+        """Thread id -> role, from QMP (vCPUs, iothreads) and thread names (aio workers)."""
+        roles: dict[int, str] = {self.pid: ROLE_MAIN}
+        if self.qmp is not None:
+            for cpu in self.qmp.execute("query-cpus-fast") or []:
+                roles[int(cpu["thread-id"])] = ROLE_VCPU
+            for it in self.qmp.execute("query-iothreads") or []:
+                roles[int(it["thread-id"])] = ROLE_IOTHREAD
+        task_dir = Path(f"/proc/{self.pid}/task")
+        for t in task_dir.iterdir() if task_dir.exists() else []:
+            tid = int(t.name)
+            if tid in roles:
+                continue
+            try:
+                name = (t / "comm").read_text().strip()
+            except OSError:
+                continue
+            roles[tid] = ROLE_WORKER if name == "worker" else ROLE_OTHER
+        return roles
+
+    def blockstats(self, drive_id: str) -> BlockStats:
+        assert self.qmp is not None
+        for dev in self.qmp.execute("query-blockstats") or []:
+            if dev.get("device") == drive_id:
+                st = dev["stats"]
+                return BlockStats(st["rd_bytes"], st["wr_bytes"], st["rd_operations"], st["wr_operations"])
+        raise QmpError(f"query-blockstats has no device {drive_id}")
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Power off (QMP quit), then SIGTERM, then SIGKILL. Always reaps the process."""
+        if self.agent is not None:
+            self.agent.close()
+            self.agent = None
+        if self.proc is None:
+            return
+        if self.proc.poll() is None and self.qmp is not None:
+            try:
+                self.qmp.execute("quit")
+            except QmpError:
+                pass
+        if self.qmp is not None:
+            self.qmp.close()
+            self.qmp = None
+        try:
+            self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.proc = None
+        self.pidfile.unlink(missing_ok=True)
+
+
+def kill_stale(pidfile: Path) -> None:
+    """Kill a QEMU left behind by an earlier harness (its pidfile points at our run dir)."""
+    try:
+        pid = int(pidfile.read_text().strip())
+    except (OSError, ValueError):
+        return
+    try:
+        proc = psutil.Process(pid)
+        cmdline = proc.cmdline()
+    except psutil.Error:
+        pidfile.unlink(missing_ok=True)
+        return
+    if str(pidfile) in cmdline:
+        log.warning("killing QEMU %d left behind by an earlier run", pid)
+        try:
+            proc.kill()
+            proc.wait(timeout=2)
+        except psutil.NoSuchProcess:
+            pass
+        except psutil.TimeoutExpired:
+            log.warning("QEMU %d did not exit within 2 s of SIGKILL", pid)
+    pidfile.unlink(missing_ok=True)
+
+
+# QEMU locks an image it has open with OFD byte-range locks at offsets 100+ (permissions) and 200+
+# (shared permissions) (block/file-posix.c, RAW_LOCK_PERM_BASE / RAW_LOCK_SHARED_BASE).
+_QEMU_LOCK_START, _QEMU_LOCK_LEN = 100, 200
+
+
+def image_in_use(path: Path) -> bool:
+    """Whether a running QEMU holds ``path`` open (its image lock), without opening it in QEMU."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        probe = struct.pack("hhqqi4x", fcntl.F_WRLCK, os.SEEK_SET, _QEMU_LOCK_START, _QEMU_LOCK_LEN, 0)
+        answer = fcntl.fcntl(fd, fcntl.F_OFD_GETLK, probe)
+        return struct.unpack("hhqqi4x", answer)[0] != fcntl.F_UNLCK
+    except OSError:
+        return False  # no OFD locks here: QEMU's own lock check still refuses a busy image
+    finally:
+        os.close(fd)
+
+
+def free_test_disks(folder: Path, size_mib: int, count: int) -> list[Path]:
+    """``count`` test-disk images of ``size_mib`` in ``folder`` that no running QEMU holds: the usual
+    ``test-<size>m.raw`` (and ``.b.raw``) first, further copies (``.c.raw``, ...) when another run on
+    this machine has those open, so that two runs do not wait on each other's image lock."""
+    out: list[Path] = []
+    for suffix in "abcdefghijklmnopqrstuvwxyz":
+        path = folder / (f"test-{size_mib}m.raw" if suffix == "a" else f"test-{size_mib}m.{suffix}.raw")
+        if not image_in_use(path):
+            out.append(ensure_test_disk(path, size_mib))
+            if len(out) == count:
+                return out
+    raise EnvironmentProblem(f"every test-disk image of {size_mib} MiB in {folder} is in use by a running QEMU: "
+                             "stop the other runs, or give this run its own image with [qemu] disk_path")
+
+
+def ensure_test_disk(path: Path, size_mib: int) -> Path:
+    """A raw test disk filled with data (not sparse: reads of holes never reach the storage)."""
+    if path.exists() and path.stat().st_size == size_mib * 2**20:
+        return path
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".part")
+    chunk = bytes(range(256)) * 4096  # 1 MiB of a non-zero pattern
+    with open(tmp, "wb") as fh:
+        for i in range(size_mib):
+            fh.write(chunk[i % 256:] + chunk[:i % 256])
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+    return path
+
+
+def qemu_version(binary: str = QEMU_BINARY) -> str:
+    try:
+        out = subprocess.run([binary, "--version"], capture_output=True, text=True, check=False).stdout
+    except FileNotFoundError:
+        raise EnvironmentProblem(f"{binary} not found: install the Debian package qemu-system-x86") from None
+    first = out.splitlines()[0] if out else ""
+    return first.replace("QEMU emulator version ", "").strip()

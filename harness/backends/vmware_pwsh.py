@@ -1,0 +1,221 @@
+"""The Python <-> PowerShell protocol of the vmware backend: one ``pwsh -NoLogo -NoProfile -NonInteractive
+-File windows/StormatrixVMware/stormatrix-vmware.ps1`` process per call, one JSON request on stdin, one
+``STORMATRIX-JSON:`` line back; the typed errors the module's error ids map to.
+
+Nothing is spliced into script text: the command name is checked against the module's fixed list and the
+parameters are splatted as data. Credentials never travel: the request names the environment variables
+(or the PowerCLI credential store entry) and PowerShell reads them itself; :class:`PwshRunner` only scrubs
+the password's value from what it logs or raises.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from ..core.errors import BackendError, CollectorError, EnvironmentProblem, GuestNotReady
+
+log = logging.getLogger("stormatrix.backend.vmware")
+
+MODULE_DIR = Path(__file__).resolve().parents[2] / "windows" / "StormatrixVMware"
+ENTRY_SCRIPT = "stormatrix-vmware.ps1"
+RESPONSE_PREFIX = "STORMATRIX-JSON:"
+SCHEMA = "stormatrix/vmware-1"
+
+#: what Python passes to each module function, by parameter name (a static test checks each name
+#: against the function's param() block; the Pester compliance test does it with the real parser)
+PYTHON_CALLS: dict[str, tuple[str, ...]] = {
+    "Connect-StormatrixVMware": ("Server", "CredentialSource", "UserVariable", "PasswordVariable",
+                                 "CredentialStoreUser", "VerifyCertificate"),
+    "Get-StormatrixVMwareLayout": ("VMName", "DiskName"),
+    "Set-StormatrixVMwareController": ("VMName", "DiskName", "Type", "KeepControllerKey", "ReadyTimeoutSeconds"),
+    "Restore-StormatrixVMwareLayout": ("VMName", "DiskName", "ControllerKey", "ControllerType", "KeepControllerKey",
+                                       "Filename", "PowerState", "UnitNumber", "ReadyTimeoutSeconds"),
+    "Get-StormatrixVMwareHostTuning": ("VMHost", "Device"),
+    "Set-StormatrixVMwareHostTuning": ("VMHost", "Device", "SchedNumReqOutstanding", "LatencySensitiveThreshold"),
+    "Get-StormatrixVMwareCpuUsage": ("VMName", "VMHost", "Start", "Finish", "WaitSeconds"),
+}
+
+
+# --- errors ------------------------------------------------------------------------------------------------
+
+class PowerCLIError(BackendError):
+    """A module call failed; ``error_id`` is the FullyQualifiedErrorId, ``powercli`` PowerCLI's own message."""
+
+    def __init__(self, message: str, *, error_id: str = "", powercli: str | None = None, command: str = "",
+                 category: str = "", **kw: Any) -> None:
+        super().__init__(message, **kw)
+        self.error_id, self.powercli, self.command, self.category = error_id, powercli, command, category
+
+
+class PowerCLIConnectError(PowerCLIError):
+    """Connecting failed: credentials missing or rejected, certificate not trusted, server unreachable."""
+
+
+class PowerCLINotFound(PowerCLIError):
+    """The VM, disk, host or device named in [vmware] does not exist (or a name matched several)."""
+
+
+class PowerCLIGuestNotReady(PowerCLIError, GuestNotReady):
+    """VMware Tools did not start after the power-on."""
+
+
+class PowerCLIStatsError(PowerCLIError, CollectorError):
+    """vSphere had no usable realtime statistics for the window."""
+
+
+class PowerCLIContractError(PowerCLIError):
+    """Python and the module disagree (unknown command or parameter, malformed answer): a bug, not the lab."""
+
+
+class PowerCLIUnavailable(PowerCLIError, EnvironmentProblem):
+    """pwsh or PowerCLI is missing on this workstation."""
+
+
+_ERROR_TYPES: dict[str, type[PowerCLIError]] = {
+    "Stormatrix.VMware.CredentialMissing": PowerCLIConnectError,
+    "Stormatrix.VMware.ConnectFailed": PowerCLIConnectError,
+    "Stormatrix.VMware.ConfigurationFailed": PowerCLIConnectError,
+    "Stormatrix.VMware.VmNotFound": PowerCLINotFound,
+    "Stormatrix.VMware.DiskNotFound": PowerCLINotFound,
+    "Stormatrix.VMware.HostNotFound": PowerCLINotFound,
+    "Stormatrix.VMware.DeviceNotFound": PowerCLINotFound,
+    "Stormatrix.VMware.GuestNotReady": PowerCLIGuestNotReady,
+    "Stormatrix.VMware.StatsFailed": PowerCLIStatsError,
+    "Stormatrix.VMware.StatsNotAvailable": PowerCLIStatsError,
+    "Stormatrix.VMware.InvalidWindow": PowerCLIStatsError,
+    "Stormatrix.VMware.BadRequest": PowerCLIContractError,
+    "Stormatrix.VMware.UnknownCommand": PowerCLIContractError,
+    "Stormatrix.VMware.PowerCLINotInstalled": PowerCLIUnavailable,
+    "Stormatrix.VMware.ModuleLoadFailed": PowerCLIUnavailable,
+}
+
+
+def error_from_response(doc: dict[str, Any]) -> PowerCLIError:
+    """The typed error for a failed response: by the module's error id, else a contract error when
+    PowerShell itself refused the call (a parameter binding problem is Python's bug), else the base."""
+    err = doc.get("error") or {}
+    error_id = str(err.get("id") or "")
+    base = error_id.split(",", 1)[0]
+    cls = _ERROR_TYPES.get(base)
+    if cls is None:
+        binding = ("NamedParameterNotFound", "MissingMandatoryParameter", "ParameterArgumentValidationError",
+                   "ParameterArgumentTransformationError", "PositionalParameterNotFound")
+        cls = PowerCLIContractError if base in binding else PowerCLIError
+    command = str(doc.get("command") or "")
+    message = f"{command or 'pwsh'}: {err.get('message') or 'failed without a message'}"
+    return cls(message, error_id=error_id, powercli=err.get("powercli"), command=command,
+               category=str(err.get("category") or ""))
+
+
+# --- the pwsh call -------------------------------------------------------------------------------------------
+
+def pwsh_argv(pwsh: str, module_dir: Path = MODULE_DIR) -> list[str]:
+    """The whole command line: no -Command, no value from the matrix other than the executable."""
+    return [pwsh, "-NoLogo", "-NoProfile", "-NonInteractive", "-File", str(module_dir / ENTRY_SCRIPT)]
+
+
+def build_request(command: str, parameters: dict[str, Any], connection: dict[str, Any]) -> str:
+    """The JSON request; refuses a parameter name the module does not take from Python (a typo here
+    would otherwise surface as a PowerShell binding error on the workstation)."""
+    allowed = PYTHON_CALLS.get(command)
+    if allowed is None or command == "Connect-StormatrixVMware":
+        raise PowerCLIContractError(f"{command!r} is not a module command the backend calls", command=command)
+    unknown = sorted(set(parameters) - set(allowed))
+    unknown += sorted(set(connection) - set(PYTHON_CALLS["Connect-StormatrixVMware"]))
+    if unknown:
+        raise PowerCLIContractError(f"{command}: parameters {', '.join(unknown)} are not in the module's contract",
+                                    command=command)
+    return json.dumps({"command": command, "parameters": parameters, "connection": connection})
+
+
+def parse_response(stdout: str) -> tuple[dict[str, Any] | None, list[str]]:
+    """(the response document, the other stdout lines): the document is the last prefixed line."""
+    doc: dict[str, Any] | None = None
+    noise: list[str] = []
+    for line in stdout.splitlines():
+        if line.startswith(RESPONSE_PREFIX):
+            try:
+                doc = json.loads(line[len(RESPONSE_PREFIX):])
+            except json.JSONDecodeError as exc:
+                raise PowerCLIContractError(f"pwsh answered with malformed JSON ({exc})") from None
+        elif line.strip():
+            noise.append(line)
+    return doc, noise
+
+
+class PwshRunner:
+    """Runs module commands through ``pwsh``; one process per call (no state survives in PowerShell).
+
+    ``redact`` lists environment variable names whose values must never appear in what we log or
+    raise (the password): PowerShell reads them itself, this class only scrubs its output.
+    """
+
+    def __init__(self, pwsh: str, connection: dict[str, Any], *, timeout: float = 900.0,
+                 module_dir: Path = MODULE_DIR, redact: tuple[str, ...] = ()) -> None:
+        self.pwsh = pwsh
+        self.connection = dict(connection)
+        self.timeout = timeout
+        self.module_dir = Path(module_dir)
+        self.redact = redact
+        self.calls: list[str] = []
+        self.server: Any = None  # product/version/build from the last connection (environment facts)
+
+    def _scrub(self, text: str) -> str:
+        for name in self.redact:
+            value = os.environ.get(name)
+            if value:
+                text = text.replace(value, "***")
+        return text
+
+    def _scrub_doc(self, value: Any) -> Any:
+        """Every string of a parsed answer scrubbed (JSON escaping would hide a secret from a
+        replace on the raw text)."""
+        if isinstance(value, str):
+            return self._scrub(value)
+        if isinstance(value, list):
+            return [self._scrub_doc(v) for v in value]
+        if isinstance(value, dict):
+            return {k: self._scrub_doc(v) for k, v in value.items()}
+        return value
+
+    def call(self, command: str, parameters: dict[str, Any]) -> Any:
+        request = build_request(command, parameters, self.connection)
+        exe = shutil.which(self.pwsh) or (self.pwsh if os.path.isfile(self.pwsh) else None)
+        if exe is None:
+            raise PowerCLIUnavailable(f"pwsh not found ({self.pwsh!r}): install PowerShell 7 and VMware.PowerCLI on "
+                                      "this workstation, or set [vmware] pwsh to its path", command=command)
+        argv = pwsh_argv(exe, self.module_dir)
+        self.calls.append(command)
+        log.debug("pwsh %s %s", command, sorted(parameters))
+        try:
+            proc = subprocess.run(argv, input=request, capture_output=True, text=True, timeout=self.timeout,
+                                  check=False, env={**os.environ, "POWERSHELL_TELEMETRY_OPTOUT": "1"})
+        except subprocess.TimeoutExpired:
+            raise PowerCLIError(f"{command}: pwsh did not answer within {self.timeout:g} s ([vmware] call_timeout)",
+                                command=command) from None
+        except OSError as exc:
+            raise PowerCLIUnavailable(f"{command}: cannot run {exe}: {exc}", command=command) from None
+        stderr = self._scrub(proc.stderr)
+        doc, noise = parse_response(proc.stdout)
+        doc = self._scrub_doc(doc)
+        noise = [self._scrub(line) for line in noise]
+        if doc is None:
+            tail = (stderr.strip() or "\n".join(noise))[-800:]
+            raise PowerCLIError(f"{command}: pwsh exited {proc.returncode} without an answer: {tail}", command=command)
+        if doc.get("schema") != SCHEMA:
+            raise PowerCLIContractError(f"{command}: answer has schema {doc.get('schema')!r}, expected {SCHEMA}",
+                                        command=command)
+        for warning in doc.get("warnings") or []:
+            log.warning("%s: %s", command, self._scrub(str(warning)))
+        if not doc.get("ok"):
+            raise error_from_response(doc)
+        if proc.returncode != 0:
+            raise PowerCLIContractError(f"{command}: pwsh exited {proc.returncode} after answering ok", command=command)
+        self.server = doc.get("server")
+        return doc.get("result")

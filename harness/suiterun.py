@@ -1,0 +1,171 @@
+"""Running a suite: its points are cells of the one :class:`~stormatrix.runner.Runner`.
+
+A suite point is a cell whose executor (:class:`~stormatrix.executors.fioserver.FioServerExecutor`)
+drives every guest's fio server at once. The runner journals it with the same record builders, window,
+per-MiB function and run id as a matrix cell. What is the suite's own is small and lives here:
+
+- :class:`SuiteBackend`: the guests run already; the suite never starts, stops or reconfigures a VM, so
+  the backend only reports (the fio client's version, how the host is measured);
+- the failure policy: a guest that stops answering (:class:`GuestNotReady`) or drops out mid-point
+  (:class:`GuestDisconnected`) always stops the suite after journaling the ``cell-error``: points
+  measured on fewer guests are not comparable with the rest, and every following point would fail the
+  same way. Run the same command again once the guest is back: the suite resumes at the failed point;
+- a run directory holds one side and one guest set (:func:`check_resumable`).
+"""
+
+from __future__ import annotations
+
+import logging
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .backends.base import Backend, GuestEndpoint, HostScope
+from .core.errors import GuestDisconnected, GuestNotReady, MatrixError
+from .core.model import CONTROLLERS, DiskConfig, Plan
+from .executors.base import GuestExecutor
+from .executors.fioserver import FioServerExecutor
+from .journal import Journal
+from .runner import RunPolicy, Runner
+from .spec import MatrixSpec
+from .suite import OVERHEAD_PER_POINT_S, Suite, eta
+
+log = logging.getLogger("stormatrix.suite")
+
+#: what a suite's run record says about host metrics when the guests are given by address
+NO_VMS = {"mode": "none", "detail": "no host metrics: the guests are given by address ([suite] guests), so "
+                                    "there are no VMs whose QEMU processes could be measured"}
+
+
+@dataclass
+class SuiteOutcome:
+    run_id: str
+    measured: list[str] = field(default_factory=list)
+    already_done: list[str] = field(default_factory=list)
+    failed: list[tuple[str, str]] = field(default_factory=list)  # (key, message)
+
+
+def fio_version(fio: str) -> str | None:
+    try:
+        return subprocess.run([fio, "--version"], capture_output=True, text=True, timeout=10).stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+class SuiteBackend(Backend):
+    """The backend of a suite: guests that run already, on whatever platform the side is.
+
+    It reconfigures nothing and restores nothing; ``name`` is the platform's backend name when the suite
+    knows it (``proxmox`` for a VM list, ``qemu`` in the demo), else None.
+    """
+
+    name = "suite"  # replaced per instance: see __init__
+    controllers = frozenset(CONTROLLERS) | {"unknown"}
+    default_executor = "fio-server"
+
+    def __init__(self, spec: MatrixSpec, workdir: Path, suite: Suite, *, platform: str | None,
+                 facts: dict[str, Any]) -> None:
+        super().__init__(spec, workdir)
+        self.name = platform  # type: ignore[assignment] - the record's backend: the platform, or null
+        self.suite = suite
+        self.facts = facts
+
+    def _prepare(self) -> dict[str, Any]:
+        return dict(self.facts)
+
+    def _apply(self, disk: DiskConfig) -> None:
+        """Nothing to attach: the side's disks are as they are."""
+
+    def _stop(self) -> None:
+        """The guests keep running between points and after the suite."""
+
+    def _restore(self) -> None:
+        """Nothing was changed."""
+
+    def scope(self) -> list[HostScope]:
+        return []  # the suite's collector (if any) measures every VM itself: Runner(collector=...)
+
+    def endpoints(self) -> list[GuestEndpoint]:
+        return [GuestEndpoint("tcp", g.host, g.port, g.name) for g in self.suite.guests]
+
+
+def check_resumable(journal: Journal, suite: Suite) -> None:
+    """Refuse to mix sides or guest sets in one run directory: the points would not be comparable."""
+    if not journal.path.exists():
+        return
+    for rec in journal.records():
+        if rec.get("type") != "run" or rec.get("suite") is None:
+            continue
+        if rec.get("side") != suite.side:
+            raise MatrixError(suite.path, "[suite] side",
+                              f"{journal.run_dir} holds side {rec.get('side')!r}, not {suite.side!r}",
+                              "give each side its own run directory (-o runs/<side>)")
+        old = [g.get("name") for g in rec.get("guests", [])]
+        new = [g.name for g in suite.guests]
+        if old and sorted(old) != sorted(new):
+            raise MatrixError(suite.path, "[suite] guests",
+                              f"{journal.run_dir} was measured on guests {', '.join(old)}; "
+                              f"this run has {', '.join(new)}",
+                              "restore the guest list, or use a new run directory")
+
+
+def suite_spec(suite: Suite) -> MatrixSpec:
+    """The suite as the runner reads a matrix: its [run] keys, with the suite's timing and executor."""
+    run = dict(suite.run)
+    run.update(name=suite.name, executor="fio-server", ramp_seconds=suite.ramp_s, measure_seconds=suite.measure_s,
+               allow_write=True,  # checked at plan time against the device (suite_from_dict)
+               boot_timeout_seconds=suite.probe_timeout_s)
+    return MatrixSpec(path=suite.path, run=run, matrix={}, workloads=tuple(p.workload for p in suite.points()),
+                      raw=suite.raw)
+
+
+def run_suite(suite: Suite, run_dir: str | Path, *, collector: Any = None, fio: str = "fio",
+              backend: str | None = None, progress: bool = False,
+              host_collector: dict[str, Any] | None = None,
+              vms: list[dict[str, Any]] | None = None) -> SuiteOutcome:
+    """Run every point not yet journaled in ``run_dir`` on all of ``suite.guests`` at once.
+
+    For each point: probe every fio server (a real job through client mode), run the point with one
+    fio client process, let ``collector`` (start/stop, docs/journal.md ``host``) measure the window,
+    append one ``cell`` record; a failure is a ``cell-error`` naming the guest and the point. Returns
+    what happened; raises the error that stopped the suite (see the module docstring).
+
+    ``host_collector`` is what the run record says about host metrics (``{"mode": "local"|"ssh"|
+    "none"|"off", "detail": ...}``; by default derived from ``collector``); ``vms`` the VM list behind
+    the guests (:meth:`stormatrix.suitevms.ProxmoxSuiteVms.record`).
+    """
+    if not suite.guests:
+        raise MatrixError(suite.path, "[suite] vms", "no guest addresses: the VM list was not resolved",
+                          "resolve vms to guests with the backend (Suite.with_guests) before running")
+    run_dir = Path(run_dir)
+    check_resumable(Journal(run_dir), suite)
+    points = suite.points()
+    if host_collector is None:
+        host_collector = ({"mode": "given", "detail": type(collector).__name__} if collector is not None else NO_VMS)
+    facts = {"fio": fio_version(fio), "host_collector": f"{host_collector['mode']}: {host_collector.get('detail', '')}"}
+    spec = suite_spec(suite)
+    options = {"fio": fio, "workdir": run_dir / "points", "filename": suite.filename, "size": suite.size,
+               "direct": suite.direct, "ioengine": suite.ioengine, "probe_timeout_s": suite.probe_timeout_s,
+               "grace_s": suite.grace_s, "probe_until_ready": False, "probe_each_cell": True}
+
+    def executor(_endpoints: list[GuestEndpoint]) -> GuestExecutor:
+        return FioServerExecutor.for_guests(suite.guests, options)
+
+    runner = Runner(
+        spec, run_dir, side=suite.side, progress=progress, plan=Plan(cells=list(points)),
+        backend=SuiteBackend(spec, run_dir, suite, platform=backend, facts=facts),
+        executor_factory=executor, collector=collector, overhead_s=OVERHEAD_PER_POINT_S,
+        policy=RunPolicy(stop_on=(GuestDisconnected, GuestNotReady)),
+        run_extra={"suite": suite.name, "executor": "fio-server", "points": len(points),
+                   "guests": [{"name": g.name, "host": g.host, "port": g.port} for g in suite.guests],
+                   "host_collector": host_collector, "vms": vms},
+        cell_extra={"suite": suite.name})
+    journal = Journal(run_dir)
+    done_keys = journal.done_keys() if journal.path.exists() else set()
+    done = sum(1 for p in points if p.key in done_keys)
+    log.info("suite %s, side %s: %d points, %d already journaled, %d to run; %s", suite.name, suite.side,
+             len(points), done, len(points) - done, eta(suite, done=done).describe())
+    summary = runner.run()
+    return SuiteOutcome(run_id=runner.run_id, measured=summary["measured_keys"],
+                        already_done=summary["already_done_keys"], failed=summary["errors"])

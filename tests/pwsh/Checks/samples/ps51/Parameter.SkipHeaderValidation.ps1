@@ -1,0 +1,2 @@
+# Bad sample for the 5.1 rule Parameter: Invoke-WebRequest -SkipHeaderValidation
+Invoke-WebRequest -Uri $uri -SkipHeaderValidation

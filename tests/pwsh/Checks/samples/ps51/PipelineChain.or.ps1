@@ -1,0 +1,2 @@
+# Bad sample for the 5.1 rule PipelineChain: ||
+Get-Item -Path $env:TEMP || exit 1

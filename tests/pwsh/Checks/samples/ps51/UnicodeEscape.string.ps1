@@ -1,0 +1,2 @@
+# Bad sample for the 5.1 rule UnicodeEscape: `u{...}
+$check = "done `u{2713}"

@@ -1,0 +1,121 @@
+"""The fake Windows guest's state, for tests and for the fake executables in ``bin/``.
+
+A guest is a directory made by :func:`make_guest` from ``guest.json`` (plus the test's changes):
+
+- ``state.json``: the description, updated by every state change (Set-Disk, powercfg /setactive, ...);
+- ``C/``: the guest's C: drive (FakeWindows maps the PowerShell drive ``C:`` onto it), holding the
+  installed programs from ``Files`` (links to ``bin/fio.exe``, ``bin/diskspd.exe``);
+- ``HKLM/``: one folder per registry key in ``Registry`` (so ``Test-Path HKLM:\\...`` answers);
+- ``disks/diskN.img``: the bytes of each disk, as large as its ``Size``, that the fake fio.exe and
+  diskspd.exe read and write when asked for ``\\\\.\\PhysicalDriveN`` / ``#N``;
+- ``tmp/``: the guest's %TEMP% (where the executor uploads the module).
+
+:func:`engine_env` is the environment that makes tests/pwsh/pwsh behave as this guest's powershell.exe.
+"""
+
+from __future__ import annotations
+
+import copy
+import fcntl
+import json
+import os
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterator
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[2]
+DESCRIPTION = HERE / "guest.json"
+STATE_ENV = "STORMATRIX_FAKE_WINDOWS"
+
+
+def load_description() -> dict[str, Any]:
+    return json.loads(DESCRIPTION.read_text(encoding="utf-8"))
+
+
+def make_guest(root: Path, changes: dict[str, Any] | None = None) -> Path:
+    """A new guest under ``root`` (created); ``changes`` replaces top-level keys of the description."""
+    data = load_description()
+    for key, value in (changes or {}).items():
+        data[key] = copy.deepcopy(value)
+    root.mkdir(parents=True, exist_ok=True)
+    for sub in ("C", "HKLM", "disks", "tmp"):
+        (root / sub).mkdir(exist_ok=True)
+    for windows_path, program in data.get("Files", {}).items():
+        target = root / "C" / windows_path.split(":", 1)[1].lstrip("\\").replace("\\", "/")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.symlink_to(HERE / "bin" / program)  # installed programs are the fakes in bin/
+    for key in data.get("Registry", {}):
+        (root / "HKLM" / key.split(":", 1)[1].lstrip("\\").replace("\\", "/")).mkdir(parents=True, exist_ok=True)
+    for disk in data["Disks"]:
+        image = root / "disks" / f"disk{disk['Number']}.img"
+        with open(image, "wb") as f:
+            f.truncate(int(disk["Size"]))
+    (root / "state.json").write_text(json.dumps(data, indent=1, ensure_ascii=False), encoding="utf-8")
+    return root
+
+
+def engine_env(root: Path, base: dict[str, str] | None = None, temp: Path | None = None) -> dict[str, str]:
+    """The environment of a powershell.exe in this guest (run as tests/pwsh/pwsh). ``temp`` replaces
+    the guest's %TEMP%: guests that share one keep the uploaded module (an upload takes ~40 commands)."""
+    temp = temp or root / "tmp"
+    env = dict(base or {})
+    env.update({
+        STATE_ENV: str(root / "state.json"),
+        "STORMATRIX_PWSH_STANDINS": str(HERE / "Boot.ps1"),
+        "PSModulePath": str(HERE / "Modules"),
+        "PATH": f"{HERE / 'bin'}:/usr/bin:/bin",
+        "TMPDIR": str(temp) + "/",
+        "HOME": str(temp),
+        "DOTNET_CLI_TELEMETRY_OPTOUT": "1",
+        "POWERSHELL_TELEMETRY_OPTOUT": "1",
+    })
+    for name in ("DOTNET_ROOT", "STORMATRIX_REAL_PWSH"):
+        if os.environ.get(name):
+            env[name] = os.environ[name]
+    return env
+
+
+# --- state access from the fake executables -------------------------------------------------------------
+
+def state_path() -> Path:
+    value = os.environ.get(STATE_ENV)
+    if not value:
+        raise SystemExit(f"{STATE_ENV} is not set: this program only runs inside a FakeWindows guest")
+    return Path(value)
+
+
+@contextmanager
+def state(write: bool = False) -> Iterator[dict[str, Any]]:
+    """The guest's state under a file lock; written back when ``write``."""
+    path = state_path()
+    with open(path.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        data = json.loads(path.read_text(encoding="utf-8"))
+        yield data
+        if write:
+            path.write_text(json.dumps(data, indent=1, ensure_ascii=False), encoding="utf-8")
+
+
+def visible_disks(data: dict[str, Any]) -> list[dict[str, Any]]:
+    """Disks Windows shows: those on a controller whose driver is installed (no driver, no disk)."""
+    bound = {c["InstanceId"] for c in data["Controllers"] if c.get("DriverInstalled")}
+    return [d for d in data["Disks"] if d.get("Controller") in bound]
+
+
+def physical_drive(target: str) -> tuple[dict[str, Any], Path] | None:
+    """``\\\\.\\PhysicalDriveN`` (fio) or ``#N`` (DiskSpd) -> (disk, its image), None when not a disk path."""
+    text = target.replace("\\:", ":")
+    if text.lower().startswith("\\\\.\\physicaldrive"):
+        number = text[len("\\\\.\\PhysicalDrive"):]
+    elif text.startswith("#"):
+        number = text[1:]
+    else:
+        return None
+    if not number.isdigit():
+        return None
+    with state() as data:
+        for disk in visible_disks(data):
+            if int(disk["Number"]) == int(number):
+                return disk, state_path().parent / "disks" / f"disk{disk['Number']}.img"
+    raise FileNotFoundError(target)
