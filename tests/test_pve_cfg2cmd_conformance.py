@@ -299,3 +299,21 @@ def test_local_backend_devices_equal_qemu_servers_for_every_controller_it_builds
     assert not mismatches, "\n".join(mismatches)
     # qemu-server's expectations have no disk on the IDE bus (only CD-ROMs): nothing to compare it with
     assert set(QemuBackend.controllers) - set(compared) == {"ide"}, compared
+
+
+def test_writethrough_and_writeback_are_told_apart_on_pve9_by_the_devices_write_cache() -> None:
+    """Both are cache.direct=false, no-flush=false on PVE 9: only the device's write-cache=off|on differs."""
+    told = 0
+    for d in ALL["blockdev-era"]:
+        mode = d.opts.get("cache")
+        if mode not in ("writethrough", "writeback") or not _blockdev(d):
+            continue
+        other = "writeback" if mode == "writethrough" else "writethrough"
+        cell = _local_cell(d)
+        assert pc.read_disk(d.argv, d.key).cache == mode, d
+        found = pc.cmdline_problems(d.argv, DiskConfig(cell.controller, cell.aio, expected(d)["iothread"], other), d.key,
+                                    d.storage)
+        assert found == [f"write-cache={'off' if mode == 'writethrough' else 'on'} (the cell has cache={other})"], (d,
+                                                                                                                  found)
+        told += 1
+    assert told >= 10
