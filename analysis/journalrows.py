@@ -62,6 +62,21 @@ def _esxi_disk(rec: dict[str, Any], controller: str) -> bool:
     return CONTROLLERS.get(controller, ("",))[0] == "esxi"
 
 
+ENGINES = ("fio", "diskspd")
+
+
+def _engine(rec: dict[str, Any], where: str) -> str:
+    """The engine that measured the cell (``raw.engine``): fio or DiskSpd cells share the record's
+    ``fio`` summary shape (docs/journal.md); records written before the field existed were fio's."""
+    engine = _get(rec, "raw.engine")
+    if engine is None:
+        return "fio"
+    if engine not in ENGINES:
+        raise DataFileError(where, f"'raw.engine' is {engine!r}; expected one of {', '.join(ENGINES)}",
+                            "use the unedited journal of the run, or remove this line")
+    return str(engine)
+
+
 def journal_cell_row(rec: dict[str, Any], where: str) -> dict[str, Any]:
     """A tidy row from one ``cell`` record (docs/journal.md). Raises DataFileError naming the field."""
     key = _need(rec, "key", str, where)
@@ -109,7 +124,7 @@ def journal_cell_row(rec: dict[str, Any], where: str) -> dict[str, Any]:
         "rwmixread": _get(rec, "cell.workload.rwmixread"),
         "rate_mib_s": _opt_num(rec, "cell.workload.rate_mib_s", where),
         "repeat": repeat,
-        "engine": "fio",
+        "engine": _engine(rec, where),
         "engine_version": _get(rec, "fio.version"),
         "iops": float(total["iops"]),
         "read_iops": _opt_num(rec, "fio.read.iops", where),

@@ -42,6 +42,7 @@ SCORE_COLUMNS: list[Column] = [
     ("Rank in controller", "rank_in_controller", "0"), ("Rank in aio mode", "rank_in_aio", "0"),
     ("Rank by CPU", "rank_cpu", "0"), ("Rank by ctx", "rank_ctx", "0"),
     ("CV flag", "cv_note", "@"), ("Group", "norm_group", "@"), ("Cells in group", "cells_in_group", "0"),
+    ("Engine", "engine", "@"),                   # fio or DiskSpd: what measured the configuration
 ]
 
 POINT_COLUMNS: list[Column] = [

@@ -13,7 +13,7 @@ the two sides point by point. Here:
   a side's guests are stopped before the other side's boot);
 - the runner (:func:`stormatrix.suiterun.run_suite`) runs a reduced grid into ``<out>/A`` and
   ``<out>/B``, with the host collector measuring all the side's QEMU processes during each
-  point's window (:class:`QemuProcessesCollector`), so each point has host CPU and context
+  point's window (:class:`~stormatrix.collect.ProcessesCollector`), so each point has host CPU and context
   switches per MiB;
 - the comparison workbook is written by the same code as ``stormatrix compare``.
 
@@ -42,7 +42,7 @@ from .executors.localagent import AgentChannel, parse_event
 from .journal import Journal
 from .core.model import DiskConfig
 from .suite import Suite, SuitePoint, suite_for_guests
-from .suitecollectors import QemuProcessesCollector
+from .collect import ProcessesCollector
 from .suiterun import SuiteOutcome, run_suite
 
 log = logging.getLogger("stormatrix.demosuite")
@@ -336,7 +336,7 @@ def demo_suite(config: DemoSuiteConfig, *, progress: bool = True, stream: Any = 
             fio_guests = guests.start()
             outcome.boot_s[side.key] = time.monotonic() - t0
             suite = side_suite(config, side, fio_guests)
-            collector = QemuProcessesCollector(guests.scopes)
+            collector = ProcessesCollector(guests.scopes)
 
             status = {"mode": "local", "processes": len(guests.vms),
                       "detail": f"{len(guests.vms)} local QEMU processes (side {side.key})"}

@@ -2,7 +2,9 @@
 
 Pure functions: given what the stages measured, summarise the engine's output (fio or DiskSpd, by the
 result's ``engine``), compute per-MiB values, the fixed-rate check and the fio-versus-QEMU byte
-cross-check, and assemble the record. Nothing here talks to a VM. A matrix cell and a suite point
+cross-check, and assemble the record. Per-MiB cost is the one definition in
+:func:`stormatrix.core.metrics.per_mib`, which analysis uses too. Nothing here talks to a VM. A matrix
+cell and a suite point
 (many guests at once) are built by the same two functions; what only a suite point has (per-guest
 results, skew, the fio client process) comes from the executor as ``WorkloadResult.record``.
 """
@@ -16,10 +18,9 @@ from .analysis.diskspd import parse_diskspd_xml
 from .analysis.fio import jobs_named, summarize_jobs
 from .backends.base import BlockStats
 from .core.errors import DataFileError, StormatrixError, WorkloadFailed
+from .core.metrics import MIB, per_mib
 from .core.model import Cell
 from .executors.base import WorkloadResult
-
-MIB = 2**20
 
 # fio rw modes that change the disk's contents
 WRITE_MODES = frozenset({"write", "randwrite", "rw", "readwrite", "randrw", "trim", "randtrim"})
@@ -97,23 +98,6 @@ def diskspd_summary(result: WorkloadResult, cell: Cell) -> dict[str, Any]:
                error=0, jobs=row.get("numjobs") or cell.workload.numjobs, version=row.get("engine_version"),
                engine="diskspd")
     return out
-
-
-def per_mib(io_bytes: float, host: dict[str, Any] | None) -> dict[str, Any]:
-    """``per_mib``: host CPU (cycles, or CPU-ms where the host has no cycle counters) and context
-    switches per MiB moved: ``cycles_per_MiB = (user + kernel cycles) / MiB``, ``ctx_per_MiB = context
-    switches / MiB``. ESXi's statistics have no context switches: ``ctx`` is then None, not 0."""
-    mib = io_bytes / MIB
-    if host is None or mib <= 0:
-        return {"mib": mib, "cpu": None, "cpu_unit": None, "ctx": None}
-    if host["cpu_metric"] == "cycles":
-        cycles = host.get("cycles")
-        total = sum(cycles[k] for k in ("user", "kernel")) if isinstance(cycles, dict) else host["cpu_total"]
-        cpu, unit = total / mib, "cycles/MiB"
-    else:
-        cpu, unit = host["cpu_total"] * 1000.0 / mib, "CPU-ms/MiB"
-    ctx = host.get("ctx_switches")
-    return {"mib": mib, "cpu": cpu, "cpu_unit": unit, "ctx": (ctx / mib) if ctx is not None else None}
 
 
 def rate_check(cell: Cell, fio: dict[str, Any], tolerance_pct: float) -> dict[str, Any] | None:

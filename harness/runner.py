@@ -17,16 +17,17 @@ import logging
 import secrets
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Protocol, TextIO, runtime_checkable
+from typing import Any, Callable, TextIO
 
 from . import __version__, records
-from .backends.base import Backend, BlockStats, GuestEndpoint, HostScope
+from .backends.base import Backend, GuestEndpoint
 from .core.errors import AuthenticationFailed, BackendError, CollectorError, StormatrixError, UnsafeWrite
 from .executors.base import GuestExecutor
 from .journal import Journal, JournalWriteError
+from .window import Window, default_collector_factory  # noqa: F401 - backends.base's default imports it from here
 from .registry import backend_class, executor_class
 from .core.model import Cell, DiskConfig, Plan
 from .spec import MatrixSpec, expand
@@ -125,134 +126,6 @@ class Progress:
         elif advance or self.done == 0:
             self.stream.write(text + "\n")
         self.stream.flush()
-
-
-@dataclass
-class Window:
-    """The measurement window: starts the collector and snapshots QEMU's accounting at both edges."""
-
-    backend: Backend
-    collector_factory: Callable[[Any], Any]
-    t_start: str | None = None
-    t_end: str | None = None
-    mono_start: float = 0.0
-    mono_end: float = 0.0
-    bs0: BlockStats | None = None
-    bs1: BlockStats | None = None
-    host: dict[str, Any] | None = None
-    collectors: list[Any] = field(default_factory=list)
-    scopes: list[Any] = field(default_factory=list)
-    error: Exception | None = None
-    failed_at_start: bool = False
-    #: one collector for the whole window (a suite's collector over all its VMs), instead of one per scope
-    point_collector: Any = None
-    overlap: dict[str, Any] | None = None  # what else ran (paused) on the host during the window
-    _opened: bool = False
-
-    def measure_started(self) -> None:
-        self.mono_start = time.monotonic()
-        self.t_start = records.now_iso()
-        try:
-            # The guest's fio waits for GO (sent when this returns), so nothing here races its I/O.
-            self._opened = True
-            self.backend.window_opened()  # first: a VM booting ahead stops before anything is measured
-            self.scopes = self.backend.scope()
-            if self.point_collector is not None:
-                self.collectors = [self.point_collector]
-            else:
-                self.collectors = [self.collector_factory(scope) for scope in self.scopes]
-            for c in self.collectors:
-                c.start()
-            self.bs0 = self.backend.blockstats()
-        except Exception as exc:  # noqa: BLE001 - reported after the workload returns
-            self.error = exc
-            self.failed_at_start = True
-
-    def measure_ended(self) -> None:
-        self.mono_end = time.monotonic()
-        self.t_end = records.now_iso()
-        if self.error:
-            self.abort()
-            return
-        try:
-            self.bs1 = self.backend.blockstats()
-            results = [c.stop() for c in self.collectors]
-            self.host = merge_hosts([r for r in results if r is not None])
-        except Exception as exc:  # noqa: BLE001
-            self.error = exc
-        self._close_window()
-
-    def abort(self) -> None:
-        for c in self.collectors:
-            try:
-                c.abort()
-            except Exception:  # noqa: BLE001
-                pass
-        self._close_window()
-
-    def _close_window(self) -> None:
-        """Resume what the window paused, once, whatever happened inside it."""
-        if not self._opened:
-            return
-        self._opened = False
-        try:
-            self.overlap = self.backend.window_closed()
-        except Exception as exc:  # noqa: BLE001 - the next apply() finds a VM that cannot resume
-            log.warning("resuming the VM booting ahead failed: %s", exc)
-
-
-def merge_hosts(results: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """One host block for one or many QEMU processes (many VMs in a suite)."""
-    if not results:
-        return None
-    if len(results) == 1:
-        return results[0]
-    metrics = {r["cpu_metric"] for r in results}
-    if len(metrics) != 1:
-        raise CollectorError("VMs were measured with different CPU metrics; cannot add them up")
-    out = dict(results[0])
-    for k in ("cpu_total", "cpu_user", "cpu_system", "ctx_switches", "ctx_voluntary", "ctx_involuntary"):
-        out[k] = sum(r[k] for r in results)
-    # per_mib() reads the cycles split when the metric is cycles: it must cover every VM, not the first
-    if all(isinstance(r.get("cycles"), dict) for r in results):
-        out["cycles"] = {k: sum(r["cycles"][k] for r in results) for k in ("user", "kernel")}
-    if all(isinstance(r.get("cpu_time_s"), dict) for r in results):
-        out["cpu_time_s"] = {k: sum(r["cpu_time_s"][k] for r in results) for k in ("total", "user", "system")}
-    by_role: dict[str, dict[str, Any]] = {}
-    for r in results:
-        for role, agg in (r.get("by_role") or {}).items():
-            into = by_role.setdefault(role, {k: 0 for k in agg})
-            for k, v in agg.items():
-                into[k] = into.get(k, 0) + v
-    out["by_role"] = by_role
-    out["window_s"] = max(r.get("window_s") or 0.0 for r in results)
-    out["split_approximate"] = any(r.get("split_approximate") for r in results)
-    out["threads"] = [t for r in results for t in r["threads"]]
-    out["pid"] = [r["pid"] for r in results]
-    out["scope"] = f"{len(results)} qemu processes"
-    return out
-
-
-def default_collector_factory(scope: Any) -> Any:
-    from .host.collector import WindowCollector
-
-    if scope.ssh:
-        raise CollectorError(f"remote collection over SSH ({scope.ssh}) needs the backend's collector")
-    return WindowCollector(scope.pid, dict(scope.threads))
-
-
-@runtime_checkable
-class MeasuresItsHost(Protocol):
-    """A backend that measures its host itself (ESXi: Get-Stat / esxtop; Proxmox over ssh)."""
-
-    def collector_factory(self, scope: HostScope) -> Any: ...
-
-
-@runtime_checkable
-class HasConsole(Protocol):
-    """A backend that can show the guest console's last lines for a failed cell (local QEMU)."""
-
-    def console_tail(self) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -459,10 +332,8 @@ class Runner:
     def _measure(self, backend: Backend, executor: GuestExecutor, cell: Cell, t_started: str, t_ready: str,
                  boot_s: float, guest: dict[str, Any], booted_ahead: bool = False) -> dict[str, Any]:
         timing = self.spec.timing
-        factory = self._collector_factory
-        if factory is None:
-            # a backend that measures its host itself (ESXi: Get-Stat) brings its own collector
-            factory = backend.collector_factory if isinstance(backend, MeasuresItsHost) else default_collector_factory
+        # a backend that measures its host itself (ESXi: Get-Stat; Proxmox over ssh) brings its own collector
+        factory = self._collector_factory or backend.collector_factory
         window = Window(backend, factory, point_collector=self._collector)
         try:
             result = executor.run(cell, timing, window)
@@ -491,7 +362,7 @@ class Runner:
         return record
 
     def _journal_error(self, cell: Cell, stage: str, attempt: int, exc: BaseException, backend: Backend) -> None:
-        tail = backend.console_tail() if isinstance(backend, HasConsole) else ""
+        tail = backend.console_tail()
         log.warning("cell %s failed at %s (attempt %d): %s", cell.key, stage, attempt, exc)
         self.journal.append(records.error_record(run_id=self.run_id, cell=cell, stage=stage, attempt=attempt,
                                                  exc=exc, side=self.side, console_tail=tail))

@@ -21,7 +21,7 @@ enabled or not running, no matching address, two VMs on one address. Nothing is 
 already journaled is touched, until every VM has an address.
 
 The host collector (``[suite] host_metrics``, default ``auto``) measures the QEMU processes of all the
-suite's VMs in each point's window (:class:`QemuProcessesCollector`), so ``per_mib`` is the whole side's
+suite's VMs in each point's window (:class:`~stormatrix.collect.ProcessesCollector`), so ``per_mib`` is the whole side's
 host cost over the bytes all guests moved:
 
 - **local**, when stormatrix runs on the node itself: every VM's ``<qemu_server_dir>/<vmid>.pid`` exists
@@ -30,7 +30,7 @@ host cost over the bytes all guests moved:
   monitor (HMP) where the socket is not writable.
 - **ssh**, when ``[proxmox] ssh = "root@node"`` is set and the harness is elsewhere: ``linux-host/`` is
   copied to the node when missing, and each window runs ONE ``ssh node -- python3 multicollector.py``
-  measuring every VM (:class:`SshProcessesCollector`). Thread roles from the API monitor.
+  measuring every VM (:class:`~stormatrix.collect.RemoteProcessesCollector`). Thread roles from the API monitor.
 - otherwise the node is not reachable for the collector: the suite runs without host metrics
   (``host`` is null in every point), and the run record and its environment say why;
   ``host_metrics = "require"`` makes that an error instead, ``"off"`` never collects.
@@ -51,7 +51,7 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from .backends.base import ROLE_IOTHREAD, ROLE_MAIN, ROLE_VCPU, HostScope
 from .core.errors import CollectorError, MatrixError, StormatrixError
@@ -344,12 +344,12 @@ class ProxmoxSuiteVms:
         if any(vm.pid is None for vm in self.vms):
             missing = ", ".join(str(vm.vmid) for vm in self.vms if vm.pid is None)
             return self._unreachable(f"the API gave no QEMU pid for VM {missing}")
-        from .suitecollectors import Cached, QemuProcessesCollector, SshProcessesCollector
+        from .collect import ProcessesCollector, RemoteProcessesCollector
 
         local, why_not = self.on_this_node()
         if local:
             scopes = self.scopes(local=True, ssh=None)
-            collector = QemuProcessesCollector(Cached(lambda: self.scopes(local=True, ssh=None, refresh=True),
+            collector = ProcessesCollector(Cached(lambda: self.scopes(local=True, ssh=None, refresh=True),
                                                        scopes))
             return collector, {"mode": "local", "processes": len(scopes), "roles": self.roles_source,
                                "detail": f"{len(scopes)} QEMU processes on this node ({self.opts['node']})"}
@@ -364,7 +364,7 @@ class ProxmoxSuiteVms:
             rdir = self.opts.get("ssh_dir") or REMOTE_COLLECTOR_DIR
             state = ensure_remote_collector(target, rdir, ssh_config=config)  # linux-host/, hash-checked
             scopes = self.scopes(local=False, ssh=target)
-            collector = SshProcessesCollector(NodeShell(target, config), Cached(
+            collector = RemoteProcessesCollector(NodeShell(target, config), Cached(
                 lambda: self.scopes(local=False, ssh=target, refresh=True), scopes), remote_dir=rdir)
             return collector, {"mode": "ssh", "ssh": target, "processes": len(scopes), "roles": self.roles_source,
                                "detail": f"{len(scopes)} QEMU processes on {target} over ssh ({rdir}: {state})"}
@@ -379,3 +379,21 @@ class ProxmoxSuiteVms:
         log.warning("no host metrics for this suite: %s", why)
         return None, {"mode": "none", "detail": f"no host metrics: {why}",
                       "fix": "run stormatrix on the Proxmox node, or set [proxmox] ssh = \"root@<node>\""}
+
+
+class Cached:
+    """Scopes taken once before the suite (thread roles cost API calls: not at every window's opening),
+    taken anew after a failed window (a VM may have restarted with a new pid): the collectors call
+    :meth:`invalidate` then."""
+
+    def __init__(self, fetch: Callable[[], list[HostScope]], first: list[HostScope]) -> None:
+        self.fetch = fetch
+        self.value: list[HostScope] | None = first
+
+    def __call__(self) -> list[HostScope]:
+        if self.value is None:
+            self.value = self.fetch()
+        return self.value
+
+    def invalidate(self) -> None:
+        self.value = None

@@ -104,3 +104,33 @@ def test_vanished_process_is_a_clear_error() -> None:
     proc.wait()
     with pytest.raises(collector.CollectorProblem, match="gone"):
         WindowCollector(proc.pid, {}, use_perf=False).start()
+
+
+def test_every_host_collector_satisfies_the_one_protocol() -> None:
+    """The local, the many-process, the remote (multicollector over ssh) and the ESXi collectors all have
+    HostCollector's methods with its signatures: the runner needs nothing else of them."""
+    import inspect
+
+    from stormatrix.backends.vmware import EsxtopCollector, VmwareCpuCollector
+    from stormatrix.collect import HostCollector, ProcessesCollector, RemoteProcessesCollector
+
+    for cls in (WindowCollector, ProcessesCollector, RemoteProcessesCollector, VmwareCpuCollector, EsxtopCollector):
+        for name in ("start", "stop", "abort"):
+            want = inspect.signature(getattr(HostCollector, name))
+            have = inspect.signature(getattr(cls, name))
+            assert list(have.parameters) == list(want.parameters), (cls.__name__, name, have)
+
+
+def test_merge_hosts_is_the_identity_for_one_and_adds_up_many() -> None:
+    from stormatrix.collect import merge_hosts
+
+    def host(pid: int, cpu: float, ctx: int) -> dict[str, object]:
+        return {"cpu_metric": "cpu_time", "cpu_total": cpu, "cpu_user": cpu / 2, "cpu_system": cpu / 2,
+                "ctx_switches": ctx, "ctx_voluntary": ctx, "ctx_involuntary": 0, "pid": pid, "window_s": 1.0,
+                "threads": [{"tid": pid}], "by_role": {"vcpu": {"threads": 1, "user_s": cpu}}}
+
+    one = host(1, 1.0, 10)
+    assert merge_hosts([one]) is one and merge_hosts([]) is None and merge_hosts([None, one]) is one
+    both = merge_hosts([one, host(2, 3.0, 30)])
+    assert both is not None and both["cpu_total"] == 4.0 and both["ctx_switches"] == 40 and both["pid"] == [1, 2]
+    assert both["by_role"]["vcpu"] == {"threads": 2, "user_s": 4.0} and both["scope"] == "2 qemu processes"

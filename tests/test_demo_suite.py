@@ -18,9 +18,9 @@ import pytest
 from standins.processes import qemu_processes
 
 from stormatrix.backends.base import HostScope
-from stormatrix.demosuite import DEMO_SIDES, DemoSuiteConfig, QemuProcessesCollector, demo_suite, run_demo_suite
+from stormatrix.collect import ProcessesCollector, merge_hosts
+from stormatrix.demosuite import DEMO_SIDES, DemoSuiteConfig, demo_suite, run_demo_suite
 from stormatrix.core.errors import CollectorError, InputError
-from stormatrix.runner import merge_hosts
 
 
 def _busy() -> subprocess.Popen[bytes]:
@@ -60,7 +60,7 @@ def test_collector_measures_every_process_and_merges() -> None:
     procs = [_busy(), _busy()]
     try:
         scopes = [HostScope(pid=p.pid, threads={}, vm=f"vm{i}") for i, p in enumerate(procs)]
-        collector = QemuProcessesCollector(lambda: scopes, use_perf=False)
+        collector = ProcessesCollector(lambda: scopes, use_perf=False)
         collector.start()
         time.sleep(0.6)
         host = collector.stop()
@@ -81,7 +81,7 @@ def test_collector_start_failure_is_a_collector_error_and_stops_the_started_ones
     gone.wait()
     try:
         scopes = [HostScope(pid=proc.pid, vm="alive"), HostScope(pid=gone.pid, vm="gone")]
-        collector = QemuProcessesCollector(lambda: scopes, use_perf=False)
+        collector = ProcessesCollector(lambda: scopes, use_perf=False)
         with pytest.raises(CollectorError, match="gone"):
             collector.start()
         assert collector._running == []  # noqa: SLF001 - nothing left measuring

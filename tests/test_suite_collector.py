@@ -30,7 +30,7 @@ from stormatrix.cli import main
 from stormatrix.core.errors import CollectorError
 from stormatrix.journal import Journal
 from stormatrix.suite import suite_from_dict
-from stormatrix.suitecollectors import SshProcessesCollector
+from stormatrix.collect import RemoteProcessesCollector
 from stormatrix.suitevms import ProxmoxSuiteVms
 
 MULTI = Path(__file__).resolve().parent.parent / "linux-host" / "multicollector.py"
@@ -117,7 +117,7 @@ def test_collector_over_ssh_measures_every_vm_in_one_login(standin: PveStandin, 
     with ProxmoxSuiteVms(suite) as vms:
         vms.discover()
         collector, status = vms.host_collector()
-        assert isinstance(collector, SshProcessesCollector)
+        assert isinstance(collector, RemoteProcessesCollector)
         assert status["mode"] == "ssh" and status["processes"] == 2
         assert status["detail"].startswith(f"2 QEMU processes on {sshd.target} over ssh")
         # linux-host/ went to the node, the multi-process collector with it

@@ -16,7 +16,7 @@ from typing import Sequence
 
 from ..backends.base import GuestEndpoint
 from ..core.errors import EnvironmentProblem
-from ..core.model import RW_MODES, Workload
+from ..core.model import RW_MODES
 
 DEFAULT_PORT = 8765
 ALL_CLIENTS = "All clients"

@@ -37,6 +37,7 @@ from ..core.errors import (
     WorkloadFailed,
 )
 from ..core.model import Cell, Timing
+from ..spec import register_section
 from .base import GuestExecutor, WindowListener, WorkloadResult
 from .winrm_channel import ProtocolFactory, WinRMChannel, WSManServiceError, map_transport_error
 from .winrm_encoding import (
@@ -84,6 +85,9 @@ __all__ = [
 ]
 
 log = logging.getLogger("stormatrix.executor.winrm")
+
+# Until the explicit section registry imports WINRM_SECTION itself: registering twice is harmless.
+register_section(WINRM_SECTION)
 
 #: The module functions Python calls by name, and the parameters it passes (the compliance tests on
 #: the PowerShell side check the same list).

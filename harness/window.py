@@ -1,0 +1,105 @@
+"""The measurement window: the moments the guest's measurement starts and ends, as the host sees them.
+
+The executor calls :meth:`Window.measure_started` / :meth:`Window.measure_ended` at the guest's own
+window edges (markers, or fio's timed window). The window then starts the host collector(s), snapshots
+QEMU's accounting of the test disk at both edges, and lets a VM booting ahead pause meanwhile. Errors
+inside the window are kept and reported after the workload returns, so the guest's run is never cut
+short mid-protocol. One window serves a matrix cell (one collector per QEMU process the backend names)
+and a suite point (one collector over all the side's VMs).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from . import records
+from .backends.base import Backend, BlockStats
+from .collect import merge_hosts
+from .core.errors import CollectorError
+
+log = logging.getLogger("stormatrix.runner")
+
+
+@dataclass
+class Window:
+    """The measurement window: starts the collector and snapshots QEMU's accounting at both edges."""
+
+    backend: Backend
+    collector_factory: Callable[[Any], Any]
+    t_start: str | None = None
+    t_end: str | None = None
+    mono_start: float = 0.0
+    mono_end: float = 0.0
+    bs0: BlockStats | None = None
+    bs1: BlockStats | None = None
+    host: dict[str, Any] | None = None
+    collectors: list[Any] = field(default_factory=list)
+    scopes: list[Any] = field(default_factory=list)
+    error: Exception | None = None
+    failed_at_start: bool = False
+    #: one collector for the whole window (a suite's collector over all its VMs), instead of one per scope
+    point_collector: Any = None
+    overlap: dict[str, Any] | None = None  # what else ran (paused) on the host during the window
+    _opened: bool = False
+
+    def measure_started(self) -> None:
+        self.mono_start = time.monotonic()
+        self.t_start = records.now_iso()
+        try:
+            # The guest's fio waits for GO (sent when this returns), so nothing here races its I/O.
+            self._opened = True
+            self.backend.window_opened()  # first: a VM booting ahead stops before anything is measured
+            self.scopes = self.backend.scope()
+            if self.point_collector is not None:
+                self.collectors = [self.point_collector]
+            else:
+                self.collectors = [self.collector_factory(scope) for scope in self.scopes]
+            for c in self.collectors:
+                c.start()
+            self.bs0 = self.backend.blockstats()
+        except Exception as exc:  # noqa: BLE001 - reported after the workload returns
+            self.error = exc
+            self.failed_at_start = True
+
+    def measure_ended(self) -> None:
+        self.mono_end = time.monotonic()
+        self.t_end = records.now_iso()
+        if self.error:
+            self.abort()
+            return
+        try:
+            self.bs1 = self.backend.blockstats()
+            results = [c.stop() for c in self.collectors]
+            self.host = merge_hosts(results)
+        except Exception as exc:  # noqa: BLE001
+            self.error = exc
+        self._close_window()
+
+    def abort(self) -> None:
+        for c in self.collectors:
+            try:
+                c.abort()
+            except Exception:  # noqa: BLE001
+                pass
+        self._close_window()
+
+    def _close_window(self) -> None:
+        """Resume what the window paused, once, whatever happened inside it."""
+        if not self._opened:
+            return
+        self._opened = False
+        try:
+            self.overlap = self.backend.window_closed()
+        except Exception as exc:  # noqa: BLE001 - the next apply() finds a VM that cannot resume
+            log.warning("resuming the VM booting ahead failed: %s", exc)
+
+
+def default_collector_factory(scope: Any) -> Any:
+    from .host.collector import WindowCollector
+
+    if scope.ssh:
+        raise CollectorError(f"remote collection over SSH ({scope.ssh}) needs the backend's collector")
+    return WindowCollector(scope.pid, dict(scope.threads))
