@@ -135,6 +135,13 @@ def welch_p(b: np.ndarray, a: np.ndarray) -> float:
         return float(stats.ttest_ind(b, a, equal_var=False).pvalue)
 
 
+def _engines(group: pd.DataFrame) -> str | None:
+    """The engine(s) behind one side of a point: ``fio``, ``diskspd``, or both when mixed."""
+    if "engine" not in group:
+        return None
+    return ", ".join(sorted({str(e) for e in group["engine"].dropna()})) or None
+
+
 def point_label(rw: Any, bs: Any, qd: Any) -> str:
     return f"{rw} {format_size(int(bs))} QD{int(qd)}"
 
@@ -188,8 +195,15 @@ def compare(a: pd.DataFrame, b: pd.DataFrame, *, label_a: str = "A", label_b: st
             "iops_significance": _mark(p_iops, alpha, tested),
             "latency_significance": _mark(p_lat, alpha, tested),
             **host_comparison(_host_means(ga), _host_means(gb), label_a, label_b),
+            "engine_a": _engines(ga), "engine_b": _engines(gb),
         })
     points = pd.DataFrame(rows).sort_values(POINT, kind="stable").reset_index(drop=True)
+    engines = {name: sorted({e for v in points[col].dropna() for e in str(v).split(", ")})
+               for name, col in ((label_a, "engine_a"), (label_b, "engine_b"))}
+    if engines[label_a] != engines[label_b]:
+        notes.append(f"the sides were measured with different engines ({label_a}: "
+                     f"{', '.join(engines[label_a]) or 'unknown'}; {label_b}: {', '.join(engines[label_b]) or 'unknown'}); "
+                     "each measurement's engine is in the Measurements sheet and the CSV")
     by_qd = (points.groupby(["rw", "iodepth"], sort=True)
              .agg(iops_gain_pct=("iops_gain_pct", "mean"), lat_reduction_pct=("lat_reduction_pct", "mean"),
                   points=("point", "size")).reset_index())

@@ -125,6 +125,13 @@ def _ctx_reason(grp: pd.DataFrame) -> str:
     return text
 
 
+def _engines(group: pd.DataFrame) -> str | None:
+    """The engine(s) that measured a set of rows, e.g. ``fio`` or ``diskspd`` (``fio, diskspd`` if mixed)."""
+    if "engine" not in group:
+        return None
+    return ", ".join(sorted({str(e) for e in group["engine"].dropna()})) or None
+
+
 def cell_statistics(frame: pd.DataFrame) -> pd.DataFrame:
     """Mean, std, CV and 95 % CI of cpu_per_mib and ctx_per_mib per cell (repeats collapsed).
 
@@ -154,6 +161,7 @@ def cell_statistics(frame: pd.DataFrame) -> pd.DataFrame:
             rec[f"{m}_ci_low"] = mean - half
             rec[f"{m}_ci_high"] = mean + half
         rec["repeats"] = ", ".join(str(r) for r in grp["repeat"].dropna().astype(int).tolist())
+        rec["engine"] = _engines(grp)
         rows.append(rec)
     return pd.DataFrame(rows)
 

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Sequence
 
 import pandas as pd
 from openpyxl import Workbook
 
+from ..core.errors import InputError
 from .safe import neutralize
 
 
@@ -48,3 +49,32 @@ def replace_atomically(path: Path, write: Any) -> None:
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
+
+
+def write_all(outputs: Sequence[tuple[str, Path, Callable[[Path], Any]]]) -> None:
+    """Write several outputs as one: each to a temporary file next to its name, then rename them all.
+
+    ``outputs`` holds (the option that named it, path, writer). If any write fails, no output is
+    replaced, so an earlier good workbook never ends up next to a CSV of a different run (or replaced by
+    a run that failed). A failure names the output and the reason (InputError: exit 2).
+    """
+    temps: list[Path] = []
+    try:
+        for flag, path, write in outputs:
+            tmp = path.with_name(f".{path.name}.{os.getpid()}.part")
+            temps.append(tmp)
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                write(tmp)
+            except OSError as exc:
+                raise InputError(f"{flag} {path}: cannot be written ({exc.strerror or exc}); nothing was "
+                                 "replaced. Fix: give a writable place") from None
+        for (flag, path, _), tmp in zip(outputs, temps):
+            try:
+                os.replace(tmp, path)
+            except OSError as exc:
+                raise InputError(f"{flag} {path}: cannot be replaced ({exc.strerror or exc}). "
+                                 "Fix: give a writable place") from None
+    finally:
+        for tmp in temps:
+            tmp.unlink(missing_ok=True)

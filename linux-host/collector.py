@@ -37,7 +37,7 @@ from typing import Any
 try:  # imported as stormatrix.host.collector, or run as a script next to perfstat.py (on a node)
     from . import perfstat
 except ImportError:  # pragma: no cover - the script case is exercised through ssh
-    import perfstat  # type: ignore[no-redef]
+    import perfstat  # type: ignore[no-redef]  # the same module, found next to this file on a node
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 PERF = "perf"

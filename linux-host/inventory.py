@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Host inventory for the Environment sheet: kernel, CPU, memory, hypervisor and tool versions.
 
-Standard library only, so it runs on a Proxmox node as ``python3 inventory.py`` (prints JSON).
+Standard library only, so it runs on a Proxmox node as ``python3 inventory.py`` (prints JSON). Not
+psutil, although the workstation has it: the same file describes the node, where psutil may be missing,
+and psutil has no CPU model name; two code paths for four lines of /proc would be two things to keep true.
 """
 
 from __future__ import annotations

@@ -26,7 +26,7 @@ from typing import Any
 try:  # imported as stormatrix.host.multicollector (tests), or run as a script next to collector.py
     from .collector import CollectorProblem, WindowCollector, perf_available
 except ImportError:  # pragma: no cover - the script case is exercised through ssh
-    from collector import CollectorProblem, WindowCollector, perf_available  # type: ignore[no-redef]
+    from collector import CollectorProblem, WindowCollector, perf_available  # type: ignore[no-redef]  # same names, as a script
 
 
 def _emit(doc: dict[str, Any]) -> None:

@@ -371,3 +371,144 @@ def test_token_never_in_outputs(standin: PveStandin, tmp_path: Path, secret_env:
     assert len(texts) >= 3
     for text in texts:
         assert SECRET not in text
+
+
+@pytest.mark.parametrize("damage, words", [
+    (lambda o: o.pop("test_disk"), ["original_config.test_disk is missing", "the test disk's original key"]),
+    (lambda o: o.pop("volid"), ["original_config.volid is missing"]),
+    (lambda o: o.update(config="scsi1: gone"), ["original_config.config is not a table"]),
+    (lambda o: o["config"].pop("scsi1"), ["original_config.config has no scsi1"]),
+    (lambda o: o.update(vmid="one hundred"), ["original_config.vmid is not a number"]),
+])
+def test_restore_from_a_damaged_journal_is_exit_2_and_changes_nothing(
+        standin: PveStandin, tmp_path: Path, secret_env: None, damage: Any, words: list[str],
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """A journal whose proxmox record lacks a key restore needs (another version's, or edited by hand):
+    a message naming the key, exit 2, and not one write to the VM (before: KeyError, a traceback)."""
+    from stormatrix.cli import main
+
+    raw = matrix(standin)
+    run_dir = tmp_path / "run"
+    b = pmx.ProxmoxBackend(spec_from_dict(raw), run_dir)
+    b.prepare()
+    b.apply(DiskConfig("sata", "threads", False, "none"))
+    original = json.loads(json.dumps(b.original_config()))
+    b.close()
+    damage(original)
+    Journal(run_dir).open().append({"type": "run", "run_id": "r1", "matrix": raw, "backend": "proxmox",
+                                    "original_config": original})
+    changed, writes = standin.digest(VMID), len([r for r in standin.requests if r["method"] != "GET"])
+    assert main(["restore", str(run_dir)]) == 2
+    err = capsys.readouterr().err
+    for word in words:
+        assert word in err, err
+    assert "Traceback" not in err and "journal.ndjson" in err and "Nothing was changed" in err
+    assert standin.digest(VMID) == changed
+    assert len([r for r in standin.requests if r["method"] != "GET"]) == writes
+
+
+# --- scsihw is one setting per VM: a boot disk on scsiN moves with every SCSI cell -------------------------
+
+def boot_on_scsi0(standin: PveStandin) -> None:
+    """The VM of a Windows install on virtio-scsi: boot disk scsi0, test disk scsi1 on the same controller."""
+    boot = standin.add_volume(VMID, "vm-100-disk-0.raw")
+    standin.vms[VMID].conf.update({"scsihw": "virtio-scsi-pci", "scsi0": f"{boot},cache=none,size=64M",
+                                   "boot": "order=scsi0", "ide2": "none,media=cdrom"})
+
+
+def test_cells_that_would_move_the_boot_disk_are_refused_with_the_fix(standin: PveStandin, tmp_path: Path,
+                                                                       secret_env: None,
+                                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    from stormatrix.cli import main
+
+    boot_on_scsi0(standin)
+    digest0 = standin.digest(VMID)
+    raw = matrix(standin)
+    raw["matrix"]["controllers"] = ["sata", "lsi", "virtio-scsi-pci", "virtio-scsi-single"]
+    path = tmp_path / "m.json"
+    b = pmx.ProxmoxBackend(spec_from_dict(raw, "m.toml"), tmp_path / "run")
+    with pytest.raises(Exception) as exc:
+        b.prepare()
+    b.close()
+    text = str(exc.value)
+    assert getattr(exc.value, "exit_code", 1) == 2 and "m.toml: [matrix] controllers" in text
+    assert "scsi0 (boot disk, local:100/vm-100-disk-0.raw)" in text or "scsi0 (boot disk" in text, text
+    assert "lsi, virtio-scsi-single would move it from scsihw = virtio-scsi-pci" in text
+    assert "virtio-scsi-pci would measure the test disk on the controller it shares" in text
+    assert "move that disk to sata, ide or virtio" in text and "allow_shared_scsihw = true" in text
+    assert "sata" not in text.split("Fix:")[0].split("besides")[0]
+    assert standin.digest(VMID) == digest0 and not any(r["method"] != "GET" for r in standin.requests)
+    del path
+    # the same through the CLI: exit 2 before anything is changed
+    m = tmp_path / "m.toml"
+    m.write_text(toml_of(raw))
+    assert main(["run", str(m), "-o", str(tmp_path / "run2"), "--no-progress"]) == 2
+    assert "would move it from scsihw" in capsys.readouterr().err
+    assert standin.digest(VMID) == digest0
+
+
+def test_sata_only_matrix_with_a_scsi_boot_disk_runs(standin: PveStandin, tmp_path: Path, secret_env: None) -> None:
+    boot_on_scsi0(standin)
+    raw = matrix(standin)
+    raw["matrix"]["controllers"] = ["sata", "virtio-blk"]
+    b = pmx.ProxmoxBackend(spec_from_dict(raw), tmp_path / "run")
+    try:
+        facts = b.prepare()
+        assert "shared_scsihw" not in facts
+        b.apply(DiskConfig("sata", "threads", False, "none"))
+        assert b.window_closed() == {"controller_shared_with": {"controller": "sata", "shares": [], "moves": []}}
+    finally:
+        b.restore()
+        b.close()
+
+
+def test_allow_shared_scsihw_runs_and_every_cell_names_the_disks(standin: PveStandin, tmp_path: Path,
+                                                                secret_env: None) -> None:
+    boot_on_scsi0(standin)
+    digest0, vols = standin.digest(VMID), standin.volumes()
+    raw = matrix(standin, allow_shared_scsihw=True)
+    raw["matrix"]["controllers"] = ["lsi", "virtio-scsi-pci", "virtio-scsi-single", "sata"]
+    b = pmx.ProxmoxBackend(spec_from_dict(raw), tmp_path / "run")
+    seen = {}
+    try:
+        facts = b.prepare()
+        assert set(facts["shared_scsihw"]) == {"lsi", "virtio-scsi-pci", "virtio-scsi-single"}
+        for ctrl in ("lsi", "virtio-scsi-pci", "virtio-scsi-single", "sata"):
+            b.apply(DiskConfig(ctrl, "threads", False, "none"))
+            # scsihw is one per VM: the SATA cell keeps what the SCSI cell before it set
+            assert standin.vms[VMID].conf.get("scsihw") == (ctrl if ctrl != "sata" else "virtio-scsi-single")
+            seen[ctrl] = b.window_closed()["controller_shared_with"]
+    finally:
+        b.restore()
+        b.close()
+    boot = {"key": "scsi0", "volume": standin.vms[VMID].conf["scsi0"].split(",")[0], "cdrom": False, "boot": True}
+    # lsi: 7 disks per controller, scsi0 and scsi1 on the first one, and moved from virtio-scsi-pci
+    assert seen["lsi"] == {"controller": "lsi", "shares": [boot],
+                           "moves": [{**boot, "from": "virtio-scsi-pci", "to": "lsi"}]}
+    assert seen["virtio-scsi-pci"] == {"controller": "virtio-scsi-pci", "shares": [boot], "moves": []}
+    # virtio-scsi-single: a controller per disk, so nothing shares it, but scsi0 was moved to the model
+    assert seen["virtio-scsi-single"] == {"controller": "virtio-scsi-single", "shares": [],
+                                          "moves": [{**boot, "from": "virtio-scsi-pci", "to": "virtio-scsi-single"}]}
+    # the SATA cell shares nothing, and says that scsi0 still sits on the model the cell before chose
+    assert seen["sata"] == {"controller": "sata", "shares": [],
+                            "moves": [{**boot, "from": "virtio-scsi-pci", "to": "virtio-scsi-single"}]}
+    assert_pristine(standin, digest0, vols)
+
+
+def toml_of(raw: dict[str, Any]) -> str:
+    def value(v: Any) -> str:
+        if isinstance(v, bool):
+            return "true" if v else "false"
+        if isinstance(v, (int, float)):
+            return str(v)
+        if isinstance(v, list):
+            return "[" + ", ".join(value(x) for x in v) + "]"
+        return json.dumps(str(v))
+    out = []
+    for section in ("run", "matrix", "proxmox"):
+        out.append(f"[{section}]")
+        out += [f"{k} = {value(v)}" for k, v in raw[section].items()]
+    for w in raw["workload"]:
+        out.append("[[workload]]")
+        out += [f"{k} = {value(v)}" for k, v in w.items()]
+    return "\n".join(out) + "\n"

@@ -174,4 +174,4 @@ def test_threads_pinned_during_the_cell_and_restored_after_even_on_error(qemu_no
     assert len(errors) == 1 and "injected" in errors[0]["error"]["message"] and errors[0]["stage"] == "run"
     run = next(r for r in records if r["type"] == "run")
     assert run["environment"]["pin_cpus"] == pin
-    assert qemu_node.digest(100) == digest0 and not backend._pinned
+    assert qemu_node.digest(100) == digest0 and not backend.pinner.pinned

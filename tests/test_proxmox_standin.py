@@ -162,3 +162,126 @@ def test_boot_order_must_name_existing_devices(pve: tuple[PveStandin, requests.S
     _, http, base = pve
     r = http.put(base + "/config", data={"boot": "order=sata3"})
     assert r.status_code == 400 and "boot" in r.json()["errors"]
+
+
+# --- the stand-in's QEMU command line is qemu-server's, checked against qemu-server's own test data ------
+
+from standins import pve_cmdline  # noqa: E402
+
+#: where a copy of proxmox/qemu-server's src/test/cfg2cmd pairs lives (../shared/reference from the checkout)
+CFG2CMD = Path(__file__).resolve().parents[1].parent / "shared" / "reference" / "qemu-server-cfg2cmd"
+_DISK_DEVICES = ("pci-bridge", "ahci", "lsi", "lsi53c810", "megasas", "pvscsi", "virtio-scsi-pci", "scsi-hd", "scsi-cd",
+                 "ide-hd", "ide-cd", "virtio-blk-pci")
+
+# Excerpts of qemu-server's cfg2cmd pairs (drive era), so the check runs without the copy:
+# the config's drive lines, and the disk arguments of the expected command line.
+EXCERPTS = {
+    "simple1.conf (virtio-scsi-pci, legacy bootdisk, an empty CD-ROM)": (
+        {"bootdisk": "scsi0", "ide2": "none,media=cdrom", "scsihw": "virtio-scsi-pci",
+         "scsi0": "local:8006/vm-8006-disk-0.qcow2,discard=on,size=104858K"},
+        ["-device", "pci-bridge,id=pci.1,chassis_nr=1,bus=pci.0,addr=0x1e",
+         "-device", "pci-bridge,id=pci.2,chassis_nr=2,bus=pci.0,addr=0x1f",
+         "-drive", "if=none,id=drive-ide2,media=cdrom,aio=io_uring",
+         "-device", "ide-cd,bus=ide.1,unit=0,drive=drive-ide2,id=ide2,bootindex=200",
+         "-device", "virtio-scsi-pci,id=scsihw0,bus=pci.0,addr=0x5",
+         "-drive", "file=/var/lib/vz/images/8006/vm-8006-disk-0.qcow2,if=none,id=drive-scsi0,discard=on,format=qcow2,"
+                   "cache=none,aio=io_uring,detect-zeroes=unmap",
+         "-device", "scsi-hd,bus=scsihw0.0,channel=0,scsi-id=0,lun=0,drive=drive-scsi0,id=scsi0,bootindex=100"]),
+    "bootorder.conf (lsi, virtio-blk with iothreads, boot order)": (
+        {"boot": "order=virtio1;net0;scsi4;ide2", "ide2": "none,media=cdrom",
+         "scsi4": "local:8006/vm-8006-disk-0.qcow2,discard=on,size=104858K",
+         "virtio0": "local:8006/vm-8006-disk-0.qcow2,discard=on,iothread=1,size=104858K",
+         "virtio1": "local:8006/vm-8006-disk-0.qcow2,discard=on,iothread=1,size=104858K"},
+        ["-object", "iothread,id=iothread-virtio0", "-object", "iothread,id=iothread-virtio1",
+         "-device", "pci-bridge,id=pci.1,chassis_nr=1,bus=pci.0,addr=0x1e",
+         "-device", "pci-bridge,id=pci.2,chassis_nr=2,bus=pci.0,addr=0x1f",
+         "-drive", "if=none,id=drive-ide2,media=cdrom,aio=io_uring",
+         "-device", "ide-cd,bus=ide.1,unit=0,drive=drive-ide2,id=ide2,bootindex=103",
+         "-device", "lsi,id=scsihw0,bus=pci.0,addr=0x5",
+         "-drive", "file=/var/lib/vz/images/8006/vm-8006-disk-0.qcow2,if=none,id=drive-scsi4,discard=on,format=qcow2,"
+                   "cache=none,aio=io_uring,detect-zeroes=unmap",
+         "-device", "scsi-hd,bus=scsihw0.0,scsi-id=4,drive=drive-scsi4,id=scsi4,bootindex=102",
+         "-drive", "file=/var/lib/vz/images/8006/vm-8006-disk-0.qcow2,if=none,id=drive-virtio0,discard=on,format=qcow2,"
+                   "cache=none,aio=io_uring,detect-zeroes=unmap",
+         "-device", "virtio-blk-pci,drive=drive-virtio0,id=virtio0,bus=pci.0,addr=0xa,iothread=iothread-virtio0",
+         "-drive", "file=/var/lib/vz/images/8006/vm-8006-disk-0.qcow2,if=none,id=drive-virtio1,discard=on,format=qcow2,"
+                   "cache=none,aio=io_uring,detect-zeroes=unmap",
+         "-device", "virtio-blk-pci,drive=drive-virtio1,id=virtio1,bus=pci.0,addr=0xb,iothread=iothread-virtio1,"
+                    "bootindex=100"]),
+}
+
+
+def _local_path(volid: str) -> str:
+    """Proxmox's ``local`` directory storage: ``local:VMID/NAME`` is /var/lib/vz/images/VMID/NAME."""
+    storage, _, rel = volid.partition(":")
+    assert storage == "local", volid
+    return f"/var/lib/vz/template/iso/{rel[4:]}" if rel.startswith("iso/") else f"/var/lib/vz/images/{rel}"
+
+
+@pytest.mark.parametrize("name", sorted(EXCERPTS))
+def test_disk_arguments_are_qemu_servers(name: str) -> None:
+    conf, expected = EXCERPTS[name]
+    assert pve_cmdline.disk_args(conf, _local_path) == expected
+
+
+def _conf(path: Path) -> dict[str, str]:
+    conf: dict[str, str] = {}
+    for line in path.read_text().splitlines():
+        if line.startswith("["):
+            break  # a snapshot section
+        if line and not line.startswith("#") and ":" in line:
+            key, _, value = line.partition(":")
+            conf[key.strip()] = value.strip()
+    return conf
+
+
+def _expected(cmd: Path, *, devices_only: bool = False) -> list[str]:
+    import shlex
+
+    argv = shlex.split(cmd.read_text().replace("\\\n", " "))
+    out: list[str] = []
+    for flag, value in zip(argv, argv[1:]):
+        if flag == "-device" and value.split(",")[0] in _DISK_DEVICES:
+            if devices_only:  # blockdev era: the same devices, plus properties the drive era did not have
+                value = ",".join(p for p in value.split(",") if not p.startswith(("device_id=", "write-cache=")))
+            out += [flag, value]
+        elif not devices_only and (flag == "-drive" or (flag == "-object" and value.startswith("iothread"))):
+            out += [flag, value]
+    return out
+
+
+def test_disk_arguments_match_every_drive_era_pair_on_directory_storage() -> None:
+    """Every pair of qemu-server's test data whose drives are on ``local`` (the stand-in's one storage)
+    or empty CD-ROMs: the disk arguments are exactly qemu-server's."""
+    folder = CFG2CMD / "drive-era"
+    if not folder.is_dir():
+        pytest.skip(f"no copy of qemu-server's cfg2cmd test data at {folder} (the excerpts above still ran)")
+    checked = []
+    for conf_path in sorted(folder.glob("*.conf")):
+        cmd = conf_path.with_suffix(".conf.cmd")
+        conf = _conf(conf_path)
+        vols = [v.split(",")[0] for k, v in conf.items() if pve_cmdline.DRIVE_RE.match(k)]
+        if not cmd.exists() or not vols or "template" in conf or "q35" in conf.get("machine", "") or \
+                any(v not in ("none", "cdrom") and not v.startswith("local:") for v in vols):
+            continue
+        try:
+            got = pve_cmdline.disk_args(conf, _local_path)
+        except pve_cmdline.NoExpectation:
+            continue
+        assert got == _expected(cmd), conf_path.name
+        checked.append(conf_path.name)
+    assert len(checked) >= 5 and {"simple1.conf", "simple-virtio-blk.conf", "bootorder.conf"} <= set(checked), checked
+
+
+@pytest.mark.parametrize("model", ["lsi", "lsi53c810", "megasas", "pvscsi", "virtio-scsi-single"])
+def test_scsi_controller_models_address_disks_as_qemu_server_does(model: str) -> None:
+    """The blockdev era's ``scsihw-*`` pairs: one per SCSI model, disks at slots 0, 1, 5, 9 and 16 (so
+    the 7-disk lsi controllers and the per-disk virtio-scsi-single controllers show). Their controller
+    and disk devices are the drive era's (the blockdev era only adds device_id and write-cache)."""
+    conf_path = CFG2CMD / "blockdev-era" / f"scsihw-{model}.conf"
+    if not conf_path.is_file():
+        pytest.skip(f"no copy of qemu-server's cfg2cmd test data at {conf_path.parent}")
+    conf = _conf(conf_path)
+    got = pve_cmdline.disk_args(conf, lambda volid: f"/dev/veegee/{volid.partition(':')[2]}")
+    devices = [x for flag, value in zip(got[::2], got[1::2]) if flag == "-device" for x in (flag, value)]
+    assert devices == _expected(conf_path.with_suffix(".conf.cmd"), devices_only=True)

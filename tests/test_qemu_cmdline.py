@@ -6,6 +6,8 @@ print_drivedevice_full, the scsihw controller loop in config_to_command and PCI.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from stormatrix.backends.qemu import disk_devices, drive_option
@@ -87,3 +89,37 @@ def test_guest_module_load_order_puts_dependencies_first() -> None:
         assert all(order.index(d) < order.index(m) for d in needs if d in deps), (m, order)
     with pytest.raises(EnvironmentProblem, match="cycle: .*a.*b|cycle: .*b.*a"):
         topo_order({"a": ("b",), "b": ("a",), "c": ()})
+
+
+def test_a_test_disk_another_qemu_holds_is_passed_over(tmp_path: Path) -> None:
+    """Two runs on one machine: the second takes further copies of the test disk instead of waiting on the
+    first run's image lock. The lock is a real QEMU's (an idle one, no guest), read with QEMU's own OFD
+    byte-range convention."""
+    import shutil
+    import subprocess
+    import time
+
+    from stormatrix.backends.qemu import free_test_disks, image_in_use
+
+    if not shutil.which("qemu-system-x86_64"):
+        pytest.skip("qemu-system-x86_64 is not installed")
+    first = free_test_disks(tmp_path, 16, 2)
+    assert [p.name for p in first] == ["test-16m.raw", "test-16m.b.raw"] and not image_in_use(first[0])
+    qemu = subprocess.Popen(["qemu-system-x86_64", "-nodefaults", "-display", "none", "-S", "-machine", "none",
+                             "-drive", f"file={first[0]},if=none,format=raw,id=d0"],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 20
+        while not image_in_use(first[0]):
+            assert qemu.poll() is None, qemu.stderr.read() if qemu.stderr else ""
+            assert time.monotonic() < deadline, "QEMU never locked the image"
+            time.sleep(0.05)
+        assert not image_in_use(first[1])
+        second = free_test_disks(tmp_path, 16, 2)
+        assert [p.name for p in second] == ["test-16m.b.raw", "test-16m.c.raw"]
+    finally:
+        qemu.kill()
+        qemu.wait()
+        if qemu.stderr:
+            qemu.stderr.close()
+    assert not image_in_use(first[0])

@@ -16,7 +16,7 @@ from typing import Iterator
 import pytest
 
 from stormatrix.backends.base import ROLE_VCPU, format_cpuset, parse_cpuset
-from stormatrix.backends.qemu import QemuBackend, plan_pinning
+from stormatrix.backends.qemu import QemuBackend, ensure_test_disk, plan_pinning
 from stormatrix.commands.run import execute
 from stormatrix.core.errors import MatrixError
 from stormatrix.core.model import DiskConfig
@@ -81,9 +81,15 @@ def test_auto_pins_where_there_are_two_cpus_and_says_why_not_elsewhere() -> None
 
 # --- the real QEMU ---------------------------------------------------------------------------------------
 
+def own_disk(tmp_path: Path) -> str:
+    """A test disk of this test's own: the cache's shared image may be write-locked by another run's QEMU."""
+    return str(ensure_test_disk(tmp_path / "test.raw", 16))
+
+
 @pytest.fixture
 def backend(tmp_path: Path) -> Iterator[QemuBackend]:
-    spec = spec_from_dict(raw_spec(pin_threads=f"{format_cpuset(VCPU)}/{format_cpuset(OTHER)}"))
+    spec = spec_from_dict(raw_spec(pin_threads=f"{format_cpuset(VCPU)}/{format_cpuset(OTHER)}",
+                                   disk_path=own_disk(tmp_path)))
     b = QemuBackend(spec, tmp_path)
     b.prepare()
     b.apply(DiskConfig("virtio-blk", "threads", True, "none"))
@@ -153,7 +159,7 @@ def test_every_record_says_where_the_threads_ran(tmp_path: Path) -> None:
         "[run]", "ramp_seconds = 1", "measure_seconds = 2", "retries = 0",
         "[matrix]", 'controllers = ["sata"]', 'aio = ["native"]', 'cache = ["none"]',
         "[[workload]]", 'name = "rr"', 'rw = "randread"', 'bs = "64k"', "iodepth = 4", "rate_mib_s = 8",
-        "[qemu]", "disk_size_mib = 64", "boot_ahead = false"]) + "\n")
+        "[qemu]", f'disk_path = "{own_disk(tmp_path)}"']) + "\n")
     own_before = affinities(os.getpid())
     summary = execute(matrix, tmp_path / "run", progress=False)
     assert summary["measured"] == 1 and not summary["failed"]
@@ -176,7 +182,9 @@ def test_every_record_says_where_the_threads_ran(tmp_path: Path) -> None:
 @pytest.mark.qemu
 @TWO
 def test_a_vm_started_inside_a_pinned_window_is_not_confined_to_the_other_cpus(tmp_path: Path) -> None:
-    spec = spec_from_dict(raw_spec(pin_threads=f"{format_cpuset(VCPU)}/{format_cpuset(OTHER)}", boot_ahead=True))
+    # two images from the cache (boot-ahead needs two), of a size no other test uses, to meet no other QEMU
+    spec = spec_from_dict(raw_spec(pin_threads=f"{format_cpuset(VCPU)}/{format_cpuset(OTHER)}", boot_ahead=True,
+                                   disk_size_mib=40))
     b = QemuBackend(spec, tmp_path)
     try:
         b.prepare()

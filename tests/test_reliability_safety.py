@@ -223,7 +223,10 @@ def test_guest_module_builds_no_commands_from_strings() -> None:
 def test_proxmox_code_never_sends_force_or_deletes_unused() -> None:
     """Static half (the runtime half checks every request in the stand-in tests): no code path of the
     backend puts ``force`` into a request, and the planner refuses to delete ``unusedN``."""
-    for name in ("proxmox.py", "pve_config.py", "pve_api.py"):
+    names = sorted(p.name for p in (ROOT / "harness" / "backends").glob("p*.py")
+                   if p.name.startswith(("proxmox", "pve_")))
+    assert {"proxmox.py", "proxmox_restore.py", "pve_config.py", "pve_api.py"} <= set(names)
+    for name in names:
         tree = ast.parse((ROOT / "harness" / "backends" / name).read_text())
         for node in ast.walk(tree):
             if isinstance(node, ast.Dict):

@@ -1,14 +1,14 @@
-"""The vmware backend against the stand-in pwsh (tests/test_vmware_standin.py): argument and JSON
-building, the [vmware] section, error mapping, and restore from every half-done state.
-
-The stand-in binds parameters against the module's real param() blocks and keeps the VM in a state
-file, so these tests fail if Python sends a name the module does not have, if a cell's change is not
-power-cycled in, or if restore leaves anything behind.
+"""The vmware backend end to end: the Python backend, the real StormatrixVMware module on the PowerShell
+engine (tests/pwsh/pwsh) and the data-described fake PowerCLI (tests/pwsh/FakeVCenter, see
+test_vmware_pwsh.FakeVCenter): argument and JSON building, the [vmware] section, error mapping, and restore
+from every half-done state. The fake keeps the lab in a file, so these tests fail if Python sends a name the
+module does not have, if a cell's change is not power-cycled in, or if restore leaves anything behind.
 """
 
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from datetime import timedelta
 from pathlib import Path
@@ -18,65 +18,36 @@ import pytest
 
 from stormatrix.backends import backend_class
 from stormatrix.backends import vmware as vm
+from stormatrix.backends import vmware_pwsh
 from stormatrix.core.errors import EnvironmentProblem, GuestNotReady, InputError, MatrixError
 from stormatrix.core.model import DiskConfig
 from stormatrix.spec import spec_from_dict
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import test_vmware_standin as standin  # noqa: E402
+from test_vmware_pwsh import PASSWORD, FakeVCenter, engine_available, matrix  # noqa: E402
 
-PASSWORD = "s3cr3t-Pa55"
-
-
-def matrix(controllers: list[str] | None = None, **vmware: Any) -> dict[str, Any]:
-    section = {"server": "esx01.lab", "vm": "bench01", "test_disk": "Hard disk 2", "esx_host": "esx01.lab",
-               "device": "naa.600a", "sched_num_req_outstanding": 1024, "latency_threshold_ms": 10,
-               "guest_host": "10.0.0.5", "guest_port": 8765, **vmware}
-    return {"run": {"backend": "vmware", "boot_timeout_seconds": 60},
-            "matrix": {"controllers": controllers or ["pvscsi", "lsilogic-sas", "nvme"]},
-            "workload": [{"name": "r", "rw": "randread", "bs": "4k"}], "vmware": section}
-
-
-class Lab:
-    """The stand-in's state file and a pwsh launcher for it on PATH."""
-
-    def __init__(self, tmp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-        self.path = tmp / "vsphere.json"
-        self.write(standin.new_state())
-        bindir = tmp / "bin"
-        bindir.mkdir()
-        launcher = bindir / "pwsh"
-        launcher.write_text(f"#!{sys.executable}\nimport sys\nsys.path.insert(0, {str(Path(__file__).parent)!r})\n"
-                            "from test_vmware_standin import main\nsys.exit(main())\n")
-        launcher.chmod(0o755)
-        monkeypatch.setenv("PATH", f"{bindir}:/usr/bin:/bin")
-        monkeypatch.setenv("STORMATRIX_FAKE_VSPHERE", str(self.path))
-        monkeypatch.setenv("STORMATRIX_VSPHERE_USER", "administrator@vsphere.local")
-        monkeypatch.setenv("STORMATRIX_VSPHERE_PASSWORD", PASSWORD)
-
-    def read(self) -> dict[str, Any]:
-        return json.loads(self.path.read_text())
-
-    def write(self, state: dict[str, Any]) -> None:
-        self.path.write_text(json.dumps(state))
-
-    def fault(self, step: str, message: str) -> None:
-        s = self.read()
-        s["faults"][step] = message
-        self.write(s)
-
-    def cmdlets(self) -> list[str]:
-        return [c["cmdlet"] for c in self.read()["calls"]]
-
-    def layout(self) -> tuple[Any, ...]:
-        v = self.read()["vm"]
-        return (v["power"], sorted((c["key"], c["type"]) for c in v["controllers"]),
-                sorted((d["name"], d["file"], d["controller"]) for d in v["disks"]))
+Lab = FakeVCenter
 
 
 @pytest.fixture()
 def lab(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Lab:
+    if not engine_available():
+        pytest.skip("no PowerShell engine: run scripts/build-pwsh-host.sh (make test does)")
     return Lab(tmp_path, monkeypatch)
+
+
+@pytest.fixture()
+def sent(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
+    """What Python handed to pwsh: argv and the request document of every call."""
+    calls: list[dict[str, Any]] = []
+    real = subprocess.run
+
+    def recording(argv: list[str], **kw: Any) -> Any:
+        calls.append({"argv": list(argv), "request": json.loads(kw.get("input") or "null")})
+        return real(argv, **kw)
+
+    monkeypatch.setattr(vmware_pwsh.subprocess, "run", recording)
+    return calls
 
 
 @pytest.fixture()
@@ -124,14 +95,33 @@ def test_section_is_registered_with_safe_defaults() -> None:
 
 @pytest.mark.parametrize("key, value, problem", [
     ("password", "hunter2", "unknown key"),
-    ("password_env", "hunter 2!", "not an environment variable name"),
+    ("password_env", "hunter 2!", "not an environment-variable name"),
+    ("password_file", "hunter 2!", "names no existing file"),
     ("test_disk", "scsi1", "not a vSphere disk name"),
     ("credential_source", "file", "is not one of"),
     ("device", "naa.1; rm", "not an esxcli device name"),
 ])
 def test_section_rejects_secrets_and_bad_values(key: str, value: str, problem: str) -> None:
-    with pytest.raises(MatrixError, match=problem):
+    with pytest.raises(MatrixError, match=problem) as info:
         spec_from_dict(matrix(**{key: value}))
+    if key.startswith("password"):
+        assert value not in str(info.value)  # a pasted secret is described, never repeated
+
+
+def test_password_from_a_file_reaches_pwsh_only_in_its_environment(lab: Lab, tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch,
+                                                                    sent: list[dict[str, Any]]) -> None:
+    monkeypatch.delenv("STORMATRIX_VSPHERE_PASSWORD")
+    secret = tmp_path / "vsphere-password"
+    secret.write_text(PASSWORD + "\n")
+    secret.chmod(0o600)
+    b = vm.VmwareBackend(spec_from_dict(matrix(password_file=str(secret))), tmp_path)
+    assert b.prepare()["original_controller"] == "LsiLogicSAS"
+    assert lab.calls("Connect-VIServer")[0]["PasswordMatches"] is True
+    assert sent[0]["request"]["connection"]["PasswordVariable"] == vm.FILE_PASSWORD_VARIABLE
+    assert PASSWORD not in json.dumps(sent)
+    with pytest.raises(MatrixError, match="both are set"):
+        vm.VmwareBackend(spec_from_dict(matrix(password_file=str(secret), password_env="OTHER_VAR")), tmp_path)
 
 
 def test_esxi_cells_are_the_controller_alone(tmp_path: Path) -> None:
@@ -179,20 +169,22 @@ def test_prepare_only_reads_and_the_first_apply_sets_the_tuning(backend: vm.Vmwa
     assert facts["original_controller"] == "LsiLogicSAS"
     assert facts["tuning_original"]["SchedNumReqOutstanding"] == 32
     assert facts["tuning_wanted"] == {"SchedNumReqOutstanding": 1024, "LatencySensitiveThreshold": 10}
-    assert facts["vsphere"]["Version"] == "7.0.3"
-    assert lab.read()["host"]["devices"]["naa.600a"] == {"sched": 32, "latency": 0}
-    assert not any(c.startswith(("esxcli:", "Set-", "Stop-", "New-")) for c in lab.cmdlets())
+    assert facts["vsphere"]["Version"] == "8.0.2"
+    assert lab.devices()["naa.600a"] == ("32", "0 milliseconds")
+    changes = {"esxcli storage core device set", "esxcli storage core device latencythreshold set", "Set-HardDisk",
+               "Stop-VM", "Start-VM", "New-ScsiController", "New-NvmeController", "ReconfigVM"}
+    assert not changes & set(lab.cmdlets())
     original = backend.original_config()
     assert original is not None and original["kind"] == "vmware"
     assert PASSWORD not in json.dumps(original)
     backend.apply(DiskConfig.controller_only("pvscsi"))
-    assert lab.read()["host"]["devices"]["naa.600a"] == {"sched": 1024, "latency": 10}
+    assert lab.devices()["naa.600a"] == ("1024", "10 milliseconds")
     assert backend.tuning_in_force == {"VMHost": "esx01.lab", "Device": "naa.600a", "SchedNumReqOutstanding": 1024,
                                        "LatencySensitiveThreshold": 10}
     backend.apply(DiskConfig.controller_only("nvme"))
-    assert sum(c.startswith("esxcli:storage.core.device.set") for c in lab.cmdlets()) == 1
+    assert lab.cmdlets().count("esxcli storage core device set") == 1
     backend.restore()
-    assert lab.read()["host"]["devices"]["naa.600a"] == {"sched": 32, "latency": 0}
+    assert lab.devices()["naa.600a"] == ("32", "0 milliseconds")
     assert backend.tuning_in_force == original["tuning"]
 
 
@@ -201,12 +193,13 @@ def test_each_controller_is_applied_by_a_power_cycle_and_restored(backend: vm.Vm
                                                                   controller: str, type_: str) -> None:
     before = lab.layout()
     backend.prepare()
-    boots = lab.read()["vm"]["boots"]
+    boots = lab.vm().get("boots", 0)
     backend.apply(DiskConfig.controller_only(controller))
-    state = lab.read()["vm"]
-    assert state["booted_with"]["Hard disk 2"] == type_
-    assert state["boots"] == boots + 1 and state["power"] == "PoweredOn"
-    assert sorted(d["file"] for d in state["disks"]) == sorted(f for _, f, _ in before[2])
+    state = lab.vm()
+    assert state["bootedWith"]["Hard disk 2"] == {"NVMe": "NVMe", "LsiLogicSAS": "VirtualLsiLogicSAS",
+                                                  "LsiLogic": "VirtualLsiLogic"}.get(type_, type_)
+    assert state["boots"] == boots + 1 and state["powerState"] == "PoweredOn"
+    assert sorted(d["filename"] for d in state["disks"]) == sorted(f for _, f, _ in before[2])
     backend.restore()
     assert lab.layout() == before
     backend.restore()  # idempotent
@@ -218,7 +211,7 @@ def test_a_sequence_of_cells_reuses_and_cleans_up_controllers(backend: vm.Vmware
     backend.prepare()
     for c in ("nvme", "pvscsi", "lsilogic", "nvme", "lsilogic-sas"):
         backend.apply(DiskConfig.controller_only(c))
-        ctrls = lab.read()["vm"]["controllers"]
+        ctrls = lab.vm()["controllers"]
         assert len(ctrls) <= 3, "each cell leaves at most one controller beyond the original two"
     backend.restore()
     assert lab.layout() == before
@@ -255,7 +248,7 @@ def test_failure_half_way_is_typed_and_restore_recovers(backend: vm.VmwareBacken
         backend.apply(DiskConfig.controller_only("pvscsi"))
     assert info.value.powercli and "boom" in info.value.powercli
     assert info.value.error_id.startswith("Stormatrix.VMware.")
-    assert sorted(d["file"] for d in lab.read()["vm"]["disks"]) == sorted(f for _, f, _ in before[2])
+    assert sorted(d["filename"] for d in lab.vm()["disks"]) == sorted(f for _, f, _ in before[2])
     backend.restore()
     assert lab.layout() == before
 
@@ -269,17 +262,17 @@ def test_guest_not_ready_is_a_guest_error(backend: vm.VmwareBackend, lab: Lab) -
 
 def test_tuning_failure_half_way_rolls_back_and_restore_still_runs(backend: vm.VmwareBackend, lab: Lab) -> None:
     backend.prepare()
-    lab.fault("esxcli:storage.core.device.latencythreshold.set", "EsxCLI.CLIFault.summary: Unable to set threshold")
+    lab.fault("esxcli:storage.core.device.latencythreshold.set", "Unable to set threshold")
     with pytest.raises(vm.PowerCLIError) as info:
         backend.apply(DiskConfig.controller_only("pvscsi"))
     assert info.value.error_id == "Stormatrix.VMware.TuningFailed"
     assert "Unable to set threshold" in (info.value.powercli or "")
-    assert lab.read()["host"]["devices"]["naa.600a"] == {"sched": 32, "latency": 0}
+    assert lab.devices()["naa.600a"] == ("32", "0 milliseconds")
     assert "Set-HardDisk" not in lab.cmdlets() and "Stop-VM" not in lab.cmdlets(), "no controller change after it"
     backend.apply(DiskConfig.controller_only("pvscsi"))  # the retry sets it (the fault was one-shot)
-    assert lab.read()["host"]["devices"]["naa.600a"] == {"sched": 1024, "latency": 10}
+    assert lab.devices()["naa.600a"] == ("1024", "10 milliseconds")
     backend.restore()
-    assert lab.read()["host"]["devices"]["naa.600a"] == {"sched": 32, "latency": 0}
+    assert lab.devices()["naa.600a"] == ("32", "0 milliseconds")
 
 
 def test_restore_failure_still_restores_tuning_then_raises(backend: vm.VmwareBackend, lab: Lab) -> None:
@@ -288,9 +281,9 @@ def test_restore_failure_still_restores_tuning_then_raises(backend: vm.VmwareBac
     lab.fault("Set-HardDisk", "Set-HardDisk\t\tboom")
     with pytest.raises(vm.PowerCLIError, match="DiskMoveFailed|moving"):
         backend.restore()
-    assert lab.read()["host"]["devices"]["naa.600a"] == {"sched": 32, "latency": 0}
+    assert lab.devices()["naa.600a"] == ("32", "0 milliseconds")
     backend.restore()  # the fault was one-shot: a second restore completes the layout
-    assert lab.read()["vm"]["disks"][1]["controller"] == 1001
+    assert lab.vm()["disks"][1]["controllerKey"] == 1001
 
 
 def test_restore_from_the_journaled_original(lab: Lab, tmp_path: Path) -> None:
@@ -303,21 +296,19 @@ def test_restore_from_the_journaled_original(lab: Lab, tmp_path: Path) -> None:
     second.load_original(journaled)
     second.restore()
     assert lab.layout() == before
-    assert lab.read()["host"]["devices"]["naa.600a"] == {"sched": 32, "latency": 0}
+    assert lab.devices()["naa.600a"] == ("32", "0 milliseconds")
     with pytest.raises(InputError):
         second.load_original({**journaled, "vm": "other"})
 
 
 def test_original_power_state_off_is_kept(lab: Lab, tmp_path: Path) -> None:
-    s = lab.read()
-    s["vm"]["power"] = "PoweredOff"
-    lab.write(s)
+    lab.edit_vm(powerState="PoweredOff", bootTime=None)
     b = vm.VmwareBackend(spec_from_dict(matrix()), tmp_path)
     b.prepare()
     b.apply(DiskConfig.controller_only("pvscsi"))
-    assert lab.read()["vm"]["power"] == "PoweredOn"
+    assert lab.vm()["powerState"] == "PoweredOn"
     b.restore()
-    assert lab.read()["vm"]["power"] == "PoweredOff"
+    assert lab.vm()["powerState"] == "PoweredOff"
 
 
 # --- errors and secrets --------------------------------------------------------------------------------------
@@ -340,12 +331,14 @@ def test_wrong_password_is_a_connect_error_without_the_secret(lab: Lab, tmp_path
     assert "not-the-password" not in str(info.value)
 
 
-def test_password_never_reaches_argv_or_request(backend: vm.VmwareBackend, lab: Lab) -> None:
+def test_password_never_reaches_argv_or_request(backend: vm.VmwareBackend, lab: Lab,
+                                                sent: list[dict[str, Any]]) -> None:
     backend.prepare()
     backend.apply(DiskConfig.controller_only("nvme"))
     backend.restore()
-    requests = lab.read()["requests"]
-    assert requests and all(r["connection"] == {"Server": "esx01.lab", "CredentialSource": "Environment",
+    requests = [c["request"] for c in sent]
+    assert PASSWORD not in json.dumps([c["argv"] for c in sent])
+    assert requests and all(r["connection"] == {"Server": "vc01.lab", "CredentialSource": "Environment",
                                                 "UserVariable": "STORMATRIX_VSPHERE_USER",
                                                 "PasswordVariable": "STORMATRIX_VSPHERE_PASSWORD",
                                                 "VerifyCertificate": True} for r in requests)
@@ -353,23 +346,20 @@ def test_password_never_reaches_argv_or_request(backend: vm.VmwareBackend, lab: 
 
 
 def test_self_signed_server_fails_unless_validation_is_off(lab: Lab, tmp_path: Path) -> None:
-    s = lab.read()
-    s["self_signed"] = True
-    lab.write(s)
+    lab.change(server={**lab.read()["server"], "certificate": "self-signed"})
     with pytest.raises(vm.PowerCLIConnectError, match="certificate|Connect-VIServer"):
         vm.VmwareBackend(spec_from_dict(matrix()), tmp_path).prepare()
     b = vm.VmwareBackend(spec_from_dict(matrix(verify_tls=False)), tmp_path)
     assert b.prepare()["original_controller"] == "LsiLogicSAS"
 
 
-def test_credential_store_source_sends_no_variable_names(lab: Lab, tmp_path: Path) -> None:
-    s = lab.read()
-    s["credential_store"] = {"esx01.lab": ["administrator@vsphere.local", PASSWORD]}
-    lab.write(s)
+def test_credential_store_source_sends_no_variable_names(lab: Lab, tmp_path: Path, sent: list[dict[str, Any]]) -> None:
     b = vm.VmwareBackend(spec_from_dict(matrix(credential_source="credential-store")), tmp_path)
     b.prepare()
-    conn = lab.read()["requests"][0]["connection"]
+    conn = sent[0]["request"]["connection"]
     assert conn["CredentialSource"] == "CredentialStore" and "PasswordVariable" not in conn
+    assert lab.calls("Connect-VIServer")[0]["PasswordMatches"] is None  # no credential sent: PowerCLI's store
+    assert "Get-VICredentialStoreItem" in lab.cmdlets()
 
 
 @pytest.mark.parametrize("over, error", [({"vm": "nope"}, vm.PowerCLINotFound),
@@ -394,7 +384,7 @@ def test_pwsh_missing_is_an_environment_problem(tmp_path: Path, monkeypatch: pyt
     monkeypatch.setenv("STORMATRIX_VSPHERE_USER", "u")
     monkeypatch.setenv("STORMATRIX_VSPHERE_PASSWORD", "p")
     with pytest.raises(EnvironmentProblem, match="pwsh not found"):
-        vm.VmwareBackend(spec_from_dict(matrix()), tmp_path).prepare()
+        vm.VmwareBackend(spec_from_dict(matrix(pwsh="pwsh")), tmp_path).prepare()
 
 
 def test_pwsh_crash_without_an_answer_carries_stderr(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -423,7 +413,11 @@ def test_secret_in_an_answer_is_scrubbed(tmp_path: Path, monkeypatch: pytest.Mon
 
 # --- the window collector ------------------------------------------------------------------------------------
 
-def test_collector_asks_for_the_window_and_returns_a_host_record(backend: vm.VmwareBackend, lab: Lab) -> None:
+def test_collector_asks_for_the_window_and_returns_a_host_record(backend: vm.VmwareBackend, lab: Lab,
+                                                                sent: list[dict[str, Any]]) -> None:
+    from datetime import datetime, timezone
+
+    lab.add_cpu_samples(datetime.now(timezone.utc))
     backend.prepare()
     (scope,) = backend.scope()
     collector = backend.collector_factory(scope)
@@ -434,7 +428,8 @@ def test_collector_asks_for_the_window_and_returns_a_host_record(backend: vm.Vmw
     assert host["window_s"] == pytest.approx(30, abs=1)
     assert host["cpu_metric"] == "cpu_time" and host["source"] == "vsphere-realtime"
     assert host["ctx_switches"] is None and "ctx_switches" in host["unmatched"]
-    params = lab.read()["requests"][-1]["parameters"]
+    assert host["vmware"]["tuning_in_force"] == backend.tuning_in_force
+    params = sent[-1]["request"]["parameters"]
     assert params["Start"].endswith("Z") and params["Finish"].endswith("Z") and params["VMHost"] == "esx01.lab"
 
 

@@ -12,8 +12,20 @@ import requests
 from winrm.exceptions import InvalidCredentialsError, WinRMError, WinRMOperationTimeoutError, WinRMTransportError
 
 from stormatrix.core.errors import AuthenticationFailed, GuestDisconnected, RemoteCommandError, RemoteTimeout
-from stormatrix.executors import winrm as w
 from stormatrix.core.model import Cell, DiskConfig, Timing, Workload
+from stormatrix.executors import winrm as w
+from stormatrix.executors import winrm_channel, winrm_encoding
+
+
+def encoded_length(script_chars: int) -> int:
+    """Length of the base64 of a script of ``script_chars`` UTF-16 code units (2 bytes each)."""
+    return 4 * -(-2 * script_chars // 3)
+
+
+def decode_command(command: str) -> str:
+    """The script in a command line, decoded as powershell.exe decodes -EncodedCommand."""
+    assert command.startswith(w.POWERSHELL_PREFIX)
+    return base64.b64decode(command[len(w.POWERSHELL_PREFIX):]).decode("utf-16-le")
 
 INJECTIONS = [
     "'; Remove-Item -Recurse C:\\ #",
@@ -28,23 +40,41 @@ INJECTIONS = [
 def test_encoded_length_matches_real_encoding() -> None:
     for n in (0, 1, 2, 3, 100, 2999, 3001):
         script = "x" * n
-        assert len(base64.b64encode(script.encode("utf-16-le"))) == w.encoded_length(n)
+        assert len(base64.b64encode(script.encode("utf-16-le"))) == encoded_length(n)
 
 
-def test_max_chunk_is_the_largest_that_fits() -> None:
+def test_max_chunk_is_the_largest_that_keeps_the_margin() -> None:
+    """Upload lines stay CMD_MARGIN characters under cmd.exe's 8191 (they were 8190 once: no room
+    for anything the shell adds)."""
+    assert w.CMD_MARGIN >= 100
     size = w.max_chunk_chars("a" * 12)
     assert 2500 < size < 3100
-    fits = w.encode_command(w._chunk_script("A" * size, "a" * 12))
-    assert len(fits) <= w.CMD_LIMIT
+    fits = w.encode_command(winrm_encoding._chunk_script("A" * size, "a" * 12))
+    assert len(fits) <= w.CMD_LIMIT - w.CMD_MARGIN
     too_big = w.POWERSHELL_PREFIX + base64.b64encode(
-        w._chunk_script("A" * (size + 2), "a" * 12).encode("utf-16-le")).decode()
-    assert len(too_big) > w.CMD_LIMIT
+        winrm_encoding._chunk_script("A" * (size + 2), "a" * 12).encode("utf-16-le")).decode()
+    assert len(too_big) > w.CMD_LIMIT - w.CMD_MARGIN
+
+
+def test_every_upload_line_keeps_the_margin() -> None:
+    payload = w.ModulePayload.from_dir(w.default_module_dir())
+    lines = [w.encode_command(s) for s in w.upload_scripts(payload)]
+    assert max(len(line) for line in lines) <= w.CMD_LIMIT - w.CMD_MARGIN
+
+
+def test_every_script_starts_with_the_utf8_prelude() -> None:
+    """powershell.exe writes redirected output in the OEM code page; the prelude switches it to UTF-8."""
+    assert "[Console]::OutputEncoding=$OutputEncoding" in w.PRELUDE and "UTF8Encoding]::new($false)" in w.PRELUDE
+    payload = w.ModulePayload.from_dir(w.default_module_dir())
+    scripts = [*w.upload_scripts(payload), w.present_script(payload), w.call_script("Get-StormatrixPowerPlan", {}, "0" * 12),
+               winrm_encoding.restart_script()]
+    assert all(s.startswith(w.PRELUDE) for s in scripts)
 
 
 def test_encode_command_refuses_what_cmd_exe_would_refuse() -> None:
     with pytest.raises(ValueError, match="cmd.exe accepts 8191"):
         w.encode_command("x" * 3100)
-    assert w.decode_command(w.encode_command("Get-Date")) == "Get-Date"
+    assert decode_command(w.encode_command("Get-Date")) == "Get-Date"
 
 
 def test_module_payload_and_upload_scripts_cover_the_whole_module() -> None:
@@ -112,9 +142,11 @@ def test_workload_parameters_for_fio_and_diskspd() -> None:
     s = w.WinRMSettings(host="h", username="u", disk_serial="S1")
     fn, p = w.workload_parameters(make_cell("randrw", 32.0, 70), Timing(4.5, 10.0), s)
     assert fn == "Invoke-StormatrixFio"
-    assert p == {"Serial": "S1", "ReadWrite": "randrw", "BlockSize": 65536, "IoDepth": 8, "NumJobs": 2,
-                 "RampSeconds": 5, "RuntimeSeconds": 10, "RateMiBps": 32.0, "RwMixRead": 70, "WriteMarkers": True,
-                 "FioPath": "C:\\Program Files\\fio\\fio.exe"}
+    assert p == {"Serial": "S1", "WriteMarkers": True, "FioPath": "C:\\Program Files\\fio\\fio.exe",
+                 "Workload": {"ReadWrite": "randrw", "BlockSize": 65536, "IoDepth": 8, "NumJobs": 2, "RampSeconds": 5,
+                              "RuntimeSeconds": 10, "RateMiBps": 32.0, "RwMixRead": 70}}
+    allowed = w.WinRMSettings(host="h", username="u", disk_serial="S1", allow_partitioned_disk=True)
+    assert w.workload_parameters(make_cell(), Timing(0, 1), allowed)[1]["AllowPartitioned"] is True
     assert set(p) <= set(w.PYTHON_CALLS[fn])
     fn, p = w.workload_parameters(make_cell(), Timing(0, 1), w.WinRMSettings(host="h", username="u", engine="diskspd"))
     assert fn == "Invoke-StormatrixDiskSpd" and "DiskSpdPath" in p and "FioPath" not in p
@@ -162,25 +194,31 @@ S = w.WinRMSettings(host="h", username="u", transport="https")
     (requests.exceptions.ReadTimeout("read timed out"), RemoteTimeout, "did not answer"),
     (WinRMOperationTimeoutError(), RemoteTimeout, "did not answer"),
     (requests.exceptions.ConnectionError("refused"), GuestDisconnected, "cannot reach"),
-    (WinRMTransportError("http", 503, "busy"), RemoteCommandError, "HTTP 503"),
+    (WinRMTransportError("http", 503, "busy"), w.WSManServiceError, "HTTP 503"),
+    (WinRMTransportError("http", 404, "no"), RemoteCommandError, "HTTP 404"),
     (WinRMError("The request for the Windows Remote Shell with ShellId X failed because the shell was not found "
-                "(extended fault data: {'wsmanfault_code': '2150858843'})"), RemoteCommandError, "shell was not found"),
+                "(extended fault data: {'wsmanfault_code': '2150858843'})"), w.WSManServiceError, "shell was not found"),
 ])
 def test_transport_errors_map_to_typed_errors(exc: Exception, kind: type, text: str) -> None:
     mapped = w.map_transport_error(exc, "call", S)
-    assert type(mapped) is kind
+    assert isinstance(mapped, kind)
     assert text in str(mapped)
 
 
 def test_ssl_error_is_not_an_authentication_or_connection_error() -> None:
     mapped = w.map_transport_error(requests.exceptions.SSLError("bad cert"), "x", S)
     assert not isinstance(mapped, (AuthenticationFailed, GuestDisconnected))
-    assert not w._is_connect_error(requests.exceptions.SSLError("bad cert"))
-    assert w._is_connect_error(requests.exceptions.ConnectionError("refused"))
+    assert not winrm_channel._is_connect_error(requests.exceptions.SSLError("bad cert"))
+    assert winrm_channel._is_connect_error(requests.exceptions.ConnectionError("refused"))
+
+
+def test_401_names_basic_auth_and_the_token_filter_policy() -> None:
+    text = str(w.map_transport_error(InvalidCredentialsError("x"), "call", S))
+    assert "Basic" in text and "LocalAccountTokenFilterPolicy" in text and "ntlm" in text
 
 
 def test_check_report_table() -> None:
-    report = w.CheckReport(host="w2022", passed=False, pester_version="5.6.1", tests=[
+    report = w.CheckReport(host="w2022", passed=False, runner="built-in runner", tests=[
         w.CheckResult("Should be offline", "Test disk", "Passed"),
         w.CheckResult("Should use the High performance power plan", "System state", "Failed",
                       "Expected $true, because Fix: powercfg /setactive ..."),
@@ -188,13 +226,15 @@ def test_check_report_table() -> None:
     table = report.table()
     assert "PASSED  Test disk / Should be offline" in table
     assert "FAILED  System state / Should use the High performance power plan  Expected $true, because Fix" in table
-    assert table.endswith("1 passed, 1 failed -> NOT READY")
+    assert table.endswith("1 passed, 1 failed, 0 skipped -> NOT READY")
 
 
-def test_diskspd_xml_to_dict() -> None:
-    import xml.etree.ElementTree as ET
+def test_diskspd_document_as_data() -> None:
     from pathlib import Path
 
+    from stormatrix.executors.winrm_output import diskspd_document
+
     xml = (Path(__file__).parent / "data" / "diskspd" / "diskspd_randread_64k_qd8_t1.xml").read_text(encoding="utf-8-sig")
-    d = w.xml_to_dict(ET.fromstring(xml))
-    assert "TimeSpan" in d
+    d = diskspd_document(xml)
+    assert d["Results"]["TimeSpan"]["Thread"]["Target"]["ReadCount"] == "937500"
+    assert d["Results"]["System"]["ProcessorTopology"]["Group"]["@MaximumProcessors"] == "4"

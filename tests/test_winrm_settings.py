@@ -10,7 +10,7 @@ import pytest
 
 from stormatrix.core.errors import EnvironmentProblem, InputError, MatrixError
 from stormatrix.executors import winrm as w
-from stormatrix.spec import EXTRA_SECTIONS, spec_from_dict
+from stormatrix.spec import extra_sections, spec_from_dict
 
 PASSWORD = "s3cr3t:P@ss/word"
 
@@ -27,7 +27,7 @@ def settings(**over: object) -> w.WinRMSettings:
 
 
 def test_section_is_registered_and_validated_by_the_matrix_parser() -> None:
-    assert "winrm" in EXTRA_SECTIONS
+    assert extra_sections().get("winrm") is w.WINRM_SECTION
     raw = {"matrix": {"controllers": ["sata"]}, "workload": [{"name": "r", "rw": "randread", "bs": "4k"}],
            "winrm": {"username": "Administrator", "password_env": "PW", "disk_serial": "S1", "transport": "https"}}
     spec = spec_from_dict(raw)
@@ -61,11 +61,11 @@ def test_password_from_file(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("over, env, match", [
-    ({"password_env": ""}, {}, "exactly one of"),
-    ({"password_file": "/x"}, {"STORMATRIX_TEST_PW": "x"}, "exactly one of"),
-    ({}, {}, "STORMATRIX_TEST_PW is not set"),
-    ({}, {"STORMATRIX_TEST_PW": ""}, "empty"),
-    ({"password_env": "", "password_file": "/nonexistent/pw"}, {}, "cannot be read"),
+    ({"password_env": ""}, {}, "neither is set"),
+    ({"password_file": "/x"}, {"STORMATRIX_TEST_PW": "x"}, "both are set"),
+    ({}, {}, "STORMATRIX_TEST_PW, which is not set"),
+    ({}, {"STORMATRIX_TEST_PW": ""}, "is empty"),
+    ({"password_env": "", "password_file": "/nonexistent/pw"}, {}, "names no existing file"),
 ])
 def test_password_problems_are_input_errors(over: dict[str, object], env: dict[str, str], match: str) -> None:
     with pytest.raises(InputError, match=match):
@@ -150,3 +150,55 @@ def test_missing_auth_plugin_is_an_environment_problem(monkeypatch: pytest.Monke
     with pytest.raises(EnvironmentProblem, match="python3-requests-kerberos"):
         w.check_transport_available("kerberos")
     w.check_transport_available("https")  # nothing needed
+
+
+def test_the_section_is_a_plain_constant() -> None:
+    from stormatrix.executors.winrm_settings import WINRM_SECTION
+
+    assert WINRM_SECTION is w.WINRM_SECTION and WINRM_SECTION.name == "winrm"
+    assert WINRM_SECTION.fields["transport"].default == "ntlm"
+
+
+def test_ntlm_and_kerberos_over_http_always_encrypt_the_messages() -> None:
+    assert settings().protocol_kwargs()["message_encryption"] == "always"
+    assert settings(use_tls=True).protocol_kwargs()["message_encryption"] == "auto"
+    assert "message_encryption" not in settings(transport="https").protocol_kwargs()
+
+
+def test_kerberos_needs_a_host_name_not_an_address() -> None:
+    with pytest.raises(InputError, match="needs the guest's host name"):
+        settings(transport="kerberos", host="192.168.50.21")
+    with pytest.raises(InputError, match="host name"):
+        settings(transport="kerberos", host="fe80::1")
+    assert settings(transport="kerberos", host="w2022.lab.example").endpoint == "http://w2022.lab.example:5985/wsman"
+
+
+def _workload(name: str, bs: int, iodepth: int, numjobs: int = 1) -> object:
+    from stormatrix.core.model import Workload
+
+    return Workload(name, "randread", bs, iodepth, numjobs)
+
+
+def test_workloads_beyond_the_shell_memory_quota_are_refused_at_plan_time() -> None:
+    fits = _workload("ok", 65536, 32, 4)  # 8 MiB of buffers
+    w.check_workload_memory([fits], 1024)
+    big = _workload("huge", 64 * 2**20, 64, 1)  # 4 GiB of buffers
+    with pytest.raises(InputError) as info:
+        w.check_workload_memory([fits, big], 1024)
+    message = str(info.value)
+    assert "'huge'" in message and "'ok'" not in message and "MaxMemoryPerShellMB = 1024" in message
+    assert "max_memory_per_shell_mb" in message and "4352" in message  # 4096 MiB + the 256 MB headroom
+    w.check_workload_memory([big], 4352)  # raised quota: accepted
+    edge = _workload("edge", 2**20, 768, 1)  # exactly quota - headroom
+    w.check_workload_memory([edge], 1024)
+    with pytest.raises(InputError):
+        w.check_workload_memory([_workload("edge+", 2**20, 769, 1)], 1024)
+
+
+def test_storage_drivers_from_guest_facts() -> None:
+    facts = {"Controllers": [{"Name": "sata", "DriverBound": True, "Service": "storahci"},
+                             {"Name": "virtio-scsi", "DriverBound": False, "Service": ""},
+                             {"Name": "unknown", "DriverBound": True, "Service": "x"}]}
+    assert w.storage_drivers(facts) == {"sata": "storahci"}
+    assert w.storage_drivers({"Controllers": {"Name": "virtio-blk", "DriverBound": True, "Service": "viostor"}}) == {
+        "virtio-blk": "viostor"}  # ConvertTo-Json unwraps a one-element array

@@ -1,7 +1,7 @@
 """The ``proxmox`` backend: reconfigure one VM's test disk through the API (or ``pvesh`` on the node),
 apply by restarting QEMU, never lose a volume, always restore.
 
-One cell, in order (REFERENCE.md §1-§2):
+One cell, in order (Proxmox VE API: /nodes/{node}/qemu/{vmid}/config, status/*, pending; qemu-server):
 
 1. read the config and its ``digest``; compute the minimal change (:mod:`.pve_config`);
 2. stop the VM (API ``stop`` task) so every change applies at once and a bus move is safe;
@@ -33,7 +33,6 @@ from __future__ import annotations
 import logging
 import os
 import re
-import shlex
 import socket
 import time
 from pathlib import Path
@@ -41,22 +40,19 @@ from typing import Any
 
 from ..core.errors import BackendError, GuestNotReady, InputError, MatrixError, TaskFailed
 from ..core.model import CONTROLLERS, DiskConfig
-from ..spec import register_section
+from . import proxmox_sharing as sharing
 from . import pve_config as pc
 from .base import ROLE_IOTHREAD, ROLE_MAIN, ROLE_VCPU, Backend, BlockStats, GuestEndpoint, HostScope
+from .proxmox_cmdline import CmdlineCheck
 from .proxmox_monitor import parse_hmp_blockstats, parse_hmp_threads
-from .proxmox_node import (NodeShell, Pinner, collector_files, ensure_remote_collector, local_process_cmdline,
-                           node_cpus, remote_hashes)
+from .proxmox_node import (NodeShell, Pinner, collector_files, ensure_remote_collector, node_cpus,
+                           remote_hashes)
 from .proxmox_restore import check_original, restore_vm
 from .proxmox_schema import (PROXMOX_SECTION, REMOTE_COLLECTOR_DIR, check_section, format_cpuset, make_transport,
                              parse_cpuset)
 from .pve_api import PveAuthError, PveClient, upid_starttime
 
 log = logging.getLogger("stormatrix.backend.proxmox")
-
-# Until sections are registered explicitly (one registry, no import side effects), importing the backend
-# is what makes [proxmox] known to the matrix parser.
-register_section(PROXMOX_SECTION)
 
 #: what other modules import from here (the section, the suite's VM discovery and host collector)
 __all__ = ["PROXMOX_SECTION", "REMOTE_COLLECTOR_DIR", "NodeShell", "ProxmoxBackend", "collector_files",
@@ -80,11 +76,12 @@ class ProxmoxBackend(Backend):
         self._client: PveClient | None = None
         self._original: dict[str, Any] | None = None
         self._pid: int | None = None
+        self._scsihw_now: str | None = None  # the running VM's scsihw (a SCSI cell leaves its own behind)
         self._restored = False
         self._own_upids: set[str] = set()  # tasks this backend started (not the restart after a reboot)
-        self._cmdlines = 0
         self.node = NodeShell(self.opts["ssh"], self.opts["ssh_config"])
         self.pinner = Pinner(self.node, self.opts["vmid"])
+        self.cmdline = CmdlineCheck(self.node, self.opts, self.workdir)
 
     @classmethod
     def boots_ahead(cls, spec: Any) -> bool:
@@ -136,19 +133,24 @@ class ProxmoxBackend(Backend):
         if self.opts["ssh_config"] and not Path(self.opts["ssh_config"]).expanduser().is_file():
             raise MatrixError(self.spec.path, "[proxmox] ssh_config", f"{self.opts['ssh_config']!r} is not a file",
                               "give the path of an ssh_config file, or leave ssh_config empty")
+        found = sharing.refused(self.spec.matrix["controllers"], self.slot, config, key)
+        if found and not self.opts["allow_shared_scsihw"]:
+            raise MatrixError(self.spec.path, "[matrix] controllers", *sharing.refusal_message(c.vmid, found, config))
         facts: dict[str, Any] = {"pve_version": version.get("version"), "node": c.node, "vmid": c.vmid,
                                  "test_disk": key, "volume": volid,
                                  "original_disk": pc.disk_config_of(config, key).key,
                                  "transport": self.opts["transport"]}
+        if found:
+            facts["shared_scsihw"] = {ctrl: ", ".join(disks) for ctrl, disks in found.items()}
+            log.warning("VM %s: [proxmox] allow_shared_scsihw = true: %s", c.vmid,
+                        "; ".join(f"{ctrl} cells move or share {', '.join(d)}" for ctrl, d in found.items()))
         if self.opts["pin_cpus"]:
             facts["pin_cpus"] = ",".join(map(str, self._check_pin_cpus()))
         if self.opts["ssh"]:
             state = ensure_remote_collector(self.opts["ssh"], self.opts["ssh_dir"], ssh_config=self.opts["ssh_config"])
             facts["host_collector"] = f"ssh {self.opts['ssh']}:{self.opts['ssh_dir']} ({state})"
-        if self.opts["check_cmdline"] and self._can_showcmd():
-            text = self._showcmd()
-            self._save_cmdline("original.showcmd", text)
-            facts["qemu_cmdline"] = shlex.join(pc.parse_showcmd(text))
+        if self.opts["check_cmdline"] and self.cmdline.can_showcmd():
+            facts["qemu_cmdline"] = self.cmdline.original()
         self._original = {
             "kind": "proxmox", "node": c.node, "vmid": c.vmid, "test_disk": key, "volid": volid,
             "status": status.get("status", "stopped"), "config": dict(config), "digest": config["digest"],
@@ -293,6 +295,7 @@ class ProxmoxBackend(Backend):
         current = c.config(current=True)
         if not check(current):
             raise BackendError(f"VM {c.vmid}: the running configuration is not {what}")
+        self._scsihw_now = current.get("scsihw")
 
     def _ready_mode(self) -> str:
         mode = self.opts["ready"]
@@ -384,6 +387,15 @@ class ProxmoxBackend(Backend):
             raise BackendError(f"query-blockstats has no {drive_id}")
         return parse_hmp_blockstats(self.client.monitor("info blockstats"), drive_id)
 
+    def window_closed(self) -> dict[str, Any] | None:
+        """What the cell's record must say about the window: the VM's other drives that share the test
+        disk's controller (its I/O runs through the measured controller) or whose SCSI controller the
+        cell changed (``scsihw`` is one per VM). Empty lists when there are none; every cell says so."""
+        if self.current is None or self._original is None:
+            return None
+        return {"controller_shared_with": sharing.sharing(self.current, self.slot, self._original["config"],
+                                                          self.test_key, scsihw_now=self._scsihw_now)}
+
     def collector_factory(self, scope: HostScope) -> Any:
         """The host collector for ``scope``: on this machine, or ``linux-host/multicollector.py`` run on the
         node over one ssh session (copied there by :meth:`prepare`), the same remote path as a suite's."""
@@ -397,69 +409,11 @@ class ProxmoxBackend(Backend):
         return WindowCollector(scope.pid, dict(scope.threads))
 
     # --- the QEMU command line ------------------------------------------------------------------
-    def _can_showcmd(self) -> bool:
-        return self.opts["transport"] == "local" or self.node.remote
-
-    def _showcmd(self) -> str:
-        return self.node.run(["qm", "showcmd", str(self.opts["vmid"]), "--pretty"]).stdout
-
     def _local_pid(self, pid: int) -> bool:
-        """Is ``pid`` this VM's QEMU on this machine? (qemu-server's pid file says so.)"""
-        import psutil
-
-        pidfile = Path(self.opts["qemu_server_dir"]) / f"{self.opts['vmid']}.pid"
-        try:
-            return int(pidfile.read_text().strip()) == pid and psutil.pid_exists(pid)
-        except (OSError, ValueError):
-            return False
-
-    def _running_cmdline(self, pid: int | None) -> list[str] | None:
-        if not pid:
-            return None
-        if self.node.remote:
-            text = self.node.run(["cat", f"/proc/{pid}/cmdline"]).stdout
-            return [a for a in text.split("\0") if a] or None
-        if self._local_pid(pid):
-            return local_process_cmdline(pid)
-        return None
-
-    def _save_cmdline(self, name: str, text: str) -> Path:
-        folder = self.workdir / "proxmox"
-        folder.mkdir(parents=True, exist_ok=True)
-        path = folder / f"{name}.txt"
-        path.write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
-        return path
+        return self.cmdline.local_pid(pid)
 
     def _check_cmdline(self, disk: DiskConfig, key: str) -> None:
-        """The test disk as QEMU really gets it must be the cell's: ``qm showcmd`` (what Proxmox makes
-        of the config) and the running process's command line, where either can be read. Both are kept
-        in ``<run dir>/proxmox/``. A difference (a hookscript, an ``args:`` line, a qemu-server that
-        ignores an option) fails the cell before anything is measured."""
-        vmid = self.opts["vmid"]
-        texts: dict[str, list[str]] = {}
-        self._cmdlines += 1
-        stem = f"{self._cmdlines:03d}-" + re.sub(r"[^A-Za-z0-9_.=-]+", "_", disk.key)
-        if self._can_showcmd():
-            text = self._showcmd()
-            path = self._save_cmdline(f"{stem}.showcmd", text)
-            texts["qm showcmd"] = pc.parse_showcmd(text)
-            log.info("VM %s: qm showcmd for %s kept in %s", vmid, disk.key, path)
-        running = self._running_cmdline(self._pid)
-        if running is not None:
-            self._save_cmdline(f"{stem}.running", shlex.join(running).replace(" -", " \\\n  -"))
-            texts[f"the running QEMU (pid {self._pid})"] = running
-        if not texts:
-            log.debug("VM %s: no way to read its QEMU command line here (transport api without ssh, and "
-                      "its QEMU is not on this machine)", vmid)
-            return
-        problems = {where: pc.cmdline_problems(argv, disk, key) for where, argv in texts.items()}
-        problems = {where: p for where, p in problems.items() if p}
-        if problems:
-            raise BackendError(
-                f"VM {vmid}: the test disk {key} is not what the cell {disk.key} asked for: "
-                + "; ".join(f"{where} has {', '.join(p)}" for where, p in problems.items())
-                + ". Nothing was measured. Look for what changes the command line (an args: line, a hookscript, "
-                  "an old qemu-server) in the VM's config and on the node")
+        self.cmdline.check(disk, key, self._pid)
 
     # --- pinning ------------------------------------------------------------------------------
     def node_cpus(self) -> list[int]:

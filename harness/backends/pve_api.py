@@ -87,8 +87,7 @@ class ConfigConflictError(PveApiError, ConfigConflict):
 class ProxmoxerTransport:
     def __init__(self, host: str, *, port: int, user: str, token_name: str, token_value: str,
                  verify: bool | str, timeout: float) -> None:
-        try:
-            import proxmoxer  # noqa: F401 - imported here so the qemu path never needs it
+        try:  # imported here, not at the top, so the qemu path never needs proxmoxer
             from proxmoxer import ProxmoxAPI
         except ImportError:
             raise EnvironmentProblem("the proxmox backend needs proxmoxer: apt-get install python3-proxmoxer "
@@ -106,6 +105,7 @@ class ProxmoxerTransport:
         default_timeout = timeout
 
         class _TimeoutAdapter(requests.adapters.HTTPAdapter):
+            # HTTPAdapter.send names each argument; this one passes them through, hence the ignore
             def send(self, request: Any, **kwargs: Any) -> Any:  # type: ignore[override]
                 if kwargs.get("timeout") is None:
                     kwargs["timeout"] = default_timeout

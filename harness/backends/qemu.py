@@ -21,10 +21,12 @@ from ..spec import Field, MatrixSpec, Section, register_section
 from .base import Backend, BlockStats, GuestEndpoint, HostScope, format_cpuset
 from .qemu_devices import PCI_ADDR, disk_devices, drive_option, pci_addr
 from .qemu_pinning import PinPlan, PlacementCollector, ThreadPinner, check_setting, plan_pinning
-from .qemu_vm import QBOOT, QEMU_BINARY, QemuVm, VmSpec, ensure_test_disk, kill_stale, qemu_version
+from .qemu_vm import (QBOOT, QEMU_BINARY, QemuVm, VmSpec, ensure_test_disk, free_test_disks, image_in_use, kill_stale,
+                      qemu_version)
 
 __all__ = ["QEMU_SECTION", "QemuBackend", "PCI_ADDR", "disk_devices", "drive_option", "pci_addr", "QBOOT",
-           "QEMU_BINARY", "QemuVm", "VmSpec", "ensure_test_disk", "kill_stale", "qemu_version"]
+           "QEMU_BINARY", "QemuVm", "VmSpec", "ensure_test_disk", "free_test_disks", "image_in_use", "kill_stale",
+           "qemu_version"]
 
 log = logging.getLogger("stormatrix.qemu")
 
@@ -58,6 +60,11 @@ class QemuBackend(Backend):
     still) and resumed when the window closes, so nothing but the VM under test runs in the window;
     the record says so (``overlap``), with the paused VM's CPU time in the window as evidence. This
     takes the ~3.5 s boot out of the time between two cells without shortening any window.
+
+    **Pinning** (``[qemu] pin_threads``, auto by default): for each window the vCPU thread runs on its
+    own host CPU and the rest of QEMU and the harness on the others, so a cell's context switches do not
+    depend on where the scheduler happened to put the vCPU and the main loop; the record's
+    ``host.placement`` says where every role ran (:mod:`.qemu_pinning`).
     """
 
     name = "qemu"
@@ -108,10 +115,8 @@ class QemuBackend(Backend):
                 log.info("[qemu] disk_path is set: one test disk, so no VM boots ahead")
         else:
             size = self.opts["disk_size_mib"]
-            disks = guestimage.cache_root() / "disks"
-            self.disk_paths = [ensure_test_disk(disks / f"test-{size}m.raw", size)]
-            if self.boots_ahead(self.spec):
-                self.disk_paths.append(ensure_test_disk(disks / f"test-{size}m.b.raw", size))
+            count = 2 if self.boots_ahead(self.spec) else 1
+            self.disk_paths = free_test_disks(guestimage.cache_root() / "disks", size, count)
         return {"qemu": version, "accel": self.opts["accel"], "guest_image": self.image.image_id,
                 "guest_kernel": self.image.kernel_release, "vcpus": self.opts["vcpus"],
                 "memory_mib": self.opts["memory_mib"], "firmware": self.opts["firmware"],
@@ -183,10 +188,9 @@ class QemuBackend(Backend):
         """Pin the VM under test's threads and the harness's for the window (see :mod:`.qemu_pinning`)."""
         if self.pin_plan is None or self.vm is None:
             return
-        named = {tid: role for tid, role in self.vm.thread_roles().items()}
         self._pinner = self._pinner or ThreadPinner(self.pin_plan)
         try:
-            self._pinner.pin(self.vm.pid, named)
+            self._pinner.pin(self.vm.pid, self.vm.thread_roles())
         except OSError as exc:
             raise EnvironmentProblem(f"[qemu] pin_threads: pinning QEMU {self.vm.pid}'s threads failed: {exc}. "
                                      "Set pin_threads = \"off\" to measure unpinned") from None

@@ -14,14 +14,18 @@ What differs from a Proxmox VM, on purpose:
 from __future__ import annotations
 
 import ctypes
+import fcntl
 import logging
 import os
 import signal
 import socket
+import struct
 import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import psutil
 
 from .. import guestimage
 from ..core.errors import EnvironmentProblem, VmStartError
@@ -174,9 +178,11 @@ class QemuVm:
                 self.stop()
                 raise VmStartError(f"QEMU did not create its QMP socket within {timeout:.0f} s")
             time.sleep(0.01)
+        qmp = Qmp(self.qmp_path)
         try:
-            self.qmp = Qmp(self.qmp_path).connect(deadline)
+            self.qmp = qmp.connect(deadline)
         except QmpError as exc:
+            qmp.close()  # connected, then QEMU went away (e.g. the image is locked): close our end
             tail = self.stderr_tail()
             self.stop()
             raise VmStartError(f"{exc}; QEMU said: {tail}") from None
@@ -216,9 +222,9 @@ class QemuVm:
         self.qmp.execute("cont")
 
     def cpu_seconds(self) -> float:
-        """User + system CPU time of the whole QEMU process so far (/proc/<pid>/stat)."""
-        fields = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        """User + system CPU time of the whole QEMU process so far (all its threads)."""
+        times = psutil.Process(self.pid).cpu_times()
+        return float(times.user + times.system)
 
     def thread_roles(self) -> dict[int, str]:
         """Thread id -> role, from QMP (vCPUs, iothreads) and thread names (aio workers)."""
@@ -283,18 +289,57 @@ def kill_stale(pidfile: Path) -> None:
     except (OSError, ValueError):
         return
     try:
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-    except OSError:
+        proc = psutil.Process(pid)
+        cmdline = proc.cmdline()
+    except psutil.Error:
         pidfile.unlink(missing_ok=True)
         return
-    if any(str(pidfile).encode() == arg for arg in cmdline):
+    if str(pidfile) in cmdline:
         log.warning("killing QEMU %d left behind by an earlier run", pid)
-        os.kill(pid, signal.SIGKILL)
-        for _ in range(100):
-            if not Path(f"/proc/{pid}").exists():
-                break
-            time.sleep(0.02)
+        try:
+            proc.kill()
+            proc.wait(timeout=2)
+        except psutil.NoSuchProcess:
+            pass
+        except psutil.TimeoutExpired:
+            log.warning("QEMU %d did not exit within 2 s of SIGKILL", pid)
     pidfile.unlink(missing_ok=True)
+
+
+# QEMU locks an image it has open with OFD byte-range locks at offsets 100+ (permissions) and 200+
+# (shared permissions) (block/file-posix.c, RAW_LOCK_PERM_BASE / RAW_LOCK_SHARED_BASE).
+_QEMU_LOCK_START, _QEMU_LOCK_LEN = 100, 200
+
+
+def image_in_use(path: Path) -> bool:
+    """Whether a running QEMU holds ``path`` open (its image lock), without opening it in QEMU."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        probe = struct.pack("hhqqi4x", fcntl.F_WRLCK, os.SEEK_SET, _QEMU_LOCK_START, _QEMU_LOCK_LEN, 0)
+        answer = fcntl.fcntl(fd, fcntl.F_OFD_GETLK, probe)
+        return struct.unpack("hhqqi4x", answer)[0] != fcntl.F_UNLCK
+    except OSError:
+        return False  # no OFD locks here: QEMU's own lock check still refuses a busy image
+    finally:
+        os.close(fd)
+
+
+def free_test_disks(folder: Path, size_mib: int, count: int) -> list[Path]:
+    """``count`` test-disk images of ``size_mib`` in ``folder`` that no running QEMU holds: the usual
+    ``test-<size>m.raw`` (and ``.b.raw``) first, further copies (``.c.raw``, ...) when another run on
+    this machine has those open, so that two runs do not wait on each other's image lock."""
+    out: list[Path] = []
+    for suffix in "abcdefghijklmnopqrstuvwxyz":
+        path = folder / (f"test-{size_mib}m.raw" if suffix == "a" else f"test-{size_mib}m.{suffix}.raw")
+        if not image_in_use(path):
+            out.append(ensure_test_disk(path, size_mib))
+            if len(out) == count:
+                return out
+    raise EnvironmentProblem(f"every test-disk image of {size_mib} MiB in {folder} is in use by a running QEMU: "
+                             "stop the other runs, or give this run its own image with [qemu] disk_path")
 
 
 def ensure_test_disk(path: Path, size_mib: int) -> Path:

@@ -17,7 +17,7 @@ from .report import output_paths, probability, warn
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser("compare", help="A vs B workbook: IOPS gain %%, latency reduction %%, bandwidth, t-tests",
                        description="Compare two data sets point by point (rw, block size, queue depth): IOPS gain "
-                                   "%%, latency reduction %%, bandwidth, averages by queue depth and block size, "
+                                   "%, latency reduction %, bandwidth, averages by queue depth and block size, "
                                    "wins, peak bandwidth, Welch t-tests over repeats. Writes the workbook and the "
                                    "tidy data of both sides as CSV next to it.")
     p.add_argument("a", metavar="A", help="baseline: run directory, journal, directory or glob of result files")
@@ -46,6 +46,7 @@ def run(args: argparse.Namespace) -> int:
     from ..analysis.compare import compare
     from ..analysis.findings import comparison_findings
     from ..analysis.ingest import ingest
+    from ..analysis.output import write_all
     from ..analysis.workbook import write_comparison_workbook, write_tidy_csv
 
     inputs_a, inputs_b = [args.a, *args.add_a], [args.b, *args.add_b]
@@ -68,8 +69,10 @@ def run(args: argparse.Namespace) -> int:
     result = compare(a.frame, b.frame, label_a=label_a, label_b=label_b, alpha=args.alpha)
     warn(result.notes)
     findings = comparison_findings(result)
-    write_comparison_workbook(out, a, b, result, findings, inputs_a=inputs_a, inputs_b=inputs_b)
-    write_tidy_csv(pd.concat([a.frame, b.frame], ignore_index=True), csv)
+    both = pd.concat([a.frame, b.frame], ignore_index=True)
+    write_all([("-o", out, lambda p: write_comparison_workbook(p, a, b, result, findings, inputs_a=inputs_a,
+                                                                inputs_b=inputs_b)),
+               ("--csv", csv, lambda p: write_tidy_csv(both, p))])
     s = result.summary
     print(f"wrote {out} ({s['points']} points; {label_b} has more IOPS in {s['iops_wins']}, lower latency in "
           f"{s['latency_wins']}) and {csv}")

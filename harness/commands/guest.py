@@ -1,7 +1,8 @@
-"""``stormatrix guest check``: run the Pester validation inside a Windows guest over WinRM.
+"""``stormatrix guest check``: run the guest validation inside a Windows guest over WinRM.
 
-Prints one line per check (pass/fail, and for a failure the message that says how to fix it) and
-exits 0 only when every check passed. The password comes from ``--password-env`` or
+Prints one line per check (passed, failed or skipped, and for a failure the message that says how to
+fix it) and exits 0 only when every check passed. The checks run in the guest without Pester (the
+module's built-in runner); docs/windows.md lists what a guest needs. The password comes from ``--password-env`` or
 ``--password-file``; there is deliberately no ``--password`` (it would sit in the shell history and
 in ``ps`` output).
 """
@@ -12,16 +13,18 @@ import argparse
 import time
 from typing import Any
 
-from ..executors.winrm import TRANSPORTS, WinRMExecutor, WinRMSettings
+from ..secrets import check_option
+from ..executors.winrm import TRANSPORTS, TestDiskMissing, WinRMExecutor, WinRMSettings
 
 
 def register(subparsers: Any) -> None:
     guest = subparsers.add_parser("guest", help="work with a Windows guest over WinRM",
                                   description="Work with a Windows guest over WinRM.")
     sub = guest.add_subparsers(dest="guest_command", metavar="ACTION")
-    check = sub.add_parser("check", help="run the Pester validation in the guest and print each check",
-                           description="Upload the StormatrixGuest module, run its Pester validation suite in "
-                                       "the guest and print a pass/fail line per check.")
+    check = sub.add_parser("check", help="run the guest validation in the guest and print each check",
+                           description="Upload the StormatrixGuest module, run its validation checks in the guest "
+                                       "(test disk, controller driver, engine, power plan, pending reboot) and print "
+                                       "a line per check; a failed check says how to fix it.")
     check.add_argument("--host", required=True, help="guest host name or address")
     check.add_argument("--port", type=port_number, default=0, help="WinRM port (default 5985 for ntlm/kerberos, 5986 for https/credssp)")
     check.add_argument("--transport", choices=TRANSPORTS, default="ntlm")
@@ -65,12 +68,22 @@ def section_from_args(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def run_check(args: argparse.Namespace, *, protocol_factory: Any = None, environ: Any = None) -> int:
+    if args.password_env:  # a password pasted here by mistake is refused without being repeated
+        check_option("--password-env", args.password_env, kind="env")
+    if args.password_file:
+        check_option("--password-file", args.password_file, kind="file")
     settings = WinRMSettings.from_section(section_from_args(args), environ=environ)
     executor = WinRMExecutor([], settings=settings, protocol_factory=protocol_factory)
+    missing: TestDiskMissing | None = None
     try:
-        executor.wait_ready(time.monotonic() + args.timeout)
+        try:
+            executor.wait_ready(time.monotonic() + args.timeout)
+        except TestDiskMissing as exc:  # the checks below say which ones fail; the reason is printed after them
+            missing = exc
         report = executor.validate(args.controller)
     finally:
         executor.close()
     print(report.table())
-    return 0 if report.passed else 1
+    if missing is not None:
+        print(f"why: {missing.message}")
+    return 0 if report.passed and missing is None else 1

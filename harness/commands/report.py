@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import glob
 import math
+import stat
 import sys
 from pathlib import Path
 
@@ -64,6 +65,35 @@ def _existing(inputs: list[str]) -> list[Path]:
     return out
 
 
+def _writable_place(flag: str, path: Path) -> None:
+    """Refuse, before anything is read, an output that cannot be a file: one under a path whose parent
+    is a regular file, or one that exists as a device, pipe or socket (renaming over it would replace
+    the device node, e.g. /dev/null)."""
+    parent = path.parent
+    while True:
+        try:
+            st = parent.stat()
+        except (FileNotFoundError, NotADirectoryError):
+            if parent.parent == parent:
+                return
+            parent = parent.parent
+            continue
+        except OSError as exc:
+            raise InputError(f"{flag} {path}: {parent} cannot be used ({exc.strerror}). "
+                             "Fix: write the output elsewhere") from None
+        if not stat.S_ISDIR(st.st_mode):
+            raise InputError(f"{flag} {path}: {parent} is a file, not a directory. "
+                             "Fix: give a path in a directory (or remove that file)")
+        break
+    try:
+        mode = path.lstat().st_mode
+    except OSError:
+        return
+    if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode) or stat.S_ISLNK(mode)):
+        raise InputError(f"{flag} {path} is not a regular file (a device, pipe or socket). "
+                         "Fix: give the name of a file to write")
+
+
 def output_paths(output: str, csv: str | None, inputs: list[str] | None = None) -> tuple[Path, Path]:
     """The workbook and CSV paths, refused before anything is read if writing them could destroy an
     input (a journal, a result file) or is impossible (a directory)."""
@@ -74,6 +104,7 @@ def output_paths(output: str, csv: str | None, inputs: list[str] | None = None) 
     if csv_path.resolve() == out.resolve():
         raise InputError(f"--csv {csv} is the workbook itself. Fix: give the CSV its own name (or leave --csv out)")
     for flag, path in (("-o", out), ("--csv", csv_path)):
+        _writable_place(flag, path)
         if path.is_dir():
             raise InputError(f"{flag} {path} is a directory. Fix: give a file name")
         if path.name == "journal.ndjson":
@@ -100,6 +131,7 @@ def write_report(inputs: list[str], output: str, *, csv: str | None = None, stri
     from ..analysis.efficiency import score_cells
     from ..analysis.findings import efficiency_findings
     from ..analysis.ingest import ingest
+    from ..analysis.output import write_all
     from ..analysis.workbook import write_efficiency_workbook, write_tidy_csv
 
     out, csv_path = output_paths(output, csv, inputs)
@@ -112,8 +144,9 @@ def write_report(inputs: list[str], output: str, *, csv: str | None = None, stri
     result = score_cells(data.frame, cv_limit=cv_limit)
     warn(result.notes)
     findings = efficiency_findings(result)
-    write_efficiency_workbook(out, data, result, findings, label=label, inputs=inputs)
-    write_tidy_csv(data.frame, csv_path)
+    write_all([("-o", out, lambda p: write_efficiency_workbook(p, data, result, findings, label=label,
+                                                                inputs=inputs)),
+               ("--csv", csv_path, lambda p: write_tidy_csv(data.frame, p))])
     print(f"wrote {out} ({len(data.frame)} measurements, {len(result.cells)} configurations scored, "
           f"{len(findings)} findings) and {csv_path}")
     return 0

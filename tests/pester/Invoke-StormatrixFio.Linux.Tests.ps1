@@ -17,7 +17,7 @@ Describe 'Invoke-StormatrixFio with Linux fio' -Skip:(-not $script:fio) {
     It 'Should run fio on a file and return its JSON' {
         $file = Join-Path $TestDrive 'fio-target.dat'
         $r = Invoke-StormatrixFio -FileName $file -FileSizeMiB 4 -IoEngine psync -Direct 0 -FioPath $script:fioPath `
-            -ReadWrite randread -BlockSize 4096 -IoDepth 1 -NumJobs 1 -RampSeconds 0 -RuntimeSeconds 1 -OutputDirectory $TestDrive
+            -Workload @{ ReadWrite = 'randread'; BlockSize = 4096; IoDepth = 1; NumJobs = 1; RampSeconds = 0; RuntimeSeconds = 1 } -OutputDirectory $TestDrive
         $r.Engine | Should -Be 'fio'
         $r.ExitCode | Should -Be 0
         $r.FioVersion | Should -BeLike 'fio-3*'
@@ -28,16 +28,18 @@ Describe 'Invoke-StormatrixFio with Linux fio' -Skip:(-not $script:fio) {
     }
 
     It 'Should throw FioFailed with fio''s message when fio rejects the job' {
-        $missingDir = Join-Path $TestDrive 'no/such/dir/file.dat'
+        $notADir = Join-Path $TestDrive 'a-file'
+        Set-Content -LiteralPath $notADir -Value 'x'
+        $missingDir = Join-Path $notADir 'file.dat'  # under a file: fio cannot create it
         { Invoke-StormatrixFio -FileName $missingDir -FileSizeMiB 1 -IoEngine psync -Direct 0 -FioPath $script:fioPath `
-                -ReadWrite read -BlockSize 4096 -RuntimeSeconds 1 -OutputDirectory $TestDrive } | Should -Throw -ErrorId 'Stormatrix.FioFailed'
+                -Workload @{ ReadWrite = 'read'; BlockSize = 4096; RuntimeSeconds = 1 } -OutputDirectory $TestDrive } | Should -Throw -ErrorId 'Stormatrix.FioFailed'
     }
 
     It 'Should write start and end markers to stdout when asked' {
         $file = Join-Path $TestDrive 'marker.dat'
         $pwsh = (Get-Process -Id $PID).Path
         $module = Join-Path $PSScriptRoot '../../windows/StormatrixGuest/StormatrixGuest.psd1'
-        $script = "Import-Module '$module'; `$null = Invoke-StormatrixFio -FileName '$file' -FileSizeMiB 1 -IoEngine psync -Direct 0 -FioPath '$($script:fioPath)' -ReadWrite read -BlockSize 4096 -RuntimeSeconds 1 -WriteMarkers"
+        $script = "Import-Module '$module'; `$null = Invoke-StormatrixFio -FileName '$file' -FileSizeMiB 1 -IoEngine psync -Direct 0 -FioPath '$($script:fioPath)' -Workload @{ ReadWrite = 'read'; BlockSize = 4096; RuntimeSeconds = 1 } -WriteMarkers"
         $out = & $pwsh -NoProfile -NonInteractive -Command $script
         $LASTEXITCODE | Should -Be 0
         ($out -join "`n") | Should -Match '##stormatrix:engine-started '

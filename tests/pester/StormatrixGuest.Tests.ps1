@@ -1,10 +1,20 @@
 # Unit tests for every public function of the guest module, on Linux: Windows-only cmdlets are stubbed in
 # module scope (Stubs.ps1) and mocked; native executables go through Invoke-StormatrixNative, mocked.
+# The same functions run unmocked against the data-described fake Windows guest (tests/pwsh/FakeWindows)
+# in tests/test_winrm_standin.py, test_winrm_guest_module.py and test_winrm_e2e.py.
 BeforeAll {
     $script:ModuleManifest = Join-Path $PSScriptRoot '../../windows/StormatrixGuest/StormatrixGuest.psd1'
     Import-Module -Name $script:ModuleManifest -Force
     $stubs = Join-Path $PSScriptRoot 'Stubs.ps1'
-    InModuleScope StormatrixGuest -Parameters @{ Stubs = $stubs } { param($Stubs) . $Stubs }
+    InModuleScope StormatrixGuest -Parameters @{ Stubs = $stubs } {
+        param($Stubs)
+        . $Stubs
+        # cmdlets and parameters the module uses beyond Stubs.ps1
+        function script:Get-PnpDevice { [CmdletBinding()] param([string[]]$Class, [switch]$PresentOnly) throw 'stub Get-PnpDevice called without a mock' }
+        function script:Get-StorageSetting { [CmdletBinding()] param() throw 'stub Get-StorageSetting called without a mock' }
+        function script:Get-NetIPAddress { [CmdletBinding()] param([string[]]$AddressFamily) throw 'stub Get-NetIPAddress called without a mock' }
+        function script:New-SelfSignedCertificate { [CmdletBinding()] param([string[]]$DnsName, [string]$Subject, [string[]]$TextExtension, [string]$CertStoreLocation) throw 'stub New-SelfSignedCertificate called without a mock' }
+    }
     $PSDefaultParameterValues['Mock:ModuleName'] = 'StormatrixGuest'
     $PSDefaultParameterValues['Should:ModuleName'] = 'StormatrixGuest'
 
@@ -58,9 +68,10 @@ Describe 'Find-StormatrixTestDisk' {
 Describe 'Get-StormatrixStorageController' {
     BeforeEach {
         Mock Get-PnpDevice {
-            @([pscustomobject]@{ InstanceId = 'PCI\VEN_1AF4&DEV_1004&SUBSYS_00081AF4\3&1'; FriendlyName = 'Red Hat VirtIO SCSI controller'; Class = 'SCSIAdapter'; Status = 'OK'; Problem = 'CM_PROB_NONE' },
-                [pscustomobject]@{ InstanceId = 'PCI\VEN_1000&DEV_0012&SUBSYS_10001000\3&2'; FriendlyName = 'SCSI Controller'; Class = 'SCSIAdapter'; Status = 'Error'; Problem = 'CM_PROB_FAILED_INSTALL' },
-                [pscustomobject]@{ InstanceId = 'PCI\VEN_8086&DEV_2922&SUBSYS_11001AF4\3&3'; FriendlyName = 'Standard SATA AHCI Controller'; Class = 'HDC'; Status = 'OK'; Problem = 'CM_PROB_NONE' })
+            @([pscustomobject]@{ InstanceId = 'PCI\VEN_1AF4&DEV_1004&SUBSYS_00081AF4\3&1'; FriendlyName = 'Red Hat VirtIO SCSI controller'; Class = 'SCSIAdapter'; Status = 'OK'; Problem = 'CM_PROB_NONE'; ConfigManagerErrorCode = 0 },
+                [pscustomobject]@{ InstanceId = 'PCI\VEN_1000&DEV_0012&SUBSYS_10001000\3&2'; FriendlyName = 'SCSI Controller'; Class = $null; Status = 'Error'; Problem = 'CM_PROB_FAILED_INSTALL'; ConfigManagerErrorCode = 28 },
+                [pscustomobject]@{ InstanceId = 'PCI\VEN_8086&DEV_2922&SUBSYS_11001AF4\3&3'; FriendlyName = 'Standard SATA AHCI Controller'; Class = 'HDC'; Status = 'OK'; Problem = 'CM_PROB_NONE'; ConfigManagerErrorCode = 0 },
+                [pscustomobject]@{ InstanceId = 'PCI\VEN_8086&DEV_100E&SUBSYS_11001AF4\3&4'; FriendlyName = 'Intel(R) PRO/1000'; Class = 'Net'; Status = 'OK'; Problem = 'CM_PROB_NONE'; ConfigManagerErrorCode = 0 })
         }
         Mock Get-PnpDeviceProperty {
             if ($InstanceId -like '*DEV_1004*') {
@@ -76,9 +87,10 @@ Describe 'Get-StormatrixStorageController' {
         $all.Count | Should -Be 3
         ($all | Where-Object Name -EQ 'virtio-scsi').DriverBound | Should -BeTrue
         ($all | Where-Object Name -EQ 'virtio-scsi').Service | Should -Be 'vioscsi'
-        ($all | Where-Object Name -EQ 'lsi').DriverBound | Should -BeFalse
+        ($all | Where-Object Name -EQ 'lsi').DriverBound | Should -BeFalse -Because 'a controller without its driver has no class yet, and is found by its PCI id'
+        ($all | Where-Object Name -EQ 'lsi').ProblemCode | Should -Be '28'
         ($all | Where-Object Name -EQ 'sata').DriverBound | Should -BeTrue
-        Should -Invoke Get-PnpDevice -Exactly -Times 1 -Scope It -ParameterFilter { $Class -contains 'SCSIAdapter' -and $Class -contains 'HDC' }
+        Should -Invoke Get-PnpDevice -Exactly -Times 1 -Scope It -ParameterFilter { $PresentOnly }
     }
     It 'Should treat virtio-scsi-single as the virtio-scsi device' {
         @(Get-StormatrixStorageController -Controller 'virtio-scsi-single').Name | Should -Be 'virtio-scsi'
@@ -169,7 +181,9 @@ Describe 'Get-StormatrixGuestFacts' {
         Mock Get-Disk { @((New-TestDisk -Number 0 -Serial 'BOOT' -PartitionStyle 'GPT' -IsOffline $false -IsBoot $true), (New-TestDisk -Number 1)) }
         Mock Get-Partition { @([pscustomobject]@{ PartitionNumber = 1; DriveLetter = 'C'; Size = 100GB; Type = 'Basic' }) }
         Mock Get-StormatrixStorageController { [pscustomobject]@{ Name = 'sata'; DriverBound = $true } }
+        Mock Get-StorageSetting { [pscustomobject]@{ NewDiskPolicy = 'OfflineShared' } }
         $facts = Get-StormatrixGuestFacts -Serial 'STORMATRIX01'
+        $facts.SanPolicy | Should -Be 'OfflineShared'
         $facts.OsBuild | Should -Be '20348'
         $facts.TestDisk | Should -Be 1
         $facts.Disks | Should -HaveCount 2
@@ -191,10 +205,12 @@ Describe 'Invoke-StormatrixFio' {
                 Set-Content -LiteralPath $out -Value '{"fio version": "fio-3.35", "jobs": [{"jobname": "stormatrix", "error": 0}]}'
                 New-NativeResult
             }
-            $r = Invoke-StormatrixFio -Serial 'STORMATRIX01' -ReadWrite randread -BlockSize 65536 -IoDepth 8 -NumJobs 2 -RampSeconds 5 -RuntimeSeconds 30 -RateMiBps 32 -OutputDirectory $TestDrive
+            $r = Invoke-StormatrixFio -Serial 'STORMATRIX01' -Workload @{ ReadWrite = 'randread'; BlockSize = 65536; IoDepth = 8; NumJobs = 2; RampSeconds = 5; RuntimeSeconds = 30; RateMiBps = 32 } -OutputDirectory $TestDrive
             $r.Engine | Should -Be 'fio'
             $r.DiskNumber | Should -Be 4
             $r.FioVersion | Should -Be 'fio-3.35'
+            $r.EngineFlags | Should -Be @('--direct=1', '--thread')
+            $r.TestDisk.PartitionStyle | Should -Be 'RAW'
             $r.Raw | Should -Match '"jobs"'
             Should -Invoke Invoke-StormatrixNative -Exactly -Times 1 -Scope It -ParameterFilter {
                 $ArgumentList -contains '--filename=\\.\PhysicalDrive4' -and $ArgumentList -contains '--ioengine=windowsaio' -and
@@ -208,13 +224,13 @@ Describe 'Invoke-StormatrixFio' {
     Context 'When fio exits non-zero' {
         It 'Should throw FioFailed with fio''s stderr' {
             Mock Invoke-StormatrixNative { New-NativeResult -ExitCode 1 -StdErr 'fio: pid=0, err=5/file:io_u.c' }
-            { Invoke-StormatrixFio -Serial 'STORMATRIX01' -ReadWrite randwrite -BlockSize 4096 -OutputDirectory $TestDrive } | Should -Throw -ErrorId 'Stormatrix.FioFailed' -ExpectedMessage '*err=5*'
+            { Invoke-StormatrixFio -Serial 'STORMATRIX01' -Workload @{ ReadWrite = 'randwrite'; BlockSize = 4096 } -OutputDirectory $TestDrive } | Should -Throw -ErrorId 'Stormatrix.FioFailed' -ExpectedMessage '*err=5*'
         }
     }
     Context 'When fio writes no JSON' {
         It 'Should throw FioNoJson' {
             Mock Invoke-StormatrixNative { New-NativeResult }
-            { Invoke-StormatrixFio -Serial 'STORMATRIX01' -ReadWrite read -BlockSize 4096 -OutputDirectory $TestDrive } | Should -Throw -ErrorId 'Stormatrix.FioNoJson'
+            { Invoke-StormatrixFio -Serial 'STORMATRIX01' -Workload @{ ReadWrite = 'read'; BlockSize = 4096 } -OutputDirectory $TestDrive } | Should -Throw -ErrorId 'Stormatrix.FioNoJson'
         }
     }
     Context 'When a job reports an error' {
@@ -224,26 +240,69 @@ Describe 'Invoke-StormatrixFio' {
                 Set-Content -LiteralPath $out -Value '{"jobs": [{"jobname": "stormatrix", "error": 5}]}'
                 New-NativeResult
             }
-            { Invoke-StormatrixFio -Serial 'STORMATRIX01' -ReadWrite read -BlockSize 4096 -OutputDirectory $TestDrive } | Should -Throw -ErrorId 'Stormatrix.FioJobError'
+            { Invoke-StormatrixFio -Serial 'STORMATRIX01' -Workload @{ ReadWrite = 'read'; BlockSize = 4096 } -OutputDirectory $TestDrive } | Should -Throw -ErrorId 'Stormatrix.FioJobError'
         }
     }
     Context 'When the serial names the system disk' {
         It 'Should refuse without running fio' {
             Mock Get-Disk { @(New-TestDisk -Number 0 -IsSystem $true) }
             Mock Invoke-StormatrixNative { New-NativeResult }
-            { Invoke-StormatrixFio -Serial 'STORMATRIX01' -ReadWrite read -BlockSize 4096 } | Should -Throw -ErrorId 'Stormatrix.TestDiskIsSystemDisk'
+            { Invoke-StormatrixFio -Serial 'STORMATRIX01' -Workload @{ ReadWrite = 'read'; BlockSize = 4096 } } | Should -Throw -ErrorId 'Stormatrix.TestDiskIsSystemDisk'
             Should -Invoke Invoke-StormatrixNative -Times 0 -Exactly -Scope It
+        }
+    }
+    Context 'When a write workload meets a disk with a partition table' {
+        It 'Should refuse before fio runs, unless allowed' {
+            Mock Get-Disk { @(New-TestDisk -Number 4 -PartitionStyle 'GPT') }
+            Mock Invoke-StormatrixNative { New-NativeResult -ExitCode 1 }
+            { Invoke-StormatrixFio -Serial 'STORMATRIX01' -Workload @{ ReadWrite = 'randwrite'; BlockSize = 4096 } -OutputDirectory $TestDrive } | Should -Throw -ErrorId 'Stormatrix.TestDiskNotRaw' -ExpectedMessage '*GPT partition table*'
+            Should -Invoke Invoke-StormatrixNative -Times 0 -Exactly -Scope It
+            { Invoke-StormatrixFio -Serial 'STORMATRIX01' -Workload @{ ReadWrite = 'randwrite'; BlockSize = 4096 } -AllowPartitioned -OutputDirectory $TestDrive } | Should -Throw -ErrorId 'Stormatrix.FioFailed'
+        }
+    }
+    Context 'When the disk is read-only (SAN policy)' {
+        It 'Should clear the flag before a write and report it' {
+            $script:readOnly = $true
+            Mock Get-Disk { @(New-TestDisk -Number 4 -IsReadOnly $script:readOnly) }
+            Mock Set-Disk { $script:readOnly = $false }
+            Mock Invoke-StormatrixNative {
+                $out = ($ArgumentList | Where-Object { $_ -like '--output=*' }).Substring(9)
+                Set-Content -LiteralPath $out -Value '{"jobs": [{"jobname": "stormatrix", "error": 0}]}'
+                New-NativeResult
+            }
+            $r = Invoke-StormatrixFio -Serial 'STORMATRIX01' -Workload @{ ReadWrite = 'write'; BlockSize = 4096 } -OutputDirectory $TestDrive
+            $r.TestDisk.WasReadOnly | Should -BeTrue
+            $r.TestDisk.ReadOnlyCleared | Should -BeTrue
+            Should -Invoke Set-Disk -Exactly -Times 1 -Scope It -ParameterFilter { $Number -eq 4 -and $IsReadOnly -eq $false }
+        }
+        It 'Should fail with its own message when the flag stays' {
+            Mock Get-Disk { @(New-TestDisk -Number 4 -IsReadOnly $true) }
+            Mock Set-Disk { throw 'The media is write protected.' }
+            Mock Get-StorageSetting { [pscustomobject]@{ NewDiskPolicy = 'OfflineShared' } }
+            Mock Invoke-StormatrixNative { New-NativeResult }
+            { Invoke-StormatrixFio -Serial 'STORMATRIX01' -Workload @{ ReadWrite = 'write'; BlockSize = 4096 } -OutputDirectory $TestDrive } | Should -Throw -ErrorId 'Stormatrix.TestDiskReadOnly' -ExpectedMessage '*OfflineShared*'
+            Should -Invoke Invoke-StormatrixNative -Times 0 -Exactly -Scope It
+        }
+        It 'Should leave it alone for a read workload' {
+            Mock Get-Disk { @(New-TestDisk -Number 4 -IsReadOnly $true) }
+            Mock Set-Disk { }
+            Mock Invoke-StormatrixNative { New-NativeResult -ExitCode 1 }
+            { Invoke-StormatrixFio -Serial 'STORMATRIX01' -Workload @{ ReadWrite = 'read'; BlockSize = 4096 } -OutputDirectory $TestDrive } | Should -Throw -ErrorId 'Stormatrix.FioFailed'
+            Should -Invoke Set-Disk -Times 0 -Exactly -Scope It
         }
     }
     Context 'When parameters are out of range' {
         It 'Should reject a block size that is not whole sectors' {
-            { Invoke-StormatrixFio -Serial 'STORMATRIX01' -ReadWrite read -BlockSize 1000 } | Should -Throw -ErrorId 'Stormatrix.BadBlockSize'
+            { Invoke-StormatrixFio -Serial 'STORMATRIX01' -Workload @{ ReadWrite = 'read'; BlockSize = 1000 } } | Should -Throw -ErrorId 'Stormatrix.BadBlockSize'
         }
         It 'Should reject an unknown rw mode' {
-            { Invoke-StormatrixFio -Serial 'STORMATRIX01' -ReadWrite 'randomread' -BlockSize 4096 } | Should -Throw -ErrorId 'ParameterArgumentValidationError,Invoke-StormatrixFio'
+            { Invoke-StormatrixFio -Serial 'STORMATRIX01' -Workload @{ ReadWrite = 'randomread'; BlockSize = 4096 } } | Should -Throw -ErrorId 'ParameterArgumentValidationError,ConvertTo-StormatrixWorkload'
         }
         It 'Should reject a queue depth of 0' {
-            { Invoke-StormatrixFio -Serial 'STORMATRIX01' -ReadWrite read -BlockSize 4096 -IoDepth 0 } | Should -Throw -ErrorId 'ParameterArgumentValidationError,Invoke-StormatrixFio'
+            { Invoke-StormatrixFio -Serial 'STORMATRIX01' -Workload @{ ReadWrite = 'read'; BlockSize = 4096; IoDepth = 0 } } | Should -Throw -ErrorId 'ParameterArgumentValidationError,ConvertTo-StormatrixWorkload'
+        }
+        It 'Should reject an unknown workload key' {
+            { Invoke-StormatrixFio -Serial 'STORMATRIX01' -Workload @{ ReadWrite = 'read'; BlockSize = 4096; IoDeph = 8 } } | Should -Throw -ErrorId 'Stormatrix.BadWorkload'
         }
     }
     Context 'When the target is a file path with a drive letter' {
@@ -254,8 +313,8 @@ Describe 'Invoke-StormatrixFio' {
     Context 'When the workload is mixed and throttled' {
         It 'Should split the rate by rwmixread and per job' {
             $a = InModuleScope StormatrixGuest {
-                ConvertTo-StormatrixFioArgument -Target 't' -OutputFile 'o' -ReadWrite randrw -BlockSize 4096 -IoDepth 1 -NumJobs 2 `
-                    -RampSeconds 0 -RuntimeSeconds 1 -RateMiBps 10 -RwMixRead 70 -IoEngine windowsaio
+                $w = ConvertTo-StormatrixWorkload -InputObject @{ ReadWrite = 'randrw'; BlockSize = 4096; NumJobs = 2; RuntimeSeconds = 1; RateMiBps = 10; RwMixRead = 70 }
+                ConvertTo-StormatrixFioArgument -Target 't' -OutputFile 'o' -Workload $w -IoEngine windowsaio
             }
             $a | Should -Contain '--rwmixread=70'
             $a | Should -Contain '--rate=3670016,1572864'
@@ -269,28 +328,29 @@ Describe 'Invoke-StormatrixDiskSpd' {
     }
     It 'Should run diskspd against #N with -Rxml and return the XML' {
         Mock Invoke-StormatrixNative { New-NativeResult -StdOut "<Results><System/><TimeSpan><TestTimeSeconds>30.00</TestTimeSeconds></TimeSpan></Results>" }
-        $r = Invoke-StormatrixDiskSpd -Serial 'STORMATRIX01' -ReadWrite randrw -RwMixRead 70 -BlockSize 65536 -IoDepth 8 -NumJobs 2 -RampSeconds 5 -RuntimeSeconds 30
+        $r = Invoke-StormatrixDiskSpd -Serial 'STORMATRIX01' -Workload @{ ReadWrite = 'randrw'; RwMixRead = 70; BlockSize = 65536; IoDepth = 8; NumJobs = 2; RampSeconds = 5; RuntimeSeconds = 30 }
         $r.Engine | Should -Be 'diskspd'
+        $r.EngineFlags | Should -Be @('-Su', '-n', '-Z1M')
         $r.Target | Should -Be '#2'
         ([xml]$r.Raw).Results.TimeSpan.TestTimeSeconds | Should -Be '30.00'
         Should -Invoke Invoke-StormatrixNative -Exactly -Times 1 -Scope It -ParameterFilter {
             $ArgumentList -contains '-b65536' -and $ArgumentList -contains '-d30' -and $ArgumentList -contains '-W5' -and
             $ArgumentList -contains '-o8' -and $ArgumentList -contains '-t2' -and $ArgumentList -contains '-r' -and
-            $ArgumentList -contains '-w30' -and $ArgumentList -contains '-Sh' -and $ArgumentList -contains '-L' -and
-            $ArgumentList -contains '-Rxml' -and $ArgumentList[-1] -eq '#2'
+            $ArgumentList -contains '-w30' -and $ArgumentList -contains '-Su' -and $ArgumentList -notcontains '-Sh' -and
+            $ArgumentList -contains '-n' -and $ArgumentList -contains '-L' -and $ArgumentList -contains '-Rxml' -and $ArgumentList[-1] -eq '#2'
         }
     }
     It 'Should throw DiskSpdFailed on a non-zero exit' {
         Mock Invoke-StormatrixNative { New-NativeResult -ExitCode 1 -StdOut 'Error opening file' }
-        { Invoke-StormatrixDiskSpd -Serial 'STORMATRIX01' -ReadWrite read -BlockSize 4096 } | Should -Throw -ErrorId 'Stormatrix.DiskSpdFailed'
+        { Invoke-StormatrixDiskSpd -Serial 'STORMATRIX01' -Workload @{ ReadWrite = 'read'; BlockSize = 4096 } } | Should -Throw -ErrorId 'Stormatrix.DiskSpdFailed'
     }
     It 'Should throw DiskSpdNoXml when the output has no result' {
         Mock Invoke-StormatrixNative { New-NativeResult -StdOut 'Usage: diskspd ...' }
-        { Invoke-StormatrixDiskSpd -Serial 'STORMATRIX01' -ReadWrite read -BlockSize 4096 } | Should -Throw -ErrorId 'Stormatrix.DiskSpdNoXml'
+        { Invoke-StormatrixDiskSpd -Serial 'STORMATRIX01' -Workload @{ ReadWrite = 'read'; BlockSize = 4096 } } | Should -Throw -ErrorId 'Stormatrix.DiskSpdNoXml'
     }
     It 'Should throttle each thread in bytes per millisecond' {
         $a = InModuleScope StormatrixGuest {
-            ConvertTo-StormatrixDiskSpdArgument -DiskNumber 1 -ReadWrite read -BlockSize 4096 -IoDepth 1 -NumJobs 4 -RampSeconds 0 -RuntimeSeconds 1 -RateMiBps 32
+            ConvertTo-StormatrixDiskSpdArgument -DiskNumber 1 -Workload (ConvertTo-StormatrixWorkload -InputObject @{ ReadWrite = 'read'; BlockSize = 4096; NumJobs = 4; RuntimeSeconds = 1; RateMiBps = 32 })
         }
         $a | Should -Contain '-g8389'
     }
@@ -370,6 +430,7 @@ Describe 'Initialize-StormatrixGuest' {
             Mock Get-Disk { @(New-TestDisk) }
             Mock Get-WSManInstance { @([pscustomobject]@{ Transport = 'HTTP' }) }
             Mock New-SelfSignedCertificate { [pscustomobject]@{ Thumbprint = 'ABC123' } }
+            Mock Get-NetIPAddress { @([pscustomobject]@{ IPAddress = '127.0.0.1'; PrefixOrigin = 'WellKnown' }, [pscustomobject]@{ IPAddress = '192.168.50.21'; PrefixOrigin = 'Dhcp' }) }
             Mock New-WSManInstance { }
             Mock Get-NetFirewallRule { }
             Mock New-NetFirewallRule { }
@@ -377,34 +438,34 @@ Describe 'Initialize-StormatrixGuest' {
             ($steps | Where-Object Step -EQ 'winrm-https').Status | Should -Be 'Changed'
             Should -Invoke New-WSManInstance -Exactly -Times 1 -Scope It -ParameterFilter { $SelectorSet.Transport -eq 'HTTPS' -and $ValueSet.CertificateThumbprint -eq 'ABC123' }
             Should -Invoke New-NetFirewallRule -Exactly -Times 1 -Scope It -ParameterFilter { $LocalPort -eq '5986' }
+            Should -Invoke New-SelfSignedCertificate -Exactly -Times 1 -Scope It -ParameterFilter { $TextExtension[0] -like '2.5.29.17={text}DNS=*&IPAddress=192.168.50.21' }
         }
     }
 }
 
 Describe 'Invoke-StormatrixGuestValidation' {
-    Context 'When Pester 5 is not installed' {
-        It 'Should throw PesterMissing with the fix' {
-            Mock Get-Module { @([pscustomobject]@{ Name = 'Pester'; Version = [version]'3.4.0'; Path = 'x' }) } -ParameterFilter { $ListAvailable }
-            { Invoke-StormatrixGuestValidation -Serial 'STORMATRIX01' } | Should -Throw -ErrorId 'Stormatrix.PesterMissing' -ExpectedMessage '*-PesterSource*'
+    Context 'With the built-in runner (no Pester needed)' {
+        It 'Should run every check and report each result and fix' {
+            Mock Get-Disk { @(New-TestDisk -Number 1) }
+            Mock Get-StormatrixPowerPlan { [pscustomobject]@{ Guid = '381b4222-f694-41f0-9685-ff5bb260df2e'; Name = 'Balanced'; IsHighPerformance = $false } }
+            Mock Test-StormatrixPendingReboot { [pscustomobject]@{ Pending = $false; Reasons = @() } }
+            Mock Get-StormatrixEngineVersion { [pscustomobject]@{ Supported = $true; Version = 'fio-3.33'; Minimum = '3.20' } }
+            Mock Get-StormatrixStorageController { [pscustomobject]@{ Name = 'virtio-scsi'; DriverBound = $true; InstanceId = 'PCI\VEN_1AF4&DEV_1004'; Status = 'OK'; ProblemCode = '0' } }
+            $fio = Join-Path $TestDrive 'fio.exe'
+            Set-Content -LiteralPath $fio -Value 'x'
+            $r = Invoke-StormatrixGuestValidation -Serial 'STORMATRIX01' -Controller 'virtio-scsi' -FioPath $fio
+            $r.Runner | Should -Be 'built-in runner'
+            $r.Passed | Should -BeFalse
+            $r.Total | Should -Be 9
+            $r.FailedCount | Should -Be 1
+            ($r.Tests | Where-Object Result -EQ 'Failed').Message | Should -BeLike "*the active plan is 'Balanced'. Fix: powercfg*"
+            @($r.Tests | Where-Object Result -EQ 'Skipped').Name | Should -Be 'Should have DiskSpd present and supported'
         }
     }
-    Context 'When the guest is ready' {
-        It 'Should run the suite and report every check' {
-            Mock Invoke-Pester {
-                [pscustomobject]@{ Tests = @(
-                        [pscustomobject]@{ ExpandedName = 'Should be offline'; Block = [pscustomobject]@{ Name = 'Test disk' }; Result = 'Passed'; ErrorRecord = @() },
-                        [pscustomobject]@{ ExpandedName = 'Should use the High performance power plan'; Block = [pscustomobject]@{ Name = 'System state' }; Result = 'Failed'
-                            ErrorRecord = @([System.Management.Automation.ErrorRecord]::new([Exception]::new('Expected $true, because Fix: powercfg'), 'x', 'NotSpecified', $null)) })
-                }
-            }
-            Mock Import-Module { } -ParameterFilter { $Name -eq 'pester-path' }
-            Mock Get-Module { @([pscustomobject]@{ Name = 'Pester'; Version = [version]'5.6.1'; Path = 'pester-path' }) } -ParameterFilter { $ListAvailable }
-            $r = Invoke-StormatrixGuestValidation -Serial 'STORMATRIX01' -Controller 'virtio-scsi'
-            $r.Passed | Should -BeFalse
-            $r.Total | Should -Be 2
-            $r.FailedCount | Should -Be 1
-            ($r.Tests | Where-Object Result -EQ 'Failed').Message | Should -BeLike '*Fix: powercfg*'
-            Should -Invoke Invoke-Pester -Exactly -Times 1 -Scope It
+    Context 'With -Runner Pester when Pester 5 is not installed' {
+        It 'Should throw PesterMissing with the fix' {
+            Mock Get-Module { @([pscustomobject]@{ Name = 'Pester'; Version = [version]'3.4.0'; Path = 'x' }) } -ParameterFilter { $ListAvailable }
+            { Invoke-StormatrixGuestValidation -Serial 'STORMATRIX01' -Runner Pester } | Should -Throw -ErrorId 'Stormatrix.PesterMissing' -ExpectedMessage '*leave -Runner out*'
         }
     }
 }

@@ -1,8 +1,9 @@
 """A loopback Proxmox VE API for tests: HTTPS, token auth, schema validation, real semantics.
 
-It implements the endpoints the proxmox backend uses, the way Proxmox documents them (REFERENCE.md
-§2, ``pve-api-qemu.json``, qemu-server's ``API2/Qemu.pm``), independently of the backend's own code
-(it has its own property-string parser) so that a bug in the backend is not mirrored here:
+It implements the endpoints the proxmox backend uses, the way Proxmox documents them (the API schema
+``tests/data/pve-api-qemu.json``, qemu-server's ``API2/Qemu.pm``), independently of the backend's own
+code (it has its own property-string parser, and its own QEMU command lines from qemu-server's test
+data, ``pve_cmdline.py``) so that a bug in the backend is not mirrored here:
 
 - every request is validated against ``tests/data/pve-api-qemu.json``: unknown parameters, wrong
   types, values outside an enum, malformed drive strings are rejected with HTTP 400
@@ -249,7 +250,12 @@ class Schema:
 
 @dataclass(frozen=True)
 class LaunchSpec:
-    """What a launcher gets: the VM as qemu-server would start it."""
+    """What a launcher gets: the VM as qemu-server would start it.
+
+    ``controller`` ... ``image`` describe the measured disk: the VM's only disk, or the one disk not in
+    its boot order (the stormatrix guest boots from its kernel, never from a disk; a VM with a boot disk
+    keeps that in ``boot: order=``). The whole config, every drive included, is ``config``; ``volumes``
+    maps each drive's volume id to its file."""
 
     vmid: int
     name: str
@@ -263,6 +269,18 @@ class LaunchSpec:
     memory_mib: int
     run_dir: Path
     config: dict[str, str]
+    key: str = ""  # the measured disk's config key (scsi1)
+    volumes: dict[str, Path] = field(default_factory=dict)
+
+    def disk_args(self) -> list[str]:
+        """qemu-server's arguments for every drive of the config (tests/standins/pve_cmdline.py), the
+        measured disk with this spec's aio/cache/iothread (a launcher may model a qemu-server that
+        changes them)."""
+        from .pve_cmdline import disk_args
+
+        override = {self.key: {"aio": self.aio, "iothread": "1" if self.iothread else None,
+                               "cache": None if self.cache == "default" else self.cache}}
+        return disk_args(self.config, lambda volid: self.volumes[volid], override=override)
 
 
 class RunningQemu(Protocol):
@@ -367,19 +385,14 @@ class SleepLauncher:
 
     def argv(self, spec: LaunchSpec) -> list[str]:
         """qemu-server's command line for the VM (config_to_command), cut down to what the harness
-        looks at: the test disk's objects, controllers and devices come from the qemu backend's builder,
-        which mirrors qemu-server's."""
-        from stormatrix.backends.qemu import disk_devices
-        from stormatrix.core.model import DiskConfig
-
-        front, drive = disk_devices(DiskConfig(spec.controller, spec.aio, spec.iothread, spec.cache),
-                                    str(spec.image), spec.slot)
+        looks at: every drive's objects, controllers and devices as qemu-server's own test data
+        expects them (tests/standins/pve_cmdline.py), never the product's builder."""
         run = spec.run_dir
         return ["/usr/bin/kvm", "-id", str(spec.vmid), "-name", f"{spec.name},debug-threads=on", "-no-shutdown",
                 "-chardev", f"socket,id=qmp,path={run}/{spec.vmid}.qmp,server=on,wait=off",
                 "-mon", "chardev=qmp,mode=control", "-pidfile", f"{run}/{spec.vmid}.pid", "-daemonize",
                 "-smp", f"{spec.cores},sockets=1,cores={spec.cores},maxcpus={spec.cores}", "-nodefaults",
-                "-m", str(spec.memory_mib), *front, *drive, "-machine", "type=pc-i440fx-8.1+pve0",
+                "-m", str(spec.memory_mib), *spec.disk_args(), "-machine", "type=pc-i440fx-8.1+pve0",
                 *extra_args(spec)]
 
 
@@ -926,9 +939,14 @@ class PveStandin:
     def launch_spec(self, vm: Vm) -> LaunchSpec:
         """How qemu-server would start this config, reduced to what a launcher needs."""
         disks = [(k, v) for k, v in vm.conf.items() if DRIVE_RE.match(k) and "media=cdrom" not in v]
-        if len(disks) != 1:
-            raise ApiError(500, f"stand-in limitation: VM {vm.vmid} must have exactly one disk, has {len(disks)}")
-        key, value = disks[0]
+        order = re.search(r"(?:^|,)order=([^,]*)", vm.conf.get("boot", ""))
+        booted = set(order.group(1).split(";")) if order else set()
+        measured = disks if len(disks) == 1 else [(k, v) for k, v in disks if k not in booted]
+        if len(measured) != 1:
+            raise ApiError(500, f"stand-in limitation: VM {vm.vmid} must have one disk outside its boot order "
+                                f"(the measured one), has {', '.join(k for k, _ in measured) or 'none'}")
+        volumes = {v.split(",")[0]: self.volume_path(v.split(",")[0]) for _, v in disks}
+        key, value = measured[0]
         m = DRIVE_RE.match(key)
         assert m
         bus, slot = m.group(1), int(m.group(2))
@@ -944,7 +962,7 @@ class PveStandin:
                           slot=slot, image=self.volume_path(value.split(",")[0]),
                           cores=int(vm.conf.get("cores", "1")) * int(vm.conf.get("sockets", "1")),
                           memory_mib=int(memory.group(1)) if memory else 512, run_dir=self.run_dir,
-                          config=dict(vm.conf))
+                          config=dict(vm.conf), key=key, volumes=volumes)
 
     def _api_POST_nodes_node_qemu_vmid_status_start(self, p: dict[str, Any], raw: Any, user: str, *_: Any) -> Any:
         vm = self._vm(p)
@@ -1279,116 +1297,7 @@ sys.exit(r["rc"])
 __all__ = ["PveStandin", "SleepLauncher", "LaunchSpec", "LaunchFailed", "ApiError", "Schema", "make_cert"]
 
 
-# --- the real-QEMU launcher: the stand-in's "start" runs the qemu backend's QemuVm --------------------
+# The real-QEMU launcher lives in pve_qemu.py; imported here so tests keep importing it from standins.pve.
+from .pve_qemu import QemuVmLauncher, QemuVmRunning  # noqa: E402 - after the names pve_qemu imports from here
 
-class QemuVmRunning:
-    """A QemuVm held the way qemu-server holds QEMU: QMP is connected per command (so other clients,
-    like the backend's scope and block stats, can use ``<vmid>.qmp`` in between), the pid file and
-    QMP socket live in the run dir under the VM id, and ``serial1: socket`` appears as ``<vmid>.serial1``."""
-
-    def __init__(self, vm: Any) -> None:
-        self.vm = vm
-        self.pid = vm.pid
-        if vm.qmp is not None:
-            vm.qmp.close()
-            vm.qmp = None
-        serial = vm.spec.run_dir / f"{vm.spec.name}.serial1"
-        serial.unlink(missing_ok=True)
-        serial.symlink_to(vm.agent_path.name)
-
-    def _qmp(self) -> Any:
-        from stormatrix.qmp import Qmp
-
-        return Qmp(self.vm.qmp_path, timeout=10).connect(time.monotonic() + 10)
-
-    def alive(self) -> bool:
-        return bool(self.vm.alive())
-
-    def stop(self) -> None:
-        if self.vm.alive():
-            try:
-                self.vm.qmp = self._qmp()
-            except Exception:  # noqa: BLE001 - QemuVm.stop falls back to signals
-                self.vm.qmp = None
-        self.vm.stop()
-
-    def hmp(self, command: str) -> str:
-        q = self._qmp()
-        try:
-            return str(q.execute("human-monitor-command", **{"command-line": command}))
-        finally:
-            q.close()
-
-    def _agent(self, line: bytes, answer: bytes, timeout: float) -> bool:
-        """Send ``line`` on the guest's agent channel (the stormatrix agent on its serial port) and wait
-        for ``answer``. One client at a time: QEMU's socket chardev serves the connection it accepted."""
-        import socket
-
-        deadline = time.monotonic() + timeout
-        try:
-            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
-                s.settimeout(max(0.1, deadline - time.monotonic()))
-                s.connect(str(self.vm.agent_path))
-                s.sendall(line)
-                buf = b""
-                while answer not in buf and time.monotonic() < deadline:
-                    s.settimeout(max(0.05, deadline - time.monotonic()))
-                    chunk = s.recv(4096)
-                    if not chunk:
-                        break
-                    buf += chunk
-                return answer in buf
-        except OSError:
-            return False
-
-    def agent_ping(self) -> bool:
-        """The guest agent answers (qemu-server's guest-ping): the stand-in's guest agent is the
-        stormatrix agent, which answers PING with READY once the guest has booted."""
-        return self.vm.alive() and self._agent(b"PING\n", b"@@SMX READY", 3.0)
-
-    def powerdown(self) -> None:
-        """ACPI power button. The stormatrix guest has no acpid, so (like such a guest on Proxmox) it
-        ignores it: a reboot or shutdown of a VM without the agent times out."""
-        q = self._qmp()
-        try:
-            q.execute("system_powerdown")
-        finally:
-            q.close()
-
-    def guest_shutdown(self) -> None:
-        """The guest agent's guest-shutdown: the stormatrix agent's POWEROFF syncs and powers off."""
-        self._agent(b"POWEROFF\n", b"@@SMX BYE", 10.0)
-
-
-class QemuVmLauncher:
-    """Starts the VM with the ``qemu`` backend's command builder (:class:`stormatrix.backends.qemu.QemuVm`)."""
-
-    def __init__(self, accel: str = "tcg") -> None:
-        from stormatrix import guestimage
-
-        self.image = guestimage.build()
-        self.accel = accel
-        self.started: list[LaunchSpec] = []
-
-    def _vm(self, spec: LaunchSpec) -> Any:
-        from stormatrix.backends.qemu import QemuVm, VmSpec
-        from stormatrix.core.model import DiskConfig
-
-        disk = DiskConfig(spec.controller, spec.aio, spec.iothread, spec.cache)
-        return QemuVm(VmSpec(name=str(spec.vmid), disk=disk, disk_image=spec.image, run_dir=spec.run_dir,
-                             image=self.image, slot=spec.slot, vcpus=spec.cores, memory_mib=spec.memory_mib,
-                             accel=self.accel, extra_args=tuple(extra_args(spec))))
-
-    def argv(self, spec: LaunchSpec) -> list[str]:
-        return list(self._vm(spec).argv())
-
-    def start(self, spec: LaunchSpec) -> RunningQemu:
-        from stormatrix.core.errors import VmStartError
-
-        vm = self._vm(spec)
-        try:
-            vm.start()
-        except VmStartError as exc:
-            raise LaunchFailed(1, [line for line in str(exc).splitlines() if line.strip()]) from None
-        self.started.append(spec)
-        return QemuVmRunning(vm)
+__all__ += ["QemuVmLauncher", "QemuVmRunning"]

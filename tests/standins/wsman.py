@@ -189,6 +189,9 @@ class GuestRunner:
                 proc.kill()
         for t in threads:
             t.join()
+        for stream in (proc.stdout, proc.stderr):
+            if stream is not None:
+                stream.close()
         r.finish(proc.returncode)
 
 
@@ -434,3 +437,45 @@ def self_signed_cert(directory: Path, host: str = "127.0.0.1") -> tuple[str, str
     key_path.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
                                            serialization.NoEncryption()))
     return str(cert_path), str(key_path)
+
+
+def _fakewindows():  # tests/pwsh/FakeWindows is a folder of test data and programs, not a package
+    import importlib.util
+    import sys
+
+    name = "fakewindows"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, REPO / "tests" / "pwsh" / "FakeWindows" / "fakewindows.py")
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+class FakeWindowsGuest:
+    """A fake Windows guest (tests/pwsh/FakeWindows, state under ``root``) behind a WS-Man stand-in:
+    what pywinrm reaches is the engine running exactly the command lines it sent."""
+
+    def __init__(self, root: Path, changes: dict[str, object] | None = None, *, password: str,
+                 username: str = "Administrator", temp: Path | None = None, **server: object) -> None:
+        fw = _fakewindows()
+        self.root = fw.make_guest(root, changes)
+        self.env = fw.engine_env(self.root, {"LANG": "C.UTF-8"}, temp)
+        self.runner = GuestRunner(self.env)
+        self.server = WSManStandIn(self.runner, username=username, password=password, **server)  # type: ignore[arg-type]
+
+    def state(self) -> dict[str, object]:
+        import json
+
+        return json.loads((self.root / "state.json").read_text(encoding="utf-8"))
+
+    def __enter__(self) -> "FakeWindowsGuest":
+        self.server.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.__exit__(*exc)
+        for proc in self.runner.processes:
+            if proc.poll() is None:
+                proc.kill()

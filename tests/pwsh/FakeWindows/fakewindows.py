@@ -4,7 +4,7 @@ A guest is a directory made by :func:`make_guest` from ``guest.json`` (plus the 
 
 - ``state.json``: the description, updated by every state change (Set-Disk, powercfg /setactive, ...);
 - ``C/``: the guest's C: drive (FakeWindows maps the PowerShell drive ``C:`` onto it), holding the
-  installed programs from ``Files`` (copies of ``bin/fio.exe``, ``bin/diskspd.exe``);
+  installed programs from ``Files`` (links to ``bin/fio.exe``, ``bin/diskspd.exe``);
 - ``HKLM/``: one folder per registry key in ``Registry`` (so ``Test-Path HKLM:\\...`` answers);
 - ``disks/diskN.img``: the bytes of each disk, as large as its ``Size``, that the fake fio.exe and
   diskspd.exe read and write when asked for ``\\\\.\\PhysicalDriveN`` / ``#N``;
@@ -19,7 +19,6 @@ import copy
 import fcntl
 import json
 import os
-import shutil
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
@@ -45,7 +44,7 @@ def make_guest(root: Path, changes: dict[str, Any] | None = None) -> Path:
     for windows_path, program in data.get("Files", {}).items():
         target = root / "C" / windows_path.split(":", 1)[1].lstrip("\\").replace("\\", "/")
         target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(HERE / "bin" / program, target)
+        target.symlink_to(HERE / "bin" / program)  # installed programs are the fakes in bin/
     for key in data.get("Registry", {}):
         (root / "HKLM" / key.split(":", 1)[1].lstrip("\\").replace("\\", "/")).mkdir(parents=True, exist_ok=True)
     for disk in data["Disks"]:
@@ -56,16 +55,18 @@ def make_guest(root: Path, changes: dict[str, Any] | None = None) -> Path:
     return root
 
 
-def engine_env(root: Path, base: dict[str, str] | None = None) -> dict[str, str]:
-    """The environment of a powershell.exe in this guest (run as tests/pwsh/pwsh)."""
+def engine_env(root: Path, base: dict[str, str] | None = None, temp: Path | None = None) -> dict[str, str]:
+    """The environment of a powershell.exe in this guest (run as tests/pwsh/pwsh). ``temp`` replaces
+    the guest's %TEMP%: guests that share one keep the uploaded module (an upload takes ~40 commands)."""
+    temp = temp or root / "tmp"
     env = dict(base or {})
     env.update({
         STATE_ENV: str(root / "state.json"),
         "STORMATRIX_PWSH_STANDINS": str(HERE / "Boot.ps1"),
         "PSModulePath": str(HERE / "Modules"),
         "PATH": f"{HERE / 'bin'}:/usr/bin:/bin",
-        "TMPDIR": str(root / "tmp") + "/",
-        "HOME": str(root / "tmp"),
+        "TMPDIR": str(temp) + "/",
+        "HOME": str(temp),
         "DOTNET_CLI_TELEMETRY_OPTOUT": "1",
         "POWERSHELL_TELEMETRY_OPTOUT": "1",
     })

@@ -31,7 +31,10 @@ function __StandInFilePaths {
     foreach ($one in $Paths) {
         try {
             if (-not $Create -and -not $ExecutionContext.SessionState.InvokeProvider.Item.Exists($one, $false, $Literal)) {
-                throw [System.Management.Automation.ItemNotFoundException]::new("Cannot find path '$($ExecutionContext.SessionState.Path.GetUnresolvedProviderPathFromPSPath($one))' because it does not exist.")
+                # written, not thrown: a caught throw would still land in the caller's -ErrorVariable
+                $missing = [System.Management.Automation.ItemNotFoundException]::new("Cannot find path '$($ExecutionContext.SessionState.Path.GetUnresolvedProviderPathFromPSPath($one))' because it does not exist.")
+                $Cmdlet.WriteError([System.Management.Automation.ErrorRecord]::new($missing, 'PathNotFound', 'ObjectNotFound', $one))
+                continue
             }
             if ($Literal -or ($Create -and -not [System.Management.Automation.WildcardPattern]::ContainsWildcardCharacters($one))) {
                 $ExecutionContext.SessionState.Path.GetUnresolvedProviderPathFromPSPath($one)
@@ -39,8 +42,6 @@ function __StandInFilePaths {
                 $provider = $null
                 $ExecutionContext.SessionState.Path.GetResolvedProviderPathFromPSPath($one, [ref]$provider)
             }
-        } catch [System.Management.Automation.ItemNotFoundException] {
-            $Cmdlet.WriteError([System.Management.Automation.ErrorRecord]::new($_.Exception, 'PathNotFound', 'ObjectNotFound', $one))
         } catch [System.Management.Automation.SessionStateException], [System.Management.Automation.ProviderInvocationException] {
             $Cmdlet.WriteError($_)
         }
@@ -155,33 +156,6 @@ function Set-Content {
         $paths = if ($literal) { $LiteralPath } else { $Path }
         if (-not $PSCmdlet.ShouldProcess(($paths -join ', '), 'Set Content')) { return }
         __StandInWriteContent $PSCmdlet $paths $literal $values $Encoding $NoNewline.IsPresent $false $AsByteStream.IsPresent
-        if ($PassThru) { foreach ($v in $values) { $PSCmdlet.WriteObject($v) } }
-    }
-}
-
-function Add-Content {
-    # As Set-Content, appending. Partial: as Set-Content.
-    [CmdletBinding(DefaultParameterSetName = 'Path', SupportsShouldProcess)]
-    param(
-        [Parameter(ParameterSetName = 'Path', Mandatory, Position = 0, ValueFromPipelineByPropertyName)] [string[]] $Path,
-        [Parameter(ParameterSetName = 'LiteralPath', Mandatory, ValueFromPipelineByPropertyName)] [Alias('PSPath', 'LP')] [string[]] $LiteralPath,
-        [Parameter(Mandatory, Position = 1, ValueFromPipeline, ValueFromPipelineByPropertyName)] [AllowNull()] [AllowEmptyCollection()] [object[]] $Value,
-        [object] $Encoding,
-        [switch] $NoNewline,
-        [switch] $AsByteStream,
-        [switch] $PassThru,
-        [switch] $Force
-    )
-    begin {
-        foreach ($p in (__StandInCallerPreference $PSBoundParameters)) { $ExecutionContext.SessionState.PSVariable.Set($p) }
-        $values = [System.Collections.Generic.List[object]]::new()
-    }
-    process { foreach ($v in $Value) { $values.Add($v) } }
-    end {
-        $literal = $PSCmdlet.ParameterSetName -eq 'LiteralPath'
-        $paths = if ($literal) { $LiteralPath } else { $Path }
-        if (-not $PSCmdlet.ShouldProcess(($paths -join ', '), 'Add Content')) { return }
-        __StandInWriteContent $PSCmdlet $paths $literal $values $Encoding $NoNewline.IsPresent $true $AsByteStream.IsPresent
         if ($PassThru) { foreach ($v in $values) { $PSCmdlet.WriteObject($v) } }
     }
 }

@@ -40,7 +40,7 @@ function New-Object {
             foreach ($key in $Property.Keys) {
                 $member = $pso.PSObject.Properties[[string]$key]
                 if ($null -ne $member) { $member.Value = $Property[$key]; continue }
-                if ($pso.BaseObject -is [System.Management.Automation.PSCustomObject]) {
+                if ($pso.PSObject.BaseObject -is [System.Management.Automation.PSCustomObject]) {
                     $pso.PSObject.Properties.Add([System.Management.Automation.PSNoteProperty]::new([string]$key, $Property[$key]))
                     continue
                 }

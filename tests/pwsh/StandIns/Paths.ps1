@@ -146,30 +146,3 @@ function Test-Path {
         }
     }
 }
-
-function Resolve-Path {
-    # Real: SessionState.Path.GetResolvedPSPathFromPSPath; -Relative via NormalizeRelativePath.
-    # Partial: -RelativeBasePath and -Credential are not supported.
-    [CmdletBinding(DefaultParameterSetName = 'Path')]
-    param(
-        [Parameter(ParameterSetName = 'Path', Mandatory, Position = 0, ValueFromPipeline, ValueFromPipelineByPropertyName)] [string[]] $Path,
-        [Parameter(ParameterSetName = 'LiteralPath', Mandatory, ValueFromPipelineByPropertyName)] [Alias('PSPath', 'LP')] [string[]] $LiteralPath,
-        [switch] $Relative
-    )
-    begin { foreach ($p in (__StandInCallerPreference $PSBoundParameters)) { $ExecutionContext.SessionState.PSVariable.Set($p) } }
-    process {
-        $literal = $PSCmdlet.ParameterSetName -eq 'LiteralPath'
-        foreach ($one in $(if ($literal) { $LiteralPath } else { $Path })) {
-            try {
-                $pattern = if ($literal) { [System.Management.Automation.WildcardPattern]::Escape($one) } else { $one }
-                foreach ($r in $ExecutionContext.SessionState.Path.GetResolvedPSPathFromPSPath($pattern)) {
-                    if ($Relative) {
-                        $PSCmdlet.WriteObject($ExecutionContext.SessionState.Path.NormalizeRelativePath($r.Path, $ExecutionContext.SessionState.Path.CurrentLocation.Path))
-                    } else { $PSCmdlet.WriteObject($r) }
-                }
-            } catch [System.Management.Automation.SessionStateException], [System.Management.Automation.ProviderInvocationException] {
-                $PSCmdlet.WriteError($_)
-            }
-        }
-    }
-}

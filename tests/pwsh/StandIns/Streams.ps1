@@ -24,28 +24,11 @@ function Write-Verbose {
     process { $PSCmdlet.WriteVerbose($Message) }
 }
 
-function Write-Debug {
-    [CmdletBinding()]
-    param([Parameter(Mandatory, Position = 0, ValueFromPipeline)] [AllowEmptyString()] [Alias('Msg')] [string] $Message)
-    begin { foreach ($p in (__StandInCallerPreference $PSBoundParameters)) { $ExecutionContext.SessionState.PSVariable.Set($p) } }
-    process { $PSCmdlet.WriteDebug($Message) }
-}
-
 function Write-Warning {
     [CmdletBinding()]
     param([Parameter(Mandatory, Position = 0, ValueFromPipeline)] [AllowEmptyString()] [Alias('Msg')] [string] $Message)
     begin { foreach ($p in (__StandInCallerPreference $PSBoundParameters)) { $ExecutionContext.SessionState.PSVariable.Set($p) } }
     process { $PSCmdlet.WriteWarning($Message) }
-}
-
-function Write-Information {
-    [CmdletBinding()]
-    param(
-        [Parameter(Mandatory, Position = 0)] [AllowEmptyString()] [AllowNull()] [Alias('Msg', 'Message')] [object] $MessageData,
-        [Parameter(Position = 1)] [string[]] $Tags
-    )
-    begin { foreach ($p in (__StandInCallerPreference $PSBoundParameters)) { $ExecutionContext.SessionState.PSVariable.Set($p) } }
-    process { $PSCmdlet.WriteInformation($MessageData, $Tags) }
 }
 
 function Write-Host {

@@ -5,9 +5,9 @@ function Get-StormatrixVMwareHostTuning {
     outstanding-request limit with competing worlds and the latency-sensitive threshold.
 
     .DESCRIPTION
-    Through Get-EsxCli -V2: "esxcli storage core device list -d DEVICE" (its "No of outstanding IOs
+    Through Get-EsxCli -V2: "esxcli storage core device list" (the device's "No of outstanding IOs
     with competing worlds", set by --sched-num-req-outstanding) and "esxcli storage core device
-    latencythreshold list -d DEVICE" (its "Latency Sensitive Threshold", in milliseconds). esxcli prints
+    latencythreshold list" (its "Latency Sensitive Threshold", in milliseconds). esxcli prints
     values with their unit ("0 milliseconds"); the number in front is what is returned.
 
     .PARAMETER VMHost
@@ -36,15 +36,17 @@ function Get-StormatrixVMwareHostTuning {
         throw (New-StormatrixVMwareError -ErrorId 'HostNotFound' -Category 'ObjectNotFound' -Cause $_ -TargetObject $VMHost `
                 -Message "Get-EsxCli -VMHost $VMHost failed")
     }
-    $devices = @(Invoke-StormatrixEsxCli -EsxCli $esxcli -Namespace 'storage.core.device.list' -Arguments @{ device = $Device })
+    # the whole lists, filtered here: esxcli answers "-d" with a device it does not know by an error whose
+    # text is no contract, and an exact match on the Device column is one
+    $devices = @(Invoke-StormatrixEsxCli -EsxCli $esxcli -Namespace 'storage.core.device.list' | Where-Object { $_.Device -eq $Device })
     if ($devices.Count -ne 1) {
         throw (New-StormatrixVMwareError -ErrorId 'DeviceNotFound' -Category 'ObjectNotFound' -TargetObject $Device `
-                -Message "esxcli storage core device list -d $Device on $VMHost returned $($devices.Count) devices")
+                -Message "esxcli storage core device list on $VMHost has $($devices.Count) devices named $Device (see that list for the names)")
     }
-    $thresholds = @(Invoke-StormatrixEsxCli -EsxCli $esxcli -Namespace 'storage.core.device.latencythreshold.list' -Arguments @{ device = $Device })
+    $thresholds = @(Invoke-StormatrixEsxCli -EsxCli $esxcli -Namespace 'storage.core.device.latencythreshold.list' | Where-Object { $_.Device -eq $Device })
     if ($thresholds.Count -ne 1) {
         throw (New-StormatrixVMwareError -ErrorId 'DeviceNotFound' -Category 'ObjectNotFound' -TargetObject $Device `
-                -Message "esxcli storage core device latencythreshold list -d $Device on $VMHost returned $($thresholds.Count) rows")
+                -Message "esxcli storage core device latencythreshold list on $VMHost has $($thresholds.Count) rows for $Device")
     }
     [pscustomobject]@{
         VMHost                    = $VMHost

@@ -304,6 +304,16 @@ function Get-ItemProperty {
     }
 }
 
-Export-ModuleMember -Function Get-Disk, Set-Disk, Clear-Disk, Get-Partition, Get-StorageSetting, Get-CimInstance, Get-PnpDevice,
+function Restart-Computer {
+    # The guest "reboots": a new LastBootUpTime (what the executor waits for). The connection drop and
+    # the WinRM service's start-up are the WS-Man stand-in's part (drop_next, fault_next).
+    [CmdletBinding(SupportsShouldProcess)]
+    param([switch]$Force)
+    $state = Get-FakeWindowsState
+    $state.Os.LastBootUpTime = [DateTime]::UtcNow.AddSeconds(1).ToString('o')
+    Save-FakeWindowsState $state
+}
+
+Export-ModuleMember -Function Restart-Computer, Get-Disk, Set-Disk, Clear-Disk, Get-Partition, Get-StorageSetting, Get-CimInstance, Get-PnpDevice,
 Get-PnpDeviceProperty, Get-NetIPAddress, Get-WSManInstance, New-WSManInstance, New-SelfSignedCertificate, Get-NetFirewallRule,
 New-NetFirewallRule, Get-ItemProperty, Initialize-FakeWindowsDrive

@@ -1,0 +1,174 @@
+"""From matrix to workbook with a Windows guest: the real Runner drives the real WinRM executor over
+pywinrm (transport "https": Basic inside TLS, the certificate validated against its CA file) to the
+WS-Man stand-in, where the PowerShell engine runs exactly what the executor sent in a fake Windows
+guest (tests/pwsh/FakeWindows); Invoke-StormatrixFio runs fio.exe (the Linux fio on the test disk's
+image) from C:\\Program Files\\fio; the cell is journaled and ``stormatrix report`` writes a workbook.
+The same for DiskSpd up to the executor's result (the runner cannot journal a DiskSpd cell yet), and
+``stormatrix guest check`` through the same path, each check's result printed."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+from standins.agent import FakeVmBackend
+from stormatrix.backends.base import GuestEndpoint
+from stormatrix.cli import main
+from stormatrix.executors import winrm as w
+from stormatrix.journal import read_journal
+from stormatrix.runner import Runner
+from stormatrix.spec import spec_from_dict
+from tests.standins.wsman import FakeWindowsGuest, _fakewindows, self_signed_cert
+
+PASSWORD = "e2e-pa$$ 'word\""
+pytestmark = [pytest.mark.pwsh, pytest.mark.slow,
+              pytest.mark.skipif(shutil.which("fio") is None, reason="fio is not installed")]
+
+
+@pytest.fixture()
+def guest(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[FakeWindowsGuest, str]]:
+    monkeypatch.setenv("SMX_WINRM_PW", PASSWORD)
+    cert, key = self_signed_cert(tmp_path)
+    with FakeWindowsGuest(tmp_path / "guest", password=PASSWORD, certfile=cert, keyfile=key) as g:
+        yield g, cert
+
+
+class WinRMVmBackend(FakeVmBackend):
+    """The fake VM backend whose guest is reached over WinRM at the stand-in's port."""
+
+    default_executor = "winrm"
+    port = 0
+
+    def endpoints(self) -> list[GuestEndpoint]:
+        return [GuestEndpoint(kind="tcp", address="127.0.0.1", port=self.port, name="standin")]
+
+
+def matrix(cert: str, engine: str = "fio", on_error: str = "stop") -> dict[str, Any]:
+    return {"run": {"name": "win", "ramp_seconds": 1, "measure_seconds": 2, "guest_os": "windows2022",
+                    "executor": "winrm", "on_error": on_error, "retries": 0},
+            "matrix": {"controllers": ["sata"], "aio": ["native"], "cache": ["none"]},
+            "workload": [{"name": "rr4k", "rw": "randread", "bs": "4k", "iodepth": 4}],
+            "winrm": {"transport": "https", "username": "Administrator", "password_env": "SMX_WINRM_PW",
+                      "ca_file": cert, "disk_serial": "STORMATRIX01", "engine": engine,
+                      "operation_timeout_seconds": 2, "read_timeout_seconds": 10, "command_timeout_seconds": 300}}
+
+
+def run_matrix(tmp_path: Path, g: FakeWindowsGuest, raw: dict[str, Any]) -> tuple[Runner, dict[str, Any]]:
+    spec = spec_from_dict(raw)
+    backend = WinRMVmBackend(spec, tmp_path / "run", {})
+    backend.port = g.server.port
+    runner = Runner(spec, tmp_path / "run", progress=False, backend=backend)
+    return runner, runner.run()
+
+
+def test_a_fio_cell_from_matrix_to_workbook(guest: tuple[FakeWindowsGuest, str], tmp_path: Path) -> None:
+    g, cert = guest
+    runner, summary = run_matrix(tmp_path, g, matrix(cert))
+    assert summary["measured"] == 1 and not summary["failed"]
+    records = read_journal(tmp_path / "run" / "journal.ndjson").records
+    cells = [r for r in records if r.get("type") == "cell"]
+    assert len(cells) == 1
+    text = json.dumps(cells[0])
+    # what the engine did, and the test disk's state, travel with the cell
+    assert "--direct=1" in text and "--ioengine=windowsaio" in text and "PhysicalDrive1" in text
+    assert '"PartitionStyle": "RAW"' in text
+    assert all(len(line) <= w.CMD_LIMIT - w.CMD_MARGIN for line in g.server.command_lines)
+    out = tmp_path / "win.xlsx"
+    assert main(["report", str(tmp_path / "run"), "-o", str(out)]) == 0
+    import openpyxl
+
+    book = openpyxl.load_workbook(out, read_only=True)
+    values = {str(v) for sheet in book.worksheets for row in sheet.iter_rows(values_only=True) for v in row if v}
+    book.close()
+    assert "rr4k" in values and any("sata" in v for v in values)
+
+
+@pytest.mark.xfail(strict=True, reason="the runner cannot journal a DiskSpd cell yet: it summarises every result as "
+                                       "fio (issue 13 item 3, the runner helper's part)")
+def test_a_diskspd_cell_is_journaled(guest: tuple[FakeWindowsGuest, str], tmp_path: Path) -> None:
+    g, cert = guest
+    _, summary = run_matrix(tmp_path, g, matrix(cert, engine="diskspd"))
+    assert summary["measured"] == 1
+
+
+def test_the_diskspd_cell_reaches_the_runner_as_a_measured_result(guest: tuple[FakeWindowsGuest, str],
+                                                                    tmp_path: Path) -> None:
+    """Up to the runner: what the executor hands over for a DiskSpd cell, measured and labelled."""
+    from stormatrix.analysis.diskspd import parse_diskspd_xml
+
+    g, cert = guest
+    spec = spec_from_dict(matrix(cert, engine="diskspd"))
+    cell = Runner(spec, tmp_path / "x", progress=False, backend=WinRMVmBackend(spec, tmp_path / "x", {})).plan().cells[0]
+    ex = w.WinRMExecutor([GuestEndpoint(kind="tcp", address="127.0.0.1", port=g.server.port)], spec.raw["winrm"])
+    try:
+        ex.wait_ready(__import__("time").monotonic() + 300)
+
+        class Window:
+            opened = closed = False
+
+            def measure_started(self) -> None:
+                self.opened = True
+
+            def measure_ended(self) -> None:
+                self.closed = True
+        window = Window()
+        result = ex.run(cell, spec.timing, window)
+    finally:
+        ex.close()
+    assert window.opened and window.closed
+    assert result.engine == "diskspd" and result.guest["EngineFlags"] == ["-Su", "-n", "-Z1M"]
+    row = parse_diskspd_xml(result.raw)
+    assert row["rw"] == "randread" and row["iodepth"] == 4 and row["iops"] > 0
+
+
+def test_guest_check_prints_each_check_and_its_fix(guest: tuple[FakeWindowsGuest, str],
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    g, cert = guest
+    argv = ["guest", "check", "--host", "127.0.0.1", "--port", str(g.server.port), "--transport", "https",
+            "--ca-file", cert, "--username", "Administrator", "--password-env", "SMX_WINRM_PW",
+            "--disk-serial", "STORMATRIX01", "--controller", "virtio-scsi-single", "--timeout", "300"]
+    assert main(argv) == 1  # the guest runs the Balanced plan
+    out = capsys.readouterr().out
+    assert "(built-in runner)" in out
+    for line in ("PASSED  Test disk / Should find exactly one disk with the serial",
+                 "PASSED  Test disk / Should be raw (no partition table)",
+                 "PASSED  Controller driver / Should have a driver bound for the controller under test",
+                 "PASSED  Benchmark engine / Should have fio present and supported",
+                 "SKIPPED Benchmark engine / Should have DiskSpd present and supported",
+                 "PASSED  System state / Should have no reboot pending"):
+        assert line in out, out
+    assert "FAILED  System state / Should use the High performance power plan" in out
+    assert "the active plan is 'Balanced'. Fix: powercfg /setactive 8c5e7fda-e8bf-4a96-9a85-a6e23a8c635c" in out
+    assert "7 passed, 1 failed, 1 skipped -> NOT READY" in out
+
+    # the fix, applied in the guest, makes the check pass; a pending reboot is found
+    state = json.loads((g.root / "state.json").read_text(encoding="utf-8"))
+    state["ActivePowerPlan"] = "8c5e7fda-e8bf-4a96-9a85-a6e23a8c635c"
+    state["Registry"]["HKLM:\\SYSTEM\\CurrentControlSet\\Control\\Session Manager"]["PendingFileRenameOperations"] = ["\\??\\C:\\x"]
+    (g.root / "state.json").write_text(json.dumps(state), encoding="utf-8")
+    assert main(argv) == 1
+    out = capsys.readouterr().out
+    assert "PASSED  System state / Should use the High performance power plan" in out
+    assert "FAILED  System state / Should have no reboot pending" in out and "PendingFileRenameOperations" in out
+
+
+def test_guest_check_names_a_controller_without_driver(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("SMX_WINRM_PW", PASSWORD)
+    cert, key = self_signed_cert(tmp_path)
+    description = _fakewindows().load_description()
+    controllers = description["Controllers"]
+    controllers[1]["DriverInstalled"] = False
+    with FakeWindowsGuest(tmp_path / "guest", {"Controllers": controllers}, password=PASSWORD, certfile=cert,
+                          keyfile=key) as g:
+        rc = main(["guest", "check", "--host", "127.0.0.1", "--port", str(g.server.port), "--transport", "https",
+                   "--ca-file", cert, "--username", "Administrator", "--password-env", "SMX_WINRM_PW",
+                   "--disk-serial", "STORMATRIX01", "--controller", "virtio-scsi-single", "--timeout", "300"])
+    captured = capsys.readouterr()
+    assert rc != 0
+    text = captured.out + captured.err
+    assert "NO driver bound" in text and "PCI\\VEN_1AF4&DEV_1004" in text and "vioscsi" in text
