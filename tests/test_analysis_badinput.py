@@ -306,3 +306,17 @@ def test_the_shared_line_reader_marks_a_torn_last_line() -> None:
     assert [(ln.number, ln.record, ln.error is None, ln.last) for ln in lines] == [
         (1, {"a": 1}, True, False), (2, None, True, False), (4, None, False, False), (5, {"b": 2}, True, False),
         (6, None, False, True)]
+
+
+def test_cv_limit_takes_a_fraction_or_a_percentage_never_a_guess(tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    from stormatrix.commands.report import cv_limit
+
+    assert cv_limit("0.1") == pytest.approx(0.10) and cv_limit("10%") == pytest.approx(0.10)
+    assert cv_limit("150%") == pytest.approx(1.5)
+    with pytest.raises(SystemExit) as exit_:
+        main(["report", str(SAMPLE_RUN), "-o", str(tmp_path / "r.xlsx"), "--cv-limit", "10"])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert "--cv-limit" in err and "1000 %" in err and "10%" in err
+    assert main(["report", str(SAMPLE_RUN), "-o", str(tmp_path / "r.xlsx"), "--cv-limit", "10%"]) == 0

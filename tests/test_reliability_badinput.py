@@ -439,7 +439,8 @@ CLI_CASES: list[tuple[str, list[str], tuple[str, ...]]] = [
     ("compare-csv-under-a-file", ["compare", GOOD_FIO, GOOD_RUN, "-o", "{out}", "--csv", "{tmp}/in.json/c.csv"],
      ("--csv", "in.json")),
 ]
-for i, v in enumerate(["abc", "nan", "-1", "inf", "-inf", "0", "1e309", "", "0x10"]):
+for i, v in enumerate(["abc", "nan", "-1", "inf", "-inf", "0", "1e309", "", "0x10", "10", "1.5", "5000%", "%",
+                       "-10%", "nan%"]):
     CLI_CASES.append((f"report-cv-limit[{i}]={v}", ["report", GOOD_FIO, "-o", "{out}", "--cv-limit", v], ("--cv-limit",)))
 for i, v in enumerate(["0", "1", "nan", "-0.5", "2", "inf", "x"]):
     CLI_CASES.append((f"compare-alpha[{i}]={v}", ["compare", GOOD_FIO, GOOD_RUN, "-o", "{out}", "--alpha", v], ("--alpha",)))
