@@ -230,12 +230,13 @@ def _engine_journal(run_dir: Path, engine: str | None, side: str) -> Path:
     for line in lines:
         rec = json.loads(line)
         rec["run_id"] = f"{rec.get('run_id')}-{side}"
-        if rec.get("type") == "cell":
+        if rec.get("type") == "cell":  # as the runner writes it: the record's engine, and the raw output's
             rec.setdefault("raw", {})
+            rec.pop("engine", None)
             if engine is None:
                 rec["raw"].pop("engine", None)
             else:
-                rec["raw"]["engine"] = engine
+                rec["raw"]["engine"] = rec["engine"] = engine
         out.append(json.dumps(rec))
     run_dir.mkdir(parents=True)
     (run_dir / "journal.ndjson").write_text("\n".join(out) + "\n")
@@ -248,7 +249,15 @@ def test_diskspd_cells_in_a_journal_report_with_their_engine(tmp_path: Path) -> 
     older = ingest([_engine_journal(tmp_path / "o", None, "o")])
     assert set(older.frame["engine"]) == {"fio"}
     bad = ingest([_engine_journal(tmp_path / "x", "iometer", "x")])
-    assert bad.frame.empty and "raw.engine" in bad.problems[0].reason
+    assert bad.frame.empty and "'engine' is 'iometer'" in bad.problems[0].reason
+    run = _engine_journal(tmp_path / "m", "diskspd", "m")
+    recs = [json.loads(line) for line in (run / "journal.ndjson").read_text().splitlines()]
+    for rec in recs:
+        if rec.get("type") == "cell":
+            rec["engine"] = "fio"  # the record says fio, its raw output says DiskSpd: edited
+    (run / "journal.ndjson").write_text("".join(json.dumps(r) + "\n" for r in recs))
+    mixed = ingest([run])
+    assert mixed.frame.empty and "'raw.engine' is 'diskspd'" in mixed.problems[0].reason
 
 
 def test_diskspd_against_fio_compares_with_the_engine_in_every_row(tmp_path: Path) -> None:
