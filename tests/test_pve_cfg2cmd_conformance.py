@@ -1,7 +1,7 @@
 """The ``qm showcmd`` reader and the local backend against qemu-server's own expectations.
 
-``../shared/reference/qemu-server-cfg2cmd/`` (copied into the repository as test data is not needed:
-the folder is read where it is, and the test skips with the reason when it is absent) holds
+``tests/data/qemu-server-cfg2cmd/`` or, until it is copied there, ``../shared/reference/qemu-server-cfg2cmd/``
+(the test skips with the reason when neither exists) holds
 qemu-server's ``src/test/cfg2cmd`` pairs of two eras: a VM config (``X.conf``) and the exact command
 line qemu-server prints for it (``X.conf.cmd``). The storages those configs name are defined in
 qemu-server's ``src/test/run_config2command_tests.pl`` (``$base_env->{storage_config}``):
@@ -35,9 +35,10 @@ from stormatrix.backends import pve_config as pc
 from stormatrix.backends.qemu import QemuBackend, disk_devices
 from stormatrix.core.model import AIO_MODES, DiskConfig
 
-REF = Path(__file__).resolve().parents[1].parent / "shared" / "reference" / "qemu-server-cfg2cmd"
-if not REF.is_dir():  # a worktree next to /work/shared, or the main checkout
-    REF = Path("/work/shared/reference/qemu-server-cfg2cmd")
+# tests/data/ when the pairs are copied into the repository; else the shared reference folder next to it
+REF = next((p for p in (Path(__file__).parent / "data" / "qemu-server-cfg2cmd",
+                        Path(__file__).resolve().parents[2] / "shared" / "reference" / "qemu-server-cfg2cmd")
+            if p.is_dir()), Path(__file__).parent / "data" / "qemu-server-cfg2cmd")
 pytestmark = pytest.mark.skipif(not REF.is_dir(), reason=f"qemu-server's cfg2cmd expectations not found at {REF}")
 
 # qemu-server src/test/run_config2command_tests.pl, $base_env->{storage_config}{ids}: id -> (type, krbd, nocow)
@@ -298,3 +299,21 @@ def test_local_backend_devices_equal_qemu_servers_for_every_controller_it_builds
     assert not mismatches, "\n".join(mismatches)
     # qemu-server's expectations have no disk on the IDE bus (only CD-ROMs): nothing to compare it with
     assert set(QemuBackend.controllers) - set(compared) == {"ide"}, compared
+
+
+def test_writethrough_and_writeback_are_told_apart_on_pve9_by_the_devices_write_cache() -> None:
+    """Both are cache.direct=false, no-flush=false on PVE 9: only the device's write-cache=off|on differs."""
+    told = 0
+    for d in ALL["blockdev-era"]:
+        mode = d.opts.get("cache")
+        if mode not in ("writethrough", "writeback") or not _blockdev(d):
+            continue
+        other = "writeback" if mode == "writethrough" else "writethrough"
+        cell = _local_cell(d)
+        assert pc.read_disk(d.argv, d.key).cache == mode, d
+        found = pc.cmdline_problems(d.argv, DiskConfig(cell.controller, cell.aio, expected(d)["iothread"], other), d.key,
+                                    d.storage)
+        assert found == [f"write-cache={'off' if mode == 'writethrough' else 'on'} (the cell has cache={other})"], (d,
+                                                                                                                  found)
+        told += 1
+    assert told >= 10

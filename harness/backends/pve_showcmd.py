@@ -284,8 +284,8 @@ def cmdline_problems(argv: list[str], disk: DiskConfig, key: str, storage: Stora
             problems.append(f"cache.direct={direct} (the cell has cache={disk.cache})")
         if no_flush is not None and no_flush != (disk.cache == "unsafe"):
             problems.append(f"cache.no-flush={no_flush} (the cell has cache={disk.cache})")
-        if "write-cache" in dev and disk.cache != "default":
-            want_wc = _MODE_BITS[disk.cache][2]
+        if "write-cache" in dev:
+            want_wc = _MODE_BITS[disk.cache][2] if disk.cache in _MODE_BITS else True  # unset: write cache on
             if reading.write_cache != want_wc:
                 problems.append(f"write-cache={'on' if reading.write_cache else 'off'} (the cell has "
                                 f"cache={disk.cache})")

@@ -60,6 +60,11 @@ class QemuBackend(Backend):
     still) and resumed when the window closes, so nothing but the VM under test runs in the window;
     the record says so (``overlap``), with the paused VM's CPU time in the window as evidence. This
     takes the ~3.5 s boot out of the time between two cells without shortening any window.
+
+    **Pinning** (``[qemu] pin_threads``, auto by default): for each window the vCPU thread runs on its
+    own host CPU and the rest of QEMU and the harness on the others, so a cell's context switches do not
+    depend on where the scheduler happened to put the vCPU and the main loop; the record's
+    ``host.placement`` says where every role ran (:mod:`.qemu_pinning`).
     """
 
     name = "qemu"
@@ -183,10 +188,9 @@ class QemuBackend(Backend):
         """Pin the VM under test's threads and the harness's for the window (see :mod:`.qemu_pinning`)."""
         if self.pin_plan is None or self.vm is None:
             return
-        named = {tid: role for tid, role in self.vm.thread_roles().items()}
         self._pinner = self._pinner or ThreadPinner(self.pin_plan)
         try:
-            self._pinner.pin(self.vm.pid, named)
+            self._pinner.pin(self.vm.pid, self.vm.thread_roles())
         except OSError as exc:
             raise EnvironmentProblem(f"[qemu] pin_threads: pinning QEMU {self.vm.pid}'s threads failed: {exc}. "
                                      "Set pin_threads = \"off\" to measure unpinned") from None
