@@ -469,7 +469,8 @@ CLI_CASES += [
     ("guest-check-unset-env", ["guest", "check", "--host", "127.0.0.1", "--username", "u", "--password-env",
                                "SMX_SURELY_UNSET_VAR", "--disk-serial", "S", "--timeout", "1"], ("SMX_SURELY_UNSET_VAR", "Fix:")),
     ("guest-check-missing-password-file", ["guest", "check", "--host", "127.0.0.1", "--username", "u", "--password-file",
-                                           "{tmp}/nope.pw", "--disk-serial", "S", "--timeout", "1"], ("nope.pw", "Fix:")),
+                                           "{tmp}/nope.pw", "--disk-serial", "S", "--timeout", "1"],
+     ("--password-file", "names no existing file", "Fix:")),  # not repeated: it could be a pasted secret
     ("guest-check-port-text", ["guest", "check", "--host", "h", "--username", "u", "--password-env", "X",
                                "--disk-serial", "S", "--port", "http"], ("--port",)),
     ("guest-check-port-huge", ["guest", "check", "--host", "127.0.0.1", "--username", "u", "--password-env", "X",
