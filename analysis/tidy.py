@@ -131,15 +131,16 @@ _MISSING: Any = object()
 def frame_from_rows(rows: list[dict[str, Any]]) -> pd.DataFrame:
     """The tidy frame with every column of :data:`COLUMNS`, typed, in that order."""
     _epochs_to_iso(rows)
-    df = pd.DataFrame.from_records(rows, columns=list(COLUMNS)) if rows else pd.DataFrame(columns=list(COLUMNS))
+    raw = pd.DataFrame.from_records(rows, columns=list(COLUMNS)) if rows else pd.DataFrame(columns=list(COLUMNS))
+    typed: dict[str, pd.Series] = {}  # built apart and joined once: assigning column by column copies blocks
     for col, dtype in COLUMNS.items():
-        if dtype in ("float64",):
-            df[col] = pd.to_numeric(df[col], errors="raise").astype("float64")
+        if dtype == "float64":
+            typed[col] = pd.to_numeric(raw[col], errors="raise").astype("float64")
         elif dtype == "Int64":
-            df[col] = pd.to_numeric(df[col], errors="raise").astype("Int64")
+            typed[col] = pd.to_numeric(raw[col], errors="raise").astype("Int64")
         else:
-            df[col] = df[col].astype(dtype)
-    return df
+            typed[col] = raw[col].astype(dtype)
+    return pd.DataFrame(typed, index=raw.index)
 
 
 def _flatten(prefix: str, value: Any, out: list[tuple[str, str]]) -> None:
