@@ -83,12 +83,14 @@ def number_repeats(rows: list[dict[str, Any]]) -> None:
     counters: dict[tuple[Any, ...], int] = {}
     taken: dict[tuple[Any, ...], set[int]] = {}
     ident = ("side", "controller", "aio", "iothread", "cache", "rw", "bs", "iodepth", "numjobs", "rate_mib_s")
+    if all(row.get("repeat") is not None for row in rows):
+        return  # every file named its repeat
     for row in rows:
         if row.get("repeat") is not None:
-            taken.setdefault(tuple(row.get(k) for k in ident), set()).add(row["repeat"])
+            taken.setdefault(tuple(map(row.get, ident)), set()).add(row["repeat"])
     for row in rows:
         if row.get("repeat") is None:
-            key = tuple(row.get(k) for k in ident)
+            key = tuple(map(row.get, ident))
             used = taken.setdefault(key, set())
             n = counters.get(key, 0) + 1
             while n in used:
