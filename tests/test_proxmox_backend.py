@@ -472,7 +472,9 @@ def test_allow_shared_scsihw_runs_and_every_cell_names_the_disks(standin: PveSta
     seen = {}
     try:
         facts = b.prepare()
-        assert set(facts["shared_scsihw"]) == {"lsi", "virtio-scsi-pci", "virtio-scsi-single"}
+        assert facts["shared_scsihw"].startswith("lsi: scsi0 (boot disk, ")
+        assert {part.split(":")[0] for part in facts["shared_scsihw"].split("; ")} == \
+            {"lsi", "virtio-scsi-pci", "virtio-scsi-single"}
         for ctrl in ("lsi", "virtio-scsi-pci", "virtio-scsi-single", "sata"):
             b.apply(DiskConfig(ctrl, "threads", False, "none"))
             # scsihw is one per VM: the SATA cell keeps what the SCSI cell before it set
@@ -512,3 +514,40 @@ def toml_of(raw: dict[str, Any]) -> str:
         out.append("[[workload]]")
         out += [f"{k} = {value(v)}" for k, v in w.items()]
     return "\n".join(out) + "\n"
+
+
+def test_every_journaled_cell_names_the_disks_sharing_its_controller(tmp_path: Path, secret_env: None,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """Through the runner: the cell records of a run with allow_shared_scsihw say what shared the
+    controller (overlap.controller_shared_with), the run record's environment says it once."""
+    from standins.agent import AgentFaults, AgentStandin, FakeCollector
+
+    from stormatrix.runner import Runner
+
+    s = PveStandin(tmp_path / "pve", tokens={TOKEN: SECRET})
+    boot_vol = s.add_volume(VMID, "vm-100-disk-0.raw")
+    vol = s.add_volume(VMID, "vm-100-disk-1.raw")
+    s.add_vm(VMID, {"name": "bench", "memory": "512", "cores": "1", "scsihw": "virtio-scsi-pci",
+                    "scsi0": f"{boot_vol},size=64M", "scsi1": f"{vol},cache=none,size=64M", "boot": "order=scsi0",
+                    "serial1": "socket"})
+    with s:
+        agent = AgentStandin(s.run_dir / f"{VMID}.serial1", AgentFaults())
+        try:
+            raw = matrix(s, allow_shared_scsihw=True, guest_channel="serial1", ready="executor")
+            raw["run"].update(executor="local-agent", ramp_seconds=0, measure_seconds=1, retries=0)
+            raw["matrix"].update(controllers=["virtio-scsi-pci", "sata"], aio=["threads"], iothread=[False])
+            runner = Runner(spec_from_dict(raw), tmp_path / "run", progress=False, collector_factory=FakeCollector)
+            # the sleeping "QEMU" has no monitor
+            monkeypatch.setattr(runner.backend_cls, "thread_roles", lambda self: {})
+            monkeypatch.setattr(runner.backend_cls, "blockstats", lambda self: None)
+            summary = runner.run()
+        finally:
+            agent.close()
+    assert summary["measured"] == 2 and not summary["failed"], summary
+    records = Journal(tmp_path / "run").records()
+    cells = {r["cell"]["disk"]["controller"]: r["overlap"]["controller_shared_with"]
+             for r in records if r["type"] == "cell"}
+    assert [d["key"] for d in cells["virtio-scsi-pci"]["shares"]] == ["scsi0"] and not cells["virtio-scsi-pci"]["moves"]
+    assert cells["sata"] == {"controller": "sata", "shares": [], "moves": []}
+    run = next(r for r in records if r["type"] == "run")
+    assert run["environment"]["shared_scsihw"].startswith("virtio-scsi-pci: scsi0 (boot disk")
