@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Iterable
 
 from ..core.errors import DataFileError, InputError
+from ..core.journalfile import JOURNAL_NAME
 
-JOURNAL_NAME = "journal.ndjson"
 RESULT_SUFFIXES = (".json", ".xml", ".ndjson")
 # Far above any real input (fio JSON of many clients is a few MB; a night's journal with raw outputs a few
 # hundred MB), far below what would exhaust memory: anything larger is not what it claims to be.

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..core.errors import DataFileError
-from .fio import DIRECTIONS, summarize_jobs
+from .fio import summarize_jobs
 from .params import SHAPE_KEYS, params_from_name, workload_params
 
 ALL_CLIENTS = "All clients"
@@ -50,7 +50,7 @@ def job_groups(doc: Any, source: str, client_mode: bool) -> dict[str, list[dict[
             raise DataFileError(source, f"job {name!r}: 'job options' is not an object")
         if "error" in job and not _is_number(job["error"]):
             raise DataFileError(source, f"job {name!r}: 'error' is {job['error']!r}, not a number")
-        if "mixed" not in job and not any(d in job for d in DIRECTIONS):
+        if "read" not in job and "write" not in job and "trim" not in job and "mixed" not in job:
             raise DataFileError(source, f"job {name!r} has no read/write/trim results")
         if client_mode and name == ALL_CLIENTS:
             continue

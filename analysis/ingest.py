@@ -37,18 +37,17 @@ How inputs are found:
 
 from __future__ import annotations
 
-import gc
 import multiprocessing
 import os
-from contextlib import contextmanager
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterable
 
 import pandas as pd
 
 from ..core.errors import DataFileError
+from .bulk import no_cyclic_gc
 from .checks import Problem
 from .discover import JOURNAL_NAME, csv_names, discover, perf_partner, stem
 from .journalrows import SCHEMA, read_journal_rows
@@ -128,20 +127,6 @@ def _new_cells(rows: list[dict[str, Any]], cells: dict[tuple[str, str], str],
     return new
 
 
-@contextmanager
-def _no_cyclic_gc() -> Iterator[None]:
-    """Ingest allocates hundreds of thousands of small dicts and lists that form no reference cycles; the
-    cyclic collector, triggered by the allocation count, would walk the growing heap again and again
-    (measured: a third of the time at 10,000 files). Reference counting still frees everything."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
 def ingest(paths: Iterable[str | Path], *, strict: bool = False, label: str | None = None,
            workers: int | None = None) -> IngestResult:
     """Read every input into one tidy frame. See the module docstring for what is found where.
@@ -151,7 +136,7 @@ def ingest(paths: Iterable[str | Path], *, strict: bool = False, label: str | No
     ``workers``: processes for parsing plain result files (default: the idle CPUs, up to 4, when there
     are at least :data:`PARALLEL_MIN_FILES` files, else 1).
     """
-    with _no_cyclic_gc():
+    with no_cyclic_gc():
         return _ingest(paths, strict=strict, label=label, workers=workers)
 
 

@@ -6,19 +6,18 @@ the bad line and goes on with the rest: one damaged line must not hide a night o
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from ..core import metrics
 from ..core.errors import DataFileError
+from ..core.journalfile import SCHEMA, looks_binary, read_lines
 from ..core.model import BACKENDS_WITHOUT_DISK_OPTIONS, CONTROLLERS, NOT_APPLICABLE
 from .checks import Problem, check_row, is_number
 from .discover import MAX_JOURNAL_BYTES, read_capped
 from .params import normalize_rw
 from .tidy import CPU_PER_MIB_UNIT
 
-SCHEMA = "stormatrix/record-1"
 
 
 def _get(record: dict[str, Any], dotted: str) -> Any:
@@ -235,27 +234,28 @@ def read_journal_rows(path: str | Path) -> tuple[list[dict[str, Any]], list[dict
     runs: list[dict[str, Any]] = []
     problems: list[Problem] = []
     notes: list[str] = []
-    lines = data.split(b"\n")
     seen: dict[str, int] = {}
     if not data.strip():
         return [], [], [Problem(source, "the journal is empty")], []
-    for number, raw in enumerate(lines, start=1):
-        if not raw.strip():
-            continue
+    if looks_binary(data):
+        return [], [], [Problem(source, "binary data, not a journal (a journal is text, one JSON record per "
+                                        "line). Fix: give the run directory's own journal.ndjson")], []
+    schemas: dict[Any, list[int]] = {}  # unknown schema -> its line numbers: one problem per file, not per line
+    for line in read_lines(data):
+        number = line.number
         where = f"{source}:{number}"
-        try:
-            rec = json.loads(raw.decode("utf-8"))
-        except (ValueError, UnicodeDecodeError, RecursionError) as exc:
-            if number == len(lines):
+        if line.error is not None:
+            if line.last:
                 notes.append(f"{where}: torn last line discarded (an interrupted write)")
             else:
-                problems.append(Problem(where, f"line {number} is not a JSON record ({exc})"))
+                problems.append(Problem(where, f"line {number} is not a JSON record ({line.error})"))
             continue
-        if not isinstance(rec, dict):
-            problems.append(Problem(where, f"line {number} is a JSON {type(rec).__name__}, not a record"))
+        rec = line.record
+        if rec is None:
+            problems.append(Problem(where, f"line {number} is a JSON {type(line.value).__name__}, not a record"))
             continue
         if rec.get("schema") != SCHEMA:
-            problems.append(Problem(where, f"line {number} has schema {rec.get('schema')!r}, expected {SCHEMA!r}"))
+            schemas.setdefault(rec.get("schema"), []).append(number)
             continue
         kind = rec.get("type")
         if kind == "run":
@@ -273,6 +273,19 @@ def read_journal_rows(path: str | Path) -> tuple[list[dict[str, Any]], list[dict
             else:
                 seen[row["key"]] = len(rows)
                 rows.append(row)
+    for schema, numbers in schemas.items():
+        first = numbers[0]
+        where = f"{source}:{first}"
+        if len(numbers) == 1:
+            problems.append(Problem(where, f"line {first} has schema {schema!r}, expected {SCHEMA!r}"))
+            continue
+        problems.append(Problem(where, f"{len(numbers)} lines (from line {first}) have schema {schema!r}; this "
+                                       f"stormatrix reads {SCHEMA!r}. Fix: read the journal with the stormatrix "
+                                       "version that wrote it, or upgrade stormatrix"
+                                if schema is not None else
+                                f"{len(numbers)} lines (from line {first}) have no 'schema': not a stormatrix "
+                                "journal, or one from before schemas. Fix: give the run directory's own "
+                                "journal.ndjson"))
     if not rows and not problems:
         notes.append(f"{source}: no finished cells in the journal")
     return rows, runs, problems, notes

@@ -1,99 +1,42 @@
-"""``perf stat -x,`` CSV: parse counters and turn them into the host metrics of one measurement window.
+"""``perf stat -x,`` CSV given with a result file: the host metrics of one measurement window.
 
-Row layout (Linux ``tools/perf/Documentation/perf-stat.txt``, REFERENCE.md §5)::
+The CSV itself is read by the one perf-stat parser, :mod:`stormatrix.host.perfstat` (standard library
+only, shared with the host collector that runs on hypervisor nodes). Here: what a user's file must hold
+(every line perf's layout, at least one counter), and which CPU metric it measured.
 
-    [time,][aggr-id,]value,unit,event,run_time,pct_running[,variance],metric,metric_unit
-
-The optional leading columns appear with ``-I`` (interval time) and with ``-A``/``--per-thread``/
-``--per-socket`` (CPU0, comm-pid, S0-D0-C0). Instead of guessing from the options, which a file does not
-record, we find the value column on each line: it is the first field that is a number or a
-``<not supported>``/``<not counted>`` marker and has an event name two fields later.
-
-``<not supported>`` (no such hardware counter, e.g. ``cycles`` in a VM) and ``<not counted>`` (the
-counter never ran in that interval) are not numbers and are never read as 0: an event with no counted
-value at all has value None, and the metric choice below falls back from cycles to CPU time.
+``<not supported>`` and ``<not counted>`` are never read as 0: an event with no counted value at all has
+value None, and the metric choice below falls back from cycles to CPU time.
 """
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from ..core.errors import DataFileError
+from ..host import perfstat
+from ..host.perfstat import NOT_COUNTED, NOT_SUPPORTED, PerfEvent
 
-NOT_SUPPORTED = "<not supported>"
-NOT_COUNTED = "<not counted>"
-_MARKERS = (NOT_SUPPORTED, NOT_COUNTED)
-_EVENT_RE = re.compile(r"^[A-Za-z_][\w:./\-=,]*$")
-_UNIT_RE = re.compile(r"^[A-Za-z/%]*$")
-_NUMBER_RE = re.compile(r"^\s*-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?\s*$")
+__all__ = ["NOT_COUNTED", "NOT_SUPPORTED", "PerfEvent", "PerfStat", "host_metrics", "parse_perf_csv"]
 
 
 @dataclass
-class PerfEvent:
-    """One event summed over every line that carried it (intervals, CPUs, threads)."""
+class PerfStat(perfstat.PerfStat):
+    """The parser's events, and the file they came from (for messages)."""
 
-    name: str
-    unit: str
-    value: float | None = None
-    lines: int = 0
-    not_supported: int = 0
-    not_counted: int = 0
-
-    @property
-    def counted(self) -> bool:
-        return self.value is not None
-
-
-@dataclass
-class PerfStat:
-    source: str
-    events: dict[str, PerfEvent] = field(default_factory=dict)
-
-    def value(self, *names: str) -> float | None:
-        for n in names:
-            ev = self.events.get(n)
-            if ev is not None and ev.counted:
-                return ev.value
-        return None
-
-
-def _split_line(line: str) -> tuple[str, str, str] | None:
-    """(value, unit, event) of one CSV line, or None when no column layout fits."""
-    fields = line.split(",")
-    for i in range(0, min(3, len(fields) - 2)):
-        value, unit, event = fields[i].strip(), fields[i + 1].strip(), fields[i + 2].strip()
-        if (value in _MARKERS or _NUMBER_RE.match(value)) and _UNIT_RE.match(unit) \
-                and event and _EVENT_RE.match(event) and not _NUMBER_RE.match(event):
-            return value, unit, event
-    return None
+    source: str = "<perf csv>"
 
 
 def parse_perf_csv(text: str, source: str = "<perf csv>") -> PerfStat:
-    """Every event in a ``perf stat -x,`` file, summed over intervals, CPUs and threads."""
-    stat = PerfStat(source)
-    bad: list[int] = []
-    for number, raw in enumerate(text.splitlines(), start=1):
-        line = raw.strip()
-        if not line or line.startswith("#"):
-            continue
-        parsed = _split_line(line)
-        if parsed is None:
-            bad.append(number)
-            continue
-        value, unit, event = parsed
-        ev = stat.events.setdefault(event, PerfEvent(event, unit))
-        ev.lines += 1
-        if value == NOT_SUPPORTED:
-            ev.not_supported += 1
-        elif value == NOT_COUNTED:
-            ev.not_counted += 1
-        else:
-            ev.value = (ev.value or 0.0) + float(value)
-            if unit and not ev.unit:
-                ev.unit = unit
-    if bad:
+    """Every event in a ``perf stat -x,`` file, summed over intervals, CPUs and threads.
+
+    Unlike the collector, which skips perf's own chatter in what it recorded itself, a user's file with
+    a line no layout fits is refused, naming the lines.
+    """
+    parsed = perfstat.parse(text)
+    stat = PerfStat(events=parsed.events, bad_lines=parsed.bad_lines, source=source)
+    if stat.bad_lines:
+        bad = stat.bad_lines
         lines = ", ".join(str(n) for n in bad[:5]) + (" ..." if len(bad) > 5 else "")
         raise DataFileError(source, f"line {lines} is not perf stat -x, CSV",
                             "record with: perf stat -x, -o <file> -e cycles:u,cycles:k,context-switches,cpu-clock")

@@ -25,6 +25,7 @@ from openpyxl.utils import get_column_letter
 
 from .. import __version__
 from ..core.model import NOT_APPLICABLE, format_size
+from .bulk import no_cyclic_gc
 from .charts import comparison_charts, efficiency_charts
 from .compare import ComparisonResult
 from .efficiency import EfficiencyResult
@@ -93,6 +94,12 @@ def write_efficiency_workbook(path: str | Path, data: IngestResult, result: Effi
                               findings: list[Finding], *, label: str | None = None,
                               inputs: Sequence[str] = ()) -> Path:
     """The ``stormatrix report`` workbook. Returns the path written."""
+    with no_cyclic_gc():
+        return _efficiency_workbook(path, data, result, findings, label=label, inputs=inputs)
+
+
+def _efficiency_workbook(path: str | Path, data: IngestResult, result: EfficiencyResult,
+                         findings: list[Finding], *, label: str | None, inputs: Sequence[str]) -> Path:
     wb = Workbook()
     ws = wb.active
     ws.title = "Summary"
@@ -137,6 +144,12 @@ def write_comparison_workbook(path: str | Path, a: IngestResult, b: IngestResult
                               findings: list[Finding], *, inputs_a: Sequence[str] = (),
                               inputs_b: Sequence[str] = ()) -> Path:
     """The ``stormatrix compare`` workbook. Returns the path written."""
+    with no_cyclic_gc():
+        return _comparison_workbook(path, a, b, result, findings, inputs_a=inputs_a, inputs_b=inputs_b)
+
+
+def _comparison_workbook(path: str | Path, a: IngestResult, b: IngestResult, result: ComparisonResult,
+                         findings: list[Finding], *, inputs_a: Sequence[str], inputs_b: Sequence[str]) -> Path:
     wb = Workbook()
     ws = wb.active
     ws.title = "Summary"

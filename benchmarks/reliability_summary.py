@@ -1,13 +1,14 @@
-"""Reliability and security summary (issue 8): run the suites, print cases tried / passed per category.
+"""Reliability and security summary: run the suites, print cases tried / passed per category.
 
     .venv/bin/python benchmarks/reliability_summary.py            # everything (~6-8 min: real QEMU kills)
     .venv/bin/python benchmarks/reliability_summary.py --quick    # without the QEMU tests (~2 min)
     .venv/bin/python benchmarks/reliability_summary.py --junit results.xml   # only tabulate a JUnit file
 
-The categories collect the suites written for issue 8 (tests/test_reliability_*.py) and the earlier
-tests that already covered part of it (journal torn lines, Proxmox and WinRM faults, the malformed
-analysis corpus, matrix validation, token/password leaks, TLS, formula safety), so nothing is counted
-twice and nothing is duplicated. The crash test's 20 kills are listed one by one.
+The categories collect the reliability suites (tests/test_reliability_*.py) and the other tests that
+cover part of it (journal torn lines, Proxmox and WinRM faults, the malformed analysis corpus, report
+and compare bad input -- counts past 2^63, impossible rates, devices and pipes as inputs, the same data
+given twice, outputs that cannot be written --, matrix validation, token/password leaks, TLS, formula
+safety), so nothing is counted twice and nothing is duplicated. The crash test's 20 kills are listed one by one.
 Exit code: 0 when every case passed, 1 otherwise.
 """
 
@@ -50,7 +51,8 @@ def categories() -> list[Category]:
             ("test_winrm_standin", "authentication|connection_errors|past_its_deadline|guest_errors|run_failure"),
             ("test_fioserver_live", "dead_guest|collector_that_fails")]),
         Category("3 bad input (matrix, fio, DiskSpd, perf, journal, CLI)", [
-            ("test_reliability_badinput", None), ("test_analysis_malformed", None), ("test_spec", None)]),
+            ("test_reliability_badinput", None), ("test_analysis_malformed", None), ("test_spec", None),
+            ("test_analysis_badinput", None)]),
         Category("4 secrets (env/file only, never in outputs)", [
             ("test_reliability_secrets", None), ("test_proxmox_backend", "token|secret|wrong_token"),
             ("test_winrm_standin", "no_password"), ("test_winrm_settings", "password|secret"),

@@ -4,9 +4,9 @@ Pure functions: given what the stages measured, summarise the engine's output (f
 result's ``engine``), compute per-MiB values, the fixed-rate check and the fio-versus-QEMU byte
 cross-check, and assemble the record. Per-MiB cost is the one definition in
 :func:`stormatrix.core.metrics.per_mib`, which analysis uses too. Nothing here talks to a VM. A matrix
-cell and a suite point
-(many guests at once) are built by the same two functions; what only a suite point has (per-guest
-results, skew, the fio client process) comes from the executor as ``WorkloadResult.record``.
+cell and a suite point (many guests at once) are built by the same two functions; what only a suite
+point has (per-guest results, skew, the fio client process) comes from the executor as
+``WorkloadResult.record``.
 """
 
 from __future__ import annotations

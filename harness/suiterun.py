@@ -61,7 +61,7 @@ class SuiteBackend(Backend):
     """
 
     name = "suite"  # replaced per instance: see __init__
-    controllers = frozenset(CONTROLLERS) | {"unknown"}
+    controllers = frozenset(CONTROLLERS)
     default_executor = "fio-server"
 
     def __init__(self, spec: MatrixSpec, workdir: Path, suite: Suite, *, platform: str | None,

@@ -271,3 +271,38 @@ def test_diskspd_against_fio_compares_with_the_engine_in_every_row(tmp_path: Pat
     col = [c.value for c in scores[1]].index("Engine")
     values = [r[col] for r in scores.iter_rows(min_row=2, values_only=True)]
     assert values and set(values) == {"diskspd"}
+
+
+# --- journals of another schema, or not text at all ----------------------------------------------------
+
+def test_a_journal_of_an_unknown_schema_is_one_problem_with_the_upgrade_hint(tmp_path: Path,
+                                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    lines = SAMPLE_RUN.joinpath("journal.ndjson").read_text().splitlines()
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "journal.ndjson").write_text("".join(
+        json.dumps({**json.loads(line), "schema": "stormatrix/record-9"}) + "\n" for line in lines))
+    result = ingest([run])
+    assert len(result.problems) == 1 and len(lines) > 2
+    reason = result.problems[0].reason
+    assert f"{len(lines)} lines" in reason and "record-9" in reason and "upgrade stormatrix" in reason
+    assert main(["report", str(run), "-o", str(tmp_path / "r.xlsx")]) == 2
+    err = capsys.readouterr().err
+    assert "(1 inputs could not be read)" in err and err.count("record-9") == 1
+
+
+def test_a_binary_journal_is_one_problem_not_one_per_line(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "journal.ndjson").write_bytes(b"\x00\x01\x02\n" * 50 + b"\xff" * 100)
+    result = ingest([run])
+    assert len(result.problems) == 1 and "binary data, not a journal" in result.problems[0].reason
+
+
+def test_the_shared_line_reader_marks_a_torn_last_line() -> None:
+    from stormatrix.core.journalfile import read_lines
+
+    lines = list(read_lines(b'{"a": 1}\n[2]\n\nnot json\n{"b": 2}\n{"torn'))
+    assert [(ln.number, ln.record, ln.error is None, ln.last) for ln in lines] == [
+        (1, {"a": 1}, True, False), (2, None, True, False), (4, None, False, False), (5, {"b": 2}, True, False),
+        (6, None, False, True)]

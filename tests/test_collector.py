@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -82,19 +83,21 @@ def test_window_measures_real_process(busy: subprocess.Popen[bytes], use_perf: b
     c.start()
     time.sleep(1.5)
     res = c.stop()
+    # relations that hold however loaded the machine is (no rates, no upper bounds on time)
     assert res["source"] == ("perf+proc" if use_perf else "proc")
     assert res["cpu_metric"] in ("cycles", "cpu_time")
-    if res["cpu_metric"] == "cpu_time":
-        # one thread spins for the whole window: about one CPU-second per second (machine is shared)
-        assert 0.5 <= res["cpu_total"] <= 3.5
-    assert res["ctx_switches"] > 200  # the napping thread switches ~1000 times a second
-    assert res["ctx_voluntary"] > 200
-    assert 1.4 <= res["window_s"] <= 5
+    assert res["window_s"] >= 1.5  # the window spans at least the sleep inside it
     names = {t["name"] for t in res["threads"]}
     assert {"spin", "nap"} <= names
     spin = next(t for t in res["threads"] if t["name"] == "spin")
     nap = next(t for t in res["threads"] if t["name"] == "nap")
-    assert spin["user_s"] + spin["system_s"] > nap["user_s"] + nap["system_s"]
+    assert spin["user_s"] + spin["system_s"] > nap["user_s"] + nap["system_s"]  # spinning costs more CPU
+    assert nap["ctx_voluntary"] > 0  # every sleep is a voluntary switch
+    assert res["ctx_voluntary"] == sum(t["ctx_voluntary"] for t in res["threads"]) > 0
+    assert res["ctx_switches"] > 0
+    if res["cpu_metric"] == "cpu_time":
+        # no more CPU than the window had on every CPU of the machine; some, since a thread spun throughout
+        assert 0 < res["cpu_total"] <= res["window_s"] * (os.cpu_count() or 1) + 0.1
     assert res["by_role"]["main-loop"]["threads"] == 1
     assert res["cpu_user"] + res["cpu_system"] == pytest.approx(res["cpu_total"])
 

@@ -105,11 +105,13 @@ def test_collector_over_ssh_measures_a_real_process(sshd: PrivateSshd, tmp_path:
         busy.wait()
         busy.stdout.close()  # type: ignore[union-attr]
     assert host["pid"] == busy.pid and host["scope"] == "qemu-process"
-    assert 0.5 < host["cpu_time_s"]["total"] < 3.5 and host["window_s"] > 1.0
+    # relations that hold on any machine, however loaded: no rates, no upper bounds on time
+    assert host["cpu_time_s"]["total"] > 0 and host["window_s"] >= 1.5
     rows = {t["tid"]: t for t in host["threads"]}
-    assert rows[spinner]["role"] == "vcpu" and rows[spinner]["user_s"] + rows[spinner]["system_s"] > 0.5
-    assert rows[busy.pid]["role"] == "main-loop" and rows[busy.pid]["ctx_voluntary"] > 5
-    assert host["by_role"]["vcpu"]["threads"] == 1 and host["ctx_switches"] > 5
+    cpu = {tid: row["user_s"] + row["system_s"] for tid, row in rows.items()}
+    assert rows[spinner]["role"] == "vcpu" and cpu[spinner] > cpu[busy.pid]  # spinning costs more than napping
+    assert rows[busy.pid]["role"] == "main-loop" and rows[busy.pid]["ctx_voluntary"] > 0  # it sleeps: it switches
+    assert host["by_role"]["vcpu"]["threads"] == 1 and host["ctx_switches"] > 0
     # the roles travel on stdin: nothing but linux-host/ itself is written on the node
     assert {p.name for p in (tmp_path / "node" / "linux-host").iterdir()} == set(local_files())
     assert "vms" not in host and "node" not in host  # one VM's block is the local collector's, unchanged

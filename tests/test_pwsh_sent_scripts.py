@@ -204,7 +204,8 @@ def engine_findings(tmp_path_factory: pytest.TempPathFactory) -> list[tuple[str,
     proc = _drive(folder)
     assert proc.returncode == 0, f"Test-SentScript.ps1 failed (exit {proc.returncode}):\n{proc.stderr[-3000:]}"
     rows = [tuple(line.split("\t", 2)) for line in proc.stdout.splitlines() if line.count("\t") >= 2]
-    assert any(r[0] == "SCRIPT" for r in rows), f"the engine read no script:\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}"
+    assert any(r[0] == "SCRIPT" for r in rows), \
+        f"the engine read no script:\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}"
     return rows  # type: ignore[return-value]
 
 
@@ -257,8 +258,8 @@ def test_the_engine_check_catches_a_broken_script(tmp_path: Path) -> None:
     (tmp_path / "001.ps1").write_text("Find-StormatrixTestDisk -Bogus 1\n", encoding="utf-8")
     (tmp_path / "002.ps1").write_text("$a = $b ?? 1\nGet-NoSuchThing\n", encoding="utf-8")
     blob = base64.b64encode(json.dumps({"Serial": "x", "Nope": 1}).encode()).decode()
-    (tmp_path / "003.ps1").write_text(f"$j=[Convert]::FromBase64String('{blob}');$a=@{{}};& 'Get-StormatrixGuestFacts' @a\n",
-                                      encoding="utf-8")
+    splat = f"$j=[Convert]::FromBase64String('{blob}');$a=@{{}};& 'Get-StormatrixGuestFacts' @a\n"
+    (tmp_path / "003.ps1").write_text(splat, encoding="utf-8")
     (tmp_path / "index.tsv").write_text("000.ps1\tguest\tbroken\n001.ps1\tguest\tbad call\n002.ps1\tguest\tnewer\n"
                                         "003.ps1\tguest\tbad splat\n", encoding="utf-8")
     (tmp_path / "calls.tsv").write_text("StormatrixGuest\tbad data call\tInvoke-StormatrixFio -Serial $v -Nope $v\n",

@@ -272,6 +272,19 @@ fio_case("unicode-garbage-jobname-and-no-io", lambda d: [d["jobs"][0].update(job
                                                         *(d["jobs"][0][k].update(io_bytes=0, total_ios=0)
                                                           for k in ("read", "write", "trim"))])
 fio_case("read-is-list", setp("jobs.0.read", [1, 2]))
+# counts past 64-bit signed (fio's counters are unsigned 64-bit): read without a traceback, refused as data
+for i, v in enumerate([2**63, 2**64 - 1, 2**64, 10**30]):
+    fio_case(f"io_bytes-2^64[{i}]", setp("jobs.0.read.io_bytes", v))
+for i, v in enumerate([2**63, 2**64]):
+    fio_case(f"total_ios-2^64[{i}]", setp("jobs.0.read.total_ios", v))
+# rates that disagree with the bytes, I/Os and runtime next to them: flagged, not written as data
+for i, (name, v) in enumerate([("iops", 1e300), ("iops", 1e6), ("bw_bytes", 2**64), ("bw_bytes", 1.0),
+                               ("bw_bytes", 2**40), ("runtime", 1)]):
+    fio_case(f"impossible-rate[{i}]-{name}", setp(f"jobs.0.read.{name}", v))
+fio_case("35MB-in-1s-at-2^64-B/s".replace("/", "per"), lambda d: d["jobs"][0]["read"].update(
+    io_bytes=35_000_000, total_ios=8545, runtime=1000, bw_bytes=2**64, iops=8545.0))
+fio_case("35MB-in-1s-at-1e300-IOPS", lambda d: d["jobs"][0]["read"].update(
+    io_bytes=35_000_000, total_ios=8545, runtime=1000, bw_bytes=35_000_000.0, iops=1e300))
 fio_case("deep-nesting", lambda d: None, raw=lambda t: "[" * 100_000 + "]" * 100_000)
 DATA_CASES.append(DataCase("fio.bom-then-garbage", "bom.json", b"\xef\xbb\xbf" + b"{not json"))
 DATA_CASES.append(DataCase("fio.huge-single-line-garbage", "huge.json", b"x" * 3_000_000))
@@ -338,6 +351,11 @@ journal_case("rate-negative", setp("cell.workload.rate_mib_s", -32.0))
 journal_case("repeat-string", setp("cell.repeat", "first"))
 journal_case("host-string", setp("host", "n/a"))
 journal_case("window-negative", setp("host.window_s", -10.0))
+journal_case("io_bytes-2^64", setp("fio.total.io_bytes", 2**64))
+journal_case("total_ios-2^63", setp("fio.total.total_ios", 2**63))
+journal_case("iops-1e300", setp("fio.total.iops", 1e300))
+journal_case("bw-2^64", setp("fio.total.bw_bytes", 2**64))
+journal_case("engine-unknown", setp("raw.engine", "iometer"))
 DATA_CASES.append(DataCase("journal.only-run-record", "journal.ndjson", (JOURNAL_LINES[0] + "\n").encode()))
 DATA_CASES.append(DataCase("journal.torn-only-line", "journal.ndjson", JOURNAL_LINES[1][:500].encode()))
 DATA_CASES.append(DataCase("journal.nul-bytes", "journal.ndjson", b"\x00" * 4096))
@@ -405,6 +423,21 @@ CLI_CASES: list[tuple[str, list[str], tuple[str, ...]]] = [
     ("report-glob-matches-nothing", ["report", "{tmp}/*.nothing", "-o", "{out}"], ("*.nothing",)),
     ("report-unicode-missing-input", ["report", "{tmp}/résultats-测试.json", "-o", "{out}"], ("résultats-测试.json",)),
     ("report-huge-path", ["report", "{tmp}/" + "a" * 5000 + ".json", "-o", "{out}"], ("aaaa",)),
+    # inputs that are not files: refused without reading them (they would never end, or block)
+    ("report-dev-zero", ["report", "/dev/zero", "-o", "{out}"], ("/dev/zero", "character device", "Fix:")),
+    ("report-dev-urandom", ["report", "/dev/urandom", "-o", "{out}"], ("/dev/urandom", "Fix:")),
+    ("report-dev-null", ["report", "/dev/null", "-o", "{out}"], ("/dev/null", "Fix:")),
+    ("report-good-and-dev-zero", ["report", GOOD_FIO, "/dev/zero", "-o", "{out}"], ("/dev/zero",)),
+    ("compare-dev-zero", ["compare", "/dev/zero", GOOD_RUN, "-o", "{out}"], ("/dev/zero",)),
+    # outputs that cannot be files: refused before anything is read, naming the culprit
+    ("report-output-under-a-file", ["report", GOOD_FIO, "-o", "{tmp}/in.json/r.xlsx"], ("-o", "in.json", "not a directory")),
+    ("report-output-deep-under-a-file", ["report", GOOD_FIO, "-o", "{tmp}/in.json/a/b/r.xlsx"], ("in.json",)),
+    ("report-csv-under-a-file", ["report", GOOD_FIO, "-o", "{out}", "--csv", "{tmp}/in.json/r.csv"],
+     ("--csv", "in.json", "not a directory")),
+    ("report-csv-on-a-device", ["report", GOOD_FIO, "-o", "{out}", "--csv", "/dev/null"], ("--csv", "/dev/null")),
+    ("compare-output-under-a-file", ["compare", GOOD_FIO, GOOD_RUN, "-o", "{tmp}/in.json/c.xlsx"], ("-o", "in.json")),
+    ("compare-csv-under-a-file", ["compare", GOOD_FIO, GOOD_RUN, "-o", "{out}", "--csv", "{tmp}/in.json/c.csv"],
+     ("--csv", "in.json")),
 ]
 for i, v in enumerate(["abc", "nan", "-1", "inf", "-inf", "0", "1e309", "", "0x10"]):
     CLI_CASES.append((f"report-cv-limit[{i}]={v}", ["report", GOOD_FIO, "-o", "{out}", "--cv-limit", v], ("--cv-limit",)))

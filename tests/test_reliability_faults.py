@@ -270,15 +270,16 @@ def inject(s: PveStandin, name: str, times: int) -> None:
 @pytest.mark.parametrize("on_error", ["skip", "stop"])
 @pytest.mark.parametrize("name", sorted(PVE_FAULTS))
 def test_proxmox_fault_restores_the_vm(name: str, on_error: str, pve: tuple[PveStandin, AgentStandin], tmp_path: Path,
-                                       caplog: pytest.LogCaptureFixture) -> None:
+                                       caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
     s, _agent = pve
     stage, etype = PVE_FAULTS[name]
     digest0, vols = s.digest(VMID), s.volumes()
     raw = pve_matrix(s, on_error)
     spec = spec_from_dict(raw)
     runner = Runner(spec, tmp_path / "run", progress=False, collector_factory=FakeCollector)
-    runner.backend_cls.thread_roles = lambda self: {}  # type: ignore[method-assign]  # the stand-in has no monitor
-    runner.backend_cls.blockstats = lambda self: None  # type: ignore[method-assign]
+    # the stand-in has no monitor; monkeypatch puts the real methods back (a del would remove them)
+    monkeypatch.setattr(runner.backend_cls, "thread_roles", lambda self: {})
+    monkeypatch.setattr(runner.backend_cls, "blockstats", lambda self: None)
     inject(s, name, 2)
     caplog.set_level(logging.WARNING)
     key = runner.plan().cells[0].key
@@ -286,8 +287,6 @@ def test_proxmox_fault_restores_the_vm(name: str, on_error: str, pve: tuple[PveS
         outcome: Any = runner.run()
     except StormatrixError as exc:
         outcome = exc
-    finally:
-        del runner.backend_cls.thread_roles, runner.backend_cls.blockstats
     records = read_journal(tmp_path / "run" / "journal.ndjson").records
     errors = [(r["key"], r["stage"], r["error"]["type"]) for r in records if r["type"] == "cell-error"]
     if on_error == "skip":

@@ -90,14 +90,18 @@ def pve_matrix(s: PveStandin, **proxmox: Any) -> dict[str, Any]:
 def run_collecting(raw: dict[str, Any], run_dir: Path, errors: list[str]) -> None:
     spec = spec_from_dict(raw, "secrets.toml")
     runner = Runner(spec, run_dir, progress=False, collector_factory=FakeCollector)
-    runner.backend_cls.thread_roles = lambda self: {}  # type: ignore[method-assign]  # no monitor in the stand-in
-    runner.backend_cls.blockstats = lambda self: None  # type: ignore[method-assign]
+    # no monitor in the stand-in; the class's own methods are put back afterwards (a del would remove them)
+    cls = runner.backend_cls
+    saved = {name: cls.__dict__[name] for name in ("thread_roles", "blockstats")}
+    cls.thread_roles = lambda self: {}  # type: ignore[method-assign]
+    cls.blockstats = lambda self: None  # type: ignore[method-assign]
     try:
         runner.run()
     except StormatrixError as exc:
         errors += [str(exc), repr(exc), repr(exc.details), repr(exc.__dict__)]
     finally:
-        del runner.backend_cls.thread_roles, runner.backend_cls.blockstats
+        for name, method in saved.items():
+            setattr(cls, name, method)
 
 
 @pytest.mark.parametrize("source", ["env", "file"])

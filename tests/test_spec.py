@@ -141,3 +141,29 @@ def test_a_disk_has_all_three_options_or_none() -> None:
     assert DiskConfig.controller_only("nvme").key == "nvme" and not DiskConfig.controller_only("nvme").has_options
     with pytest.raises(ValueError, match="all set or all None"):
         DiskConfig("pvscsi", None, False, "none")
+
+
+def test_every_section_is_known_without_importing_its_module_first() -> None:
+    """Sections come from stormatrix.registry's explicit list, not from modules registering themselves on
+    import: a fresh interpreter that imports only the spec knows [qemu], [proxmox], [vmware], [winrm] and
+    [suite], and an unknown section is still refused with the list."""
+    import subprocess
+    import sys
+
+    code = (
+        "from stormatrix.spec import extra_sections, spec_from_dict\n"
+        "from stormatrix.core.errors import MatrixError\n"
+        "print(sorted(extra_sections()))\n"
+        "raw = {'matrix': {'controllers': ['sata']}, 'workload': [{'name': 'w', 'rw': 'read', 'bs': '4k'}],\n"
+        "       'qemu': {}}\n"
+        "print(sorted(spec_from_dict(raw, 'm.toml').sections))\n"
+        "try:\n"
+        "    spec_from_dict({**raw, 'qemuu': {}}, 'm.toml')\n"
+        "except MatrixError as exc:\n"
+        "    print('refused', '[qemu]' in str(exc))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert {"qemu", "proxmox", "vmware", "winrm", "suite"} <= set(eval(lines[0]))  # noqa: S307 - our own print
+    assert eval(lines[1]) == ["qemu"]  # noqa: S307
+    assert lines[2] == "refused True"

@@ -95,14 +95,33 @@ def test_section_is_registered_with_safe_defaults() -> None:
 
 @pytest.mark.parametrize("key, value, problem", [
     ("password", "hunter2", "unknown key"),
-    ("password_env", "hunter 2!", "not an environment variable name"),
+    ("password_env", "hunter 2!", "not an environment-variable name"),
+    ("password_file", "hunter 2!", "names no existing file"),
     ("test_disk", "scsi1", "not a vSphere disk name"),
     ("credential_source", "file", "is not one of"),
     ("device", "naa.1; rm", "not an esxcli device name"),
 ])
 def test_section_rejects_secrets_and_bad_values(key: str, value: str, problem: str) -> None:
-    with pytest.raises(MatrixError, match=problem):
+    with pytest.raises(MatrixError, match=problem) as info:
         spec_from_dict(matrix(**{key: value}))
+    if key.startswith("password"):
+        assert value not in str(info.value)  # a pasted secret is described, never repeated
+
+
+def test_password_from_a_file_reaches_pwsh_only_in_its_environment(lab: Lab, tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch,
+                                                                    sent: list[dict[str, Any]]) -> None:
+    monkeypatch.delenv("STORMATRIX_VSPHERE_PASSWORD")
+    secret = tmp_path / "vsphere-password"
+    secret.write_text(PASSWORD + "\n")
+    secret.chmod(0o600)
+    b = vm.VmwareBackend(spec_from_dict(matrix(password_file=str(secret))), tmp_path)
+    assert b.prepare()["original_controller"] == "LsiLogicSAS"
+    assert lab.calls("Connect-VIServer")[0]["PasswordMatches"] is True
+    assert sent[0]["request"]["connection"]["PasswordVariable"] == vm.FILE_PASSWORD_VARIABLE
+    assert PASSWORD not in json.dumps(sent)
+    with pytest.raises(MatrixError, match="both are set"):
+        vm.VmwareBackend(spec_from_dict(matrix(password_file=str(secret), password_env="OTHER_VAR")), tmp_path)
 
 
 def test_esxi_cells_are_the_controller_alone(tmp_path: Path) -> None:

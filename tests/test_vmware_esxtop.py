@@ -1,13 +1,15 @@
 """esxtop batch output: the parser (stormatrix.analysis.esxtop) on captures in the real format
 (tests/data/esxtop, see make_fixtures.py there), with results computed by hand, malformed captures,
 and the vmware backend's esxtop collector against a stand-in ``ssh`` (defined at the bottom of this
-file, like the pwsh stand-in in test_vmware_standin.py) that enforces what the collector must send.
+file) that enforces what the collector must send; vSphere is the fake PowerCLI (test_vmware_pwsh.FakeVCenter)
+with the real module on the PowerShell engine.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shlex
 import sys
 import time
 from datetime import datetime, timedelta, timezone
@@ -97,16 +99,20 @@ def test_what_esxtop_does_not_have_is_absent_with_a_reason_never_zero() -> None:
     assert host["threads"] == [] and host["by_role"] == {}
 
 
-def test_same_keys_as_the_linux_collector_and_the_vsphere_record() -> None:
-    from test_vmware_standin import StandIn, new_state
+def test_same_keys_as_the_linux_collector_and_the_vsphere_record(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from test_vmware_pwsh import FakeVCenter, engine_available, runner
 
     linux_keys = {"cpu_metric", "cpu_unit", "cpu_total", "cpu_user", "cpu_system", "cpu_time_s", "cycles",
                   "ctx_switches", "ctx_voluntary", "ctx_involuntary", "source", "scope", "pid", "window_s",
                   "threads", "by_role", "split_approximate"}
     host = vm_cpu_record(read_esxtop(GOOD), "bench01")
     assert linux_keys <= set(host)
-    vsphere = StandIn(new_state()).cpu_usage({"VMName": "bench01", "Start": "2026-11-22T03:12:00Z",
-                                              "Finish": "2026-11-22T03:12:30Z"})
+    if not engine_available():
+        pytest.skip("no PowerShell engine for the vSphere record: run scripts/build-pwsh-host.sh")
+    lab = FakeVCenter(tmp_path, monkeypatch)  # the vSphere record from the real module (fake PowerCLI)
+    lab.add_cpu_samples(datetime(2026, 11, 22, 3, 12, 15, tzinfo=timezone.utc))
+    vsphere = runner().call("Get-StormatrixVMwareCpuUsage", {"VMName": "bench01", "Start": "2026-11-22T03:12:00.000Z",
+                                                             "Finish": "2026-11-22T03:12:30.000Z", "WaitSeconds": 0})
     assert set(vsphere) - {"vmware"} == set(host) - {"vmware"}
 
 
@@ -249,7 +255,7 @@ def test_unreadable_files_are_clear(tmp_path: Path) -> None:
 def test_vmware_section_checks_the_esxtop_settings(tmp_path: Path) -> None:
     from stormatrix.backends import vmware as vm
     from stormatrix.spec import spec_from_dict
-    from test_vmware_backend import matrix
+    from test_vmware_pwsh import matrix
 
     with pytest.raises(MatrixError, match=r"esxtop_ssh.*is empty.*Fix: set esxtop_ssh"):
         vm.VmwareBackend(spec_from_dict(matrix(host_cpu_source="esxtop")), tmp_path)
@@ -264,12 +270,16 @@ def test_vmware_section_checks_the_esxtop_settings(tmp_path: Path) -> None:
 
 
 class EsxLab:
-    """The pwsh stand-in's lab (test_vmware_backend.Lab) plus a stand-in ``ssh`` for the ESXi host."""
+    """The fake vCenter's lab (test_vmware_pwsh.FakeVCenter) plus a stand-in ``ssh`` for the ESXi host."""
 
     def __init__(self, tmp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-        from test_vmware_backend import Lab
+        from test_vmware_pwsh import FakeVCenter, engine_available
 
-        self.vsphere = Lab(tmp, monkeypatch)
+        if not engine_available():
+            pytest.skip("no PowerShell engine: run scripts/build-pwsh-host.sh (make test does)")
+        self.vsphere = FakeVCenter(tmp, monkeypatch)
+        (tmp / "bin").mkdir(exist_ok=True)
+        monkeypatch.setenv("PATH", f"{tmp / 'bin'}:{os.environ.get('PATH', '/usr/bin:/bin')}")
         self.path = tmp / "esxi-ssh.json"
         self.write({"target": "root@esx01.lab", "authorized": True, "vm_running": True,
                     "used": [150.0, 180.0, 170.0, 160.0], "scale": 0.0, "calls": [], "pid": None})
@@ -298,7 +308,7 @@ def esx(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> EsxLab:
 def esx_backend(esx: EsxLab, tmp_path: Path) -> Iterator[Any]:
     from stormatrix.backends import vmware as vm
     from stormatrix.spec import spec_from_dict
-    from test_vmware_backend import matrix
+    from test_vmware_pwsh import matrix
 
     raw = matrix(host_cpu_source="esxtop", esxtop_ssh="root@esx01.lab", esxtop_delay_seconds=5)
     raw["run"]["measure_seconds"] = 10
@@ -327,7 +337,7 @@ def test_esxtop_collector_measures_the_window_over_ssh(esx: EsxLab, esx_backend:
     collector.start()
     host = collector.stop()
     assert esx.read()["calls"] == [["-o", "BatchMode=yes", "-o", "ConnectTimeout=10", "root@esx01.lab", "--",
-                                    "esxtop", "-b", "-d", "5", "-n", "3"]]
+                                    "esxtop -b -d 5 -n 3"]]
     assert host["cpu_total"] == pytest.approx(16.5, abs=1e-9) and host["window_s"] == pytest.approx(10.0)
     assert host["source"] == "esxtop" and host["ctx_switches"] is None and "ctx_switches" in host["unmatched"]
     v = host["vmware"]
@@ -409,7 +419,7 @@ def ssh_main(argv: list[str] | None = None) -> int:
     if not state["authorized"]:
         sys.stderr.write(f"{argv[4]}: Permission denied (publickey,keyboard-interactive).\n")
         return 255
-    remote = argv[6:]
+    remote = shlex.split(" ".join(argv[6:]))  # ssh joins the words; the host's login shell splits them again
     ok = len(remote) == 6 and remote[:3] == ["esxtop", "-b", "-d"] and remote[4] == "-n" \
         and remote[3].isdigit() and int(remote[3]) >= 2 and remote[5].isdigit() and int(remote[5]) >= 1
     if not ok:
@@ -468,7 +478,7 @@ def test_a_run_journals_esxtop_host_records(esx: EsxLab, tmp_path: Path, monkeyp
     from stormatrix.journal import Journal
     from stormatrix.runner import Runner
     from stormatrix.spec import spec_from_dict
-    from test_vmware_backend import PASSWORD, matrix
+    from test_vmware_pwsh import PASSWORD, matrix
 
     monkeypatch.setitem(executors.REGISTRY, "fio-server", "test_vmware_esxtop:WindowExecutor")
     raw = matrix(["pvscsi", "nvme"], host_cpu_source="esxtop", esxtop_ssh="root@esx01.lab", esxtop_delay_seconds=2)
@@ -507,7 +517,7 @@ def test_report_reads_an_esxi_run(esx: EsxLab, tmp_path: Path, monkeypatch: pyte
     from stormatrix.journal import Journal
     from stormatrix.runner import Runner
     from stormatrix.spec import spec_from_dict
-    from test_vmware_backend import matrix
+    from test_vmware_pwsh import matrix
 
     monkeypatch.setitem(executors.REGISTRY, "fio-server", "test_vmware_esxtop:WindowExecutor")
     raw = matrix(["pvscsi", "nvme"], host_cpu_source="esxtop", esxtop_ssh="root@esx01.lab", esxtop_delay_seconds=2)

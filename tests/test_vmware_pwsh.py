@@ -10,9 +10,7 @@ fake cmdlet reads and writes (calls, stat requests, injected faults and hangs in
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -24,16 +22,25 @@ from stormatrix.core.errors import InputError
 from stormatrix.core.model import DiskConfig
 from stormatrix.spec import spec_from_dict
 
+from tests.pwshengine import LAUNCHER, PwshUnavailable, build_host, real_pwsh, run_pwsh_command
+
 ROOT = Path(__file__).resolve().parents[1]
 FAKE_DIR = ROOT / "tests" / "pwsh" / "FakeVCenter"
-LAUNCHER = ROOT / "tests" / "pwsh" / "pwsh"
-HOST_DLL = ROOT / ".tools" / "pwsh-host" / "StormatrixPwshHost.dll"
 PASSWORD = "s3cr3t-Pa55"
 USER = "administrator@vsphere.local"
+#: what [vmware] pwsh names in these tests: a real pwsh where there is one, else the hosted engine's launcher
+PWSH = real_pwsh() or str(LAUNCHER)
 
 
 def engine_available() -> bool:
-    return bool(os.environ.get("STORMATRIX_REAL_PWSH")) or HOST_DLL.is_file()
+    """A real pwsh, or the hosted engine (built here once if needed, as make test does)."""
+    if real_pwsh():
+        return True
+    try:
+        build_host()
+    except PwshUnavailable:
+        return False
+    return True
 
 
 pytestmark = pytest.mark.skipif(not engine_available(),
@@ -116,7 +123,7 @@ class FakeVCenter:
 def matrix(controllers: list[str] | None = None, **vmware: Any) -> dict[str, Any]:
     section = {"server": "vc01.lab", "vm": "bench01", "test_disk": "Hard disk 2", "esx_host": "esx01.lab",
                "device": "naa.600a", "sched_num_req_outstanding": 1024, "latency_threshold_ms": 10,
-               "guest_host": "10.0.0.5", "guest_port": 8765, "pwsh": str(LAUNCHER), "stats_wait_seconds": 0,
+               "guest_host": "10.0.0.5", "guest_port": 8765, "pwsh": PWSH, "stats_wait_seconds": 0,
                **vmware}
     return {"run": {"backend": "vmware", "boot_timeout_seconds": 60},
             "matrix": {"controllers": controllers or ["pvscsi", "lsilogic-sas", "nvme"]},
@@ -133,7 +140,7 @@ def backend_for(tmp_path: Path, **vmware: Any) -> vm.VmwareBackend:
 
 
 def runner() -> vm.PwshRunner:
-    return vm.PwshRunner(str(LAUNCHER), {"Server": "vc01.lab", "CredentialSource": "Environment",
+    return vm.PwshRunner(PWSH, {"Server": "vc01.lab", "CredentialSource": "Environment",
                                          "UserVariable": "STORMATRIX_VSPHERE_USER",
                                          "PasswordVariable": "STORMATRIX_VSPHERE_PASSWORD", "VerifyCertificate": True},
                          redact=("STORMATRIX_VSPHERE_PASSWORD",))
@@ -326,8 +333,7 @@ def test_winrm_without_disk_enable_uuid_fails_before_any_power_cycle_and_the_fix
     script = ("$c = [pscredential]::new($env:STORMATRIX_VSPHERE_USER, (ConvertTo-SecureString -String "
               "$env:STORMATRIX_VSPHERE_PASSWORD -AsPlainText -Force)); Connect-VIServer -Server vc01.lab -Credential $c "
               f"| Out-Null; {one_liner}")
-    proc = subprocess.run([str(LAUNCHER), "-NoProfile", "-NonInteractive", "-Command", script], capture_output=True,
-                          text=True, timeout=120, check=False)
+    proc = run_pwsh_command(script, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert vcenter.vm()["extraConfig"]["disk.EnableUUID"] == "TRUE"
     assert b.prepare()["disk_enable_uuid"] is True

@@ -1,7 +1,8 @@
-"""``stormatrix restore RUN_DIR`` for vmware runs: the real CLI and runner drive the vmware backend
-against the pwsh stand-in (test_vmware_standin.py), the harness is SIGKILLed mid-run, and a later
-``stormatrix restore`` must put the stand-in's VM and host tuning back exactly as they were, from
-the journal alone; the vCenter password appears in no output.
+"""``stormatrix restore RUN_DIR`` for vmware runs: the real CLI and runner drive the vmware backend, which
+runs the real StormatrixVMware module on the PowerShell engine against the fake PowerCLI
+(test_vmware_pwsh.FakeVCenter); the harness is SIGKILLed mid-run, and a later ``stormatrix restore`` must
+put the lab's VM and host tuning back exactly as they were, from the journal alone; the vCenter password
+appears in no output.
 
 The guest side is a stand-in executor (defined in the harness script) that opens the measurement
 window and hangs, so the crash lands where a real one would: inside a cell, VM reconfigured.
@@ -26,7 +27,10 @@ from stormatrix.cli import main
 from stormatrix.journal import Journal
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_vmware_backend import PASSWORD, Lab  # noqa: E402
+from test_vmware_pwsh import PASSWORD, PWSH, FakeVCenter, engine_available  # noqa: E402
+
+Lab = FakeVCenter
+pytestmark = pytest.mark.skipif(not engine_available(), reason="no PowerShell engine: run scripts/build-pwsh-host.sh")
 
 TESTS = Path(__file__).resolve().parent
 MATRIX = textwrap.dedent("""
@@ -46,7 +50,9 @@ MATRIX = textwrap.dedent("""
     bs = "4k"
 
     [vmware]
-    server = "esx01.lab"
+    server = "vc01.lab"
+    pwsh = "{pwsh}"
+    stats_wait_seconds = 0
     vm = "bench01"
     test_disk = "Hard disk 2"
     esx_host = "esx01.lab"
@@ -80,14 +86,13 @@ HARNESS = textwrap.dedent("""
 
 
 def vm_state(lab: Lab) -> tuple[Any, ...]:
-    s = lab.read()
-    return lab.layout(), s["host"]["devices"]
+    return lab.layout(), lab.devices()
 
 
 def run_and_kill(lab: Lab, tmp_path: Path, when: str) -> tuple[Path, str]:
     """Start ``stormatrix run`` in a child, SIGKILL it at ``when``; return the run dir and its output."""
     matrix = tmp_path / "esx.toml"
-    matrix.write_text(MATRIX)
+    matrix.write_text(MATRIX.replace("{pwsh}", PWSH))
     script = tmp_path / "harness.py"
     script.write_text(HARNESS)
     run_dir = tmp_path / "run"
@@ -128,14 +133,14 @@ def test_sigkill_mid_run_then_stormatrix_restore(when: str, tmp_path: Path, monk
                                                  capsys: pytest.CaptureFixture[str]) -> None:
     lab = Lab(tmp_path, monkeypatch)
     before = vm_state(lab)
-    assert before[1] == {"naa.600a": {"sched": 32, "latency": 0}}
+    assert before[1] == {"naa.600a": ("32", "0 milliseconds")}
     run_dir, child_output = run_and_kill(lab, tmp_path, when)
 
     # the crash left the VM changed, and the journal holds what it was
     layout, devices = vm_state(lab)
-    assert layout != before[0] and devices == {"naa.600a": {"sched": 1024, "latency": 10}}
+    assert layout != before[0] and devices == {"naa.600a": ("1024", "10 milliseconds")}
     if when == "mid-move":
-        assert lab.read()["vm"]["power"] == "PoweredOff"
+        assert lab.vm()["powerState"] == "PoweredOff"
     records = Journal(run_dir).records()
     (run,) = [r for r in records if r["type"] == "run"]
     assert not [r for r in records if r["type"] == "restored"]
@@ -150,10 +155,12 @@ def test_sigkill_mid_run_then_stormatrix_restore(when: str, tmp_path: Path, monk
     n = len(lab.cmdlets())
     assert main(["restore", str(run_dir)]) == 0
     out = capsys.readouterr().out
-    assert "VM 'bench01' (Hard disk 2) on esx01.lab restored to its original configuration" in out
+    assert "VM 'bench01' (Hard disk 2) on vc01.lab restored to its original configuration" in out
     assert vm_state(lab) == before
     restore = lab.cmdlets()[n:]  # what restore did: the disk back, the added controller gone, on, esxcli
-    assert "Set-HardDisk" in restore and "ReconfigVM" in restore and restore[-1].startswith("esxcli:")
+    assert "Set-HardDisk" in restore and "ReconfigVM" in restore
+    assert [c for c in restore if c.startswith("esxcli") and c.endswith(" set")][-2:] == \
+        ["esxcli storage core device set", "esxcli storage core device latencythreshold set"]
     assert restore.index("Set-HardDisk") < restore.index("ReconfigVM") < restore.index("Start-VM")
 
     assert main(["restore", str(run_dir)]) == 0
@@ -161,7 +168,7 @@ def test_sigkill_mid_run_then_stormatrix_restore(when: str, tmp_path: Path, monk
     last = Journal(run_dir).records()[-1]
     assert last["type"] == "restored" and last["vm"] == "bench01" and last["by"] == "stormatrix restore"
 
-    everything = [child_output, out, caplog.text, json.dumps(lab.read()["requests"])]
+    everything = [child_output, out, caplog.text]
     everything += [p.read_text(errors="replace") for p in run_dir.rglob("*") if p.is_file()]
     assert not [t for t in everything if PASSWORD in t]
 

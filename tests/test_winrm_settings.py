@@ -10,7 +10,7 @@ import pytest
 
 from stormatrix.core.errors import EnvironmentProblem, InputError, MatrixError
 from stormatrix.executors import winrm as w
-from stormatrix.spec import EXTRA_SECTIONS, spec_from_dict
+from stormatrix.spec import extra_sections, spec_from_dict
 
 PASSWORD = "s3cr3t:P@ss/word"
 
@@ -27,7 +27,7 @@ def settings(**over: object) -> w.WinRMSettings:
 
 
 def test_section_is_registered_and_validated_by_the_matrix_parser() -> None:
-    assert EXTRA_SECTIONS.get("winrm") is w.WINRM_SECTION
+    assert extra_sections().get("winrm") is w.WINRM_SECTION
     raw = {"matrix": {"controllers": ["sata"]}, "workload": [{"name": "r", "rw": "randread", "bs": "4k"}],
            "winrm": {"username": "Administrator", "password_env": "PW", "disk_serial": "S1", "transport": "https"}}
     spec = spec_from_dict(raw)
@@ -61,11 +61,11 @@ def test_password_from_file(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("over, env, match", [
-    ({"password_env": ""}, {}, "exactly one of"),
-    ({"password_file": "/x"}, {"STORMATRIX_TEST_PW": "x"}, "exactly one of"),
-    ({}, {}, "STORMATRIX_TEST_PW is not set"),
-    ({}, {"STORMATRIX_TEST_PW": ""}, "empty"),
-    ({"password_env": "", "password_file": "/nonexistent/pw"}, {}, "cannot be read"),
+    ({"password_env": ""}, {}, "neither is set"),
+    ({"password_file": "/x"}, {"STORMATRIX_TEST_PW": "x"}, "both are set"),
+    ({}, {}, "STORMATRIX_TEST_PW, which is not set"),
+    ({}, {"STORMATRIX_TEST_PW": ""}, "is empty"),
+    ({"password_env": "", "password_file": "/nonexistent/pw"}, {}, "names no existing file"),
 ])
 def test_password_problems_are_input_errors(over: dict[str, object], env: dict[str, str], match: str) -> None:
     with pytest.raises(InputError, match=match):
@@ -193,3 +193,12 @@ def test_workloads_beyond_the_shell_memory_quota_are_refused_at_plan_time() -> N
     w.check_workload_memory([edge], 1024)
     with pytest.raises(InputError):
         w.check_workload_memory([_workload("edge+", 2**20, 769, 1)], 1024)
+
+
+def test_storage_drivers_from_guest_facts() -> None:
+    facts = {"Controllers": [{"Name": "sata", "DriverBound": True, "Service": "storahci"},
+                             {"Name": "virtio-scsi", "DriverBound": False, "Service": ""},
+                             {"Name": "unknown", "DriverBound": True, "Service": "x"}]}
+    assert w.storage_drivers(facts) == {"sata": "storahci"}
+    assert w.storage_drivers({"Controllers": {"Name": "virtio-blk", "DriverBound": True, "Service": "viostor"}}) == {
+        "virtio-blk": "viostor"}  # ConvertTo-Json unwraps a one-element array

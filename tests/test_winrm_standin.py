@@ -196,6 +196,7 @@ def test_wait_ready_retries_ws_man_faults_and_5xx_until_the_guest_answers(guest:
     guest.server.status_next = [503, 500]
     facts = executor(guest, connect_retries=0).wait_ready(time.monotonic() + 300)
     assert facts["TestDisk"] == 1 and guest.server.fault_next == 0 and guest.server.status_next == []
+    assert w.storage_drivers(facts) == {"sata": "storahci", "virtio-scsi": "vioscsi"}
 
 
 def test_wait_ready_gives_up_at_the_deadline(guest: FakeWindowsGuest) -> None:

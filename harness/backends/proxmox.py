@@ -40,7 +40,6 @@ from typing import Any
 
 from ..core.errors import BackendError, GuestNotReady, InputError, MatrixError, TaskFailed
 from ..core.model import CONTROLLERS, DiskConfig
-from ..spec import register_section
 from . import proxmox_sharing as sharing
 from . import pve_config as pc
 from .base import ROLE_IOTHREAD, ROLE_MAIN, ROLE_VCPU, Backend, BlockStats, GuestEndpoint, HostScope
@@ -54,10 +53,6 @@ from .proxmox_schema import (PROXMOX_SECTION, REMOTE_COLLECTOR_DIR, check_sectio
 from .pve_api import PveAuthError, PveClient, upid_starttime
 
 log = logging.getLogger("stormatrix.backend.proxmox")
-
-# Until sections are registered explicitly (one registry, no import side effects), importing the backend
-# is what makes [proxmox] known to the matrix parser.
-register_section(PROXMOX_SECTION)
 
 #: what other modules import from here (the section, the suite's VM discovery and host collector)
 __all__ = ["PROXMOX_SECTION", "REMOTE_COLLECTOR_DIR", "NodeShell", "ProxmoxBackend", "collector_files",

@@ -34,7 +34,7 @@ from typing import Any
 
 from ..core.errors import BackendError, InputError, MatrixError
 from ..core.model import DiskConfig
-from ..spec import register_section
+from .. import secrets
 from .base import Backend, GuestEndpoint, HostScope
 from .vmware_cpu import EsxtopCollector, VmwareCpuCollector, iso_utc
 from .vmware_pwsh import (ENTRY_SCRIPT, MODULE_DIR, PYTHON_CALLS, RESPONSE_PREFIX, SCHEMA, PowerCLIConnectError,
@@ -49,11 +49,10 @@ __all__ = ["CONTROLLER_TYPES", "ENTRY_SCRIPT", "EsxtopCollector", "MODULE_DIR", 
            "VmwareCpuCollector", "build_request", "check_original", "error_from_response", "iso_utc",
            "parse_response", "pwsh_argv"]
 
-# Until the config sections are registered explicitly by the CLI, the section registers itself when the
-# backend is imported (as every backend's does today); the constant lives in vmware_settings.
-register_section(VMWARE_SECTION)
-
 log = logging.getLogger("stormatrix.backend.vmware")
+
+#: the variable of pwsh's own environment that carries a password read from [vmware] password_file
+FILE_PASSWORD_VARIABLE = "STORMATRIX_VSPHERE_PASSWORD_FROM_FILE"
 
 # --- the journaled original ----------------------------------------------------------------------------------
 
@@ -105,11 +104,20 @@ class VmwareBackend(Backend):
         # controller alone, whatever [matrix] lists for them (and `plan` says so)
         self.opts: dict[str, Any] = dict(spec.section("vmware"))
         o = self.opts
+        self._password: secrets.SecretRef | None = None
         if o["credential_source"] == "env":
+            # the password by reference (stormatrix.secrets): an environment variable pwsh reads itself, or a
+            # file whose first line this process reads and hands to pwsh in the child's environment only
+            explicit = (spec.raw.get("vmware") or {}) if isinstance(spec.raw, dict) else {}
+            env_name = o["password_env"] if ("password_env" in explicit or not o["password_file"]) else ""
+            self._password = secrets.reference({"password_env": env_name, "password_file": o["password_file"]},
+                                               env_key="password_env", file_key="password_file",
+                                               what="the vSphere password", path=spec.path, section="vmware")
             connection: dict[str, Any] = {"Server": o["server"], "CredentialSource": "Environment",
-                                          "UserVariable": o["user_env"], "PasswordVariable": o["password_env"],
+                                          "UserVariable": o["user_env"],
+                                          "PasswordVariable": env_name or FILE_PASSWORD_VARIABLE,
                                           "VerifyCertificate": bool(o["verify_tls"])}
-            redact: tuple[str, ...] = (o["password_env"],)
+            redact: tuple[str, ...] = (env_name,) if env_name else ()
         else:
             connection = {"Server": o["server"], "CredentialSource": "CredentialStore",
                           "CredentialStoreUser": o["credential_store_user"], "VerifyCertificate": bool(o["verify_tls"])}
@@ -131,13 +139,17 @@ class VmwareBackend(Backend):
 
     # --- connection facts and checks ------------------------------------------------------------------
     def _check_credentials(self) -> None:
-        """Fail before the first pwsh call when the environment lacks the variables (names only)."""
+        """Fail before the first pwsh call when the user or the password is missing (by name only); a
+        password from a file is read here and given to pwsh's environment, registered for scrubbing."""
         o = self.opts
-        if o["credential_source"] == "env":
-            missing = [n for n in (o["user_env"], o["password_env"]) if not os.environ.get(n)]
-            if missing:
-                raise InputError(f"[vmware] credential_source = \"env\": environment variable(s) {', '.join(missing)} "
-                                 "not set; set them in the shell that runs stormatrix (never in the matrix file)")
+        if o["credential_source"] != "env" or self._password is None:
+            return
+        if not os.environ.get(o["user_env"]):
+            raise InputError(f"[vmware] credential_source = \"env\": environment variable {o['user_env']} (the vSphere "
+                             "user) is not set; set it in the shell that runs stormatrix")
+        password = secrets.resolve(self._password, strip=False)
+        if self._password.file and isinstance(self.runner, PwshRunner):
+            self.runner.child_env[FILE_PASSWORD_VARIABLE] = password.reveal()
 
     def _ready_timeout(self) -> int:
         return int(min(7200, max(5, self.spec.run["boot_timeout_seconds"])))

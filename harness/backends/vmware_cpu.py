@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..core.errors import CollectorError, InputError
+from ..ssh import SshOptions
 
 if TYPE_CHECKING:
     from .vmware import VmwareBackend
@@ -65,7 +66,7 @@ class VmwareCpuCollector:
 class EsxtopCollector:
     """The host collector for ESXi from ``esxtop -b`` on the host, over SSH, for the window.
 
-    ``start()`` runs ``ssh -o BatchMode=yes <esxtop_ssh> -- esxtop -b -d D -n N`` with N iterations
+    ``start()`` runs ``ssh -o BatchMode=yes <esxtop_ssh> -- esxtop -b -d D -n N`` (:mod:`stormatrix.ssh`) with N iterations
     covering the planned window plus one (a window runs a little longer than measure_seconds), writing
     the capture into the run directory (``esxtop/<time>-<vm>.csv``, kept as evidence). ``stop()`` waits
     for esxtop to finish its last iteration (at most about 2 x D after the window) and turns the capture
@@ -88,8 +89,8 @@ class EsxtopCollector:
         self.t0: float | None = None
 
     def argv(self, iterations: int) -> list[str]:
-        return ["ssh", "-o", "BatchMode=yes", "-o", "ConnectTimeout=10", self.backend.opts["esxtop_ssh"], "--",
-                "esxtop", "-b", "-d", str(self.delay), "-n", str(iterations)]
+        return SshOptions(self.backend.opts["esxtop_ssh"]).ssh_argv(
+            ["esxtop", "-b", "-d", str(self.delay), "-n", str(iterations)])
 
     def start(self) -> None:
         self.iterations = max(1, math.ceil(self.backend.spec.timing.measure_s / self.delay)) + 1

@@ -18,6 +18,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from .. import secrets
 from ..core.errors import BackendError, CollectorError, EnvironmentProblem, GuestNotReady
 
 log = logging.getLogger("stormatrix.backend.vmware")
@@ -163,14 +164,18 @@ class PwshRunner:
         self.timeout = timeout
         self.module_dir = Path(module_dir)
         self.redact = redact
+        #: variables added to pwsh's environment only (a password read from a file, under the name the
+        #: connection's PasswordVariable gives); registered with stormatrix.secrets by whoever sets them
+        self.child_env: dict[str, str] = {}
         self.calls: list[str] = []
         self.server: Any = None  # product/version/build from the last connection (environment facts)
 
     def _scrub(self, text: str) -> str:
+        text = secrets.scrub(text)
         for name in self.redact:
             value = os.environ.get(name)
             if value:
-                text = text.replace(value, "***")
+                text = secrets.redact(text, [value])
         return text
 
     def _scrub_doc(self, value: Any) -> Any:
@@ -195,7 +200,7 @@ class PwshRunner:
         log.debug("pwsh %s %s", command, sorted(parameters))
         try:
             proc = subprocess.run(argv, input=request, capture_output=True, text=True, timeout=self.timeout,
-                                  check=False, env={**os.environ, "POWERSHELL_TELEMETRY_OPTOUT": "1"})
+                                  check=False, env={**os.environ, **self.child_env, "POWERSHELL_TELEMETRY_OPTOUT": "1"})
         except subprocess.TimeoutExpired:
             raise PowerCLIError(f"{command}: pwsh did not answer within {self.timeout:g} s ([vmware] call_timeout)",
                                 command=command) from None

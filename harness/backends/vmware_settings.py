@@ -1,6 +1,6 @@
 """The ``[vmware]`` matrix section: which vCenter/ESXi, VM and test disk, the credentials BY REFERENCE
-(names of environment variables, or the PowerCLI credential store), the esxcli tuning and the host CPU
-source. Checks run when the matrix is read, so a bad value is exit 2 naming the key, before PowerShell
+(names of environment variables or a password file, see :mod:`stormatrix.secrets`, or the PowerCLI
+credential store), the esxcli tuning and the host CPU source. Checks run when the matrix is read, so a bad value is exit 2 naming the key, before PowerShell
 starts.
 
 ``VMWARE_SECTION`` is a plain constant: whoever needs the section (the config-section registry) imports
@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import re
 
+from ..secrets import check_env_name, check_secret_file
 from ..spec import Field, Section
+from ..ssh import check_target
 
 #: stormatrix controller name -> the module's -Type value
 CONTROLLER_TYPES: dict[str, str] = {
@@ -20,14 +22,6 @@ CONTROLLER_TYPES: dict[str, str] = {
     "lsilogic": "LsiLogic",
     "nvme": "NVMe",
 }
-
-_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-
-
-def _check_env_name(value: str) -> None:
-    if value and not _ENV_NAME.fullmatch(value):
-        raise ValueError(f"{value!r} is not an environment variable name (give the variable's NAME, never its value)")
-
 
 def _check_disk_name(value: str) -> None:
     if not re.fullmatch(r"Hard disk [1-9][0-9]*", value):
@@ -39,13 +33,6 @@ def _check_device(value: str) -> None:
         raise ValueError(f"{value!r} is not an esxcli device name (naa..., eui..., t10...)")
 
 
-def _check_ssh_target(value: str) -> None:
-    """user@host or host; never something ssh would read as an option (a leading '-')."""
-    if value and not re.fullmatch(r"(?:[A-Za-z0-9_][A-Za-z0-9._-]*@)?[A-Za-z0-9][A-Za-z0-9.:_-]*", value):
-        raise ValueError(f"{value!r} is not an ssh destination like root@esx01.lab")
-
-
-
 VMWARE_SECTION = Section("vmware", {
     "server": Field(str, help="vCenter Server or ESXi host that PowerCLI connects to"),
     "vm": Field(str, help="the VM under test, by name (exactly one VM must have it)"),
@@ -53,10 +40,13 @@ VMWARE_SECTION = Section("vmware", {
     "credential_source": Field(str, "env", choices=("env", "credential-store"),
                                help="env: user/password from the environment variables named below; "
                                     "credential-store: the PowerCLI credential store entry for server"),
-    "user_env": Field(str, "STORMATRIX_VSPHERE_USER", check=_check_env_name,
+    "user_env": Field(str, "STORMATRIX_VSPHERE_USER", check=check_env_name,
                       help="NAME of the environment variable holding the user"),
-    "password_env": Field(str, "STORMATRIX_VSPHERE_PASSWORD", check=_check_env_name,
+    "password_env": Field(str, "STORMATRIX_VSPHERE_PASSWORD", check=check_env_name,
                           help="NAME of the environment variable holding the password (never the password)"),
+    "password_file": Field(str, "", check=check_secret_file,
+                           help="PATH of a file whose first line is the password (chmod 600), instead of password_env; "
+                                "stormatrix hands it to pwsh in the child's environment, never on a command line"),
     "credential_store_user": Field(str, "", help="user of the credential store entry, when it holds several"),
     "verify_tls": Field(bool, True, help="verify the server's certificate; false only if you accept MITM risk"),
     "esx_host": Field(str, "", help="the ESXi host for esxcli tuning and host CPU (default: the VM's host for CPU)"),
@@ -74,7 +64,7 @@ VMWARE_SECTION = Section("vmware", {
     "host_cpu_source": Field(str, "vsphere", choices=("vsphere", "esxtop"),
                              help="vsphere: Get-Stat realtime (20 s samples, prorated); esxtop: esxtop -b on the "
                                   "ESXi host over SSH during the window (needs esxtop_ssh)"),
-    "esxtop_ssh": Field(str, "", check=_check_ssh_target,
+    "esxtop_ssh": Field(str, "", check=check_target,
                         help="ssh destination of the ESXi host for esxtop (e.g. root@esx01.lab); key-based login "
                              "only (ssh -o BatchMode=yes), the SSH service (TSM-SSH) must be running"),
     "esxtop_delay_seconds": Field(int, 5, min=2, max=300, help="esxtop -d: seconds between its snapshots"),

@@ -13,6 +13,7 @@ import argparse
 import time
 from typing import Any
 
+from ..secrets import check_option
 from ..executors.winrm import TRANSPORTS, TestDiskMissing, WinRMExecutor, WinRMSettings
 
 
@@ -67,6 +68,10 @@ def section_from_args(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def run_check(args: argparse.Namespace, *, protocol_factory: Any = None, environ: Any = None) -> int:
+    if args.password_env:  # a password pasted here by mistake is refused without being repeated
+        check_option("--password-env", args.password_env, kind="env")
+    if args.password_file:
+        check_option("--password-file", args.password_file, kind="file")
     settings = WinRMSettings.from_section(section_from_args(args), environ=environ)
     executor = WinRMExecutor([], settings=settings, protocol_factory=protocol_factory)
     missing: TestDiskMissing | None = None

@@ -37,9 +37,8 @@ from ..core.errors import (
     WorkloadFailed,
 )
 from ..core.model import Cell, Timing
-from ..spec import register_section
 from .base import GuestExecutor, WindowListener, WorkloadResult
-from .winrm_channel import ProtocolFactory, WinRMChannel, WSManServiceError, map_transport_error
+from .winrm_channel import ProtocolFactory, WinRMChannel, WSManServiceError, _default_protocol, map_transport_error
 from .winrm_encoding import (
     CMD_LIMIT,
     CMD_MARGIN,
@@ -56,7 +55,7 @@ from .winrm_encoding import (
     restart_script,
     upload_scripts,
 )
-from .winrm_facts import TestDiskMissing, check_test_disk
+from .winrm_facts import TestDiskMissing, check_test_disk, storage_drivers
 from .winrm_output import (
     STARTED_MARK,
     CheckReport,
@@ -81,13 +80,11 @@ __all__ = [
     "TestDiskMissing", "WSManServiceError", "WinRMChannel", "WinRMExecutor", "WinRMSettings", "call_script",
     "check_transport_available", "check_workload_memory", "clean_clixml", "default_module_dir", "encode_command",
     "encode_parameters", "load_password", "map_transport_error", "max_chunk_chars", "parse_call_output",
-    "present_script", "redact", "upload_scripts", "workload_parameters",
+    "present_script", "redact", "storage_drivers", "upload_scripts", "workload_parameters",
+    "_default_protocol",  # tests/test_reliability_safety.py checks the TLS opt-out warning through it
 ]
 
 log = logging.getLogger("stormatrix.executor.winrm")
-
-# Until the explicit section registry imports WINRM_SECTION itself: registering twice is harmless.
-register_section(WINRM_SECTION)
 
 #: The module functions Python calls by name, and the parameters it passes (the compliance tests on
 #: the PowerShell side check the same list).

@@ -90,3 +90,11 @@ def check_test_disk(facts: dict[str, Any], serial: str, host: str) -> dict[str, 
             "signature": "none" if style == "RAW" else "partitions",
             "test_disk": {k: disk.get(k) for k in ("Number", "FriendlyName", "BusType", "Size", "PartitionStyle",
                                                    "IsOffline", "IsReadOnly", "OfflineReason")}}
+
+
+def storage_drivers(facts: dict[str, Any]) -> dict[str, str]:
+    """Controller name -> bound driver service, for every storage controller whose driver is bound
+    (e.g. ``{"sata": "storahci", "virtio-scsi": "vioscsi"}``): what a Windows matrix may run on this
+    guest. A controller Windows sees without a driver is left out."""
+    return {str(c.get("Name")): str(c.get("Service") or "") for c in _as_list(facts.get("Controllers"))
+            if isinstance(c, dict) and c.get("DriverBound") and c.get("Name") not in (None, "unknown")}

@@ -22,6 +22,7 @@ from typing import Any, Iterable, Mapping
 
 from ..core.errors import EnvironmentProblem, InputError
 from ..core.model import Workload
+from ..secrets import check_env_name, check_secret_file
 from ..spec import Field, Section
 from .winrm_secrets import Secret, load_password
 
@@ -49,8 +50,9 @@ WINRM_SECTION = Section("winrm", {
                             "https = Basic auth over TLS, off in a stock guest; credssp over TLS"),
     "use_tls": Field(bool, False, help="ntlm/kerberos over HTTPS (port 5986) instead of HTTP"),
     "username": Field(str, help="e.g. Administrator or DOMAIN\\\\user"),
-    "password_env": Field(str, "", help="name of the environment variable holding the password"),
-    "password_file": Field(str, "", help="file whose first line is the password"),
+    "password_env": Field(str, "", help="name of the environment variable holding the password",
+                          check=check_env_name),
+    "password_file": Field(str, "", help="file whose first line is the password", check=check_secret_file),
     "cert_validation": Field(bool, True, help="verify the guest's TLS certificate; false only for lab "
                                               "guests with self-signed certificates"),
     "ca_file": Field(str, "", help="CA bundle (PEM) that signed the guest's certificate"),

@@ -8,13 +8,13 @@
 # checked by tests/pwsh/Checks; the parameters the Python side sends by tests/test_pwsh_sent_scripts.py.
 # Runs under real Pester 5 and under PesterLite on the hosted engine.
 BeforeDiscovery {
-    $repo = [System.IO.Path]::GetFullPath([System.IO.Path]::Combine($PSScriptRoot, '..', '..'))
+    $script:repo = [System.IO.Path]::GetFullPath([System.IO.Path]::Combine($PSScriptRoot, '..', '..'))
     # Tests: the Pester files that hold the module's unit tests (a Describe named after each function)
-    $modules = @(
+    $script:modules = @(
         @{ Module = 'StormatrixGuest'; Tests = @('StormatrixGuest.Tests.ps1', 'Invoke-StormatrixFio.Linux.Tests.ps1') }
         @{ Module = 'StormatrixVMware'; Tests = @('StormatrixVMware.Tests.ps1') }
     )
-    $functionFiles = foreach ($m in $modules) {
+    $script:functionFiles = foreach ($m in $modules) {
         foreach ($kind in 'Public', 'Private') {
             $folder = [System.IO.Path]::Combine($repo, 'windows', $m.Module, $kind)
             foreach ($path in [System.IO.Directory]::GetFiles($folder, '*.ps1')) {

@@ -28,7 +28,9 @@ Describe 'Invoke-StormatrixFio with Linux fio' -Skip:(-not $script:fio) {
     }
 
     It 'Should throw FioFailed with fio''s message when fio rejects the job' {
-        $missingDir = Join-Path $TestDrive 'no/such/dir/file.dat'
+        $notADir = Join-Path $TestDrive 'a-file'
+        Set-Content -LiteralPath $notADir -Value 'x'
+        $missingDir = Join-Path $notADir 'file.dat'  # under a file: fio cannot create it
         { Invoke-StormatrixFio -FileName $missingDir -FileSizeMiB 1 -IoEngine psync -Direct 0 -FioPath $script:fioPath `
                 -Workload @{ ReadWrite = 'read'; BlockSize = 4096; RuntimeSeconds = 1 } -OutputDirectory $TestDrive } | Should -Throw -ErrorId 'Stormatrix.FioFailed'
     }

@@ -1,298 +1,346 @@
-# Unit tests of the StormatrixVMware module with PowerCLI stubbed in module scope (PowerCLI is not needed):
-# every stub throws unless mocked, so a test that forgets a call fails loudly; Should -Invoke asserts the
-# exact cmdlet calls and parameters of each controller change, tuning change and restore, failures included.
-BeforeAll {
-    Import-Module -Name (Join-Path $PSScriptRoot '../../windows/StormatrixVMware/StormatrixVMware.psd1') -Force
-    InModuleScope StormatrixVMware {
-        function script:Get-VM { [CmdletBinding()] param([string]$Name) throw 'stub Get-VM called without a mock' }
-        function script:Get-HardDisk { [CmdletBinding()] param([object]$VM, [string]$Name) throw 'stub Get-HardDisk called without a mock' }
-        function script:Get-ScsiController { [CmdletBinding()] param([object]$VM) throw 'stub Get-ScsiController called without a mock' }
-        function script:Get-NvmeController { [CmdletBinding()] param([object]$VM) throw 'stub Get-NvmeController called without a mock' }
-        function script:New-ScsiController { [CmdletBinding(SupportsShouldProcess)] param([object]$HardDisk, [string]$Type) throw 'stub New-ScsiController called without a mock' }
-        function script:New-NvmeController { [CmdletBinding()] param([object]$VM) throw 'stub New-NvmeController called without a mock' }
-        function script:Set-HardDisk { [CmdletBinding(SupportsShouldProcess)] param([object]$HardDisk, [object]$Controller) throw 'stub Set-HardDisk called without a mock' }
-        function script:Stop-VM { [CmdletBinding(SupportsShouldProcess)] param([object]$VM) throw 'stub Stop-VM called without a mock' }
-        function script:Start-VM { [CmdletBinding(SupportsShouldProcess)] param([object]$VM) throw 'stub Start-VM called without a mock' }
-        function script:Wait-Tools { [CmdletBinding()] param([object]$VM, [int]$TimeoutSeconds) throw 'stub Wait-Tools called without a mock' }
-        function script:Get-EsxCli { [CmdletBinding()] param([object]$VMHost, [switch]$V2) throw 'stub Get-EsxCli called without a mock' }
-        function script:Get-Stat { [CmdletBinding()] param([object]$Entity, [string[]]$Stat, [switch]$Realtime, [datetime]$Start, [datetime]$Finish) throw 'stub Get-Stat called without a mock' }
-        function script:Get-VMHost { [CmdletBinding()] param([string]$Name, [object]$VM) throw 'stub Get-VMHost called without a mock' }
-        function script:Connect-VIServer { [CmdletBinding()] param([string]$Server, [pscredential]$Credential, [string]$User) throw 'stub Connect-VIServer called without a mock' }
-        function script:Disconnect-VIServer { [CmdletBinding(SupportsShouldProcess)] param([object]$Server, [switch]$Force) throw 'stub Disconnect-VIServer called without a mock' }
-        function script:Set-PowerCLIConfiguration { [CmdletBinding(SupportsShouldProcess)] param([string]$Scope, [string]$InvalidCertificateAction) throw 'stub Set-PowerCLIConfiguration called without a mock' }
-        function script:Get-VICredentialStoreItem { [CmdletBinding()] param([string]$Host, [string]$User) throw 'stub Get-VICredentialStoreItem called without a mock' }
-    }
-    $PSDefaultParameterValues['Mock:ModuleName'] = 'StormatrixVMware'
-    $PSDefaultParameterValues['Should:ModuleName'] = 'StormatrixVMware'
+# Tests of the StormatrixVMware module against the data-described fake PowerCLI (tests/pwsh/FakeVCenter): the
+# module imports "VMware.VimAutomation.Core" from PSModulePath as it would on a workstation, and every test
+# starts from a copy of the fake's lab file (VMs, controllers, disks, esxcli rows, statistics). What the module
+# did is read back from that lab: the cmdlets it called in order, their parameters, and the VM afterwards.
+# No PowerCLI cmdlet is mocked. Runs under PesterLite on the hosted engine and under real Pester 5.
+#
+# Paths of the module that no test here executes, and why:
+# - Move-StormatrixVMwareDisk's NvmeNotSupported and Get-StormatrixVMwareControllerList's "no Get-NvmeController"
+#   branch: they are for PowerCLI releases older than 12.x, which lack the NVMe cmdlets the fake has.
+# - Set-StormatrixVMwareController's NotPowerCycled and Restore-StormatrixVMwareLayout's RestoreIncomplete: safety
+#   nets after PowerCLI reported success; the fake, like vSphere, does what a successful call says. The backend's
+#   own check of the same answer is tested in tests/test_vmware_backend.py (test_wrong_controller_in_the_answer_is_refused).
+# - Set-StormatrixVMwareHostTuning's TuningNotApplied (esxcli accepts a value and keeps the old one) and
+#   Set-StormatrixVMwarePower's "Wait-Tools returned nothing without an error": not seen in PowerCLI's documented
+#   behaviour, so not modelled.
 
-    # A VM: boot disk on pvscsi 1000, test disk 2016 on LSI SAS 1001. Controllers list their disks.
-    function script:New-Lab {
-        param([string]$Power = 'PoweredOn', [int]$DiskController = 1001, [object[]]$Extra = @())
-        $ctrl = @(
-            [pscustomobject]@{ Key = 1000; Name = 'SCSI controller 0'; Type = 'ParaVirtual'; ExtensionData = [pscustomobject]@{ BusNumber = 0; Device = @(2000) } }
-            [pscustomobject]@{ Key = 1001; Name = 'SCSI controller 1'; Type = 'VirtualLsiLogicSAS'; ExtensionData = [pscustomobject]@{ BusNumber = 1; Device = @() } }
-        ) + $Extra
-        foreach ($c in $ctrl) { if ($c.Key -eq $DiskController) { $c.ExtensionData.Device = @($c.ExtensionData.Device) + 2016 } }
-        [pscustomobject]@{
-            VM         = [pscustomobject]@{ Name = 'bench01'; Id = 'VirtualMachine-vm-42'; PowerState = $Power
-                ExtensionData = [pscustomobject]@{ Runtime = [pscustomobject]@{ BootTime = [datetime]'2026-11-22T03:00:00Z' } } }
-            Disk       = [pscustomobject]@{ Name = 'Hard disk 2'; Filename = '[ds1] bench01/bench01_1.vmdk'; CapacityGB = 8
-                ExtensionData = [pscustomobject]@{ Key = 2016; ControllerKey = $DiskController; UnitNumber = 0 } }
-            Scsi       = $ctrl
+BeforeAll {
+    $script:FakeDir = [System.IO.Path]::GetFullPath([System.IO.Path]::Combine($PSScriptRoot, '..', 'pwsh', 'FakeVCenter'))
+    $script:SavedModulePath = $env:PSModulePath
+    $env:PSModulePath = $script:FakeDir + [System.IO.Path]::PathSeparator + $env:PSModulePath
+    Import-Module -Name ([System.IO.Path]::Combine($PSScriptRoot, '..', '..', 'windows', 'StormatrixVMware', 'StormatrixVMware.psd1')) -Force
+    $env:SMX_TEST_USER = 'administrator@vsphere.local'
+    $env:SMX_TEST_PASSWORD = 's3cr3t-Pa55'
+
+    # A fresh copy of the lab for one test; $Change edits it first (it gets the lab as an object).
+    function script:New-TestLab {
+        param([scriptblock]$Change)
+        $lab = ConvertFrom-Json -InputObject ([System.IO.File]::ReadAllText([System.IO.Path]::Combine($script:FakeDir, 'lab.json')))
+        if ($Change) { & $Change $lab }
+        $path = [System.IO.Path]::Combine([System.IO.Path]::GetTempPath(), "smx-vcenter-$PID-$([guid]::NewGuid().ToString('N')).json")
+        [System.IO.File]::WriteAllText($path, (ConvertTo-Json -InputObject $lab -Depth 32))
+        $env:STORMATRIX_FAKE_VCENTER_LAB = $path
+    }
+    function script:Remove-TestLab {
+        if ($env:STORMATRIX_FAKE_VCENTER_LAB -and [System.IO.File]::Exists($env:STORMATRIX_FAKE_VCENTER_LAB)) {
+            [System.IO.File]::Delete($env:STORMATRIX_FAKE_VCENTER_LAB)
         }
     }
-    function script:New-EsxCli {
-        param([hashtable]$Values, [System.Collections.Generic.List[object]]$Log, [string]$FailOn = '')
-        $make = {
-            param([string]$Namespace)
-            $node = [pscustomobject]@{ Namespace = $Namespace }
-            $node | Add-Member -MemberType ScriptMethod -Name Invoke -Value {
-                param($arguments)
-                $Log.Add([pscustomobject]@{ Namespace = $this.Namespace; Arguments = $arguments })
-                if ($this.Namespace -eq $FailOn) { throw "EsxCLI.CLIFault.summary: $($this.Namespace) refused" }
-                switch ($this.Namespace) {
-                    'storage.core.device.list' { [pscustomobject]@{ Device = $arguments.device; NoofoutstandingIOswithcompetingworlds = $Values.sched } }
-                    'storage.core.device.latencythreshold.list' { [pscustomobject]@{ Device = $arguments.device; LatencySensitiveThreshold = $Values.latency } }
-                    'storage.core.device.set' { $Values.sched = $arguments.schednumreqoutstanding; $true }
-                    'storage.core.device.latencythreshold.set' { $Values.latency = $arguments.latencysensitivethreshold; $true }
-                }
-            }.GetNewClosure()
-            $node
-        }.GetNewClosure()
-        [pscustomobject]@{ storage = [pscustomobject]@{ core = [pscustomobject]@{ device = [pscustomobject]@{
-                        list = (& $make 'storage.core.device.list'); set = (& $make 'storage.core.device.set')
-                        latencythreshold = [pscustomobject]@{ list = (& $make 'storage.core.device.latencythreshold.list'); set = (& $make 'storage.core.device.latencythreshold.set') } } } } }
+    function script:Read-TestLab { ConvertFrom-Json -InputObject ([System.IO.File]::ReadAllText($env:STORMATRIX_FAKE_VCENTER_LAB)) }
+    function script:Get-TestCall {
+        # the names of the cmdlets called, in order, or the parameters of each call of one cmdlet
+        param([string]$Cmdlet)
+        $calls = @((Read-TestLab).calls)
+        if ($Cmdlet) { return @($calls | Where-Object { $_.cmdlet -eq $Cmdlet } | ForEach-Object { $_.parameters }) }
+        @($calls | ForEach-Object { [string]$_.cmdlet })
     }
+    function script:Get-TestVM { param([string]$Name = 'bench01') @((Read-TestLab).vms | Where-Object { $_.name -eq $Name })[0] }
+    function script:Get-TestDisk { param([string]$Name = 'Hard disk 2') @((Get-TestVM).disks | Where-Object { $_.name -eq $Name })[0] }
+    function script:Connect-TestLab { $null = Connect-StormatrixVMware -Server vc01.lab -UserVariable SMX_TEST_USER -PasswordVariable SMX_TEST_PASSWORD }
+    function script:Disconnect-TestLab { InModuleScope StormatrixVMware { Disconnect-StormatrixVMware } }
+    function script:Add-TestController {
+        param([object]$Lab, [int]$Key, [string]$Type, [int]$Bus, [string]$Kind = 'scsi')
+        $vm = $Lab.vms[0]
+        $vm.controllers = @($vm.controllers) + @([pscustomobject]@{ key = $Key; kind = $Kind; type = $Type; bus = $Bus })
+    }
+    function script:Add-TestDisk {
+        param([object]$Lab, [int]$Key, [string]$Name, [int]$Controller, [int]$Unit = 0)
+        $vm = $Lab.vms[0]
+        $vm.disks = @($vm.disks) + @([pscustomobject]@{ key = $Key; name = $Name; controllerKey = $Controller; unitNumber = $Unit
+                capacityKB = 1048576; filename = "[ds1] bench01/bench01_$Key.vmdk"; uuid = "6000C290-0000-0000-0000-00000000$Key" })
+    }
+    function script:Set-TestFault {
+        param([string]$Step, [string]$Message)
+        $lab = Read-TestLab
+        $lab.faults.PSObject.Properties.Add([psnoteproperty]::new($Step, $Message))
+        [System.IO.File]::WriteAllText($env:STORMATRIX_FAKE_VCENTER_LAB, (ConvertTo-Json -InputObject $lab -Depth 32))
+    }
+    function script:ConvertTo-TestUnixMs { param([string]$Iso) [System.DateTimeOffset]::Parse($Iso, [cultureinfo]::InvariantCulture).ToUnixTimeMilliseconds() }
 }
 
 AfterAll {
-    $PSDefaultParameterValues.Remove('Mock:ModuleName')
-    $PSDefaultParameterValues.Remove('Should:ModuleName')
-    Remove-Module -Name StormatrixVMware -Force -ErrorAction SilentlyContinue
+    $env:PSModulePath = $script:SavedModulePath
+    Remove-Item -Path Env:SMX_TEST_USER, Env:SMX_TEST_PASSWORD, Env:STORMATRIX_FAKE_VCENTER_LAB -ErrorAction SilentlyContinue
+    Remove-Module -Name StormatrixVMware, VMware.VimAutomation.Core -Force -ErrorAction SilentlyContinue
+}
+
+Describe 'Get-StormatrixVMwareLayout' {
+    BeforeEach { New-TestLab; Connect-TestLab }
+    AfterEach { Disconnect-TestLab; Remove-TestLab }
+
+    It 'Should name the disk''s controller in stormatrix terms and list every controller with its disks' {
+        $l = Get-StormatrixVMwareLayout -VMName bench01 -DiskName 'Hard disk 2'
+        $l.Controller.Type | Should -Be 'LsiLogicSAS'
+        $l.Controller.Key | Should -Be 1001
+        $l.Disk.ControllerKey | Should -Be 1001
+        $l.Disk.Filename | Should -Be '[ds1] bench01/bench01_1.vmdk'
+        $l.Disk.Uuid | Should -Be '6000C29a-85e1-7c3f-0b44-e2d0a9b1c7f5'
+        @($l.Controllers).Count | Should -Be 2
+        @($l.Controllers | Where-Object { $_.Key -eq 1000 })[0].Disks | Should -Be @(2000)
+        $l.DiskEnableUUID | Should -BeTrue
+        $l.PowerState | Should -Be 'PoweredOn'
+    }
+    It 'Should report DiskEnableUUID false when the VM has <_>' -ForEach @('no disk.EnableUUID', 'disk.EnableUUID = FALSE') {
+        $value = $_
+        New-TestLab -Change { param($lab) if ($value -like 'no*') { $lab.vms[0].extraConfig = [pscustomobject]@{} } else { $lab.vms[0].extraConfig.'disk.EnableUUID' = 'FALSE' } }
+        (Get-StormatrixVMwareLayout -VMName bench01 -DiskName 'Hard disk 2').DiskEnableUUID | Should -BeFalse
+    }
+    It 'Should find a VM whose name holds wildcard characters, exactly' {
+        $l = Get-StormatrixVMwareLayout -VMName 'lab[1]' -DiskName 'Hard disk 2'
+        $l.VMName | Should -Be 'lab[1]'
+        $l.Controller.Type | Should -Be 'NVMe'
+        $l.PowerState | Should -Be 'PoweredOff'
+        $l.BootTime | Should -BeNullOrEmpty
+    }
+    It 'Should refuse the VM name pattern <_>' -ForEach @('bench*', 'bench0?', 'bench0[1]') {
+        { Get-StormatrixVMwareLayout -VMName $_ -DiskName 'Hard disk 2' } | Should -Throw -ErrorId 'Stormatrix.VMware.VmNotFound'
+    }
+    It 'Should refuse the disk name pattern <_>' -ForEach @('Hard disk ?', 'Hard disk [2]', 'Hard*') {
+        { Get-StormatrixVMwareLayout -VMName bench01 -DiskName $_ } | Should -Throw -ErrorId 'Stormatrix.VMware.DiskNotFound'
+    }
+    It 'Should carry PowerCLI''s words when the VM does not exist' {
+        $err = $null
+        try { Get-StormatrixVMwareLayout -VMName nothere -DiskName 'Hard disk 2' } catch { $err = $_ }
+        $err.FullyQualifiedErrorId | Should -BeLike 'Stormatrix.VMware.VmNotFound*'
+        $err.Exception.InnerException.Message | Should -BeLike "*VM with name 'nothere' was not found*"
+    }
 }
 
 Describe 'Set-StormatrixVMwareController' {
-    BeforeEach {
-        $script:lab = New-Lab
-        $script:moved = $false
-        Mock Get-VM { $script:lab.VM }
-        Mock Get-HardDisk { $script:lab.Disk }
-        Mock Get-ScsiController { $script:lab.Scsi }
-        Mock Get-NvmeController { @() }
-        Mock Stop-VM { $script:lab.VM.PowerState = 'PoweredOff' }
-        Mock Start-VM { $script:lab.VM.PowerState = 'PoweredOn'; $script:lab.VM.ExtensionData.Runtime.BootTime = [datetime]'2026-11-22T03:05:00Z' }
-        Mock Wait-Tools { $script:lab.VM }
-        Mock Remove-StormatrixVMwareController { }
-        Mock New-ScsiController {
-            $new = [pscustomobject]@{ Key = 1002; Name = 'SCSI controller 2'; Type = $Type; ExtensionData = [pscustomobject]@{ BusNumber = 2; Device = @(2016) } }
-            $script:lab.Scsi[1].ExtensionData.Device = @()
-            $script:lab.Scsi = @($script:lab.Scsi) + $new
-            $script:lab.Disk.ExtensionData.ControllerKey = 1002
-            $new
-        }
+    BeforeEach { New-TestLab; Connect-TestLab }
+    AfterEach { Disconnect-TestLab; Remove-TestLab }
+
+    It 'Should power off, create a ParaVirtual controller with the disk, power on and wait for Tools' {
+        $r = Set-StormatrixVMwareController -VMName bench01 -DiskName 'Hard disk 2' -Type ParaVirtual -KeepControllerKey 1000, 1001 -ReadyTimeoutSeconds 60
+        $r.Moved | Should -BeTrue
+        $r.PowerCycled | Should -BeTrue
+        $r.After.Controller.Type | Should -Be 'ParaVirtual'
+        $r.After.Disk.Filename | Should -Be $r.Before.Disk.Filename
+        $r.After.BootTime | Should -Not -Be $r.Before.BootTime
+        $calls = Get-TestCall
+        $calls.IndexOf('Stop-VM') | Should -BeLessThan $calls.IndexOf('New-ScsiController')
+        $calls.IndexOf('New-ScsiController') | Should -BeLessThan $calls.IndexOf('Start-VM')
+        $calls.IndexOf('Start-VM') | Should -BeLessThan $calls.IndexOf('Wait-Tools')
+        (Get-TestCall -Cmdlet 'New-ScsiController')[0].Type | Should -Be 'ParaVirtual'
+        (Get-TestCall -Cmdlet 'Wait-Tools')[0].TimeoutSeconds | Should -Be 60
+        $calls | Should -Not -Contain 'ReconfigVM'
+        (Get-TestVM).bootedWith.'Hard disk 2' | Should -Be 'ParaVirtual'
     }
-    Context 'When the disk moves to a new ParaVirtual controller' {
-        It 'Should power off, create the controller with the disk, power on and wait for Tools' {
-            $r = Set-StormatrixVMwareController -VMName bench01 -DiskName 'Hard disk 2' -Type ParaVirtual -KeepControllerKey 1000, 1001 -ReadyTimeoutSeconds 60
-            $r.Moved | Should -BeTrue
-            $r.After.Controller.Type | Should -Be 'ParaVirtual'
-            $r.After.Disk.Filename | Should -Be '[ds1] bench01/bench01_1.vmdk'
-            Should -Invoke Stop-VM -Exactly -Times 1 -Scope It -ParameterFilter { $VM.Name -eq 'bench01' -and $Confirm -eq $false }
-            Should -Invoke New-ScsiController -Exactly -Times 1 -Scope It -ParameterFilter { $HardDisk.Name -eq 'Hard disk 2' -and $Type -eq 'ParaVirtual' -and $Confirm -eq $false }
-            Should -Invoke Start-VM -Exactly -Times 1 -Scope It
-            Should -Invoke Wait-Tools -Exactly -Times 1 -Scope It -ParameterFilter { $TimeoutSeconds -eq 60 }
-            Should -Invoke Remove-StormatrixVMwareController -Exactly -Times 0 -Scope It
-        }
+    It 'Should move the disk to an empty controller of the type with Set-HardDisk instead of creating one' {
+        New-TestLab -Change { param($lab) $lab.vms[0].disks[1].controllerKey = 1000; $lab.vms[0].disks[1].unitNumber = 1 }
+        $r = Set-StormatrixVMwareController -VMName bench01 -DiskName 'Hard disk 2' -Type LsiLogicSAS -KeepControllerKey 1000, 1001
+        $r.After.Controller.Key | Should -Be 1001
+        (Get-TestCall -Cmdlet 'Set-HardDisk')[0].Controller | Should -Be 1001
+        Get-TestCall | Should -Not -Contain 'New-ScsiController'
     }
-    Context 'When an empty controller of the type exists' {
-        It 'Should move the disk with Set-HardDisk -Controller instead of creating one' {
-            $script:lab = New-Lab -DiskController 1000 -Extra @()
-            $script:lab.Scsi[0].ExtensionData.Device = @(2000, 2016)
-            Mock Set-HardDisk { $script:lab.Disk.ExtensionData.ControllerKey = $Controller.Key; $script:lab.Scsi[0].ExtensionData.Device = @(2000); $script:lab.Scsi[1].ExtensionData.Device = @(2016) }
-            $r = Set-StormatrixVMwareController -VMName bench01 -DiskName 'Hard disk 2' -Type LsiLogicSAS -KeepControllerKey 1000, 1001
-            $r.After.Controller.Key | Should -Be 1001
-            Should -Invoke Set-HardDisk -Exactly -Times 1 -Scope It -ParameterFilter { $Controller.Key -eq 1001 -and $Confirm -eq $false }
-            Should -Invoke New-ScsiController -Exactly -Times 0 -Scope It
-        }
+    It 'Should add an NVMe controller and move the disk onto it' {
+        $r = Set-StormatrixVMwareController -VMName bench01 -DiskName 'Hard disk 2' -Type NVMe -KeepControllerKey 1000, 1001
+        $r.After.Controller.Type | Should -Be 'NVMe'
+        @(Get-TestCall -Cmdlet 'New-NvmeController').Count | Should -Be 1
+        (Get-TestCall -Cmdlet 'Set-HardDisk')[0].Controller | Should -Be 31000
     }
-    Context 'When the disk moves to NVMe' {
-        It 'Should add an NVMe controller and move the disk onto it' {
-            Mock New-NvmeController { [pscustomobject]@{ Key = 31000; Name = 'NVMe controller 0'; ExtensionData = [pscustomobject]@{ BusNumber = 0; Device = @() } } }
-            Mock Set-HardDisk { $script:lab.Disk.ExtensionData.ControllerKey = 31000; $script:lab.Scsi[1].ExtensionData.Device = @() }
-            Mock Get-NvmeController { if ($script:lab.Disk.ExtensionData.ControllerKey -eq 31000) { [pscustomobject]@{ Key = 31000; Name = 'NVMe controller 0'; ExtensionData = [pscustomobject]@{ BusNumber = 0; Device = @(2016) } } } }
-            $r = Set-StormatrixVMwareController -VMName bench01 -DiskName 'Hard disk 2' -Type NVMe -KeepControllerKey 1000, 1001
-            $r.After.Controller.Type | Should -Be 'NVMe'
-            Should -Invoke New-NvmeController -Exactly -Times 1 -Scope It -ParameterFilter { $VM.Name -eq 'bench01' }
-            Should -Invoke Set-HardDisk -Exactly -Times 1 -Scope It -ParameterFilter { $Controller.Key -eq 31000 }
-        }
+    It 'Should move the disk to LsiLogic on a new controller' {
+        $r = Set-StormatrixVMwareController -VMName bench01 -DiskName 'Hard disk 2' -Type LsiLogic -KeepControllerKey 1000, 1001
+        $r.After.Controller.Type | Should -Be 'LsiLogic'
+        (Get-TestCall -Cmdlet 'New-ScsiController')[0].Type | Should -Be 'VirtualLsiLogic'
     }
-    Context 'When an earlier cell left an empty controller' {
-        It 'Should remove it, and never an original one' {
-            $extra = [pscustomobject]@{ Key = 1003; Name = 'SCSI controller 3'; Type = 'VirtualLsiLogic'; ExtensionData = [pscustomobject]@{ BusNumber = 3; Device = @() } }
-            $script:lab = New-Lab -Extra @($extra)
-            $null = Set-StormatrixVMwareController -VMName bench01 -DiskName 'Hard disk 2' -Type ParaVirtual -KeepControllerKey 1000, 1001
-            Should -Invoke Remove-StormatrixVMwareController -Exactly -Times 1 -Scope It -ParameterFilter { $Controller.Key -eq 1003 }
-            Should -Invoke Remove-StormatrixVMwareController -Exactly -Times 0 -Scope It -ParameterFilter { $Controller.Key -eq 1001 }
-        }
+    It 'Should remove a controller an earlier cell left, and never an original one' {
+        New-TestLab -Change { param($lab) Add-TestController -Lab $lab -Key 1003 -Type 'VirtualLsiLogic' -Bus 3 }
+        $null = Set-StormatrixVMwareController -VMName bench01 -DiskName 'Hard disk 2' -Type ParaVirtual -KeepControllerKey 1000, 1001
+        (Get-TestCall -Cmdlet 'ReconfigVM').Operations | Should -Be @('remove:1003')
+        @((Get-TestVM).controllers | ForEach-Object { $_.key }) | Should -Contain 1001
     }
-    Context 'When the move fails half-way' {
-        It 'Should throw DiskMoveFailed with PowerCLI''s message and not power the VM on' {
-            Mock New-ScsiController { throw 'New-ScsiController  The operation for the entity "bench01" failed: boom' }
-            { Set-StormatrixVMwareController -VMName bench01 -DiskName 'Hard disk 2' -Type ParaVirtual } | Should -Throw -ErrorId 'Stormatrix.VMware.DiskMoveFailed' -ExpectedMessage '*boom*'
-            Should -Invoke Stop-VM -Exactly -Times 1 -Scope It
-            Should -Invoke Start-VM -Exactly -Times 0 -Scope It
-        }
+    It 'Should throw DiskMoveFailed with PowerCLI''s message and leave the VM off' {
+        Set-TestFault -Step 'New-ScsiController' -Message 'The operation for the entity "bench01" failed: boom'
+        { Set-StormatrixVMwareController -VMName bench01 -DiskName 'Hard disk 2' -Type ParaVirtual } | Should -Throw -ErrorId 'Stormatrix.VMware.DiskMoveFailed' -ExpectedMessage '*boom*'
+        (Get-TestVM).powerState | Should -Be 'PoweredOff'
+        (Get-TestDisk).controllerKey | Should -Be 1001
+        Get-TestCall | Should -Not -Contain 'Start-VM'
     }
-    Context 'When VMware Tools do not start' {
-        It 'Should throw GuestNotReady' {
-            Mock Wait-Tools { throw 'Wait-Tools timed out' }
-            { Set-StormatrixVMwareController -VMName bench01 -DiskName 'Hard disk 2' -Type ParaVirtual } | Should -Throw -ErrorId 'Stormatrix.VMware.GuestNotReady'
-        }
+    It 'Should throw GuestNotReady when VMware Tools do not start' {
+        New-TestLab -Change { param($lab) $lab.vms[0].tools = 'never' }
+        { Set-StormatrixVMwareController -VMName bench01 -DiskName 'Hard disk 2' -Type ParaVirtual } | Should -Throw -ErrorId 'Stormatrix.VMware.GuestNotReady'
     }
-    Context 'When the VM does not boot again' {
-        It 'Should throw NotPowerCycled' {
-            Mock Start-VM { $script:lab.VM.PowerState = 'PoweredOn' }
-            { Set-StormatrixVMwareController -VMName bench01 -DiskName 'Hard disk 2' -Type ParaVirtual } | Should -Throw -ErrorId 'Stormatrix.VMware.NotPowerCycled'
-        }
+    It 'Should refuse when the VM has 4 SCSI controllers and none of the type is free' {
+        New-TestLab -Change { param($lab)
+            Add-TestController -Lab $lab -Key 1002 -Type 'VirtualLsiLogic' -Bus 2
+            Add-TestController -Lab $lab -Key 1003 -Type 'VirtualLsiLogic' -Bus 3
+            Add-TestDisk -Lab $lab -Key 2032 -Name 'Hard disk 3' -Controller 1002
+            Add-TestDisk -Lab $lab -Key 2048 -Name 'Hard disk 4' -Controller 1003 }
+        { Set-StormatrixVMwareController -VMName bench01 -DiskName 'Hard disk 2' -Type LsiLogic -KeepControllerKey 1000, 1001, 1002, 1003 } |
+            Should -Throw -ErrorId 'Stormatrix.VMware.ControllerLimit'
+        Get-TestCall | Should -Not -Contain 'New-ScsiController'
     }
-    Context 'When the VM name matches two VMs' {
-        It 'Should refuse before touching anything' {
-            Mock Get-VM { @($script:lab.VM, $script:lab.VM) }
-            { Set-StormatrixVMwareController -VMName 'bench*' -DiskName 'Hard disk 2' -Type NVMe } | Should -Throw -ErrorId 'Stormatrix.VMware.VmNotFound'
-            Should -Invoke Stop-VM -Exactly -Times 0 -Scope It
-        }
+    It 'Should change nothing under -WhatIf' {
+        $null = Set-StormatrixVMwareController -VMName bench01 -DiskName 'Hard disk 2' -Type NVMe -WhatIf
+        Get-TestCall | Should -Not -Contain 'Stop-VM'
     }
 }
 
 Describe 'Restore-StormatrixVMwareLayout' {
     BeforeEach {
-        $extra = [pscustomobject]@{ Key = 1002; Name = 'SCSI controller 2'; Type = 'ParaVirtual'; ExtensionData = [pscustomobject]@{ BusNumber = 2; Device = @() } }
-        $script:lab = New-Lab -DiskController 1002 -Extra @($extra)
-        Mock Get-VM { $script:lab.VM }
-        Mock Get-HardDisk { $script:lab.Disk }
-        Mock Get-ScsiController { $script:lab.Scsi }
-        Mock Get-NvmeController { @() }
-        Mock Stop-VM { $script:lab.VM.PowerState = 'PoweredOff' }
-        Mock Start-VM { $script:lab.VM.PowerState = 'PoweredOn' }
-        Mock Wait-Tools { $script:lab.VM }
-        Mock Set-HardDisk { $script:lab.Disk.ExtensionData.ControllerKey = $Controller.Key; $script:lab.Scsi[2].ExtensionData.Device = @(); $script:lab.Scsi[1].ExtensionData.Device = @(2016) }
-        Mock Remove-StormatrixVMwareController { $script:lab.Scsi = @($script:lab.Scsi | Where-Object Key -NE $Controller.Key) }
+        # a cell moved the test disk to an added ParaVirtual controller 1002
+        New-TestLab -Change { param($lab) Add-TestController -Lab $lab -Key 1002 -Type 'ParaVirtual' -Bus 2; $lab.vms[0].disks[1].controllerKey = 1002 }
+        Connect-TestLab
         $script:original = @{ VMName = 'bench01'; DiskName = 'Hard disk 2'; ControllerKey = 1001; ControllerType = 'LsiLogicSAS'
             KeepControllerKey = @(1000, 1001); Filename = '[ds1] bench01/bench01_1.vmdk'; PowerState = 'PoweredOn'; UnitNumber = 0 }
     }
-    It 'Should move the disk back to its original controller, remove the added one and power on' {
+    AfterEach { Disconnect-TestLab; Remove-TestLab }
+
+    It 'Should move the disk back, remove the added controller and power on' {
         $r = Restore-StormatrixVMwareLayout @script:original
         $r.Changed | Should -BeTrue
         $r.RemovedControllerKeys | Should -Be @(1002)
-        Should -Invoke Stop-VM -Exactly -Times 1 -Scope It
-        Should -Invoke Set-HardDisk -Exactly -Times 1 -Scope It -ParameterFilter { $Controller.Key -eq 1001 -and $HardDisk.Name -eq 'Hard disk 2' }
-        Should -Invoke Remove-StormatrixVMwareController -Exactly -Times 1 -Scope It -ParameterFilter { $Controller.Key -eq 1002 }
-        Should -Invoke Start-VM -Exactly -Times 1 -Scope It
+        $r.ControllerReplaced | Should -BeFalse
+        $r.UnitNumberChanged | Should -BeFalse
+        $calls = Get-TestCall
+        (Get-TestCall -Cmdlet 'Set-HardDisk')[0].Controller | Should -Be 1001
+        $calls.IndexOf('Set-HardDisk') | Should -BeLessThan $calls.IndexOf('ReconfigVM')
+        $calls.IndexOf('ReconfigVM') | Should -BeLessThan $calls.IndexOf('Start-VM')
+        (Get-TestDisk).controllerKey | Should -Be 1001
+        @((Get-TestVM).controllers).Count | Should -Be 2
+        (Get-TestVM).powerState | Should -Be 'PoweredOn'
     }
     It 'Should do nothing when the layout is already the original' {
-        $script:lab = New-Lab
+        New-TestLab
         $r = Restore-StormatrixVMwareLayout @script:original
         $r.Changed | Should -BeFalse
-        Should -Invoke Stop-VM -Exactly -Times 0 -Scope It
-        Should -Invoke Set-HardDisk -Exactly -Times 0 -Scope It
+        Get-TestCall | Should -Not -Contain 'Stop-VM'
+        Get-TestCall | Should -Not -Contain 'Set-HardDisk'
     }
-    It 'Should finish a restore after a failure half-way left the VM off' {
-        $script:lab.VM.PowerState = 'PoweredOff'
+    It 'Should finish a restore that a failure left half-done with the VM off' {
+        New-TestLab -Change { param($lab) Add-TestController -Lab $lab -Key 1002 -Type 'ParaVirtual' -Bus 2; $lab.vms[0].disks[1].controllerKey = 1002
+            $lab.vms[0].powerState = 'PoweredOff'; $lab.vms[0].bootTime = $null }
         $null = Restore-StormatrixVMwareLayout @script:original
-        Should -Invoke Stop-VM -Exactly -Times 0 -Scope It
-        Should -Invoke Start-VM -Exactly -Times 1 -Scope It
+        Get-TestCall | Should -Not -Contain 'Stop-VM'
+        @(Get-TestCall | Where-Object { $_ -eq 'Start-VM' }).Count | Should -Be 1
+    }
+    It 'Should keep a VM that was off, off' {
+        $script:original.PowerState = 'PoweredOff'
+        $null = Restore-StormatrixVMwareLayout @script:original
+        (Get-TestVM).powerState | Should -Be 'PoweredOff'
+        Get-TestCall | Should -Not -Contain 'Start-VM'
     }
     It 'Should refuse to restore a disk backed by another file' {
         $script:original.Filename = '[ds1] other.vmdk'
         { Restore-StormatrixVMwareLayout @script:original } | Should -Throw -ErrorId 'Stormatrix.VMware.DiskChanged'
-        Should -Invoke Set-HardDisk -Exactly -Times 0 -Scope It
+        Get-TestCall | Should -Not -Contain 'Set-HardDisk'
     }
-    It 'Should report RestoreIncomplete when the move back does not stick' {
-        Mock Set-HardDisk { }
-        Mock Remove-StormatrixVMwareController { }
-        { Restore-StormatrixVMwareLayout @script:original } | Should -Throw -ErrorId 'Stormatrix.VMware.RestoreIncomplete'
+    It 'Should put the disk on a new controller of the original type when the original is gone' {
+        New-TestLab -Change { param($lab)
+            Add-TestController -Lab $lab -Key 1002 -Type 'ParaVirtual' -Bus 2
+            $lab.vms[0].disks[1].controllerKey = 1002
+            $lab.vms[0].controllers = @($lab.vms[0].controllers | Where-Object { $_.key -ne 1001 }) }
+        $r = Restore-StormatrixVMwareLayout @script:original
+        $r.ControllerReplaced | Should -BeTrue
+        $r.Layout.Controller.Type | Should -Be 'LsiLogicSAS'
+        (Get-TestCall -Cmdlet 'New-ScsiController')[0].Type | Should -Be 'VirtualLsiLogicSAS'
+        @((Get-TestVM).controllers).Count | Should -Be 2
     }
-}
-
-Describe 'Get-StormatrixVMwareLayout' {
-    It 'Should name the disk''s controller type in stormatrix terms' {
-        $script:lab = New-Lab
-        Mock Get-VM { $script:lab.VM }
-        Mock Get-HardDisk { $script:lab.Disk }
-        Mock Get-ScsiController { $script:lab.Scsi }
-        Mock Get-NvmeController { @() }
-        $l = Get-StormatrixVMwareLayout -VMName bench01 -DiskName 'Hard disk 2'
-        $l.Controller.Type | Should -Be 'LsiLogicSAS'
-        $l.Disk.ControllerKey | Should -Be 1001
-        @($l.Controllers).Count | Should -Be 2
-        Should -Invoke Get-HardDisk -Exactly -Times 1 -Scope It -ParameterFilter { $Name -eq 'Hard disk 2' }
+    It 'Should fail with PowerCLI''s words when moving back fails, and succeed when run again' {
+        Set-TestFault -Step 'Set-HardDisk' -Message 'Set-HardDisk refused: boom'
+        { Restore-StormatrixVMwareLayout @script:original } | Should -Throw -ErrorId 'Stormatrix.VMware.DiskMoveFailed' -ExpectedMessage '*boom*'
+        (Get-TestVM).powerState | Should -Be 'PoweredOff'
+        $r = Restore-StormatrixVMwareLayout @script:original
+        $r.Layout.Disk.ControllerKey | Should -Be 1001
+        (Get-TestVM).powerState | Should -Be 'PoweredOn'
+    }
+    It 'Should report a controller that cannot be removed' {
+        Set-TestFault -Step 'ReconfigVM' -Message 'A general system error occurred: boom'
+        { Restore-StormatrixVMwareLayout @script:original } | Should -Throw -ErrorId 'Stormatrix.VMware.ControllerRemoveFailed' -ExpectedMessage '*boom*'
     }
 }
 
 Describe 'Get-StormatrixVMwareHostTuning' {
-    It 'Should read both values through Get-EsxCli -V2' {
-        $log = New-Object System.Collections.Generic.List[object]
-        $esx = New-EsxCli -Values @{ sched = 32; latency = 0 } -Log $log
-        Mock Get-EsxCli { $esx }
-        $t = Get-StormatrixVMwareHostTuning -VMHost esx01 -Device naa.600a
+    BeforeEach { New-TestLab; Connect-TestLab }
+    AfterEach { Disconnect-TestLab; Remove-TestLab }
+
+    It 'Should read both values through Get-EsxCli -V2 as esxcli prints them ("0 milliseconds")' {
+        $t = Get-StormatrixVMwareHostTuning -VMHost esx01.lab -Device naa.600a
         $t.SchedNumReqOutstanding | Should -Be 32
         $t.LatencySensitiveThreshold | Should -Be 0
-        Should -Invoke Get-EsxCli -Exactly -Times 1 -Scope It -ParameterFilter { $VMHost -eq 'esx01' -and $V2 }
-        $log.Namespace | Should -Be @('storage.core.device.list', 'storage.core.device.latencythreshold.list')
+        $call = (Get-TestCall -Cmdlet 'Get-EsxCli')[0]
+        $call.VMHost | Should -Be 'esx01.lab'
+        $call.V2 | Should -BeTrue
+        @(Get-TestCall | Where-Object { $_ -like 'esxcli *' }) | Should -Be @('esxcli storage core device list', 'esxcli storage core device latencythreshold list')
+    }
+    It 'Should name the field when esxcli prints something that is not a number' {
+        New-TestLab -Change { param($lab) $lab.hosts[0].esxcli.'storage.core.device.latencythreshold.list'[0].'Latency Sensitive Threshold' = 'n/a' }
+        { Get-StormatrixVMwareHostTuning -VMHost esx01.lab -Device naa.600a } | Should -Throw -ErrorId 'Stormatrix.VMware.EsxCliUnexpectedValue' -ExpectedMessage '*Latency Sensitive Threshold*n/a*'
+    }
+    It 'Should say when the device is not on the host' {
+        { Get-StormatrixVMwareHostTuning -VMHost esx01.lab -Device naa.600b } | Should -Throw -ErrorId 'Stormatrix.VMware.DeviceNotFound'
+    }
+    It 'Should refuse the host name pattern <_>' -ForEach @('esx0*', 'esx01.la?', 'nothere') {
+        { Get-StormatrixVMwareHostTuning -VMHost $_ -Device naa.600a } | Should -Throw -ErrorId 'Stormatrix.VMware.HostNotFound'
     }
 }
 
 Describe 'Set-StormatrixVMwareHostTuning' {
-    BeforeEach {
-        $script:values = @{ sched = 32; latency = 0 }
-        $script:log = New-Object System.Collections.Generic.List[object]
-    }
+    BeforeEach { New-TestLab; Connect-TestLab }
+    AfterEach { Disconnect-TestLab; Remove-TestLab }
+
     It 'Should run the two esxcli set commands of the technote and return the values in force' {
-        $esx = New-EsxCli -Values $script:values -Log $script:log
-        Mock Get-EsxCli { $esx }
-        $r = Set-StormatrixVMwareHostTuning -VMHost esx01 -Device naa.600a -SchedNumReqOutstanding 1024 -LatencySensitiveThreshold 10
+        $r = Set-StormatrixVMwareHostTuning -VMHost esx01.lab -Device naa.600a -SchedNumReqOutstanding 1024 -LatencySensitiveThreshold 10
         $r.Before.SchedNumReqOutstanding | Should -Be 32
         $r.After.SchedNumReqOutstanding | Should -Be 1024
         $r.After.LatencySensitiveThreshold | Should -Be 10
-        $sets = @($script:log | Where-Object { $_.Namespace -like '*.set' })
-        $sets.Count | Should -Be 2
-        $sets[0].Arguments.device | Should -Be 'naa.600a'
-        $sets[0].Arguments.schednumreqoutstanding | Should -Be 1024
-        $sets[1].Arguments.latencysensitivethreshold | Should -Be 10
+        $set = (Get-TestCall -Cmdlet 'esxcli storage core device set')[0]
+        $set.device | Should -Be 'naa.600a'
+        $set.schednumreqoutstanding | Should -Be 1024
+        (Get-TestCall -Cmdlet 'esxcli storage core device latencythreshold set')[0].latencysensitivethreshold | Should -Be 10
+        (Read-TestLab).hosts[0].esxcli.'storage.core.device.latencythreshold.list'[0].'Latency Sensitive Threshold' | Should -Be '10 milliseconds'
     }
     It 'Should put the first setting back when the second fails, then throw TuningFailed' {
-        $esx = New-EsxCli -Values $script:values -Log $script:log -FailOn 'storage.core.device.latencythreshold.set'
-        Mock Get-EsxCli { $esx }
-        { Set-StormatrixVMwareHostTuning -VMHost esx01 -Device naa.600a -SchedNumReqOutstanding 1024 -LatencySensitiveThreshold 10 } |
+        Set-TestFault -Step 'esxcli:storage.core.device.latencythreshold.set' -Message 'threshold refused'
+        { Set-StormatrixVMwareHostTuning -VMHost esx01.lab -Device naa.600a -SchedNumReqOutstanding 1024 -LatencySensitiveThreshold 10 } |
             Should -Throw -ErrorId 'Stormatrix.VMware.TuningFailed' -ExpectedMessage '*put back to 32*refused*'
-        $script:values.sched | Should -Be 32
-        @($script:log | Where-Object { $_.Namespace -eq 'storage.core.device.set' }).Arguments.schednumreqoutstanding | Should -Be @(1024, 32)
+        @(Get-TestCall -Cmdlet 'esxcli storage core device set' | ForEach-Object { $_.schednumreqoutstanding }) | Should -Be @(1024, 32)
+        (Read-TestLab).hosts[0].esxcli.'storage.core.device.list'[0].'No of outstanding IOs with competing worlds' | Should -Be '32'
+    }
+    It 'Should say so when putting the first setting back fails too' {
+        Set-TestFault -Step 'esxcli:storage.core.device.latencythreshold.set' -Message 'threshold refused'
+        Set-TestFault -Step 'esxcli:storage.core.device.set#2' -Message 'host not responding'
+        { Set-StormatrixVMwareHostTuning -VMHost esx01.lab -Device naa.600a -SchedNumReqOutstanding 1024 -LatencySensitiveThreshold 10 } |
+            Should -Throw -ErrorId 'Stormatrix.VMware.TuningFailed' -ExpectedMessage '*failed too*host not responding*'
     }
     It 'Should refuse a call with nothing to set' {
-        { Set-StormatrixVMwareHostTuning -VMHost esx01 -Device naa.600a } | Should -Throw -ErrorId 'Stormatrix.VMware.NothingToSet'
+        { Set-StormatrixVMwareHostTuning -VMHost esx01.lab -Device naa.600a } | Should -Throw -ErrorId 'Stormatrix.VMware.NothingToSet'
+    }
+    It 'Should change nothing under -WhatIf' {
+        $null = Set-StormatrixVMwareHostTuning -VMHost esx01.lab -Device naa.600a -SchedNumReqOutstanding 64 -WhatIf
+        Get-TestCall | Should -Not -Contain 'esxcli storage core device set'
     }
 }
 
 Describe 'Get-StormatrixVMwareCpuUsage' {
     BeforeEach {
-        $script:lab = New-Lab
-        Mock Get-VM { $script:lab.VM }
-        Mock Get-VMHost { [pscustomobject]@{ Name = 'esx01' } }
-        Mock Start-Sleep { }
-        Mock Get-Stat {
-            if ($Entity.Name -eq 'esx01') {
-                foreach ($t in '03:00:20', '03:00:40') {
-                    [pscustomobject]@{ MetricId = 'cpu.usagemhz.average'; Instance = ''; Timestamp = [datetime]"2026-11-22T$($t)Z"; Value = 3000 }
-                }
-                return
-            }
-            foreach ($t in '03:00:20', '03:00:40') {
-                [pscustomobject]@{ MetricId = 'cpu.used.summation'; Instance = ''; Timestamp = [datetime]"2026-11-22T$($t)Z"; Value = 4000 }
-                [pscustomobject]@{ MetricId = 'cpu.used.summation'; Instance = '0'; Timestamp = [datetime]"2026-11-22T$($t)Z"; Value = 4000 }
-                [pscustomobject]@{ MetricId = 'cpu.ready.summation'; Instance = ''; Timestamp = [datetime]"2026-11-22T$($t)Z"; Value = 200 }
-            }
-        }
+        New-TestLab -Change { param($lab)
+            $times = @('2026-11-22T03:00:00Z', '2026-11-22T03:00:20Z', '2026-11-22T03:00:40Z')
+            $row = { param($entity, $metric, $instance, $unit, $value)
+                [pscustomobject]@{ entity = $entity; metricId = $metric; instance = $instance; unit = $unit; intervalSecs = 20
+                    samples = @($times | ForEach-Object { [pscustomobject]@{ timestamp = $_; value = $value } }) } }
+            $lab.stats = @(
+                (& $row 'bench01' 'cpu.used.summation' '' 'millisecond' 4000)
+                (& $row 'bench01' 'cpu.used.summation' '0' 'millisecond' 4000)
+                (& $row 'bench01' 'cpu.ready.summation' '' 'millisecond' 200)
+                (& $row 'bench01' 'cpu.usagemhz.average' '' 'megaHertz' 600)
+                (& $row 'esx01.lab' 'cpu.usagemhz.average' '' 'megaHertz' 3000)
+                (& $row 'esx01.lab' 'cpu.usage.average' '' 'percent' 6.25)) }
+        Connect-TestLab
     }
+    AfterEach { Disconnect-TestLab; Remove-TestLab }
+
     It 'Should prorate the 20-second samples to the window and use the Linux collector''s keys' {
         $r = Get-StormatrixVMwareCpuUsage -VMName bench01 -Start '2026-11-22T03:00:10Z' -Finish '2026-11-22T03:00:30Z'
         $r.cpu_metric | Should -Be 'cpu_time'
@@ -302,92 +350,201 @@ Describe 'Get-StormatrixVMwareCpuUsage' {
         $r.unmatched.ctx_switches | Should -Not -BeNullOrEmpty
         $r.by_role.vcpu.runtime_s | Should -Be 4.0
         $r.vmware.vm_ready_s | Should -Be 0.2
+        $r.vmware.vm_usagemhz_avg | Should -Be 600
+        $r.vmware.host | Should -Be 'esx01.lab'
         $r.vmware.host_usagemhz_avg | Should -Be 3000
-        Should -Invoke Get-Stat -Exactly -Times 1 -Scope It -ParameterFilter { $Realtime -and $Stat -contains 'cpu.used.summation' -and $Entity.Name -eq 'bench01' }
+        $r.vmware.coverage | Should -Be 1
+        $request = @((Read-TestLab).statRequests)[0]
+        $request.realtime | Should -BeTrue
+        $request.startUnixMs | Should -Be ((ConvertTo-TestUnixMs '2026-11-22T03:00:10Z') - 20000)
+        $request.finishUnixMs | Should -Be ((ConvertTo-TestUnixMs '2026-11-22T03:00:30Z') + 20000)
     }
-    It 'Should throw StatsNotAvailable when no sample covers the window' {
+    It 'Should take the window as [datetime] of Kind <_>, to the millisecond' -ForEach @('Utc', 'Local') {
+        $start = [datetime]::new(2026, 11, 22, 3, 0, 10, 123, [System.DateTimeKind]::Utc)
+        $finish = $start.AddSeconds(20)
+        if ($_ -eq 'Local') { $start = $start.ToLocalTime(); $finish = $finish.ToLocalTime() }
+        $r = Get-StormatrixVMwareCpuUsage -VMName bench01 -Start $start -Finish $finish
+        $r.window_s | Should -Be 20
+        @((Read-TestLab).statRequests)[0].startUnixMs | Should -Be ((ConvertTo-TestUnixMs '2026-11-22T03:00:10.123Z') - 20000)
+    }
+    It 'Should refuse a window without a time zone' {
+        $start = [datetime]::new(2026, 11, 22, 3, 0, 10, [System.DateTimeKind]::Unspecified)
+        { Get-StormatrixVMwareCpuUsage -VMName bench01 -Start $start -Finish $start.AddSeconds(20) } | Should -Throw -ErrorId 'Stormatrix.VMware.InvalidWindow'
+    }
+    It 'Should report on the host it is told' {
+        (Get-StormatrixVMwareCpuUsage -VMName bench01 -VMHost esx01.lab -Start '2026-11-22T03:00:10Z' -Finish '2026-11-22T03:00:30Z').vmware.host | Should -Be 'esx01.lab'
+        @(Get-TestCall -Cmdlet 'Get-VMHost')[0].Name | Should -Be 'esx01.lab'
+    }
+    It 'Should wait for the sample that covers the end of the window, then use what there is' {
+        $r = Get-StormatrixVMwareCpuUsage -VMName bench01 -Start '2026-11-22T03:00:30Z' -Finish '2026-11-22T03:00:50Z' -WaitSeconds 1
+        $r.vmware.coverage | Should -Be 0.5
+        @((Read-TestLab).statRequests | Where-Object { $_.entity -eq 'bench01' }).Count | Should -Be 2
+    }
+    It 'Should throw StatsNotAvailable when no sample falls in the window' {
         { Get-StormatrixVMwareCpuUsage -VMName bench01 -Start '2026-11-22T05:00:00Z' -Finish '2026-11-22T05:01:00Z' -WaitSeconds 0 } |
             Should -Throw -ErrorId 'Stormatrix.VMware.StatsNotAvailable'
     }
     It 'Should refuse a window that ends before it starts' {
-        { Get-StormatrixVMwareCpuUsage -VMName bench01 -Start '2026-11-22T03:01:00Z' -Finish '2026-11-22T03:00:00Z' } |
-            Should -Throw -ErrorId 'Stormatrix.VMware.InvalidWindow'
+        { Get-StormatrixVMwareCpuUsage -VMName bench01 -Start '2026-11-22T03:01:00Z' -Finish '2026-11-22T03:00:00Z' } | Should -Throw -ErrorId 'Stormatrix.VMware.InvalidWindow'
+    }
+    It 'Should carry PowerCLI''s words when Get-Stat fails' {
+        Set-TestFault -Step 'Get-Stat' -Message 'Get-Stat: statistics level too low'
+        { Get-StormatrixVMwareCpuUsage -VMName bench01 -Start '2026-11-22T03:00:10Z' -Finish '2026-11-22T03:00:30Z' } | Should -Throw -ErrorId 'Stormatrix.VMware.StatsFailed' -ExpectedMessage '*statistics level too low*'
     }
 }
 
 Describe 'Connect-StormatrixVMware' {
-    BeforeEach {
-        Mock Import-Module { }
-        Mock Set-PowerCLIConfiguration { }
-        Mock Connect-VIServer { [pscustomobject]@{ Name = $Server; ProductLine = 'vpx'; Version = '8.0.2'; Build = '1' } }
-        Mock Get-VICredentialStoreItem { }
-        $env:SMX_TEST_USER = 'administrator@vsphere.local'
-        $env:SMX_TEST_PASSWORD = 'pw-for-pester'
-    }
-    AfterEach {
-        Remove-Item Env:SMX_TEST_USER, Env:SMX_TEST_PASSWORD -ErrorAction SilentlyContinue
-    }
-    It 'Should build the credential from the named environment variables and verify certificates' {
-        $r = Connect-StormatrixVMware -Server vc01 -UserVariable SMX_TEST_USER -PasswordVariable SMX_TEST_PASSWORD
+    BeforeEach { New-TestLab }
+    AfterEach { Disconnect-TestLab; Remove-TestLab }
+
+    It 'Should build the credential from the named variables and verify certificates' {
+        $r = Connect-StormatrixVMware -Server vc01.lab -UserVariable SMX_TEST_USER -PasswordVariable SMX_TEST_PASSWORD
         $r.Version | Should -Be '8.0.2'
-        Should -Invoke Set-PowerCLIConfiguration -Exactly -Times 1 -Scope It -ParameterFilter { $Scope -eq 'Session' -and $InvalidCertificateAction -eq 'Fail' }
-        Should -Invoke Connect-VIServer -Exactly -Times 1 -Scope It -ParameterFilter {
-            $Server -eq 'vc01' -and $Credential.UserName -eq 'administrator@vsphere.local' -and $Credential.GetNetworkCredential().Password -eq 'pw-for-pester' }
+        $r.ProductLine | Should -Be 'vpx'
+        $config = (Get-TestCall -Cmdlet 'Set-PowerCLIConfiguration')[0]
+        $config.Scope | Should -Be 'Session'
+        $config.InvalidCertificateAction | Should -Be 'Fail'
+        $connect = (Get-TestCall -Cmdlet 'Connect-VIServer')[0]
+        $connect.User | Should -Be 'administrator@vsphere.local'
+        $connect.PasswordMatches | Should -BeTrue
     }
-    It 'Should ignore certificates only when told, with a warning' {
-        $null = Connect-StormatrixVMware -Server vc01 -UserVariable SMX_TEST_USER -PasswordVariable SMX_TEST_PASSWORD -VerifyCertificate $false -WarningVariable w -WarningAction SilentlyContinue
+    It 'Should refuse a self-signed certificate unless told to ignore it, with a warning' {
+        New-TestLab -Change { param($lab) $lab.server.certificate = 'self-signed' }
+        { Connect-StormatrixVMware -Server vc01.lab -UserVariable SMX_TEST_USER -PasswordVariable SMX_TEST_PASSWORD } | Should -Throw -ErrorId 'Stormatrix.VMware.ConnectFailed' -ExpectedMessage '*certificate*'
+        $null = Connect-StormatrixVMware -Server vc01.lab -UserVariable SMX_TEST_USER -PasswordVariable SMX_TEST_PASSWORD -VerifyCertificate $false -WarningVariable w -WarningAction SilentlyContinue
         $w | Should -Not -BeNullOrEmpty
-        Should -Invoke Set-PowerCLIConfiguration -Exactly -Times 1 -Scope It -ParameterFilter { $InvalidCertificateAction -eq 'Ignore' }
+        (Get-TestCall -Cmdlet 'Set-PowerCLIConfiguration')[-1].InvalidCertificateAction | Should -Be 'Ignore'
     }
     It 'Should name the missing variable and never the password' {
-        Remove-Item Env:SMX_TEST_PASSWORD
-        { Connect-StormatrixVMware -Server vc01 -UserVariable SMX_TEST_USER -PasswordVariable SMX_TEST_PASSWORD } | Should -Throw -ErrorId 'Stormatrix.VMware.CredentialMissing' -ExpectedMessage '*SMX_TEST_PASSWORD*'
-        Should -Invoke Connect-VIServer -Exactly -Times 0 -Scope It
+        Remove-Item -Path Env:SMX_TEST_PASSWORD
+        try {
+            { Connect-StormatrixVMware -Server vc01.lab -UserVariable SMX_TEST_USER -PasswordVariable SMX_TEST_PASSWORD } | Should -Throw -ErrorId 'Stormatrix.VMware.CredentialMissing' -ExpectedMessage '*SMX_TEST_PASSWORD*'
+            Get-TestCall | Should -Not -Contain 'Connect-VIServer'
+        }
+        finally { $env:SMX_TEST_PASSWORD = 's3cr3t-Pa55' }
     }
     It 'Should use the credential store entry when asked' {
-        Mock Get-VICredentialStoreItem { [pscustomobject]@{ Host = 'esx01'; User = 'root' } }
-        $null = Connect-StormatrixVMware -Server esx01 -CredentialSource CredentialStore
-        Should -Invoke Connect-VIServer -Exactly -Times 1 -Scope It -ParameterFilter { $Server -eq 'esx01' -and -not $Credential }
+        $null = Connect-StormatrixVMware -Server vc01.lab -CredentialSource CredentialStore
+        (Get-TestCall -Cmdlet 'Get-VICredentialStoreItem')[0].Host | Should -Be 'vc01.lab'
+        (Get-TestCall -Cmdlet 'Connect-VIServer')[0].PasswordMatches | Should -BeNullOrEmpty
+    }
+    It 'Should say how to make a credential store entry when there is none' {
+        { Connect-StormatrixVMware -Server vc01.lab -CredentialSource CredentialStore -CredentialStoreUser nobody } | Should -Throw -ErrorId 'Stormatrix.VMware.CredentialMissing' -ExpectedMessage '*New-VICredentialStoreItem*'
     }
     It 'Should carry PowerCLI''s message when the login fails' {
-        Mock Connect-VIServer { throw 'Cannot complete login due to an incorrect user name or password.' }
-        { Connect-StormatrixVMware -Server vc01 -UserVariable SMX_TEST_USER -PasswordVariable SMX_TEST_PASSWORD } | Should -Throw -ErrorId 'Stormatrix.VMware.ConnectFailed' -ExpectedMessage '*incorrect user name or password*'
+        $env:SMX_TEST_PASSWORD = 'wrong'
+        try {
+            { Connect-StormatrixVMware -Server vc01.lab -UserVariable SMX_TEST_USER -PasswordVariable SMX_TEST_PASSWORD } | Should -Throw -ErrorId 'Stormatrix.VMware.ConnectFailed' -ExpectedMessage '*incorrect user name or password*'
+        }
+        finally { $env:SMX_TEST_PASSWORD = 's3cr3t-Pa55' }
+    }
+    It 'Should report a failed session configuration' {
+        Set-TestFault -Step 'Set-PowerCLIConfiguration' -Message 'configuration file is locked'
+        { Connect-StormatrixVMware -Server vc01.lab -UserVariable SMX_TEST_USER -PasswordVariable SMX_TEST_PASSWORD } | Should -Throw -ErrorId 'Stormatrix.VMware.ConfigurationFailed'
     }
     It 'Should say how to install PowerCLI when it is missing' {
-        Mock Import-Module { throw 'not found' }
-        { Connect-StormatrixVMware -Server vc01 } | Should -Throw -ErrorId 'Stormatrix.VMware.PowerCLINotInstalled'
+        $saved = $env:PSModulePath
+        Remove-Module -Name VMware.VimAutomation.Core -Force -ErrorAction SilentlyContinue
+        $env:PSModulePath = [System.IO.Path]::GetTempPath()
+        try {
+            { Connect-StormatrixVMware -Server vc01.lab -UserVariable SMX_TEST_USER -PasswordVariable SMX_TEST_PASSWORD } | Should -Throw -ErrorId 'Stormatrix.VMware.PowerCLINotInstalled' -ExpectedMessage '*Install-Module VMware.PowerCLI*'
+        }
+        finally { $env:PSModulePath = $saved }
     }
 }
 
 Describe 'Invoke-StormatrixVMwareRequest' {
-    BeforeEach {
-        Mock Connect-StormatrixVMware { [pscustomobject]@{ Server = 'vc01'; Version = '8.0.2' } }
-        Mock Disconnect-StormatrixVMware { }
-        Mock Get-StormatrixVMwareLayout { [pscustomobject]@{ VMName = $VMName; DiskName = $DiskName } }
+    BeforeAll {
+        $script:connection = '"connection":{"Server":"vc01.lab","CredentialSource":"Environment","UserVariable":"SMX_TEST_USER","PasswordVariable":"SMX_TEST_PASSWORD","VerifyCertificate":true}'
     }
-    It 'Should splat the parameters as data and answer ok' {
-        $json = '{"command":"Get-StormatrixVMwareLayout","parameters":{"VMName":"x''; Remove-Item / #","DiskName":"Hard disk 2"},"connection":{"Server":"vc01"}}'
-        $r = Invoke-StormatrixVMwareRequest -RequestJson $json
+    BeforeEach { New-TestLab }
+    AfterEach { Remove-TestLab }
+
+    It 'Should connect, run the command with the parameters as data, disconnect and answer ok' {
+        $r = Invoke-StormatrixVMwareRequest -RequestJson ('{"command":"Get-StormatrixVMwareLayout","parameters":{"VMName":"bench01","DiskName":"Hard disk 2"},' + $script:connection + '}')
         $r.Ok | Should -BeTrue
-        ($r.Json | ConvertFrom-Json).result.VMName | Should -Be "x'; Remove-Item / #"
-        Should -Invoke Connect-StormatrixVMware -Exactly -Times 1 -Scope It -ParameterFilter { $Server -eq 'vc01' }
-        Should -Invoke Disconnect-StormatrixVMware -Exactly -Times 1 -Scope It
+        $doc = ConvertFrom-Json -InputObject $r.Json
+        $doc.schema | Should -Be 'stormatrix/vmware-1'
+        $doc.result.Disk.ControllerKey | Should -Be 1001
+        $doc.server.Version | Should -Be '8.0.2'
+        @(Get-TestCall | Where-Object { $_ -eq 'Connect-VIServer' }).Count | Should -Be 1
+        @(Get-TestCall | Where-Object { $_ -eq 'Disconnect-VIServer' }).Count | Should -Be 1
+    }
+    It 'Should keep a value that looks like code as data' {
+        $r = Invoke-StormatrixVMwareRequest -RequestJson ('{"command":"Get-StormatrixVMwareLayout","parameters":{"VMName":"x''; Remove-Item / #","DiskName":"Hard disk 2"},' + $script:connection + '}')
+        $r.Ok | Should -BeFalse
+        $doc = ConvertFrom-Json -InputObject $r.Json
+        $doc.error.id | Should -BeLike 'Stormatrix.VMware.VmNotFound*'
+        $doc.error.message | Should -BeLike "*x'; Remove-Item / #*"
+        $doc.error.powercli | Should -BeLike '*was not found*'
+        @(Get-TestCall | Where-Object { $_ -eq 'Disconnect-VIServer' }).Count | Should -Be 1
+    }
+    It 'Should run a command that changes the VM without asking for confirmation' {
+        $r = Invoke-StormatrixVMwareRequest -RequestJson ('{"command":"Set-StormatrixVMwareController","parameters":{"VMName":"bench01","DiskName":"Hard disk 2","Type":"NVMe","KeepControllerKey":[1000,1001],"ReadyTimeoutSeconds":30},' + $script:connection + '}')
+        $r.Ok | Should -BeTrue
+        (ConvertFrom-Json -InputObject $r.Json).result.After.Controller.Type | Should -Be 'NVMe'
     }
     It 'Should refuse a command outside its list' {
-        $r = Invoke-StormatrixVMwareRequest -RequestJson '{"command":"Remove-Item","parameters":{},"connection":{"Server":"vc01"}}'
+        $r = Invoke-StormatrixVMwareRequest -RequestJson ('{"command":"Remove-Item","parameters":{},' + $script:connection + '}')
         $r.Ok | Should -BeFalse
-        ($r.Json | ConvertFrom-Json).error.id | Should -BeLike 'Stormatrix.VMware.UnknownCommand*'
-        Should -Invoke Connect-StormatrixVMware -Exactly -Times 0 -Scope It
+        (ConvertFrom-Json -InputObject $r.Json).error.id | Should -BeLike 'Stormatrix.VMware.UnknownCommand*'
+        Get-TestCall | Should -Not -Contain 'Connect-VIServer'
     }
-    It 'Should report a typed error with PowerCLI''s message and still disconnect' {
-        Mock Get-StormatrixVMwareLayout { throw (New-StormatrixVMwareError -ErrorId 'VmNotFound' -Message 'VM x not found' -Cause ([System.Management.Automation.ErrorRecord]::new([Exception]::new('Get-VM  VM with name x was not found'), 'x', 'ObjectNotFound', $null))) }
-        $r = Invoke-StormatrixVMwareRequest -RequestJson '{"command":"Get-StormatrixVMwareLayout","parameters":{"VMName":"x","DiskName":"Hard disk 2"},"connection":{"Server":"vc01"}}'
-        $doc = $r.Json | ConvertFrom-Json
-        $doc.error.id | Should -BeLike 'Stormatrix.VMware.VmNotFound*'
-        $doc.error.powercli | Should -BeLike '*was not found*'
-        Should -Invoke Disconnect-StormatrixVMware -Exactly -Times 1 -Scope It
+    It 'Should answer BadRequest for <_>' -ForEach @('not json', '[1, 2]', '{"command":"Get-StormatrixVMwareLayout","parameters":[1],"connection":{}}') {
+        (ConvertFrom-Json -InputObject (Invoke-StormatrixVMwareRequest -RequestJson $_).Json).error.id | Should -BeLike 'Stormatrix.VMware.BadRequest*'
     }
-    It 'Should answer BadRequest for text that is not JSON' {
-        (Invoke-StormatrixVMwareRequest -RequestJson 'not json').Json | ConvertFrom-Json | ForEach-Object { $_.error.id } | Should -BeLike 'Stormatrix.VMware.BadRequest*'
+    It 'Should report a parameter the command does not have as PowerShell''s binding error' {
+        $r = Invoke-StormatrixVMwareRequest -RequestJson ('{"command":"Get-StormatrixVMwareLayout","parameters":{"VMName":"bench01","DiskName":"Hard disk 2","Snapshot":1},' + $script:connection + '}')
+        (ConvertFrom-Json -InputObject $r.Json).error.id | Should -Be 'NamedParameterNotFound,Get-StormatrixVMwareLayout'
+    }
+    It 'Should return warnings in the answer instead of printing them' {
+        $r = Invoke-StormatrixVMwareRequest -RequestJson ('{"command":"Get-StormatrixVMwareHostTuning","parameters":{"VMHost":"esx01.lab","Device":"naa.600a"},' + $script:connection.Replace('"VerifyCertificate":true', '"VerifyCertificate":false') + '}')
+        $doc = ConvertFrom-Json -InputObject $r.Json
+        $doc.result.LatencySensitiveThreshold | Should -Be 0
+        @($doc.warnings) -join ' ' | Should -BeLike '*certificate validation*turned off*'
+    }
+}
+
+Describe 'Private helpers' {
+    BeforeEach { New-TestLab; Connect-TestLab }
+    AfterEach { Disconnect-TestLab; Remove-TestLab }
+
+    It 'Disconnect-StormatrixVMware should never throw, even when Disconnect-VIServer fails' {
+        Set-TestFault -Step 'Disconnect-VIServer' -Message 'session already gone'
+        { InModuleScope StormatrixVMware { Disconnect-StormatrixVMware } } | Should -Not -Throw
+        InModuleScope StormatrixVMware { $script:StormatrixVIServer } | Should -BeNullOrEmpty
+    }
+    It 'Remove-StormatrixVMwareController should refuse a controller that holds disks' {
+        { InModuleScope StormatrixVMware {
+                $vm = Get-VM -Name bench01
+                $controller = @(Get-StormatrixVMwareControllerList -VM $vm | Where-Object { $_.Key -eq 1001 })[0]
+                Remove-StormatrixVMwareController -VM $vm -Controller $controller } } | Should -Throw -ErrorId 'Stormatrix.VMware.ControllerNotEmpty'
+        Get-TestCall | Should -Not -Contain 'ReconfigVM'
+    }
+    It 'Invoke-StormatrixEsxCli should name a namespace the host lacks' {
+        { InModuleScope StormatrixVMware {
+                $esxcli = Get-EsxCli -VMHost (Resolve-StormatrixVMwareHost -Name 'esx01.lab') -V2
+                Invoke-StormatrixEsxCli -EsxCli $esxcli -Namespace 'storage.core.nothing.list' } } | Should -Throw -ErrorId 'Stormatrix.VMware.EsxCliFailed'
+    }
+    It 'Set-StormatrixVMwarePower should report <Step> failing as <Id>' -ForEach @(
+        @{ Step = 'Stop-VM'; State = 'Off'; Id = 'Stormatrix.VMware.PowerOffFailed' }
+        @{ Step = 'Start-VM'; State = 'On'; Id = 'Stormatrix.VMware.PowerOnFailed' }
+    ) {
+        if ($State -eq 'On') {
+            $lab = Read-TestLab
+            $lab.vms[0].powerState = 'PoweredOff'
+            [System.IO.File]::WriteAllText($env:STORMATRIX_FAKE_VCENTER_LAB, (ConvertTo-Json -InputObject $lab -Depth 32))
+        }
+        Set-TestFault -Step $Step -Message "$Step refused: boom"
+        { InModuleScope StormatrixVMware -Parameters @{ State = $State } { param($State) Set-StormatrixVMwarePower -VM (Get-VM -Name bench01) -State $State } } |
+            Should -Throw -ErrorId $Id -ExpectedMessage '*boom*'
+    }
+    It 'ConvertTo-StormatrixVMwareHashtable should turn nested objects into hashtables and keep arrays' {
+        $h = InModuleScope StormatrixVMware { ConvertTo-StormatrixVMwareHashtable -InputObject (ConvertFrom-Json -InputObject '{"a":{"b":[1,2]},"c":null,"d":"x"}') }
+        $h | Should -BeOfType [hashtable]
+        $h.a | Should -BeOfType [hashtable]
+        $h.a.b | Should -Be @(1, 2)
+        $h.c | Should -BeNullOrEmpty
+        $h.d | Should -Be 'x'
     }
 }

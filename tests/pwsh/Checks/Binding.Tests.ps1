@@ -5,7 +5,7 @@
 # Python side sends are bound by tests/test_pwsh_sent_scripts.py.
 BeforeDiscovery {
     Import-Module -Name ([System.IO.Path]::Combine($PSScriptRoot, 'StormatrixChecks.psm1')) -Force
-    $sites = foreach ($module in 'StormatrixGuest', 'StormatrixVMware') {
+    $script:sites = foreach ($module in 'StormatrixGuest', 'StormatrixVMware') {
         $files = @(Get-StormatrixPowerShellFile -Folder "windows/$module" -Extension '.ps1', '.psm1')
         $functions = @(Get-StormatrixFunctionDefinition -Path $files | ForEach-Object { $_.Name })
         foreach ($f in $files) {
@@ -16,7 +16,7 @@ BeforeDiscovery {
             }
         }
     }
-    $samples = foreach ($use in @(Get-StormatrixCommandUse -Parsed (Get-StormatrixParsedFile -Path ([System.IO.Path]::Combine($PSScriptRoot, 'samples', 'binding', 'Calls.ps1'))))) {
+    $script:samples = foreach ($use in @(Get-StormatrixCommandUse -Parsed (Get-StormatrixParsedFile -Path ([System.IO.Path]::Combine($PSScriptRoot, 'samples', 'binding', 'Calls.ps1'))))) {
         $line = $use.Ast.Parent.Extent.StartScriptPosition.Line
         if ($line -match '# expect: (.+)$' -and $use.Ast.Parent.PipelineElements[0] -eq $use.Ast) {
             @{ Site = $use.Site; Call = $use.Ast.Parent.Extent.Text; Expect = $Matches[1].Trim() }

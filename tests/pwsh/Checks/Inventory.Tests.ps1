@@ -6,10 +6,10 @@
 # the Python side sends, is tests/test_pwsh_sent_scripts.py's.)
 BeforeDiscovery {
     Import-Module -Name ([System.IO.Path]::Combine($PSScriptRoot, 'StormatrixChecks.psm1')) -Force
-    $files = foreach ($path in (Get-StormatrixPowerShellFile -Folder 'windows')) {
+    $script:files = foreach ($path in (Get-StormatrixPowerShellFile -Folder 'windows')) {
         @{ Name = (Get-StormatrixRelativePath -Path $path); Path = $path }
     }
-    $folders = foreach ($f in 'tests/pwsh/StandIns', 'tests/pwsh/FakeWindows', 'tests/pwsh/FakeVCenter', 'tests/pwsh/PesterLite') { @{ Folder = $f } }
+    $script:folders = foreach ($f in 'tests/pwsh/StandIns', 'tests/pwsh/FakeWindows', 'tests/pwsh/FakeVCenter', 'tests/pwsh/PesterLite') { @{ Folder = $f } }
 }
 
 BeforeAll {

@@ -2,7 +2,7 @@
 # One test per file, so a failure names the file and the parser's line:column and message.
 BeforeDiscovery {
     Import-Module -Name ([System.IO.Path]::Combine($PSScriptRoot, 'StormatrixChecks.psm1')) -Force
-    $files = foreach ($path in (Get-StormatrixPowerShellFile -Folder 'windows', 'tests/pester', 'tests/pwsh')) {
+    $script:files = foreach ($path in (Get-StormatrixPowerShellFile -Folder 'windows', 'tests/pester', 'tests/pwsh')) {
         @{ Name = (Get-StormatrixRelativePath -Path $path); Path = $path }
     }
 }

@@ -4,17 +4,17 @@
 # each table entry on a generated one-liner, so a rule that stops firing fails here.
 BeforeDiscovery {
     Import-Module -Name ([System.IO.Path]::Combine($PSScriptRoot, 'StormatrixChecks.psm1')) -Force
-    $rules = Get-StormatrixPs51Rules
-    $guestFiles = foreach ($path in (Get-StormatrixPowerShellFile -Folder 'windows/StormatrixGuest')) {
+    $script:rules = Get-StormatrixPs51Rules
+    $script:guestFiles = foreach ($path in (Get-StormatrixPowerShellFile -Folder 'windows/StormatrixGuest')) {
         @{ Name = (Get-StormatrixRelativePath -Path $path); Path = $path }
     }
-    $samples = foreach ($path in (Get-StormatrixPowerShellFile -Folder 'tests/pwsh/Checks/samples/ps51')) {
+    $script:samples = foreach ($path in (Get-StormatrixPowerShellFile -Folder 'tests/pwsh/Checks/samples/ps51')) {
         $file = [System.IO.Path]::GetFileName($path)
         if ($file -ne 'good.ps1') { @{ Name = $file; Path = $path; Rule = $file.Split([char]'.')[0] } }
     }
-    $syntaxRules = foreach ($r in $rules.Syntax) { @{ Rule = $r.Rule; Since = $r.Since } }
+    $script:syntaxRules = foreach ($r in $rules.Syntax) { @{ Rule = $r.Rule; Since = $r.Since } }
     # one generated line per table entry (wildcards made concrete)
-    $entries = @(
+    $script:entries = @(
         foreach ($r in $rules.Commands) { @{ Rule = 'Command'; Code = "$($r.Name) -Name x" } }
         foreach ($r in $rules.Parameters) { @{ Rule = 'Parameter'; Code = "$($r.Command) -$($r.Parameter) x" } }
         foreach ($r in $rules.ParameterValues) { foreach ($v in $r.Values) { @{ Rule = 'ParameterValue'; Code = "Set-Content -Path x -$($r.Parameter) $v" } } }

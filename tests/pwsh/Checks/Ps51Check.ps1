@@ -66,7 +66,6 @@ function Find-StormatrixPs51Problem {
                 Message = ('{0}:{1}:{2}: {3}: {4} ({5})' -f $Parsed.Name, $Ast.Extent.StartLineNumber, $Ast.Extent.StartColumnNumber, $Rule, $What, $text)
             })
     }
-    $L = 'System.Management.Automation.Language'
     foreach ($n in $Parsed.Ast.FindAll({ $true }, $true)) {
         switch ($n.GetType().Name) {
             'TernaryExpressionAst' { & $add 'Ternary' $n 'the ternary operator a ? b : c is PowerShell 7.0' }

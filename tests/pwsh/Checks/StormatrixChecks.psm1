@@ -214,7 +214,6 @@ function Get-StormatrixBindingProblem {
     )
     & $Module {
         param($calls)
-        $L = 'System.Management.Automation.Language'
         foreach ($call in $calls) {
             $c = $call.Ast
             $name = $c.GetCommandName()
@@ -262,7 +261,7 @@ function Get-StormatrixCommandSource {
     own cmdlets and functions (Get-Command, excluding stand-ins), the cmdlet stand-ins (tests/pwsh/StandIns),
     the two modules (windows/), the fake Windows guest (tests/pwsh/FakeWindows), the fake PowerCLI
     (tests/pwsh/FakeVCenter), PesterLite (tests/pwsh/PesterLite, for the Pester commands of the guest's
-    validation suite) and the native executables listed in Inventory.psd1.
+    validation suite) and the native executables and field-only commands listed in Inventory.psd1.
     .OUTPUTS
     Sources (name -> list of provider labels), StandIns (name -> file), Problems (missing folders).
     #>
@@ -299,6 +298,7 @@ function Get-StormatrixCommandSource {
     }
     $table = (Get-StormatrixParsedFile -Path ([System.IO.Path]::Combine($PSScriptRoot, 'Inventory.psd1'))).Ast.Find({ param($n) $n -is [System.Management.Automation.Language.HashtableAst] }, $false).SafeGetValue()
     foreach ($n in $table.NativeExecutables.Keys) { & $note $n 'Native' }
+    foreach ($n in $table.ExternalCommands.Keys) { & $note $n 'External' }
     [pscustomobject]@{ Sources = $sources; StandIns = $standIns; Problems = $problems.ToArray(); Natives = $table.NativeExecutables }
 }
 
@@ -315,7 +315,7 @@ function Get-StormatrixUnknownCommand {
     foreach ($u in @(Get-StormatrixCommandUse -Parsed $Parsed)) {
         if ($Source.Sources.ContainsKey($u.Name) -or $local.ContainsKey($u.Name)) { continue }
         if ($u.Kind -eq 'Native') { "$($u.Site): native executable $($u.Name) is not in tests/pwsh/Checks/Inventory.psd1 NativeExecutables"; continue }
-        "$($u.Site): $($u.Written) is not an engine cmdlet, a stand-in, a module function, a fake Windows/PowerCLI command, a PesterLite command or a listed native executable"
+        "$($u.Site): $($u.Written) is not an engine cmdlet, a stand-in, a module function, a fake Windows/PowerCLI command, a PesterLite command or listed in tests/pwsh/Checks/Inventory.psd1"
     }
 }
 

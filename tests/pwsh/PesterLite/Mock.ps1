@@ -55,12 +55,15 @@ function Mock {
         if ($null -eq $original) {
             throw [System.Management.Automation.CommandNotFoundException]::new("Could not find Command $CommandName")
         }
-        # in a module: an alias in the module's script scope to a generated function (the module's own
-        # stub of the same name stays); in the tests: a script-scope function, which shadows the global
-        # stand-ins and the cmdlets for the tests' code only
-        $fname = if ($module) { 'PesterLiteMock_' + ($key -replace '[^A-Za-z0-9]', '_') } else { $CommandName }
+        # an alias (aliases win over functions and cmdlets in every scope) to a generated function: in a
+        # module, both in the module's script scope (the module's own stub of the same name stays); in the
+        # tests, both global through a small dynamic module, and the function passes calls that come from
+        # a module's code on to the original, as Pester leaves those alone without -ModuleName
+        $fname = 'PesterLiteMock_' + ($key -replace '[^A-Za-z0-9]', '_')
+        $scopePrefix = if ($module) { 'script:' } else { '' }
+        $quotedKey = $key -replace "'", "''"
         if ($original.CommandType -eq 'Application') {
-            $text = "function script:$fname { __plInvokeMock -Key '$($key -replace "'", "''")' -Bound @{} -Arguments `$args -InputItems @(`$input) }"
+            $text = "function $scopePrefix$fname { __plInvokeMock -Key '$quotedKey' -Bound @{} -Arguments `$args -InputItems @(`$input) }"
         } else {
             $meta = [System.Management.Automation.CommandMetadata]::new($original)
             foreach ($p in $RemoveParameterType) { if ($meta.Parameters.ContainsKey($p)) { $meta.Parameters[$p].ParameterType = [object] } }
@@ -73,15 +76,19 @@ function Mock {
             }
             $binding = [System.Management.Automation.ProxyCommand]::GetCmdletBindingAttribute($meta)
             $params = [System.Management.Automation.ProxyCommand]::GetParamBlock($meta)
-            $text = "function script:$fname {`n$binding`nparam($params)`nbegin { `$__plItems = [System.Collections.Generic.List[object]]::new() }`nprocess { if (`$MyInvocation.ExpectingInput) { `$__plItems.Add(`$_) } }`nend { __plInvokeMock -Key '$($key -replace "'", "''")' -Bound `$PSBoundParameters -Arguments @() -InputItems `$__plItems }`n}"
+            $text = "function $scopePrefix$fname {`n$binding`nparam($params)`nbegin { `$__plItems = [System.Collections.Generic.List[object]]::new() }`nprocess { if (`$MyInvocation.ExpectingInput) { `$__plItems.Add(`$_) } }`nend { __plInvokeMock -Key '$quotedKey' -Bound `$PSBoundParameters -Arguments @() -InputItems `$__plItems }`n}"
         }
         if ($module) {
             $define = [scriptblock]::Create("$text`n" + '$ExecutionContext.SessionState.InvokeProvider.Item.New("alias:\", $args[0], $null, $args[1], $true) | Out-Null')
             . $module $define $CommandName $fname
+            $holder = $null
         } else {
-            . ([scriptblock]::Create($text))
+            $body = "$text`n" + '$ExecutionContext.SessionState.InvokeProvider.Item.New("alias:\", $args[0], $null, $args[1], $true) | Out-Null' +
+                "`nExport-ModuleMember -Function '$fname' -Alias '$($CommandName -replace "'", "''")'"
+            $holder = New-Module -Name "PesterLiteMock.$CommandName" -ScriptBlock ([scriptblock]::Create($body)) -ArgumentList $CommandName, $fname |
+                Import-Module -Global -PassThru -Force
         }
-        $state = [pscustomobject]@{ Key = $key; Command = $CommandName; Module = $ModuleName; ModuleInfo = $module; Original = $original; Function = $fname
+        $state = [pscustomobject]@{ Key = $key; Command = $CommandName; Module = $ModuleName; ModuleInfo = $module; Holder = $holder; Original = $original; Function = $fname
             Behaviours = [System.Collections.Generic.List[object]]::new() }
         $script:__plMockTable[$key] = $state
     }
@@ -99,7 +106,7 @@ function __plRemoveMocks {
                     $undefine = [scriptblock]::Create('$ExecutionContext.SessionState.InvokeProvider.Item.Remove("alias:\$($args[0])", $false); $ExecutionContext.SessionState.InvokeProvider.Item.Remove("function:\$($args[1])", $false)')
                     . $state.ModuleInfo $undefine $state.Command $state.Function
                 } else {
-                    $ExecutionContext.SessionState.InvokeProvider.Item.Remove("function:\script:$($state.Function)", $false)
+                    Remove-Module -ModuleInfo $state.Holder -Force
                 }
             } catch { }
             $script:__plMockTable.Remove($key)
@@ -123,7 +130,6 @@ function global:__plInvokeMock {
     foreach ($k in $Bound.Keys) { $boundCopy[$k] = $Bound[$k] }
     $stack = @($script:__plBlockStack | ForEach-Object { $_.Id })
     $testId = if ($script:__plCurrentTest) { $script:__plCurrentTest.Id } else { 0 }
-    $script:__plCalls.Add([pscustomobject]@{ Key = $Key; Command = $state.Command; Module = $state.Module; Bound = $boundCopy; Arguments = $Arguments; TestId = $testId; Blocks = $stack })
     $chosen = $null
     for ($i = $state.Behaviours.Count - 1; $i -ge 0; $i--) {
         $b = $state.Behaviours[$i]
@@ -132,8 +138,24 @@ function global:__plInvokeMock {
     if ($null -eq $chosen) {
         for ($i = $state.Behaviours.Count - 1; $i -ge 0; $i--) { if (-not $state.Behaviours[$i].Filter) { $chosen = $state.Behaviours[$i]; break } }
     }
-    if ($null -eq $chosen) {
-        if ($InputItems.Count) { $InputItems | & $state.Original @Bound @Arguments } else { & $state.Original @Bound @Arguments }
+    # without -ModuleName, a call from a module's own code is not the tests' call: Pester leaves it alone
+    $fromModule = $false
+    if (-not $state.Module) {
+        $frames = @([runspace]::DefaultRunspace.Debugger.GetCallStack())
+        for ($i = 1; $i -lt $frames.Count; $i++) {
+            $f = $frames[$i]
+            if ($f.InvocationInfo.MyCommand.Name -eq $state.Function) { continue }
+            $fromModule = $null -ne $f.InvocationInfo.MyCommand.Module -and $f.InvocationInfo.MyCommand.Module.Name -notlike 'PesterLiteMock.*'
+            break
+        }
+    }
+    if (-not $fromModule) {
+        $script:__plCalls.Add([pscustomobject]@{ Key = $Key; Command = $state.Command; Module = $state.Module; Bound = $boundCopy; Arguments = $Arguments; TestId = $testId; Blocks = $stack })
+    }
+    if ($null -eq $chosen -or $fromModule) {
+        # a function's own script block: invoking its FunctionInfo would resolve the name again (to the mock)
+        $target = if ($state.Original.CommandType -in 'Function', 'Filter') { $state.Original.ScriptBlock } else { $state.Original }
+        if ($InputItems.Count) { $InputItems | & $target @Bound @Arguments } else { & $target @Bound @Arguments }
         return
     }
     __plRunMockBody $chosen.Body $boundCopy $Arguments $InputItems

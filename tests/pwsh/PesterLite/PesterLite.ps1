@@ -12,7 +12,7 @@ session state, and each block/test is a function scope nested in its parent's.
 Supported (the Pester 5 behaviour the project's tests use): Describe/Context/It with -ForEach/-TestCases
 (<name> expansion, $_), -Skip, -Tag; BeforeDiscovery; BeforeAll/AfterAll/BeforeEach/AfterEach; Should
 (Should.ps1); Mock, Should -Invoke, InModuleScope (Mock.ps1); $TestDrive and TestDrive:; Set-ItResult.
-Partial: one TestDrive per top-level block; -Tag filtering by the runner's -Tag/-ExcludeTag only.
+Partial: -Tag filtering by the runner's -Tag/-ExcludeTag only.
 #>
 
 $script:__plPhase = 'None'
@@ -134,8 +134,11 @@ function It {
     $parent = $script:__plCurrent
     foreach ($item in (__plItems $ForEach $PSBoundParameters.ContainsKey('ForEach'))) {
         $script:__plNextId++
+        # <name> from the test's data, else from the data of the enclosing data-driven blocks
+        $expanded = __plExpandName $Name $item
+        for ($b = $parent; $null -ne $b -and $expanded -match '<[^<>]+>'; $b = $b.Parent) { $expanded = __plExpandName $expanded $b.Data }
         $parent.Children.Add([pscustomobject]@{
-                Id = $script:__plNextId; Kind = 'It'; Name = (__plExpandName $Name $item); Body = $Test; Data = $item
+                Id = $script:__plNextId; Kind = 'It'; Name = $expanded; Body = $Test; Data = $item
                 Skip = ($Skip.IsPresent -or $Pending.IsPresent -or $parent.Skip -or $null -eq $Test); Tag = @(@($Tag) + @($parent.Tag) | Where-Object { $_ })
                 Parent = $parent; Line = $MyInvocation.ScriptLineNumber; Result = 'NotRun'; Message = ''; ErrorLine = ''; Duration = 0
             })
@@ -154,14 +157,18 @@ function BeforeEach { param([Parameter(Mandatory, Position = 0)] [scriptblock] $
 function AfterEach { param([Parameter(Mandatory, Position = 0)] [scriptblock] $Scriptblock) __plSetupBlock 'AfterEach' $Scriptblock }
 
 function BeforeDiscovery {
-    # Runs now; its variables become script-scope variables of the test file's discovery (as Pester 5,
-    # where BeforeDiscovery runs in the file's scope).
+    # Runs now; the variables it assigns become script-scope variables of the test file's discovery (as
+    # Pester 5, where BeforeDiscovery runs in the file's scope). The names come from its assignments.
     param([Parameter(Mandatory, Position = 0)] [scriptblock] $ScriptBlock)
     . $ScriptBlock
-    $frame = @([runspace]::DefaultRunspace.Debugger.GetCallStack())[0]
-    foreach ($v in $frame.GetFrameVariables().Values) {
-        if ($v.Name -in 'ScriptBlock', 'frame', '_', 'args', 'input', 'MyInvocation', 'PSBoundParameters', 'PSCmdlet', 'PSScriptRoot', 'PSCommandPath', 'this') { continue }
-        $ExecutionContext.SessionState.PSVariable.Set("script:$($v.Name)", $v.Value)
+    $__plNames = @($ScriptBlock.Ast.FindAll({
+                param($n)
+                $n -is [System.Management.Automation.Language.AssignmentStatementAst] -and
+                $n.Left -is [System.Management.Automation.Language.VariableExpressionAst] -and
+                -not $n.Left.VariablePath.IsDriveQualified -and -not $n.Left.VariablePath.IsScript -and -not $n.Left.VariablePath.IsGlobal
+            }, $false) | ForEach-Object { $_.Left.VariablePath.UserPath -replace '^(local|private):', '' } | Sort-Object -Unique)
+    foreach ($__plName in $__plNames) {
+        $ExecutionContext.SessionState.PSVariable.Set("script:$__plName", $ExecutionContext.SessionState.PSVariable.GetValue($__plName))
     }
 }
 
@@ -307,11 +314,10 @@ function __plPath {
 }
 
 function __plEnterTestDrive {
-    # Pester's $TestDrive and TestDrive: drive: a temporary folder created for a top-level block; as in
-    # Pester 5, what a nested Describe/Context (or its tests) adds is removed when that block ends.
+    # Pester's $TestDrive and TestDrive: drive: a temporary folder per test file; as in Pester 5, what a
+    # Describe/Context (or its tests) adds is removed when that block ends.
     param($Block)
-    if ($Block.Kind -eq 'Root') { return $null }
-    if ($Block.Parent.Kind -ne 'Root') {
+    if ($Block.Kind -ne 'Root') {
         if (-not $global:TestDrive) { return $null }
         $snapshot = [System.Collections.Generic.HashSet[string]]::new([string[]][System.IO.Directory]::GetFileSystemEntries($global:TestDrive, '*', 'AllDirectories'))
         return [pscustomobject]@{ Dir = $global:TestDrive; Snapshot = $snapshot }

@@ -197,7 +197,7 @@ function Should {
                 }
             }
             $ok = $problems.Count -eq 0
-            if ($negate) { $ok = $null -ne $param; $message = "Expected command $($cmd.Name) to not have a parameter $name$because, but it has." }
+            if ($negate) { $ok = $null -eq $param; $message = "Expected command $($cmd.Name) to not have a parameter $name$because, but it has." }
             else { $message = "Expected command $($cmd.Name) to have $($problems -join '; ')$because." }
             $negate = $false
         } elseif ($Invoke) {

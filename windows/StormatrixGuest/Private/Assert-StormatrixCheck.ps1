@@ -10,7 +10,7 @@ function Assert-StormatrixCheck {
     [CmdletBinding()]
     param(
         [Parameter(Mandatory)][AllowNull()][object]$Condition,
-        [Parameter(Mandatory)][string]$Message
+        [Parameter(Mandatory)][AllowEmptyString()][string]$Message
     )
     if (-not $Condition) {
         throw (New-StormatrixError -ErrorId 'CheckFailed' -Category 'InvalidResult' -Message $Message)

@@ -3,6 +3,12 @@ function Invoke-StormatrixGuestValidationPester {
     .SYNOPSIS
     Runs the guest checks through Pester 5 (Validation\Guest.Validation.Tests.ps1) and returns one
     result per check, in the shape of the built-in runner's.
+
+    .NOTES
+    Not executed by the test suite: it needs Pester 5 (New-PesterConfiguration, New-PesterContainer with
+    -Data, Invoke-Pester), which cannot be installed on the development machines and which PesterLite
+    (tests/pwsh/PesterLite) does not provide. The checks it runs are Get-StormatrixGuestCheck's, the same
+    list the built-in runner runs end to end in tests/test_winrm_e2e.py.
     #>
     [CmdletBinding()]
     [OutputType([pscustomobject])]

@@ -30,7 +30,7 @@ function Find-StormatrixTestDisk {
     )
     $found = @(Get-Disk | Where-Object { $null -ne $_.SerialNumber -and $_.SerialNumber.Trim() -eq $Serial })
     if ($found.Count -eq 0) {
-        $seen = (@(Get-Disk | ForEach-Object { '#{0} serial "{1}" ({2})' -f $_.Number, $_.SerialNumber, $_.BusType }) -join '; ')
+        $seen = (@(Get-Disk | ForEach-Object { '#{0} serial "{1}" ({2})' -f $_.Number, ([string]$_.SerialNumber).Trim(), $_.BusType }) -join '; ')
         throw (New-StormatrixError -ErrorId 'TestDiskNotFound' -ExceptionType 'ItemNotFound' -Category 'ObjectNotFound' `
                 -TargetObject $Serial `
                 -Message ("no disk with serial '$Serial' (disks seen: $seen). Fix: give the test disk this serial on the " +

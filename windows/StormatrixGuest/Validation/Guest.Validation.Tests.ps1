@@ -2,6 +2,8 @@
 # -Runner Pester, or Invoke-Pester with a container holding these parameters). The checks themselves are
 # one list, Get-StormatrixGuestCheck, which Invoke-StormatrixGuestValidation also runs without Pester;
 # every failure message says how to fix it.
+# Not executed by the test suite (needs Pester 5 with containers and -Data; see
+# Private/Invoke-StormatrixGuestValidationPester.ps1).
 param(
     [Parameter(Mandatory)][string]$Serial,
     [string]$Controller = '',

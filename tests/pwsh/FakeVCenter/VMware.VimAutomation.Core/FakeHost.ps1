@@ -42,10 +42,8 @@ function Invoke-FakeEsxCli {
     $args_ = @{}
     if ($Arguments -is [System.Collections.IDictionary]) { foreach ($k in $Arguments.Keys) { $args_[[string]$k] = $Arguments[$k] } }
     $lab.calls = @($lab.calls) + @([pscustomobject]@{ cmdlet = "esxcli $($Namespace.Replace('.', ' '))"; parameters = $args_ })
-    $fault = "esxcli:$Namespace"
-    if ($lab.faults -and $lab.faults.PSObject.Properties[$fault]) {
-        $message = [string]$lab.faults.$fault
-        $lab.faults.PSObject.Properties.Remove($fault)
+    $message = Get-FakeFault -Lab $lab -Step "esxcli:$Namespace" -LoggedAs "esxcli $($Namespace.Replace('.', ' '))"
+    if ($null -ne $message) {
         Save-FakeLab -Lab $lab
         throw ([System.Activator]::CreateInstance(('VMware.VimAutomation.ViCore.Types.V1.ErrorHandling.EsxCliFault' -as [type]), [object[]]@("EsxCLI.CLIFault.summary: $message")))
     }

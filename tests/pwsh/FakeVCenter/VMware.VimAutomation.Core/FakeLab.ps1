@@ -77,14 +77,30 @@ function Open-FakeCall {
         Save-FakeLab -Lab $lab
         [System.Threading.Thread]::Sleep(600000)
     }
-    if ($lab.faults -and $lab.faults.PSObject.Properties[$Cmdlet]) {
-        $message = [string]$lab.faults.$Cmdlet
-        $lab.faults.PSObject.Properties.Remove($Cmdlet)
+    $message = Get-FakeFault -Lab $lab -Step $Cmdlet -LoggedAs $Cmdlet
+    if ($null -ne $message) {
         Save-FakeLab -Lab $lab
         $Caller.ThrowTerminatingError((New-FakeError -Cmdlet $Cmdlet -Kind 'VimException' -Category InvalidOperation `
                     -ErrorId "Client20_InjectedFault,VMware.VimAutomation.ViCore.Cmdlets.Commands.$($Cmdlet.Replace('-', ''))" -Message $message))
     }
     $lab
+}
+
+function Get-FakeFault {
+    # The injected fault for this call of a step, removed from the lab (one-shot), or $null: "faults" keys are
+    # the step ("Set-HardDisk", "esxcli:storage.core.device.set", "ReconfigVM") for its next call, or the step
+    # with "#N" for its N-th call in this lab ("esxcli:storage.core.device.set#2").
+    param([Parameter(Mandatory)][object]$Lab, [Parameter(Mandatory)][string]$Step, [Parameter(Mandatory)][string]$LoggedAs)
+    if (-not $Lab.faults) { return $null }
+    $nth = @($Lab.calls | Where-Object { $_.cmdlet -eq $LoggedAs }).Count
+    foreach ($key in @($Step, "$Step#$nth")) {
+        if ($Lab.faults.PSObject.Properties[$key]) {
+            $message = [string]$Lab.faults.$key
+            $Lab.faults.PSObject.Properties.Remove($key)
+            return $message
+        }
+    }
+    $null
 }
 
 # --- errors -------------------------------------------------------------------------------------------------

@@ -150,9 +150,8 @@ function Invoke-FakeReconfigVM {
     $changes = @($Spec.DeviceChange)
     $lab.calls = @($lab.calls) + @([pscustomobject]@{ cmdlet = 'ReconfigVM'; parameters = @{ VM = [string]$vm.name
                 Operations = (@($changes | ForEach-Object { "$($_.Operation):$($_.Device.Key)" }) -join ',') } })
-    if ($lab.faults -and $lab.faults.PSObject.Properties['ReconfigVM']) {
-        $message = [string]$lab.faults.ReconfigVM
-        $lab.faults.PSObject.Properties.Remove('ReconfigVM')
+    $message = Get-FakeFault -Lab $lab -Step 'ReconfigVM' -LoggedAs 'ReconfigVM'
+    if ($null -ne $message) {
         Save-FakeLab -Lab $lab
         throw $message
     }

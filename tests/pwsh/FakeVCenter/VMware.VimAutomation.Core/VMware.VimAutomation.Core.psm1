@@ -4,7 +4,8 @@
 # JSON file named by $env:STORMATRIX_FAKE_VCENTER_LAB (tests/pwsh/FakeVCenter/lab.json is the example).
 # Every cmdlet reads that file, logs itself under "calls", and writes back what it changed, so a sequence
 # of pwsh processes (the Python backend runs one per call) sees one lab. A test can also put
-#   "faults": {"Set-HardDisk": "message"}   the next call of that cmdlet fails with this message, and
+#   "faults": {"Set-HardDisk": "message"}   the next call of that cmdlet fails with this message ("Step#N":
+#                                            its N-th call; esxcli methods are "esxcli:storage.core.device.set"), and
 #   "hang": "Start-VM"                       the next call of that cmdlet writes "hung_pid" and sleeps,
 # so that a half-done reconfiguration or a killed workstation can be reproduced.
 #
