@@ -160,10 +160,13 @@ def cell_statistics(frame: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def score_cells(frame: pd.DataFrame, *, cv_limit: float = DEFAULT_CV_LIMIT) -> EfficiencyResult:
+def score_cells(frame: pd.DataFrame, *, cv_limit: float = DEFAULT_CV_LIMIT,
+                with_iopath: bool = True) -> EfficiencyResult:
     """The efficiency table for every normalization group in ``frame`` (a tidy ingest frame).
 
-    Rows without host metrics (no collector ran) are left out, and said so in ``notes``.
+    Rows without host metrics (no collector ran) are left out, and said so in ``notes``. ``with_iopath``:
+    also score the I/O path alone (:mod:`.iopath`, ``result.iopath``), read from the journals the rows
+    came from.
     """
     if cv_limit <= 0:
         raise InputError(f"--cv-limit must be positive, got {cv_limit}")
@@ -186,6 +189,10 @@ def score_cells(frame: pd.DataFrame, *, cv_limit: float = DEFAULT_CV_LIMIT) -> E
     cells = cell_statistics(frame)
     if cells.empty:
         return EfficiencyResult(cells=cells, notes=notes, cv_limit=cv_limit)
+    iopath = None
+    if with_iopath:
+        from .iopath import score_iopath  # it scores through this function: imported when used
+        iopath = score_iopath(frame, cv_limit=cv_limit)
     metrics_per_workload = cells.groupby("workload", dropna=False)["cpu_metric"].nunique()
     for wl, count in metrics_per_workload.items():
         if count > 1:
@@ -236,7 +243,7 @@ def score_cells(frame: pd.DataFrame, *, cv_limit: float = DEFAULT_CV_LIMIT) -> E
     repeats = pd.concat(rep_parts, ignore_index=True)
     _evidence(out, repeats)
     out = out.drop(columns=["_rows"])
-    return EfficiencyResult(cells=out, notes=notes, cv_limit=cv_limit, repeats=repeats)
+    return EfficiencyResult(cells=out, notes=notes, cv_limit=cv_limit, repeats=repeats, iopath=iopath)
 
 
 def _repeat_scores(frame: pd.DataFrame, grp: pd.DataFrame) -> pd.DataFrame:
