@@ -35,11 +35,13 @@ OTHER_COLOUR = "7F7F7F"
 SIDE_COLOURS = ("7F7F7F", "305496")  # A grey (the baseline), B blue
 
 # One chart per A4 landscape page (29.7 x 21 cm, margins 1 cm): 26 x 14.5 cm leaves room for a note above it.
-CHART_W, CHART_H = 26.0, 14.5  # cm
-CHART_ROWS = 29                # rows one chart occupies on the Charts sheet (default row height, 0.53 cm)
+CHART_W, CHART_H = 26.0, 15.5  # cm
+CHART_ROWS = 30                # rows one chart occupies on the Charts sheet (default row height, 0.53 cm)
 NOTE_LINES = 4                 # rows a note in place of a chart is merged over (it wraps); a blank row follows
 NOTE_COLUMNS = 15              # columns a note is merged across: about the chart's width
-INDICATIVE_TITLE = " - INDICATIVE: single repeats, no error bars"
+INDICATIVE_TITLE = " - INDICATIVE: single repeats, not tested"
+SOME_INDICATIVE = " - configurations marked (1 repeat) are INDICATIVE"
+ONE_REPEAT = " (1 repeat)"
 
 
 def _a4_landscape(ws: Worksheet) -> None:
@@ -120,7 +122,8 @@ def efficiency_charts(wb: Workbook, result: EfficiencyResult) -> None:
         unit = g["cpu_per_mib_unit"].iloc[0]
         has_ctx = g["ctx_per_mib_mean"].notna()
         single = bool((g["n"] < 2).any())
-        mark = INDICATIVE_TITLE if single else " (error bars: 95 % CI of the mean)"
+        mixed = single and bool((g["n"] >= 2).any())  # mark the single-repeat ones by name; else the title says it
+        mark = SOME_INDICATIVE if mixed else INDICATIVE_TITLE if single else " (error bars: 95 % CI of the mean)"
         scatter_notes = _scatter_notes(str(group), g)
         data.cell(row=r, column=1, value=safe_value(f"Group: {group}")).font = Font(bold=True)
         r += 1
@@ -132,7 +135,7 @@ def efficiency_charts(wb: Workbook, result: EfficiencyResult) -> None:
         norm = ScatterChart()
         for ch, what in ((raw, "Measured"), (norm, "Normalized")):
             ch.title = neutralize(f"{what} CPU and context switches per MiB - {group}"
-                                  + (mark if ch is raw else (INDICATIVE_TITLE if single else "")))
+                                  + (mark if ch is raw or single else ""))
             ch.style = 13
             ch.scatterStyle = "lineMarker"
             ch.x_axis.title = f"CPU per MiB ({unit})" if ch is raw else "Normalized CPU per MiB"
@@ -157,8 +160,8 @@ def efficiency_charts(wb: Workbook, result: EfficiencyResult) -> None:
                 continue  # no y value anywhere in this series: it would be a legend entry without a point
             colour = AIO_COLOURS.get(str(aio), OTHER_COLOUR)
             title = ctrl if aio == NOT_APPLICABLE else f"{ctrl} / aio={aio}"
-            if gs["n"].min() < 2:
-                title += " (1 repeat: indicative)"
+            if mixed and gs["n"].min() < 2:
+                title += ONE_REPEAT
             ys, xs = (Reference(data, min_col=c, min_row=first, max_row=last) for c in (4, 3))
             point = _marker_series(ys, xs, title, symbol[ctrl], colour)
             raw.series.append(point)
@@ -182,15 +185,16 @@ def efficiency_charts(wb: Workbook, result: EfficiencyResult) -> None:
         first = r
         ordered = g.sort_values(["score", "config"], kind="stable")
         for _, row in ordered.iterrows():
-            label = str(row["config"]) + (" (1 repeat: indicative)" if row["n"] < 2 else "")
+            label = str(row["config"]) + (ONE_REPEAT if mixed and row["n"] < 2 else "")
             data.cell(row=r, column=1, value=safe_value(label))
-            data.cell(row=r, column=2, value=safe_value(row["score"]))
+            data.cell(row=r, column=2, value=safe_value(row["score"])).number_format = "0.000"
             data.cell(row=r, column=3, value=safe_value(row.get("score_ci_half")))
             data.cell(row=r, column=4, value=safe_value(row.get("evidence") or None))
             r += 1
         last = r - 1
         bar = _score_bars(data, first, last, ordered, f"Efficiency score (lower is better) - {group}"
-                          + (INDICATIVE_TITLE if single else " (error bars: 95 % CI of the repeat scores)"))
+                          + (SOME_INDICATIVE if mixed else INDICATIVE_TITLE if single
+                             else " (error bars: 95 % CI of the repeat scores)"))
         r += 2
         if "raw" in scatter_notes:  # above its chart, so that it prints on the same page
             at = _note_at(charts, scatter_notes["raw"], at)
@@ -224,7 +228,7 @@ def _score_bars(data: Worksheet, first: int, last: int, ordered: pd.DataFrame, t
     series.dLbls.showVal = True
     series.dLbls.showSerName = series.dLbls.showCatName = series.dLbls.showLegendKey = False
     series.dLbls.numFmt = "0.000"
-    series.dLbls.position = "inEnd"
+    series.dLbls.position = "outEnd"
     if (ordered["n"] >= 2).any():
         series.errBars = _error_bars(Reference(data, min_col=3, min_row=first, max_row=last), None)
     for i, aio in enumerate(ordered["aio"].tolist()):
