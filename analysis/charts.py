@@ -123,7 +123,8 @@ def efficiency_charts(wb: Workbook, result: EfficiencyResult) -> None:
         has_ctx = g["ctx_per_mib_mean"].notna()
         single = bool((g["n"] < 2).any())
         mixed = single and bool((g["n"] >= 2).any())  # mark the single-repeat ones by name; else the title says it
-        mark = SOME_INDICATIVE if mixed else INDICATIVE_TITLE if single else " (error bars: 95 % CI of the mean)"
+        mark = SOME_INDICATIVE if mixed else INDICATIVE_TITLE if single else ""
+        bars_note = "" if single and not mixed else "; error bars: 95 % CI of the mean"
         scatter_notes = _scatter_notes(str(group), g)
         data.cell(row=r, column=1, value=safe_value(f"Group: {group}")).font = Font(bold=True)
         r += 1
@@ -138,8 +139,9 @@ def efficiency_charts(wb: Workbook, result: EfficiencyResult) -> None:
                                   + (mark if ch is raw or single else ""))
             ch.style = 13
             ch.scatterStyle = "lineMarker"
-            ch.x_axis.title = f"CPU per MiB ({unit})" if ch is raw else "Normalized CPU per MiB"
-            ch.y_axis.title = "Context switches per MiB" if ch is raw else "Normalized context switches per MiB"
+            ch.x_axis.title = f"CPU per MiB ({unit}{bars_note})" if ch is raw else "Normalized CPU per MiB"
+            ch.y_axis.title = (f"Context switches per MiB{' (' + bars_note[2:] + ')' if bars_note else ''}"
+                               if ch is raw else "Normalized context switches per MiB")
             ch.legend.position = "b"   # below the plot: a 15-entry legend at the side took 3/4 of the chart
             ch.x_axis.delete = ch.y_axis.delete = False
         norm.x_axis.scaling.min = norm.y_axis.scaling.min = 0
@@ -193,8 +195,7 @@ def efficiency_charts(wb: Workbook, result: EfficiencyResult) -> None:
             r += 1
         last = r - 1
         bar = _score_bars(data, first, last, ordered, f"Efficiency score (lower is better) - {group}"
-                          + (SOME_INDICATIVE if mixed else INDICATIVE_TITLE if single
-                             else " (error bars: 95 % CI of the repeat scores)"))
+                          + (SOME_INDICATIVE if mixed else INDICATIVE_TITLE if single else ""))
         r += 2
         if "raw" in scatter_notes:  # above its chart, so that it prints on the same page
             at = _note_at(charts, scatter_notes["raw"], at)
@@ -214,7 +215,8 @@ def _score_bars(data: Worksheet, first: int, last: int, ordered: pd.DataFrame, t
     bar.type = "bar"
     bar.style = 10
     bar.title = neutralize(title)
-    bar.y_axis.title = "Efficiency score"
+    bar.y_axis.title = "Efficiency score" + ("; error bars: 95 % CI of the repeat scores"
+                                             if (ordered["n"] >= 2).any() else "")
     bar.x_axis.scaling.orientation = "maxMin"  # best at the top
     bar.x_axis.tickLblSkip = bar.x_axis.tickMarkSkip = 1  # a label on every bar, not every other one
     bar.x_axis.delete = bar.y_axis.delete = False
