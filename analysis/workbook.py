@@ -23,7 +23,7 @@ from openpyxl import Workbook
 from openpyxl.formatting.rule import ColorScaleRule
 from openpyxl.utils import get_column_letter
 
-from .. import __version__
+from ..core import __version__
 from ..core.model import NOT_APPLICABLE, format_size
 from .bulk import no_cyclic_gc
 from .charts import comparison_charts, efficiency_charts
