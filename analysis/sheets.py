@@ -39,6 +39,9 @@ SCORE_COLUMNS: list[Column] = [
     ("ctx/MiB note", "ctx_note", "@"),          # why the ctx columns are blank (ESXi: no such counter)
     ("Normalized CPU", "norm_cpu", "0.000"), ("Normalized ctx", "norm_ctx", "0.000"),
     ("Efficiency score", "score", "0.000"),
+    ("Score CI95 +/- (repeat scores)", "score_ci_half", "0.000"),   # blank for a single repeat
+    ("Evidence vs next rank", "evidence", "@"),  # significant | within noise | indicative (Welch, 95 %)
+    ("Test vs next rank", "vs_next", "@"),       # the numbers: repeat scores and p
     ("Score basis", "score_basis", "@"),         # CPU/MiB and ctx/MiB, or CPU/MiB alone and why
     ("Rank in controller", "rank_in_controller", "0"), ("Rank in aio mode", "rank_in_aio", "0"),
     ("Rank by CPU", "rank_cpu", "0"), ("Rank by ctx", "rank_ctx", "0"),
@@ -155,10 +158,12 @@ def write_frame(ws: Worksheet, frame: pd.DataFrame, formats: dict[str, str] | No
     return last
 
 
-def write_lines(ws: Worksheet, lines: Iterable[str | tuple[str, str]], *, width: float = 110) -> None:
-    """Paragraphs in column A (or label/text pairs in A/B); a leading '# ' makes a bold heading."""
+def write_lines(ws: Worksheet, lines: Iterable[str | tuple[str, str]], *, width: float = 110,
+                start_row: int = 1) -> int:
+    """Paragraphs in column A (or label/text pairs in A/B); a leading '# ' makes a bold heading.
+    Returns the next free row (to add more lines below)."""
     ws.column_dimensions["A"].width = width
-    r = 1
+    r = start_row
     for line in lines:
         if isinstance(line, tuple):
             ws.cell(row=r, column=1, value=safe_value(line[0])).font = Font(bold=True)
@@ -168,6 +173,7 @@ def write_lines(ws: Worksheet, lines: Iterable[str | tuple[str, str]], *, width:
         else:
             ws.cell(row=r, column=1, value=safe_value(line)).alignment = WRAP
         r += 1
+    return r
 
 
 def write_summary(ws: Worksheet, title: str, facts: list[tuple[str, Any]], findings: list[Finding],
@@ -181,7 +187,8 @@ def write_summary(ws: Worksheet, title: str, facts: list[tuple[str, Any]], findi
     r += 1
     ws.cell(row=r, column=1, value="Findings").font = Font(bold=True, size=12)
     r += 1
-    header(ws, r, ["#", "Finding", "Value", "Unit", "Based on (numbers on the other sheets)"])
+    header(ws, r, ["#", "Finding", "Value", "Unit", "Based on (numbers on the other sheets)",
+                   "Evidence (Welch's t-test, 95 %)"])
     for i, f in enumerate(findings, start=1):
         r += 1
         ws.cell(row=r, column=1, value=i)
@@ -190,13 +197,18 @@ def write_summary(ws: Worksheet, title: str, facts: list[tuple[str, Any]], findi
         vc.number_format = "0.000" if abs(f.value) < 10 else "0.0"
         ws.cell(row=r, column=4, value=safe_value(f.unit))
         ws.cell(row=r, column=5, value=safe_value(f.basis)).alignment = WRAP
+        status = getattr(f, "status", "")
+        sc = ws.cell(row=r, column=6, value=safe_value(status or None))
+        if status == "indicative":
+            sc.font = Font(italic=True, color="9C5700")
+            sc.fill = PatternFill("solid", fgColor="FFEB9C")
     if notes:
         r += 2
         ws.cell(row=r, column=1, value="Notes and skipped inputs").font = Font(bold=True, size=12)
         for n in notes:
             r += 1
             ws.cell(row=r, column=2, value=safe_value(n)).alignment = WRAP
-    for col, w in zip("ABCDE", (22, 90, 12, 14, 70)):
+    for col, w in zip("ABCDEF", (22, 90, 12, 14, 70, 18)):
         ws.column_dimensions[col].width = w
 
 
