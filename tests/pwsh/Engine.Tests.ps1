@@ -125,6 +125,14 @@ Describe '-Command and -EncodedCommand' {
     }
 }
 
+Describe '-Version' {
+    It 'Should print PowerShell and the engine''s version' {
+        $r = Invoke-Child -Arguments '-Version'
+        $r.Out.Trim() | Should -Be "PowerShell $($PSVersionTable.PSVersion)"
+        $r.Code | Should -Be 0
+    }
+}
+
 Describe 'Output' {
     It 'Should write non-ASCII text as UTF-8, through Out-Default and through [Console]' {
         $r = Invoke-Child -Arguments '-Command', "'Grüße 日本 €'; [Console]::Out.WriteLine('ça va')"
