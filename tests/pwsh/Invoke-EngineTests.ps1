@@ -19,6 +19,9 @@ Use PesterLite even where Pester 5 is available.
 .PARAMETER Timing
 Print each file's run time (seconds from its process start until its results were read).
 
+.PARAMETER FileTimeoutSeconds
+A test file still running after this long is stopped and counted as one failure (default 900).
+
 .PARAMETER Jobs
 How many test files run at once (default: the processor count, at most 4).
 #>
@@ -30,6 +33,7 @@ param(
     [switch] $Engine,
     [switch] $ShowPassed,
     [switch] $Timing,
+    [ValidateRange(1, 86400)] [int] $FileTimeoutSeconds = 900,
     [ValidateRange(1, 64)] [int] $Jobs = [Math]::Max(1, [Math]::Min(4, [Environment]::ProcessorCount))
 )
 $ErrorActionPreference = 'Stop'
@@ -93,6 +97,15 @@ function Start-TestFile {
 
 function Receive-TestFile {
     param($Run)
+    $left = [Math]::Max(0, $FileTimeoutSeconds * 1000 - [int]$Run.Clock.Elapsed.TotalMilliseconds)
+    if (-not $Run.Process.WaitForExit($left)) {
+        $Run.Process.Kill($true)
+        $Run.Process.WaitForExit()
+        $script:failed++
+        [Console]::Out.WriteLine("[-] $([System.IO.Path]::GetRelativePath($root, $Run.File)): stopped after $FileTimeoutSeconds s (-FileTimeoutSeconds)")
+        [System.IO.File]::Delete($Run.ResultPath)
+        return
+    }
     $Run.Process.WaitForExit()
     $code = $Run.Process.ExitCode
     $output = ($Run.Out.Result + $Run.Err.Result) -split "`r?`n"
