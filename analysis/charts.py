@@ -17,6 +17,7 @@ from openpyxl.chart.label import DataLabelList
 from openpyxl.chart.legend import LegendEntry
 from openpyxl.chart.marker import DataPoint, Marker
 from openpyxl.chart.shapes import GraphicalProperties
+from openpyxl.drawing.text import CharacterProperties
 from openpyxl.styles import Font
 from openpyxl.worksheet.pagebreak import Break
 from openpyxl.worksheet.worksheet import Worksheet
@@ -34,9 +35,10 @@ AIO_COLOURS = {"native": "2CA02C", "io_uring": "1F77B4", "threads": "D62728",
 OTHER_COLOUR = "7F7F7F"
 SIDE_COLOURS = ("7F7F7F", "305496")  # A grey (the baseline), B blue
 
-# One chart per A4 landscape page (29.7 x 21 cm, margins 1 cm): 26 x 14.5 cm leaves room for a note above it.
-CHART_W, CHART_H = 26.0, 15.5  # cm
-CHART_ROWS = 30                # rows one chart occupies on the Charts sheet (default row height, 0.53 cm)
+# One chart per A4 landscape page (29.7 x 21 cm, margins 1 cm: 27.7 x 19 cm to print on): 26 x 15 cm in
+# 30 rows of 0.53 cm leaves 5 rows for a note above it on the same page.
+CHART_W, CHART_H = 26.0, 15.0  # cm
+CHART_ROWS = 30                # rows one chart occupies on the Charts sheet (default row height)
 NOTE_LINES = 4                 # rows a note in place of a chart is merged over (it wraps); a blank row follows
 NOTE_COLUMNS = 15              # columns a note is merged across: about the chart's width
 INDICATIVE_TITLE = " - INDICATIVE: single repeats, not tested"
@@ -45,15 +47,23 @@ ONE_REPEAT = " (1 repeat)"
 
 
 def _a4_landscape(ws: Worksheet) -> None:
-    """The Charts sheet prints one chart per A4 landscape page, as wide as the page."""
+    """The Charts sheet prints one chart per A4 landscape page."""
     ws.page_setup.orientation = "landscape"
     ws.page_setup.paperSize = ws.PAPERSIZE_A4
-    ws.page_setup.fitToWidth = 1
-    ws.page_setup.fitToHeight = 0
-    ws.sheet_properties.pageSetUpPr.fitToPage = True
     m = 0.4  # inches (1 cm)
     ws.page_margins.left = ws.page_margins.right = ws.page_margins.top = ws.page_margins.bottom = m
     ws.page_margins.header = ws.page_margins.footer = 0.2
+
+
+def _title(chart: Any, text: str) -> None:
+    """The chart's title at 12 pt bold: a group's title (about 70 characters) fits on one line of the
+    page-wide chart instead of wrapping after a hyphen."""
+    chart.title = neutralize(text)
+    for p in chart.title.tx.rich.p:
+        if p.pPr is not None and p.pPr.defRPr is not None:
+            p.pPr.defRPr.sz, p.pPr.defRPr.b = 1200, True
+        for r in p.r or []:
+            r.rPr = CharacterProperties(sz=1200, b=True)
 
 
 def _error_bars(ref: Reference, direction: str | None) -> ErrorBars:
@@ -135,8 +145,7 @@ def efficiency_charts(wb: Workbook, result: EfficiencyResult) -> None:
         raw = ScatterChart()
         norm = ScatterChart()
         for ch, what in ((raw, "Measured"), (norm, "Normalized")):
-            ch.title = neutralize(f"{what} CPU and context switches per MiB - {group}"
-                                  + (mark if ch is raw or single else ""))
+            _title(ch, f"{what} CPU and context switches per MiB - {group}" + (mark if ch is raw or single else ""))
             ch.style = 13
             ch.scatterStyle = "lineMarker"
             ch.x_axis.title = f"CPU per MiB ({unit}{bars_note})" if ch is raw else "Normalized CPU per MiB"
@@ -214,7 +223,7 @@ def _score_bars(data: Worksheet, first: int, last: int, ordered: pd.DataFrame, t
     bar = BarChart()
     bar.type = "bar"
     bar.style = 10
-    bar.title = neutralize(title)
+    _title(bar, title)
     bar.y_axis.title = "Efficiency score" + ("; error bars: 95 % CI of the repeat scores"
                                              if (ordered["n"] >= 2).any() else "")
     bar.x_axis.scaling.orientation = "maxMin"  # best at the top
@@ -276,6 +285,7 @@ def _bar(title: str, y_title: str, x_title: str) -> BarChart:
 
 def comparison_charts(wb: Workbook, result: ComparisonResult) -> None:
     charts = wb.create_sheet("Charts")
+    _a4_landscape(charts)
     data = wb.create_sheet("Chart data")
     a, b = result.label_a, result.label_b
     index = 0
