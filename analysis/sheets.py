@@ -275,6 +275,10 @@ def write_summary(ws: Worksheet, title: str, facts: list[tuple[str, Any]], findi
         vc.number_format = "0.000" if abs(f.value) < 10 else "0.0"
         ws.cell(row=r, column=4, value=safe_value(f.unit))
         ws.cell(row=r, column=5, value=safe_value(f.basis)).alignment = WRAP
+        # a row as tall as its wrapped text (LibreOffice does not grow rows of a file it opens: the
+        # findings, which carry their test numbers, overprinted each other)
+        lines = max(math.ceil(len(f.text) / 95), math.ceil(len(f.basis) / 72), 1)
+        ws.row_dimensions[r].height = 15 * lines
         status = getattr(f, "status", "")
         sc = ws.cell(row=r, column=6, value=safe_value(status or None))
         if status == "indicative":
