@@ -48,7 +48,7 @@ import pandas as pd
 
 from ..core.errors import InputError
 from ..core.model import NOT_APPLICABLE
-from .stats import INDICATIVE, SIGNIFICANT, WITHIN_NOISE, Test, format_p, t_975, welch
+from .stats import INDICATIVE, SIGNIFICANT, Test, t_975, welch, welch_p
 
 CELL_KEYS = ["workload", "cpu_metric", "controller", "aio", "iothread", "cache"]
 METRICS = ("cpu_per_mib", "ctx_per_mib")
@@ -238,7 +238,8 @@ def score_cells(frame: pd.DataFrame, *, cv_limit: float = DEFAULT_CV_LIMIT,
     out["cv_note"] = flags
     single = int((out["n"] < 2).sum())
     if single:
-        notes.append(f"{single} cells have a single repeat: no standard deviation, CV or confidence interval")
+        notes.append(f"{single} cells have a single repeat: no standard deviation, CV or confidence interval, and every "
+                     "finding comparing them is indicative (not tested)")
     out = out.sort_values(["norm_group", "rank", "config"], kind="stable").reset_index(drop=True)
     repeats = pd.concat(rep_parts, ignore_index=True)
     _evidence(out, repeats)
@@ -303,4 +304,4 @@ def _vs_next(test: Test, nxt: str) -> str:
     if test.verdict == INDICATIVE:
         return f"indicative: single repeat, not tested against {nxt} (score {test.mean_b:.3f})"
     word = "better than" if test.verdict == SIGNIFICANT else "tied within noise with"
-    return (f"{word} {nxt}: repeat scores {test.mean_a:.3f} vs {test.mean_b:.3f}, Welch p = {format_p(test.p)}")
+    return f"{word} {nxt}: repeat scores {test.mean_a:.3f} vs {test.mean_b:.3f}, {welch_p(test.p)}"

@@ -6,7 +6,6 @@ idempotent (called once per workbook).
 
 from __future__ import annotations
 
-from typing import Any
 
 import pandas as pd
 from openpyxl import Workbook
