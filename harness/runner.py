@@ -9,6 +9,10 @@ A cell is journaled (fsynced) as soon as it is measured, so a crash loses at mos
 flight; running the same command again skips every journaled cell. A failed attempt is journaled
 as ``cell-error`` and retried ``[run] retries`` times; then ``[run] on_error`` decides: ``skip`` goes
 on with the next cell, ``stop`` ends the run (after restoring the VM).
+
+This is the only run loop: a platform-comparison suite's points go through it too, as cells whose
+executor drives many fio servers (:mod:`stormatrix.suiterun`). The measurement window is in
+:mod:`stormatrix.window`, the records in :mod:`stormatrix.records`.
 """
 
 from __future__ import annotations
@@ -26,11 +30,11 @@ from . import __version__, records
 from .backends.base import Backend, GuestEndpoint
 from .core.errors import AuthenticationFailed, BackendError, CollectorError, StormatrixError, UnsafeWrite
 from .executors.base import GuestExecutor
-from .journal import Journal, JournalWriteError
-from .window import Window, default_collector_factory  # noqa: F401 - backends.base's default imports it from here
-from .registry import backend_class, executor_class
 from .core.model import Cell, DiskConfig, Plan
+from .journal import Journal, JournalWriteError
+from .registry import backend_class, executor_class
 from .spec import MatrixSpec, expand
+from .window import Window, default_collector_factory  # noqa: F401 - backends.base's default imports it from here
 
 log = logging.getLogger("stormatrix.runner")
 
