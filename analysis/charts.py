@@ -14,8 +14,9 @@ from openpyxl.chart import BarChart, Reference, ScatterChart, Series
 from openpyxl.chart.data_source import NumDataSource, NumRef
 from openpyxl.chart.error_bar import ErrorBars
 from openpyxl.chart.label import DataLabelList
-from openpyxl.chart.legend import LegendEntry
 from openpyxl.chart.marker import DataPoint, Marker
+from openpyxl.chart.series import XYSeries
+from openpyxl.descriptors.sequence import Sequence
 from openpyxl.chart.shapes import GraphicalProperties
 from openpyxl.drawing.text import CharacterProperties
 from openpyxl.styles import Font
@@ -102,8 +103,25 @@ def _note_at(ws: Worksheet, text: str, row: int) -> int:
     return row + NOTE_LINES + 1
 
 
+class _XYSeries(XYSeries):
+    """A scatter series that holds two ``errBars`` (x and y), as the chart schema allows; openpyxl's own
+    holds one, and a twin series for the other direction doubled the series and the legend."""
+
+    tagname = "ser"
+    errBars = Sequence(expected_type=ErrorBars)
+    # the serialiser's lists are built from a class's own attributes: keep XYSeries' (same order)
+    __elements__ = XYSeries.__elements__
+    __nested__ = XYSeries.__nested__
+    __attrs__ = XYSeries.__attrs__
+
+    def __init__(self, *args: Any, **kw: Any) -> None:
+        kw.setdefault("errBars", [])
+        super().__init__(*args, **kw)
+
+
 def _marker_series(values: Reference, xvalues: Reference, title: str, symbol: str, colour: str) -> Series:
-    s = Series(values, xvalues, title=neutralize(title))
+    plain = Series(values, xvalues, title=neutralize(title))
+    s = _XYSeries(**{k: getattr(plain, k) for k in ("idx", "order", "tx", "xVal", "yVal")})
     s.marker = Marker(symbol=symbol, size=9)
     s.marker.graphicalProperties = GraphicalProperties(solidFill=colour)
     s.marker.graphicalProperties.line.solidFill = colour
@@ -115,10 +133,7 @@ def _marker_series(values: Reference, xvalues: Reference, title: str, symbol: st
 def efficiency_charts(wb: Workbook, result: EfficiencyResult) -> None:
     """Per group: measured and normalized CPU vs ctx/MiB scatters (95 % CI error bars both ways where there
     are repeats) and the score bars (every bar labelled, its value on it, CI error bars); the I/O-path lens
-    and the Method lines on significance are added too (:mod:`.trustsheets`)."""
-    from .trustsheets import add_trust_sheets  # it imports findings, which import this package's modules
-
-    add_trust_sheets(wb, result)
+    and the Method lines on significance are the workbook's (:mod:`.trustsheets`)."""
     charts = wb.create_sheet("Charts")
     _a4_landscape(charts)
     data = wb.create_sheet("Chart data")
@@ -155,7 +170,6 @@ def efficiency_charts(wb: Workbook, result: EfficiencyResult) -> None:
             ch.x_axis.delete = ch.y_axis.delete = False
         norm.x_axis.scaling.min = norm.y_axis.scaling.min = 0
         norm.x_axis.scaling.max = norm.y_axis.scaling.max = 1
-        hidden: list[int] = []
         for (ctrl, aio), gs in g.groupby([g["controller"].fillna("?"), g["aio"].fillna("?")], sort=False):
             first = r
             series = ctrl if aio == NOT_APPLICABLE else f"{ctrl} / {aio}"  # ESXi: no aio mode
@@ -176,18 +190,12 @@ def efficiency_charts(wb: Workbook, result: EfficiencyResult) -> None:
             ys, xs = (Reference(data, min_col=c, min_row=first, max_row=last) for c in (4, 3))
             point = _marker_series(ys, xs, title, symbol[ctrl], colour)
             raw.series.append(point)
-            if gs["n"].min() >= 2:
-                # the CI both ways: y on the point's own series, x on a twin without marker or legend entry
-                point.errBars = _error_bars(Reference(data, min_col=8, min_row=first, max_row=last), "y")
-                twin = _marker_series(ys, xs, title, symbol[ctrl], colour)
-                twin.marker = Marker(symbol="none")
-                twin.errBars = _error_bars(Reference(data, min_col=7, min_row=first, max_row=last), "x")
-                hidden.append(len(raw.series))
-                raw.series.append(twin)
+            if gs["n"].min() >= 2:  # the CI both ways
+                point.errBars = [_error_bars(Reference(data, min_col=7, min_row=first, max_row=last), "x"),
+                                 _error_bars(Reference(data, min_col=8, min_row=first, max_row=last), "y")]
             norm.series.append(_marker_series(Reference(data, min_col=6, min_row=first, max_row=last),
                                               Reference(data, min_col=5, min_row=first, max_row=last),
                                               title, symbol[ctrl], colour))
-        raw.legend.legendEntry = [LegendEntry(idx=i, delete=True) for i in hidden]
         r += 1
         # score bars, best first, coloured by aio mode
         header(data, r, ["Configuration (by score)", "Efficiency score", "Score CI95 +/- (repeat scores)",
