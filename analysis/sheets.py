@@ -75,7 +75,7 @@ HOST_POINT_COLUMNS: list[Column] = [
 
 MEASUREMENT_FORMATS = {"iops": "#,##0", "read_iops": "#,##0", "write_iops": "#,##0", "bw_mib_s": "0.00",
                        "mib": "0.00", "lat_mean_us": "0.0", "read_lat_mean_us": "0.0", "write_lat_mean_us": "0.0",
-                       "lat_p99_us": "0.0", "cpu_per_mib": "0.000", "ctx_per_mib": "0.00", "cpu_total": "0.000",
+                       "lat_p99_us": "0.0", "clat_p99_us": "0.0", "cpu_per_mib": "0.000", "ctx_per_mib": "0.00", "cpu_total": "0.000",
                        "rate_mib_s": "0.0", "window_s": "0.00"}
 
 

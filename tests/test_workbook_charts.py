@@ -104,3 +104,17 @@ def test_single_repeat_charts_are_marked_indicative_and_have_no_error_bars(books
     assert xml and all("INDICATIVE" in x for x in xml)
     assert not any("<errBars>" in x for x in xml)
     assert not any("INDICATIVE" in x for x in chart_xml(books[3]))
+
+
+def test_mixed_repeats_mark_the_single_repeat_configurations_by_name(tmp_path: Path) -> None:
+    recs = [qemu_record("sata", "native", rep, vcpu_s=5.0 + rep / 10, io_s=0.5, io_ctx=100 + rep) for rep in (1, 2, 3)]
+    recs.append(qemu_record("sata", "threads", 1, vcpu_s=6.0, io_s=0.9, io_ctx=300))
+    xlsx = tmp_path / "m.xlsx"
+    assert main(["report", str(write_journal(tmp_path / "run", recs)), "-o", str(xlsx)]) == 0
+    wb = openpyxl.load_workbook(xlsx)
+    titles = [" ".join("".join(x.t for x in c.title.tx.rich.p[0].r).split()) for c in wb["Charts"]._charts]
+    assert all(t.endswith("configurations marked (1 repeat) are INDICATIVE") for t in titles)
+    raw = wb["Charts"]._charts[0]
+    assert sorted(s.tx.v for s in raw.series) == ["sata / aio=native", "sata / aio=threads (1 repeat)"]
+    labels = [r[0] for r in wb["Chart data"].iter_rows(values_only=True) if r[0] and str(r[0]).startswith("sata aio=")]
+    assert labels == ["sata aio=native", "sata aio=threads (1 repeat)"]
