@@ -33,6 +33,12 @@ metrics with cells scored on one:
   empty for every cell of the group, ctx/MiB means are still shown where measured and ``rank_ctx``
   ranks only the cells that have them (empty for the others).
 
+Evidence (issue 15.3): every repeat also gets its own score under its group's normalization (the group's
+min and max of the cell means), kept in ``EfficiencyResult.repeats``; per cell, ``score_ci_half`` is the
+95 % CI half-width of those repeat scores (the score chart's error bars) and ``evidence``/``vs_next`` the
+Welch's t-test (:mod:`.stats`) of its repeat scores against the next-ranked cell's: a rank-1 claim rests on it.
+The I/O path alone (:mod:`.iopath`) is scored by this same function, in ``EfficiencyResult.iopath``.
+
 ``score_basis`` says per row which of the two the score is, and why; ``notes`` says it per group. A
 cell counts as having ctx/MiB only when every repeat scored for it has a count (a partial set is not
 averaged: its mean would rest on other repeats than its CPU/MiB); ctx/MiB is never taken as 0.
