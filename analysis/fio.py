@@ -235,11 +235,13 @@ def summarize_jobs(jobs: Iterable[dict[str, Any]], source: str | None = None) ->
     usr = sys_ = ctx = 0.0
     error = 0
     for job in jobs:
-        e = _num(job, "error", None) or 0
-        error = max(error, int(e))
-        usr += _num(job, "usr_cpu", None) or 0.0
-        sys_ += _num(job, "sys_cpu", None) or 0.0
-        ctx += _num(job, "ctx", None) or 0.0
+        e, u, sy, c = job.get("error"), job.get("usr_cpu"), job.get("sys_cpu"), job.get("ctx")
+        if e.__class__ is not int:
+            e = int(_num(job, "error", None) or 0)
+        error = max(error, e)
+        usr += u if u.__class__ is float else (_num(job, "usr_cpu", None) or 0.0)
+        sys_ += sy if sy.__class__ is float else (_num(job, "sys_cpu", None) or 0.0)
+        ctx += c if c.__class__ is int else (_num(job, "ctx", None) or 0.0)
         if source is not None and "mixed" in job:  # unified_rw_reporting: checked, not summed
             _figures(job["mixed"], (source, str(job.get("jobname")), "mixed"))
     for dname in DIRECTIONS:

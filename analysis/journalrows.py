@@ -65,15 +65,21 @@ ENGINES = ("fio", "diskspd")
 
 
 def _engine(rec: dict[str, Any], where: str) -> str:
-    """The engine that measured the cell (``raw.engine``): fio or DiskSpd cells share the record's
-    ``fio`` summary shape (docs/journal.md); records written before the field existed were fio's."""
-    engine = _get(rec, "raw.engine")
-    if engine is None:
-        return "fio"
-    if engine not in ENGINES:
-        raise DataFileError(where, f"'raw.engine' is {engine!r}; expected one of {', '.join(ENGINES)}",
+    """The engine that measured the cell: the record's ``engine`` (docs/journal.md), else ``raw.engine``.
+
+    fio and DiskSpd cells share the record's ``fio`` summary shape, so they report and compare alike;
+    records written before the key existed were fio's. Two keys that disagree mean an edited record.
+    """
+    given = {k: v for k, v in (("engine", rec.get("engine")), ("raw.engine", _get(rec, "raw.engine")))
+             if v is not None}
+    for key, engine in given.items():
+        if engine not in ENGINES:
+            raise DataFileError(where, f"'{key}' is {engine!r}; expected one of {', '.join(ENGINES)}",
+                                "use the unedited journal of the run, or remove this line")
+    if len(set(given.values())) > 1:
+        raise DataFileError(where, f"'engine' is {given['engine']!r} but 'raw.engine' is {given['raw.engine']!r}",
                             "use the unedited journal of the run, or remove this line")
-    return str(engine)
+    return str(next(iter(given.values()), "fio"))
 
 
 def journal_cell_row(rec: dict[str, Any], where: str) -> dict[str, Any]:

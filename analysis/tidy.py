@@ -83,12 +83,14 @@ def number_repeats(rows: list[dict[str, Any]]) -> None:
     counters: dict[tuple[Any, ...], int] = {}
     taken: dict[tuple[Any, ...], set[int]] = {}
     ident = ("side", "controller", "aio", "iothread", "cache", "rw", "bs", "iodepth", "numjobs", "rate_mib_s")
+    if all(row.get("repeat") is not None for row in rows):
+        return  # every file named its repeat
     for row in rows:
         if row.get("repeat") is not None:
-            taken.setdefault(tuple(row.get(k) for k in ident), set()).add(row["repeat"])
+            taken.setdefault(tuple(map(row.get, ident)), set()).add(row["repeat"])
     for row in rows:
         if row.get("repeat") is None:
-            key = tuple(row.get(k) for k in ident)
+            key = tuple(map(row.get, ident))
             used = taken.setdefault(key, set())
             n = counters.get(key, 0) + 1
             while n in used:
@@ -131,15 +133,16 @@ _MISSING: Any = object()
 def frame_from_rows(rows: list[dict[str, Any]]) -> pd.DataFrame:
     """The tidy frame with every column of :data:`COLUMNS`, typed, in that order."""
     _epochs_to_iso(rows)
-    df = pd.DataFrame.from_records(rows, columns=list(COLUMNS)) if rows else pd.DataFrame(columns=list(COLUMNS))
+    raw = pd.DataFrame.from_records(rows, columns=list(COLUMNS)) if rows else pd.DataFrame(columns=list(COLUMNS))
+    typed: dict[str, pd.Series] = {}  # built apart and joined once: assigning column by column copies blocks
     for col, dtype in COLUMNS.items():
-        if dtype in ("float64",):
-            df[col] = pd.to_numeric(df[col], errors="raise").astype("float64")
+        if dtype == "float64":
+            typed[col] = pd.to_numeric(raw[col], errors="raise").astype("float64")
         elif dtype == "Int64":
-            df[col] = pd.to_numeric(df[col], errors="raise").astype("Int64")
+            typed[col] = pd.to_numeric(raw[col], errors="raise").astype("Int64")
         else:
-            df[col] = df[col].astype(dtype)
-    return df
+            typed[col] = raw[col].astype(dtype)
+    return pd.DataFrame(typed, index=raw.index)
 
 
 def _flatten(prefix: str, value: Any, out: list[tuple[str, str]]) -> None:

@@ -23,7 +23,7 @@ from openpyxl import Workbook
 from openpyxl.formatting.rule import ColorScaleRule
 from openpyxl.utils import get_column_letter
 
-from .. import __version__
+from ..core import __version__
 from ..core.model import NOT_APPLICABLE, format_size
 from .bulk import no_cyclic_gc
 from .charts import comparison_charts, efficiency_charts
@@ -34,6 +34,7 @@ from .ingest import IngestResult
 from .output import save_workbook, write_tidy_csv
 from .sheets import (HOST_POINT_COLUMNS, MEASUREMENT_FORMATS, POINT_COLUMNS, SCORE_COLUMNS, Column, run_dates,
                      write_environment, write_frame, write_lines, write_summary, write_table)
+from .trustsheets import IOPATH_SHEET, add_trust_sheets
 
 __all__ = ["write_comparison_workbook", "write_efficiency_workbook", "write_tidy_csv"]
 
@@ -128,7 +129,8 @@ def _efficiency_workbook(path: str | Path, data: IngestResult, result: Efficienc
             end_type="max", end_color="F8696B"))
         efficiency_charts(wb, result)
     write_environment(wb.create_sheet("Environment"), data.environment, _report_facts(frame, inputs))
-    _order(wb, ["Summary", "Method", "Measurements", "Scores", "Charts", "Environment", "Chart data"])
+    add_trust_sheets(wb, result)  # the significance Method lines and the I/O-path sheet (issue 15)
+    _order(wb, ["Summary", "Method", "Measurements", "Scores", IOPATH_SHEET, "Charts", "Environment", "Chart data"])
     return save_workbook(wb, path)
 
 

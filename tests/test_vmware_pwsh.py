@@ -352,3 +352,15 @@ def test_without_powercli_the_error_says_how_to_install_it(vcenter: FakeVCenter,
     monkeypatch.setenv("PSModulePath", str(tmp_path))
     with pytest.raises(vm.PowerCLIUnavailable, match="Install-Module VMware.PowerCLI"):
         runner().call("Get-StormatrixVMwareLayout", {"VMName": "bench01", "DiskName": "Hard disk 2"})
+
+
+def test_a_module_that_does_not_load_is_reported_naming_the_file(vcenter: FakeVCenter, tmp_path: Path) -> None:
+    copy = tmp_path / "StormatrixVMware"
+    shutil.copytree(vm.MODULE_DIR, copy)
+    (copy / "Private" / "Broken-Thing.ps1").write_text("function Broken-Thing {\n    \"unterminated $Name: text\n")
+    r = vm.PwshRunner(PWSH, runner().connection, module_dir=copy)
+    with pytest.raises(vm.PowerCLIUnavailable) as info:
+        r.call("Get-StormatrixVMwareLayout", {"VMName": "bench01", "DiskName": "Hard disk 2"})
+    assert info.value.error_id == "Stormatrix.VMware.ModuleLoadFailed" and "Broken-Thing.ps1" in str(info.value)
+    assert vcenter.cmdlets() == []  # nothing reached vSphere
+

@@ -197,10 +197,18 @@ class VmwareBackend(Backend):
         """The WinRM executor finds the test disk by its serial number, and ESXi gives a guest's disks a
         serial (the disk UUID) only when the VM has disk.EnableUUID = TRUE: without it the run would
         reconfigure and power-cycle the VM and then fail in the guest. Say exactly what to set, now."""
-        if self.spec.run.get("executor") != "winrm" or layout.get("DiskEnableUUID") is not False:
+        if self.spec.run.get("executor") != "winrm":
             return
         name = self.opts["vm"]
         uuid = str((layout.get("Disk") or {}).get("Uuid") or "")
+        if layout.get("DiskEnableUUID") is not False:
+            wanted = str(self.spec.section("winrm").get("disk_serial") or "")
+            expected = uuid.replace("-", "").lower()
+            if wanted and expected and wanted.replace("-", "").replace(" ", "").lower() != expected:
+                # a warning, not an error: the serial format is VMware's convention, not checked on a real guest here
+                log.warning("[winrm] disk_serial = %r, but %s of VM %r has the UUID %s: with disk.EnableUUID = TRUE "
+                            "the guest should see the serial %s", wanted, self.opts["test_disk"], name, uuid, expected)
+            return
         serial = f" (for {self.opts['test_disk']}: {uuid.replace('-', '').lower()}, its UUID without dashes)" if uuid else ""
         quoted = name.replace("'", "''")
         raise InputError(

@@ -15,6 +15,9 @@ Test files or folders (default: tests/pester/*.Tests.ps1 and tests/pwsh/**/*.Tes
 
 .PARAMETER Engine
 Use PesterLite even where Pester 5 is available.
+
+.PARAMETER Jobs
+How many test files run at once (default: the processor count, at most 4).
 #>
 [CmdletBinding()]
 param(
@@ -22,7 +25,8 @@ param(
     [string[]] $Tag = @(),
     [string[]] $ExcludeTag = @(),
     [switch] $Engine,
-    [switch] $ShowPassed
+    [switch] $ShowPassed,
+    [ValidateRange(1, 64)] [int] $Jobs = [Math]::Max(1, [Math]::Min(4, [Environment]::ProcessorCount))
 )
 $ErrorActionPreference = 'Stop'
 $root = [System.IO.Path]::GetFullPath([System.IO.Path]::Combine($PSScriptRoot, '..', '..'))
@@ -64,37 +68,59 @@ $runner = [System.IO.Path]::Combine($PSScriptRoot, 'PesterLite', 'Invoke-PesterL
 
 $passed = 0; $failed = 0; $skipped = 0
 $clock = [System.Diagnostics.Stopwatch]::StartNew()
-foreach ($file in $files) {
+
+function Start-TestFile {
+    # one engine process per file; its output is read asynchronously so that a full pipe cannot block it
+    param([string] $File)
     $resultPath = [System.IO.Path]::GetTempFileName()
-    try {
-        $argv = @($prefix) + @('-NoLogo', '-NoProfile', '-NonInteractive', '-File', $runner, '-Path', $file, '-ResultPath', $resultPath)
-        if ($Tag) { $argv += @('-Tag', ($Tag -join ',')) }
-        if ($ExcludeTag) { $argv += @('-ExcludeTag', ($ExcludeTag -join ',')) }
-        $output = & $exe @argv 2>&1 | ForEach-Object { [string]$_ }
-        $code = $LASTEXITCODE
-        $text = [System.IO.File]::ReadAllText($resultPath)
-        $relative = [System.IO.Path]::GetRelativePath($root, $file)
-        if ($code -ne 0 -or -not $text.Trim()) {
-            $failed++
-            [Console]::Out.WriteLine("[-] ${relative}: the test file did not run to the end (exit $code):")
-            foreach ($line in @($output | Select-Object -Last 30)) { [Console]::Out.WriteLine("      $line") }
-            continue
-        }
-        foreach ($r in @(ConvertFrom-Json -InputObject $text)) {
-            switch ($r.Result) {
-                'Passed' { $passed++; if ($ShowPassed) { [Console]::Out.WriteLine("[+] ${relative}: $($r.Path)") } }
-                'Skipped' { $skipped++ }
-                default {
-                    $failed++
-                    [Console]::Out.WriteLine("[-] ${relative}: $($r.Path)")
-                    [Console]::Out.WriteLine("      $($r.Message)")
-                    if ($r.ErrorLine) { [Console]::Out.WriteLine("      at $($r.ErrorLine)") }
-                }
+    $psi = [System.Diagnostics.ProcessStartInfo]::new($exe)
+    $argv = @($prefix) + @('-NoLogo', '-NoProfile', '-NonInteractive', '-File', $runner, '-Path', $File, '-ResultPath', $resultPath)
+    if ($Tag) { $argv += @('-Tag', ($Tag -join ',')) }
+    if ($ExcludeTag) { $argv += @('-ExcludeTag', ($ExcludeTag -join ',')) }
+    foreach ($a in $argv) { $psi.ArgumentList.Add($a) }
+    $psi.UseShellExecute = $false
+    $psi.RedirectStandardOutput = $true
+    $psi.RedirectStandardError = $true
+    $psi.RedirectStandardInput = $true
+    $p = [System.Diagnostics.Process]::Start($psi)
+    $p.StandardInput.Close()
+    [pscustomobject]@{ File = $File; Process = $p; Out = $p.StandardOutput.ReadToEndAsync(); Err = $p.StandardError.ReadToEndAsync(); ResultPath = $resultPath }
+}
+
+function Receive-TestFile {
+    param($Run)
+    $Run.Process.WaitForExit()
+    $code = $Run.Process.ExitCode
+    $output = ($Run.Out.Result + $Run.Err.Result) -split "`r?`n"
+    $text = [System.IO.File]::ReadAllText($Run.ResultPath)
+    [System.IO.File]::Delete($Run.ResultPath)
+    $relative = [System.IO.Path]::GetRelativePath($root, $Run.File)
+    if ($code -ne 0 -or -not $text.Trim()) {
+        $script:failed++
+        [Console]::Out.WriteLine("[-] ${relative}: the test file did not run to the end (exit $code):")
+        foreach ($line in @($output | Where-Object { $_ } | Select-Object -Last 30)) { [Console]::Out.WriteLine("      $line") }
+        return
+    }
+    foreach ($r in @(ConvertFrom-Json -InputObject $text)) {
+        switch ($r.Result) {
+            'Passed' { $script:passed++; if ($ShowPassed) { [Console]::Out.WriteLine("[+] ${relative}: $($r.Path)") } }
+            'Skipped' { $script:skipped++ }
+            default {
+                $script:failed++
+                [Console]::Out.WriteLine("[-] ${relative}: $($r.Path)")
+                [Console]::Out.WriteLine("      $($r.Message)")
+                if ($r.ErrorLine) { [Console]::Out.WriteLine("      at $($r.ErrorLine)") }
             }
         }
-    } finally {
-        [System.IO.File]::Delete($resultPath)
     }
+}
+
+# up to -Jobs files at once; results are printed in file order
+$runs = [System.Collections.Generic.List[object]]::new()
+$next = 0
+for ($i = 0; $i -lt $files.Count; $i++) {
+    while ($next -lt $files.Count -and ($next - $i) -lt $Jobs) { $runs.Add((Start-TestFile $files[$next])); $next++ }
+    Receive-TestFile $runs[$i]
 }
 if ($env:STORMATRIX_ENGINE_TESTS_TIMING) { [Console]::Out.WriteLine("($($files.Count) files in $([int]$clock.Elapsed.TotalSeconds) s)") }
 [Console]::Out.WriteLine("${label}: $passed passed, $failed failed, $skipped skipped")

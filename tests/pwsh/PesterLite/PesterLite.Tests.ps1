@@ -95,3 +95,21 @@ Describe 'PesterLite Should operators' {
         $script:should['failed: Because in the message'].Message | Should -BeLike '*because the reason is shown*'
     }
 }
+
+# PesterLite's own Invoke-Pester; under real Pester this would be a nested Pester run instead
+Describe 'PesterLite Invoke-Pester' -Skip:(-not (Get-Command -Name __plRunBlock -ErrorAction Ignore)) {
+    It 'Should run a container with data in its own process and answer in Pester 5''s shape' {
+        $configuration = New-PesterConfiguration
+        $configuration.Run.Container = New-PesterContainer -Path (Join-Path $PSScriptRoot 'Samples/Data.Sample.ps1') -Data @{ Greeting = 'hello'; Count = 3 }
+        $configuration.Run.PassThru = $true
+        $configuration.Output.Verbosity = 'None'
+        $r = Invoke-Pester -Configuration $configuration
+        $r.Result | Should -Be 'Failed'
+        $r.PassedCount | Should -Be 1
+        $r.FailedCount | Should -Be 1
+        ($r.Tests | Where-Object ExpandedName -EQ 'has the data').Result | Should -Be 'Passed'
+        $failedTest = $r.Tests | Where-Object Result -EQ 'Failed'
+        $failedTest.ExpandedPath | Should -Be 'Data.fails on purpose'
+        @($failedTest.ErrorRecord)[0].Exception.Message | Should -Be 'Expected 4, but got 3.'
+    }
+}
