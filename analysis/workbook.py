@@ -260,4 +260,6 @@ def _method_comparison(result: ComparisonResult) -> list[str | tuple[str, str]]:
 
 
 def _order(wb: Workbook, names: list[str]) -> None:
-    wb._sheets.sort(key=lambda s: names.index(s.title) if s.title in names else len(names))  # noqa: SLF001
+    # openpyxl's only public reordering is move_sheet (one sheet by an offset); the stable sort of its
+    # sheet list does the whole order at once and keeps unnamed sheets in their order at the end
+    wb._sheets.sort(key=lambda s: names.index(s.title) if s.title in names else len(names))
