@@ -14,9 +14,11 @@ from openpyxl.chart import BarChart, Reference, ScatterChart, Series
 from openpyxl.chart.data_source import NumDataSource, NumRef
 from openpyxl.chart.error_bar import ErrorBars
 from openpyxl.chart.label import DataLabelList
-from openpyxl.chart.legend import LegendEntry
 from openpyxl.chart.marker import DataPoint, Marker
+from openpyxl.chart.series import XYSeries
+from openpyxl.descriptors.sequence import Sequence
 from openpyxl.chart.shapes import GraphicalProperties
+from openpyxl.drawing.text import CharacterProperties
 from openpyxl.styles import Font
 from openpyxl.worksheet.pagebreak import Break
 from openpyxl.worksheet.worksheet import Worksheet
@@ -34,26 +36,35 @@ AIO_COLOURS = {"native": "2CA02C", "io_uring": "1F77B4", "threads": "D62728",
 OTHER_COLOUR = "7F7F7F"
 SIDE_COLOURS = ("7F7F7F", "305496")  # A grey (the baseline), B blue
 
-# One chart per A4 landscape page (29.7 x 21 cm, margins 1 cm): 26 x 14.5 cm leaves room for a note above it.
-CHART_W, CHART_H = 26.0, 15.5  # cm
-CHART_ROWS = 30                # rows one chart occupies on the Charts sheet (default row height, 0.53 cm)
+# One chart per A4 landscape page (29.7 x 21 cm, margins 1 cm: 27.7 x 19 cm to print on): 26 x 15 cm in
+# 30 rows of 0.53 cm leaves 5 rows for a note above it on the same page.
+CHART_W, CHART_H = 26.0, 15.0  # cm
+CHART_ROWS = 30                # rows one chart occupies on the Charts sheet (default row height)
 NOTE_LINES = 4                 # rows a note in place of a chart is merged over (it wraps); a blank row follows
-NOTE_COLUMNS = 15              # columns a note is merged across: about the chart's width
+NOTE_COLUMNS = 10              # columns a note is merged across (it wraps within them)
 INDICATIVE_TITLE = " - INDICATIVE: single repeats, not tested"
 SOME_INDICATIVE = " - configurations marked (1 repeat) are INDICATIVE"
 ONE_REPEAT = " (1 repeat)"
 
 
 def _a4_landscape(ws: Worksheet) -> None:
-    """The Charts sheet prints one chart per A4 landscape page, as wide as the page."""
+    """The Charts sheet prints one chart per A4 landscape page."""
     ws.page_setup.orientation = "landscape"
     ws.page_setup.paperSize = ws.PAPERSIZE_A4
-    ws.page_setup.fitToWidth = 1
-    ws.page_setup.fitToHeight = 0
-    ws.sheet_properties.pageSetUpPr.fitToPage = True
     m = 0.4  # inches (1 cm)
     ws.page_margins.left = ws.page_margins.right = ws.page_margins.top = ws.page_margins.bottom = m
     ws.page_margins.header = ws.page_margins.footer = 0.2
+
+
+def _title(chart: Any, text: str) -> None:
+    """The chart's title at 12 pt bold: a group's title (about 70 characters) fits on one line of the
+    page-wide chart instead of wrapping after a hyphen."""
+    chart.title = neutralize(text)
+    for p in chart.title.tx.rich.p:
+        if p.pPr is not None and p.pPr.defRPr is not None:
+            p.pPr.defRPr.sz, p.pPr.defRPr.b = 1200, True
+        for r in p.r or []:
+            r.rPr = CharacterProperties(sz=1200, b=True)
 
 
 def _error_bars(ref: Reference, direction: str | None) -> ErrorBars:
@@ -92,8 +103,25 @@ def _note_at(ws: Worksheet, text: str, row: int) -> int:
     return row + NOTE_LINES + 1
 
 
+class _XYSeries(XYSeries):
+    """A scatter series that holds two ``errBars`` (x and y), as the chart schema allows; openpyxl's own
+    holds one, and a twin series for the other direction doubled the series and the legend."""
+
+    tagname = "ser"
+    errBars = Sequence(expected_type=ErrorBars)
+    # the serialiser's lists are built from a class's own attributes: keep XYSeries' (same order)
+    __elements__ = XYSeries.__elements__
+    __nested__ = XYSeries.__nested__
+    __attrs__ = XYSeries.__attrs__
+
+    def __init__(self, *args: Any, **kw: Any) -> None:
+        kw.setdefault("errBars", [])
+        super().__init__(*args, **kw)
+
+
 def _marker_series(values: Reference, xvalues: Reference, title: str, symbol: str, colour: str) -> Series:
-    s = Series(values, xvalues, title=neutralize(title))
+    plain = Series(values, xvalues, title=neutralize(title))
+    s = _XYSeries(**{k: getattr(plain, k) for k in ("idx", "order", "tx", "xVal", "yVal")})
     s.marker = Marker(symbol=symbol, size=9)
     s.marker.graphicalProperties = GraphicalProperties(solidFill=colour)
     s.marker.graphicalProperties.line.solidFill = colour
@@ -105,10 +133,7 @@ def _marker_series(values: Reference, xvalues: Reference, title: str, symbol: st
 def efficiency_charts(wb: Workbook, result: EfficiencyResult) -> None:
     """Per group: measured and normalized CPU vs ctx/MiB scatters (95 % CI error bars both ways where there
     are repeats) and the score bars (every bar labelled, its value on it, CI error bars); the I/O-path lens
-    and the Method lines on significance are added too (:mod:`.trustsheets`)."""
-    from .trustsheets import add_trust_sheets  # it imports findings, which import this package's modules
-
-    add_trust_sheets(wb, result)
+    and the Method lines on significance are the workbook's (:mod:`.trustsheets`)."""
     charts = wb.create_sheet("Charts")
     _a4_landscape(charts)
     data = wb.create_sheet("Chart data")
@@ -135,8 +160,7 @@ def efficiency_charts(wb: Workbook, result: EfficiencyResult) -> None:
         raw = ScatterChart()
         norm = ScatterChart()
         for ch, what in ((raw, "Measured"), (norm, "Normalized")):
-            ch.title = neutralize(f"{what} CPU and context switches per MiB - {group}"
-                                  + (mark if ch is raw or single else ""))
+            _title(ch, f"{what} CPU and context switches per MiB - {group}" + (mark if ch is raw or single else ""))
             ch.style = 13
             ch.scatterStyle = "lineMarker"
             ch.x_axis.title = f"CPU per MiB ({unit}{bars_note})" if ch is raw else "Normalized CPU per MiB"
@@ -146,7 +170,6 @@ def efficiency_charts(wb: Workbook, result: EfficiencyResult) -> None:
             ch.x_axis.delete = ch.y_axis.delete = False
         norm.x_axis.scaling.min = norm.y_axis.scaling.min = 0
         norm.x_axis.scaling.max = norm.y_axis.scaling.max = 1
-        hidden: list[int] = []
         for (ctrl, aio), gs in g.groupby([g["controller"].fillna("?"), g["aio"].fillna("?")], sort=False):
             first = r
             series = ctrl if aio == NOT_APPLICABLE else f"{ctrl} / {aio}"  # ESXi: no aio mode
@@ -167,18 +190,12 @@ def efficiency_charts(wb: Workbook, result: EfficiencyResult) -> None:
             ys, xs = (Reference(data, min_col=c, min_row=first, max_row=last) for c in (4, 3))
             point = _marker_series(ys, xs, title, symbol[ctrl], colour)
             raw.series.append(point)
-            if gs["n"].min() >= 2:
-                # the CI both ways: y on the point's own series, x on a twin without marker or legend entry
-                point.errBars = _error_bars(Reference(data, min_col=8, min_row=first, max_row=last), "y")
-                twin = _marker_series(ys, xs, title, symbol[ctrl], colour)
-                twin.marker = Marker(symbol="none")
-                twin.errBars = _error_bars(Reference(data, min_col=7, min_row=first, max_row=last), "x")
-                hidden.append(len(raw.series))
-                raw.series.append(twin)
+            if gs["n"].min() >= 2:  # the CI both ways
+                point.errBars = [_error_bars(Reference(data, min_col=7, min_row=first, max_row=last), "x"),
+                                 _error_bars(Reference(data, min_col=8, min_row=first, max_row=last), "y")]
             norm.series.append(_marker_series(Reference(data, min_col=6, min_row=first, max_row=last),
                                               Reference(data, min_col=5, min_row=first, max_row=last),
                                               title, symbol[ctrl], colour))
-        raw.legend.legendEntry = [LegendEntry(idx=i, delete=True) for i in hidden]
         r += 1
         # score bars, best first, coloured by aio mode
         header(data, r, ["Configuration (by score)", "Efficiency score", "Score CI95 +/- (repeat scores)",
@@ -214,7 +231,7 @@ def _score_bars(data: Worksheet, first: int, last: int, ordered: pd.DataFrame, t
     bar = BarChart()
     bar.type = "bar"
     bar.style = 10
-    bar.title = neutralize(title)
+    _title(bar, title)
     bar.y_axis.title = "Efficiency score" + ("; error bars: 95 % CI of the repeat scores"
                                              if (ordered["n"] >= 2).any() else "")
     bar.x_axis.scaling.orientation = "maxMin"  # best at the top
@@ -276,6 +293,7 @@ def _bar(title: str, y_title: str, x_title: str) -> BarChart:
 
 def comparison_charts(wb: Workbook, result: ComparisonResult) -> None:
     charts = wb.create_sheet("Charts")
+    _a4_landscape(charts)
     data = wb.create_sheet("Chart data")
     a, b = result.label_a, result.label_b
     index = 0

@@ -33,6 +33,12 @@ metrics with cells scored on one:
   empty for every cell of the group, ctx/MiB means are still shown where measured and ``rank_ctx``
   ranks only the cells that have them (empty for the others).
 
+Evidence (issue 15.3): every repeat also gets its own score under its group's normalization (the group's
+min and max of the cell means), kept in ``EfficiencyResult.repeats``; per cell, ``score_ci_half`` is the
+95 % CI half-width of those repeat scores (the score chart's error bars) and ``evidence``/``vs_next`` the
+Welch's t-test (:mod:`.stats`) of its repeat scores against the next-ranked cell's: a rank-1 claim rests on it.
+The I/O path alone (:mod:`.iopath`) is scored by this same function, in ``EfficiencyResult.iopath``.
+
 ``score_basis`` says per row which of the two the score is, and why; ``notes`` says it per group. A
 cell counts as having ctx/MiB only when every repeat scored for it has a count (a partial set is not
 averaged: its mean would rest on other repeats than its CPU/MiB); ctx/MiB is never taken as 0.
@@ -48,7 +54,7 @@ import pandas as pd
 
 from ..core.errors import InputError
 from ..core.model import NOT_APPLICABLE
-from .stats import INDICATIVE, SIGNIFICANT, WITHIN_NOISE, Test, format_p, t_975, welch
+from .stats import INDICATIVE, SIGNIFICANT, Test, t_975, welch, welch_p
 
 CELL_KEYS = ["workload", "cpu_metric", "controller", "aio", "iothread", "cache"]
 METRICS = ("cpu_per_mib", "ctx_per_mib")
@@ -238,7 +244,8 @@ def score_cells(frame: pd.DataFrame, *, cv_limit: float = DEFAULT_CV_LIMIT,
     out["cv_note"] = flags
     single = int((out["n"] < 2).sum())
     if single:
-        notes.append(f"{single} cells have a single repeat: no standard deviation, CV or confidence interval")
+        notes.append(f"{single} cells have a single repeat: no standard deviation, CV or confidence interval, and every "
+                     "finding comparing them is indicative (not tested)")
     out = out.sort_values(["norm_group", "rank", "config"], kind="stable").reset_index(drop=True)
     repeats = pd.concat(rep_parts, ignore_index=True)
     _evidence(out, repeats)
@@ -303,4 +310,4 @@ def _vs_next(test: Test, nxt: str) -> str:
     if test.verdict == INDICATIVE:
         return f"indicative: single repeat, not tested against {nxt} (score {test.mean_b:.3f})"
     word = "better than" if test.verdict == SIGNIFICANT else "tied within noise with"
-    return (f"{word} {nxt}: repeat scores {test.mean_a:.3f} vs {test.mean_b:.3f}, Welch p = {format_p(test.p)}")
+    return f"{word} {nxt}: repeat scores {test.mean_a:.3f} vs {test.mean_b:.3f}, {welch_p(test.p)}"

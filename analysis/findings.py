@@ -30,7 +30,7 @@ import pandas as pd
 from ..core.model import NOT_APPLICABLE, format_size
 from .compare import ComparisonResult
 from .efficiency import EfficiencyResult
-from .stats import INDICATIVE, SIGNIFICANT, WITHIN_NOISE, Test, combine, format_p, welch
+from .stats import INDICATIVE, SIGNIFICANT, WITHIN_NOISE, Test, combine, format_p, welch, welch_p
 
 
 @dataclass
@@ -98,7 +98,7 @@ class _Tests:
 
 
 def _p(t: Test) -> str:
-    return f"Welch p = {format_p(t.p)}"
+    return welch_p(t.p)
 
 
 def _mark(text: str, status: str) -> str:
@@ -168,9 +168,8 @@ def _iothread(on: pd.Series, off: pd.Series, controller: str, aio: str, group: s
     cpu_txt = f"a CPU overhead of {cpu:.1f}%" if cpu >= 0 else f"a CPU saving of {-cpu:.1f}%"
     ps = ""
     if f.status == SIGNIFICANT:
-        ps = f" (CPU: Welch p = {format_p(f.numbers['CPU/MiB Welch p'])}" + (
-            f"; context switches: Welch p = {format_p(f.numbers['ctx/MiB Welch p'])})"
-            if "ctx/MiB Welch p" in f.numbers else ")")
+        ps = f" (CPU: {welch_p(f.numbers['CPU/MiB Welch p'])}" + (
+            f"; context switches: {welch_p(f.numbers['ctx/MiB Welch p'])})" if "ctx/MiB Welch p" in f.numbers else ")")
     if not _has_ctx(on, off):
         text = f"{lead}an iothread introduces {cpu_txt}{_no_ctx(on, off)}{ps}."
     else:
@@ -252,7 +251,7 @@ def _aio_findings(g: pd.DataFrame, group: str, prefix: str, tests: _Tests) -> tu
         if status == SIGNIFICANT:
             worst_p = max(t.p for pair in verdicts.values() for t in pair)
             numbers["highest Welch p of the claims"] = worst_p
-            text += f" (each against its runner-up: Welch p <= {format_p(worst_p)})"
+            text += f" (each against its runner-up: Welch p <= {format_p(worst_p).lstrip('< ')})"
         out.append(Finding(_mark(text + ".", status), float(len(best_aio)), "controllers", numbers, group, status))
         return out, best_aio, worst_aio
     for c, r in best_aio.items():

@@ -101,11 +101,20 @@ def iopath_frame(frame: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
     """The tidy frame with the I/O path in place of the whole process (cpu_per_mib, ctx_per_mib in
     CPU-ms/MiB and switches/MiB, blank with ``io_note`` where the record has no split), and the
     accelerators of the runs that were software emulation."""
-    recs, runs = _records([str(s) for s in frame["source"].dropna()]) if "source" in frame else ({}, [])
+    journal_rows = frame["source_format"] == "journal" if "source_format" in frame else frame["source"].notna()
+    recs, runs = _records([str(s) for s in frame.loc[journal_rows.fillna(False).astype(bool), "source"].dropna()])
+    # ingest may carry the split itself (columns io_path_cpu_s, io_path_ctx, io_path_note): then it is used
+    carried = all(c in frame.columns for c in ("io_path_cpu_s", "io_path_ctx", "io_path_note"))
     cpu_mib, ctx_mib, notes = [], [], []
-    for src, mib in zip(frame["source"], frame["mib"]):
-        rec = recs.get(str(src)) if isinstance(src, str) else None
-        cpu, ctx, why = split_of(rec)
+    for i, (src, mib) in enumerate(zip(frame["source"], frame["mib"])):
+        if carried:
+            c, x, n = (frame[k].iloc[i] for k in ("io_path_cpu_s", "io_path_ctx", "io_path_note"))
+            ok = pd.notna(c) and pd.notna(x)
+            cpu, ctx, why = (float(c), float(x), None) if ok else (None, None, str(n) if pd.notna(n) else
+                                                                    "the record has no per-thread split")
+        else:
+            rec = recs.get(str(src)) if isinstance(src, str) else None
+            cpu, ctx, why = split_of(rec)
         if why is None and not (isinstance(mib, float) and mib > 0):
             cpu, ctx, why = None, None, "no MiB moved in the window"
         cpu_mib.append(cpu * 1000.0 / mib if why is None else math.nan)

@@ -52,9 +52,15 @@ class Test:
         def side(name: str, mean: float, half: float, n: int) -> str:
             ci = f" ± {fmt.format(half)}" if math.isfinite(half) else ""
             return f"{name} {fmt.format(mean)}{ci} (n={n})"
-        tail = f", Welch p = {format_p(self.p)}" if math.isfinite(self.p) else ", single repeat: not tested"
+        tail = f", {welch_p(self.p)}" if math.isfinite(self.p) else ", single repeat: not tested"
         return f"{side(name_a, self.mean_a, self.half_a, self.n_a)} vs {side(name_b, self.mean_b, self.half_b, self.n_b)} " \
                f"{what} (mean ± 95 % CI){tail}"
+
+
+def welch_p(p: float) -> str:
+    """"Welch p = 0.042" or "Welch p < 0.0001"."""
+    text = format_p(p)
+    return f"Welch p {text}" if text.startswith("<") else f"Welch p = {text}"
 
 
 def format_p(p: float) -> str:

@@ -6,7 +6,6 @@ idempotent (called once per workbook).
 
 from __future__ import annotations
 
-from typing import Any
 
 import pandas as pd
 from openpyxl import Workbook
@@ -112,12 +111,12 @@ def write_iopath_sheet(wb: Workbook, result: EfficiencyResult) -> None:
     r = last + 2
     ws.cell(row=r, column=1, value="Findings on the I/O path alone").font = Font(bold=True, size=12)
     r += 1
-    header(ws, r, ["#", "Finding", "Evidence"])
+    header(ws, r, ["#", "Evidence", "Finding"])
     for i, f in enumerate(efficiency_findings(io.scored, what="I/O-path score"), start=1):
         r += 1
         ws.cell(row=r, column=1, value=i)
-        ws.cell(row=r, column=2, value=safe_value(f.text)).alignment = WRAP
-        ws.cell(row=r, column=3, value=safe_value(f.status or None))
+        ws.cell(row=r, column=2, value=safe_value(f.status or None))
+        ws.cell(row=r, column=3, value=safe_value(f.text))  # unwrapped: it runs on over the empty cells
     for note in io.notes + (["No measurement has the per-thread split: nothing to score."] if not len(cells) else []):
         r += 2
         ws.cell(row=r, column=2, value=safe_value(note)).alignment = WRAP

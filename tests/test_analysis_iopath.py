@@ -115,3 +115,25 @@ def test_method_says_the_vcpu_is_the_emulated_guest_under_tcg(tmp_path: Path) ->
     assert main(["report", str(write_journal(tmp_path / "t", recs, accel="tcg")), "-o", str(out)]) == 0
     method = " ".join(str(c.value) for row in openpyxl.load_workbook(out)["Method"].iter_rows() for c in row if c.value)
     assert "the vCPU thread's CPU is mostly the emulated guest" in method
+
+
+def test_split_carried_by_ingest_is_used_as_it_is(tmp_path: Path) -> None:
+    """When ingest carries the split (io_path_cpu_s, io_path_ctx, io_path_note), the I/O path uses those
+    columns and reads no journal: the same figures as reading the records back."""
+    from stormatrix.analysis.iopath import iopath_frame, split_of
+
+    recs = [qemu_record("sata", "native", rep, vcpu_s=5.0, io_s=0.5 + rep / 10, io_ctx=100 * rep) for rep in (1, 2)]
+    recs.append(qemu_record("sata", "threads", 1, vcpu_s=5.0, io_s=0.6, io_ctx=100, by_role={}))
+    run = write_journal(tmp_path / "r", recs)
+    frame = ingest([run], strict=True).frame
+    read_back, _ = iopath_frame(frame)
+    by_key = {r["key"]: split_of(r) for r in recs}
+    carried = frame.assign(io_path_cpu_s=[by_key[k][0] for k in frame["key"]],
+                           io_path_ctx=[by_key[k][1] for k in frame["key"]],
+                           io_path_note=[by_key[k][2] for k in frame["key"]])
+    (run / "journal.ndjson").unlink()                                        # nothing left to read back
+    used, _ = iopath_frame(carried)
+    assert used["cpu_per_mib"].tolist()[:2] == pytest.approx([6.0, 7.0])     # (0.6 s, 0.7 s) x 1000 / 100 MiB
+    assert used["cpu_per_mib"].fillna(-1).tolist() == read_back["cpu_per_mib"].fillna(-1).tolist()
+    assert used["ctx_per_mib"].fillna(-1).tolist() == read_back["ctx_per_mib"].fillna(-1).tolist()
+    assert used["io_note"].tolist()[2] == read_back["io_note"].tolist()[2] and "no per-thread split" in used["io_note"].tolist()[2]
