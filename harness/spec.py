@@ -73,9 +73,16 @@ class Field:
 
 @dataclass(frozen=True)
 class Section:
+    """A table of the matrix file: its keys (``fields``) and, optionally, ``check(path, values)``: the
+    cross-key checks of the section (one key requires or excludes another), called by
+    :func:`parse_section` on the values with defaults filled in, so they run when the matrix is read
+    (plan, run) and not when a backend first uses them. It raises :class:`MatrixError` (or another
+    ``InputError``) naming the key and the fix."""
+
     name: str
     fields: dict[str, Field]
     help: str = ""
+    check: Callable[[str, dict[str, Any]], None] | None = None
 
 
 def _type_name(t: type | tuple[type, ...]) -> str:
@@ -166,6 +173,8 @@ def parse_section(path: str, section: Section, table: Any, where: str | None = N
             out[key] = checked
         else:
             out[key] = _check_scalar(path, k_where, spec, value)
+    if section.check is not None:
+        section.check(path, out)
     return out
 
 

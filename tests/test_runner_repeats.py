@@ -199,3 +199,31 @@ def test_each_cell_records_the_drivers_the_windows_guest_had_bound() -> None:
                              {"Name": "virtio-blk", "Service": "", "DriverBound": False}]}
     assert with_storage_drivers(facts)["storage_drivers"] == {"virtio-scsi": "vioscsi"}
     assert "storage_drivers" not in with_storage_drivers({"disk": "vdb"})
+
+
+# --- Section.check: cross-key checks at matrix-read time ---------------------------------------------
+
+def test_a_section_check_runs_when_the_matrix_is_read() -> None:
+    from stormatrix.spec import Field, Section, parse_section
+
+    seen: list[tuple[str, dict[str, Any]]] = []
+
+    def both(path: str, values: dict[str, Any]) -> None:
+        seen.append((path, values))
+        if values["a"] and values["b"]:
+            raise MatrixError(path, "[x] b", "is set together with a", "set one of them")
+
+    sec = Section("x", {"a": Field(str, ""), "b": Field(str, "")}, check=both)
+    assert parse_section("m.toml", sec, {"a": "1"}) == {"a": "1", "b": ""}
+    assert seen == [("m.toml", {"a": "1", "b": ""})]  # defaults filled in before the check
+    with pytest.raises(MatrixError, match=r"\[x\] b"):
+        parse_section("m.toml", sec, {"a": "1", "b": "2"})
+
+
+def test_a_proxmox_section_without_a_token_reference_fails_when_read() -> None:
+    from stormatrix.core.errors import InputError
+
+    raw = matrix(backend="proxmox")
+    raw["proxmox"] = {"host": "pve1", "node": "pve1", "vmid": 100, "token_id": "bench@pve!t", "test_disk": "scsi1"}
+    with pytest.raises(InputError, match="token"):
+        spec_from_dict(raw)
