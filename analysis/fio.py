@@ -282,7 +282,7 @@ def summarize_jobs(jobs: Iterable[dict[str, Any]], source: str | None = None) ->
     cpu: dict[str, list[float]] = {"usr_cpu": [], "sys_cpu": [], "ctx": []}
     error = 0
     for job in jobs:
-        e = job.get("error")
+        e: Any = job.get("error")
         if e.__class__ is not int:
             e = int(_num(job, "error", None) or 0)
         error = max(error, e)

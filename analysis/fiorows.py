@@ -140,7 +140,8 @@ def fio_rows(doc: Any, source: str) -> list[dict[str, Any]]:
     return rows
 
 
-def _counted_numjobs(doc: dict[str, Any], group: list[dict[str, Any]], client_mode: bool) -> tuple[int | None, str | None]:
+def _counted_numjobs(doc: dict[str, Any], group: list[dict[str, Any]],
+                     client_mode: bool) -> tuple[int | None, str | None]:
     """numjobs when neither fio's options nor the file name give it: (count, None) or (None, why).
 
     fio lists in ``job options`` every option the job set, so a job without ``numjobs`` there ran fio's

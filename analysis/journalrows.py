@@ -252,7 +252,7 @@ def _explain_blanks(rec: dict[str, Any], total: dict[str, Any], row: dict[str, A
         extra["clat_p99_us"] = "older record: its only p99 is in lat_p99_us (lat where fio reported it, else clat)"
     for col, key in _RECORD_KEYS.items():
         if row.get(col) is None:
-            extra[col] = f"the record has no {key}"
+            extra.setdefault(col, f"the record has no {key}")
     row["null_reasons"] = reasons_text(_get(rec, "fio.null_reasons"), extra)  # the record's own reason first
 
 
@@ -325,6 +325,10 @@ def read_journal_rows(path: str | Path) -> tuple[list[dict[str, Any]], list[dict
                                 f"{len(numbers)} lines (from line {first}) have no 'schema': not a stormatrix "
                                 "journal, or one from before schemas. Fix: give the run directory's own "
                                 "journal.ndjson"))
+    accel = {r.get("run_id"): r["environment"].get("accel") for r in runs if isinstance(r.get("environment"), dict)}
+    for row in rows:  # how the guest ran (kvm, tcg): the I/O-path lens says when the vCPU was the emulated guest
+        a = accel.get(row.get("run_id"))
+        row["accel"] = str(a) if a is not None else None
     if not rows and not problems:
         notes.append(f"{source}: no finished cells in the journal")
     return rows, runs, problems, notes

@@ -72,6 +72,7 @@ COLUMNS: dict[str, str] = {
     "io_path_cpu_s": "float64",  # CPU seconds of every QEMU thread but the vCPUs' (host.by_role), the I/O path lens
     "io_path_ctx": "float64",    # context switches of those threads
     "io_path_note": "string",    # why the two are blank (no per-thread split, no vCPU role, ...)
+    "accel": "string",           # the run's environment.accel (kvm, tcg): tcg's vCPU CPU is the emulated guest
     "host_source": "string",
     "host_scope": "string",
     "rate_target_mib_s": "float64",
