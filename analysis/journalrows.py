@@ -247,7 +247,9 @@ def _explain_blanks(rec: dict[str, Any], total: dict[str, Any], row: dict[str, A
     kept apart (no such key in ``fio.total``) holds in ``lat_p99_ns`` the total latency's p99 where fio
     reported it and the completion latency's otherwise: kept, and labelled so, never relabelled."""
     extra: dict[str, str] = {}
-    if "clat_p99_ns" not in total and row.get("lat_p99_us") is not None:
+    if row.get("engine") == "diskspd":  # DiskSpd's percentile is its total latency: not a mix
+        extra["clat_p99_us"] = "DiskSpd reports no completion-latency percentile (its p99 is total latency)"
+    elif "clat_p99_ns" not in total and row.get("lat_p99_us") is not None:
         row["lat_p99_us_note"] = OLDER_P99
         extra["clat_p99_us"] = "older record: its only p99 is in lat_p99_us (lat where fio reported it, else clat)"
     for col, key in _RECORD_KEYS.items():

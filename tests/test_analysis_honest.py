@@ -181,3 +181,18 @@ def test_workbook_states_the_significance_test_and_the_blank_reasons(tmp_path: P
     head = [c.value for c in ws[1]]
     row = dict(zip(head, next(ws.iter_rows(min_row=2, values_only=True))))
     assert row["bw_mib_s"] is None and "bw_mib_s: the record has no fio.total.bw_bytes" in row["blank_reasons"]
+
+
+def test_a_diskspd_record_p99_is_total_latency_not_an_older_mix(tmp_path: Path):
+    rec = record({**TOTAL, "lat_p99_ns": 2e6})  # harness/records.py diskspd_summary: DiskSpd's 99th total
+    rec["engine"] = "diskspd"
+    row = ingest([journal(tmp_path, rec)]).frame.iloc[0]
+    assert row["lat_p99_us"] == 2000.0 and pd.isna(row["lat_p99_us_note"])
+    assert "DiskSpd" in reasons(row["null_reasons"])["clat_p99_us"]
+
+
+def test_a_diskspd_file_says_why_it_has_no_completion_p99():
+    path = Path(__file__).parent / "data" / "diskspd" / "diskspd_randread_64k_qd8_t1.xml"
+    row = ingest([path]).frame.iloc[0]
+    assert row["lat_p99_us"] > 0 and pd.isna(row["clat_p99_us"])
+    assert "DiskSpd" in reasons(row["null_reasons"])["clat_p99_us"]
