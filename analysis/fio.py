@@ -44,7 +44,8 @@ def extract_json_documents(text: str, source: str = "<fio output>") -> list[dict
         pos = end
     if not docs:
         snippet = text.strip()[:80].replace("\n", " ")
-        raise DataFileError(source, "no fio JSON document found" + (f" (starts with {snippet!r})" if snippet else " (empty)"),
+        found = f" (starts with {snippet!r})" if snippet else " (empty)"
+        raise DataFileError(source, "no fio JSON document found" + found,
                             "run fio with --output-format=json and --output=<file>")
     return docs
 
@@ -174,7 +175,7 @@ _ABSENT = {"bw_bytes": "fio wrote neither bw_bytes nor bw", "iops": "fio wrote n
 def _rate(d: dict[str, Any], key: str, where: tuple[str, str, str] | None) -> float | None:
     """A float field on the common path: a plain finite non-negative number as it is, else the slow reader
     (None when fio did not write it, or, lenient, wrote something that is not a number)."""
-    v = d.get(key)
+    v: Any = d.get(key)  # a JSON value: the class checks below narrow it (mypy cannot follow __class__)
     if (v.__class__ is float or v.__class__ is int) and 0 <= v < _INF:
         return float(v)
     n = _num(d, key, where)
@@ -191,10 +192,11 @@ def _figures(d: dict[str, Any], where: tuple[str, str, str] | None) -> tuple[Any
     numbers take the short path. Called once per direction of every job of every file, hence the shape.
     """
     get = d.get
-    io_bytes = get("io_bytes")
+    # JSON values, narrowed by class checks that mypy cannot follow: typed Any on purpose
+    io_bytes: Any = get("io_bytes")
     if io_bytes.__class__ is not int or io_bytes < 0:
         io_bytes = _num(d, "io_bytes", where) or 0
-    ios = get("total_ios")
+    ios: Any = get("total_ios")
     if ios.__class__ is not int or ios < 0:
         ios = int(_num(d, "total_ios", where) or 0)
     if "io_kbytes" not in d:
@@ -215,7 +217,7 @@ def _figures(d: dict[str, Any], where: tuple[str, str, str] | None) -> tuple[Any
     clat = get("clat_ns")
     if clat.__class__ is not dict:
         clat = _lat_ns(d, "clat", where)
-    mean = lat.get("mean") if lat is not None else None
+    mean: Any = lat.get("mean") if lat is not None else None
     if mean.__class__ is not float:
         mean = _mean(lat, "lat_ns" if "lat_ns" in d else "lat", where)
     return (int(io_bytes), bw, _rate(d, "iops", where), _rate(d, "runtime", where), ios, mean,
@@ -282,7 +284,7 @@ def summarize_jobs(jobs: Iterable[dict[str, Any]], source: str | None = None) ->
     cpu: dict[str, list[float]] = {"usr_cpu": [], "sys_cpu": [], "ctx": []}
     error = 0
     for job in jobs:
-        e: Any = job.get("error")
+        e: Any = job.get("error")  # a JSON value, narrowed by the class check below
         if e.__class__ is not int:
             e = int(_num(job, "error", None) or 0)
         error = max(error, e)

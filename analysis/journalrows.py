@@ -22,7 +22,6 @@ from .tidy import CPU_PER_MIB_UNIT, reasons_text
 OLDER_P99 = "older record: lat p99 where fio reported it, else clat p99"
 
 
-
 def _get(record: dict[str, Any], dotted: str) -> Any:
     node: Any = record
     for part in dotted.split("."):
@@ -30,6 +29,10 @@ def _get(record: dict[str, Any], dotted: str) -> Any:
             return None
         node = node.get(part)
     return node
+
+
+# How a wrong-typed field is described (keyed by object: a kind may also be a tuple of types)
+_KIND_NAMES: dict[object, str] = {dict: "an object", str: "a string"}
 
 
 def _need(record: dict[str, Any], dotted: str, kind: type | tuple[type, ...], where: str) -> Any:
@@ -41,7 +44,7 @@ def _need(record: dict[str, Any], dotted: str, kind: type | tuple[type, ...], wh
     elif kind is int:
         ok, what = isinstance(value, int) and not isinstance(value, bool), "an integer"
     else:
-        ok, what = isinstance(value, kind), {dict: "an object", str: "a string"}.get(kind, str(kind))  # type: ignore[call-overload]
+        ok, what = isinstance(value, kind), _KIND_NAMES.get(kind, str(kind))
     if not ok:
         raise DataFileError(where, f"'{dotted}' is {value!r}, not {what}")
     return value
@@ -178,7 +181,9 @@ def journal_cell_row(rec: dict[str, Any], where: str) -> dict[str, Any]:
             computed = metrics.per_mib(mib * metrics.MIB, host)
             cpu_per_mib = computed["cpu"] if cpu_per_mib is None else cpu_per_mib
             ctx_per_mib = computed["ctx"] if ctx_per_mib is None else ctx_per_mib
-        cycles = host.get("cycles") if isinstance(host.get("cycles"), dict) else {}
+        cycles = host.get("cycles")
+        if not isinstance(cycles, dict):
+            cycles = {}
         row.update({
             "cpu_metric": metric,
             "cpu_unit": host.get("cpu_unit") or ("cycles" if metric == "cycles" else "s"),
@@ -223,7 +228,6 @@ def _ctx_switches(rec: dict[str, Any], host: dict[str, Any], key: str, where: st
                                    "gives no reason (a collector without a context-switch count must say why)",
                             _CTX_FIX)
     return None, reason.strip()
-
 
 
 def _us(ns: float | None) -> float | None:
@@ -334,4 +338,3 @@ def read_journal_rows(path: str | Path) -> tuple[list[dict[str, Any]], list[dict
     if not rows and not problems:
         notes.append(f"{source}: no finished cells in the journal")
     return rows, runs, problems, notes
-

@@ -209,4 +209,3 @@ def environment_frame(runs: list[dict[str, Any]], rows: list[dict[str, Any]]) ->
                   ("result files", "first result", starts[0] if starts else "(none)"),
                   ("result files", "last result", starts[-1] if starts else "(none)")]
     return pd.DataFrame(items, columns=["scope", "item", "value"])
-

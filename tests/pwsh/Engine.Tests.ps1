@@ -125,6 +125,14 @@ Describe '-Command and -EncodedCommand' {
     }
 }
 
+Describe '-Version' {
+    It 'Should print PowerShell and the engine''s version' {
+        $r = Invoke-Child -Arguments '-Version'
+        $r.Out.Trim() | Should -Be "PowerShell $($PSVersionTable.PSVersion)"
+        $r.Code | Should -Be 0
+    }
+}
+
 Describe 'Output' {
     It 'Should write non-ASCII text as UTF-8, through Out-Default and through [Console]' {
         $r = Invoke-Child -Arguments '-Command', "'Grüße 日本 €'; [Console]::Out.WriteLine('ça va')"
@@ -137,10 +145,15 @@ Describe 'Output' {
         $r.Out | Should -Match 'disk'
         $r.Out | Should -Not -Match "`e\["
     }
-    It 'Should write warnings and verbose messages as pwsh does when they are shown' {
-        $r = Invoke-Child -Arguments '-Command', "Write-Warning 'careful'; Write-Verbose 'chatty' -Verbose"
-        $r.Out + $r.Err | Should -Match 'WARNING: careful'
-        $r.Out + $r.Err | Should -Match 'VERBOSE: chatty'
+    It 'Should write warnings, verbose and information messages as pwsh does when they are shown' {
+        $command = "Write-Warning 'careful'; Write-Verbose 'chatty' -Verbose; Write-Verbose 'hidden'; " +
+            "function Inform { [CmdletBinding()] param() `$PSCmdlet.WriteInformation('informed', @()) }; Inform -InformationAction Continue; Inform"
+        $r = Invoke-Child -Arguments '-Command', $command
+        $all = $r.Out + $r.Err
+        $all | Should -Match 'WARNING: careful'
+        $all | Should -Match 'VERBOSE: chatty'
+        $all | Should -Not -Match 'hidden'
+        ([regex]::Matches($all, 'informed')).Count | Should -Be 1
     }
     It 'Should refuse to prompt: the session is non-interactive' {
         $r = Invoke-Child -Arguments '-Command', 'function Need { param([Parameter(Mandatory)] $X) $X }; Need'

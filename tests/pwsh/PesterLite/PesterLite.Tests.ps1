@@ -58,6 +58,7 @@ Describe 'PesterLite mocks' {
         'replaces a command for the test', 'is gone in the next test', 'picks the behaviour whose -ParameterFilter matches, else the default',
         'calls the original when no behaviour matches', 'gives the mock body the call''s parameters', 'mocks inside a module with -ModuleName',
         'leaves the module alone once the test is over', 'counts zero calls with -Exactly -Times 0', 'mocks a cmdlet stand-in or cmdlet too',
+        'drops a parameter''s type and validation when asked',
         'applies to the first test', 'applies to the second test, and counts per test', 'runs in the module and sees its private functions', 'passes -Parameters') {
         $r = $script:mocks[$_]
         $r | Should -Not -BeNullOrEmpty -Because "the sample defines '$_'"
