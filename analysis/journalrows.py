@@ -258,7 +258,7 @@ def _explain_blanks(rec: dict[str, Any], total: dict[str, Any], row: dict[str, A
         extra["clat_p99_us"] = "older record: its only p99 is in lat_p99_us (lat where fio reported it, else clat)"
     for col, key in _RECORD_KEYS.items():
         if row.get(col) is None:
-            extra.setdefault(col, f"the record has no {key}")
+            extra.setdefault(col, f"not in the result (the record has no {key})")
     row["null_reasons"] = reasons_text(_get(rec, "fio.null_reasons"), extra)  # the record's own reason first
 
 
