@@ -84,6 +84,7 @@ COLUMNS: dict[str, str] = {
 
 # The fio summary's keys (analysis/fio.py summarize_jobs, the journal's ``fio``) -> the frame's columns
 SUMMARY_COLUMNS = {
+    "total.io_bytes": "io_bytes", "total.total_ios": "total_ios",
     "total.bw_bytes": "bw_mib_s", "total.iops": "iops", "total.runtime_ms": "runtime_ms",
     "total.lat_mean_ns": "lat_mean_us", "total.lat_p99_ns": "lat_p99_us", "total.clat_p99_ns": "clat_p99_us",
     "read.iops": "read_iops", "write.iops": "write_iops", "read.lat_mean_ns": "read_lat_mean_us",

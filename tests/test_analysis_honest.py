@@ -57,6 +57,21 @@ def test_guest_cpu_and_runtime_missing_in_one_clone_make_the_sum_unknown():
     assert s["read"]["iops"] == pytest.approx(a["read"]["iops"] + b["read"]["iops"])
 
 
+def test_a_byte_count_fio_did_not_write_is_unknown_not_zero(tmp_path: Path):
+    doc = real("fio3_randrw70_bs8k_qd8_numjobs2_group.json")
+    write = doc["jobs"][0]["write"]
+    del write["io_bytes"], write["io_kbytes"]
+    s = fio.summarize_jobs(doc["jobs"], "x.json")
+    assert s["write"]["io_bytes"] is None and s["total"]["io_bytes"] is None
+    assert s["read"]["io_bytes"] == doc["jobs"][0]["read"]["io_bytes"]
+    assert s["total"]["total_ios"] == doc["jobs"][0]["read"]["total_ios"] + write["total_ios"]
+    assert "io_bytes" in s["null_reasons"]["total.io_bytes"]
+    path = tmp_path / "m.json"
+    path.write_text(json.dumps(doc))
+    row = ingest([path]).frame.iloc[0]
+    assert pd.isna(row["io_bytes"]) and pd.isna(row["mib"]) and "io_bytes" in reasons(row["null_reasons"])
+
+
 def test_total_and_completion_p99_are_kept_apart():
     job = real()["jobs"][0]
     clat = job["read"]["clat_ns"]["percentile"]["99.000000"]
