@@ -235,6 +235,8 @@ def summarize_direction(direction: dict[str, Any], where: tuple[str, str, str] |
             "lat_mean_ns": mean, "lat_p99_ns": p99, "clat_p99_ns": cp99}
 
 
+_RAW_FIELDS = (("io_bytes", "io_bytes"), ("total_ios", "total_ios"), ("bw_bytes", "bw_bytes"), ("iops", "iops"),
+               ("runtime_ms", "runtime"))
 _COUNTS = ("io_bytes", "total_ios")     # add up over jobs, as integers; unknown when any job's is
 _SUMMED = ("bw_bytes", "iops")          # add up over jobs; unknown when any job's is
 _WORST = ("runtime_ms", "lat_p99_ns", "clat_p99_ns")  # the largest over jobs; unknown when any job's is
@@ -302,12 +304,15 @@ def summarize_jobs(jobs: Iterable[dict[str, Any]], source: str | None = None) ->
             if v.__class__ is not float and v.__class__ is not int:
                 v = _num(job, key, None)
             if v is None:
-                why[key] = f"fio wrote no {key} for job {job.get('jobname')!r}"
+                raw = job.get(key)
+                why[key] = (f"fio wrote no {key}" if raw is None else f"{key} is {raw!r}, not a number") + \
+                    f" for job {job.get('jobname')!r}"
             else:
                 values.append(v)
         if source is not None and "mixed" in job:  # unified_rw_reporting: checked, not summed
             _figures(job["mixed"], (source, str(job.get("jobname")), "mixed"))
     used: list[tuple[str, dict[str, Any]]] = []
+    said: dict[str, str] = {}
     for dname in DIRECTIONS:
         blocks: list[tuple[str, dict[str, Any]]] = []
         for i, job in enumerate(jobs):
@@ -323,12 +328,16 @@ def summarize_jobs(jobs: Iterable[dict[str, Any]], source: str | None = None) ->
                 d, (source, str(job.get("jobname")), dname) if source is not None else None)
             if not nbytes and not ios:
                 continue
-            blocks.append((f"job {job.get('jobname')!r}" + (f" #{i + 1}" if len(jobs) > 1 else ""),
-                           {"io_bytes": nbytes, "total_ios": ios, "bw_bytes": bw, "iops": iops, "runtime_ms": rt,
-                            "lat_mean_ns": mean, "lat_p99_ns": p99, "clat_p99_ns": cp99}))
+            name = f"job {job.get('jobname')!r}" + (f" #{i + 1}" if len(jobs) > 1 else "")
+            blocks.append((name, {"io_bytes": nbytes, "total_ios": ios, "bw_bytes": bw, "iops": iops, "runtime_ms": rt,
+                                  "lat_mean_ns": mean, "lat_p99_ns": p99, "clat_p99_ns": cp99}))
+            for key, field in _RAW_FIELDS:  # written, but not as a number (the lenient summary reads it as absent)
+                raw = d.get(field)
+                if raw is not None and blocks[-1][1][key] is None:
+                    said[f"{name}.{key}"] = f"{field} is {raw!r}, not a number, for {name}"
         if not blocks:
             continue
-        out[dname] = _combine(blocks, f"{dname}.", why)
+        out[dname] = _combine(blocks, f"{dname}.", why, said)
         used.append((dname, out[dname]))
     out["total"] = _combine(used, "total.", why, dict(why))  # a direction's own reason stands for it
     n = max(len(jobs), 1)

@@ -46,6 +46,15 @@ def test_a_bandwidth_fio_did_not_write_is_null_with_why_not_zero():
         assert s["total"]["io_bytes"] == job["read"]["io_bytes"]  # what was written is still there
 
 
+def test_the_lenient_summary_says_a_value_was_not_a_number():
+    job = real()["jobs"][0]
+    job["read"]["iops"], job["sys_cpu"] = "fast", "n/a"
+    s = fio.summarize_jobs([job])  # the runner's: no error, but no invented number either
+    assert s["total"]["iops"] is None and s["sys_cpu"] is None
+    assert "'fast', not a number" in s["null_reasons"]["total.iops"]
+    assert "'n/a', not a number" in s["null_reasons"]["sys_cpu"]
+
+
 def test_guest_cpu_and_runtime_missing_in_one_clone_make_the_sum_unknown():
     doc = real("fio3_randread_bs16k_qd2_numjobs2_nogroup.json")
     a, b = doc["jobs"]
