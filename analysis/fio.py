@@ -249,7 +249,16 @@ def _combine(blocks: list[tuple[str, dict[str, Any]]], prefix: str, why: dict[st
     block lacked it (the block's own reason, ``inner[<block>.<key>]``, where it has one): a sum or a maximum
     over part of the jobs would be a different, smaller number."""
     inner = inner or {}
-    out: dict[str, Any] = {}
+    if len(blocks) == 1:  # the common case (one job, one direction): the block is its own summary
+        name, out = blocks[0][0], dict(blocks[0][1])
+        if not out["total_ios"] and out["lat_mean_ns"] is not None:
+            out["lat_mean_ns"] = None
+            why[f"{prefix}lat_mean_ns"] = "no I/O count (total_ios) to weight the mean latency by"
+        for key, value in out.items():
+            if value is None and f"{prefix}{key}" not in why:
+                why[f"{prefix}{key}"] = inner.get(f"{name}.{key}") or _ABSENT[key]
+        return out
+    out = {}
     for key in ("io_bytes", "bw_bytes", "iops", "total_ios", "runtime_ms", "lat_mean_ns", "lat_p99_ns",
                 "clat_p99_ns"):
         lacking = [name for name, b in blocks if b[key] is None]
