@@ -107,4 +107,3 @@ def parse_files(work: list[tuple[str, str, str | None]]) -> tuple[list[dict[str,
             row["workload"] = workload_label(row.get("rw"), row.get("bs"), row.get("iodepth"))
         rows += file_rows
     return rows, problems
-
