@@ -165,7 +165,8 @@ def _is_fio2_direction(direction: dict[str, Any]) -> bool:
 _NO_IO = (0, 0.0, 0.0, 0.0, 0, None, None, None)
 
 # What fio did not write, in the words the record keeps (``null_reasons``): a missing figure is null, never 0.
-_ABSENT = {"bw_bytes": "fio wrote neither bw_bytes nor bw", "iops": "fio wrote no iops",
+_ABSENT = {"io_bytes": "fio wrote neither io_bytes nor io_kbytes", "total_ios": "fio wrote no total_ios",
+           "bw_bytes": "fio wrote neither bw_bytes nor bw", "iops": "fio wrote no iops",
            "runtime_ms": "fio wrote no runtime", "lat_mean_ns": "fio wrote no lat mean",
            "lat_p99_ns": "fio reported no total-latency (lat) percentiles (it does only with lat_percentiles=1, "
                          "clat_p99_ns holds the completion-latency p99)",
@@ -195,17 +196,19 @@ def _figures(d: dict[str, Any], where: tuple[str, str, str] | None) -> tuple[Any
     # JSON values, narrowed by class checks that mypy cannot follow: typed Any on purpose
     io_bytes: Any = get("io_bytes")
     if io_bytes.__class__ is not int or io_bytes < 0:
-        io_bytes = _num(d, "io_bytes", where) or 0
+        io_bytes = _num(d, "io_bytes", where)  # None when fio did not write it
     ios: Any = get("total_ios")
     if ios.__class__ is not int or ios < 0:
-        ios = int(_num(d, "total_ios", where) or 0)
+        ios = _num(d, "total_ios", where)
+        ios = int(ios) if ios is not None else None
     if "io_kbytes" not in d:
-        if _is_fio2_direction(d):
+        if io_bytes is not None and _is_fio2_direction(d):
             io_bytes *= 1024  # fio 2.x wrote KiB into "io_bytes" (stat.c: io_bytes >> 10)
     elif "io_bytes" not in d:  # io_kbytes is io_bytes >> 10: only a stand-in when io_bytes is absent
-        io_bytes = (_num(d, "io_kbytes", where) or 0) * 1024
+        kib = _num(d, "io_kbytes", where)
+        io_bytes = kib * 1024 if kib is not None else None
     if not io_bytes and not ios:
-        return _NO_IO  # a direction the job did not use: nothing of it is summed
+        return _NO_IO  # a direction the job did not use (or of which fio wrote no count): nothing is summed
     if "bw_bytes" in d:
         bw = _rate(d, "bw_bytes", where)
     else:
@@ -220,7 +223,8 @@ def _figures(d: dict[str, Any], where: tuple[str, str, str] | None) -> tuple[Any
     mean: Any = lat.get("mean") if lat is not None else None
     if mean.__class__ is not float:
         mean = _mean(lat, "lat_ns" if "lat_ns" in d else "lat", where)
-    return (int(io_bytes), bw, _rate(d, "iops", where), _rate(d, "runtime", where), ios, mean,
+    return (int(io_bytes) if io_bytes is not None else None, bw, _rate(d, "iops", where),
+            _rate(d, "runtime", where), ios, mean,
             _p99(lat, "lat_ns", where), _p99(clat, "clat_ns", where))
 
 
@@ -231,6 +235,9 @@ def summarize_direction(direction: dict[str, Any], where: tuple[str, str, str] |
             "lat_mean_ns": mean, "lat_p99_ns": p99, "clat_p99_ns": cp99}
 
 
+_RAW_FIELDS = (("io_bytes", "io_bytes"), ("total_ios", "total_ios"), ("bw_bytes", "bw_bytes"), ("iops", "iops"),
+               ("runtime_ms", "runtime"))
+_COUNTS = ("io_bytes", "total_ios")     # add up over jobs, as integers; unknown when any job's is
 _SUMMED = ("bw_bytes", "iops")          # add up over jobs; unknown when any job's is
 _WORST = ("runtime_ms", "lat_p99_ns", "clat_p99_ns")  # the largest over jobs; unknown when any job's is
 
@@ -242,18 +249,31 @@ def _combine(blocks: list[tuple[str, dict[str, Any]]], prefix: str, why: dict[st
     block lacked it (the block's own reason, ``inner[<block>.<key>]``, where it has one): a sum or a maximum
     over part of the jobs would be a different, smaller number."""
     inner = inner or {}
-    out: dict[str, Any] = {"io_bytes": sum(b["io_bytes"] for _, b in blocks)}
-    for key in ("bw_bytes", "iops", "total_ios", "runtime_ms", "lat_mean_ns", "lat_p99_ns", "clat_p99_ns"):
-        if key == "total_ios":
-            out[key] = sum(b[key] for _, b in blocks)
-            continue
+    if len(blocks) == 1:  # the common case (one job, one direction): the block is its own summary
+        name, out = blocks[0][0], dict(blocks[0][1])
+        if not out["total_ios"] and out["lat_mean_ns"] is not None:
+            out["lat_mean_ns"] = None
+            why[f"{prefix}lat_mean_ns"] = "no I/O count (total_ios) to weight the mean latency by"
+        for key, value in out.items():
+            if value is None and f"{prefix}{key}" not in why:
+                why[f"{prefix}{key}"] = inner.get(f"{name}.{key}") or _ABSENT[key]
+        return out
+    out = {}
+    for key in ("io_bytes", "bw_bytes", "iops", "total_ios", "runtime_ms", "lat_mean_ns", "lat_p99_ns",
+                "clat_p99_ns"):
         lacking = [name for name, b in blocks if b[key] is None]
+        if key == "lat_mean_ns" and not lacking and any(b["total_ios"] is None for _, b in blocks):
+            out[key] = None  # the I/O count that weights the means is not known
+            why[f"{prefix}{key}"] = "no I/O count (total_ios) to weight the mean latency by"
+            continue
         if lacking:
             out[key] = None
             given = [inner[f"{n}.{key}"] for n in lacking if f"{n}.{key}" in inner]
             why[f"{prefix}{key}"] = (given[0] if len(set(given)) == 1 and len(given) == len(lacking)
                                      else _ABSENT[key] if len(lacking) == len(blocks)
                                      else f"{_ABSENT[key]} for {', '.join(lacking)}")
+        elif key in _COUNTS:
+            out[key] = sum(b[key] for _, b in blocks)  # exact integers (fio counts in unsigned 64-bit)
         elif key in _SUMMED:
             out[key] = float(sum(b[key] for _, b in blocks))
         elif key in _WORST:
@@ -293,12 +313,15 @@ def summarize_jobs(jobs: Iterable[dict[str, Any]], source: str | None = None) ->
             if v.__class__ is not float and v.__class__ is not int:
                 v = _num(job, key, None)
             if v is None:
-                why[key] = f"fio wrote no {key} for job {job.get('jobname')!r}"
+                raw = job.get(key)
+                why[key] = (f"fio wrote no {key}" if raw is None else f"{key} is {raw!r}, not a number") + \
+                    f" for job {job.get('jobname')!r}"
             else:
                 values.append(v)
         if source is not None and "mixed" in job:  # unified_rw_reporting: checked, not summed
             _figures(job["mixed"], (source, str(job.get("jobname")), "mixed"))
     used: list[tuple[str, dict[str, Any]]] = []
+    said: dict[str, str] = {}
     for dname in DIRECTIONS:
         blocks: list[tuple[str, dict[str, Any]]] = []
         for i, job in enumerate(jobs):
@@ -314,12 +337,16 @@ def summarize_jobs(jobs: Iterable[dict[str, Any]], source: str | None = None) ->
                 d, (source, str(job.get("jobname")), dname) if source is not None else None)
             if not nbytes and not ios:
                 continue
-            blocks.append((f"job {job.get('jobname')!r}" + (f" #{i + 1}" if len(jobs) > 1 else ""),
-                           {"io_bytes": nbytes, "total_ios": ios, "bw_bytes": bw, "iops": iops, "runtime_ms": rt,
-                            "lat_mean_ns": mean, "lat_p99_ns": p99, "clat_p99_ns": cp99}))
+            name = f"job {job.get('jobname')!r}" + (f" #{i + 1}" if len(jobs) > 1 else "")
+            blocks.append((name, {"io_bytes": nbytes, "total_ios": ios, "bw_bytes": bw, "iops": iops, "runtime_ms": rt,
+                                  "lat_mean_ns": mean, "lat_p99_ns": p99, "clat_p99_ns": cp99}))
+            for key, field in _RAW_FIELDS:  # written, but not as a number (the lenient summary reads it as absent)
+                raw = d.get(field)
+                if raw is not None and blocks[-1][1][key] is None:
+                    said[f"{name}.{key}"] = f"{field} is {raw!r}, not a number, for {name}"
         if not blocks:
             continue
-        out[dname] = _combine(blocks, f"{dname}.", why)
+        out[dname] = _combine(blocks, f"{dname}.", why, said)
         used.append((dname, out[dname]))
     out["total"] = _combine(used, "total.", why, dict(why))  # a direction's own reason stands for it
     n = max(len(jobs), 1)

@@ -125,7 +125,7 @@ def fio_rows(doc: Any, source: str) -> list[dict[str, Any]]:
             "write_iops": write.get("iops"),
             "bw_mib_s": total["bw_bytes"] / 2**20 if total["bw_bytes"] is not None else None,
             "io_bytes": total["io_bytes"],
-            "mib": total["io_bytes"] / 2**20,
+            "mib": total["io_bytes"] / 2**20 if total["io_bytes"] is not None else None,
             "total_ios": total["total_ios"],
             "runtime_ms": total["runtime_ms"],
             "lat_mean_us": total["lat_mean_ns"] / 1000.0 if total["lat_mean_ns"] is not None else None,
@@ -140,7 +140,8 @@ def fio_rows(doc: Any, source: str) -> list[dict[str, Any]]:
     return rows
 
 
-def _counted_numjobs(doc: dict[str, Any], group: list[dict[str, Any]], client_mode: bool) -> tuple[int | None, str | None]:
+def _counted_numjobs(doc: dict[str, Any], group: list[dict[str, Any]],
+                     client_mode: bool) -> tuple[int | None, str | None]:
     """numjobs when neither fio's options nor the file name give it: (count, None) or (None, why).
 
     fio lists in ``job options`` every option the job set, so a job without ``numjobs`` there ran fio's

@@ -251,12 +251,14 @@ def _explain_blanks(rec: dict[str, Any], total: dict[str, Any], row: dict[str, A
     kept apart (no such key in ``fio.total``) holds in ``lat_p99_ns`` the total latency's p99 where fio
     reported it and the completion latency's otherwise: kept, and labelled so, never relabelled."""
     extra: dict[str, str] = {}
-    if "clat_p99_ns" not in total and row.get("lat_p99_us") is not None:
+    if row.get("engine") == "diskspd":  # DiskSpd's percentile is its total latency: not a mix
+        extra["clat_p99_us"] = "DiskSpd reports no completion-latency percentile (its p99 is total latency)"
+    elif "clat_p99_ns" not in total and row.get("lat_p99_us") is not None:
         row["lat_p99_us_note"] = OLDER_P99
         extra["clat_p99_us"] = "older record: its only p99 is in lat_p99_us (lat where fio reported it, else clat)"
     for col, key in _RECORD_KEYS.items():
         if row.get(col) is None:
-            extra[col] = f"the record has no {key}"
+            extra.setdefault(col, f"not in the result (the record has no {key})")
     row["null_reasons"] = reasons_text(_get(rec, "fio.null_reasons"), extra)  # the record's own reason first
 
 
@@ -329,6 +331,10 @@ def read_journal_rows(path: str | Path) -> tuple[list[dict[str, Any]], list[dict
                                 f"{len(numbers)} lines (from line {first}) have no 'schema': not a stormatrix "
                                 "journal, or one from before schemas. Fix: give the run directory's own "
                                 "journal.ndjson"))
+    accel = {r.get("run_id"): r["environment"].get("accel") for r in runs if isinstance(r.get("environment"), dict)}
+    for row in rows:  # how the guest ran (kvm, tcg): the I/O-path lens says when the vCPU was the emulated guest
+        a = accel.get(row.get("run_id"))
+        row["accel"] = str(a) if a is not None else None
     if not rows and not problems:
         notes.append(f"{source}: no finished cells in the journal")
     return rows, runs, problems, notes

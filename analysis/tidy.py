@@ -72,6 +72,7 @@ COLUMNS: dict[str, str] = {
     "io_path_cpu_s": "float64",  # CPU seconds of every QEMU thread but the vCPUs' (host.by_role), the I/O path lens
     "io_path_ctx": "float64",    # context switches of those threads
     "io_path_note": "string",    # why the two are blank (no per-thread split, no vCPU role, ...)
+    "accel": "string",           # the run's environment.accel (kvm, tcg): tcg's vCPU CPU is the emulated guest
     "host_source": "string",
     "host_scope": "string",
     "rate_target_mib_s": "float64",
@@ -83,6 +84,7 @@ COLUMNS: dict[str, str] = {
 
 # The fio summary's keys (analysis/fio.py summarize_jobs, the journal's ``fio``) -> the frame's columns
 SUMMARY_COLUMNS = {
+    "total.io_bytes": "io_bytes", "total.total_ios": "total_ios",
     "total.bw_bytes": "bw_mib_s", "total.iops": "iops", "total.runtime_ms": "runtime_ms",
     "total.lat_mean_ns": "lat_mean_us", "total.lat_p99_ns": "lat_p99_us", "total.clat_p99_ns": "clat_p99_us",
     "read.iops": "read_iops", "write.iops": "write_iops", "read.lat_mean_ns": "read_lat_mean_us",

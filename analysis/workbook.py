@@ -113,6 +113,7 @@ def _efficiency_workbook(path: str | Path, data: IngestResult, result: Efficienc
              ("Configurations scored", len(result.cells)),
              ("Measurements (repeats)", len(frame)),
              ("CV limit", f"{result.cv_limit:.0%}"),
+             ("Significance", "Welch's t-test, 95 %; single repeats are indicative"),
              ("Run dates", run_dates(frame)),
              ("Generated", datetime.now(timezone.utc).isoformat(timespec="seconds"))]
     notes = [str(p) for p in data.problems] + data.notes + result.notes

@@ -112,7 +112,7 @@ function Receive-TestFile {
     $text = [System.IO.File]::ReadAllText($Run.ResultPath)
     [System.IO.File]::Delete($Run.ResultPath)
     $relative = [System.IO.Path]::GetRelativePath($root, $Run.File)
-    if ($Timing) { [Console]::Out.WriteLine(('{0,6:0.0} s  {1}' -f $Run.Clock.Elapsed.TotalSeconds, $relative)) }
+    if ($Timing) { [Console]::Out.WriteLine(('{0,6:0.0} s  {1}' -f $times[$Run.File], $relative)) }
     if ($code -ne 0 -or -not $text.Trim()) {
         $script:failed++
         [Console]::Out.WriteLine("[-] ${relative}: the test file did not run to the end (exit $code):")
@@ -133,13 +133,37 @@ function Receive-TestFile {
     }
 }
 
-# up to -Jobs files at once; results are printed in file order
-$runs = [System.Collections.Generic.List[object]]::new()
-$next = 0
-for ($i = 0; $i -lt $files.Count; $i++) {
-    while ($next -lt $files.Count -and ($next - $i) -lt $Jobs) { $runs.Add((Start-TestFile $files[$next])); $next++ }
-    Receive-TestFile $runs[$i]
+# up to -Jobs files at once, the longest first (by the last run's times, kept in .tools/), so that the
+# workers finish together; results are printed in file order as soon as they are in
+$timesPath = [System.IO.Path]::Combine($root, '.tools', 'engine-test-times.json')
+$times = @{}
+try { $known = ConvertFrom-Json -InputObject ([System.IO.File]::ReadAllText($timesPath)) -AsHashtable; foreach ($k in $known.Keys) { $times[$k] = [double]$known[$k] } } catch { }
+$order = @($files | Sort-Object -Property @{ Expression = { if ($times.ContainsKey($_)) { $times[$_] } else { [double]::MaxValue } }; Descending = $true })
+$started = @{}
+$done = @{}
+$queue = [System.Collections.Generic.Queue[string]]::new([string[]]$order)
+$printed = 0
+while ($printed -lt $files.Count) {
+    while ($queue.Count -and @($started.Values | Where-Object { -not $done.ContainsKey($_.File) }).Count -lt $Jobs) {
+        $f = $queue.Dequeue()
+        $started[$f] = Start-TestFile $f
+    }
+    foreach ($run in @($started.Values)) {
+        if (-not $done.ContainsKey($run.File) -and ($run.Process.HasExited -or $run.Clock.Elapsed.TotalSeconds -ge $FileTimeoutSeconds)) {
+            $done[$run.File] = $run
+            $times[$run.File] = [Math]::Round($run.Clock.Elapsed.TotalSeconds, 1)
+        }
+    }
+    while ($printed -lt $files.Count -and $done.ContainsKey($files[$printed])) {
+        Receive-TestFile $done[$files[$printed]]
+        $printed++
+    }
+    if ($printed -lt $files.Count) { [System.Threading.Thread]::Sleep(50) }
 }
+try {
+    $null = [System.IO.Directory]::CreateDirectory([System.IO.Path]::GetDirectoryName($timesPath))
+    [System.IO.File]::WriteAllText($timesPath, (ConvertTo-Json -InputObject $times -Compress))
+} catch { }
 if ($Timing) { [Console]::Out.WriteLine("($($files.Count) files in $([int]$clock.Elapsed.TotalSeconds) s, $Jobs at a time)") }
 [Console]::Out.WriteLine("${label}: $passed passed, $failed failed, $skipped skipped")
 if ($failed -gt 0) { exit 1 }
