@@ -221,3 +221,19 @@ def test_a_diskspd_file_says_why_it_has_no_completion_p99():
     row = ingest([path]).frame.iloc[0]
     assert row["lat_p99_us"] > 0 and pd.isna(row["clat_p99_us"])
     assert "DiskSpd" in reasons(row["null_reasons"])["clat_p99_us"]
+
+
+@pytest.mark.parametrize("clat", [-1.9e6, float("nan")])
+def test_a_negative_or_nan_completion_p99_is_refused(tmp_path: Path, clat: float):
+    """clat_p99_us is a measurement like lat_p99_us: a negative or NaN value (a damaged or edited file) is
+    refused with the file and the column named, never written into a workbook as data."""
+    good = record({**TOTAL, "lat_p99_ns": 2e6, "clat_p99_ns": 1.9e6})
+    bad = record({**TOTAL, "lat_p99_ns": 2e6, "clat_p99_ns": clat})
+    bad["key"] = bad["cell"]["key"] = bad["key"].replace("rep1", "rep2")
+    bad["cell"]["repeat"] = 2
+    path = journal(tmp_path, good, bad)
+    result = ingest([path])
+    assert len(result.frame) == 1 and result.frame.iloc[0]["clat_p99_us"] == 1900.0   # the good one is kept
+    assert len(result.problems) == 1
+    message = str(result.problems[0])
+    assert "clat_p99_us" in message and str(path) in message and "negative, NaN or infinite" in message
