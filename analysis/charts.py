@@ -11,8 +11,14 @@ from typing import Any
 import pandas as pd
 from openpyxl import Workbook
 from openpyxl.chart import BarChart, Reference, ScatterChart, Series
+from openpyxl.chart.data_source import NumDataSource, NumRef
+from openpyxl.chart.error_bar import ErrorBars
+from openpyxl.chart.label import DataLabelList
 from openpyxl.chart.marker import DataPoint, Marker
+from openpyxl.chart.series import XYSeries
+from openpyxl.descriptors.sequence import Sequence
 from openpyxl.chart.shapes import GraphicalProperties
+from openpyxl.drawing.text import CharacterProperties
 from openpyxl.styles import Font
 from openpyxl.worksheet.pagebreak import Break
 from openpyxl.worksheet.worksheet import Worksheet
@@ -30,10 +36,45 @@ AIO_COLOURS = {"native": "2CA02C", "io_uring": "1F77B4", "threads": "D62728",
 OTHER_COLOUR = "7F7F7F"
 SIDE_COLOURS = ("7F7F7F", "305496")  # A grey (the baseline), B blue
 
-CHART_W, CHART_H = 18.0, 9.5  # cm
-CHART_ROWS = 21               # rows one chart occupies on the Charts sheet (default row height)
-NOTE_LINES = 4                # rows a note in place of a chart is merged over (it wraps); a blank row follows
-NOTE_COLUMNS = 10             # columns a note is merged across: about the chart's width
+# One chart per A4 landscape page (29.7 x 21 cm, margins 1 cm: 27.7 x 19 cm to print on): 26 x 15 cm in
+# 30 rows of 0.53 cm leaves 5 rows for a note above it on the same page.
+CHART_W, CHART_H = 26.0, 15.0  # cm
+CHART_ROWS = 30                # rows one chart occupies on the Charts sheet (default row height)
+NOTE_LINES = 4                 # rows a note in place of a chart is merged over (it wraps); a blank row follows
+NOTE_COLUMNS = 10              # columns a note is merged across (it wraps within them)
+INDICATIVE_TITLE = " - INDICATIVE: single repeats, not tested"
+SOME_INDICATIVE = " - configurations marked (1 repeat) are INDICATIVE"
+ONE_REPEAT = " (1 repeat)"
+
+
+def _a4_landscape(ws: Worksheet) -> None:
+    """The Charts sheet prints one chart per A4 landscape page."""
+    ws.page_setup.orientation = "landscape"
+    ws.page_setup.paperSize = ws.PAPERSIZE_A4
+    m = 0.4  # inches (1 cm)
+    ws.page_margins.left = ws.page_margins.right = ws.page_margins.top = ws.page_margins.bottom = m
+    ws.page_margins.header = ws.page_margins.footer = 0.2
+
+
+def _title(chart: Any, text: str) -> None:
+    """The chart's title at 12 pt bold: a group's title (about 70 characters) fits on one line of the
+    page-wide chart instead of wrapping after a hyphen."""
+    chart.title = neutralize(text)
+    for p in chart.title.tx.rich.p:
+        if p.pPr is not None and p.pPr.defRPr is not None:
+            p.pPr.defRPr.sz, p.pPr.defRPr.b = 1200, True
+        for r in p.r or []:
+            r.rPr = CharacterProperties(sz=1200, b=True)
+
+
+def _error_bars(ref: Reference, direction: str | None) -> ErrorBars:
+    """Custom +/- error bars from a column of CI half-widths (the 95 % confidence interval of the mean)."""
+    src = NumDataSource(numRef=NumRef(f=ref))
+    bars = ErrorBars(errDir=direction, errBarType="both", errValType="cust", plus=src,
+                     minus=NumDataSource(numRef=NumRef(f=ref)), noEndCap=False)
+    bars.spPr = GraphicalProperties()
+    bars.spPr.line.solidFill = "404040"
+    return bars
 
 def _place(ws: Worksheet, chart: Any, index: int) -> None:
     """One chart per printed page, so that no chart is cut by a page break."""
@@ -62,8 +103,25 @@ def _note_at(ws: Worksheet, text: str, row: int) -> int:
     return row + NOTE_LINES + 1
 
 
+class _XYSeries(XYSeries):
+    """A scatter series that holds two ``errBars`` (x and y), as the chart schema allows; openpyxl's own
+    holds one, and a twin series for the other direction doubled the series and the legend."""
+
+    tagname = "ser"
+    errBars = Sequence(expected_type=ErrorBars)
+    # the serialiser's lists are built from a class's own attributes: keep XYSeries' (same order)
+    __elements__ = XYSeries.__elements__
+    __nested__ = XYSeries.__nested__
+    __attrs__ = XYSeries.__attrs__
+
+    def __init__(self, *args: Any, **kw: Any) -> None:
+        kw.setdefault("errBars", [])
+        super().__init__(*args, **kw)
+
+
 def _marker_series(values: Reference, xvalues: Reference, title: str, symbol: str, colour: str) -> Series:
-    s = Series(values, xvalues, title=neutralize(title))
+    plain = Series(values, xvalues, title=neutralize(title))
+    s = _XYSeries(**{k: getattr(plain, k) for k in ("idx", "order", "tx", "xVal", "yVal")})
     s.marker = Marker(symbol=symbol, size=9)
     s.marker.graphicalProperties = GraphicalProperties(solidFill=colour)
     s.marker.graphicalProperties.line.solidFill = colour
@@ -73,7 +131,11 @@ def _marker_series(values: Reference, xvalues: Reference, title: str, symbol: st
 
 
 def efficiency_charts(wb: Workbook, result: EfficiencyResult) -> None:
+    """Per group: measured and normalized CPU vs ctx/MiB scatters (95 % CI error bars both ways where there
+    are repeats) and the score bars (every bar labelled, its value on it, CI error bars); the I/O-path lens
+    and the Method lines on significance are the workbook's (:mod:`.trustsheets`)."""
     charts = wb.create_sheet("Charts")
+    _a4_landscape(charts)
     data = wb.create_sheet("Chart data")
     data.column_dimensions["A"].width = 44
     cells = result.cells
@@ -84,29 +146,38 @@ def efficiency_charts(wb: Workbook, result: EfficiencyResult) -> None:
     for group, g in cells.groupby("norm_group", sort=False):
         unit = g["cpu_per_mib_unit"].iloc[0]
         has_ctx = g["ctx_per_mib_mean"].notna()
+        single = bool((g["n"] < 2).any())
+        mixed = single and bool((g["n"] >= 2).any())  # mark the single-repeat ones by name; else the title says it
+        mark = SOME_INDICATIVE if mixed else INDICATIVE_TITLE if single else ""
+        bars_note = "" if single and not mixed else "; error bars: 95 % CI of the mean"
         scatter_notes = _scatter_notes(str(group), g)
         data.cell(row=r, column=1, value=safe_value(f"Group: {group}")).font = Font(bold=True)
         r += 1
         header(data, r, ["Series (controller / aio)", "Configuration", f"CPU/MiB ({unit})", "ctx/MiB",
-                          "Normalized CPU", "Normalized ctx"])
+                          "Normalized CPU", "Normalized ctx", f"CPU/MiB CI95 +/- ({unit})", "ctx/MiB CI95 +/-",
+                          "Repeats"])
         r += 1
         raw = ScatterChart()
         norm = ScatterChart()
         for ch, what in ((raw, "Measured"), (norm, "Normalized")):
-            ch.title = neutralize(f"{what} CPU and context switches per MiB - {group}")
+            _title(ch, f"{what} CPU and context switches per MiB - {group}" + (mark if ch is raw or single else ""))
             ch.style = 13
             ch.scatterStyle = "lineMarker"
-            ch.x_axis.title = f"CPU per MiB ({unit})" if ch is raw else "Normalized CPU per MiB"
-            ch.y_axis.title = "Context switches per MiB" if ch is raw else "Normalized context switches per MiB"
-            ch.legend.position = "r"
+            ch.x_axis.title = f"CPU per MiB ({unit}{bars_note})" if ch is raw else "Normalized CPU per MiB"
+            ch.y_axis.title = (f"Context switches per MiB{' (' + bars_note[2:] + ')' if bars_note else ''}"
+                               if ch is raw else "Normalized context switches per MiB")
+            ch.legend.position = "b"   # below the plot: a 15-entry legend at the side took 3/4 of the chart
+            ch.x_axis.delete = ch.y_axis.delete = False
         norm.x_axis.scaling.min = norm.y_axis.scaling.min = 0
         norm.x_axis.scaling.max = norm.y_axis.scaling.max = 1
         for (ctrl, aio), gs in g.groupby([g["controller"].fillna("?"), g["aio"].fillna("?")], sort=False):
             first = r
             series = ctrl if aio == NOT_APPLICABLE else f"{ctrl} / {aio}"  # ESXi: no aio mode
             for _, row in gs.iterrows():
-                for j, v in enumerate([series, row["config"], row["cpu_per_mib_mean"],
-                                       row["ctx_per_mib_mean"], row["norm_cpu"], row["norm_ctx"]], start=1):
+                cpu_half = row["cpu_per_mib_ci_high"] - row["cpu_per_mib_mean"]
+                ctx_half = row["ctx_per_mib_ci_high"] - row["ctx_per_mib_mean"]
+                for j, v in enumerate([series, row["config"], row["cpu_per_mib_mean"], row["ctx_per_mib_mean"],
+                                       row["norm_cpu"], row["norm_ctx"], cpu_half, ctx_half, row["n"]], start=1):
                     data.cell(row=r, column=j, value=safe_value(v))
                 r += 1
             last = r - 1
@@ -114,37 +185,34 @@ def efficiency_charts(wb: Workbook, result: EfficiencyResult) -> None:
                 continue  # no y value anywhere in this series: it would be a legend entry without a point
             colour = AIO_COLOURS.get(str(aio), OTHER_COLOUR)
             title = ctrl if aio == NOT_APPLICABLE else f"{ctrl} / aio={aio}"
-            raw.series.append(_marker_series(Reference(data, min_col=4, min_row=first, max_row=last),
-                                             Reference(data, min_col=3, min_row=first, max_row=last),
-                                             title, symbol[ctrl], colour))
+            if mixed and gs["n"].min() < 2:
+                title += ONE_REPEAT
+            ys, xs = (Reference(data, min_col=c, min_row=first, max_row=last) for c in (4, 3))
+            point = _marker_series(ys, xs, title, symbol[ctrl], colour)
+            raw.series.append(point)
+            if gs["n"].min() >= 2:  # the CI both ways
+                point.errBars = [_error_bars(Reference(data, min_col=7, min_row=first, max_row=last), "x"),
+                                 _error_bars(Reference(data, min_col=8, min_row=first, max_row=last), "y")]
             norm.series.append(_marker_series(Reference(data, min_col=6, min_row=first, max_row=last),
                                               Reference(data, min_col=5, min_row=first, max_row=last),
                                               title, symbol[ctrl], colour))
         r += 1
         # score bars, best first, coloured by aio mode
-        header(data, r, ["Configuration (by score)", "Efficiency score"])
+        header(data, r, ["Configuration (by score)", "Efficiency score", "Score CI95 +/- (repeat scores)",
+                         "Evidence vs next rank"])
         r += 1
         first = r
         ordered = g.sort_values(["score", "config"], kind="stable")
         for _, row in ordered.iterrows():
-            data.cell(row=r, column=1, value=safe_value(row["config"]))
-            data.cell(row=r, column=2, value=safe_value(row["score"]))
+            label = str(row["config"]) + (ONE_REPEAT if mixed and row["n"] < 2 else "")
+            data.cell(row=r, column=1, value=safe_value(label))
+            data.cell(row=r, column=2, value=safe_value(row["score"])).number_format = "0.000"
+            data.cell(row=r, column=3, value=safe_value(row.get("score_ci_half")))
+            data.cell(row=r, column=4, value=safe_value(row.get("evidence") or None))
             r += 1
         last = r - 1
-        bar = BarChart()
-        bar.type = "bar"
-        bar.style = 10
-        bar.title = neutralize(f"Efficiency score (lower is better) - {group}")
-        bar.y_axis.title = "Efficiency score"
-        bar.x_axis.scaling.orientation = "maxMin"  # best at the top
-        bar.legend = None
-        bar.add_data(Reference(data, min_col=2, min_row=first - 1, max_row=last), titles_from_data=True)
-        bar.set_categories(Reference(data, min_col=1, min_row=first, max_row=last))
-        series = bar.series[0]
-        for i, aio in enumerate(ordered["aio"].tolist()):
-            pt = DataPoint(idx=i)
-            pt.graphicalProperties = GraphicalProperties(solidFill=AIO_COLOURS.get(str(aio), OTHER_COLOUR))
-            series.dPt.append(pt)
+        bar = _score_bars(data, first, last, ordered, f"Efficiency score (lower is better) - {group}"
+                          + (SOME_INDICATIVE if mixed else INDICATIVE_TITLE if single else ""))
         r += 2
         if "raw" in scatter_notes:  # above its chart, so that it prints on the same page
             at = _note_at(charts, scatter_notes["raw"], at)
@@ -155,6 +223,38 @@ def efficiency_charts(wb: Workbook, result: EfficiencyResult) -> None:
         else:
             at = _place_at(charts, norm, at)
         at = _place_at(charts, bar, at)
+
+
+def _score_bars(data: Worksheet, first: int, last: int, ordered: pd.DataFrame, title: str) -> BarChart:
+    """Horizontal score bars, best at the top: every bar labelled with its configuration and its score,
+    coloured by aio mode, with the CI of the repeat scores as error bars where there are repeats."""
+    bar = BarChart()
+    bar.type = "bar"
+    bar.style = 10
+    _title(bar, title)
+    bar.y_axis.title = "Efficiency score" + ("; error bars: 95 % CI of the repeat scores"
+                                             if (ordered["n"] >= 2).any() else "")
+    bar.x_axis.scaling.orientation = "maxMin"  # best at the top
+    bar.x_axis.tickLblSkip = bar.x_axis.tickMarkSkip = 1  # a label on every bar, not every other one
+    bar.x_axis.delete = bar.y_axis.delete = False
+    bar.y_axis.scaling.min = 0
+    bar.gapWidth = 40
+    bar.legend = None
+    bar.add_data(Reference(data, min_col=2, min_row=first - 1, max_row=last), titles_from_data=True)
+    bar.set_categories(Reference(data, min_col=1, min_row=first, max_row=last))
+    series = bar.series[0]
+    series.dLbls = DataLabelList()
+    series.dLbls.showVal = True
+    series.dLbls.showSerName = series.dLbls.showCatName = series.dLbls.showLegendKey = False
+    series.dLbls.numFmt = "0.000"
+    series.dLbls.position = "outEnd"
+    if (ordered["n"] >= 2).any():
+        series.errBars = _error_bars(Reference(data, min_col=3, min_row=first, max_row=last), None)
+    for i, aio in enumerate(ordered["aio"].tolist()):
+        pt = DataPoint(idx=i)
+        pt.graphicalProperties = GraphicalProperties(solidFill=AIO_COLOURS.get(str(aio), OTHER_COLOUR))
+        series.dPt.append(pt)
+    return bar
 
 
 def _scatter_notes(group: str, g: pd.DataFrame) -> dict[str, str]:
@@ -193,6 +293,7 @@ def _bar(title: str, y_title: str, x_title: str) -> BarChart:
 
 def comparison_charts(wb: Workbook, result: ComparisonResult) -> None:
     charts = wb.create_sheet("Charts")
+    _a4_landscape(charts)
     data = wb.create_sheet("Chart data")
     a, b = result.label_a, result.label_b
     index = 0

@@ -1,6 +1,6 @@
 """DiskSpd ``-Rxml`` output: one flat row per result file, the same columns as a fio row.
 
-What we read (DiskSpd 2.x, REFERENCE.md §6):
+What we read (DiskSpd 2.x, ``diskspd ... -L -Rxml``):
 
 - ``Results/TimeSpan/TestTimeSeconds``: the measured duration (warm-up excluded).
 - ``Results/TimeSpan/Thread/Target``: ``ReadBytes``, ``ReadCount``, ``WriteBytes``, ``WriteCount`` per
@@ -119,7 +119,8 @@ def parse_diskspd_xml(text: str, source: str = "<diskspd xml>") -> dict[str, Any
         "bs": int(bs) if bs else from_name.get("bs"),
         "iodepth": int(qd) if qd else from_name.get("iodepth"),
         "numjobs": int(threads) if threads else from_name.get("numjobs", 1),
-        "rwmixread": int(100 - write_ratio) if write_ratio not in (None, 0.0, 100.0) else None,
+        "rwmixread": (int(100 - write_ratio) if write_ratio is not None and write_ratio not in (0.0, 100.0)
+                      else None),
         "rate_mib_s": None,
         "repeat": from_name.get("repeat"),
         "started": _text(root, "System/RunTime"),

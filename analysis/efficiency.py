@@ -33,6 +33,12 @@ metrics with cells scored on one:
   empty for every cell of the group, ctx/MiB means are still shown where measured and ``rank_ctx``
   ranks only the cells that have them (empty for the others).
 
+Evidence (issue 15.3): every repeat also gets its own score under its group's normalization (the group's
+min and max of the cell means), kept in ``EfficiencyResult.repeats``; per cell, ``score_ci_half`` is the
+95 % CI half-width of those repeat scores (the score chart's error bars) and ``evidence``/``vs_next`` the
+Welch's t-test (:mod:`.stats`) of its repeat scores against the next-ranked cell's: a rank-1 claim rests on it.
+The I/O path alone (:mod:`.iopath`) is scored by this same function, in ``EfficiencyResult.iopath``.
+
 ``score_basis`` says per row which of the two the score is, and why; ``notes`` says it per group. A
 cell counts as having ctx/MiB only when every repeat scored for it has a count (a partial set is not
 averaged: its mean would rest on other repeats than its CPU/MiB); ctx/MiB is never taken as 0.
@@ -45,10 +51,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from ..core.errors import InputError
 from ..core.model import NOT_APPLICABLE
+from .stats import INDICATIVE, SIGNIFICANT, Test, t_975, welch, welch_p
 
 CELL_KEYS = ["workload", "cpu_metric", "controller", "aio", "iothread", "cache"]
 METRICS = ("cpu_per_mib", "ctx_per_mib")
@@ -64,6 +70,12 @@ class EfficiencyResult:
     cells: pd.DataFrame
     notes: list[str] = field(default_factory=list)
     cv_limit: float = DEFAULT_CV_LIMIT
+    # one row per scored repeat: norm_group, config, repeat, cpu_per_mib, ctx_per_mib and its own score under
+    # the group's normalization (the values Welch's test and the error bars rest on)
+    repeats: pd.DataFrame = field(default_factory=pd.DataFrame)
+    # the I/O-path lens (main loop, iothreads, aio workers: everything but the vCPUs), scored the same way;
+    # None when it was not asked for (it is itself an EfficiencyResult of the I/O-path figures)
+    iopath: "object | None" = None
 
     @property
     def groups(self) -> list[str]:
@@ -85,19 +97,6 @@ def config_label(controller: object, aio: object, iothread: object, cache: objec
 
 def _present(v: object) -> bool:
     return v is not None and not (isinstance(v, float) and math.isnan(v)) and v is not pd.NA
-
-
-def t_975(df: int) -> float:
-    """Student t quantile for a two-sided 95 % interval.
-
-    Closed forms for 1 and 2 degrees of freedom (2 and 3 repeats, the usual case): scipy's numerical
-    inverse is off by ~2e-11 relative for df = 1, enough to miss a 1e-9 check on a large CI.
-    """
-    if df == 1:
-        return math.tan(math.pi * 0.475)            # Cauchy quantile
-    if df == 2:
-        return 0.95 / math.sqrt(2 * 0.975 * 0.025)  # (2p - 1) / sqrt(2 p (1 - p))
-    return float(stats.t.ppf(0.975, df))
 
 
 def ci95_half_width(std: float, n: int) -> float:
@@ -162,14 +161,18 @@ def cell_statistics(frame: pd.DataFrame) -> pd.DataFrame:
             rec[f"{m}_ci_high"] = mean + half
         rec["repeats"] = ", ".join(str(r) for r in grp["repeat"].dropna().astype(int).tolist())
         rec["engine"] = _engines(grp)
+        rec["_rows"] = list(grp.index)  # the frame rows of its repeats, for the per-repeat scores and tests
         rows.append(rec)
     return pd.DataFrame(rows)
 
 
-def score_cells(frame: pd.DataFrame, *, cv_limit: float = DEFAULT_CV_LIMIT) -> EfficiencyResult:
+def score_cells(frame: pd.DataFrame, *, cv_limit: float = DEFAULT_CV_LIMIT,
+                with_iopath: bool = True) -> EfficiencyResult:
     """The efficiency table for every normalization group in ``frame`` (a tidy ingest frame).
 
-    Rows without host metrics (no collector ran) are left out, and said so in ``notes``.
+    Rows without host metrics (no collector ran) are left out, and said so in ``notes``. ``with_iopath``:
+    also score the I/O path alone (:mod:`.iopath`, ``result.iopath``), read from the journals the rows
+    came from.
     """
     if cv_limit <= 0:
         raise InputError(f"--cv-limit must be positive, got {cv_limit}")
@@ -192,6 +195,10 @@ def score_cells(frame: pd.DataFrame, *, cv_limit: float = DEFAULT_CV_LIMIT) -> E
     cells = cell_statistics(frame)
     if cells.empty:
         return EfficiencyResult(cells=cells, notes=notes, cv_limit=cv_limit)
+    iopath = None
+    if with_iopath:
+        from .iopath import score_iopath  # it scores through this function: imported when used
+        iopath = score_iopath(frame, cv_limit=cv_limit)
     metrics_per_workload = cells.groupby("workload", dropna=False)["cpu_metric"].nunique()
     for wl, count in metrics_per_workload.items():
         if count > 1:
@@ -200,6 +207,7 @@ def score_cells(frame: pd.DataFrame, *, cv_limit: float = DEFAULT_CV_LIMIT) -> E
     cells["config"] = [config_label(*v) for v in cells[["controller", "aio", "iothread", "cache"]].itertuples(index=False)]
     cells["norm_group"] = [f"{wl} [{unit}]" for wl, unit in zip(cells["workload"], cells["cpu_per_mib_unit"])]
     parts = []
+    rep_parts: list[pd.DataFrame] = []
     for group, grp in cells.groupby("norm_group", sort=False):
         grp = grp.copy()
         with_ctx = int(grp["ctx_per_mib_mean"].notna().sum())
@@ -219,6 +227,7 @@ def score_cells(frame: pd.DataFrame, *, cv_limit: float = DEFAULT_CV_LIMIT) -> E
             grp["score_basis"] = f"{BASIS_CPU}: {why}"
             notes.append(f"group {group}: scored and ranked on CPU/MiB alone: {why}")
         grp["score"] = np.sqrt(grp["norm_cpu"] ** 2 + grp["norm_ctx"].fillna(0.0) ** 2)
+        rep_parts.append(_repeat_scores(frame, grp))
         grp["rank"] = grp["score"].rank(method="min").astype(int)
         grp["rank_in_controller"] = grp.groupby("controller", dropna=False)["score"].rank(method="min").astype(int)
         grp["rank_in_aio"] = grp.groupby("aio", dropna=False)["score"].rank(method="min").astype(int)
@@ -235,6 +244,70 @@ def score_cells(frame: pd.DataFrame, *, cv_limit: float = DEFAULT_CV_LIMIT) -> E
     out["cv_note"] = flags
     single = int((out["n"] < 2).sum())
     if single:
-        notes.append(f"{single} cells have a single repeat: no standard deviation, CV or confidence interval")
+        notes.append(f"{single} cells have a single repeat: no standard deviation, CV or confidence interval, and every "
+                     "finding comparing them is indicative (not tested)")
     out = out.sort_values(["norm_group", "rank", "config"], kind="stable").reset_index(drop=True)
-    return EfficiencyResult(cells=out, notes=notes, cv_limit=cv_limit)
+    repeats = pd.concat(rep_parts, ignore_index=True)
+    _evidence(out, repeats)
+    out = out.drop(columns=["_rows"])
+    return EfficiencyResult(cells=out, notes=notes, cv_limit=cv_limit, repeats=repeats, iopath=iopath)
+
+
+def _repeat_scores(frame: pd.DataFrame, grp: pd.DataFrame) -> pd.DataFrame:
+    """Each repeat's own score, normalized with its group's min and max of the cell means (the same
+    transform as the cell's score): the sample Welch's test compares and the score's error bars show."""
+    rows = []
+    for col, norm in (("cpu_per_mib", "norm_cpu"), ("ctx_per_mib", "norm_ctx")):
+        means = grp[f"{col}_mean"]
+        grp.attrs[col] = (means.min(), means.max())
+    for _, cell in grp.iterrows():
+        for i in cell["_rows"]:
+            rec = {"norm_group": cell["norm_group"], "config": cell["config"],
+                   "repeat": frame.at[i, "repeat"], "cpu_per_mib": float(frame.at[i, "cpu_per_mib"]),
+                   "ctx_per_mib": float(frame.at[i, "ctx_per_mib"]) if pd.notna(frame.at[i, "ctx_per_mib"]) else np.nan}
+            score2 = 0.0
+            for col, use in (("cpu_per_mib", True), ("ctx_per_mib", cell["score_basis"] == BASIS_BOTH)):
+                if not use:
+                    continue
+                lo, hi = grp.attrs[col]
+                norm = 0.0 if not np.isfinite(hi - lo) or hi == lo else (rec[col] - lo) / (hi - lo)
+                score2 += norm ** 2
+            rec["score"] = math.sqrt(score2)
+            rows.append(rec)
+    return pd.DataFrame(rows)
+
+
+def _evidence(out: pd.DataFrame, repeats: pd.DataFrame) -> None:
+    """Per cell: the 95 % CI half-width of its per-repeat scores, and Welch's test of its repeats' scores
+    against the next-ranked cell's (``evidence``: significant, within noise or indicative; ``vs_next``:
+    the numbers). A rank-1 claim rests on the rank-1 row's test."""
+    by_cell = {k: g["score"].tolist() for k, g in repeats.groupby(["norm_group", "config"], sort=False)}
+    half, verdict, text = [], [], []
+    for group, g in out.groupby("norm_group", sort=False):
+        order = list(g.index)
+        for pos, i in enumerate(order):
+            mine = by_cell[(group, out.at[i, "config"])]
+            half.append((i, _half(mine)))
+            if pos + 1 == len(order):
+                verdict.append((i, INDICATIVE if len(mine) < 2 else ""))
+                text.append((i, "single repeat: indicative only" if len(mine) < 2 else "last in its group"))
+                continue
+            nxt = order[pos + 1]
+            test = welch(mine, by_cell[(group, out.at[nxt, "config"])])
+            verdict.append((i, test.verdict))
+            text.append((i, _vs_next(test, out.at[nxt, "config"])))
+    out["score_ci_half"] = pd.Series(dict(half), dtype=float)
+    out["evidence"] = pd.Series(dict(verdict), dtype=object)
+    out["vs_next"] = pd.Series(dict(text), dtype=object)
+
+
+def _half(values: list[float]) -> float:
+    v = np.asarray(values, dtype=float)
+    return ci95_half_width(float(v.std(ddof=1)), len(v)) if len(v) > 1 else float("nan")
+
+
+def _vs_next(test: Test, nxt: str) -> str:
+    if test.verdict == INDICATIVE:
+        return f"indicative: single repeat, not tested against {nxt} (score {test.mean_b:.3f})"
+    word = "better than" if test.verdict == SIGNIFICANT else "tied within noise with"
+    return f"{word} {nxt}: repeat scores {test.mean_a:.3f} vs {test.mean_b:.3f}, {welch_p(test.p)}"

@@ -10,10 +10,18 @@ sentences compare CPU only where a cell has no ctx/MiB, naming that cell.
 
 Wording follows technote 004 ("virtio-scsi is 4% more CPU intensive than virtio-blk but generates 25%
 fewer context switches") and 000 ("Proxmox VE beat VMware ESXi in 56 of 57 tests").
+
+Only where the data says so (issue 15.3): a sentence that one configuration is better, more or less CPU
+intensive, or the best or worst, rests on Welch's t-test at 95 % over the repeats (:mod:`.stats`; the
+score claims on each repeat's own score under the group's normalization, ``EfficiencyResult.repeats``).
+A difference that is not significant is said to be within noise, with the means, CIs and p. A
+comparison with a single-repeat side is *indicative*: its sentence starts "Indicative (single repeat,
+not tested)" and its ``status`` says so, on the Summary sheet and wherever the finding is shown.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -22,6 +30,7 @@ import pandas as pd
 from ..core.model import NOT_APPLICABLE, format_size
 from .compare import ComparisonResult
 from .efficiency import EfficiencyResult
+from .stats import INDICATIVE, SIGNIFICANT, WITHIN_NOISE, Test, combine, format_p, welch, welch_p
 
 
 @dataclass
@@ -31,10 +40,16 @@ class Finding:
     unit: str
     numbers: dict[str, float] = field(default_factory=dict)
     group: str = ""
+    # for a finding that says one thing beats another: significant, within noise or indicative (stats.py);
+    # "" for a finding that compares nothing (a note on the data)
+    status: str = ""
 
     @property
     def basis(self) -> str:
         return "; ".join(f"{k} = {_fmt(v)}" for k, v in self.numbers.items())
+
+
+INDICATIVE_LEAD = "Indicative (single repeat, not tested): "
 
 
 def _fmt(v: float) -> str:
@@ -65,25 +80,74 @@ def _no_ctx(a: pd.Series, b: pd.Series) -> str:
     return f" (no context-switch counts for {' and '.join(names)})"
 
 
-def _pair(a: pd.Series, b: pd.Series, name_a: str, name_b: str, group: str, lead: str = "") -> Finding:
-    """"A is x% more CPU intensive than B but generates y% fewer context switches"; the CPU half alone
-    when either cell has no context-switch counts."""
+class _Tests:
+    """Welch's tests between the repeats of two cells of a group (EfficiencyResult.repeats)."""
+
+    def __init__(self, result: EfficiencyResult) -> None:
+        reps = result.repeats
+        self.values: dict[tuple[str, str, str], list[float]] = {}
+        if len(reps):
+            for (group, config), g in reps.groupby(["norm_group", "config"], sort=False):
+                for col in ("cpu_per_mib", "ctx_per_mib", "score"):
+                    self.values[(str(group), str(config), col)] = [float(v) for v in g[col] if pd.notna(v)]
+
+    def __call__(self, group: str, a: pd.Series, b: pd.Series, col: str) -> Test:
+        va = self.values.get((group, str(a["config"]), col)) or [float(a[f"{col}_mean" if col != "score" else "score"])]
+        vb = self.values.get((group, str(b["config"]), col)) or [float(b[f"{col}_mean" if col != "score" else "score"])]
+        return welch(va, vb)
+
+
+def _p(t: Test) -> str:
+    return welch_p(t.p)
+
+
+def _mark(text: str, status: str) -> str:
+    """The sentence as the reader sees it: an indicative one says so first (the status column says it too)."""
+    if status != INDICATIVE:
+        return text
+    lead, sep, rest = text.partition("] ") if text.startswith("[") else ("", "", text)
+    return f"{lead}{sep}{INDICATIVE_LEAD}{rest}"
+
+
+def _pair(a: pd.Series, b: pd.Series, name_a: str, name_b: str, group: str, lead: str, tests: _Tests) -> Finding:
+    """"A is x% more CPU intensive than B but generates y% fewer context switches" where each difference is
+    significant; a difference that is not says so ("within noise") with its means, CIs and p; the CPU half
+    alone when either cell has no context-switch counts."""
     cpu = pct_more(a["cpu_per_mib_mean"], b["cpu_per_mib_mean"])
     unit = a["cpu_per_mib_unit"]
     numbers = {f"{a['config']} CPU/MiB mean ({unit})": float(a["cpu_per_mib_mean"]),
                f"{b['config']} CPU/MiB mean ({unit})": float(b["cpu_per_mib_mean"])}
+    tc = tests(group, a, b, "cpu_per_mib")
+    if math.isfinite(tc.p):
+        numbers["CPU/MiB Welch p"] = tc.p
+    cpu_sig = f"{name_a} is {_more_less(cpu, 'more', 'less')} CPU intensive than {name_b}"
+    cpu_noise = (f"{name_a} and {name_b} need the same CPU per MiB within noise ({abs(cpu):.1f}% apart: "
+                 f"{tc.numbers(name_a, name_b, str(unit))})")
     if not _has_ctx(a, b):
-        text = f"{lead}{name_a} is {_more_less(cpu, 'more', 'less')} CPU intensive than {name_b}{_no_ctx(a, b)}."
-        return Finding(text, cpu, "% CPU/MiB", numbers, group)
+        status = tc.verdict
+        if status == WITHIN_NOISE:
+            text = f"{lead}{cpu_noise}{_no_ctx(a, b)}."
+        else:
+            text = f"{lead}{cpu_sig}{_no_ctx(a, b)}" + (f" ({_p(tc)})." if status == SIGNIFICANT else ".")
+        return Finding(_mark(text, status), cpu, "% CPU/MiB", numbers, group, status)
     ctx = pct_more(a["ctx_per_mib_mean"], b["ctx_per_mib_mean"])
-    joiner = "but" if (cpu >= 0) != (ctx >= 0) else "and"
-    text = (f"{lead}{name_a} is {_more_less(cpu, 'more', 'less')} CPU intensive than {name_b} {joiner} "
-            f"generates {_more_less(ctx, 'more', 'fewer')} context switches.")
-    return Finding(text, cpu, "% CPU/MiB", {
-        **numbers,
-        f"{a['config']} ctx/MiB mean": float(a["ctx_per_mib_mean"]),
-        f"{b['config']} ctx/MiB mean": float(b["ctx_per_mib_mean"]),
-        "context switch difference %": ctx}, group)
+    tx = tests(group, a, b, "ctx_per_mib")
+    numbers.update({f"{a['config']} ctx/MiB mean": float(a["ctx_per_mib_mean"]),
+                    f"{b['config']} ctx/MiB mean": float(b["ctx_per_mib_mean"]),
+                    "context switch difference %": ctx})
+    if math.isfinite(tx.p):
+        numbers["ctx/MiB Welch p"] = tx.p
+    status = combine(tc.verdict, tx.verdict)
+    if status != WITHIN_NOISE and tc.verdict == tx.verdict:   # both significant, or both untested
+        joiner = "but" if (cpu >= 0) != (ctx >= 0) else "and"
+        ps = f" (CPU: {_p(tc)}; context switches: {_p(tx)})" if status == SIGNIFICANT else ""
+        text = (f"{lead}{cpu_sig} {joiner} generates {_more_less(ctx, 'more', 'fewer')} context switches{ps}.")
+        return Finding(_mark(text, status), cpu, "% CPU/MiB", numbers, group, status)
+    halves = [cpu_sig + f" ({_p(tc)})" if tc.significant else cpu_noise]
+    halves.append(f"{name_a} generates {_more_less(ctx, 'more', 'fewer')} context switches ({_p(tx)})" if tx.significant
+                  else f"their context switches per MiB are the same within noise ({abs(ctx):.1f}% apart: "
+                       f"{tx.numbers(name_a, name_b, 'ctx/MiB')})")
+    return Finding(f"{lead}{halves[0]}; {halves[1]}.", cpu, "% CPU/MiB", numbers, group, status)
 
 
 def _name(row: pd.Series) -> str:
@@ -92,25 +156,28 @@ def _name(row: pd.Series) -> str:
     return f"{row['controller']} with iothread" if isinstance(it, (bool, np.bool_)) and it else str(row["controller"])
 
 
-def _iothread(on: pd.Series, off: pd.Series, controller: str, aio: str, group: str, prefix: str) -> Finding:
-    """004: "With virtio-scsi and aio=native, an iothread introduces a CPU overhead of 1.5%, but ..."."""
-    cpu = pct_more(on["cpu_per_mib_mean"], off["cpu_per_mib_mean"])
+def _iothread(on: pd.Series, off: pd.Series, controller: str, aio: str, group: str, prefix: str,
+              tests: _Tests) -> Finding:
+    """004: "With virtio-scsi and aio=native, an iothread introduces a CPU overhead of 1.5%, but ..."; a
+    difference within noise is said to be so, with its numbers."""
+    lead = f"{prefix}With {controller} and aio={aio}, "
+    f = _pair(on, off, "an iothread", "none", group, lead, tests)
+    cpu = f.value
+    if f.status == WITHIN_NOISE:
+        return f   # its own words: "an iothread and none need the same CPU per MiB within noise ..."
     cpu_txt = f"a CPU overhead of {cpu:.1f}%" if cpu >= 0 else f"a CPU saving of {-cpu:.1f}%"
+    ps = ""
+    if f.status == SIGNIFICANT:
+        ps = f" (CPU: {welch_p(f.numbers['CPU/MiB Welch p'])}" + (
+            f"; context switches: {welch_p(f.numbers['ctx/MiB Welch p'])})" if "ctx/MiB Welch p" in f.numbers else ")")
     if not _has_ctx(on, off):
-        return Finding(f"{prefix}With {controller} and aio={aio}, an iothread introduces {cpu_txt}"
-                       f"{_no_ctx(on, off)}.", cpu, "% CPU/MiB",
-                       {f"{on['config']} CPU/MiB mean": float(on["cpu_per_mib_mean"]),
-                        f"{off['config']} CPU/MiB mean": float(off["cpu_per_mib_mean"])}, group)
-    ctx = pct_more(on["ctx_per_mib_mean"], off["ctx_per_mib_mean"])
-    ctx_txt = f"reduces context switches by {-ctx:.1f}%" if ctx < 0 else f"adds {ctx:.1f}% context switches"
-    joiner = "but" if (cpu >= 0) != (ctx >= 0) else "and"
-    return Finding(f"{prefix}With {controller} and aio={aio}, an iothread introduces {cpu_txt}, {joiner} "
-                   f"{ctx_txt}.", cpu, "% CPU/MiB",
-                   {f"{on['config']} CPU/MiB mean": float(on["cpu_per_mib_mean"]),
-                    f"{off['config']} CPU/MiB mean": float(off["cpu_per_mib_mean"]),
-                    f"{on['config']} ctx/MiB mean": float(on["ctx_per_mib_mean"]),
-                    f"{off['config']} ctx/MiB mean": float(off["ctx_per_mib_mean"]),
-                    "context switch difference %": ctx}, group)
+        text = f"{lead}an iothread introduces {cpu_txt}{_no_ctx(on, off)}{ps}."
+    else:
+        ctx = f.numbers["context switch difference %"]
+        ctx_txt = f"reduces context switches by {-ctx:.1f}%" if ctx < 0 else f"adds {ctx:.1f}% context switches"
+        joiner = "but" if (cpu >= 0) != (ctx >= 0) else "and"
+        text = f"{lead}an iothread introduces {cpu_txt}, {joiner} {ctx_txt}{ps}."
+    return Finding(_mark(text, f.status), cpu, f.unit, f.numbers, group, f.status)
 
 
 def _cpu_only(g: pd.DataFrame, group: str, prefix: str) -> Finding:
@@ -131,58 +198,128 @@ def _cpu_only(g: pd.DataFrame, group: str, prefix: str) -> Finding:
                    {"configurations without ctx/MiB": float(k), "configurations": float(n)}, group)
 
 
-def efficiency_findings(result: EfficiencyResult) -> list[Finding]:
-    """Conclusions for each normalization group, in the order of technote 004's CONCLUSIONS."""
+def _top(g: pd.DataFrame, group: str, tests: _Tests, what: str, prefix: str, tail: str = "") -> Finding:
+    """"X achieves the best <what> (score)" when X's repeat scores are significantly lower than the
+    runner-up's; "X and Y are tied within noise for the best <what>" otherwise, with the numbers."""
+    best = g.iloc[0]
+    numbers = {f"{best['config']} score": float(best["score"])}
+    if len(g) < 2:
+        status = INDICATIVE if int(best["n"]) < 2 else ""
+        text = f"{prefix}{best['config']} achieves the best {what} ({best['score']:.3f}; lower is better){tail}."
+        return Finding(_mark(text, status), float(best["score"]), "score", numbers, group, status)
+    second = g.iloc[1]
+    t = tests(group, best, second, "score")
+    numbers[f"{second['config']} score"] = float(second["score"])
+    if math.isfinite(t.p):
+        numbers["repeat scores Welch p"] = t.p
+    if t.verdict == WITHIN_NOISE or best["score"] == second["score"]:
+        text = (f"{prefix}{best['config']} and {second['config']} are tied within noise for the best {what} "
+                f"({best['score']:.3f} and {second['score']:.3f}; lower is better{tail.replace(', ', '; ')}): "
+                f"{t.numbers(str(best['config']), str(second['config']), 'repeat scores', '{:.3f}')}.")
+        return Finding(text, float(best["score"]), "score", numbers, group, WITHIN_NOISE)
+    ps = f"; significantly lower than {second['config']}'s {second['score']:.3f}, {_p(t)}" if t.significant else ""
+    text = f"{prefix}{best['config']} achieves the best {what} ({best['score']:.3f}; lower is better{ps}){tail}."
+    return Finding(_mark(text, t.verdict), float(best["score"]), "score", numbers, group, t.verdict)
+
+
+def _aio_findings(g: pd.DataFrame, group: str, prefix: str, tests: _Tests) -> tuple[list[Finding], dict, dict]:
+    """Which aio mode is best (and worst) for each controller, each claim tested against the runner-up."""
+    best_aio: dict[str, pd.Series] = {}
+    worst_aio: dict[str, pd.Series] = {}
+    verdicts: dict[str, tuple[Test, Test]] = {}
+    for c in [c for c in dict.fromkeys(g["controller"]) if isinstance(c, str)]:
+        gc = g[(g["controller"] == c) & (g["aio"] != NOT_APPLICABLE).fillna(True)]  # ESXi has no aio mode
+        if gc.empty:
+            continue
+        gc = gc[gc["iothread"].fillna(False) == gc["iothread"].fillna(False).iloc[0]] \
+            if gc["iothread"].nunique(dropna=False) > 1 else gc
+        if gc["aio"].nunique() >= 2:
+            gc = gc.sort_values(["score", "config"], kind="stable")
+            best_aio[c], worst_aio[c] = gc.iloc[0], gc.iloc[-1]
+            verdicts[c] = (tests(group, gc.iloc[0], gc.iloc[1], "score"), tests(group, gc.iloc[-2], gc.iloc[-1], "score"))
+    out: list[Finding] = []
+    if not best_aio:
+        return out, best_aio, worst_aio
+    winners = {r["aio"] for r in best_aio.values()}
+    losers = {r["aio"] for r in worst_aio.values()}
+    status = combine(*(t.verdict for pair in verdicts.values() for t in pair))
+    if len(best_aio) >= 2 and len(winners) == 1 and status != WITHIN_NOISE:
+        text = f"{prefix}aio={next(iter(winners))} is the most efficient aio mode for each controller type"
+        if len(losers) == 1:
+            text += f"; aio={next(iter(losers))} is the least efficient"
+        numbers = {f"{c} aio={r['aio']} score": float(r["score"]) for c, r in best_aio.items()}
+        if status == SIGNIFICANT:
+            worst_p = max(t.p for pair in verdicts.values() for t in pair)
+            numbers["highest Welch p of the claims"] = worst_p
+            text += f" (each against its runner-up: Welch p <= {format_p(worst_p).lstrip('< ')})"
+        out.append(Finding(_mark(text + ".", status), float(len(best_aio)), "controllers", numbers, group, status))
+        return out, best_aio, worst_aio
+    for c, r in best_aio.items():
+        wr = worst_aio[c]
+        tb, tw = verdicts[c]
+        st = combine(tb.verdict, tw.verdict)
+        numbers = {f"{r['config']} score": float(r["score"]), f"{wr['config']} score": float(wr["score"])}
+        if st == WITHIN_NOISE:
+            parts = []
+            for t, claim in ((tb, f"aio={r['aio']} as the most efficient"), (tw, f"aio={wr['aio']} as the least efficient")):
+                parts.append(f"{claim}: {'significant' if t.significant else 'within noise'} ({_p(t)})")
+            text = (f"{prefix}For {c}, the aio modes are not all separated beyond noise (scores "
+                    f"{r['score']:.3f} for aio={r['aio']} to {wr['score']:.3f} for aio={wr['aio']}; "
+                    f"{'; '.join(parts)}).")
+        else:
+            ps = f" (against the runner-up: {_p(tb)}; {_p(tw)})" if st == SIGNIFICANT else ""
+            text = (f"{prefix}For {c}, aio={r['aio']} is the most efficient aio mode (score {r['score']:.3f}); "
+                    f"aio={wr['aio']} is the least efficient ({wr['score']:.3f}){ps}.")
+        out.append(Finding(_mark(text, st), float(r["score"]), "score", numbers, group, st))
+    return out, best_aio, worst_aio
+
+
+def _worst(g: pd.DataFrame, group: str, prefix: str, tests: _Tests, cpu_only: bool) -> Finding:
+    worst, before = g.iloc[-1], g.iloc[-2]
+    t = tests(group, before, worst, "score")
+    numbers = {f"{worst['config']} score": float(worst["score"]),
+               f"{worst['config']} normalized CPU": float(worst["norm_cpu"])}
+    if math.isfinite(t.p):
+        numbers["repeat scores Welch p"] = t.p
+    if t.verdict == WITHIN_NOISE:
+        return Finding(f"{prefix}{before['config']} and {worst['config']} are tied within noise for the worst "
+                       f"efficiency score ({before['score']:.3f} and {worst['score']:.3f}): "
+                       f"{t.numbers(str(before['config']), str(worst['config']), 'repeat scores', '{:.3f}')}.",
+                       float(worst["score"]), "score", numbers, group, WITHIN_NOISE)
+    ps = f"; {_p(t)} against {before['config']}" if t.significant else ""
+    if cpu_only:
+        text = (f"{prefix}{worst['config']} achieves the worst efficiency score ({worst['score']:.3f}), on CPU/MiB "
+                f"alone (normalized CPU {worst['norm_cpu']:.3f}{ps}).")
+    else:
+        cause = "high context switching rates" if worst["norm_ctx"] >= worst["norm_cpu"] else "high CPU use"
+        numbers[f"{worst['config']} normalized ctx"] = float(worst["norm_ctx"])
+        text = (f"{prefix}{worst['config']} achieves the worst efficiency score ({worst['score']:.3f}), primarily "
+                f"due to {cause} (normalized CPU {worst['norm_cpu']:.3f}, context switches "
+                f"{worst['norm_ctx']:.3f}{ps}).")
+    return Finding(_mark(text, t.verdict), float(worst["score"]), "score", numbers, group, t.verdict)
+
+
+def efficiency_findings(result: EfficiencyResult, *, what: str = "overall efficiency score") -> list[Finding]:
+    """Conclusions for each normalization group, in the order of technote 004's CONCLUSIONS, each claim
+    that one configuration beats another tested (Welch, 95 %) on the repeats (module docstring)."""
     out: list[Finding] = []
     cells = result.cells
     if cells.empty:
         return out
+    tests = _Tests(result)
     many = len(result.groups) > 1
     for group, g in cells.groupby("norm_group", sort=False):
+        group = str(group)
         prefix = f"[{group}] " if many else ""
         g = g.sort_values(["score", "config"], kind="stable")
         best = g.iloc[0]
-        tied = g[g["score"] == best["score"]]["config"].tolist()
-        who = f"{best['config']} achieves" if len(tied) == 1 else " and ".join(tied) + " share"
         # efficiency.py's rule: a group with any cell lacking ctx/MiB is scored on CPU/MiB alone
         cpu_only = not bool(np.isfinite(g["ctx_per_mib_mean"].astype(float)).all())
-        out.append(Finding(f"{prefix}{who} the best overall efficiency score "
-                           f"({best['score']:.3f}; lower is better)"
-                           + (", scored on CPU/MiB alone." if cpu_only else "."), float(best["score"]), "score",
-                           {f"{best['config']} score": float(best["score"])}, group))
+        out.append(_top(g, group, tests, what, prefix, ", scored on CPU/MiB alone" if cpu_only else ""))
         if cpu_only:
             out.append(_cpu_only(g, group, prefix))
-        controllers = [c for c in dict.fromkeys(g["controller"]) if isinstance(c, str)]
-        best_aio: dict[str, pd.Series] = {}
-        worst_aio: dict[str, pd.Series] = {}
-        for c in controllers:
-            gc = g[(g["controller"] == c) & (g["aio"] != NOT_APPLICABLE).fillna(True)]  # ESXi has no aio mode
-            if gc.empty:
-                continue
-            gc = gc[gc["iothread"].fillna(False) == gc["iothread"].fillna(False).iloc[0]] \
-                if gc["iothread"].nunique(dropna=False) > 1 else gc
-            if gc["aio"].nunique() >= 2:
-                best_aio[c] = gc.sort_values("score", kind="stable").iloc[0]
-                worst_aio[c] = gc.sort_values("score", kind="stable").iloc[-1]
-        if best_aio:
-            winners = {r["aio"] for r in best_aio.values()}
-            losers = {r["aio"] for r in worst_aio.values()}
-            if len(best_aio) >= 2 and len(winners) == 1:
-                w = winners.pop()
-                text = f"{prefix}aio={w} is the most efficient aio mode for each controller type"
-                if len(losers) == 1:
-                    text += f"; aio={losers.pop()} is the least efficient"
-                out.append(Finding(text + ".", float(len(best_aio)), "controllers",
-                                   {f"{c} aio={r['aio']} score": float(r["score"]) for c, r in best_aio.items()},
-                                   group))
-            else:
-                for c, r in best_aio.items():
-                    wr = worst_aio[c]
-                    out.append(Finding(f"{prefix}For {c}, aio={r['aio']} is the most efficient aio mode (score "
-                                       f"{r['score']:.3f}); aio={wr['aio']} is the least efficient "
-                                       f"({wr['score']:.3f}).", float(r["score"]), "score",
-                                       {f"{r['config']} score": float(r["score"]),
-                                        f"{wr['config']} score": float(wr["score"])}, group))
+        aio_found, best_aio, worst_aio = _aio_findings(g, group, prefix, tests)
+        out += aio_found
         # the two best controllers under the best aio mode, as 004 compares virtio-scsi with virtio-blk
         top_aio = best["aio"]
         same_aio = g[g["aio"] == top_aio].drop_duplicates("controller")
@@ -190,50 +327,52 @@ def efficiency_findings(result: EfficiencyResult) -> list[Finding]:
             a, b = same_aio.iloc[1], same_aio.iloc[0]
             # ESXi configurations (aio n/a) are compared as they are named: by controller alone
             lead = prefix if top_aio == NOT_APPLICABLE else f"{prefix}With aio={top_aio}, "
-            out.append(_pair(a, b, _name(a), _name(b), group, lead))
+            out.append(_pair(a, b, _name(a), _name(b), group, lead, tests))
         # iothread on/off for the same controller and aio
         for (c, aio), gp in g.groupby(["controller", "aio"], sort=False):
             on = gp[gp["iothread"].fillna(False).astype(bool)]
             off = gp[~gp["iothread"].fillna(False).astype(bool)]
             if len(on) and len(off):
-                out.append(_iothread(on.iloc[0], off.iloc[0], c, aio, group, prefix))
+                out.append(_iothread(on.iloc[0], off.iloc[0], c, aio, group, prefix, tests))
         # best vs worst aio mode for each controller, as 004 does for vmware-pvscsi
         for c, r in best_aio.items():
             wr = worst_aio[c]
             if wr["aio"] == r["aio"]:
                 continue
-            out.append(_pair(r, wr, f"{c} with aio={r['aio']}", f"{c} with aio={wr['aio']}", group, prefix))
-        worst = g.iloc[-1]
-        if len(g) >= 2 and worst["score"] > best["score"] and cpu_only:
-            out.append(Finding(f"{prefix}{worst['config']} achieves the worst efficiency score "
-                               f"({worst['score']:.3f}), on CPU/MiB alone (normalized CPU {worst['norm_cpu']:.3f}).",
-                               float(worst["score"]), "score",
-                               {f"{worst['config']} score": float(worst["score"]),
-                                f"{worst['config']} normalized CPU": float(worst["norm_cpu"])}, group))
-        elif len(g) >= 2 and worst["score"] > best["score"]:
-            cause = "high context switching rates" if worst["norm_ctx"] >= worst["norm_cpu"] else "high CPU use"
-            out.append(Finding(f"{prefix}{worst['config']} achieves the worst efficiency score "
-                               f"({worst['score']:.3f}), primarily due to {cause} (normalized CPU "
-                               f"{worst['norm_cpu']:.3f}, context switches {worst['norm_ctx']:.3f}).",
-                               float(worst["score"]), "score",
-                               {f"{worst['config']} score": float(worst["score"]),
-                                f"{worst['config']} normalized CPU": float(worst["norm_cpu"]),
-                                f"{worst['config']} normalized ctx": float(worst["norm_ctx"])}, group))
-        flagged = g[g["cv_flag"]]
-        if len(flagged):
-            names = ", ".join(flagged["config"].tolist()[:5]) + (" ..." if len(flagged) > 5 else "")
-            worst_cv = float(np.nanmax(flagged[["cpu_per_mib_cv", "ctx_per_mib_cv"]].to_numpy()))
-            out.append(Finding(f"{prefix}{len(flagged)} of {len(g)} cells vary between repeats by more than the "
-                               f"CV limit of {result.cv_limit:.0%} (highest CV {worst_cv:.1%}): {names}. "
-                               "Re-run them on a quiet host before relying on their rank.",
-                               float(len(flagged)), "cells", {"highest CV": worst_cv}, group))
-        else:
-            cvs = g[["cpu_per_mib_cv", "ctx_per_mib_cv"]].to_numpy(dtype=float)
-            if np.isfinite(cvs).any():
-                worst_cv = float(np.nanmax(cvs))
-                out.append(Finding(f"{prefix}All {len(g)} cells repeat within the CV limit of "
-                                   f"{result.cv_limit:.0%} (highest CV {worst_cv:.1%}).", worst_cv, "CV",
-                                   {"highest CV": worst_cv}, group))
+            out.append(_pair(r, wr, f"{c} with aio={r['aio']}", f"{c} with aio={wr['aio']}", group, prefix, tests))
+        if len(g) >= 2 and g.iloc[-1]["score"] > best["score"]:
+            out.append(_worst(g, group, prefix, tests, cpu_only))
+        out += _repeatability(g, group, prefix, result.cv_limit)
+    return out
+
+
+def _repeatability(g: pd.DataFrame, group: str, prefix: str, cv_limit: float) -> list[Finding]:
+    """How well the cells repeat: CV over the limit, within it, or single repeats (nothing to say it)."""
+    single = g[g["n"] < 2]
+    out: list[Finding] = []
+    if len(single):
+        names = ", ".join(single["config"].astype(str).tolist()[:5]) + (" ..." if len(single) > 5 else "")
+        out.append(Finding(f"{prefix}{len(single)} of {len(g)} configurations were measured once ({names}): every "
+                           "comparison involving them is indicative only. Run at least 2 repeats (3 or more to "
+                           "separate differences of a few percent) before relying on a rank.",
+                           float(len(single)), "configurations with 1 repeat",
+                           {"configurations with 1 repeat": float(len(single)), "configurations": float(len(g))},
+                           group, INDICATIVE))
+    flagged = g[g["cv_flag"]]
+    if len(flagged):
+        names = ", ".join(flagged["config"].tolist()[:5]) + (" ..." if len(flagged) > 5 else "")
+        worst_cv = float(np.nanmax(flagged[["cpu_per_mib_cv", "ctx_per_mib_cv"]].to_numpy()))
+        out.append(Finding(f"{prefix}{len(flagged)} of {len(g)} cells vary between repeats by more than the "
+                           f"CV limit of {cv_limit:.0%} (highest CV {worst_cv:.1%}): {names}. "
+                           "Re-run them on a quiet host before relying on their rank.",
+                           float(len(flagged)), "cells", {"highest CV": worst_cv}, group))
+    else:
+        cvs = g[["cpu_per_mib_cv", "ctx_per_mib_cv"]].to_numpy(dtype=float)
+        if np.isfinite(cvs).any():
+            worst_cv = float(np.nanmax(cvs))
+            out.append(Finding(f"{prefix}All {len(g)} cells repeat within the CV limit of "
+                               f"{cv_limit:.0%} (highest CV {worst_cv:.1%}).", worst_cv, "CV",
+                               {"highest CV": worst_cv}, group))
     return out
 
 

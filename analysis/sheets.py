@@ -10,6 +10,7 @@ import math
 from typing import Any, Iterable, Sequence
 
 import pandas as pd
+from openpyxl.comments import Comment
 from openpyxl.styles import Alignment, Font, PatternFill
 from openpyxl.utils import get_column_letter
 from openpyxl.worksheet.worksheet import Worksheet
@@ -39,6 +40,9 @@ SCORE_COLUMNS: list[Column] = [
     ("ctx/MiB note", "ctx_note", "@"),          # why the ctx columns are blank (ESXi: no such counter)
     ("Normalized CPU", "norm_cpu", "0.000"), ("Normalized ctx", "norm_ctx", "0.000"),
     ("Efficiency score", "score", "0.000"),
+    ("Score CI95 +/- (repeat scores)", "score_ci_half", "0.000"),   # blank for a single repeat
+    ("Evidence vs next rank", "evidence", "@"),  # significant | within noise | indicative (Welch, 95 %)
+    ("Test vs next rank", "vs_next", "@"),       # the numbers: repeat scores and p
     ("Score basis", "score_basis", "@"),         # CPU/MiB and ctx/MiB, or CPU/MiB alone and why
     ("Rank in controller", "rank_in_controller", "0"), ("Rank in aio mode", "rank_in_aio", "0"),
     ("Rank by CPU", "rank_cpu", "0"), ("Rank by ctx", "rank_ctx", "0"),
@@ -71,7 +75,7 @@ HOST_POINT_COLUMNS: list[Column] = [
 
 MEASUREMENT_FORMATS = {"iops": "#,##0", "read_iops": "#,##0", "write_iops": "#,##0", "bw_mib_s": "0.00",
                        "mib": "0.00", "lat_mean_us": "0.0", "read_lat_mean_us": "0.0", "write_lat_mean_us": "0.0",
-                       "lat_p99_us": "0.0", "cpu_per_mib": "0.000", "ctx_per_mib": "0.00", "cpu_total": "0.000",
+                       "lat_p99_us": "0.0", "clat_p99_us": "0.0", "cpu_per_mib": "0.000", "ctx_per_mib": "0.00", "cpu_total": "0.000",
                        "rate_mib_s": "0.0", "window_s": "0.00"}
 
 
@@ -135,10 +139,86 @@ def _cell_values(column: pd.Series) -> list[Any]:
     return out
 
 
+# What a latency percentile column holds (issue 15.5): fio reports completion-latency (clat) percentiles by
+# default and total-latency (lat = submission + completion) percentiles only with lat_percentiles=1; DiskSpd's
+# percentile is its total. A frame with both columns labels each; one with only lat_p99_us says what it mixes.
+P99_LABELS = {
+    "clat_p99_us": ("clat_p99_us [completion latency p99]",
+                    "99th percentile of fio's completion latency (clat): from submission to the device's completion "
+                    "seen by fio, without the submission time. Microseconds."),
+    "lat_p99_us": ("lat_p99_us [total latency p99]",
+                   "99th percentile of the total latency (lat = submission + completion), where the engine reported "
+                   "it (fio with lat_percentiles=1; DiskSpd). Blank where fio gave only completion percentiles."),
+}
+P99_MIXED = ("lat_p99_us [lat p99, else clat p99]",
+             "99th percentile latency as the result file gave it: the total latency (lat = submission + completion) "
+             "where the engine reported it (fio with lat_percentiles=1; DiskSpd), otherwise fio's completion latency "
+             "(clat, without submission), fio's default. Microseconds.")
+
+# measured columns whose blank cell must say why (never a 0 or a default in its place)
+MEASURED = ("iops", "bw_mib_s", "io_bytes", "runtime_ms", "total_ios", "lat_mean_us", "lat_p99_us", "clat_p99_us",
+            "numjobs", "cpu_total", "cpu_per_mib", "ctx_switches", "ctx_per_mib", "window_s")
+BLANK_HEADER = "blank_reasons"
+
+
+def blank_reasons(frame: pd.DataFrame) -> list[str | None]:
+    """Per row: each measured column left blank and why, from the row's own notes where it has them
+    (``ctx_note``; ``<column>_note`` or ``null_reasons`` where ingest gives them), else what is known."""
+    cols = [c for c in MEASURED if c in frame.columns]
+    if not cols:
+        return [None] * len(frame)
+    out: list[str | None] = []
+    records = frame.to_dict("records")
+    for rec in records:
+        parts = []
+        for c in cols:
+            v = rec.get(c)
+            if v is not None and v is not pd.NA and not (isinstance(v, float) and math.isnan(v)):
+                continue
+            why = _text(rec.get(f"{c}_note")) or _from_reasons(rec.get("null_reasons"), c)
+            if not why and c in ("ctx_switches", "ctx_per_mib"):
+                why = _text(rec.get("ctx_note"))
+            if not why and c in ("cpu_total", "cpu_per_mib", "ctx_switches", "ctx_per_mib", "window_s") \
+                    and not _present(rec.get("host_source")):
+                why = "no host record (no collector ran, or no perf CSV next to the result file)"
+            if not why and c == "lat_p99_us" and _present(rec.get("clat_p99_us")):
+                why = "fio reported completion (clat) percentiles only"
+            parts.append(f"{c}: {why or 'not in the result'}")
+        out.append("; ".join(parts) or None)
+    return out
+
+
+def _text(v: Any) -> str | None:
+    return v if isinstance(v, str) and v else None
+
+
+def _present(v: Any) -> bool:
+    return v is not None and v is not pd.NA and not (isinstance(v, float) and math.isnan(v))
+
+
+def _from_reasons(reasons: Any, column: str) -> str | None:
+    if isinstance(reasons, dict):
+        return reasons.get(column)
+    if isinstance(reasons, str) and reasons:
+        for part in reasons.split(";"):
+            key, _, why = part.partition(":")
+            if key.strip() == column:
+                return why.strip()
+    return None
+
+
 def write_frame(ws: Worksheet, frame: pd.DataFrame, formats: dict[str, str] | None = None) -> int:
-    """A whole DataFrame with its own column names as headers (the Measurements sheet)."""
+    """A whole DataFrame with its own column names as headers (the Measurements sheet); latency percentile
+    headers say which latency they are (with a note on the header cell), and a last column says why each
+    blank measurement is blank."""
     formats = formats or {}
+    frame = frame.assign(**{BLANK_HEADER: blank_reasons(frame)})
     header(ws, 1, list(frame.columns))
+    for j, c in enumerate(frame.columns, start=1):
+        label = P99_LABELS.get(c) if "clat_p99_us" in frame.columns else (P99_MIXED if c == "lat_p99_us" else None)
+        if label:
+            cell = ws.cell(row=1, column=j, value=label[0])
+            cell.comment = Comment(label[1], "stormatrix")
     columns = [_cell_values(frame[c]) for c in frame.columns]
     formatted = [(j, formats[c]) for j, c in enumerate(frame.columns) if formats.get(c, "General") != "General"]
     for i, values in enumerate(zip(*columns), start=2):
@@ -152,13 +232,16 @@ def write_frame(ws: Worksheet, frame: pd.DataFrame, formats: dict[str, str] | No
     ws.freeze_panes = "A2"
     for j, c in enumerate(frame.columns, start=1):
         ws.column_dimensions[get_column_letter(j)].width = max(9.0, min(30.0, len(str(c)) + 2.0))
+    ws.column_dimensions[get_column_letter(len(frame.columns))].width = 60
     return last
 
 
-def write_lines(ws: Worksheet, lines: Iterable[str | tuple[str, str]], *, width: float = 110) -> None:
-    """Paragraphs in column A (or label/text pairs in A/B); a leading '# ' makes a bold heading."""
+def write_lines(ws: Worksheet, lines: Iterable[str | tuple[str, str]], *, width: float = 110,
+                start_row: int = 1) -> int:
+    """Paragraphs in column A (or label/text pairs in A/B); a leading '# ' makes a bold heading.
+    Returns the next free row (to add more lines below)."""
     ws.column_dimensions["A"].width = width
-    r = 1
+    r = start_row
     for line in lines:
         if isinstance(line, tuple):
             ws.cell(row=r, column=1, value=safe_value(line[0])).font = Font(bold=True)
@@ -168,6 +251,7 @@ def write_lines(ws: Worksheet, lines: Iterable[str | tuple[str, str]], *, width:
         else:
             ws.cell(row=r, column=1, value=safe_value(line)).alignment = WRAP
         r += 1
+    return r
 
 
 def write_summary(ws: Worksheet, title: str, facts: list[tuple[str, Any]], findings: list[Finding],
@@ -181,7 +265,8 @@ def write_summary(ws: Worksheet, title: str, facts: list[tuple[str, Any]], findi
     r += 1
     ws.cell(row=r, column=1, value="Findings").font = Font(bold=True, size=12)
     r += 1
-    header(ws, r, ["#", "Finding", "Value", "Unit", "Based on (numbers on the other sheets)"])
+    header(ws, r, ["#", "Finding", "Value", "Unit", "Based on (numbers on the other sheets)",
+                   "Evidence (Welch's t-test, 95 %)"])
     for i, f in enumerate(findings, start=1):
         r += 1
         ws.cell(row=r, column=1, value=i)
@@ -190,13 +275,22 @@ def write_summary(ws: Worksheet, title: str, facts: list[tuple[str, Any]], findi
         vc.number_format = "0.000" if abs(f.value) < 10 else "0.0"
         ws.cell(row=r, column=4, value=safe_value(f.unit))
         ws.cell(row=r, column=5, value=safe_value(f.basis)).alignment = WRAP
+        # a row as tall as its wrapped text (LibreOffice does not grow rows of a file it opens: the
+        # findings, which carry their test numbers, overprinted each other)
+        lines = max(math.ceil(len(f.text) / 95), math.ceil(len(f.basis) / 72), 1)
+        ws.row_dimensions[r].height = 15 * lines
+        status = getattr(f, "status", "")
+        sc = ws.cell(row=r, column=6, value=safe_value(status or None))
+        if status == "indicative":
+            sc.font = Font(italic=True, color="9C5700")
+            sc.fill = PatternFill("solid", fgColor="FFEB9C")
     if notes:
         r += 2
         ws.cell(row=r, column=1, value="Notes and skipped inputs").font = Font(bold=True, size=12)
         for n in notes:
             r += 1
             ws.cell(row=r, column=2, value=safe_value(n)).alignment = WRAP
-    for col, w in zip("ABCDE", (22, 90, 12, 14, 70)):
+    for col, w in zip("ABCDEF", (22, 90, 12, 14, 70, 18)):
         ws.column_dimensions[col].width = w
 
 

@@ -10,4 +10,6 @@ The package maps the product's fixed top-level folders onto one import namespace
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
+from .core import __version__  # one version, kept in the leaf layer analysis may import
+
+__all__ = ["__version__"]

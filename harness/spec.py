@@ -185,7 +185,15 @@ RUN_SECTION = Section("run", {
     "repeats": Field(int, 1, min=1, max=100),
     "ramp_seconds": Field(float, 5.0, min=0, max=86400, help="warm-up before the measurement window"),
     "measure_seconds": Field(float, 10.0, min=1, max=86400, help="the measurement window"),
-    "cv_limit_pct": Field(float, 10.0, min=0, max=1000, help="flag cells whose repeats vary more"),
+    "cv_limit_pct": Field(float, 10.0, min=0, max=1000,
+                          help="a configuration whose repeats' CV of CPU or ctx per MiB is above this (in %) is "
+                               "flagged, and gets extra repeats up to max_repeats"),
+    "max_repeats": Field(int, 0, min=0, max=100,
+                         help="repeat a configuration whose CV is above cv_limit_pct up to this many times; "
+                              "0 (the default) or the value of repeats means no extra repeats"),
+    "time_budget_minutes": Field(float, 0.0, min=0, max=525600,
+                                 help="extra repeats start only while the run (this invocation) stays within "
+                                      "this many minutes; 0 means no limit"),
     "rate_tolerance_pct": Field(float, 5.0, min=0, max=100,
                                 help="flag cells that miss their fixed rate by more than this"),
     "crosscheck_tolerance_pct": Field(float, 2.0, min=0, max=100,
@@ -194,7 +202,6 @@ RUN_SECTION = Section("run", {
     "retries": Field(int, 1, min=0, max=10, help="re-tries of a failed cell before on_error applies"),
     "boot_timeout_seconds": Field(float, 180.0, min=5, max=7200),
     "allow_write": Field(bool, False, help="permit write workloads on a disk that holds data"),
-    "preflight": Field(bool, False, help="run the guest validation before the matrix (Windows)"),
 }, help="how the run behaves")
 
 MATRIX_SECTION = Section("matrix", {
@@ -292,7 +299,15 @@ def spec_from_dict(raw: dict[str, Any], path: str = "<matrix>") -> MatrixSpec:
             hint = f"did you mean [{close[0]}]? " if close else ""
             raise MatrixError(path, f"[{key}]", "unknown section",
                               f"{hint}sections: {', '.join(f'[{k}]' for k in sorted(known))}")
-    run = parse_section(path, RUN_SECTION, raw.get("run", {}))
+    run_raw = raw.get("run", {})
+    if isinstance(run_raw, dict) and "preflight" in run_raw:
+        raise MatrixError(path, "[run] preflight", "unknown key (it was accepted by earlier versions but never "
+                          "read: no guest validation ever ran because of it)",
+                          "remove the line; to validate a Windows guest before a run, use `stormatrix guest check`")
+    run = parse_section(path, RUN_SECTION, run_raw)
+    if run["max_repeats"] and run["max_repeats"] < run["repeats"]:
+        raise MatrixError(path, "[run] max_repeats", f"{run['max_repeats']} is below repeats = {run['repeats']}",
+                          f"set max_repeats >= {run['repeats']} (or 0 for no extra repeats)")
     if "matrix" not in raw:
         raise MatrixError(path, "[matrix]", "is missing", "add a [matrix] section with controllers = [...]")
     matrix = parse_section(path, MATRIX_SECTION, raw["matrix"])

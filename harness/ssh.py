@@ -65,14 +65,19 @@ class SshOptions:
 
     def ssh_argv(self, remote: Sequence[str] | str) -> list[str]:
         """``ssh ... target -- <remote>``: a list is quoted for the remote shell, a string is shell text."""
-        check_target(self.target)
+        self._check()
         command = remote if isinstance(remote, str) else shlex.join(remote)
         return ["ssh", *self.options(), self.target, "--", command]
 
     def scp_argv(self, files: Sequence[str | Path], remote_dir: str) -> list[str]:
         """``scp -q ... files target:remote_dir/``."""
-        check_target(self.target)
+        self._check()
         return ["scp", "-q", *self.options(), *map(str, files), f"{self.target}:{remote_dir}/"]
+
+    def _check(self) -> None:
+        if not self.target:
+            raise ValueError("no ssh target: ssh needs a host (user@host)")
+        check_target(self.target)
 
     def login_hint(self) -> str:
         """What to check when the login failed (the user can run the probe and see the prompt ssh refused)."""

@@ -28,15 +28,11 @@ On Proxmox the guests can be given as VMs instead (``vms = [101, 102]`` with a `
 their addresses come from the QEMU guest agent and the host collector measures their QEMU processes
 (:mod:`stormatrix.suitevms`, docs/fio-server.md).
 
-Each point becomes one ``cell`` record (docs/journal.md): ``fio`` is the aggregate over all guests,
-``clients`` the per-guest results, ``side`` the label. Resume skips points already journaled.
-
-Failure policy: a point that fails for its own reasons (fio error on a guest) follows
-``[run] on_error`` (skip = journal ``cell-error`` and go on; stop). A guest that stops answering
-(:class:`GuestNotReady`) or drops out mid-point (:class:`GuestDisconnected`) always stops the suite
-after journaling the ``cell-error``: points measured on fewer guests are not comparable with the
-rest, and every following point would fail the same way. Run the same command again once the guest
-is back: the suite resumes at the failed point.
+This module reads the suite: ``[suite]`` into a :class:`Suite`, whose points are cells
+(:class:`SuitePoint`). They run through the one runner (:mod:`stormatrix.suiterun`, which also holds
+the failure policy): each point becomes one ``cell`` record (docs/journal.md) with ``fio`` the aggregate
+over all guests, ``clients`` the per-guest results and ``side`` the label. Resume skips points already
+journaled.
 """
 
 from __future__ import annotations

@@ -140,6 +140,30 @@ def perf_available() -> bool:
     return res.returncode == 0 and perfstat.parse(res.stderr).value("context-switches") is not None
 
 
+def catches_sigint(pid: int) -> bool | None:
+    """Whether process ``pid`` has a SIGINT handler (``SigCgt`` in /proc/PID/status); None when it is gone."""
+    try:
+        status = _read(f"/proc/{pid}/status")
+    except OSError:
+        return None
+    for line in status.splitlines():
+        if line.startswith("SigCgt:"):
+            return bool(int(line.split()[1], 16) & (1 << (signal.SIGINT - 1)))
+    return None
+
+
+def wait_for_sigint_handler(pid: int, timeout: float = 10.0) -> None:
+    """Until ``perf stat`` (pid) has installed its SIGINT handler. The window ends with a SIGINT, on which
+    perf prints its counts; a SIGINT that arrives before the handler (a short window on a loaded machine)
+    kills perf with no counts at all. Returns early when perf exits (its error is reported at the stop)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        state = catches_sigint(pid)
+        if state is None or state:
+            return
+        time.sleep(0.005)
+
+
 @dataclass
 class WindowCollector:
     """Measure one process between :meth:`start` and :meth:`stop`."""
@@ -171,6 +195,7 @@ class WindowCollector:
             self._perf = subprocess.Popen(
                 [PERF, "stat", "-x,", "-e", ",".join(events), "-p", str(self.pid), "-o", self._perf_out],
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            wait_for_sigint_handler(self._perf.pid)
         self._first = sample_process(self.pid)
         self._last = dict(self._first)
         self._proc0 = process_cpu_ticks(self.pid)

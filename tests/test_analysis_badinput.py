@@ -230,12 +230,13 @@ def _engine_journal(run_dir: Path, engine: str | None, side: str) -> Path:
     for line in lines:
         rec = json.loads(line)
         rec["run_id"] = f"{rec.get('run_id')}-{side}"
-        if rec.get("type") == "cell":
+        if rec.get("type") == "cell":  # as the runner writes it: the record's engine, and the raw output's
             rec.setdefault("raw", {})
+            rec.pop("engine", None)
             if engine is None:
                 rec["raw"].pop("engine", None)
             else:
-                rec["raw"]["engine"] = engine
+                rec["raw"]["engine"] = rec["engine"] = engine
         out.append(json.dumps(rec))
     run_dir.mkdir(parents=True)
     (run_dir / "journal.ndjson").write_text("\n".join(out) + "\n")
@@ -248,7 +249,15 @@ def test_diskspd_cells_in_a_journal_report_with_their_engine(tmp_path: Path) -> 
     older = ingest([_engine_journal(tmp_path / "o", None, "o")])
     assert set(older.frame["engine"]) == {"fio"}
     bad = ingest([_engine_journal(tmp_path / "x", "iometer", "x")])
-    assert bad.frame.empty and "raw.engine" in bad.problems[0].reason
+    assert bad.frame.empty and "'engine' is 'iometer'" in bad.problems[0].reason
+    run = _engine_journal(tmp_path / "m", "diskspd", "m")
+    recs = [json.loads(line) for line in (run / "journal.ndjson").read_text().splitlines()]
+    for rec in recs:
+        if rec.get("type") == "cell":
+            rec["engine"] = "fio"  # the record says fio, its raw output says DiskSpd: edited
+    (run / "journal.ndjson").write_text("".join(json.dumps(r) + "\n" for r in recs))
+    mixed = ingest([run])
+    assert mixed.frame.empty and "'raw.engine' is 'diskspd'" in mixed.problems[0].reason
 
 
 def test_diskspd_against_fio_compares_with_the_engine_in_every_row(tmp_path: Path) -> None:
@@ -306,3 +315,17 @@ def test_the_shared_line_reader_marks_a_torn_last_line() -> None:
     assert [(ln.number, ln.record, ln.error is None, ln.last) for ln in lines] == [
         (1, {"a": 1}, True, False), (2, None, True, False), (4, None, False, False), (5, {"b": 2}, True, False),
         (6, None, False, True)]
+
+
+def test_cv_limit_takes_a_fraction_or_a_percentage_never_a_guess(tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    from stormatrix.commands.report import cv_limit
+
+    assert cv_limit("0.1") == pytest.approx(0.10) and cv_limit("10%") == pytest.approx(0.10)
+    assert cv_limit("150%") == pytest.approx(1.5)
+    with pytest.raises(SystemExit) as exit_:
+        main(["report", str(SAMPLE_RUN), "-o", str(tmp_path / "r.xlsx"), "--cv-limit", "10"])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert "--cv-limit" in err and "1000 %" in err and "10%" in err
+    assert main(["report", str(SAMPLE_RUN), "-o", str(tmp_path / "r.xlsx"), "--cv-limit", "10%"]) == 0

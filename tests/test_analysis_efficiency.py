@@ -162,3 +162,29 @@ def test_rows_without_host_figures_are_left_out_and_said_so():
     result = score_cells(frame_from_rows(rows))
     assert len(result.cells) == 2
     assert any("1 of 3 measurements" in n for n in result.notes)
+
+
+def test_measurements_say_which_p99_and_why_a_value_is_blank(hand_run: Path, tmp_path: Path):
+    """A record without a p99 and one without a host record: blank cells (never 0) with the reason in the
+    Measurements sheet's blank_reasons column; the p99 header says which latency it holds (issue 15.5)."""
+    journal = hand_run / "journal.ndjson"
+    lines = [json.loads(x) for x in journal.read_text().splitlines()]
+    del lines[1]["fio"]["total"]["lat_p99_ns"]
+    lines[2]["host"] = None
+    lines[2].pop("per_mib")
+    journal.write_text("".join(json.dumps(r) + "\n" for r in lines))
+    out = tmp_path / "b.xlsx"
+    assert main(["report", str(hand_run), "-o", str(out)]) == 0
+    ws = openpyxl.load_workbook(out)["Measurements"]
+    head = [c.value for c in ws[1]]
+    p99 = next(h for h in head if h.startswith("lat_p99_us"))
+    assert "clat" in p99 and "lat p99" in p99                           # lat where fio gave it, else clat
+    assert "completion" in ws.cell(row=1, column=head.index(p99) + 1).comment.text
+    rows = [dict(zip(head, r)) for r in ws.iter_rows(min_row=2, values_only=True)]
+    no_p99 = next(r for r in rows if r["key"] == lines[1]["key"])
+    no_host = next(r for r in rows if r["key"] == lines[2]["key"])
+    assert no_p99[p99] is None and "lat_p99_us: not in the result" in no_p99["blank_reasons"]
+    assert no_host["cpu_per_mib"] is None and no_host["ctx_per_mib"] is None
+    assert "cpu_per_mib: no host record" in no_host["blank_reasons"]
+    full = [r for r in rows if r["key"] not in (lines[1]["key"], lines[2]["key"])]
+    assert full and all(r["blank_reasons"] is None for r in full)

@@ -137,3 +137,15 @@ def test_merge_hosts_is_the_identity_for_one_and_adds_up_many() -> None:
     both = merge_hosts([one, host(2, 3.0, 30)])
     assert both is not None and both["cpu_total"] == 4.0 and both["ctx_switches"] == 40 and both["pid"] == [1, 2]
     assert both["by_role"]["vcpu"] == {"threads": 2, "user_s": 4.0} and both["scope"] == "2 qemu processes"
+
+
+def test_a_window_closed_at_once_still_has_perfs_counts(busy: subprocess.Popen[bytes]) -> None:
+    """The window ends with a SIGINT to perf; start() returns only once perf handles it, so even a window
+    closed immediately (a loaded machine, a short window) gets perf's counts instead of a killed perf."""
+    if not collector.perf_available():
+        pytest.skip("perf stat cannot count software events on this machine")
+    for _ in range(3):
+        c = WindowCollector(busy.pid, {}, use_perf=True)
+        c.start()
+        res = c.stop()
+        assert res["source"] == "perf+proc" and "context-switches" in res["perf"]

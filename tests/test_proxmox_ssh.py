@@ -279,3 +279,31 @@ guest_channel = "serial1"
             assert w in err, err
         assert "Traceback" not in err and str(path) in err
         assert s.digest(100) == digest0 and not s.launcher.started  # type: ignore[attr-defined]
+
+
+# --- the one ssh/scp argv builder (harness/ssh.py) ------------------------------------------------------
+
+def test_ssh_argv_is_batch_mode_and_quotes_the_remote_command(tmp_path: Path) -> None:
+    from stormatrix.ssh import SshOptions
+
+    cfg = tmp_path / "cfg"
+    o = SshOptions("root@pve1", str(cfg), known_hosts=str(tmp_path / "known"))
+    argv = o.ssh_argv(["printf", "%s", "a b", "$HOME"])
+    assert argv[:3] == ["ssh", "-F", str(cfg)] and argv[-3:] == ["root@pve1", "--", "printf %s 'a b' '$HOME'"]
+    assert "BatchMode=yes" in argv and "ConnectTimeout=10" in argv and "StrictHostKeyChecking=yes" in argv
+    assert f"UserKnownHostsFile={tmp_path / 'known'}" in argv
+    assert o.scp_argv([tmp_path / "a.py"], "dir")[-2:] == [str(tmp_path / "a.py"), "root@pve1:dir/"]
+    # without a config or known-hosts file: exactly the options every caller relied on
+    assert SshOptions("esx01").ssh_argv("esxtop -b") == ["ssh", "-o", "BatchMode=yes", "-o", "ConnectTimeout=10",
+                                                         "esx01", "--", "esxtop -b"]
+
+
+@pytest.mark.parametrize("target", ["-oProxyCommand=touch /tmp/x", "root@pve node", "", "a;b"])
+def test_ssh_targets_that_ssh_would_misread_are_refused(target: str) -> None:
+    from stormatrix.ssh import SshOptions, check_target
+
+    if target:
+        with pytest.raises(ValueError, match="is not an ssh target"):
+            check_target(target)
+    with pytest.raises(ValueError):
+        SshOptions(target).ssh_argv(["true"])

@@ -439,7 +439,8 @@ CLI_CASES: list[tuple[str, list[str], tuple[str, ...]]] = [
     ("compare-csv-under-a-file", ["compare", GOOD_FIO, GOOD_RUN, "-o", "{out}", "--csv", "{tmp}/in.json/c.csv"],
      ("--csv", "in.json")),
 ]
-for i, v in enumerate(["abc", "nan", "-1", "inf", "-inf", "0", "1e309", "", "0x10"]):
+for i, v in enumerate(["abc", "nan", "-1", "inf", "-inf", "0", "1e309", "", "0x10", "10", "1.5", "5000%", "%",
+                       "-10%", "nan%"]):
     CLI_CASES.append((f"report-cv-limit[{i}]={v}", ["report", GOOD_FIO, "-o", "{out}", "--cv-limit", v], ("--cv-limit",)))
 for i, v in enumerate(["0", "1", "nan", "-0.5", "2", "inf", "x"]):
     CLI_CASES.append((f"compare-alpha[{i}]={v}", ["compare", GOOD_FIO, GOOD_RUN, "-o", "{out}", "--alpha", v], ("--alpha",)))
@@ -468,7 +469,8 @@ CLI_CASES += [
     ("guest-check-unset-env", ["guest", "check", "--host", "127.0.0.1", "--username", "u", "--password-env",
                                "SMX_SURELY_UNSET_VAR", "--disk-serial", "S", "--timeout", "1"], ("SMX_SURELY_UNSET_VAR", "Fix:")),
     ("guest-check-missing-password-file", ["guest", "check", "--host", "127.0.0.1", "--username", "u", "--password-file",
-                                           "{tmp}/nope.pw", "--disk-serial", "S", "--timeout", "1"], ("nope.pw", "Fix:")),
+                                           "{tmp}/nope.pw", "--disk-serial", "S", "--timeout", "1"],
+     ("--password-file", "names no existing file", "Fix:")),  # not repeated: it could be a pasted secret
     ("guest-check-port-text", ["guest", "check", "--host", "h", "--username", "u", "--password-env", "X",
                                "--disk-serial", "S", "--port", "http"], ("--port",)),
     ("guest-check-port-huge", ["guest", "check", "--host", "127.0.0.1", "--username", "u", "--password-env", "X",

@@ -279,7 +279,9 @@ def test_winrm_tls_opt_out_is_logged(caplog: pytest.LogCaptureFixture) -> None:
                                              "use_tls": True, "cert_validation": False, "disk_serial": "S"},
                                             environ={"PW": "pw-secret"})
     with caplog.at_level(logging.WARNING):
-        w._default_protocol(settings)
+        from stormatrix.executors.winrm_channel import _default_protocol
+
+        _default_protocol(settings)
     assert "certificate validation of 127.0.0.1 is turned off" in caplog.text and "pw-secret" not in caplog.text
 
 

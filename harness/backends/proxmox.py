@@ -141,7 +141,8 @@ class ProxmoxBackend(Backend):
                                  "original_disk": pc.disk_config_of(config, key).key,
                                  "transport": self.opts["transport"]}
         if found:
-            facts["shared_scsihw"] = {ctrl: ", ".join(disks) for ctrl, disks in found.items()}
+            # one line of text: the Environment sheet shows facts as they are
+            facts["shared_scsihw"] = "; ".join(f"{ctrl}: {', '.join(disks)}" for ctrl, disks in found.items())
             log.warning("VM %s: [proxmox] allow_shared_scsihw = true: %s", c.vmid,
                         "; ".join(f"{ctrl} cells move or share {', '.join(d)}" for ctrl, d in found.items()))
         if self.opts["pin_cpus"]:

@@ -17,7 +17,7 @@ from typing import Any
 from .. import guestimage
 from ..core.errors import EnvironmentProblem, VmStartError
 from ..core.model import CONTROLLERS, DiskConfig
-from ..spec import Field, MatrixSpec, Section, register_section
+from ..spec import Field, MatrixSpec, Section
 from .base import Backend, BlockStats, GuestEndpoint, HostScope, format_cpuset
 from .qemu_devices import PCI_ADDR, disk_devices, drive_option, pci_addr
 from .qemu_pinning import PinPlan, PlacementCollector, ThreadPinner, check_setting, plan_pinning
@@ -45,9 +45,6 @@ QEMU_SECTION = Section("qemu", {
                               "more CPUs: vCPUs on the last CPU, main loop, iothreads, aio workers and the harness "
                               "on the others), on, off, or VCPU_CPUS/OTHER_CPUS such as \"1/0\""),
 }, help="the local QEMU backend")
-# Until the explicit section registry imports QEMU_SECTION itself: registering twice is harmless
-# (the registry is keyed by name). Delete this line when it does.
-register_section(QEMU_SECTION)
 
 
 class QemuBackend(Backend):

@@ -7,6 +7,7 @@ import sys
 
 from ..registry import backend_class
 from ..core.model import NOT_APPLICABLE
+from ..repeats import possible_extra
 from ..runner import estimate_seconds, fmt_duration
 from ..spec import expand, load_spec
 
@@ -51,4 +52,16 @@ def run(args: argparse.Namespace) -> int:
     print(f"\n{len(plan.cells)} cells ({configs} VM starts{booted}, {len(plan.skipped)} skipped) on backend "
           f"{spec.run['backend']}; {timing.ramp_s:g} s warm-up + {timing.measure_s:g} s window per cell; "
           f"ETA {fmt_duration(eta)}", file=out)
+    extra = possible_extra(plan, spec.run)
+    if extra:
+        run = spec.run
+        configs_n = len({(c.disk, c.workload) for c in plan.cells})
+        per_cell = eta / len(plan.cells)
+        budget = run["time_budget_minutes"]
+        most = eta + per_cell * extra
+        capped = f", capped by time_budget_minutes = {budget:g}" if budget and most > budget * 60 else ""
+        print(f"extra repeats: a configuration whose CV of CPU or ctx per MiB is above cv_limit_pct = "
+              f"{run['cv_limit_pct']:g} % gets more repeats, up to max_repeats = {run['max_repeats']}: up to "
+              f"{extra} more cells ({configs_n} configurations x {run['max_repeats'] - run['repeats']}); "
+              f"ETA up to {fmt_duration(max(eta, min(most, budget * 60)) if capped else most)}{capped}", file=out)
     return 0

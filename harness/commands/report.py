@@ -26,8 +26,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("inputs", nargs="+", metavar="INPUT", help="run directory, journal, result file or directory")
     p.add_argument("-o", "--output", required=True, help="workbook to write (.xlsx)")
     p.add_argument("--strict", action="store_true", help="fail (exit 2) if any input cannot be used")
-    p.add_argument("--cv-limit", type=positive_number, default=0.10,
-                   help="flag a configuration whose CV across repeats exceeds this (default 0.10 = 10%%)")
+    p.add_argument("--cv-limit", type=cv_limit, default=0.10,
+                   help="flag a configuration whose CV across repeats exceeds this: a fraction (default "
+                        "0.10) or a percentage (10%%, as the matrix's cv_limit_pct)")
     p.add_argument("--label", help="name of this data set, shown in the workbook (default: the journal's side)")
     p.add_argument("--csv", help="where to write the tidy CSV (default: next to the workbook, .csv)")
     p.set_defaults(func=run)
@@ -41,6 +42,25 @@ def positive_number(text: str) -> float:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
     if not math.isfinite(value) or value <= 0:
         raise argparse.ArgumentTypeError(f"{text!r} must be a finite number above 0, e.g. 0.10")
+    return value
+
+
+def cv_limit(text: str) -> float:
+    """argparse type: a CV limit as a fraction (``0.10``) or a percentage (``10%``).
+
+    A bare number above 1 is refused rather than guessed: ``10`` would be 1000 % as a fraction, while
+    the matrix's ``cv_limit_pct = 10`` means 10 %.
+    """
+    stripped = text.strip()
+    if stripped.endswith("%"):
+        value = positive_number(stripped[:-1])
+        if value > 1000:
+            raise argparse.ArgumentTypeError(f"{text!r}: a CV limit above 1000 % flags nothing; e.g. 10%")
+        return value / 100.0
+    value = positive_number(stripped)
+    if value > 1:
+        raise argparse.ArgumentTypeError(f"{text!r} would be {value * 100:g} % as a fraction. Give a fraction "
+                                         f"(0.10) or a percentage ({value:g}%), as the matrix's cv_limit_pct")
     return value
 
 

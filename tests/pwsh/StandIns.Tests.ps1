@@ -290,6 +290,19 @@ Describe 'Objects' {
     }
 }
 
+Describe 'Remove-Variable' {
+    It 'Should remove the caller''s variable, a script-scope one with -Scope Script, and report a missing one' {
+        $local = 1
+        Remove-Variable -Name local
+        Test-Path -LiteralPath 'variable:local' | Should -BeFalse
+        $script:scoped = 2
+        & { Remove-Variable -Name scoped -Scope Script }
+        Test-Path -LiteralPath 'variable:script:scoped' | Should -BeFalse
+        Remove-Variable -Name 'never-defined' -ErrorAction SilentlyContinue -ErrorVariable e
+        $e[0].FullyQualifiedErrorId | Should -BeLike 'VariableNotFound*'
+    }
+}
+
 Describe 'Streams' {
     It 'Should write each element of an array, or the array with -NoEnumerate' {
         @(Write-Output 1, 2, 3).Count | Should -Be 3

@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from .pve import LaunchFailed, LaunchSpec, RunningQemu, extra_args
+from .pve_launch import LaunchFailed, LaunchSpec, RunningQemu, extra_args
 
 
 def _qemu_server_vm(spec: Any, disk_args: list[str]) -> Any:

@@ -11,6 +11,11 @@ A guest is a directory made by :func:`make_guest` from ``guest.json`` (plus the 
 - ``tmp/``: the guest's %TEMP% (where the executor uploads the module).
 
 :func:`engine_env` is the environment that makes tests/pwsh/pwsh behave as this guest's powershell.exe.
+
+Limit: the hosted engine runs ``Boot.ps1`` at start (console code page 437, the cmdlet stand-ins, the
+fake module, the C: and HKLM: drives). A real pwsh (``STORMATRIX_REAL_PWSH``) has no such start-up
+hook under -NoProfile: there the fake cmdlets load only by module auto-loading from ``PSModulePath``,
+and the drives and the OEM console are missing, so the FakeWindows tests are meant for the hosted engine.
 """
 
 from __future__ import annotations

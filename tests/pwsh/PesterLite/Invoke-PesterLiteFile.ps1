@@ -8,9 +8,16 @@ param(
     [Parameter(Mandatory)] [string] $Path,
     [Parameter(Mandatory)] [string] $ResultPath,
     [string[]] $Tag = @(),
-    [string[]] $ExcludeTag = @()
+    [string[]] $ExcludeTag = @(),
+    # a JSON file with the container's data (Invoke-Pester -Container (New-PesterContainer -Data ...))
+    [string] $DataPath
 )
 . ([System.IO.Path]::Combine($PSScriptRoot, 'PesterLite.ps1'))
-$results = @(Invoke-PesterLiteContainer -Path $Path -Tag $Tag -ExcludeTag $ExcludeTag)
+$data = @{}
+if ($DataPath) {
+    $json = ConvertFrom-Json -InputObject ([System.IO.File]::ReadAllText($DataPath)) -AsHashtable
+    foreach ($k in $json.Keys) { $data[$k] = $json[$k] }
+}
+$results = @(Invoke-PesterLiteContainer -Path $Path -Tag $Tag -ExcludeTag $ExcludeTag -Data $data)
 [System.IO.File]::WriteAllText($ResultPath, (ConvertTo-Json -InputObject $results -Depth 3), [System.Text.UTF8Encoding]::new($false))
 exit 0

@@ -118,7 +118,10 @@ function __plTestFilter {
     # runs a -ParameterFilter with the call's parameters as variables
     param([scriptblock] $__plFilter, [System.Collections.IDictionary] $__plBound, [object[]] $__plArgs)
     if ($null -eq $__plFilter) { return $true }
-    foreach ($__plK in $__plBound.Keys) { $ExecutionContext.SessionState.PSVariable.Set([string]$__plK, $__plBound[$__plK]) }
+    foreach ($__plK in $__plBound.Keys) {
+        # a parameter named like a read-only automatic variable ($Host) cannot become a variable
+        try { $ExecutionContext.SessionState.PSVariable.Set([string]$__plK, $__plBound[$__plK]) } catch [System.Management.Automation.SessionStateUnauthorizedAccessException] { }
+    }
     $PesterBoundParameters = $__plBound
     return [bool](. $__plFilter @__plArgs)
 }
@@ -163,7 +166,10 @@ function global:__plInvokeMock {
 
 function __plRunMockBody {
     param([scriptblock] $__plBody, [System.Collections.IDictionary] $__plBound, [object[]] $__plArgs, [object[]] $__plInput)
-    foreach ($__plK in $__plBound.Keys) { $ExecutionContext.SessionState.PSVariable.Set([string]$__plK, $__plBound[$__plK]) }
+    foreach ($__plK in $__plBound.Keys) {
+        # a parameter named like a read-only automatic variable ($Host) cannot become a variable
+        try { $ExecutionContext.SessionState.PSVariable.Set([string]$__plK, $__plBound[$__plK]) } catch [System.Management.Automation.SessionStateUnauthorizedAccessException] { }
+    }
     $PesterBoundParameters = $__plBound
     if ($__plInput.Count) { $__plInput | . $__plBody @__plArgs } else { . $__plBody @__plArgs }
 }

@@ -352,14 +352,15 @@ function __plLeaveTestDrive {
 function Invoke-PesterLiteContainer {
     <# Discovers and runs one test file; returns one result object per test (Path, Name, Result,
     Message, ErrorLine, File, Line, Duration) and per failing AfterAll. #>
-    param([Parameter(Mandatory)] [string] $Path, [string[]] $Tag, [string[]] $ExcludeTag)
+    param([Parameter(Mandatory)] [string] $Path, [string[]] $Tag, [string[]] $ExcludeTag, [hashtable] $Data = @{})
     $full = [System.IO.Path]::GetFullPath($Path)
     $script:__plRoot = __plNewBlock -Name ([System.IO.Path]::GetFileName($full)) -Kind 'Root' -Parent $null -Data $null -Skip $false -Tag @() -Line 0
     $script:__plCurrent = $script:__plRoot
     $script:__plExtraFailures = [System.Collections.Generic.List[object]]::new()
     $script:__plPhase = 'Discovery'
     try {
-        . $full
+        # a container's -Data binds to the test file's param() block, as in Pester 5
+        . $full @Data
     } catch {
         $script:__plRoot.Failures.Add((__plFailure $_ 'Discovery failed'))
     }
@@ -374,12 +375,14 @@ function Invoke-PesterLiteContainer {
     }
     foreach ($t in $tests) {
         if ($t.Excluded) { continue }
-        [pscustomobject]@{ File = $full; Path = (__plPath $t); Result = $t.Result; Message = $t.Message; ErrorLine = $t.ErrorLine; Line = $t.Line; Duration = $t.Duration }
+        $blocks = @((__plPath $t.Parent) -split ' > ' | Where-Object { $_ })
+        [pscustomobject]@{ File = $full; Path = (__plPath $t); Name = $t.Name; Blocks = $blocks; Result = $t.Result; Message = $t.Message; ErrorLine = $t.ErrorLine; Line = $t.Line; Duration = $t.Duration }
     }
     foreach ($f in $script:__plExtraFailures) {
-        [pscustomobject]@{ File = $full; Path = $f.Path; Result = 'Failed'; Message = $f.Message; ErrorLine = $f.Line; Line = 0; Duration = 0 }
+        [pscustomobject]@{ File = $full; Path = $f.Path; Name = $f.Path; Blocks = @(); Result = 'Failed'; Message = $f.Message; ErrorLine = $f.Line; Line = 0; Duration = 0 }
     }
 }
 
 . ([System.IO.Path]::Combine($PSScriptRoot, 'Should.ps1'))
 . ([System.IO.Path]::Combine($PSScriptRoot, 'Mock.ps1'))
+. ([System.IO.Path]::Combine($PSScriptRoot, 'Invoke.ps1'))

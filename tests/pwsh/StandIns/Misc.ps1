@@ -1,4 +1,5 @@
-# Smaller stand-ins: Start-Sleep, ConvertTo-SecureString, Import-PowerShellDataFile, Get-Process.
+# Smaller stand-ins: Start-Sleep, ConvertTo-SecureString, Import-PowerShellDataFile, Get-Process,
+# Remove-Variable.
 
 function Start-Sleep {
     # Real: Thread.Sleep in slices, -Seconds accepts fractions (7.x). Partial: Ctrl+C is not observed.
@@ -106,6 +107,33 @@ function Get-Process {
                         [System.Management.Automation.ItemNotFoundException]::new("Cannot find a process with the name `"$n`". Verify the process name and call the cmdlet again."),
                         'NoProcessFoundForGivenName', 'ObjectNotFound', $n))
             }
+        }
+    }
+}
+
+function Remove-Variable {
+    # Real: removes the variables from the given scope, or the caller's nearest definition; through the
+    # engine's session state (Stormatrix.PwshHost.StandInSupport). Partial: -Include/-Exclude are not
+    # supported; called from a module, it sees the global session state's scopes, not the module's.
+    [CmdletBinding(SupportsShouldProcess)]
+    param(
+        [Parameter(Mandatory, Position = 0, ValueFromPipelineByPropertyName)] [string[]] $Name,
+        [string] $Scope,
+        [switch] $Force
+    )
+    begin { foreach ($p in (__StandInCallerPreference $PSBoundParameters)) { $ExecutionContext.SessionState.PSVariable.Set($p) } }
+    process {
+        if (-not $PSCmdlet.ShouldProcess(($Name -join ', '), 'Remove Variable')) { return }
+        $scopeId = if ($PSBoundParameters.ContainsKey('Scope')) { $Scope } else { $null }
+        try {
+            $missing = [Stormatrix.PwshHost.StandInSupport]::RemoveVariable($ExecutionContext.SessionState, $Name, $scopeId, $Force.IsPresent)
+        } catch [System.Management.Automation.MethodInvocationException] {
+            $PSCmdlet.WriteError([System.Management.Automation.ErrorRecord]::new($_.Exception.InnerException, 'VariableNotRemovable', 'WriteError', $Name))
+            return
+        }
+        foreach ($m in $missing) {
+            $PSCmdlet.WriteError([System.Management.Automation.ErrorRecord]::new(
+                    [System.Management.Automation.ItemNotFoundException]::new("Cannot find a variable with the name '$m'."), 'VariableNotFound', 'ObjectNotFound', $m))
         }
     }
 }

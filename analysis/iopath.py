@@ -1,0 +1,155 @@
+"""The second lens on cost (issue 15.4): the I/O path alone, everything of QEMU's but its vCPU threads.
+
+The method scores the whole QEMU process's CPU and context switches per MiB. Most of that can be the
+guest itself (its vCPU threads run the guest's kernel and fio; under software emulation, TCG, they run
+the *emulated* guest, translated instruction by instruction). The storage stack a configuration chooses
+lives in the other threads: the main loop, iothreads and aio workers. Every journal record splits the
+process's threads by role (``host.by_role``: ``vcpu``, ``main-loop``, ``iothread``, ``aio-worker``,
+``other``; docs/journal.md, linux-host/collector.py), so the I/O path is every role but ``vcpu``:
+
+- I/O-path CPU per MiB = (user + system seconds of those threads) x 1000 / MiB, in CPU-ms/MiB: the per-thread
+  split is /proc CPU time, so this lens is in CPU time even where the whole process was counted in cycles;
+- I/O-path context switches per MiB = (voluntary + involuntary switches of those threads) / MiB (/proc);
+
+scored exactly like the whole process (:func:`stormatrix.analysis.efficiency.score_cells`: normalized,
+sqrt of the sum of squares, ranked, tested). A record without the split (an ESXi cell, a plain fio file, a
+record from before the split, a split without a ``vcpu`` role to leave out) gets blank I/O-path values and
+the reason, never 0.
+
+The tidy frame does not carry the split, so it is read from the journal lines the frame's ``source`` names
+(``<journal>:<line>``), each journal once; the run records of the same journals say whether the guest ran
+under software emulation (``environment.accel``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from ..core.journalfile import SCHEMA, read_lines
+
+VCPU = "vcpu"
+UNIT = "CPU-ms/MiB"
+
+
+@dataclass
+class IOPathResult:
+    """``scored``: an EfficiencyResult of the I/O-path figures; ``missing``: one row per configuration
+    without them (config, workload, reason); ``emulated``: the accelerators that were software (tcg)."""
+
+    scored: Any
+    missing: pd.DataFrame = field(default_factory=pd.DataFrame)
+    notes: list[str] = field(default_factory=list)
+    emulated: list[str] = field(default_factory=list)
+    rows: pd.DataFrame = field(default_factory=pd.DataFrame)  # per measurement: io_cpu_per_mib, io_ctx_per_mib, io_note
+
+
+def _records(sources: list[str]) -> tuple[dict[str, dict[str, Any]], list[dict[str, Any]]]:
+    """Cell records by ``path:line`` and the run records, from the journals the sources name."""
+    by_source: dict[str, dict[str, Any]] = {}
+    runs: list[dict[str, Any]] = []
+    for path in sorted({s.rsplit(":", 1)[0] for s in sources if ":" in s}):
+        try:
+            data = Path(path).read_bytes()
+        except OSError:
+            continue
+        for line in read_lines(data):
+            rec = line.record
+            if rec is None or rec.get("schema") != SCHEMA:
+                continue
+            if rec.get("type") == "run":
+                runs.append(rec)
+            elif rec.get("type") == "cell":
+                by_source[f"{path}:{line.number}"] = rec
+    return by_source, runs
+
+
+def split_of(rec: dict[str, Any] | None) -> tuple[float | None, float | None, str | None]:
+    """(I/O-path CPU seconds, I/O-path context switches, why blank) of one cell record."""
+    if rec is None:
+        return None, None, "not from a journal: a plain result file has no per-thread split"
+    host = rec.get("host")
+    if not isinstance(host, dict):
+        return None, None, "no host record (no collector ran)"
+    roles = host.get("by_role")
+    if not isinstance(roles, dict) or not roles:
+        src = host.get("source")
+        return None, None, (f"the host collector ({src}) records no per-thread split" if src else
+                            "the record has no per-thread split (host.by_role)")
+    if VCPU not in roles:
+        return None, None, "the per-thread split names no vCPU thread, so the I/O path cannot be told apart"
+    if "main-loop" not in roles:
+        return None, None, "the per-thread split has no main-loop thread: it is incomplete"
+    cpu = ctx = 0.0
+    for role, agg in roles.items():
+        if role == VCPU or not isinstance(agg, dict):
+            continue
+        for key in ("user_s", "system_s", "ctx_voluntary", "ctx_involuntary"):
+            v = agg.get(key)
+            if v is None or isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
+                return None, None, f"host.by_role.{role}.{key} is {v!r}, not a count"
+        cpu += agg["user_s"] + agg["system_s"]
+        ctx += agg["ctx_voluntary"] + agg["ctx_involuntary"]
+    return cpu, ctx, None
+
+
+def iopath_frame(frame: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
+    """The tidy frame with the I/O path in place of the whole process (cpu_per_mib, ctx_per_mib in
+    CPU-ms/MiB and switches/MiB, blank with ``io_note`` where the record has no split), and the
+    accelerators of the runs that were software emulation."""
+    journal_rows = frame["source_format"] == "journal" if "source_format" in frame else frame["source"].notna()
+    recs, runs = _records([str(s) for s in frame.loc[journal_rows.fillna(False).astype(bool), "source"].dropna()])
+    # ingest may carry the split itself (columns io_path_cpu_s, io_path_ctx, io_path_note): then it is used
+    carried = all(c in frame.columns for c in ("io_path_cpu_s", "io_path_ctx", "io_path_note"))
+    cpu_mib, ctx_mib, notes = [], [], []
+    for i, (src, mib) in enumerate(zip(frame["source"], frame["mib"])):
+        if carried:
+            c, x, n = (frame[k].iloc[i] for k in ("io_path_cpu_s", "io_path_ctx", "io_path_note"))
+            ok = pd.notna(c) and pd.notna(x)
+            cpu, ctx, why = (float(c), float(x), None) if ok else (None, None, str(n) if pd.notna(n) else
+                                                                    "the record has no per-thread split")
+        else:
+            rec = recs.get(str(src)) if isinstance(src, str) else None
+            cpu, ctx, why = split_of(rec)
+        if why is None and not (isinstance(mib, float) and mib > 0):
+            cpu, ctx, why = None, None, "no MiB moved in the window"
+        cpu_mib.append(cpu * 1000.0 / mib if why is None else math.nan)
+        ctx_mib.append(ctx / mib if why is None else math.nan)
+        notes.append(why)
+    out = frame.copy()
+    out["cpu_per_mib"] = pd.Series(cpu_mib, index=frame.index, dtype="float64")
+    out["ctx_per_mib"] = pd.Series(ctx_mib, index=frame.index, dtype="float64")
+    out["io_note"] = notes
+    has = out["cpu_per_mib"].notna()
+    out["cpu_metric"] = out["cpu_metric"].where(~has, "cpu_time").where(has, None)
+    out["cpu_per_mib_unit"] = out["cpu_per_mib_unit"].where(~has, UNIT).where(has, None)
+    out["ctx_note"] = None
+    accels = sorted({str(r.get("environment", {}).get("accel")) for r in runs
+                     if isinstance(r.get("environment"), dict) and r["environment"].get("accel") == "tcg"})
+    return out, accels
+
+
+def score_iopath(frame: pd.DataFrame, *, cv_limit: float) -> IOPathResult:
+    """The I/O-path lens of a tidy frame, scored the way :func:`score_cells` scores the whole process."""
+    from .efficiency import config_label, score_cells  # efficiency imports this module lazily
+
+    io, accels = iopath_frame(frame)
+    scored = score_cells(io.drop(columns=["io_note"]), cv_limit=cv_limit, with_iopath=False)
+    # configurations (of the whole-process table) the I/O path cannot score, with the reason
+    lacking = io[io["cpu_per_mib"].isna() & frame["cpu_per_mib"].notna()]
+    rows = []
+    for key, grp in lacking.groupby(["workload", "controller", "aio", "iothread", "cache"], dropna=False, sort=False):
+        wl, ctrl, aio, it, cache = key
+        rows.append({"workload": wl, "config": config_label(ctrl, aio, it, cache), "n": len(grp),
+                     "io_note": "; ".join(dict.fromkeys(str(n) for n in grp["io_note"].dropna()))})
+    missing = pd.DataFrame(rows, columns=["workload", "config", "n", "io_note"])
+    notes = []
+    if len(missing):
+        notes.append(f"{len(lacking)} of {int(frame['cpu_per_mib'].notna().sum())} scored measurements have no "
+                     "per-thread split: their I/O-path values are blank (IO path sheet, 'Why blank' column)")
+    return IOPathResult(scored=scored, missing=missing, notes=notes, emulated=accels,
+                        rows=io[["source", "cpu_per_mib", "ctx_per_mib", "io_note"]])

@@ -1,0 +1,135 @@
+"""The efficiency workbook's evidence: how findings are tested (Method), and the I/O-path lens (its sheet).
+
+Issue 15.3 and 15.4. :func:`add_trust_sheets` adds both to a workbook whose Method sheet is written; it is
+idempotent (called once per workbook).
+"""
+
+from __future__ import annotations
+
+
+import pandas as pd
+from openpyxl import Workbook
+from openpyxl.formatting.rule import ColorScaleRule
+from openpyxl.styles import Font
+from openpyxl.utils import get_column_letter
+
+from .efficiency import EfficiencyResult
+from .findings import efficiency_findings
+from .iopath import UNIT, IOPathResult
+from .safe import safe_value
+from .sheets import WRAP, Column, header, write_lines, write_table
+from .stats import TEST_NAME
+
+IOPATH_SHEET = "IO path"
+
+IOPATH_COLUMNS: list[Column] = [
+    ("Rank", "rank", "0"), ("Configuration", "config", "@"), ("Workload", "workload", "@"), ("Repeats", "n", "0"),
+    (f"I/O-path CPU/MiB mean ({UNIT})", "cpu_per_mib_mean", "0.000"),
+    ("I/O-path CPU/MiB CI95 low", "cpu_per_mib_ci_low", "0.000"),
+    ("I/O-path CPU/MiB CI95 high", "cpu_per_mib_ci_high", "0.000"),
+    ("I/O-path CPU/MiB CV", "cpu_per_mib_cv", "0.0%"),
+    ("I/O-path ctx/MiB mean", "ctx_per_mib_mean", "0.00"),
+    ("I/O-path ctx/MiB CI95 low", "ctx_per_mib_ci_low", "0.00"),
+    ("I/O-path ctx/MiB CI95 high", "ctx_per_mib_ci_high", "0.00"),
+    ("I/O-path ctx/MiB CV", "ctx_per_mib_cv", "0.0%"),
+    ("Normalized CPU", "norm_cpu", "0.000"), ("Normalized ctx", "norm_ctx", "0.000"),
+    ("I/O-path score", "score", "0.000"), ("Score CI95 +/- (repeat scores)", "score_ci_half", "0.000"),
+    ("Evidence vs next rank", "evidence", "@"), ("Test vs next rank", "vs_next", "@"),
+    ("Whole-process rank", "process_rank", "0"),
+    ("Why blank", "io_note", "@"), ("Group", "norm_group", "@"),
+]
+
+
+def method_lines(result: EfficiencyResult) -> list[str | tuple[str, str]]:
+    """What the Method sheet adds: the significance test, what 'indicative' means, the I/O-path lens."""
+    io: IOPathResult | None = result.iopath  # type: ignore[assignment]
+    lines: list[str | tuple[str, str]] = [
+        "# When a difference counts (findings)",
+        ("Significance test", f"{TEST_NAME}, over the repeats of the two configurations compared. A finding says "
+                              "that one configuration is better, more or less CPU intensive, or generates more or "
+                              "fewer context switches only where p < 0.05; otherwise it says the difference is "
+                              "within noise and gives both means with their 95 % confidence intervals and p."),
+        ("Scores tested", "a score is computed from the configuration means; to test it, every repeat gets its own "
+                          "score under the same normalization (the group's min and max of the means), and the "
+                          "repeat scores are tested. 'Score CI95 +/-' is their 95 % CI half-width: the error bars "
+                          "of the score chart."),
+        ("Rank 1", "the ranks stay as the method computes them; the best-score finding claims rank 1 only when "
+                   "rank 1 is significantly better than rank 2, and says they are tied within noise otherwise. "
+                   "'Evidence vs next rank' on the Scores sheet gives the test of every rank against the next."),
+        ("Indicative", "a comparison with a configuration measured once has no variance and cannot be tested: its "
+                       "finding starts 'Indicative (single repeat, not tested)', its Evidence is 'indicative', and "
+                       "charts of such data say so in their titles. Run at least 2 repeats (3 or more to separate "
+                       "differences of a few percent)."),
+    ]
+    if io is None:
+        return lines
+    lines += [
+        "# The I/O path alone (sheet 'IO path')",
+        ("What it counts", "QEMU's threads other than its vCPU threads: the main loop, iothreads, aio workers and any "
+                           "other helper thread, from the per-thread split every journal record carries (host.by_role). "
+                           "The whole-process figures (Scores) include the vCPU threads, which run the guest itself."),
+        ("I/O-path CPU per MiB", f"(user + system CPU seconds of those threads x 1000) / MiB, in {UNIT}: the "
+                                 "per-thread split is /proc CPU time, so this lens is in CPU time even where the whole "
+                                 "process was counted in cycles."),
+        ("I/O-path context switches per MiB", "(voluntary + involuntary context switches of those threads) / MiB, "
+                                              "from /proc."),
+        ("I/O-path score", "the method's score on these two figures: normalized within the group, sqrt of the sum "
+                           "of squares, ranked and tested the same way."),
+        ("Blank I/O-path values", "a measurement whose record has no per-thread split (ESXi, a plain result file, an "
+                                  "older record, or a split without a vCPU or main-loop thread) has no I/O-path "
+                                  "figures: blank with the reason in 'Why blank', never 0."),
+    ]
+    if io.emulated:
+        lines.append(("Software emulation", "these runs used software emulation (accel = tcg, CPU metric "
+                                            "cpu_time): the vCPU thread's CPU is mostly the emulated guest "
+                                            "(instruction translation), not storage work, so the whole-process "
+                                            "figures are dominated by it; the I/O-path lens leaves it out."))
+    return lines
+
+
+def write_iopath_sheet(wb: Workbook, result: EfficiencyResult) -> None:
+    io: IOPathResult | None = result.iopath  # type: ignore[assignment]
+    if io is None:
+        return
+    ws = wb.create_sheet(IOPATH_SHEET)
+    cells: pd.DataFrame = io.scored.cells.copy() if len(io.scored.cells) else pd.DataFrame()
+    ranks = {(str(g), str(c)): int(r) for g, c, r in zip(result.cells["workload"], result.cells["config"],
+                                                        result.cells["rank"])} if len(result.cells) else {}
+    if len(cells):
+        cells["process_rank"] = [ranks.get((str(w), str(c))) for w, c in zip(cells["workload"], cells["config"])]
+        cells["io_note"] = None
+    blank = io.missing.assign(rank=None) if len(io.missing) else pd.DataFrame()
+    table = pd.concat([f for f in (cells, blank) if len(f)], ignore_index=True) if len(cells) or len(blank) \
+        else pd.DataFrame(columns=[c[1] for c in IOPATH_COLUMNS])
+    last = write_table(ws, table, IOPATH_COLUMNS, widths={"config": 36, "vs_next": 50, "io_note": 50,
+                                                          "norm_group": 28})
+    if len(cells):
+        col = get_column_letter([c[1] for c in IOPATH_COLUMNS].index("score") + 1)
+        ws.conditional_formatting.add(f"{col}2:{col}{1 + len(cells)}", ColorScaleRule(
+            start_type="min", start_color="63BE7B", mid_type="percentile", mid_value=50, mid_color="FFEB84",
+            end_type="max", end_color="F8696B"))
+    r = last + 2
+    ws.cell(row=r, column=1, value="Findings on the I/O path alone").font = Font(bold=True, size=12)
+    r += 1
+    header(ws, r, ["#", "Evidence", "Finding"])
+    for i, f in enumerate(efficiency_findings(io.scored, what="I/O-path score"), start=1):
+        r += 1
+        ws.cell(row=r, column=1, value=i)
+        ws.cell(row=r, column=2, value=safe_value(f.status or None))
+        ws.cell(row=r, column=3, value=safe_value(f.text))  # unwrapped: it runs on over the empty cells
+    for note in io.notes + (["No measurement has the per-thread split: nothing to score."] if not len(cells) else []):
+        r += 2
+        ws.cell(row=r, column=2, value=safe_value(note)).alignment = WRAP
+
+
+def add_trust_sheets(wb: Workbook, result: EfficiencyResult) -> None:
+    """Method lines on significance and the I/O path, and the I/O path sheet (once per workbook)."""
+    if IOPATH_SHEET in wb.sheetnames or getattr(wb, "_stormatrix_trust", False):
+        return
+    wb._stormatrix_trust = True  # type: ignore[attr-defined]
+    if "Method" in wb.sheetnames:
+        method = wb["Method"]
+        write_lines(method, method_lines(result), start_row=method.max_row + 2)
+    write_iopath_sheet(wb, result)
+
+

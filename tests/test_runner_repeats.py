@@ -1,0 +1,137 @@
+"""Repeats until the answer is stable (issue 15 item 2): ``[run] cv_limit_pct``, ``max_repeats``,
+``time_budget_minutes``, through the real runner with the in-process stand-ins (the agent stand-in as
+the guest, a VM stand-in that keeps its config, a collector whose CPU per window the test scripts).
+
+The expected CVs are worked out here from the scripted values (sample standard deviation / mean),
+not taken from the code under test.
+"""
+
+from __future__ import annotations
+
+import statistics
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from standins.agent import FakeCollector, FakeVmBackend
+
+from stormatrix.cli import main
+from stormatrix.core.errors import MatrixError
+from stormatrix.journal import read_journal
+from stormatrix.runner import Runner
+from stormatrix.spec import spec_from_dict
+
+# CPU seconds the host "spends" in each successive window, per controller
+CPU: dict[str, list[float]] = {}
+
+
+def matrix(**run: Any) -> dict[str, Any]:
+    return {"run": {"name": "rep", "ramp_seconds": 0, "measure_seconds": 1, **run},
+            "matrix": {"controllers": ["virtio-blk", "sata"], "aio": ["io_uring"], "cache": ["none"]},
+            "workload": [{"name": "w", "rw": "randread", "bs": "4k"}]}
+
+
+def run_matrix(tmp_path: Path, raw: dict[str, Any], series: dict[str, list[float]]) -> dict[str, Any]:
+    spec = spec_from_dict(raw)
+    spec.run["boot_timeout_seconds"] = 1.0
+    backend = FakeVmBackend(spec, tmp_path / "run", {})
+    left = {k: list(v) for k, v in series.items()}
+
+    class Collector(FakeCollector):
+        def stop(self) -> dict[str, Any]:
+            host = super().stop()
+            host["cpu_total"] = left[backend.config["controller"]].pop(0)
+            return host
+
+    return Runner(spec, tmp_path / "run", progress=False, backend=backend, collector_factory=Collector).run()
+
+
+def cells(tmp_path: Path) -> list[dict[str, Any]]:
+    return [r for r in read_journal(tmp_path / "run" / "journal.ndjson").records if r["type"] == "cell"]
+
+
+def cv(values: list[float]) -> float:
+    return statistics.stdev(values) / statistics.fmean(values) * 100
+
+
+def test_an_unstable_configuration_gets_extra_repeats_up_to_max_repeats(tmp_path: Path) -> None:
+    noisy = [1.0, 2.0, 1.5, 1.5, 9.0]  # CV 47 %, then 33 %, then 27 %: never under 10 %
+    summary = run_matrix(tmp_path, matrix(repeats=2, max_repeats=4, cv_limit_pct=10),
+                         {"virtio-blk": noisy, "sata": [1.0, 1.0, 1.0]})
+    recs = cells(tmp_path)
+    keys = [r["key"] for r in recs]
+    assert sorted(k for k in keys if k.startswith("sata")) == [f"sata/aio=io_uring/iothread=0/cache=none/w/rep{i}"
+                                                               for i in (1, 2)]  # stable: no extra
+    vb = [r for r in recs if r["key"].startswith("virtio-blk")]
+    assert [r["cell"]["repeat"] for r in vb] == [1, 2, 3, 4]  # capped at max_repeats
+    assert all("extra_repeat" not in r for r in recs if r["cell"]["repeat"] <= 2)
+    third, fourth = vb[2]["extra_repeat"], vb[3]["extra_repeat"]
+    assert third["cv_pct"]["cpu"] == pytest.approx(cv(noisy[:2]))
+    assert fourth["cv_pct"]["cpu"] == pytest.approx(cv(noisy[:3]))
+    assert third["after_repeats"] == 2 and fourth["after_repeats"] == 3
+    assert "cpu per MiB" in third["reason"] and "cv_limit_pct = 10" in third["reason"]
+    assert third["cv_pct"]["ctx"] == pytest.approx(0.0)  # the ctx count is the same every window
+    assert summary["extra_repeats"] == [r["key"] for r in vb[2:]]
+
+
+def test_a_stable_configuration_stops_as_soon_as_its_cv_is_under_the_limit(tmp_path: Path) -> None:
+    run_matrix(tmp_path, matrix(repeats=2, max_repeats=6, cv_limit_pct=15),
+               {"virtio-blk": [1.0, 1.5, 1.25, 1.25, 1.25, 1.25], "sata": [1.0, 1.0]})
+    vb = [r for r in cells(tmp_path) if r["key"].startswith("virtio-blk")]
+    reps = [r["cell"]["repeat"] for r in vb]
+    # stop at the first n whose CV is <= 15 %, worked out independently here
+    series = [1.0, 1.5, 1.25, 1.25, 1.25, 1.25]
+    want = next(n for n in range(2, 7) if cv(series[:n]) <= 15)
+    assert reps == list(range(1, want + 1)) and want < 6
+
+
+def test_one_planned_repeat_gets_a_second_to_judge_the_cv(tmp_path: Path) -> None:
+    run_matrix(tmp_path, matrix(repeats=1, max_repeats=2), {"virtio-blk": [1.0, 1.0], "sata": [1.0, 1.0]})
+    recs = cells(tmp_path)
+    assert sorted(r["key"].rsplit("/", 1)[1] for r in recs) == ["rep1", "rep1", "rep2", "rep2"]
+    assert all("single measured repeat" in r["extra_repeat"]["reason"] for r in recs if r["cell"]["repeat"] == 2)
+
+
+def test_resume_continues_the_extra_repeats_from_the_journal(tmp_path: Path) -> None:
+    noisy = [1.0, 2.0, 1.5, 1.5]
+    run_matrix(tmp_path, matrix(repeats=2, max_repeats=3), {"virtio-blk": noisy[:3], "sata": [1.0, 1.0]})
+    assert len(cells(tmp_path)) == 5
+    # the same run directory, a higher max_repeats: only virtio-blk's rep4 is left to do
+    summary = run_matrix(tmp_path, matrix(repeats=2, max_repeats=4), {"virtio-blk": noisy[3:], "sata": []})
+    assert summary["measured_keys"] == ["virtio-blk/aio=io_uring/iothread=0/cache=none/w/rep4"]
+    last = cells(tmp_path)[-1]
+    assert last["extra_repeat"]["cv_pct"]["cpu"] == pytest.approx(cv(noisy[:3]))
+    # and once more: nothing is owed, nothing runs
+    again = run_matrix(tmp_path, matrix(repeats=2, max_repeats=4), {"virtio-blk": [], "sata": []})
+    assert again["measured"] == 0 and len(cells(tmp_path)) == 6
+
+
+def test_the_time_budget_stops_extra_repeats_and_says_so(tmp_path: Path) -> None:
+    summary = run_matrix(tmp_path, matrix(repeats=2, max_repeats=4, time_budget_minutes=0.001),
+                         {"virtio-blk": [1.0, 2.0], "sata": [1.0, 1.0]})
+    assert len(cells(tmp_path)) == 4  # the planned repeats always run
+    assert "time_budget_minutes = 0.001" in summary["extra_not_run"]
+
+
+def test_plan_shows_the_possible_extra_repeats_in_the_eta(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    m = tmp_path / "m.toml"
+    body = ('[matrix]\ncontrollers = ["virtio-blk", "sata"]\n[[workload]]\nname = "w"\nrw = "randread"\nbs = "4k"\n')
+    m.write_text('[run]\nrepeats = 2\nmax_repeats = 5\ncv_limit_pct = 5\n' + body)
+    assert main(["plan", "--quiet", str(m)]) == 0
+    out = capsys.readouterr().out
+    assert "up to 6 more cells (2 configurations x 3)" in out and "cv_limit_pct = 5 %" in out
+    m.write_text('[run]\nrepeats = 2\n' + body)
+    assert main(["plan", "--quiet", str(m)]) == 0
+    assert "extra repeats" not in capsys.readouterr().out
+
+
+def test_preflight_is_refused_with_a_migration_message() -> None:
+    with pytest.raises(MatrixError) as err:
+        spec_from_dict(matrix(preflight=True))
+    assert "[run] preflight" in str(err.value) and "guest check" in str(err.value)
+
+
+def test_max_repeats_below_repeats_is_refused() -> None:
+    with pytest.raises(MatrixError, match=r"\[run\] max_repeats"):
+        spec_from_dict(matrix(repeats=3, max_repeats=2))
