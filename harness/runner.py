@@ -331,7 +331,8 @@ class Runner:
                 stage = "ready"
                 executor = self.make_executor(backend)
                 executor.connect(time.monotonic() + 30)
-                guest = executor.wait_ready(time.monotonic() + self.spec.run["boot_timeout_seconds"])
+                guest = with_storage_drivers(
+                    executor.wait_ready(time.monotonic() + self.spec.run["boot_timeout_seconds"]))
                 boot_s = time.monotonic() - t0
                 t_ready = records.now_iso()
                 first = True
@@ -430,6 +431,17 @@ class Runner:
         log.warning("cell %s failed at %s (attempt %d): %s", cell.key, stage, attempt, exc)
         self.journal.append(records.error_record(run_id=self.run_id, cell=cell, stage=stage, attempt=attempt,
                                                  exc=exc, side=self.side, console_tail=tail))
+
+
+def with_storage_drivers(guest: dict[str, Any]) -> dict[str, Any]:
+    """The guest's facts plus ``storage_drivers`` (controller -> bound driver service) where the guest
+    reported its storage controllers (Windows: ``Get-StormatrixGuestFacts``), so every cell records which
+    driver served its controller, the evidence behind ``[run] guest_drivers``."""
+    if not isinstance(guest, dict) or "Controllers" not in guest:
+        return guest
+    from .executors.winrm_facts import storage_drivers
+
+    return {**guest, "storage_drivers": storage_drivers(guest)}
 
 
 def group_cells(cells: list[Cell]) -> list[tuple[tuple[DiskConfig, int], list[Cell]]]:

@@ -73,9 +73,16 @@ class Field:
 
 @dataclass(frozen=True)
 class Section:
+    """A table of the matrix file: its keys (``fields``) and, optionally, ``check(path, values)``: the
+    cross-key checks of the section (one key requires or excludes another), called by
+    :func:`parse_section` on the values with defaults filled in, so they run when the matrix is read
+    (plan, run) and not when a backend first uses them. It raises :class:`MatrixError` (or another
+    ``InputError``) naming the key and the fix."""
+
     name: str
     fields: dict[str, Field]
     help: str = ""
+    check: Callable[[str, dict[str, Any]], None] | None = None
 
 
 def _type_name(t: type | tuple[type, ...]) -> str:
@@ -166,6 +173,8 @@ def parse_section(path: str, section: Section, table: Any, where: str | None = N
             out[key] = checked
         else:
             out[key] = _check_scalar(path, k_where, spec, value)
+    if section.check is not None:
+        section.check(path, out)
     return out
 
 
@@ -202,6 +211,9 @@ RUN_SECTION = Section("run", {
     "retries": Field(int, 1, min=0, max=10, help="re-tries of a failed cell before on_error applies"),
     "boot_timeout_seconds": Field(float, 180.0, min=5, max=7200),
     "allow_write": Field(bool, False, help="permit write workloads on a disk that holds data"),
+    "guest_drivers": Field(str, [], list_of=True, choices=("viostor", "vioscsi"),
+                           help="virtio-win storage drivers installed in a Windows guest: viostor (virtio-blk), "
+                                "vioscsi (virtio-scsi-pci, virtio-scsi-single)"),
 }, help="how the run behaves")
 
 MATRIX_SECTION = Section("matrix", {
@@ -358,10 +370,28 @@ def spec_from_dict(raw: dict[str, Any], path: str = "<matrix>") -> MatrixSpec:
 
 # --- expansion -----------------------------------------------------------------------------------
 
-# Windows Server 2022 in-box drivers (REFERENCE.md §4). pvscsi in-box and no lsi driver are marked
-# unverified there; we keep them as the conservative choice and say so in the skip reason.
-WINDOWS_INBOX = {"ide", "sata", "pvscsi", "megasas", "lsilogic-sas", "nvme"}
-WINDOWS_NEEDS_VIRTIO_WIN = {"virtio-blk", "virtio-scsi-pci", "virtio-scsi-single"}
+# Windows Server 2022 guests (REFERENCE.md section 4). The virtio controllers need the virtio-win driver named
+# here, declared in [run] guest_drivers; the in-box status of the LSI 53C895A/53C810 (lsi, lsi53c810), the
+# MegaRAID SAS (megasas) and PVSCSI drivers is unverified: those are planned, and plan says so (a guest
+# without the driver fails the cell at readiness, naming the controller, not retried).
+WINDOWS_VIRTIO_DRIVER = {"virtio-blk": "viostor", "virtio-scsi-pci": "vioscsi", "virtio-scsi-single": "vioscsi"}
+WINDOWS_INBOX_UNVERIFIED = {"lsi", "lsi53c810", "megasas", "pvscsi"}
+WINDOWS_INBOX = {"ide", "sata", "lsilogic-sas", "nvme"} | WINDOWS_INBOX_UNVERIFIED
+WINDOWS_NEEDS_VIRTIO_WIN = set(WINDOWS_VIRTIO_DRIVER)
+# backends whose guest can be Windows Server 2022 (the qemu backend boots the tiny Linux guest image)
+WINDOWS_BACKENDS = ("proxmox", "vmware")
+# backends whose SCSI disks sit at lun=<slot> (qemu-server's DriveDevice.pm; the local backend builds
+# the same device strings)
+LUN_AT_SLOT_BACKENDS = ("qemu", "proxmox")
+
+
+def check_guest_backend(spec: MatrixSpec) -> None:
+    """A Windows guest needs a backend that can run one: the local qemu backend boots its Linux image."""
+    if spec.run["guest_os"] == "windows2022" and spec.run["backend"] not in WINDOWS_BACKENDS:
+        raise MatrixError(spec.path, "[run] guest_os",
+                          f"windows2022 cannot run on backend = {spec.run['backend']!r}: it boots the tiny Linux "
+                          "guest image, not a Windows VM",
+                          'use backend = "proxmox" or "vmware" with a Windows Server 2022 VM, or guest_os = "linux"')
 
 
 def _combination_problem(d: DiskConfig) -> tuple[str, str] | None:
@@ -392,8 +422,9 @@ def expand(spec: MatrixSpec, *, backend_controllers: Iterable[str] | None = None
             raise MatrixError(path, "[matrix] disk_slot",
                               f"slot {slot} does not exist on the {bus} bus ({bus}0-{bus}{BUS_MAX_SLOTS[bus] - 1})",
                               f"use a disk_slot below {BUS_MAX_SLOTS[bus]} or drop {ctrl!r}")
-    drivers = set(guest_drivers) if guest_drivers is not None else None
+    drivers = set(spec.run.get("guest_drivers") or ()) | set(guest_drivers or ())
     disks, notes = _disk_configs(spec)
+    notes += _windows_notes(spec, drivers)
     for d in disks:
         ctrl, iothread = d.controller, d.iothread
         problem = _combination_problem(d)
@@ -407,18 +438,23 @@ def expand(spec: MatrixSpec, *, backend_controllers: Iterable[str] | None = None
                                        "(only virtio-blk and virtio-scsi-single use an iothread); "
                                        "the iothread=false cell measures the same thing"))
             continue
-        if ctrl == "megasas" and slot > 0 and spec.run["guest_os"] == "linux" and spec.run["backend"] == "qemu":
-            skipped.append(SkippedCell(d, None, f"megasas puts scsi{slot} at LUN {slot}; a Linux guest finds no "
-                                       "disk there without a LUN 0 (measured with the local guest): use "
-                                       "disk_slot = 0"))
+        if (ctrl == "megasas" and slot > 0 and spec.run["guest_os"] == "linux"
+                and spec.run["backend"] in LUN_AT_SLOT_BACKENDS):
+            skipped.append(SkippedCell(d, None, f"megasas puts scsi{slot} at LUN {slot} (qemu-server and the local "
+                                       "backend attach it with lun=<slot>); a Linux guest finds no disk there "
+                                       "without a LUN 0 (measured with the local guest): use disk_slot = 0"))
             continue
         if spec.run["guest_os"] == "windows2022":
-            have = drivers if drivers is not None else WINDOWS_INBOX
-            if ctrl not in have:
-                why = ("needs the virtio-win drivers in the guest" if ctrl in WINDOWS_NEEDS_VIRTIO_WIN
-                       else "has no in-box Windows Server 2022 x64 driver (unverified; pass the guest's "
-                            "driver list to include it)")
-                skipped.append(SkippedCell(d, None, f"{ctrl} {why}"))
+            need = WINDOWS_VIRTIO_DRIVER.get(ctrl)
+            if need is not None and need not in drivers:
+                skipped.append(SkippedCell(d, None, f"{ctrl} needs the virtio-win driver {need} in the guest and "
+                                           f"[run] guest_drivers does not list it: add \"{need}\" to "
+                                           "guest_drivers if the guest has it (Device Manager or `stormatrix "
+                                           "guest check` shows it)"))
+                continue
+            if need is None and ctrl not in WINDOWS_INBOX:
+                skipped.append(SkippedCell(d, None, f"{ctrl} has no in-box Windows Server 2022 x64 driver "
+                                           "(unverified)"))
                 continue
         for w in spec.workloads:
             for r in range(1, spec.run["repeats"] + 1):
@@ -428,6 +464,24 @@ def expand(spec: MatrixSpec, *, backend_controllers: Iterable[str] | None = None
         raise MatrixError(path, "[matrix]", f"no cell can run ({reasons})",
                           "widen the matrix axes so at least one combination is valid")
     return Plan(cells=cells, skipped=skipped, notes=notes)
+
+
+def _windows_notes(spec: MatrixSpec, drivers: set[str]) -> list[str]:
+    """Per controller of a Windows matrix: which driver its cells rely on, and what is not verified."""
+    if spec.run["guest_os"] != "windows2022":
+        return []
+    notes = []
+    for ctrl in spec.matrix["controllers"]:
+        need = WINDOWS_VIRTIO_DRIVER.get(ctrl)
+        if need is not None and need in drivers:
+            notes.append(f"{ctrl}: planned with the virtio-win driver {need} ([run] guest_drivers); a guest "
+                         "without it fails the cell at readiness, naming the controller")
+        elif ctrl in WINDOWS_INBOX_UNVERIFIED:
+            lun = (f"; its disk sits at LUN {spec.matrix['disk_slot']} (lun=<slot>), whether Windows finds a disk "
+                   "without a LUN 0 is unverified too" if ctrl == "megasas" and spec.matrix["disk_slot"] > 0 else "")
+            notes.append(f"{ctrl}: planned, but whether Windows Server 2022 has an in-box driver for it is "
+                         f"unverified; a guest without one fails the cell at readiness, naming the controller{lun}")
+    return notes
 
 
 def _disk_configs(spec: MatrixSpec) -> tuple[list[DiskConfig], list[str]]:

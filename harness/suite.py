@@ -60,6 +60,7 @@ from .executors.fioserver import DEFAULT_PORT, FIO_HUNG_CLIENT_S, FioGuest, FioJ
 from .records import MIXED_MODES, WRITE_MODES
 from .runner import fmt_hours
 from .spec import RUN_SECTION, Field, Section, _load_toml, extra_sections, parse_section
+from .backends import proxmox_schema
 from .suitevms import HOST_METRICS, PER_VM_KEYS, check_network, suite_proxmox_section
 
 log = logging.getLogger("stormatrix.suite")
@@ -375,6 +376,7 @@ def _vm_list(path: str, raw: dict[str, Any], s: dict[str, Any]) -> tuple[list[in
                               "a matrix run", f"remove {key}; a suite's VMs are [suite] vms, which it never "
                               "reconfigures")
     proxmox = parse_section(path, suite_proxmox_section(), table)  # [proxmox] ssh is checked by its Field
+    proxmox_schema.check_section(proxmox, path)  # the checks across keys (token reference, host)
     ids: list[int] = []
     for i, v in enumerate(s["vms"]):
         text = str(v).strip()

@@ -135,3 +135,95 @@ def test_preflight_is_refused_with_a_migration_message() -> None:
 def test_max_repeats_below_repeats_is_refused() -> None:
     with pytest.raises(MatrixError, match=r"\[run\] max_repeats"):
         spec_from_dict(matrix(repeats=3, max_repeats=2))
+
+
+# --- Windows guests: virtio with the virtio-win drivers (issue 13 items 1 and 11) ---------------------
+
+PROXMOX_NINE = ["ide", "sata", "virtio-blk", "virtio-scsi-pci", "virtio-scsi-single", "pvscsi", "megasas", "lsi",
+                "lsi53c810"]
+
+
+def windows(drivers: list[str] | None, backend: str = "proxmox", slot: int = 0) -> dict[str, Any]:
+    run: dict[str, Any] = {"name": "win", "guest_os": "windows2022", "backend": backend}
+    if drivers is not None:
+        run["guest_drivers"] = drivers
+    return {"run": run, "matrix": {"controllers": PROXMOX_NINE, "aio": ["native"], "cache": ["none"],
+                                   "disk_slot": slot},
+            "workload": [{"name": "w", "rw": "randread", "bs": "4k"}]}
+
+
+def test_a_windows_matrix_with_virtio_win_drivers_plans_all_nine_proxmox_controllers() -> None:
+    from stormatrix.spec import expand
+
+    plan = expand(spec_from_dict(windows(["viostor", "vioscsi"])))
+    assert {c.disk.controller for c in plan.cells} == set(PROXMOX_NINE) and not plan.skipped
+    unverified = [n for n in plan.notes if "unverified" in n]
+    assert {n.split(":")[0] for n in unverified} == {"lsi", "lsi53c810", "megasas", "pvscsi"}
+
+
+def test_without_a_driver_only_its_controllers_are_skipped_naming_the_driver() -> None:
+    from stormatrix.spec import expand
+
+    plan = expand(spec_from_dict(windows(["vioscsi"])))
+    skipped = {s.disk.controller: s.reason for s in plan.skipped}
+    assert set(skipped) == {"virtio-blk"} and "viostor" in skipped["virtio-blk"]
+    assert "guest_drivers" in skipped["virtio-blk"]
+    plan = expand(spec_from_dict(windows(None)))
+    assert {s.disk.controller for s in plan.skipped} == {"virtio-blk", "virtio-scsi-pci", "virtio-scsi-single"}
+
+
+def test_megasas_lun_rule_applies_where_qemu_server_attaches_at_lun_slot() -> None:
+    from stormatrix.spec import expand
+
+    raw = windows(None, slot=1)
+    raw["run"]["guest_os"] = "linux"
+    plan = expand(spec_from_dict(raw))
+    assert any(s.disk.controller == "megasas" and "LUN 1" in s.reason for s in plan.skipped)
+    win = expand(spec_from_dict(windows(["viostor", "vioscsi"], slot=1)))
+    assert any(n.startswith("megasas") and "LUN 1" in n and "unverified" in n for n in win.notes)
+
+
+def test_windows_on_the_qemu_backend_is_refused_at_plan(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    m = tmp_path / "m.toml"
+    m.write_text('[run]\nguest_os = "windows2022"\n[matrix]\ncontrollers = ["sata"]\n'
+                 '[[workload]]\nname = "w"\nrw = "randread"\nbs = "4k"\n')
+    assert main(["plan", str(m)]) == 2
+    err = capsys.readouterr().err
+    assert "[run] guest_os" in err and "proxmox" in err
+
+
+def test_each_cell_records_the_drivers_the_windows_guest_had_bound() -> None:
+    from stormatrix.runner import with_storage_drivers
+
+    facts = {"Controllers": [{"Name": "virtio-scsi", "Service": "vioscsi", "DriverBound": True},
+                             {"Name": "virtio-blk", "Service": "", "DriverBound": False}]}
+    assert with_storage_drivers(facts)["storage_drivers"] == {"virtio-scsi": "vioscsi"}
+    assert "storage_drivers" not in with_storage_drivers({"disk": "vdb"})
+
+
+# --- Section.check: cross-key checks at matrix-read time ---------------------------------------------
+
+def test_a_section_check_runs_when_the_matrix_is_read() -> None:
+    from stormatrix.spec import Field, Section, parse_section
+
+    seen: list[tuple[str, dict[str, Any]]] = []
+
+    def both(path: str, values: dict[str, Any]) -> None:
+        seen.append((path, values))
+        if values["a"] and values["b"]:
+            raise MatrixError(path, "[x] b", "is set together with a", "set one of them")
+
+    sec = Section("x", {"a": Field(str, ""), "b": Field(str, "")}, check=both)
+    assert parse_section("m.toml", sec, {"a": "1"}) == {"a": "1", "b": ""}
+    assert seen == [("m.toml", {"a": "1", "b": ""})]  # defaults filled in before the check
+    with pytest.raises(MatrixError, match=r"\[x\] b"):
+        parse_section("m.toml", sec, {"a": "1", "b": "2"})
+
+
+def test_a_proxmox_section_without_a_token_reference_fails_when_read() -> None:
+    from stormatrix.core.errors import InputError
+
+    raw = matrix(backend="proxmox")
+    raw["proxmox"] = {"host": "pve1", "node": "pve1", "vmid": 100, "token_id": "bench@pve!t", "test_disk": "scsi1"}
+    with pytest.raises(InputError, match="token"):
+        spec_from_dict(raw)
