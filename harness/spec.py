@@ -158,7 +158,13 @@ def parse_section(path: str, section: Section, table: Any, where: str | None = N
                 value = [value]
             if not value:
                 raise MatrixError(path, k_where, "is an empty list", "list at least one value")
-            checked = [_check_scalar(path, f"{k_where}[{i}]", spec, v) for i, v in enumerate(value)]
+            checked = []
+            for i, v in enumerate(value, start=1):
+                try:
+                    checked.append(_check_scalar(path, f"{k_where}[{i}]", spec, v))
+                except MatrixError as exc:  # positions count from 1, as workload[1] does: say so
+                    raise MatrixError(path, exc.key, f"{exc.problem} (value {i} of the list, counting from 1)",
+                                      exc.fix) from None
             seen: set[Any] = set()
             dupes: list[str] = []
             for v in checked:  # a set of seen values keeps long lists linear; tables are compared as text
@@ -226,8 +232,18 @@ MATRIX_SECTION = Section("matrix", {
     "disk_slot": Field(int, 0, min=0, max=30, help="slot of the test disk: 1 means scsi1/sata1/ide1/virtio1"),
 }, help="the axes whose cross product makes the cells")
 
+def _workload_name(value: str) -> None:
+    """A workload name is part of every cell key (``.../<name>/rep1``) and a column of the plan table."""
+    if not value.strip():
+        raise ValueError("is empty: write a short unique name, e.g. randread-64k")
+    bad = sorted({repr(ch) for ch in value if ch == "/" or not ch.isprintable()})
+    if bad:
+        raise ValueError(f"contains {', '.join(bad)}: a name is part of the cell keys and the plan table; use "
+                         "letters, digits, '-', '_' or '.', e.g. randread-64k")
+
+
 WORKLOAD_SECTION = Section("workload", {
-    "name": Field(str, help="a short unique name, e.g. randread-64k"),
+    "name": Field(str, help="a short unique name, e.g. randread-64k", check=_workload_name),
     "rw": Field(str, choices=RW_MODES),
     "bs": Field((str, int), help="block size like 4k, 64k, 512, 1m"),
     "iodepth": Field(int, 1, min=1, max=65536),
@@ -339,26 +355,12 @@ def spec_from_dict(raw: dict[str, Any], path: str = "<matrix>") -> MatrixSpec:
     workloads: list[Workload] = []
     names: set[str] = set()  # a set, not a scan of the list: plan stays linear in the workloads
     for i, table in enumerate(wl_raw):
-        where = f"workload[{i + 1}]"
-        w = parse_section(path, WORKLOAD_SECTION, table, where=where)
         try:
-            bs = parse_size(w["bs"])
-        except ValueError as exc:
-            raise MatrixError(path, f"{where}.bs", str(exc), "write the block size like 4k, 64k or 1m") from None
-        if bs > 2**30:
-            raise MatrixError(path, f"{where}.bs", f"{bs} bytes is above 1 GiB", "use a block size like 4k, 64k or 1m")
-        if bs % 512:
-            raise MatrixError(path, f"{where}.bs", f"{bs} bytes is not a multiple of 512",
-                              "direct I/O needs whole sectors: use 512, 4k, 64k, ...")
-        if w["name"] in names:
-            raise MatrixError(path, f"{where}.name", f"{w['name']!r} is used by two workloads",
-                              "give each workload its own name")
-        names.add(w["name"])
-        rate = w["rate_mib_s"] or None
-        mixed = w["rw"] in ("rw", "readwrite", "randrw")
-        workloads.append(Workload(name=w["name"], rw=w["rw"], bs=bs, iodepth=w["iodepth"],
-                                  numjobs=w["numjobs"], rate_mib_s=rate,
-                                  rwmixread=w["rwmixread"] if mixed else None))
+            w = _workload(path, i + 1, table, names)
+        except MatrixError as exc:  # positions count from 1, as list values do: say so
+            raise MatrixError(path, exc.key, f"{exc.problem} (workload[{i + 1}] is [[workload]] block {i + 1}, "
+                              "counting from 1)", exc.fix) from None
+        workloads.append(w)
 
     sections: dict[str, dict[str, Any]] = {}
     for name, section in extra.items():
@@ -366,6 +368,29 @@ def spec_from_dict(raw: dict[str, Any], path: str = "<matrix>") -> MatrixSpec:
             sections[name] = parse_section(path, section, raw[name])
     return MatrixSpec(path=path, run=run, matrix=matrix, workloads=tuple(workloads),
                       sections=sections, raw=raw)
+
+
+def _workload(path: str, number: int, table: Any, names: set[str]) -> Workload:
+    """One ``[[workload]]`` block (``number`` counts from 1), checked; its name joins ``names``."""
+    where = f"workload[{number}]"
+    w = parse_section(path, WORKLOAD_SECTION, table, where=where)
+    try:
+        bs = parse_size(w["bs"])
+    except ValueError as exc:
+        raise MatrixError(path, f"{where}.bs", str(exc), "write the block size like 4k, 64k or 1m") from None
+    if bs > 2**30:
+        raise MatrixError(path, f"{where}.bs", f"{bs} bytes is above 1 GiB", "use a block size like 4k, 64k or 1m")
+    if bs % 512:
+        raise MatrixError(path, f"{where}.bs", f"{bs} bytes is not a multiple of 512",
+                          "direct I/O needs whole sectors: use 512, 4k, 64k, ...")
+    if w["name"] in names:
+        raise MatrixError(path, f"{where}.name", f"{w['name']!r} is used by two workloads",
+                          "give each workload its own name")
+    names.add(w["name"])
+    rate = w["rate_mib_s"] or None
+    mixed = w["rw"] in ("rw", "readwrite", "randrw")
+    return Workload(name=w["name"], rw=w["rw"], bs=bs, iodepth=w["iodepth"], numjobs=w["numjobs"],
+                    rate_mib_s=rate, rwmixread=w["rwmixread"] if mixed else None)
 
 
 # --- expansion -----------------------------------------------------------------------------------
@@ -386,7 +411,19 @@ LUN_AT_SLOT_BACKENDS = ("qemu", "proxmox")
 
 
 def check_guest_backend(spec: MatrixSpec) -> None:
-    """A Windows guest needs a backend that can run one: the local qemu backend boots its Linux image."""
+    """What ``plan`` and ``run`` check before expanding, beyond one section's keys: a Windows guest needs
+    a backend that can run one (the local qemu backend boots its Linux image), and a ``[qemu] disk_path``
+    must be an existing image or block device, not found missing when the first VM starts."""
+    disk_path = spec.section("qemu").get("disk_path") if spec.run["backend"] == "qemu" else ""
+    if disk_path:
+        p = Path(disk_path).expanduser()
+        if not p.exists():
+            raise MatrixError(spec.path, "[qemu] disk_path", f"{_show(disk_path)} does not exist",
+                              "give the path of a raw image or block device for the test disk, or remove "
+                              "disk_path to use a disk image in the cache")
+        if p.is_dir():
+            raise MatrixError(spec.path, "[qemu] disk_path", f"{_show(disk_path)} is a directory",
+                              "give the path of a raw image file or block device inside it, or remove disk_path")
     if spec.run["guest_os"] == "windows2022" and spec.run["backend"] not in WINDOWS_BACKENDS:
         raise MatrixError(spec.path, "[run] guest_os",
                           f"windows2022 cannot run on backend = {spec.run['backend']!r}: it boots the tiny Linux "

@@ -227,3 +227,43 @@ def test_a_proxmox_section_without_a_token_reference_fails_when_read() -> None:
     raw["proxmox"] = {"host": "pve1", "node": "pve1", "vmid": 100, "token_id": "bench@pve!t", "test_disk": "scsi1"}
     with pytest.raises(InputError, match="token"):
         spec_from_dict(raw)
+
+
+# --- bad input (issue 14 classes 3 and 6) ---------------------------------------------------------------
+
+@pytest.mark.parametrize("name", ["", "   ", "rand\nread", "a/b", "tab\there"])
+def test_a_workload_name_that_breaks_keys_or_the_plan_table_is_refused(name: str) -> None:
+    raw = matrix()
+    raw["workload"][0]["name"] = name
+    with pytest.raises(MatrixError) as err:
+        spec_from_dict(raw)
+    assert "workload[1] name" in str(err.value) and "Fix:" in str(err.value)
+
+
+def test_list_values_and_workloads_are_both_counted_from_1_and_say_so() -> None:
+    raw = matrix()
+    raw["matrix"]["controllers"] = ["sata", "nosuch"]
+    with pytest.raises(MatrixError) as err:
+        spec_from_dict(raw)
+    assert "[matrix] controllers[2]" in str(err.value) and "counting from 1" in str(err.value)
+    raw = matrix()
+    raw["workload"].append({"name": "x", "rw": "nosuch", "bs": "4k"})
+    with pytest.raises(MatrixError) as err:
+        spec_from_dict(raw)
+    assert "workload[2] rw" in str(err.value) and "counting from 1" in str(err.value)
+
+
+@pytest.mark.parametrize("where", ["missing", "dir"])
+def test_a_qemu_disk_path_that_is_missing_or_a_directory_exits_2_at_plan(
+        where: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    target = tmp_path / "nothing.img" if where == "missing" else tmp_path
+    m = tmp_path / "m.toml"
+    m.write_text(f'[matrix]\ncontrollers = ["sata"]\n[[workload]]\nname = "w"\nrw = "randread"\nbs = "4k"\n'
+                 f'[qemu]\ndisk_path = "{target}"\n')
+    assert main(["plan", str(m)]) == 2
+    err = capsys.readouterr().err
+    assert "[qemu] disk_path" in err and ("does not exist" if where == "missing" else "is a directory") in err
+    image = tmp_path / "t.img"
+    image.write_bytes(b"\0" * 4096)
+    m.write_text(m.read_text().replace(str(target), str(image)))
+    assert main(["plan", "--quiet", str(m)]) == 0
