@@ -3,7 +3,7 @@
 Importable from a notebook::
 
     from stormatrix.analysis.ingest import ingest            # journals, fio JSON, DiskSpd XML, perf CSV
-    from stormatrix.analysis.efficiency import score_cells   # technote 004: normalized scores and ranks
+    from stormatrix.analysis.efficiency import score_cells   # technote 004 (efficiency): scores and ranks
     from stormatrix.analysis.compare import compare          # technotes 000/003: A vs B per point
     from stormatrix.analysis.findings import efficiency_findings, comparison_findings
     from stormatrix.analysis.workbook import write_efficiency_workbook, write_comparison_workbook

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from ..core.errors import DataFileError
 
@@ -24,18 +24,16 @@ class Problem:
         return self.reason if self.reason.startswith(self.source) else f"{self.source}: {self.reason}"
 
 
-
 def is_number(value: Any) -> bool:
     """A real number (JSON's true/false are not measurements)."""
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-
 # Measured quantities: none of them can be negative or infinite in a real measurement. A NaN/Infinity
 # literal, an overflowed 1e999 or a negative count means the file was damaged or edited.
 MEASURED = ("iops", "read_iops", "write_iops", "bw_mib_s", "io_bytes", "mib", "total_ios", "runtime_ms",
-            "lat_mean_us", "read_lat_mean_us", "write_lat_mean_us", "lat_p99_us", "cpu_total", "cpu_user",
-            "cpu_system", "ctx_switches", "window_s", "cpu_per_mib", "ctx_per_mib", "rate_mib_s",
+            "lat_mean_us", "read_lat_mean_us", "write_lat_mean_us", "lat_p99_us", "clat_p99_us", "cpu_total",
+            "cpu_user", "cpu_system", "ctx_switches", "window_s", "cpu_per_mib", "ctx_per_mib", "rate_mib_s",
             "rate_target_mib_s", "rate_achieved_mib_s")
 SHAPE = ("bs", "iodepth", "numjobs")  # the workload's shape: whole numbers above 0
 COUNTS = ("io_bytes", "total_ios")    # kept as exact 64-bit integers in the tidy frame
@@ -63,7 +61,8 @@ def check_row(row: dict[str, Any], where: str) -> None:
     ``io_bytes / runtime`` or ``total_ios / runtime`` (beyond the rounding of the unit fio wrote) is an
     edited or corrupted file, flagged rather than written into a workbook as data.
     """
-    get = row.get
+    # A row's values are whatever the file held; _number() narrows them, which mypy cannot follow.
+    get: Callable[[str], Any] = row.get
     for name in MEASURED:
         value = get(name)
         if value is None:
@@ -101,7 +100,7 @@ def _number(value: Any) -> bool:
 
 
 def _check_rates(row: dict[str, Any], io_bytes: float, seconds: float, where: str) -> None:
-    bw = row.get("bw_mib_s")
+    bw: Any = row.get("bw_mib_s")  # narrowed by _number(), as in check_row
     if _number(bw):
         expected = io_bytes / seconds / 2**20
         # fio < 3.2 wrote bandwidth in whole KiB/s: allow that rounding on top of the tolerance
@@ -109,7 +108,8 @@ def _check_rates(row: dict[str, Any], io_bytes: float, seconds: float, where: st
             raise DataFileError(where, f"bandwidth {bw:.6g} MiB/s disagrees with {io_bytes} bytes moved in "
                                        f"{seconds:g} s ({expected:.6g} MiB/s) by more than "
                                        f"{RATE_TOLERANCE_PCT:g} %: an impossible rate", _FIX)
-    iops, ios = row.get("iops"), row.get("total_ios")
+    iops: Any = row.get("iops")
+    ios: Any = row.get("total_ios")
     if _number(iops) and _number(ios):
         expected = ios / seconds
         if abs(iops - expected) > expected * RATE_TOLERANCE_PCT / 100.0 + 1.0:  # fio 2 wrote whole IOPS

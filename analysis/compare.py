@@ -1,4 +1,5 @@
-"""A-versus-B comparison, the method of technotes 000 and 003.
+"""A-versus-B comparison, the method of Blockbridge's technotes 000 (Proxmox VE vs VMware ESXi over
+NVMe/TCP) and 003 (iSCSI vs NVMe/TCP on Proxmox).
 
 A *point* is one (rw, block size, queue depth). For each side and point the repeats are averaged
 (IOPS, mean latency, bandwidth), then:
@@ -14,8 +15,8 @@ A *point* is one (rw, block size, queue depth). For each side and point the repe
   ``equal_var=False``) of B against A per point, for IOPS and for latency; a difference with
   ``p >= alpha`` is marked not significant. With no variance on either side the test is undefined and
   the p-value is left empty.
-- host cost, where the host collector ran (DESIGN.md, "The numbers"): per side and point the mean over
-  repeats of ``cpu_per_mib`` (``(user + kernel cycles) / MiB`` where perf counted cycles, else
+- host cost, where the host collector ran (the per-MiB figures of ``stormatrix.core.metrics``): per side
+  and point the mean over repeats of ``cpu_per_mib`` (``(user + kernel cycles) / MiB`` where perf counted cycles, else
   ``(user + system CPU seconds x 1000) / MiB``, i.e. CPU-ms/MiB) and of ``ctx_per_mib`` (context
   switches / MiB); lower is better, so, like latency:
   ``cpu_reduction_pct = (1 - cpu_B / cpu_A) * 100`` (positive: B needs less host CPU per MiB),
@@ -101,9 +102,12 @@ def host_comparison(ha: dict[str, Any], hb: dict[str, Any], label_a: str, label_
         notes.append(f"{label_a} measured {ha['metric']}, {label_b} {hb['metric']}: CPU/MiB not comparable")
     cpu_ratio, cpu_red = _reduction(ha["cpu"], hb["cpu"]) if same else (float("nan"), float("nan"))
     ctx_ratio, ctx_red = _reduction(ha["ctx"], hb["ctx"])
-    metric = ha["metric"] if same else (" / ".join(f"{n}: {h['metric'] or 'none'}" for n, h in
-                                                  ((label_a, ha), (label_b, hb))) if (ha["metric"] or hb["metric"])
-                                        else None)
+    if same:
+        metric = ha["metric"]
+    elif ha["metric"] or hb["metric"]:
+        metric = " / ".join(f"{n}: {h['metric'] or 'none'}" for n, h in ((label_a, ha), (label_b, hb)))
+    else:
+        metric = None
     return {"cpu_metric": metric, "cpu_per_mib_unit": ha["unit"] if same and ha["unit"] == hb["unit"] else None,
             "cpu_unit_a": ha["unit"], "cpu_unit_b": hb["unit"],
             "cpu_per_mib_a": ha["cpu"], "cpu_per_mib_b": hb["cpu"], "cpu_ratio": cpu_ratio,
@@ -202,7 +206,8 @@ def compare(a: pd.DataFrame, b: pd.DataFrame, *, label_a: str = "A", label_b: st
                for name, col in ((label_a, "engine_a"), (label_b, "engine_b"))}
     if engines[label_a] != engines[label_b]:
         notes.append(f"the sides were measured with different engines ({label_a}: "
-                     f"{', '.join(engines[label_a]) or 'unknown'}; {label_b}: {', '.join(engines[label_b]) or 'unknown'}); "
+                     f"{', '.join(engines[label_a]) or 'unknown'}; "
+                     f"{label_b}: {', '.join(engines[label_b]) or 'unknown'}); "
                      "each measurement's engine is in the Measurements sheet and the CSV")
     by_qd = (points.groupby(["rw", "iodepth"], sort=True)
              .agg(iops_gain_pct=("iops_gain_pct", "mean"), lat_reduction_pct=("lat_reduction_pct", "mean"),

@@ -58,7 +58,8 @@ CAPTURE_FIX = ("capture it again on the ESXi host with `esxtop -b -d <delay> -n 
 
 GROUP_CPU = "Group Cpu"
 PHYSICAL_CPU = "Physical Cpu"
-USED, RUN, SYSTEM, WAIT, READY, COSTOP, OVERLAP = "% Used", "% Run", "% System", "% Wait", "% Ready", "% CoStop", "% Overlap"
+USED, RUN, SYSTEM, WAIT, READY = "% Used", "% Run", "% System", "% Wait", "% Ready"
+COSTOP, OVERLAP = "% CoStop", "% Overlap"
 SWITCHES, MEMBERS = "Switches/sec", "Members"
 #: record key -> the Group Cpu percentage it sums into seconds
 PERCENT_SECONDS = {"vm_used_s": USED, "vm_run_s": RUN, "vm_system_s": SYSTEM, "vm_wait_s": WAIT,
@@ -209,9 +210,11 @@ def parse_esxtop(text: str, source: str = "<esxtop output>") -> EsxtopCapture:
                     raise DataFileError(source, f"line {line}: the header names no counter", CAPTURE_FIX)
                 tz, bias = m.group("tz"), int(m.group("bias"))
                 columns = [_parse_counter(i, c, source) for i, c in enumerate(cells) if i > 0]
+                # every name matched COUNTER_CELL in _parse_counter above
                 hosts = {COUNTER_CELL.match(c.name).group("host") for c in columns}  # type: ignore[union-attr]
                 if len(hosts) > 1:
-                    raise DataFileError(source, f"line {line}: the header names several hosts ({', '.join(sorted(hosts))})",
+                    raise DataFileError(source, f"line {line}: the header names several hosts "
+                                                f"({', '.join(sorted(hosts))})",
                                         "keep one host's capture per file")
                 host = hosts.pop()
                 header = cells
@@ -235,9 +238,11 @@ def parse_esxtop(text: str, source: str = "<esxtop output>") -> EsxtopCapture:
         if "unexpected end of data" in str(exc):  # a quoted cell that never closes: the file ends mid-cell
             partial = text.splitlines()[line - 1] if line - 1 < len(text.splitlines()) else ""
             of = f" of {len(header)}" if header else ""
-            raise DataFileError(source, f"line {line} is cut off in column {partial.count(chr(34) + ',' + chr(34)) + 1}"
+            cut_column = partial.count(chr(34) + ',' + chr(34)) + 1
+            raise DataFileError(source, f"line {line} is cut off in column {cut_column}"
                                         f"{of} (esxtop stopped while writing it?)",
-                                f"{CAPTURE_FIX}, or delete line {line} if the rows before it cover the window") from None
+                                f"{CAPTURE_FIX}, or delete line {line} if the rows before it cover the window"
+                                ) from None
         raise DataFileError(source, f"line {line}: broken CSV quoting ({exc})", CAPTURE_FIX) from None
     if header is None:
         raise DataFileError(source, "is empty: no esxtop output", CAPTURE_FIX)
@@ -253,7 +258,8 @@ def read_esxtop(path: str | Path) -> EsxtopCapture:
     try:
         data = path.read_bytes()
     except OSError as exc:
-        raise DataFileError(str(path), f"cannot be read ({exc.strerror})", "give the path of an esxtop capture") from None
+        raise DataFileError(str(path), f"cannot be read ({exc.strerror})",
+                            "give the path of an esxtop capture") from None
     if data[:2] == b"\x1f\x8b" or b"\x00" in data[:4096]:
         raise DataFileError(str(path), "is not text (gzip or binary)", "decompress it first, or " + CAPTURE_FIX)
     try:
@@ -309,7 +315,8 @@ def vm_cpu_record(capture: EsxtopCapture, vm: str, *, delay_s: float | None = No
     elif delay_s:
         interval = float(delay_s)
     else:
-        raise DataFileError(capture.source, "has one sample row and no delay was given, so the time it covers is unknown",
+        raise DataFileError(capture.source,
+                            "has one sample row and no delay was given, so the time it covers is unknown",
                             "give esxtop's -d value, or capture at least two iterations (-n 2)")
     span = n * interval
     w0 = float(offset_s)

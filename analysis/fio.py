@@ -44,7 +44,8 @@ def extract_json_documents(text: str, source: str = "<fio output>") -> list[dict
         pos = end
     if not docs:
         snippet = text.strip()[:80].replace("\n", " ")
-        raise DataFileError(source, "no fio JSON document found" + (f" (starts with {snippet!r})" if snippet else " (empty)"),
+        found = f" (starts with {snippet!r})" if snippet else " (empty)"
+        raise DataFileError(source, "no fio JSON document found" + found,
                             "run fio with --output-format=json and --output=<file>")
     return docs
 
@@ -161,57 +162,126 @@ def _is_fio2_direction(direction: dict[str, Any]) -> bool:
             and isinstance(direction.get("clat") or direction.get("lat"), dict))
 
 
-_NO_IO = (0, 0.0, 0.0, 0.0, 0, None, None)
+_NO_IO = (0, 0.0, 0.0, 0.0, 0, None, None, None)
+
+# What fio did not write, in the words the record keeps (``null_reasons``): a missing figure is null, never 0.
+_ABSENT = {"io_bytes": "fio wrote neither io_bytes nor io_kbytes", "total_ios": "fio wrote no total_ios",
+           "bw_bytes": "fio wrote neither bw_bytes nor bw", "iops": "fio wrote no iops",
+           "runtime_ms": "fio wrote no runtime", "lat_mean_ns": "fio wrote no lat mean",
+           "lat_p99_ns": "fio reported no total-latency (lat) percentiles (it does only with lat_percentiles=1, "
+                         "clat_p99_ns holds the completion-latency p99)",
+           "clat_p99_ns": "fio reported no completion-latency (clat) percentiles"}
 
 
-def _rate(d: dict[str, Any], key: str, where: tuple[str, str, str] | None) -> float:
-    """A float field on the common path: a plain finite non-negative number as it is, else the slow reader."""
-    v = d.get(key)
+def _rate(d: dict[str, Any], key: str, where: tuple[str, str, str] | None) -> float | None:
+    """A float field on the common path: a plain finite non-negative number as it is, else the slow reader
+    (None when fio did not write it, or, lenient, wrote something that is not a number)."""
+    v: Any = d.get(key)  # a JSON value: the class checks below narrow it (mypy cannot follow __class__)
     if (v.__class__ is float or v.__class__ is int) and 0 <= v < _INF:
         return float(v)
-    return float(_num(d, key, where) or 0)
+    n = _num(d, key, where)
+    return float(n) if n is not None else None
 
 
 def _figures(d: dict[str, Any], where: tuple[str, str, str] | None) -> tuple[Any, ...]:
-    """(io_bytes, bw_bytes, iops, runtime_ms, total_ios, lat_mean_ns, lat_p99_ns) of one direction block.
+    """(io_bytes, bw_bytes, iops, runtime_ms, total_ios, lat_mean_ns, lat_p99_ns, clat_p99_ns) of one direction.
 
-    Every field it reads is checked as it is read (strict: anything but a finite, non-negative number is
-    an error naming the field); plain fio 3 numbers take the short path. Called once per direction of
-    every job of every file, hence the shape.
+    ``lat_p99_ns`` is the total latency's (``lat_ns`` percentiles, written only with lat_percentiles=1),
+    ``clat_p99_ns`` the completion latency's (fio's default percentiles): two quantities, kept apart. A
+    rate, runtime or latency fio did not write is None, never 0. Every field it reads is checked as it is
+    read (strict: anything but a finite, non-negative number is an error naming the field); plain fio 3
+    numbers take the short path. Called once per direction of every job of every file, hence the shape.
     """
     get = d.get
-    io_bytes = get("io_bytes")
+    # JSON values, narrowed by class checks that mypy cannot follow: typed Any on purpose
+    io_bytes: Any = get("io_bytes")
     if io_bytes.__class__ is not int or io_bytes < 0:
-        io_bytes = _num(d, "io_bytes", where) or 0
-    ios = get("total_ios")
+        io_bytes = _num(d, "io_bytes", where)  # None when fio did not write it
+    ios: Any = get("total_ios")
     if ios.__class__ is not int or ios < 0:
-        ios = int(_num(d, "total_ios", where) or 0)
+        ios = _num(d, "total_ios", where)
+        ios = int(ios) if ios is not None else None
     if "io_kbytes" not in d:
-        if _is_fio2_direction(d):
+        if io_bytes is not None and _is_fio2_direction(d):
             io_bytes *= 1024  # fio 2.x wrote KiB into "io_bytes" (stat.c: io_bytes >> 10)
     elif "io_bytes" not in d:  # io_kbytes is io_bytes >> 10: only a stand-in when io_bytes is absent
-        io_bytes = (_num(d, "io_kbytes", where) or 0) * 1024
+        kib = _num(d, "io_kbytes", where)
+        io_bytes = kib * 1024 if kib is not None else None
     if not io_bytes and not ios:
-        return _NO_IO  # a direction the job did not use: nothing of it is summed
-    bw = _rate(d, "bw_bytes", where) if "bw_bytes" in d else _rate(d, "bw", where) * 1024
+        return _NO_IO  # a direction the job did not use (or of which fio wrote no count): nothing is summed
+    if "bw_bytes" in d:
+        bw = _rate(d, "bw_bytes", where)
+    else:
+        kib = _rate(d, "bw", where)  # fio < 3.2: KiB/s
+        bw = kib * 1024 if kib is not None else None
     lat = get("lat_ns")
     if lat.__class__ is not dict:
         lat = _lat_ns(d, "lat", where)
     clat = get("clat_ns")
     if clat.__class__ is not dict:
         clat = _lat_ns(d, "clat", where)
-    mean = lat.get("mean") if lat is not None else None
+    mean: Any = lat.get("mean") if lat is not None else None
     if mean.__class__ is not float:
         mean = _mean(lat, "lat_ns" if "lat_ns" in d else "lat", where)
-    return (int(io_bytes), bw, _rate(d, "iops", where), _rate(d, "runtime", where), ios, mean,
-            _p99(lat, "lat_ns", where) or _p99(clat, "clat_ns", where))
+    return (int(io_bytes) if io_bytes is not None else None, bw, _rate(d, "iops", where),
+            _rate(d, "runtime", where), ios, mean,
+            _p99(lat, "lat_ns", where), _p99(clat, "clat_ns", where))
 
 
 def summarize_direction(direction: dict[str, Any], where: tuple[str, str, str] | None = None) -> dict[str, Any]:
     """One direction block (``read``/``write``/``trim``) of one job, in the journal's units."""
-    b, bw, iops, rt, ios, mean, p99 = _figures(direction, where)
+    b, bw, iops, rt, ios, mean, p99, cp99 = _figures(direction, where)
     return {"io_bytes": b, "bw_bytes": bw, "iops": iops, "runtime_ms": rt, "total_ios": ios,
-            "lat_mean_ns": mean, "lat_p99_ns": p99}
+            "lat_mean_ns": mean, "lat_p99_ns": p99, "clat_p99_ns": cp99}
+
+
+_RAW_FIELDS = (("io_bytes", "io_bytes"), ("total_ios", "total_ios"), ("bw_bytes", "bw_bytes"), ("iops", "iops"),
+               ("runtime_ms", "runtime"))
+_COUNTS = ("io_bytes", "total_ios")     # add up over jobs, as integers; unknown when any job's is
+_SUMMED = ("bw_bytes", "iops")          # add up over jobs; unknown when any job's is
+_WORST = ("runtime_ms", "lat_p99_ns", "clat_p99_ns")  # the largest over jobs; unknown when any job's is
+
+
+def _combine(blocks: list[tuple[str, dict[str, Any]]], prefix: str, why: dict[str, str],
+             inner: dict[str, str] | None = None) -> dict[str, Any]:
+    """Sum (bytes, I/Os, IOPS, bandwidth) or take the worst (runtime, p99) of ``(name, figures)`` blocks, and
+    weight the mean latency by I/Os. A figure one block lacks makes the result null, and ``why`` says which
+    block lacked it (the block's own reason, ``inner[<block>.<key>]``, where it has one): a sum or a maximum
+    over part of the jobs would be a different, smaller number."""
+    inner = inner or {}
+    if len(blocks) == 1:  # the common case (one job, one direction): the block is its own summary
+        name, out = blocks[0][0], dict(blocks[0][1])
+        if not out["total_ios"] and out["lat_mean_ns"] is not None:
+            out["lat_mean_ns"] = None
+            why[f"{prefix}lat_mean_ns"] = "no I/O count (total_ios) to weight the mean latency by"
+        for key, value in out.items():
+            if value is None and f"{prefix}{key}" not in why:
+                why[f"{prefix}{key}"] = inner.get(f"{name}.{key}") or _ABSENT[key]
+        return out
+    out = {}
+    for key in ("io_bytes", "bw_bytes", "iops", "total_ios", "runtime_ms", "lat_mean_ns", "lat_p99_ns",
+                "clat_p99_ns"):
+        lacking = [name for name, b in blocks if b[key] is None]
+        if key == "lat_mean_ns" and not lacking and any(b["total_ios"] is None for _, b in blocks):
+            out[key] = None  # the I/O count that weights the means is not known
+            why[f"{prefix}{key}"] = "no I/O count (total_ios) to weight the mean latency by"
+            continue
+        if lacking:
+            out[key] = None
+            given = [inner[f"{n}.{key}"] for n in lacking if f"{n}.{key}" in inner]
+            why[f"{prefix}{key}"] = (given[0] if len(set(given)) == 1 and len(given) == len(lacking)
+                                     else _ABSENT[key] if len(lacking) == len(blocks)
+                                     else f"{_ABSENT[key]} for {', '.join(lacking)}")
+        elif key in _COUNTS:
+            out[key] = sum(b[key] for _, b in blocks)  # exact integers (fio counts in unsigned 64-bit)
+        elif key in _SUMMED:
+            out[key] = float(sum(b[key] for _, b in blocks))
+        elif key in _WORST:
+            out[key] = max((b[key] for _, b in blocks), default=None)
+        else:
+            ios = sum(b["total_ios"] for _, b in blocks)
+            out[key] = sum(b[key] * b["total_ios"] for _, b in blocks) / ios if ios else None
+    return out
 
 
 def summarize_jobs(jobs: Iterable[dict[str, Any]], source: str | None = None) -> dict[str, Any]:
@@ -219,8 +289,10 @@ def summarize_jobs(jobs: Iterable[dict[str, Any]], source: str | None = None) ->
 
     The one summary of fio output: the runner's record (``fio`` in docs/journal.md) and every ingested
     file go through it. Bytes, I/Os, IOPS and bandwidth add up; runtime is the longest job's; the mean
-    latency is weighted by I/Os; p99 is the worst job's (percentiles cannot be summed, the max is the
-    honest bound). Integers stay exact (fio counts in unsigned 64-bit).
+    latency is weighted by I/Os; each p99 is the worst job's (percentiles cannot be summed, the max is the
+    honest bound): ``lat_p99_ns`` of the total latency, ``clat_p99_ns`` of the completion latency. Integers
+    stay exact (fio counts in unsigned 64-bit). A figure fio did not write for some job is null in the
+    summary, and ``null_reasons`` (present only then) says why, keyed like ``total.bw_bytes`` or ``usr_cpu``.
 
     ``source`` (ingest) makes it strict: a field of the wrong type, negative or infinite raises
     DataFileError naming the file, job and field. Without it (the runner, over fio's fresh output),
@@ -228,29 +300,31 @@ def summarize_jobs(jobs: Iterable[dict[str, Any]], source: str | None = None) ->
     """
     jobs = list(jobs)
     out: dict[str, Any] = {}
-    total_bytes = total_ios = 0
-    total_iops = total_bw = lat_weighted = runtime = 0.0
-    lat_weight = 0
-    p99_all: float | None = None
-    usr = sys_ = ctx = 0.0
+    why: dict[str, str] = {}
+    cpu: dict[str, list[float]] = {"usr_cpu": [], "sys_cpu": [], "ctx": []}
     error = 0
     for job in jobs:
-        e, u, sy, c = job.get("error"), job.get("usr_cpu"), job.get("sys_cpu"), job.get("ctx")
+        e: Any = job.get("error")  # a JSON value, narrowed by the class check below
         if e.__class__ is not int:
             e = int(_num(job, "error", None) or 0)
         error = max(error, e)
-        usr += u if u.__class__ is float else (_num(job, "usr_cpu", None) or 0.0)
-        sys_ += sy if sy.__class__ is float else (_num(job, "sys_cpu", None) or 0.0)
-        ctx += c if c.__class__ is int else (_num(job, "ctx", None) or 0.0)
+        for key, values in cpu.items():
+            v = job.get(key)
+            if v.__class__ is not float and v.__class__ is not int:
+                v = _num(job, key, None)
+            if v is None:
+                raw = job.get(key)
+                why[key] = (f"fio wrote no {key}" if raw is None else f"{key} is {raw!r}, not a number") + \
+                    f" for job {job.get('jobname')!r}"
+            else:
+                values.append(v)
         if source is not None and "mixed" in job:  # unified_rw_reporting: checked, not summed
             _figures(job["mixed"], (source, str(job.get("jobname")), "mixed"))
+    used: list[tuple[str, dict[str, Any]]] = []
+    said: dict[str, str] = {}
     for dname in DIRECTIONS:
-        b_bytes = b_ios = 0
-        b_iops = b_bw = b_rt = w_sum = 0.0
-        w_n = 0
-        b_p99: float | None = None
-        seen = False
-        for job in jobs:
+        blocks: list[tuple[str, dict[str, Any]]] = []
+        for i, job in enumerate(jobs):
             d = job.get(dname)
             if d is None:
                 continue
@@ -259,41 +333,28 @@ def summarize_jobs(jobs: Iterable[dict[str, Any]], source: str | None = None) ->
                     raise DataFileError(source, f"job {job.get('jobname')!r}: '{dname}' is a "
                                                 f"{type(d).__name__}, not an object")
                 continue
-            nbytes, bw, iops, rt, ios, mean, p99 = _figures(
+            nbytes, bw, iops, rt, ios, mean, p99, cp99 = _figures(
                 d, (source, str(job.get("jobname")), dname) if source is not None else None)
             if not nbytes and not ios:
                 continue
-            seen = True
-            b_bytes += nbytes
-            b_ios += ios
-            b_iops += iops
-            b_bw += bw
-            b_rt = max(b_rt, rt)
-            if mean is not None:
-                w_sum += mean * ios
-                w_n += ios
-            if p99 is not None:
-                b_p99 = p99 if b_p99 is None else max(b_p99, p99)
-        if not seen:
+            name = f"job {job.get('jobname')!r}" + (f" #{i + 1}" if len(jobs) > 1 else "")
+            blocks.append((name, {"io_bytes": nbytes, "total_ios": ios, "bw_bytes": bw, "iops": iops, "runtime_ms": rt,
+                                  "lat_mean_ns": mean, "lat_p99_ns": p99, "clat_p99_ns": cp99}))
+            for key, field in _RAW_FIELDS:  # written, but not as a number (the lenient summary reads it as absent)
+                raw = d.get(field)
+                if raw is not None and blocks[-1][1][key] is None:
+                    said[f"{name}.{key}"] = f"{field} is {raw!r}, not a number, for {name}"
+        if not blocks:
             continue
-        lat_mean = (w_sum / w_n) if w_n else None
-        out[dname] = {"io_bytes": b_bytes, "bw_bytes": b_bw, "iops": b_iops, "total_ios": b_ios,
-                      "runtime_ms": b_rt, "lat_mean_ns": lat_mean, "lat_p99_ns": b_p99}
-        total_bytes += b_bytes
-        total_ios += b_ios
-        total_iops += b_iops
-        total_bw += b_bw
-        runtime = max(runtime, b_rt)
-        if lat_mean is not None:
-            lat_weighted += lat_mean * b_ios
-            lat_weight += b_ios
-        if b_p99 is not None:
-            p99_all = max(p99_all or 0.0, b_p99)
+        out[dname] = _combine(blocks, f"{dname}.", why, said)
+        used.append((dname, out[dname]))
+    out["total"] = _combine(used, "total.", why, dict(why))  # a direction's own reason stands for it
     n = max(len(jobs), 1)
-    out["total"] = {"io_bytes": total_bytes, "iops": total_iops, "bw_bytes": total_bw, "total_ios": total_ios,
-                    "runtime_ms": runtime, "lat_mean_ns": (lat_weighted / lat_weight) if lat_weight else None,
-                    "lat_p99_ns": p99_all}
-    out.update(usr_cpu=usr / n, sys_cpu=sys_ / n, ctx=int(ctx), error=error, jobs=len(jobs))
+    out.update(usr_cpu=sum(cpu["usr_cpu"]) / n if not why.get("usr_cpu") else None,
+               sys_cpu=sum(cpu["sys_cpu"]) / n if not why.get("sys_cpu") else None,
+               ctx=int(sum(cpu["ctx"])) if not why.get("ctx") else None, error=error, jobs=len(jobs))
+    if why:
+        out["null_reasons"] = dict(sorted(why.items()))
     return out
 
 

@@ -12,6 +12,7 @@ from typing import Any
 from ..core.errors import DataFileError
 from .fio import summarize_jobs
 from .params import SHAPE_KEYS, params_from_name, workload_params
+from .tidy import reasons_text
 
 ALL_CLIENTS = "All clients"
 
@@ -89,6 +90,12 @@ def fio_rows(doc: Any, source: str) -> list[dict[str, Any]]:
         total = s["total"]
         if not total["io_bytes"] and not total["total_ios"]:
             raise DataFileError(source, f"job {name!r} completed no I/O (read, write and trim are all 0)")
+        extra: dict[str, str] = {}
+        numjobs = params["numjobs"]
+        if numjobs is None:
+            numjobs, why = _counted_numjobs(doc, group, client_mode)
+            if why:
+                extra["numjobs"] = why
         hosts = sorted({f"{j.get('hostname')}:{j.get('port')}" for j in group if j.get("hostname")})
         read, write = s.get("read", {}), s.get("write", {})
         rows.append({
@@ -104,7 +111,7 @@ def fio_rows(doc: Any, source: str) -> list[dict[str, Any]]:
             "rw": params["rw"],
             "bs": params["bs"],
             "iodepth": params["iodepth"],
-            "numjobs": params["numjobs"] if params["numjobs"] is not None else 1,
+            "numjobs": numjobs,
             "rwmixread": params["rwmixread"],
             "rate_mib_s": params["rate_mib_s"],
             "repeat": from_name.get("repeat"),
@@ -116,16 +123,35 @@ def fio_rows(doc: Any, source: str) -> list[dict[str, Any]]:
             "iops": total["iops"],
             "read_iops": read.get("iops"),
             "write_iops": write.get("iops"),
-            "bw_mib_s": total["bw_bytes"] / 2**20,
+            "bw_mib_s": total["bw_bytes"] / 2**20 if total["bw_bytes"] is not None else None,
             "io_bytes": total["io_bytes"],
-            "mib": total["io_bytes"] / 2**20,
+            "mib": total["io_bytes"] / 2**20 if total["io_bytes"] is not None else None,
             "total_ios": total["total_ios"],
             "runtime_ms": total["runtime_ms"],
             "lat_mean_us": total["lat_mean_ns"] / 1000.0 if total["lat_mean_ns"] is not None else None,
             "read_lat_mean_us": (read["lat_mean_ns"] / 1000.0) if read.get("lat_mean_ns") is not None else None,
             "write_lat_mean_us": (write["lat_mean_ns"] / 1000.0) if write.get("lat_mean_ns") is not None else None,
             "lat_p99_us": total["lat_p99_ns"] / 1000.0 if total["lat_p99_ns"] is not None else None,
+            "clat_p99_us": total["clat_p99_ns"] / 1000.0 if total["clat_p99_ns"] is not None else None,
             "guest_usr_cpu": s["usr_cpu"],
             "guest_sys_cpu": s["sys_cpu"],
+            "null_reasons": reasons_text(s.get("null_reasons"), extra),
         })
     return rows
+
+
+def _counted_numjobs(doc: dict[str, Any], group: list[dict[str, Any]],
+                     client_mode: bool) -> tuple[int | None, str | None]:
+    """numjobs when neither fio's options nor the file name give it: (count, None) or (None, why).
+
+    fio lists in ``job options`` every option the job set, so a job without ``numjobs`` there ran fio's
+    single clone per job section, and without group_reporting each clone is its own entry in ``jobs``: the
+    entries of the name are the clones. That count is read from the file; anything else is not known.
+    """
+    opts = {**(doc.get("global options") or {}), **(group[0].get("job options") or {})}
+    if client_mode:
+        return None, ("not in fio's options or the file name (in client/server output each entry is a client, "
+                      "so the entries do not count the clones)")
+    if "group_reporting" in opts:
+        return None, "not in fio's options or the file name (group_reporting folds the clones into one entry)"
+    return len(group), None

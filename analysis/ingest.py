@@ -83,7 +83,8 @@ def _idle_cpus() -> int:
     return max(1, min(4, cpus - int(busy + 0.5)))
 
 
-def _parse_all(work: list[tuple[str, str, str | None]], workers: int | None) -> tuple[list[dict[str, Any]], list[Problem]]:
+def _parse_all(work: list[tuple[str, str, str | None]],
+               workers: int | None) -> tuple[list[dict[str, Any]], list[Problem]]:
     """:func:`parse_files`, spread over processes when there are many files and more than one CPU.
 
     Parsing is CPU-bound Python (JSON decoding, then summing jobs), so threads would not help; forked
@@ -184,4 +185,3 @@ def _ingest(paths: Iterable[str | Path], *, strict: bool, label: str | None, wor
     frame = frame_from_rows(rows)
     return IngestResult(frame=frame, problems=problems, notes=notes,
                         environment=environment_frame(runs, rows), files=len(found.files))
-

@@ -15,9 +15,11 @@ from ..core.journalfile import SCHEMA, looks_binary, read_lines
 from ..core.model import BACKENDS_WITHOUT_DISK_OPTIONS, CONTROLLERS, NOT_APPLICABLE
 from .checks import Problem, check_row, is_number
 from .discover import MAX_JOURNAL_BYTES, read_capped
+from .iopath import split_of
 from .params import normalize_rw
-from .tidy import CPU_PER_MIB_UNIT
+from .tidy import CPU_PER_MIB_UNIT, reasons_text
 
+OLDER_P99 = "older record: lat p99 where fio reported it, else clat p99"
 
 
 def _get(record: dict[str, Any], dotted: str) -> Any:
@@ -29,6 +31,10 @@ def _get(record: dict[str, Any], dotted: str) -> Any:
     return node
 
 
+# How a wrong-typed field is described (keyed by object: a kind may also be a tuple of types)
+_KIND_NAMES: dict[object, str] = {dict: "an object", str: "a string"}
+
+
 def _need(record: dict[str, Any], dotted: str, kind: type | tuple[type, ...], where: str) -> Any:
     value = _get(record, dotted)
     if value is None:
@@ -38,7 +44,7 @@ def _need(record: dict[str, Any], dotted: str, kind: type | tuple[type, ...], wh
     elif kind is int:
         ok, what = isinstance(value, int) and not isinstance(value, bool), "an integer"
     else:
-        ok, what = isinstance(value, kind), {dict: "an object", str: "a string"}.get(kind, str(kind))  # type: ignore[call-overload]
+        ok, what = isinstance(value, kind), _KIND_NAMES.get(kind, str(kind))
     if not ok:
         raise DataFileError(where, f"'{dotted}' is {value!r}, not {what}")
     return value
@@ -125,7 +131,7 @@ def journal_cell_row(rec: dict[str, Any], where: str) -> dict[str, Any]:
         "rw": normalize_rw(rw) or rw,
         "bs": bs,
         "iodepth": iodepth,
-        "numjobs": _get(rec, "cell.workload.numjobs") or 1,
+        "numjobs": _get(rec, "cell.workload.numjobs"),
         "rwmixread": _get(rec, "cell.workload.rwmixread"),
         "rate_mib_s": _opt_num(rec, "cell.workload.rate_mib_s", where),
         "repeat": repeat,
@@ -134,7 +140,7 @@ def journal_cell_row(rec: dict[str, Any], where: str) -> dict[str, Any]:
         "iops": float(total["iops"]),
         "read_iops": _opt_num(rec, "fio.read.iops", where),
         "write_iops": _opt_num(rec, "fio.write.iops", where),
-        "bw_mib_s": (_opt_num(rec, "fio.total.bw_bytes", where) or 0.0) / 2**20,
+        "bw_mib_s": _mib(_opt_num(rec, "fio.total.bw_bytes", where)),
         "io_bytes": int(io_bytes),
         "mib": io_bytes / 2**20,
         "total_ios": _opt_num(rec, "fio.total.total_ios", where),
@@ -143,6 +149,7 @@ def journal_cell_row(rec: dict[str, Any], where: str) -> dict[str, Any]:
         "read_lat_mean_us": _us(_opt_num(rec, "fio.read.lat_mean_ns", where)),
         "write_lat_mean_us": _us(_opt_num(rec, "fio.write.lat_mean_ns", where)),
         "lat_p99_us": _us(_opt_num(rec, "fio.total.lat_p99_ns", where)),
+        "clat_p99_us": _us(_opt_num(rec, "fio.total.clat_p99_ns", where)),
         "guest_usr_cpu": _opt_num(rec, "fio.usr_cpu", where),
         "guest_sys_cpu": _opt_num(rec, "fio.sys_cpu", where),
         "rate_target_mib_s": _opt_num(rec, "rate.target_mib_s", where),
@@ -151,6 +158,9 @@ def journal_cell_row(rec: dict[str, Any], where: str) -> dict[str, Any]:
         "crosscheck_flag": _get(rec, "crosscheck.flag"),
         "window_s": _opt_num(rec, "times.window_s", where),
     }
+    _explain_blanks(rec, total, row)
+    io_cpu, io_ctx, io_note = split_of(rec)
+    row.update({"io_path_cpu_s": io_cpu, "io_path_ctx": io_ctx, "io_path_note": io_note})
     if host is not None:
         metric = host.get("cpu_metric")
         if metric not in CPU_PER_MIB_UNIT:
@@ -171,7 +181,9 @@ def journal_cell_row(rec: dict[str, Any], where: str) -> dict[str, Any]:
             computed = metrics.per_mib(mib * metrics.MIB, host)
             cpu_per_mib = computed["cpu"] if cpu_per_mib is None else cpu_per_mib
             ctx_per_mib = computed["ctx"] if ctx_per_mib is None else ctx_per_mib
-        cycles = host.get("cycles") if isinstance(host.get("cycles"), dict) else {}
+        cycles = host.get("cycles")
+        if not isinstance(cycles, dict):
+            cycles = {}
         row.update({
             "cpu_metric": metric,
             "cpu_unit": host.get("cpu_unit") or ("cycles" if metric == "cycles" else "s"),
@@ -218,9 +230,36 @@ def _ctx_switches(rec: dict[str, Any], host: dict[str, Any], key: str, where: st
     return None, reason.strip()
 
 
-
 def _us(ns: float | None) -> float | None:
     return ns / 1000.0 if ns is not None else None
+
+
+def _mib(nbytes: float | None) -> float | None:
+    return nbytes / 2**20 if nbytes is not None else None
+
+
+# measured columns whose blank a record explains itself (fio.null_reasons), else by the key it lacks
+_RECORD_KEYS = {"bw_mib_s": "fio.total.bw_bytes", "runtime_ms": "fio.total.runtime_ms",
+                "lat_mean_us": "fio.total.lat_mean_ns", "lat_p99_us": "fio.total.lat_p99_ns",
+                "clat_p99_us": "fio.total.clat_p99_ns", "numjobs": "cell.workload.numjobs",
+                "guest_usr_cpu": "fio.usr_cpu", "guest_sys_cpu": "fio.sys_cpu"}
+
+
+def _explain_blanks(rec: dict[str, Any], total: dict[str, Any], row: dict[str, Any]) -> None:
+    """``null_reasons`` (and ``lat_p99_us_note``) of a journal row: the record's own ``fio.null_reasons``
+    where the summary wrote them, else the key the record lacks. A record from before ``clat_p99_ns`` was
+    kept apart (no such key in ``fio.total``) holds in ``lat_p99_ns`` the total latency's p99 where fio
+    reported it and the completion latency's otherwise: kept, and labelled so, never relabelled."""
+    extra: dict[str, str] = {}
+    if row.get("engine") == "diskspd":  # DiskSpd's percentile is its total latency: not a mix
+        extra["clat_p99_us"] = "DiskSpd reports no completion-latency percentile (its p99 is total latency)"
+    elif "clat_p99_ns" not in total and row.get("lat_p99_us") is not None:
+        row["lat_p99_us_note"] = OLDER_P99
+        extra["clat_p99_us"] = "older record: its only p99 is in lat_p99_us (lat where fio reported it, else clat)"
+    for col, key in _RECORD_KEYS.items():
+        if row.get(col) is None:
+            extra.setdefault(col, f"not in the result (the record has no {key})")
+    row["null_reasons"] = reasons_text(_get(rec, "fio.null_reasons"), extra)  # the record's own reason first
 
 
 def read_journal_rows(path: str | Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[Problem], list[str]]:
@@ -292,7 +331,10 @@ def read_journal_rows(path: str | Path) -> tuple[list[dict[str, Any]], list[dict
                                 f"{len(numbers)} lines (from line {first}) have no 'schema': not a stormatrix "
                                 "journal, or one from before schemas. Fix: give the run directory's own "
                                 "journal.ndjson"))
+    accel = {r.get("run_id"): r["environment"].get("accel") for r in runs if isinstance(r.get("environment"), dict)}
+    for row in rows:  # how the guest ran (kvm, tcg): the I/O-path lens says when the vCPU was the emulated guest
+        a = accel.get(row.get("run_id"))
+        row["accel"] = str(a) if a is not None else None
     if not rows and not problems:
         notes.append(f"{source}: no finished cells in the journal")
     return rows, runs, problems, notes
-

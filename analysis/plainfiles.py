@@ -21,6 +21,8 @@ from .fiorows import fio_rows
 from .params import workload_label
 from .tidy import CPU_PER_MIB_UNIT
 
+DISKSPD_NO_CLAT = "clat_p99_us: DiskSpd reports no completion-latency percentile (its p99 is total latency)"
+
 
 def read_fio_bytes(raw: bytes, source: str) -> list[dict[str, Any]]:
     """Rows from the bytes of a fio output file.
@@ -85,6 +87,8 @@ def parse_files(work: list[tuple[str, str, str | None]]) -> tuple[list[dict[str,
             raw = read_capped(source, MAX_RESULT_BYTES)
             if kind == "diskspd":
                 file_rows = [diskspd.parse_diskspd_xml(decode(raw), source)]
+                for row in file_rows:  # DiskSpd's percentile is its total latency; it has no completion p99
+                    row["null_reasons"] = "; ".join(filter(None, (row.get("null_reasons"), DISKSPD_NO_CLAT)))
             else:
                 if not raw or raw.isspace():
                     raise DataFileError(source, "the file is empty")
@@ -107,4 +111,3 @@ def parse_files(work: list[tuple[str, str, str | None]]) -> tuple[list[dict[str,
             row["workload"] = workload_label(row.get("rw"), row.get("bs"), row.get("iodepth"))
         rows += file_rows
     return rows, problems
-

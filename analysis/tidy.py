@@ -53,7 +53,9 @@ COLUMNS: dict[str, str] = {
     "lat_mean_us": "float64",    # total (completion + submission) latency, I/O-weighted over directions
     "read_lat_mean_us": "float64",
     "write_lat_mean_us": "float64",
-    "lat_p99_us": "float64",
+    "lat_p99_us": "float64",     # total latency (lat = submission + completion) p99, where the engine gave it
+    "clat_p99_us": "float64",    # fio's completion latency (clat) p99, its default percentiles
+    "lat_p99_us_note": "string", # an older journal record's lat_p99_us: lat p99 where fio reported it, else clat p99
     "guest_usr_cpu": "float64",  # % as the guest's engine reported it (not the host measurement)
     "guest_sys_cpu": "float64",
     "cpu_metric": "string",      # cycles | cpu_time: what cpu_total really holds
@@ -67,13 +69,42 @@ COLUMNS: dict[str, str] = {
     "cpu_per_mib_unit": "string",
     "ctx_per_mib": "float64",
     "ctx_note": "string",        # why ctx_switches/ctx_per_mib are empty: the collector's host.unmatched.ctx_switches
+    "io_path_cpu_s": "float64",  # CPU seconds of every QEMU thread but the vCPUs' (host.by_role), the I/O path lens
+    "io_path_ctx": "float64",    # context switches of those threads
+    "io_path_note": "string",    # why the two are blank (no per-thread split, no vCPU role, ...)
+    "accel": "string",           # the run's environment.accel (kvm, tcg): tcg's vCPU CPU is the emulated guest
     "host_source": "string",
     "host_scope": "string",
     "rate_target_mib_s": "float64",
     "rate_achieved_mib_s": "float64",
     "rate_missed": "boolean",
     "crosscheck_flag": "boolean",
+    "null_reasons": "string",    # "column: why; column: why" for each measured column left blank (never 0)
 }
+
+# The fio summary's keys (analysis/fio.py summarize_jobs, the journal's ``fio``) -> the frame's columns
+SUMMARY_COLUMNS = {
+    "total.io_bytes": "io_bytes", "total.total_ios": "total_ios",
+    "total.bw_bytes": "bw_mib_s", "total.iops": "iops", "total.runtime_ms": "runtime_ms",
+    "total.lat_mean_ns": "lat_mean_us", "total.lat_p99_ns": "lat_p99_us", "total.clat_p99_ns": "clat_p99_us",
+    "read.iops": "read_iops", "write.iops": "write_iops", "read.lat_mean_ns": "read_lat_mean_us",
+    "write.lat_mean_ns": "write_lat_mean_us", "usr_cpu": "guest_usr_cpu", "sys_cpu": "guest_sys_cpu",
+}
+
+
+def reasons_text(summary_reasons: Any, extra: dict[str, str] | None = None) -> str | None:
+    """The ``null_reasons`` cell: the summary's reasons under the frame's column names, plus ``extra``
+    (already keyed by column). ``;`` separates entries and ``:`` ends a name, so neither is left in a
+    name, and ``;`` not in a reason (the Measurements sheet splits on them)."""
+    pairs: dict[str, str] = {}
+    if isinstance(summary_reasons, dict):
+        for key, why in summary_reasons.items():
+            col = SUMMARY_COLUMNS.get(str(key))
+            if col is not None and why:
+                pairs.setdefault(col, str(why))
+    for col, why in (extra or {}).items():
+        pairs.setdefault(col, why)
+    return "; ".join(f"{c}: {w.replace(';', ',')}" for c, w in pairs.items()) or None
 
 CPU_PER_MIB_UNIT = metrics.CPU_PER_MIB_UNIT
 
@@ -179,4 +210,3 @@ def environment_frame(runs: list[dict[str, Any]], rows: list[dict[str, Any]]) ->
                   ("result files", "first result", starts[0] if starts else "(none)"),
                   ("result files", "last result", starts[-1] if starts else "(none)")]
     return pd.DataFrame(items, columns=["scope", "item", "value"])
-

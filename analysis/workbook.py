@@ -113,6 +113,7 @@ def _efficiency_workbook(path: str | Path, data: IngestResult, result: Efficienc
              ("Configurations scored", len(result.cells)),
              ("Measurements (repeats)", len(frame)),
              ("CV limit", f"{result.cv_limit:.0%}"),
+             ("Significance", "Welch's t-test, 95 %; single repeats are indicative"),
              ("Run dates", run_dates(frame)),
              ("Generated", datetime.now(timezone.utc).isoformat(timespec="seconds"))]
     notes = [str(p) for p in data.problems] + data.notes + result.notes
@@ -120,8 +121,8 @@ def _efficiency_workbook(path: str | Path, data: IngestResult, result: Efficienc
     write_lines(wb.create_sheet("Method"), _method_efficiency(result, frame))
     write_frame(wb.create_sheet("Measurements"), frame, MEASUREMENT_FORMATS)
     scores = wb.create_sheet("Scores")
-    last = write_table(scores, result.cells, SCORE_COLUMNS, widths={"config": 36, "norm_group": 30, "cv_note": 22,
-                                                                     "ctx_note": 40, "score_basis": 40})
+    last = write_table(scores, result.cells, SCORE_COLUMNS,
+                       widths={"config": 36, "norm_group": 30, "cv_note": 22, "ctx_note": 40, "score_basis": 40})
     if len(result.cells):
         col = get_column_letter([c[1] for c in SCORE_COLUMNS].index("score") + 1)
         scores.conditional_formatting.add(f"{col}2:{col}{last}", ColorScaleRule(
@@ -129,7 +130,7 @@ def _efficiency_workbook(path: str | Path, data: IngestResult, result: Efficienc
             end_type="max", end_color="F8696B"))
         efficiency_charts(wb, result)
     write_environment(wb.create_sheet("Environment"), data.environment, _report_facts(frame, inputs))
-    add_trust_sheets(wb, result)  # the significance Method lines and the I/O-path sheet (issue 15)
+    add_trust_sheets(wb, result)  # the significance Method lines and the I/O-path sheet
     _order(wb, ["Summary", "Method", "Measurements", "Scores", IOPATH_SHEET, "Charts", "Environment", "Chart data"])
     return save_workbook(wb, path)
 
@@ -162,8 +163,8 @@ def _comparison_workbook(path: str | Path, a: IngestResult, b: IngestResult, res
              (f"Points where {lb} has lower latency", s["latency_wins"]),
              ("Significance level (alpha)", result.alpha),
              ("Host CPU metric A / B", f"{s.get('host_metric_a') or 'none'} / {s.get('host_metric_b') or 'none'}"),
-             (f"Points where {lb} needs less host CPU/MiB", f"{s.get('host_cpu_wins', 0)} of "
-                                                          f"{s.get('host_cpu_points', 0)} comparable"),
+             (f"Points where {lb} needs less host CPU/MiB",
+              f"{s.get('host_cpu_wins', 0)} of {s.get('host_cpu_points', 0)} comparable"),
              ("Run dates A", run_dates(a.frame)), ("Run dates B", run_dates(b.frame)),
              ("Generated", datetime.now(timezone.utc).isoformat(timespec="seconds"))]
     notes = ([f"A: {p}" for p in a.problems] + [f"B: {p}" for p in b.problems] + a.notes + b.notes
@@ -204,7 +205,7 @@ def _comparison_workbook(path: str | Path, a: IngestResult, b: IngestResult, res
     env_a = a.environment.assign(scope=[f"A: {x}" for x in a.environment["scope"]])
     env_b = b.environment.assign(scope=[f"B: {x}" for x in b.environment["scope"]])
     write_environment(env, pd.concat([env_a, env_b], ignore_index=True),
-                 _report_facts(a.frame, inputs_a, f"A: {la}") + _report_facts(b.frame, inputs_b, f"B: {lb}"))
+                      _report_facts(a.frame, inputs_a, f"A: {la}") + _report_facts(b.frame, inputs_b, f"B: {lb}"))
     _order(wb, ["Summary", "Method", "Measurements", "Comparison", "Averages", "Charts", "Environment",
                 "Chart data"])
     return save_workbook(wb, path)
@@ -260,5 +261,6 @@ def _method_comparison(result: ComparisonResult) -> list[str | tuple[str, str]]:
 
 
 def _order(wb: Workbook, names: list[str]) -> None:
-    wb._sheets.sort(key=lambda s: names.index(s.title) if s.title in names else len(names))  # noqa: SLF001
-
+    # openpyxl's only public reordering is move_sheet (one sheet by an offset); the stable sort of its
+    # sheet list does the whole order at once and keeps unnamed sheets in their order at the end
+    wb._sheets.sort(key=lambda s: names.index(s.title) if s.title in names else len(names))

@@ -26,7 +26,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, TextIO
 
-from . import __version__, records
+from . import __version__, records, repeats
 from .backends.base import Backend, GuestEndpoint
 from .core.errors import AuthenticationFailed, BackendError, CollectorError, StormatrixError, UnsafeWrite
 from .executors.base import GuestExecutor
@@ -104,8 +104,10 @@ def fmt_hours(seconds: float) -> str:
 class Progress:
     """A progress bar with ETA on a terminal; one line per cell otherwise (logs, CI)."""
 
-    def __init__(self, total: int, estimate_per_cell: float, stream: TextIO = sys.stderr) -> None:
+    def __init__(self, total: int, estimate_per_cell: float, stream: TextIO = sys.stderr,
+                 extra_max: int = 0) -> None:
         self.total, self.done, self.stream = total, 0, stream
+        self.extra_max = extra_max  # extra repeats cv_limit_pct may still add (shown beside the ETA)
         self.t0 = time.monotonic()
         self.estimate = estimate_per_cell
         self.tty = stream.isatty()
@@ -116,13 +118,22 @@ class Progress:
             return (time.monotonic() - self.t0) / self.done * left
         return self.estimate * left
 
+    def add(self, cells: int) -> None:
+        """Extra repeats were scheduled: they join the total and leave the "up to" allowance."""
+        self.total += cells
+        self.extra_max = max(self.extra_max - cells, 0)
+
     def update(self, label: str, advance: bool = False) -> None:
         if advance:
             self.done += 1
         width = 24
         filled = int(width * self.done / max(self.total, 1))
         bar = "#" * filled + "." * (width - filled)
-        text = f"[{bar}] {self.done}/{self.total} cells  ETA {fmt_duration(self.eta())}  {label}"
+        eta = f"ETA {fmt_duration(self.eta())}"
+        if self.extra_max:
+            per_cell = (time.monotonic() - self.t0) / self.done if self.done else self.estimate
+            eta += f" (up to {fmt_duration(self.eta() + per_cell * self.extra_max)} with {self.extra_max} extra repeats)"
+        text = f"[{bar}] {self.done}/{self.total} cells  {eta}  {label}"
         if self.tty:
             self.stream.write("\r\033[K" + text)
             if self.done == self.total and advance:
@@ -183,6 +194,8 @@ class Runner:
         self.measured = 0
         self.measured_keys: list[str] = []
         self.errors: list[tuple[str, str]] = []  # (key, message) of every cell given up on
+        self._extra_reasons: dict[str, dict[str, Any]] = {}  # cell key -> why this extra repeat runs
+        self._t_run0 = time.monotonic()
 
     def plan(self) -> Plan:
         if self._plan is not None:
@@ -203,31 +216,37 @@ class Runner:
     def run(self) -> dict[str, Any]:
         plan = self.plan()
         self.journal.open()
-        done = self.journal.done_keys()
+        records_before = self.journal.records()
+        done = {r["key"] for r in records_before if r.get("type") == "cell" and "key" in r}
         pending = [c for c in plan.cells if c.key not in done]
         summary = {"run_dir": str(self.run_dir), "run_id": self.run_id, "cells": len(plan.cells),
                    "already_done": len(plan.cells) - len(pending),
                    "already_done_keys": [c.key for c in plan.cells if c.key in done],
                    "measured": 0, "measured_keys": [], "failed": [], "errors": [],
-                   "skipped": [(s.disk.key, s.reason) for s in plan.skipped]}
-        if not pending:
+                   "skipped": [(s.disk.key, s.reason) for s in plan.skipped], "extra_repeats": []}
+        # a resumed run may owe extra repeats although every planned cell is journaled
+        extra_first = repeats.next_extra(plan, self.spec.run, records_before, set()) if not pending else []
+        if not pending and not extra_first:
             log.info("all %d cells are in the journal already", len(plan.cells))
             return summary
         timing = self.spec.timing
-        est = estimate_seconds(Plan(pending), timing.ramp_s, timing.measure_s, overhead_s=self.overhead_s,
-                               boot_ahead=self.backend_cls.boots_ahead(self.spec)) / len(pending)
-        progress = Progress(len(pending), est, self.stream) if self.show_progress else None
+        boot_ahead = self.backend_cls.boots_ahead(self.spec)
+        todo = pending or [c for c, _ in extra_first]
+        est = estimate_seconds(Plan(todo), timing.ramp_s, timing.measure_s, overhead_s=self.overhead_s,
+                               boot_ahead=boot_ahead) / len(todo)
+        self._cell_estimate = est
+        extra_max = repeats.possible_extra(plan, self.spec.run)
+        progress = Progress(len(pending), est, self.stream, extra_max=extra_max) if self.show_progress else None
         backend = self.backend or self.backend_cls(self.spec, self.run_dir)
         self.backend = backend
+        self._t_run0 = time.monotonic()
         try:
             facts = backend.prepare()
             self._journal_run_header(facts, backend, len(plan.cells), len(pending))
             if progress:
                 progress.update("starting")
-            groups = group_cells(pending)
-            for i, ((disk, _repeat), cells) in enumerate(groups):
-                next_disk = groups[i + 1][0][0] if i + 1 < len(groups) else None
-                self._run_group(backend, disk, cells, progress, next_disk)
+            self._run_groups(backend, pending, progress)
+            self._run_extra_repeats(backend, plan, progress, summary)
         finally:
             summary.update(measured=self.measured, measured_keys=self.measured_keys, failed=self.failed,
                            errors=self.errors)
@@ -238,6 +257,45 @@ class Runner:
             finally:
                 backend.close()
         return summary
+
+    def _run_groups(self, backend: Backend, cells: list[Cell], progress: Progress | None) -> None:
+        groups = group_cells(cells)
+        for i, ((disk, _repeat), group) in enumerate(groups):
+            next_disk = groups[i + 1][0][0] if i + 1 < len(groups) else None
+            self._run_group(backend, disk, group, progress, next_disk)
+
+    def _run_extra_repeats(self, backend: Backend, plan: Plan, progress: Progress | None,
+                           summary: dict[str, Any]) -> None:
+        """Rounds of extra repeats for the configurations whose CV is above ``[run] cv_limit_pct``
+        (:mod:`stormatrix.repeats`), decided from the journal after each round, until every
+        configuration is stable, at ``max_repeats``, or the time budget would be exceeded."""
+        budget_min = float(self.spec.run.get("time_budget_minutes") or 0.0)
+        given_up: set[str] = set()
+        while True:
+            extra = repeats.next_extra(plan, self.spec.run, self.journal.records(), given_up)
+            if not extra:
+                return
+            if budget_min > 0:
+                elapsed = time.monotonic() - self._t_run0
+                timing = self.spec.timing
+                need = estimate_seconds(Plan([c for c, _ in extra]), timing.ramp_s, timing.measure_s,
+                                        overhead_s=self.overhead_s)
+                if elapsed + need > budget_min * 60:
+                    msg = (f"{len(extra)} extra repeat(s) still wanted by cv_limit_pct, not run: they would take "
+                           f"about {fmt_duration(need)} after {fmt_duration(elapsed)}, beyond [run] "
+                           f"time_budget_minutes = {budget_min:g}")
+                    log.warning(msg)
+                    summary["extra_not_run"] = msg
+                    return
+            for cell, why in extra:
+                self._extra_reasons[cell.key] = why
+                log.info("extra repeat %s: %s", cell.key, why["reason"])
+            if progress:
+                progress.add(len(extra))
+            failed_before = set(self.failed)
+            self._run_groups(backend, [c for c, _ in extra], progress)
+            summary["extra_repeats"] += [c.key for c, _ in extra if c.key in self.measured_keys]
+            given_up |= set(self.failed) - failed_before
 
     def _journal_run_header(self, facts: dict[str, Any], backend: Backend, cells: int, pending: int) -> None:
         from .host.inventory import inventory
@@ -273,7 +331,8 @@ class Runner:
                 stage = "ready"
                 executor = self.make_executor(backend)
                 executor.connect(time.monotonic() + 30)
-                guest = executor.wait_ready(time.monotonic() + self.spec.run["boot_timeout_seconds"])
+                guest = with_storage_drivers(
+                    executor.wait_ready(time.monotonic() + self.spec.run["boot_timeout_seconds"]))
                 boot_s = time.monotonic() - t0
                 t_ready = records.now_iso()
                 first = True
@@ -363,6 +422,8 @@ class Runner:
             cross=records.crosscheck(fio, window.bs0, window.bs1, run["crosscheck_tolerance_pct"]),
             overlap=window.overlap)
         record.update(self.cell_extra)
+        if cell.key in self._extra_reasons:
+            record["extra_repeat"] = self._extra_reasons[cell.key]
         return record
 
     def _journal_error(self, cell: Cell, stage: str, attempt: int, exc: BaseException, backend: Backend) -> None:
@@ -370,6 +431,17 @@ class Runner:
         log.warning("cell %s failed at %s (attempt %d): %s", cell.key, stage, attempt, exc)
         self.journal.append(records.error_record(run_id=self.run_id, cell=cell, stage=stage, attempt=attempt,
                                                  exc=exc, side=self.side, console_tail=tail))
+
+
+def with_storage_drivers(guest: dict[str, Any]) -> dict[str, Any]:
+    """The guest's facts plus ``storage_drivers`` (controller -> bound driver service) where the guest
+    reported its storage controllers (Windows: ``Get-StormatrixGuestFacts``), so every cell records which
+    driver served its controller, the evidence behind ``[run] guest_drivers``."""
+    if not isinstance(guest, dict) or "Controllers" not in guest:
+        return guest
+    from .executors.winrm_facts import storage_drivers
+
+    return {**guest, "storage_drivers": storage_drivers(guest)}
 
 
 def group_cells(cells: list[Cell]) -> list[tuple[tuple[DiskConfig, int], list[Cell]]]:

@@ -73,9 +73,16 @@ class Field:
 
 @dataclass(frozen=True)
 class Section:
+    """A table of the matrix file: its keys (``fields``) and, optionally, ``check(path, values)``: the
+    cross-key checks of the section (one key requires or excludes another), called by
+    :func:`parse_section` on the values with defaults filled in, so they run when the matrix is read
+    (plan, run) and not when a backend first uses them. It raises :class:`MatrixError` (or another
+    ``InputError``) naming the key and the fix."""
+
     name: str
     fields: dict[str, Field]
     help: str = ""
+    check: Callable[[str, dict[str, Any]], None] | None = None
 
 
 def _type_name(t: type | tuple[type, ...]) -> str:
@@ -151,7 +158,13 @@ def parse_section(path: str, section: Section, table: Any, where: str | None = N
                 value = [value]
             if not value:
                 raise MatrixError(path, k_where, "is an empty list", "list at least one value")
-            checked = [_check_scalar(path, f"{k_where}[{i}]", spec, v) for i, v in enumerate(value)]
+            checked = []
+            for i, v in enumerate(value, start=1):
+                try:
+                    checked.append(_check_scalar(path, f"{k_where}[{i}]", spec, v))
+                except MatrixError as exc:  # positions count from 1, as workload[1] does: say so
+                    raise MatrixError(path, exc.key, f"{exc.problem} (value {i} of the list, counting from 1)",
+                                      exc.fix) from None
             seen: set[Any] = set()
             dupes: list[str] = []
             for v in checked:  # a set of seen values keeps long lists linear; tables are compared as text
@@ -166,6 +179,8 @@ def parse_section(path: str, section: Section, table: Any, where: str | None = N
             out[key] = checked
         else:
             out[key] = _check_scalar(path, k_where, spec, value)
+    if section.check is not None:
+        section.check(path, out)
     return out
 
 
@@ -185,7 +200,15 @@ RUN_SECTION = Section("run", {
     "repeats": Field(int, 1, min=1, max=100),
     "ramp_seconds": Field(float, 5.0, min=0, max=86400, help="warm-up before the measurement window"),
     "measure_seconds": Field(float, 10.0, min=1, max=86400, help="the measurement window"),
-    "cv_limit_pct": Field(float, 10.0, min=0, max=1000, help="flag cells whose repeats vary more"),
+    "cv_limit_pct": Field(float, 10.0, min=0, max=1000,
+                          help="a configuration whose repeats' CV of CPU or ctx per MiB is above this (in %) is "
+                               "flagged, and gets extra repeats up to max_repeats"),
+    "max_repeats": Field(int, 0, min=0, max=100,
+                         help="repeat a configuration whose CV is above cv_limit_pct up to this many times; "
+                              "0 (the default) or the value of repeats means no extra repeats"),
+    "time_budget_minutes": Field(float, 0.0, min=0, max=525600,
+                                 help="extra repeats start only while the run (this invocation) stays within "
+                                      "this many minutes; 0 means no limit"),
     "rate_tolerance_pct": Field(float, 5.0, min=0, max=100,
                                 help="flag cells that miss their fixed rate by more than this"),
     "crosscheck_tolerance_pct": Field(float, 2.0, min=0, max=100,
@@ -194,7 +217,9 @@ RUN_SECTION = Section("run", {
     "retries": Field(int, 1, min=0, max=10, help="re-tries of a failed cell before on_error applies"),
     "boot_timeout_seconds": Field(float, 180.0, min=5, max=7200),
     "allow_write": Field(bool, False, help="permit write workloads on a disk that holds data"),
-    "preflight": Field(bool, False, help="run the guest validation before the matrix (Windows)"),
+    "guest_drivers": Field(str, [], list_of=True, choices=("viostor", "vioscsi"),
+                           help="virtio-win storage drivers installed in a Windows guest: viostor (virtio-blk), "
+                                "vioscsi (virtio-scsi-pci, virtio-scsi-single)"),
 }, help="how the run behaves")
 
 MATRIX_SECTION = Section("matrix", {
@@ -207,8 +232,18 @@ MATRIX_SECTION = Section("matrix", {
     "disk_slot": Field(int, 0, min=0, max=30, help="slot of the test disk: 1 means scsi1/sata1/ide1/virtio1"),
 }, help="the axes whose cross product makes the cells")
 
+def _workload_name(value: str) -> None:
+    """A workload name is part of every cell key (``.../<name>/rep1``) and a column of the plan table."""
+    if not value.strip():
+        raise ValueError("is empty: write a short unique name, e.g. randread-64k")
+    bad = sorted({repr(ch) for ch in value if ch == "/" or not ch.isprintable()})
+    if bad:
+        raise ValueError(f"contains {', '.join(bad)}: a name is part of the cell keys and the plan table; use "
+                         "letters, digits, '-', '_' or '.', e.g. randread-64k")
+
+
 WORKLOAD_SECTION = Section("workload", {
-    "name": Field(str, help="a short unique name, e.g. randread-64k"),
+    "name": Field(str, help="a short unique name, e.g. randread-64k", check=_workload_name),
     "rw": Field(str, choices=RW_MODES),
     "bs": Field((str, int), help="block size like 4k, 64k, 512, 1m"),
     "iodepth": Field(int, 1, min=1, max=65536),
@@ -292,7 +327,15 @@ def spec_from_dict(raw: dict[str, Any], path: str = "<matrix>") -> MatrixSpec:
             hint = f"did you mean [{close[0]}]? " if close else ""
             raise MatrixError(path, f"[{key}]", "unknown section",
                               f"{hint}sections: {', '.join(f'[{k}]' for k in sorted(known))}")
-    run = parse_section(path, RUN_SECTION, raw.get("run", {}))
+    run_raw = raw.get("run", {})
+    if isinstance(run_raw, dict) and "preflight" in run_raw:
+        raise MatrixError(path, "[run] preflight", "unknown key (it was accepted by earlier versions but never "
+                          "read: no guest validation ever ran because of it)",
+                          "remove the line; to validate a Windows guest before a run, use `stormatrix guest check`")
+    run = parse_section(path, RUN_SECTION, run_raw)
+    if run["max_repeats"] and run["max_repeats"] < run["repeats"]:
+        raise MatrixError(path, "[run] max_repeats", f"{run['max_repeats']} is below repeats = {run['repeats']}",
+                          f"set max_repeats >= {run['repeats']} (or 0 for no extra repeats)")
     if "matrix" not in raw:
         raise MatrixError(path, "[matrix]", "is missing", "add a [matrix] section with controllers = [...]")
     matrix = parse_section(path, MATRIX_SECTION, raw["matrix"])
@@ -312,26 +355,12 @@ def spec_from_dict(raw: dict[str, Any], path: str = "<matrix>") -> MatrixSpec:
     workloads: list[Workload] = []
     names: set[str] = set()  # a set, not a scan of the list: plan stays linear in the workloads
     for i, table in enumerate(wl_raw):
-        where = f"workload[{i + 1}]"
-        w = parse_section(path, WORKLOAD_SECTION, table, where=where)
         try:
-            bs = parse_size(w["bs"])
-        except ValueError as exc:
-            raise MatrixError(path, f"{where}.bs", str(exc), "write the block size like 4k, 64k or 1m") from None
-        if bs > 2**30:
-            raise MatrixError(path, f"{where}.bs", f"{bs} bytes is above 1 GiB", "use a block size like 4k, 64k or 1m")
-        if bs % 512:
-            raise MatrixError(path, f"{where}.bs", f"{bs} bytes is not a multiple of 512",
-                              "direct I/O needs whole sectors: use 512, 4k, 64k, ...")
-        if w["name"] in names:
-            raise MatrixError(path, f"{where}.name", f"{w['name']!r} is used by two workloads",
-                              "give each workload its own name")
-        names.add(w["name"])
-        rate = w["rate_mib_s"] or None
-        mixed = w["rw"] in ("rw", "readwrite", "randrw")
-        workloads.append(Workload(name=w["name"], rw=w["rw"], bs=bs, iodepth=w["iodepth"],
-                                  numjobs=w["numjobs"], rate_mib_s=rate,
-                                  rwmixread=w["rwmixread"] if mixed else None))
+            w = _workload(path, i + 1, table, names)
+        except MatrixError as exc:  # positions count from 1, as list values do: say so
+            raise MatrixError(path, exc.key, f"{exc.problem} (workload[{i + 1}] is [[workload]] block {i + 1}, "
+                              "counting from 1)", exc.fix) from None
+        workloads.append(w)
 
     sections: dict[str, dict[str, Any]] = {}
     for name, section in extra.items():
@@ -341,12 +370,65 @@ def spec_from_dict(raw: dict[str, Any], path: str = "<matrix>") -> MatrixSpec:
                       sections=sections, raw=raw)
 
 
+def _workload(path: str, number: int, table: Any, names: set[str]) -> Workload:
+    """One ``[[workload]]`` block (``number`` counts from 1), checked; its name joins ``names``."""
+    where = f"workload[{number}]"
+    w = parse_section(path, WORKLOAD_SECTION, table, where=where)
+    try:
+        bs = parse_size(w["bs"])
+    except ValueError as exc:
+        raise MatrixError(path, f"{where}.bs", str(exc), "write the block size like 4k, 64k or 1m") from None
+    if bs > 2**30:
+        raise MatrixError(path, f"{where}.bs", f"{bs} bytes is above 1 GiB", "use a block size like 4k, 64k or 1m")
+    if bs % 512:
+        raise MatrixError(path, f"{where}.bs", f"{bs} bytes is not a multiple of 512",
+                          "direct I/O needs whole sectors: use 512, 4k, 64k, ...")
+    if w["name"] in names:
+        raise MatrixError(path, f"{where}.name", f"{w['name']!r} is used by two workloads",
+                          "give each workload its own name")
+    names.add(w["name"])
+    rate = w["rate_mib_s"] or None
+    mixed = w["rw"] in ("rw", "readwrite", "randrw")
+    return Workload(name=w["name"], rw=w["rw"], bs=bs, iodepth=w["iodepth"], numjobs=w["numjobs"],
+                    rate_mib_s=rate, rwmixread=w["rwmixread"] if mixed else None)
+
+
 # --- expansion -----------------------------------------------------------------------------------
 
-# Windows Server 2022 in-box drivers (REFERENCE.md §4). pvscsi in-box and no lsi driver are marked
-# unverified there; we keep them as the conservative choice and say so in the skip reason.
-WINDOWS_INBOX = {"ide", "sata", "pvscsi", "megasas", "lsilogic-sas", "nvme"}
-WINDOWS_NEEDS_VIRTIO_WIN = {"virtio-blk", "virtio-scsi-pci", "virtio-scsi-single"}
+# Windows Server 2022 guests (REFERENCE.md section 4). The virtio controllers need the virtio-win driver named
+# here, declared in [run] guest_drivers; the in-box status of the LSI 53C895A/53C810 (lsi, lsi53c810), the
+# MegaRAID SAS (megasas) and PVSCSI drivers is unverified: those are planned, and plan says so (a guest
+# without the driver fails the cell at readiness, naming the controller, not retried).
+WINDOWS_VIRTIO_DRIVER = {"virtio-blk": "viostor", "virtio-scsi-pci": "vioscsi", "virtio-scsi-single": "vioscsi"}
+WINDOWS_INBOX_UNVERIFIED = {"lsi", "lsi53c810", "megasas", "pvscsi"}
+WINDOWS_INBOX = {"ide", "sata", "lsilogic-sas", "nvme"} | WINDOWS_INBOX_UNVERIFIED
+WINDOWS_NEEDS_VIRTIO_WIN = set(WINDOWS_VIRTIO_DRIVER)
+# backends whose guest can be Windows Server 2022 (the qemu backend boots the tiny Linux guest image)
+WINDOWS_BACKENDS = ("proxmox", "vmware")
+# backends whose SCSI disks sit at lun=<slot> (qemu-server's DriveDevice.pm; the local backend builds
+# the same device strings)
+LUN_AT_SLOT_BACKENDS = ("qemu", "proxmox")
+
+
+def check_guest_backend(spec: MatrixSpec) -> None:
+    """What ``plan`` and ``run`` check before expanding, beyond one section's keys: a Windows guest needs
+    a backend that can run one (the local qemu backend boots its Linux image), and a ``[qemu] disk_path``
+    must be an existing image or block device, not found missing when the first VM starts."""
+    disk_path = spec.section("qemu").get("disk_path") if spec.run["backend"] == "qemu" else ""
+    if disk_path:
+        p = Path(disk_path).expanduser()
+        if not p.exists():
+            raise MatrixError(spec.path, "[qemu] disk_path", f"{_show(disk_path)} does not exist",
+                              "give the path of a raw image or block device for the test disk, or remove "
+                              "disk_path to use a disk image in the cache")
+        if p.is_dir():
+            raise MatrixError(spec.path, "[qemu] disk_path", f"{_show(disk_path)} is a directory",
+                              "give the path of a raw image file or block device inside it, or remove disk_path")
+    if spec.run["guest_os"] == "windows2022" and spec.run["backend"] not in WINDOWS_BACKENDS:
+        raise MatrixError(spec.path, "[run] guest_os",
+                          f"windows2022 cannot run on backend = {spec.run['backend']!r}: it boots the tiny Linux "
+                          "guest image, not a Windows VM",
+                          'use backend = "proxmox" or "vmware" with a Windows Server 2022 VM, or guest_os = "linux"')
 
 
 def _combination_problem(d: DiskConfig) -> tuple[str, str] | None:
@@ -377,8 +459,9 @@ def expand(spec: MatrixSpec, *, backend_controllers: Iterable[str] | None = None
             raise MatrixError(path, "[matrix] disk_slot",
                               f"slot {slot} does not exist on the {bus} bus ({bus}0-{bus}{BUS_MAX_SLOTS[bus] - 1})",
                               f"use a disk_slot below {BUS_MAX_SLOTS[bus]} or drop {ctrl!r}")
-    drivers = set(guest_drivers) if guest_drivers is not None else None
+    drivers = set(spec.run.get("guest_drivers") or ()) | set(guest_drivers or ())
     disks, notes = _disk_configs(spec)
+    notes += _windows_notes(spec, drivers)
     for d in disks:
         ctrl, iothread = d.controller, d.iothread
         problem = _combination_problem(d)
@@ -392,18 +475,23 @@ def expand(spec: MatrixSpec, *, backend_controllers: Iterable[str] | None = None
                                        "(only virtio-blk and virtio-scsi-single use an iothread); "
                                        "the iothread=false cell measures the same thing"))
             continue
-        if ctrl == "megasas" and slot > 0 and spec.run["guest_os"] == "linux" and spec.run["backend"] == "qemu":
-            skipped.append(SkippedCell(d, None, f"megasas puts scsi{slot} at LUN {slot}; a Linux guest finds no "
-                                       "disk there without a LUN 0 (measured with the local guest): use "
-                                       "disk_slot = 0"))
+        if (ctrl == "megasas" and slot > 0 and spec.run["guest_os"] == "linux"
+                and spec.run["backend"] in LUN_AT_SLOT_BACKENDS):
+            skipped.append(SkippedCell(d, None, f"megasas puts scsi{slot} at LUN {slot} (qemu-server and the local "
+                                       "backend attach it with lun=<slot>); a Linux guest finds no disk there "
+                                       "without a LUN 0 (measured with the local guest): use disk_slot = 0"))
             continue
         if spec.run["guest_os"] == "windows2022":
-            have = drivers if drivers is not None else WINDOWS_INBOX
-            if ctrl not in have:
-                why = ("needs the virtio-win drivers in the guest" if ctrl in WINDOWS_NEEDS_VIRTIO_WIN
-                       else "has no in-box Windows Server 2022 x64 driver (unverified; pass the guest's "
-                            "driver list to include it)")
-                skipped.append(SkippedCell(d, None, f"{ctrl} {why}"))
+            need = WINDOWS_VIRTIO_DRIVER.get(ctrl)
+            if need is not None and need not in drivers:
+                skipped.append(SkippedCell(d, None, f"{ctrl} needs the virtio-win driver {need} in the guest and "
+                                           f"[run] guest_drivers does not list it: add \"{need}\" to "
+                                           "guest_drivers if the guest has it (Device Manager or `stormatrix "
+                                           "guest check` shows it)"))
+                continue
+            if need is None and ctrl not in WINDOWS_INBOX:
+                skipped.append(SkippedCell(d, None, f"{ctrl} has no in-box Windows Server 2022 x64 driver "
+                                           "(unverified)"))
                 continue
         for w in spec.workloads:
             for r in range(1, spec.run["repeats"] + 1):
@@ -413,6 +501,24 @@ def expand(spec: MatrixSpec, *, backend_controllers: Iterable[str] | None = None
         raise MatrixError(path, "[matrix]", f"no cell can run ({reasons})",
                           "widen the matrix axes so at least one combination is valid")
     return Plan(cells=cells, skipped=skipped, notes=notes)
+
+
+def _windows_notes(spec: MatrixSpec, drivers: set[str]) -> list[str]:
+    """Per controller of a Windows matrix: which driver its cells rely on, and what is not verified."""
+    if spec.run["guest_os"] != "windows2022":
+        return []
+    notes = []
+    for ctrl in spec.matrix["controllers"]:
+        need = WINDOWS_VIRTIO_DRIVER.get(ctrl)
+        if need is not None and need in drivers:
+            notes.append(f"{ctrl}: planned with the virtio-win driver {need} ([run] guest_drivers); a guest "
+                         "without it fails the cell at readiness, naming the controller")
+        elif ctrl in WINDOWS_INBOX_UNVERIFIED:
+            lun = (f"; its disk sits at LUN {spec.matrix['disk_slot']} (lun=<slot>), whether Windows finds a disk "
+                   "without a LUN 0 is unverified too" if ctrl == "megasas" and spec.matrix["disk_slot"] > 0 else "")
+            notes.append(f"{ctrl}: planned, but whether Windows Server 2022 has an in-box driver for it is "
+                         f"unverified; a guest without one fails the cell at readiness, naming the controller{lun}")
+    return notes
 
 
 def _disk_configs(spec: MatrixSpec) -> tuple[list[DiskConfig], list[str]]:

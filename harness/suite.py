@@ -28,15 +28,11 @@ On Proxmox the guests can be given as VMs instead (``vms = [101, 102]`` with a `
 their addresses come from the QEMU guest agent and the host collector measures their QEMU processes
 (:mod:`stormatrix.suitevms`, docs/fio-server.md).
 
-Each point becomes one ``cell`` record (docs/journal.md): ``fio`` is the aggregate over all guests,
-``clients`` the per-guest results, ``side`` the label. Resume skips points already journaled.
-
-Failure policy: a point that fails for its own reasons (fio error on a guest) follows
-``[run] on_error`` (skip = journal ``cell-error`` and go on; stop). A guest that stops answering
-(:class:`GuestNotReady`) or drops out mid-point (:class:`GuestDisconnected`) always stops the suite
-after journaling the ``cell-error``: points measured on fewer guests are not comparable with the
-rest, and every following point would fail the same way. Run the same command again once the guest
-is back: the suite resumes at the failed point.
+This module reads the suite: ``[suite]`` into a :class:`Suite`, whose points are cells
+(:class:`SuitePoint`). They run through the one runner (:mod:`stormatrix.suiterun`, which also holds
+the failure policy): each point becomes one ``cell`` record (docs/journal.md) with ``fio`` the aggregate
+over all guests, ``clients`` the per-guest results and ``side`` the label. Resume skips points already
+journaled.
 """
 
 from __future__ import annotations
@@ -64,6 +60,7 @@ from .executors.fioserver import DEFAULT_PORT, FIO_HUNG_CLIENT_S, FioGuest, FioJ
 from .records import MIXED_MODES, WRITE_MODES
 from .runner import fmt_hours
 from .spec import RUN_SECTION, Field, Section, _load_toml, extra_sections, parse_section
+from .backends import proxmox_schema
 from .suitevms import HOST_METRICS, PER_VM_KEYS, check_network, suite_proxmox_section
 
 log = logging.getLogger("stormatrix.suite")
@@ -379,6 +376,7 @@ def _vm_list(path: str, raw: dict[str, Any], s: dict[str, Any]) -> tuple[list[in
                               "a matrix run", f"remove {key}; a suite's VMs are [suite] vms, which it never "
                               "reconfigures")
     proxmox = parse_section(path, suite_proxmox_section(), table)  # [proxmox] ssh is checked by its Field
+    proxmox_schema.check_section(proxmox, path)  # the checks across keys (token reference, host)
     ids: list[int] = []
     for i, v in enumerate(s["vms"]):
         text = str(v).strip()

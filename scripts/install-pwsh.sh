@@ -33,9 +33,10 @@ EXIT_CANNOT_INSTALL=3
 mkdir -p "$TOOLS"
 reasons=()
 
-# Run a command, keep its output; on failure remember "<command>: <last lines of output>".
+# attempt LABEL COMMAND...: run a command, keep its output; on failure remember "LABEL -> exit N: <why>".
 attempt() {
-    local log rc=0
+    local label="$1" log rc=0
+    shift
     log="$(mktemp)"
     timeout "$STEP_TIMEOUT" "$@" >"$log" 2>&1 || rc=$?
     [[ $rc -eq 124 ]] && echo "timed out after ${STEP_TIMEOUT}s" >>"$log"
@@ -48,7 +49,9 @@ attempt() {
     # the first line that says "error" is the cause; else the last line of output
     local why
     why="$(grep -i -m 1 'error\|not found\|timed out' "$log" || grep -v '^\s*$' "$log" | tail -n 1)"
-    reasons+=("\`$*\` -> exit $rc: $(echo "$why" | sed 's/^\s*//')")
+    # without the temporary project's path, which says nothing to the reader
+    why="$(echo "$why" | sed -e 's/^\s*//' -e 's|^/[^ ]*restore.csproj : ||')"
+    reasons+=("$label -> exit $rc: $why")
     rm -f "$log"
     return $rc
 }
@@ -64,13 +67,13 @@ elif ! command -v dotnet >/dev/null 2>&1; then
 else
     export DOTNET_ROLL_FORWARD=Major DOTNET_CLI_TELEMETRY_OPTOUT=1 DOTNET_NOLOGO=1
     echo "install-pwsh: dotnet tool install PowerShell --version $PWSH_VERSION --tool-path $PWSH_DIR" >&2
-    if attempt dotnet tool install PowerShell --tool-path "$PWSH_DIR" --version "$PWSH_VERSION" \
+    if attempt "dotnet tool install PowerShell $PWSH_VERSION" dotnet tool install PowerShell --tool-path "$PWSH_DIR" --version "$PWSH_VERSION" \
             && [[ -x "$PWSH_DIR/pwsh" ]]; then
         PWSH="$PWSH_DIR/pwsh"
     fi
 fi
 if [[ -n "$PWSH" ]]; then
-    if ! attempt env DOTNET_ROLL_FORWARD=Major "$PWSH" -NoLogo -NoProfile -NonInteractive -Command '$PSVersionTable.PSVersion.ToString()'; then
+    if ! attempt "$PWSH -Command \$PSVersionTable" env DOTNET_ROLL_FORWARD=Major "$PWSH" -NoLogo -NoProfile -NonInteractive -Command '$PSVersionTable.PSVersion.ToString()'; then
         PWSH=""
     fi
 fi
@@ -91,7 +94,7 @@ if [[ -z "$PESTER_PSD1" || -z "$PSSA_PSD1" ]] && command -v dotnet >/dev/null 2>
 </Project>
 EOF
     echo "install-pwsh: dotnet restore (Pester $PESTER_VERSION, PSScriptAnalyzer $PSSA_VERSION) into $NUGET_DIR" >&2
-    attempt dotnet restore "$proj/restore.csproj" --packages "$NUGET_DIR"
+    attempt "dotnet restore Pester $PESTER_VERSION, PSScriptAnalyzer $PSSA_VERSION" dotnet restore "$proj/restore.csproj" --packages "$NUGET_DIR"
     rm -rf "$proj"
     PESTER_PSD1="$(find_psd1 Pester.psd1 pester)"
     PSSA_PSD1="$(find_psd1 PSScriptAnalyzer.psd1 psscriptanalyzer)"
@@ -105,7 +108,7 @@ if [[ -n "$PWSH" && -z "$PSSA_PSD1" ]]; then
     PSSA_PSD1="$(env DOTNET_ROLL_FORWARD=Major "$PWSH" -NoProfile -NonInteractive -Command \
         '(Get-Module -ListAvailable PSScriptAnalyzer | Sort-Object Version -Descending | Select-Object -First 1).Path' 2>/dev/null)"
 fi
-[[ -z "$PESTER_PSD1" ]] && reasons+=("Pester $PESTER_VERSION not found under $NUGET_DIR after restore")
+[[ -z "$PESTER_PSD1" && ${#reasons[@]} -eq 0 ]] && reasons+=("Pester $PESTER_VERSION not found under $NUGET_DIR after restore")
 
 # --- result ---------------------------------------------------------------------------------------
 {

@@ -38,8 +38,11 @@ pester_summary=""
 if [ $prc -eq 0 ]; then
     # shellcheck disable=SC1091
     . .tools/env.sh
+    export STORMATRIX_PESTER_PSD1 STORMATRIX_PSSA_PSD1
     log="$(mktemp)"
-    "$STORMATRIX_PWSH" -NoProfile -NonInteractive -File tests/pester/Invoke-StormatrixPester.ps1 | tee "$log"
+    # the same files as above (tests/pester and tests/pwsh); under a real pwsh with Pester 5,
+    # Invoke-EngineTests.ps1 hands them to Pester (tests/pester/Invoke-StormatrixPester.ps1)
+    "$STORMATRIX_PWSH" -NoProfile -NonInteractive -File tests/pwsh/Invoke-EngineTests.ps1 | tee "$log"
     prc=${PIPESTATUS[0]}
     pester_summary="Pester 5: $(grep -E '^Tests Passed:' "$log" | tail -n 1)"
     rm -f "$log"

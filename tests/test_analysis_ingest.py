@@ -43,7 +43,9 @@ def test_fio3_single_job_numbers_come_from_the_file():
     assert row["mib"] == pytest.approx(r["io_bytes"] / 2**20)
     assert row["bw_mib_s"] == pytest.approx(r["bw_bytes"] / 2**20)
     assert row["lat_mean_us"] == pytest.approx(r["lat_ns"]["mean"] / 1000)
-    assert row["lat_p99_us"] == pytest.approx(r["clat_ns"]["percentile"]["99.000000"] / 1000)
+    # fio 3 writes completion-latency (clat) percentiles by default: that is clat p99, not total latency
+    assert row["clat_p99_us"] == pytest.approx(r["clat_ns"]["percentile"]["99.000000"] / 1000)
+    assert "percentile" not in r["lat_ns"] and pd.isna(row["lat_p99_us"])
     assert (row["rw"], row["bs"], row["iodepth"], row["numjobs"]) == ("randread", 4096, 1, 1)
     assert row["engine_version"] == "fio-3.33"
     assert row["source_format"] == "fio"
@@ -97,7 +99,7 @@ def test_fio2_usec_fields_and_kib_io_bytes_and_name_fallback():
     # and no job options, so rw/bs/iodepth come from the file name
     assert row["io_bytes"] == 2400000 * 1024
     assert row["lat_mean_us"] == 1600.0
-    assert row["lat_p99_us"] == 2992.0
+    assert row["clat_p99_us"] == 2992.0 and pd.isna(row["lat_p99_us"])  # fio 2's clat percentiles
     assert row["bw_mib_s"] == pytest.approx(40000 / 1024)
     assert (row["rw"], row["bs"], row["iodepth"]) == ("randread", 4096, 16)
 
@@ -257,7 +259,9 @@ def test_the_strict_summary_names_the_damaged_field_the_lenient_one_skips_it():
     job["read"]["iops"] = "fast"
     with pytest.raises(DataFileError, match=r"read\.iops is 'fast', not a number"):
         fio.summarize_jobs([job], "x.json")
-    assert fio.summarize_jobs([job])["read"]["iops"] == 0.0
+    lenient = fio.summarize_jobs([job])
+    assert lenient["read"]["iops"] is None and lenient["total"]["iops"] is None  # unknown, never 0.0
+    assert "iops" in lenient["null_reasons"]["total.iops"]
 
 
 def test_exact_integers_stay_exact_in_the_summary():

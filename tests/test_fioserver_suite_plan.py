@@ -87,7 +87,7 @@ def test_vm_list_instead_of_guests() -> None:
     (dict(guests=["not a guest"]), "[suite] guests[0]"),
     (dict(block_sizes=["4k", "4096"]), "[suite] block_sizes"),
     (dict(block_sizes=["1000"]), "[suite] block_sizes"),
-    (dict(queue_depths=[0]), "[suite] queue_depths[0]"),
+    (dict(queue_depths=[0]), "[suite] queue_depths[1]"),
     (dict(rw=["randwrite"]), "[suite] rw"),
     (dict(aio="native"), "[suite] controller"),
     (dict(filename="/dev/sdb\n"), "[suite] filename"),

@@ -52,7 +52,7 @@ def test_expand_good_matrix_skips_meaningless_iothread_twins(tmp_path: Path) -> 
 
 
 @pytest.mark.parametrize("replace, key, words", [
-    (('"pvscsi"]', '"pvscsci"]'), "[matrix] controllers[3]", "not a known controller"),
+    (('"pvscsi"]', '"pvscsci"]'), "[matrix] controllers[4]", "not a known controller"),
     (('cache = ["none"]', 'cache = ["writeback"]'), "[matrix] aio/cache", "O_DIRECT"),
     (("iodepth = 8", "iodepht = 8"), "workload[1] iodepht", "did you mean 'iodepth'"),
     (("rate_mib_s = 32", "rate_mib_s = -5"), "workload[1] rate_mib_s", "below the minimum"),
@@ -61,7 +61,7 @@ def test_expand_good_matrix_skips_meaningless_iothread_twins(tmp_path: Path) -> 
     (("[run]", "[runn]"), "[runn]", "did you mean [run]"),
     (("measure_seconds = 5", "measure_seconds = nan"), "[run] measure_seconds", "finite"),
     (('aio = ["native", "threads"]', 'aio = ["native", "native"]'), "[matrix] aio", "more than once"),
-    (('aio = ["native", "threads"]', 'aio = ["naitve"]'), "[matrix] aio[0]", "did you mean 'native'"),
+    (('aio = ["native", "threads"]', 'aio = ["naitve"]'), "[matrix] aio[1]", "did you mean 'native'"),
 ])
 def test_bad_matrix_names_key_and_fix(tmp_path: Path, replace: tuple[str, str], key: str, words: str) -> None:
     text = GOOD.replace(*replace)

@@ -3,8 +3,8 @@ pywinrm (transport "https": Basic inside TLS, the certificate validated against 
 WS-Man stand-in, where the PowerShell engine runs exactly what the executor sent in a fake Windows
 guest (tests/pwsh/FakeWindows); Invoke-StormatrixFio runs fio.exe (the Linux fio on the test disk's
 image) from C:\\Program Files\\fio; the cell is journaled and ``stormatrix report`` writes a workbook.
-The same for DiskSpd up to the executor's result (the runner cannot journal a DiskSpd cell yet), and
-``stormatrix guest check`` through the same path, each check's result printed."""
+The same for DiskSpd (a fake diskspd.exe doing real I/O and writing DiskSpd's -Rxml document), both
+cells in one workbook, and ``stormatrix guest check`` through the same path, each check's result printed."""
 
 from __future__ import annotations
 
@@ -57,42 +57,38 @@ def matrix(cert: str, engine: str = "fio", on_error: str = "stop") -> dict[str, 
                       "operation_timeout_seconds": 2, "read_timeout_seconds": 10, "command_timeout_seconds": 300}}
 
 
-def run_matrix(tmp_path: Path, g: FakeWindowsGuest, raw: dict[str, Any]) -> tuple[Runner, dict[str, Any]]:
+def run_matrix(run_dir: Path, g: FakeWindowsGuest, raw: dict[str, Any]) -> tuple[Runner, dict[str, Any]]:
     spec = spec_from_dict(raw)
-    backend = WinRMVmBackend(spec, tmp_path / "run", {})
+    backend = WinRMVmBackend(spec, run_dir, {})
     backend.port = g.server.port
-    runner = Runner(spec, tmp_path / "run", progress=False, backend=backend)
+    runner = Runner(spec, run_dir, progress=False, backend=backend)
     return runner, runner.run()
 
 
-def test_a_fio_cell_from_matrix_to_workbook(guest: tuple[FakeWindowsGuest, str], tmp_path: Path) -> None:
+def test_fio_and_diskspd_cells_from_matrix_to_one_workbook(guest: tuple[FakeWindowsGuest, str], tmp_path: Path) -> None:
     g, cert = guest
-    runner, summary = run_matrix(tmp_path, g, matrix(cert))
-    assert summary["measured"] == 1 and not summary["failed"]
-    records = read_journal(tmp_path / "run" / "journal.ndjson").records
-    cells = [r for r in records if r.get("type") == "cell"]
-    assert len(cells) == 1
-    text = json.dumps(cells[0])
-    # what the engine did, and the test disk's state, travel with the cell
-    assert "--direct=1" in text and "--ioengine=windowsaio" in text and "PhysicalDrive1" in text
-    assert '"PartitionStyle": "RAW"' in text
+    for engine in ("fio", "diskspd"):
+        _, summary = run_matrix(tmp_path / engine, g, matrix(cert, engine=engine))
+        assert summary["measured"] == 1 and not summary["failed"], (engine, summary)
+    cells = {}
+    for engine in ("fio", "diskspd"):
+        records = read_journal(tmp_path / engine / "journal.ndjson").records
+        (cells[engine],) = [r for r in records if r.get("type") == "cell"]
+    fio, dsp = json.dumps(cells["fio"]), json.dumps(cells["diskspd"])
+    # what each engine did, and the test disk's state, travel with the cell
+    assert "--direct=1" in fio and "--ioengine=windowsaio" in fio and "PhysicalDrive1" in fio
+    assert '"-Su", "-n", "-Z1M"' in dsp and '"#1"' in dsp and "-Sh" not in dsp
+    assert '"PartitionStyle": "RAW"' in fio and '"PartitionStyle": "RAW"' in dsp
     assert all(len(line) <= w.CMD_LIMIT - w.CMD_MARGIN for line in g.server.command_lines)
     out = tmp_path / "win.xlsx"
-    assert main(["report", str(tmp_path / "run"), "-o", str(out)]) == 0
+    assert main(["report", str(tmp_path / "fio"), str(tmp_path / "diskspd"), "-o", str(out)]) == 0
     import openpyxl
 
     book = openpyxl.load_workbook(out, read_only=True)
     values = {str(v) for sheet in book.worksheets for row in sheet.iter_rows(values_only=True) for v in row if v}
     book.close()
     assert "rr4k" in values and any("sata" in v for v in values)
-
-
-@pytest.mark.xfail(strict=True, reason="the runner cannot journal a DiskSpd cell yet: it summarises every result as "
-                                       "fio (issue 13 item 3, the runner helper's part)")
-def test_a_diskspd_cell_is_journaled(guest: tuple[FakeWindowsGuest, str], tmp_path: Path) -> None:
-    g, cert = guest
-    _, summary = run_matrix(tmp_path, g, matrix(cert, engine="diskspd"))
-    assert summary["measured"] == 1
+    assert {"fio", "diskspd"} <= values, "each row is labelled with its engine"
 
 
 def test_the_diskspd_cell_reaches_the_runner_as_a_measured_result(guest: tuple[FakeWindowsGuest, str],

@@ -83,15 +83,6 @@ class ProxmoxBackend(Backend):
         self.pinner = Pinner(self.node, self.opts["vmid"])
         self.cmdline = CmdlineCheck(self.node, self.opts, self.workdir)
 
-    @classmethod
-    def boots_ahead(cls, spec: Any) -> bool:
-        """A real VM exists once: never booted ahead. ``plan`` asks this of the backend before printing
-        anything, so the ``[proxmox]`` checks that need several keys (the token secret's reference) run
-        here too, and a matrix the run would refuse is refused by ``plan``."""
-        if "proxmox" in spec.sections:
-            check_section(spec.section("proxmox"), spec.path)
-        return False
-
     # --- connection ----------------------------------------------------------------------------
     @property
     def client(self) -> PveClient:

@@ -128,7 +128,8 @@ PROXMOX_SECTION = Section("proxmox", {
                                  help="run SCSI-controller cells although other scsiN disks of the VM (its boot disk) "
                                       "move to the cell's controller with it (scsihw is one setting per VM); the "
                                       "journal names them in every cell"),
-}, help="the Proxmox VE backend: node, VM, test disk, credentials (secrets by reference only)")
+}, help="the Proxmox VE backend: node, VM, test disk, credentials (secrets by reference only)",
+   check=lambda path, values: check_section(values, path))
 
 
 def token_reference(o: Mapping[str, Any], path: str = "") -> secrets.SecretRef:

@@ -19,6 +19,10 @@ Nothing on the platform changes in :meth:`prepare` (it only reads the layout and
 the runner has journaled the original before the first change: the host tuning is set by the first
 :meth:`apply`.
 
+The pieces: :mod:`.vmware_settings` (the ``[vmware]`` section), :mod:`.vmware_pwsh` (the pwsh call, the JSON
+protocol and the typed errors), :mod:`.vmware_cpu` (the two host CPU collectors) and this module (the
+backend and the journaled original); everything is importable from here.
+
 What differs from Proxmox: there is no QEMU process, so no per-thread accounting, no block stats
 cross-check and no context-switch count; host CPU comes from vSphere's realtime statistics
 (:class:`VmwareCpuCollector`) or from ``esxtop`` batch output read over SSH (:class:`EsxtopCollector`,
@@ -32,9 +36,9 @@ import os
 from pathlib import Path
 from typing import Any
 
+from .. import secrets
 from ..core.errors import BackendError, InputError, MatrixError
 from ..core.model import DiskConfig
-from .. import secrets
 from .base import Backend, GuestEndpoint, HostScope
 from .vmware_cpu import EsxtopCollector, VmwareCpuCollector, iso_utc
 from .vmware_pwsh import (ENTRY_SCRIPT, MODULE_DIR, PYTHON_CALLS, RESPONSE_PREFIX, SCHEMA, PowerCLIConnectError,

@@ -7,8 +7,9 @@ import sys
 
 from ..registry import backend_class
 from ..core.model import NOT_APPLICABLE
+from ..repeats import possible_extra
 from ..runner import estimate_seconds, fmt_duration
-from ..spec import expand, load_spec
+from ..spec import check_guest_backend, expand, load_spec
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -22,6 +23,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 def run(args: argparse.Namespace) -> int:
     spec = load_spec(args.matrix)
+    check_guest_backend(spec)
     cls = backend_class(spec.run["backend"])
     plan = expand(spec, backend_controllers=cls.controllers)
     out = sys.stdout
@@ -51,4 +53,16 @@ def run(args: argparse.Namespace) -> int:
     print(f"\n{len(plan.cells)} cells ({configs} VM starts{booted}, {len(plan.skipped)} skipped) on backend "
           f"{spec.run['backend']}; {timing.ramp_s:g} s warm-up + {timing.measure_s:g} s window per cell; "
           f"ETA {fmt_duration(eta)}", file=out)
+    extra = possible_extra(plan, spec.run)
+    if extra:
+        run = spec.run
+        configs_n = len({(c.disk, c.workload) for c in plan.cells})
+        per_cell = eta / len(plan.cells)
+        budget = run["time_budget_minutes"]
+        most = eta + per_cell * extra
+        capped = f", capped by time_budget_minutes = {budget:g}" if budget and most > budget * 60 else ""
+        print(f"extra repeats: a configuration whose CV of CPU or ctx per MiB is above cv_limit_pct = "
+              f"{run['cv_limit_pct']:g} % gets more repeats, up to max_repeats = {run['max_repeats']}: up to "
+              f"{extra} more cells ({configs_n} configurations x {run['max_repeats'] - run['repeats']}); "
+              f"ETA up to {fmt_duration(max(eta, min(most, budget * 60)) if capped else most)}{capped}", file=out)
     return 0

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ..runner import Runner
-from ..spec import load_spec
+from ..spec import check_guest_backend, load_spec
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -30,6 +30,7 @@ def _on_sigterm(signum: int, frame: Any) -> None:
 
 def execute(matrix: str | Path, run_dir: str | Path, *, side: str | None = None, progress: bool = True) -> dict[str, Any]:
     spec = load_spec(matrix)
+    check_guest_backend(spec)
     old = signal.signal(signal.SIGTERM, _on_sigterm)
     try:
         return Runner(spec, run_dir, side=side, progress=progress).run()
@@ -41,6 +42,11 @@ def run(args: argparse.Namespace) -> int:
     summary = execute(args.matrix, args.output, side=args.side, progress=not args.no_progress)
     print(f"{summary['measured']} cells measured, {summary['already_done']} already in the journal, "
           f"{len(summary['failed'])} failed; journal: {Path(args.output) / 'journal.ndjson'}")
+    if summary.get("extra_repeats"):
+        print(f"  {len(summary['extra_repeats'])} of them extra repeats asked for by [run] cv_limit_pct "
+              "(each record's extra_repeat says why)")
+    if summary.get("extra_not_run"):
+        print(f"  {summary['extra_not_run']}", file=sys.stderr)
     for key in summary["failed"]:
         print(f"  failed: {key} (see the cell-error records in the journal)", file=sys.stderr)
     return 1 if summary["failed"] else 0

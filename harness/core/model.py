@@ -27,7 +27,7 @@ CONTROLLERS: dict[str, tuple[str, str | None]] = {
     "lsilogic": ("esxi", None),
     "nvme": ("esxi", None),
 }
-# "virtio-scsi" is how the technotes and DESIGN.md name the shared virtio-scsi controller.
+# "virtio-scsi" is the usual short name (the technotes use it) of the shared controller, scsihw=virtio-scsi-pci.
 CONTROLLER_ALIASES = {"virtio-scsi": "virtio-scsi-pci", "virtio": "virtio-blk", "vmware-pvscsi": "pvscsi"}
 
 AIO_MODES = ("native", "io_uring", "threads")
@@ -38,7 +38,8 @@ RW_MODES = ("read", "write", "randread", "randwrite", "rw", "readwrite", "randrw
 
 # Highest slot index per Proxmox bus (ide0-3, sata0-5, scsi0-30, virtio0-15).
 BUS_MAX_SLOTS = {"ide": 4, "sata": 6, "scsi": 31, "virtio": 16}
-# Disks one SCSI controller holds (REFERENCE.md §1); Proxmox adds controllers as slots grow.
+# Disks one SCSI controller holds, per Proxmox scsihw (qemu-server: lsi* 7, virtio-scsi-single one per disk);
+# Proxmox adds controllers as slots grow.
 SCSIHW_DISKS_PER_CONTROLLER = {"lsi": 7, "lsi53c810": 7, "megasas": 256, "pvscsi": 256,
                                "virtio-scsi-pci": 256, "virtio-scsi-single": 1}
 

@@ -16,6 +16,12 @@ Test files or folders (default: tests/pester/*.Tests.ps1 and tests/pwsh/**/*.Tes
 .PARAMETER Engine
 Use PesterLite even where Pester 5 is available.
 
+.PARAMETER Timing
+Print each file's run time (seconds from its process start until its results were read).
+
+.PARAMETER FileTimeoutSeconds
+A test file still running after this long is stopped and counted as one failure (default 900).
+
 .PARAMETER Jobs
 How many test files run at once (default: the processor count, at most 4).
 #>
@@ -26,6 +32,8 @@ param(
     [string[]] $ExcludeTag = @(),
     [switch] $Engine,
     [switch] $ShowPassed,
+    [switch] $Timing,
+    [ValidateRange(1, 86400)] [int] $FileTimeoutSeconds = 900,
     [ValidateRange(1, 64)] [int] $Jobs = [Math]::Max(1, [Math]::Min(4, [Environment]::ProcessorCount))
 )
 $ErrorActionPreference = 'Stop'
@@ -84,17 +92,27 @@ function Start-TestFile {
     $psi.RedirectStandardInput = $true
     $p = [System.Diagnostics.Process]::Start($psi)
     $p.StandardInput.Close()
-    [pscustomobject]@{ File = $File; Process = $p; Out = $p.StandardOutput.ReadToEndAsync(); Err = $p.StandardError.ReadToEndAsync(); ResultPath = $resultPath }
+    [pscustomobject]@{ File = $File; Clock = [System.Diagnostics.Stopwatch]::StartNew(); Process = $p; Out = $p.StandardOutput.ReadToEndAsync(); Err = $p.StandardError.ReadToEndAsync(); ResultPath = $resultPath }
 }
 
 function Receive-TestFile {
     param($Run)
+    $left = [Math]::Max(0, $FileTimeoutSeconds * 1000 - [int]$Run.Clock.Elapsed.TotalMilliseconds)
+    if (-not $Run.Process.WaitForExit($left)) {
+        $Run.Process.Kill($true)
+        $Run.Process.WaitForExit()
+        $script:failed++
+        [Console]::Out.WriteLine("[-] $([System.IO.Path]::GetRelativePath($root, $Run.File)): stopped after $FileTimeoutSeconds s (-FileTimeoutSeconds)")
+        [System.IO.File]::Delete($Run.ResultPath)
+        return
+    }
     $Run.Process.WaitForExit()
     $code = $Run.Process.ExitCode
     $output = ($Run.Out.Result + $Run.Err.Result) -split "`r?`n"
     $text = [System.IO.File]::ReadAllText($Run.ResultPath)
     [System.IO.File]::Delete($Run.ResultPath)
     $relative = [System.IO.Path]::GetRelativePath($root, $Run.File)
+    if ($Timing) { [Console]::Out.WriteLine(('{0,6:0.0} s  {1}' -f $times[$Run.File], $relative)) }
     if ($code -ne 0 -or -not $text.Trim()) {
         $script:failed++
         [Console]::Out.WriteLine("[-] ${relative}: the test file did not run to the end (exit $code):")
@@ -115,14 +133,38 @@ function Receive-TestFile {
     }
 }
 
-# up to -Jobs files at once; results are printed in file order
-$runs = [System.Collections.Generic.List[object]]::new()
-$next = 0
-for ($i = 0; $i -lt $files.Count; $i++) {
-    while ($next -lt $files.Count -and ($next - $i) -lt $Jobs) { $runs.Add((Start-TestFile $files[$next])); $next++ }
-    Receive-TestFile $runs[$i]
+# up to -Jobs files at once, the longest first (by the last run's times, kept in .tools/), so that the
+# workers finish together; results are printed in file order as soon as they are in
+$timesPath = [System.IO.Path]::Combine($root, '.tools', 'engine-test-times.json')
+$times = @{}
+try { $known = ConvertFrom-Json -InputObject ([System.IO.File]::ReadAllText($timesPath)) -AsHashtable; foreach ($k in $known.Keys) { $times[$k] = [double]$known[$k] } } catch { }
+$order = @($files | Sort-Object -Property @{ Expression = { if ($times.ContainsKey($_)) { $times[$_] } else { [double]::MaxValue } }; Descending = $true })
+$started = @{}
+$done = @{}
+$queue = [System.Collections.Generic.Queue[string]]::new([string[]]$order)
+$printed = 0
+while ($printed -lt $files.Count) {
+    while ($queue.Count -and @($started.Values | Where-Object { -not $done.ContainsKey($_.File) }).Count -lt $Jobs) {
+        $f = $queue.Dequeue()
+        $started[$f] = Start-TestFile $f
+    }
+    foreach ($run in @($started.Values)) {
+        if (-not $done.ContainsKey($run.File) -and ($run.Process.HasExited -or $run.Clock.Elapsed.TotalSeconds -ge $FileTimeoutSeconds)) {
+            $done[$run.File] = $run
+            $times[$run.File] = [Math]::Round($run.Clock.Elapsed.TotalSeconds, 1)
+        }
+    }
+    while ($printed -lt $files.Count -and $done.ContainsKey($files[$printed])) {
+        Receive-TestFile $done[$files[$printed]]
+        $printed++
+    }
+    if ($printed -lt $files.Count) { [System.Threading.Thread]::Sleep(50) }
 }
-if ($env:STORMATRIX_ENGINE_TESTS_TIMING) { [Console]::Out.WriteLine("($($files.Count) files in $([int]$clock.Elapsed.TotalSeconds) s)") }
+try {
+    $null = [System.IO.Directory]::CreateDirectory([System.IO.Path]::GetDirectoryName($timesPath))
+    [System.IO.File]::WriteAllText($timesPath, (ConvertTo-Json -InputObject $times -Compress))
+} catch { }
+if ($Timing) { [Console]::Out.WriteLine("($($files.Count) files in $([int]$clock.Elapsed.TotalSeconds) s, $Jobs at a time)") }
 [Console]::Out.WriteLine("${label}: $passed passed, $failed failed, $skipped skipped")
 if ($failed -gt 0) { exit 1 }
 exit 0

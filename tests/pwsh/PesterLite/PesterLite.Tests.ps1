@@ -8,17 +8,40 @@ BeforeAll {
     if ([System.IO.Path]::GetFileNameWithoutExtension($script:exe) -eq 'dotnet') {
         $script:prefix = @([Stormatrix.PwshHost.StandInSupport].Assembly.Location)
     }
-    function script:Invoke-Sample {
+    function script:Start-Sample {
+        # starts PesterLite on one sample in its own process (all samples start at once, in BeforeAll)
         param([string] $Name)
-        $result = Join-Path $TestDrive "$Name.json"
+        # outside TestDrive: the samples run while blocks come and go, and a block's TestDrive additions go with it
+        $result = Join-Path $script:resultDir "$Name.json"
+        $psi = [System.Diagnostics.ProcessStartInfo]::new($script:exe)
         $argv = @($script:prefix) + @('-NoProfile', '-NonInteractive', '-File', (Join-Path $PSScriptRoot 'Invoke-PesterLiteFile.ps1'),
             '-Path', (Join-Path $PSScriptRoot "Samples/$Name.Sample.ps1"), '-ResultPath', $result)
-        $out = & $script:exe @argv 2>&1
-        if ($LASTEXITCODE -ne 0) { throw "PesterLite exited $LASTEXITCODE on $Name`: $($out -join "`n")" }
+        foreach ($a in $argv) { $psi.ArgumentList.Add($a) }
+        $psi.UseShellExecute = $false
+        $psi.RedirectStandardOutput = $true
+        $psi.RedirectStandardError = $true
+        $p = [System.Diagnostics.Process]::Start($psi)
+        [pscustomobject]@{ Name = $Name; Process = $p; Out = $p.StandardOutput.ReadToEndAsync(); Err = $p.StandardError.ReadToEndAsync(); Result = $result }
+    }
+    function script:Invoke-Sample {
+        # the sample's results by test name
+        param([string] $Name)
+        $run = $script:samples[$Name]
+        $run.Process.WaitForExit()
+        if ($run.Process.ExitCode -ne 0) { throw "PesterLite exited $($run.Process.ExitCode) on $Name`: $($run.Out.Result)$($run.Err.Result)" }
         $map = @{}
-        foreach ($r in @(Get-Content -LiteralPath $result -Raw | ConvertFrom-Json)) { $map[($r.Path -split ' > ')[-1]] = $r }
+        foreach ($r in @(Get-Content -LiteralPath $run.Result -Raw | ConvertFrom-Json)) { $map[($r.Path -split ' > ')[-1]] = $r }
         $map
     }
+    $script:resultDir = Join-Path ([System.IO.Path]::GetTempPath()) ('pesterlite-tests-' + [guid]::NewGuid().ToString('N'))
+    $null = New-Item -ItemType Directory -Path $script:resultDir -Force
+    $script:samples = @{}
+    foreach ($n in 'Mixed', 'Scoping', 'Mock', 'Failures', 'Should') { $script:samples[$n] = Start-Sample $n }
+}
+
+AfterAll {
+    foreach ($run in $script:samples.Values) { if (-not $run.Process.HasExited) { $run.Process.Kill($true) } }
+    Remove-Item -LiteralPath $script:resultDir -Recurse -Force -ErrorAction SilentlyContinue
 }
 
 Describe 'PesterLite verdicts' {
@@ -58,6 +81,7 @@ Describe 'PesterLite mocks' {
         'replaces a command for the test', 'is gone in the next test', 'picks the behaviour whose -ParameterFilter matches, else the default',
         'calls the original when no behaviour matches', 'gives the mock body the call''s parameters', 'mocks inside a module with -ModuleName',
         'leaves the module alone once the test is over', 'counts zero calls with -Exactly -Times 0', 'mocks a cmdlet stand-in or cmdlet too',
+        'drops a parameter''s type and validation when asked',
         'applies to the first test', 'applies to the second test, and counts per test', 'runs in the module and sees its private functions', 'passes -Parameters') {
         $r = $script:mocks[$_]
         $r | Should -Not -BeNullOrEmpty -Because "the sample defines '$_'"

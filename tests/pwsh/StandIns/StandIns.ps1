@@ -13,8 +13,6 @@ $global:StormatrixStandIns lists the names that were defined (tests/pwsh/StandIn
 every cmdlet the code uses is either in the engine or here, and that every stand-in is used).
 #>
 $__standInFiles = @('Streams.ps1', 'Paths.ps1', 'Items.ps1', 'Content.ps1', 'Objects.ps1', 'Sort.ps1', 'Json.ps1', 'Misc.ps1')
-$__standInBefore = @{}
-foreach ($__c in (Get-Command -CommandType Function, Cmdlet)) { $__standInBefore[$__c.Name] = $__c.CommandType }
 
 function __StandInCallerPreference {
     <# The preference variables of the stand-in's caller, as a real cmdlet would see them.
@@ -49,17 +47,18 @@ foreach ($__f in $__standInFiles) {
     . ([System.IO.Path]::Combine($PSScriptRoot, $__f))
 }
 
-# keep a stand-in only where no real cmdlet of that name exists
+# keep a stand-in only where no real cmdlet of that name exists (GetCmdlet asks the session state's
+# cmdlet table directly: no Get-Command listing, which would scan the module path)
 $global:StormatrixStandIns = [System.Collections.Generic.List[string]]::new()
-foreach ($__c in @(Get-Command -CommandType Function)) {
+foreach ($__c in @($ExecutionContext.SessionState.InvokeProvider.ChildItem.Get('function:', $false))) {
     if ($null -eq $__c.ScriptBlock.File -or -not $__c.ScriptBlock.File.StartsWith($PSScriptRoot)) { continue }
     if ($__c.Name.StartsWith('__')) { continue }
-    if ($__standInBefore[$__c.Name] -eq 'Cmdlet') {
+    if ($null -ne $ExecutionContext.InvokeCommand.GetCmdlet($__c.Name)) {
         $ExecutionContext.SessionState.InvokeProvider.Item.Remove("function:\$($__c.Name)", $false)
     } else {
         $global:StormatrixStandIns.Add($__c.Name)
     }
 }
 $global:StormatrixStandIns.Sort()
-foreach ($__v in '__f', '__c', '__standInFiles', '__standInBefore') { $ExecutionContext.SessionState.PSVariable.Remove($__v) }
+foreach ($__v in '__f', '__c', '__standInFiles') { $ExecutionContext.SessionState.PSVariable.Remove($__v) }
 $ExecutionContext.SessionState.PSVariable.Remove('__v')

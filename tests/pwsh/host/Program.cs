@@ -38,7 +38,7 @@ namespace Stormatrix.PwshHost
             }
             if (opt.ShowVersion)
             {
-                Console.WriteLine($"PowerShell {typeof(PSObject).Assembly.GetName().Version} (hosted engine)");
+                Console.WriteLine($"PowerShell {ConsoleHost.PSVersion}");
                 return 0;
             }
 
@@ -269,7 +269,17 @@ namespace Stormatrix.PwshHost
         private readonly ConsoleUI _ui = new ConsoleUI();
         public int? ExitCode;
         public override string Name => "StormatrixPwshHost";
-        public override Version Version => typeof(PSObject).Assembly.GetName().Version;
+        // pwsh's $Host.Version is the PowerShell version (7.6.9), not the assembly's (7.6.0.500)
+        internal static readonly Version PSVersion = ReadPSVersion();
+        private static Version ReadPSVersion()
+        {
+            var info = (System.Reflection.AssemblyInformationalVersionAttribute)Attribute.GetCustomAttribute(
+                typeof(PSObject).Assembly, typeof(System.Reflection.AssemblyInformationalVersionAttribute));
+            string text = info?.InformationalVersion ?? "";
+            int cut = text.IndexOfAny(new[] { ' ', '+', '-' });
+            return Version.TryParse(cut > 0 ? text.Substring(0, cut) : text, out Version v) ? v : typeof(PSObject).Assembly.GetName().Version;
+        }
+        public override Version Version => PSVersion;
         public override Guid InstanceId => _id;
         public override PSHostUserInterface UI => _ui;
         public override CultureInfo CurrentCulture => CultureInfo.CurrentCulture;

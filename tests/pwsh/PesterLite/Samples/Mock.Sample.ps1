@@ -7,6 +7,7 @@ BeforeAll {
         Export-ModuleMember -Function Get-Thing, Use-Thing
     } | Import-Module -PassThru
     function Get-Local { param([int] $N) "local $N" }
+    function Get-Typed { param([System.IO.FileInfo] $File, [ValidateRange(1, 2)] [int] $Level) 'typed' }
 }
 AfterAll { Remove-Module PesterLiteMockProbe -ErrorAction SilentlyContinue }
 
@@ -42,6 +43,10 @@ Describe 'Mock' {
     It 'counts zero calls with -Exactly -Times 0' {
         Mock Get-Local { }
         Should -Invoke Get-Local -Exactly -Times 0
+    }
+    It 'drops a parameter''s type and validation when asked' {
+        Mock Get-Typed { "file=$File level=$Level" } -RemoveParameterType File -RemoveParameterValidation Level
+        Get-Typed -File 'not a FileInfo' -Level 7 | Should -Be 'file=not a FileInfo level=7'
     }
     It 'mocks a cmdlet stand-in or cmdlet too' {
         Mock Test-Path { $true } -ParameterFilter { $LiteralPath -eq '/surely/not/there' }
