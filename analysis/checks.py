@@ -32,8 +32,8 @@ def is_number(value: Any) -> bool:
 # Measured quantities: none of them can be negative or infinite in a real measurement. A NaN/Infinity
 # literal, an overflowed 1e999 or a negative count means the file was damaged or edited.
 MEASURED = ("iops", "read_iops", "write_iops", "bw_mib_s", "io_bytes", "mib", "total_ios", "runtime_ms",
-            "lat_mean_us", "read_lat_mean_us", "write_lat_mean_us", "lat_p99_us", "cpu_total", "cpu_user",
-            "cpu_system", "ctx_switches", "window_s", "cpu_per_mib", "ctx_per_mib", "rate_mib_s",
+            "lat_mean_us", "read_lat_mean_us", "write_lat_mean_us", "lat_p99_us", "clat_p99_us", "cpu_total",
+            "cpu_user", "cpu_system", "ctx_switches", "window_s", "cpu_per_mib", "ctx_per_mib", "rate_mib_s",
             "rate_target_mib_s", "rate_achieved_mib_s")
 SHAPE = ("bs", "iodepth", "numjobs")  # the workload's shape: whole numbers above 0
 COUNTS = ("io_bytes", "total_ios")    # kept as exact 64-bit integers in the tidy frame

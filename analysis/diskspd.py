@@ -105,6 +105,11 @@ def parse_diskspd_xml(text: str, source: str = "<diskspd xml>") -> dict[str, Any
         rw = ("rand" + kind) if random else kind
     cpu = span.find("CpuUtilization/Average")
     mib = (rb + wb) / 2**20
+    # the thread count is DiskSpd's -t (ThreadsPerFile), else what the file name says; never a guessed 1
+    numjobs = int(threads) if threads else from_name.get("numjobs")
+    why = None if numjobs is not None else (
+        "numjobs: the DiskSpd XML has no <Profile/TimeSpans/TimeSpan/Targets/Target/ThreadsPerFile> (-t) and "
+        "the file name gives no numjobs (e.g. numjobs4 or nj4)")
     return {
         "source": source,
         "source_format": "diskspd",
@@ -118,7 +123,7 @@ def parse_diskspd_xml(text: str, source: str = "<diskspd xml>") -> dict[str, Any
         "rw": rw or from_name.get("rw"),
         "bs": int(bs) if bs else from_name.get("bs"),
         "iodepth": int(qd) if qd else from_name.get("iodepth"),
-        "numjobs": int(threads) if threads else from_name.get("numjobs", 1),
+        "numjobs": numjobs,
         "rwmixread": (int(100 - write_ratio) if write_ratio is not None and write_ratio not in (0.0, 100.0)
                       else None),
         "rate_mib_s": None,
@@ -141,4 +146,5 @@ def parse_diskspd_xml(text: str, source: str = "<diskspd xml>") -> dict[str, Any
         "lat_p99_us": p99 * 1000.0 if p99 is not None else None,
         "guest_usr_cpu": _float(cpu, "UserPercent", source),
         "guest_sys_cpu": _float(cpu, "KernelPercent", source),
+        "null_reasons": why,
     }

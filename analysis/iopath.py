@@ -16,9 +16,10 @@ sqrt of the sum of squares, ranked, tested). A record without the split (an ESXi
 record from before the split, a split without a ``vcpu`` role to leave out) gets blank I/O-path values and
 the reason, never 0.
 
-The tidy frame does not carry the split, so it is read from the journal lines the frame's ``source`` names
-(``<journal>:<line>``), each journal once; the run records of the same journals say whether the guest ran
-under software emulation (``environment.accel``).
+Ingest carries the split in the tidy frame (``io_path_cpu_s``, ``io_path_ctx``, ``io_path_note``) and each
+row's run accelerator (``accel``, the run record's ``environment.accel``), so the journals are not read again.
+A frame without those columns (built by other means) has the split read from the journal lines its ``source``
+names (``<journal>:<line>``), each journal once, and the accelerator from the run records of the same journals.
 """
 
 from __future__ import annotations
@@ -101,10 +102,14 @@ def iopath_frame(frame: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
     """The tidy frame with the I/O path in place of the whole process (cpu_per_mib, ctx_per_mib in
     CPU-ms/MiB and switches/MiB, blank with ``io_note`` where the record has no split), and the
     accelerators of the runs that were software emulation."""
-    journal_rows = frame["source_format"] == "journal" if "source_format" in frame else frame["source"].notna()
-    recs, runs = _records([str(s) for s in frame.loc[journal_rows.fillna(False).astype(bool), "source"].dropna()])
-    # ingest may carry the split itself (columns io_path_cpu_s, io_path_ctx, io_path_note): then it is used
-    carried = all(c in frame.columns for c in ("io_path_cpu_s", "io_path_ctx", "io_path_note"))
+    # ingest carries the split (io_path_cpu_s, io_path_ctx, io_path_note) and the run's accel: then the journals,
+    # already read once, are not read again (and may be gone); otherwise they are read here
+    carried = all(c in frame.columns for c in ("io_path_cpu_s", "io_path_ctx", "io_path_note", "accel"))
+    recs: dict[str, dict[str, Any]] = {}
+    runs: list[dict[str, Any]] = []
+    if not carried:
+        journal_rows = frame["source_format"] == "journal" if "source_format" in frame else frame["source"].notna()
+        recs, runs = _records([str(s) for s in frame.loc[journal_rows.fillna(False).astype(bool), "source"].dropna()])
     cpu_mib, ctx_mib, notes = [], [], []
     for i, (src, mib) in enumerate(zip(frame["source"], frame["mib"])):
         if carried:
@@ -128,8 +133,11 @@ def iopath_frame(frame: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
     out["cpu_metric"] = out["cpu_metric"].where(~has, "cpu_time").where(has, None)
     out["cpu_per_mib_unit"] = out["cpu_per_mib_unit"].where(~has, UNIT).where(has, None)
     out["ctx_note"] = None
-    accels = sorted({str(r.get("environment", {}).get("accel")) for r in runs
-                     if isinstance(r.get("environment"), dict) and r["environment"].get("accel") == "tcg"})
+    if carried:
+        accels = sorted({str(a) for a in frame["accel"].dropna() if a == "tcg"})
+    else:
+        accels = sorted({str(r.get("environment", {}).get("accel")) for r in runs
+                         if isinstance(r.get("environment"), dict) and r["environment"].get("accel") == "tcg"})
     return out, accels
 
 

@@ -214,8 +214,12 @@ def write_frame(ws: Worksheet, frame: pd.DataFrame, formats: dict[str, str] | No
     formats = formats or {}
     frame = frame.assign(**{BLANK_HEADER: blank_reasons(frame)})
     header(ws, 1, list(frame.columns))
+    # ingest always gives a clat_p99_us column, so only the rows' own note tells whether lat_p99_us holds an
+    # older record's mix (lat where fio reported it, else clat): then the header must say so, never "total"
+    mixed = "clat_p99_us" not in frame.columns or (
+        "lat_p99_us_note" in frame.columns and bool(frame["lat_p99_us_note"].notna().any()))
     for j, c in enumerate(frame.columns, start=1):
-        label = P99_LABELS.get(c) if "clat_p99_us" in frame.columns else (P99_MIXED if c == "lat_p99_us" else None)
+        label = P99_MIXED if (mixed and c == "lat_p99_us") else P99_LABELS.get(c)
         if label:
             cell = ws.cell(row=1, column=j, value=label[0])
             cell.comment = Comment(label[1], "stormatrix")

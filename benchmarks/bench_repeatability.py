@@ -15,6 +15,13 @@ baseline for comparison.
 This is a benchmark, not a test: the numbers depend on the machine and on what else runs on it (other
 QEMU processes, other users). Run it on a quiet machine and say what else ran.
 
+Measured on the 2-CPU development machine with pinning (auto: vCPU on CPU 1, the rest on CPU 0) while
+seven other agents ran test suites (load average 45, 12 and 7 during the three runs): aio=threads cost
+more context switches per MiB than aio=native for 5 of 5 controllers in 3 of 3 runs (unpinned, with
+repeats = 3: 1 of 5); CV of context switches per MiB <= 5 % for 2 of 15 cells (ide io_uring 3.0 %, ide
+threads 2.1 %; sata threads 5.3 %), 6-55 % for the others; CV of CPU per MiB 5.7-33 %. The CV goal
+needs a quiet machine to judge: the vCPU's CPU is shared with every other process on the host.
+
     .venv/bin/python benchmarks/bench_repeatability.py [--runs 3] [--pin auto|off|A/B] [--out DIR]
         [--matrix M.toml] [--measure-seconds S] [--json FILE]
     # default matrix: harness/matrices/demo.toml, 15 cells, ~5 minutes per run

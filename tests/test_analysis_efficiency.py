@@ -187,4 +187,28 @@ def test_measurements_say_which_p99_and_why_a_value_is_blank(hand_run: Path, tmp
     assert no_host["cpu_per_mib"] is None and no_host["ctx_per_mib"] is None
     assert "cpu_per_mib: no host record" in no_host["blank_reasons"]
     full = [r for r in rows if r["key"] not in (lines[1]["key"], lines[2]["key"])]
-    assert full and all(r["blank_reasons"] is None for r in full)
+    # the hand records predate clat_p99_ns: their one p99 is the mix, so clat_p99_us is blank and says why
+    assert full and all(r[p99] is not None for r in full)
+    assert all(r["blank_reasons"].startswith("clat_p99_us: older record") and ";" not in r["blank_reasons"]
+               for r in full)
+
+
+def test_measurements_label_lat_p99_total_when_records_keep_clat_apart(hand_run: Path, tmp_path: Path):
+    """Records that keep clat_p99_ns apart: lat_p99_us is the total latency's p99 and clat_p99_us the
+    completion latency's, each header says so, and no row is blank for a p99 (issue 15.5)."""
+    journal = hand_run / "journal.ndjson"
+    lines = [json.loads(x) for x in journal.read_text().splitlines()]
+    for rec in lines[1:]:
+        rec["fio"]["total"]["clat_p99_ns"] = 8e6
+    journal.write_text("".join(json.dumps(r) + "\n" for r in lines))
+    out = tmp_path / "c.xlsx"
+    assert main(["report", str(hand_run), "-o", str(out)]) == 0
+    ws = openpyxl.load_workbook(out)["Measurements"]
+    head = [c.value for c in ws[1]]
+    lat = next(h for h in head if h.startswith("lat_p99_us"))
+    clat = next(h for h in head if h.startswith("clat_p99_us"))
+    assert "total" in lat and "clat" not in lat
+    assert "completion" in clat
+    rows = [dict(zip(head, r)) for r in ws.iter_rows(min_row=2, values_only=True)]
+    assert rows and all(r[lat] == pytest.approx(9000.0) and r[clat] == pytest.approx(8000.0) for r in rows)
+    assert all(r["blank_reasons"] is None for r in rows)

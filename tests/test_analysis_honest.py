@@ -221,3 +221,41 @@ def test_a_diskspd_file_says_why_it_has_no_completion_p99():
     row = ingest([path]).frame.iloc[0]
     assert row["lat_p99_us"] > 0 and pd.isna(row["clat_p99_us"])
     assert "DiskSpd" in reasons(row["null_reasons"])["clat_p99_us"]
+
+
+@pytest.mark.parametrize("clat", [-1.9e6, float("nan")])
+def test_a_negative_or_nan_completion_p99_is_refused(tmp_path: Path, clat: float):
+    """clat_p99_us is a measurement like lat_p99_us: a negative or NaN value (a damaged or edited file) is
+    refused with the file and the column named, never written into a workbook as data."""
+    good = record({**TOTAL, "lat_p99_ns": 2e6, "clat_p99_ns": 1.9e6})
+    bad = record({**TOTAL, "lat_p99_ns": 2e6, "clat_p99_ns": clat})
+    bad["key"] = bad["cell"]["key"] = bad["key"].replace("rep1", "rep2")
+    bad["cell"]["repeat"] = 2
+    path = journal(tmp_path, good, bad)
+    result = ingest([path])
+    assert len(result.frame) == 1 and result.frame.iloc[0]["clat_p99_us"] == 1900.0   # the good one is kept
+    assert len(result.problems) == 1
+    message = str(result.problems[0])
+    assert "clat_p99_us" in message and str(path) in message and "negative, NaN or infinite" in message
+
+
+def test_a_diskspd_file_without_its_thread_count_leaves_numjobs_blank_with_why(tmp_path: Path):
+    """DiskSpd's thread count is ThreadsPerFile (-t); without it and without a numjobs in the file name the
+    row's numjobs is blank with the reason, never a default of 1; a name that says nj4 gives 4."""
+    xml = (Path(__file__).parent / "data" / "diskspd" / "diskspd_randread_64k_qd8_t1.xml").read_text()
+    assert xml.count("<ThreadsPerFile>1</ThreadsPerFile>") == 1
+    bare = xml.replace("<ThreadsPerFile>1</ThreadsPerFile>", "")
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    unnamed = tmp_path / "a" / "diskspd_randread_64k_qd8.xml"
+    named = tmp_path / "b" / "diskspd_randread_64k_qd8_nj4.xml"
+    unnamed.write_text(bare)
+    named.write_text(bare)
+    row = ingest([unnamed]).frame.iloc[0]
+    assert pd.isna(row["numjobs"])
+    why = reasons(row["null_reasons"])
+    assert "ThreadsPerFile" in why["numjobs"] and "DiskSpd" in why["clat_p99_us"]   # both reasons kept
+    assert ingest([named]).frame.iloc[0]["numjobs"] == 4
+    kept = tmp_path / "b" / "diskspd_randread_64k_qd8_t1.xml"
+    kept.write_text(xml)
+    assert ingest([kept]).frame.iloc[0]["numjobs"] == 1                      # the file's own -t

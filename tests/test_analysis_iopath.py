@@ -137,3 +137,42 @@ def test_split_carried_by_ingest_is_used_as_it_is(tmp_path: Path) -> None:
     assert used["cpu_per_mib"].fillna(-1).tolist() == read_back["cpu_per_mib"].fillna(-1).tolist()
     assert used["ctx_per_mib"].fillna(-1).tolist() == read_back["ctx_per_mib"].fillna(-1).tolist()
     assert used["io_note"].tolist()[2] == read_back["io_note"].tolist()[2] and "no per-thread split" in used["io_note"].tolist()[2]
+
+
+def test_io_path_sheet_needs_no_second_read_of_the_journal(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ingest carries the split and the run's accel, so the I/O-path lens reads no journal again: a run whose
+    journal is gone after ingest still gets its I/O-path figures, its emulation note and its sheet."""
+    import stormatrix.analysis.iopath as iopath
+    from stormatrix.analysis.workbook import write_efficiency_workbook
+
+    recs = [qemu_record(c, a, rep, vcpu_s=v, io_s=io, io_ctx=n, vcpu_ctx=vn) for (c, a), reps in CONFIGS.items()
+            for rep, (v, io, n, vn) in enumerate(reps, start=1)]
+    run = write_journal(tmp_path / "r", recs, accel="tcg")
+    data = ingest([run], strict=True)
+    (run / "journal.ndjson").unlink()
+    reads: list[list[str]] = []
+    real = iopath._records
+    monkeypatch.setattr(iopath, "_records", lambda sources: reads.append(sources) or real(sources))
+    result = score_cells(data.frame)
+    assert reads == []                                                       # the journal is not read again
+    io = {r["config"]: r for _, r in result.iopath.scored.cells.iterrows()}
+    assert io["virtio-blk aio=native"]["cpu_per_mib_mean"] == pytest.approx(0.51 * 1000 / MIB)
+    assert result.iopath.emulated == ["tcg"]
+    out = write_efficiency_workbook(tmp_path / "r.xlsx", data, result, [])
+    ws = openpyxl.load_workbook(out)["IO path"]
+    head = [c.value for c in ws[1]]
+    rows = {r[head.index("Configuration")]: dict(zip(head, r)) for r in ws.iter_rows(min_row=2, values_only=True)
+            if r[head.index("Configuration")]}
+    assert rows["virtio-blk aio=threads"]["I/O-path CPU/MiB mean (CPU-ms/MiB)"] == pytest.approx((1.50 + 1.55 + 1.52) / 3 * 1000 / MIB)
+
+
+def test_frame_without_the_carried_split_reads_the_journal(tmp_path: Path) -> None:
+    """A frame built without the carried columns (not by ingest) still gets the split and the accel from the
+    journal lines its ``source`` names."""
+    from stormatrix.analysis.iopath import iopath_frame
+
+    recs = [qemu_record("sata", "native", rep, vcpu_s=5.0, io_s=0.5 + rep / 10, io_ctx=100 * rep) for rep in (1, 2)]
+    frame = ingest([write_journal(tmp_path / "r", recs, accel="tcg")], strict=True).frame
+    bare = frame.drop(columns=["io_path_cpu_s", "io_path_ctx", "io_path_note", "accel"])
+    used, accels = iopath_frame(bare)
+    assert used["cpu_per_mib"].tolist() == pytest.approx([6.0, 7.0]) and accels == ["tcg"]
