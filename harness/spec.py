@@ -253,21 +253,15 @@ WORKLOAD_SECTION = Section("workload", {
     "rwmixread": Field(int, 50, min=0, max=100, help="read share for rw/randrw"),
 }, help="one [[workload]] block per workload")
 
-# Sections owned by backends, executors and the suite are listed in stormatrix.registry. A module that
-# still calls register_section() lands here too (a transition shim: registering twice is harmless).
-EXTRA_SECTIONS: dict[str, Section] = {}
-
-
-def register_section(section: Section) -> Section:
-    EXTRA_SECTIONS[section.name] = section
-    return section
+# Sections owned by backends, executors and the suite are listed in stormatrix.registry (nothing registers
+# itself on import).
 
 
 def extra_sections() -> dict[str, Section]:
     """Every section besides [run], [matrix] and [[workload]], by name (stormatrix.registry's list)."""
     from .registry import sections
 
-    return {**EXTRA_SECTIONS, **sections()}
+    return sections()
 
 
 # --- the spec ----------------------------------------------------------------------------------------

@@ -28,7 +28,6 @@ from standins.pve import PveStandin
 
 from stormatrix import backends, executors
 from stormatrix.cli import main
-from stormatrix.commands.common import import_sections
 from stormatrix.core.errors import StormatrixError
 from stormatrix.executors.localagent import LocalAgentExecutor
 from stormatrix.journal import read_journal
@@ -36,7 +35,6 @@ from stormatrix.runner import Runner
 from stormatrix.spec import spec_from_dict
 
 HERE = Path(__file__).resolve().parent
-import_sections()  # [proxmox], [winrm], ... are known to the matrix parser
 CONTROLLERS = ["virtio-blk", "sata"]
 
 

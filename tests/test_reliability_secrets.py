@@ -23,14 +23,12 @@ from standins.pve import PveStandin
 
 from stormatrix.cli import build_parser, main
 from stormatrix.commands import guest as guest_cmd
-from stormatrix.commands.common import import_sections
 from stormatrix.core.errors import InputError, StormatrixError
 from stormatrix.executors import winrm as w
 from stormatrix.runner import Runner
 from stormatrix.spec import spec_from_dict
 from tests.standins.wsman import WSManStandIn
 
-import_sections()
 
 PVE_ENV_SECRET = "SMXSECRET-pve-env-7f3a9c"
 PVE_FILE_SECRET = "SMXSECRET-pve-file-2b8d41"

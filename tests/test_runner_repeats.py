@@ -332,3 +332,17 @@ def test_help_texts_say_what_the_commands_do() -> None:
     for sub in ("plan", "run"):
         text = helptext("suite", sub)
         assert text.split("\n\n")[1].strip() and not text.split("\n\n")[1].startswith("positional")
+
+
+def test_progress_shows_the_possible_extra_repeats_beside_the_eta() -> None:
+    import io
+
+    from stormatrix.runner import Progress
+
+    out = io.StringIO()
+    p = Progress(2, 10.0, out, extra_max=3)
+    p.update("starting")
+    assert "ETA 20s (up to 50s with 3 extra repeats)" in out.getvalue()
+    p.add(3)  # scheduled: they join the total
+    p.update("x")
+    assert p.total == 5 and "extra repeats" not in out.getvalue().splitlines()[-1]
