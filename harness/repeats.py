@@ -81,7 +81,7 @@ def stability_by_config(records: Iterable[dict[str, Any]]) -> dict[str, Stabilit
 
 def enabled(run: dict[str, Any]) -> bool:
     """Extra repeats are possible only when ``max_repeats`` is above ``repeats``."""
-    return int(run.get("max_repeats") or 0) > int(run["repeats"])
+    return int(run.get("max_repeats") or 0) > int(run.get("repeats") or 1)
 
 
 def possible_extra(plan: Plan, run: dict[str, Any]) -> int:

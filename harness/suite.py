@@ -287,7 +287,7 @@ def suite_from_dict(raw: dict[str, Any], path: str = "<suite>") -> Suite:
                           'list the fio servers, guests = ["vm01=10.0.0.11:8765"], or the VMs, vms = [101, 102]')
     vm_ids, proxmox = _vm_list(path, raw, s)
     guests: list[FioGuest] = []
-    for i, item in enumerate(s["guests"] or []):
+    for i, item in enumerate(s["guests"] or [], start=1):
         guests.append(_guest_from(path, f"[suite] guests[{i}]", item, s["port"]))
     names = [g.name for g in guests]
     if len(set(names)) != len(names):
@@ -378,10 +378,11 @@ def _vm_list(path: str, raw: dict[str, Any], s: dict[str, Any]) -> tuple[list[in
     proxmox = parse_section(path, suite_proxmox_section(), table)  # [proxmox] ssh is checked by its Field
     proxmox_schema.check_section(proxmox, path)  # the checks across keys (token reference, host)
     ids: list[int] = []
-    for i, v in enumerate(s["vms"]):
+    for i, v in enumerate(s["vms"], start=1):
         text = str(v).strip()
         if not text.isdigit() or not 100 <= int(text) <= 999999999:
-            raise MatrixError(path, f"[suite] vms[{i}]", f"{v!r} is not a Proxmox VM id (100-999999999)",
+            raise MatrixError(path, f"[suite] vms[{i}]", f"{v!r} is not a Proxmox VM id (100-999999999; value {i} "
+                              "of the list, counting from 1)",
                               "list the numeric VM ids, as `qm list` shows them: vms = [101, 102]")
         if int(text) in ids:
             raise MatrixError(path, "[suite] vms", f"lists VM {int(text)} twice", "list each VM once")

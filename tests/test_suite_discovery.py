@@ -161,8 +161,8 @@ BASE: dict[str, Any] = {"suite": {"filename": "/dev/sdb", "vms": [101, 102]}, "p
 @pytest.mark.parametrize("change, key, words", [
     ({"proxmox": None}, "[suite] vms", "needs a [proxmox] section"),
     ({"vmware": {"server": "esx1"}}, "[suite] vms", "not supported for the vmware backend"),
-    ({"suite.vms": [101, "vm02"]}, "[suite] vms[1]", "'vm02' is not a Proxmox VM id"),
-    ({"suite.vms": [101, 99]}, "[suite] vms[1]", "not a Proxmox VM id"),
+    ({"suite.vms": [101, "vm02"]}, "[suite] vms[2]", "'vm02' is not a Proxmox VM id"),
+    ({"suite.vms": [101, 99]}, "[suite] vms[2]", "not a Proxmox VM id"),
     ({"suite.vms": [101, "101"]}, "[suite] vms", "lists VM 101 twice"),
     ({"suite.network": "10.0.0.0/33"}, "[suite] network", "not a network"),
     ({"suite.network": "fd00::/64"}, "[suite] network", "IPv4"),

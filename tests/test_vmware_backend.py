@@ -487,8 +487,8 @@ def test_plan_lists_esxi_cells_once_and_says_why(tmp_path: Path, capsys: pytest.
 @pytest.mark.parametrize("change, key, words", [
     (('["pvscsi", "nvme"]', '["pvscsi", "virtio-blk"]'), "[matrix] controllers",
      "'virtio-blk' is not available on the vmware backend"),
-    (("{axes}", 'aio = ["naitve"]'), "[matrix] aio[0]", "did you mean 'native'"),
-    (("{axes}", 'iothread = ["yes"]'), "[matrix] iothread[0]", "is not true/false"),
+    (("{axes}", 'aio = ["naitve"]'), "[matrix] aio[1]", "did you mean 'native'"),
+    (("{axes}", 'iothread = ["yes"]'), "[matrix] iothread[1]", "is not true/false"),
 ])
 def test_a_bad_esxi_matrix_is_exit_2_naming_key_and_fix(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                        change: tuple[str, str], key: str, words: str) -> None:
