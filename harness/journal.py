@@ -97,7 +97,8 @@ def read_journal(path: str | Path) -> ReadResult:
         numbers = ", ".join(str(n) for n, _ in bad[:10]) + (f" and {len(bad) - 10} more" if len(bad) > 10 else "")
         which = f"line {numbers} is" if len(bad) == 1 else f"lines {numbers} are"
         raise DataFileError(str(path), f"{which} not a journal record (line {bad[0][0]}: {bad[0][1]})",
-                            f"restore the file from a backup or delete {'that line' if len(bad) == 1 else 'those lines'}; "
+                            "restore the file from a backup or delete "
+                            f"{'that line' if len(bad) == 1 else 'those lines'}; "
                             f"the other {len(records)} records are intact")
     return ReadResult(records, torn)
 

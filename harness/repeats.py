@@ -62,9 +62,9 @@ def stability_by_config(records: Iterable[dict[str, Any]]) -> dict[str, Stabilit
     for rec in records:
         if rec.get("type") != "cell" or not isinstance(rec.get("key"), str):
             continue
-        fio = rec.get("fio") if isinstance(rec.get("fio"), dict) else {}
-        total = fio.get("total") if isinstance(fio.get("total"), dict) else {}
-        host = rec.get("host") if isinstance(rec.get("host"), dict) else None
+        fio: dict[str, Any] = rec["fio"] if isinstance(rec.get("fio"), dict) else {}
+        total: dict[str, Any] = fio["total"] if isinstance(fio.get("total"), dict) else {}
+        host: dict[str, Any] | None = rec["host"] if isinstance(rec.get("host"), dict) else None
         pm = per_mib(total.get("io_bytes"), host)
         _, _, rep = rec["key"].rpartition("/rep")
         if not rep.isdigit():

@@ -132,7 +132,8 @@ class Progress:
         eta = f"ETA {fmt_duration(self.eta())}"
         if self.extra_max:
             per_cell = (time.monotonic() - self.t0) / self.done if self.done else self.estimate
-            eta += f" (up to {fmt_duration(self.eta() + per_cell * self.extra_max)} with {self.extra_max} extra repeats)"
+            most = fmt_duration(self.eta() + per_cell * self.extra_max)
+            eta += f" (up to {most} with {self.extra_max} extra repeats)"
         text = f"[{bar}] {self.done}/{self.total} cells  {eta}  {label}"
         if self.tty:
             self.stream.write("\r\033[K" + text)

@@ -232,6 +232,7 @@ MATRIX_SECTION = Section("matrix", {
     "disk_slot": Field(int, 0, min=0, max=30, help="slot of the test disk: 1 means scsi1/sata1/ide1/virtio1"),
 }, help="the axes whose cross product makes the cells")
 
+
 def _workload_name(value: str) -> None:
     """A workload name is part of every cell key (``.../<name>/rep1``) and a column of the plan table."""
     if not value.strip():
@@ -538,7 +539,7 @@ def _disk_configs(spec: MatrixSpec) -> tuple[list[DiskConfig], list[str]]:
         else:
             disks.append(DiskConfig.controller_only(ctrl))
             plain.append(ctrl)
-    raw = spec.raw.get("matrix") if isinstance(spec.raw.get("matrix"), dict) else {}
+    raw: dict[str, Any] = spec.raw["matrix"] if isinstance(spec.raw.get("matrix"), dict) else {}
     given = [k for k in ("aio", "iothread", "cache") if k in raw]
     notes = []
     if plain and given:

@@ -23,8 +23,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                    help="run directory (default: runs/demo, with --suite runs/demo-suite holding A/ and B/)")
     p.add_argument("--workbook", help="workbook path (default: RUN_DIR/stormatrix-demo.xlsx, "
                                       "with --suite RUN_DIR/stormatrix-demo-suite.xlsx)")
-    p.add_argument("--full", action="store_true", help="every controller x aio x iothread, 2 repeats: 66 cells, about 16 min "
-                                                         "(`stormatrix plan` on the matrix prints the ETA)")
+    p.add_argument("--full", action="store_true",
+                   help="every controller x aio x iothread, 2 repeats: 66 cells, about 16 min "
+                        "(`stormatrix plan` on the matrix prints the ETA)")
     p.add_argument("--matrix", help="use this matrix instead of the built-in demo matrix")
     p.add_argument("--suite", action="store_true",
                    help="the platform-comparison demo: fio servers in 2-4 local guests per side, side A "
@@ -49,8 +50,8 @@ def run(args: argparse.Namespace) -> int:
         with resources.as_file(resources.files("stormatrix").joinpath("matrices", name)) as src:
             shutil.copyfile(src, matrix)
     summary = execute(matrix, run_dir, progress=not args.no_progress)
-    workbook = Path(args.workbook) if args.workbook else run_dir / ("stormatrix-demo-full.xlsx" if args.full
-                                                                   else "stormatrix-demo.xlsx")
+    default_name = "stormatrix-demo-full.xlsx" if args.full else "stormatrix-demo.xlsx"
+    workbook = Path(args.workbook) if args.workbook else run_dir / default_name
     write_report([str(run_dir)], str(workbook))
     print(f"workbook: {workbook.resolve()}")
     if summary["failed"]:

@@ -28,7 +28,8 @@ def _on_sigterm(signum: int, frame: Any) -> None:
     raise KeyboardInterrupt
 
 
-def execute(matrix: str | Path, run_dir: str | Path, *, side: str | None = None, progress: bool = True) -> dict[str, Any]:
+def execute(matrix: str | Path, run_dir: str | Path, *, side: str | None = None,
+            progress: bool = True) -> dict[str, Any]:
     spec = load_spec(matrix)
     check_guest_backend(spec)
     old = signal.signal(signal.SIGTERM, _on_sigterm)
