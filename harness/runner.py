@@ -197,6 +197,7 @@ class Runner:
         self.errors: list[tuple[str, str]] = []  # (key, message) of every cell given up on
         self._extra_reasons: dict[str, dict[str, Any]] = {}  # cell key -> why this extra repeat runs
         self._t_run0 = time.monotonic()
+        self._drivers_noted: set[str] = set()  # drivers already named in a guest_drivers warning
 
     def plan(self) -> Plan:
         if self._plan is not None:
@@ -241,6 +242,7 @@ class Runner:
         backend = self.backend or self.backend_cls(self.spec, self.run_dir)
         self.backend = backend
         self._t_run0 = time.monotonic()
+        self._drivers_noted: set[str] = set()  # drivers already named in a guest_drivers warning
         try:
             facts = backend.prepare()
             self._journal_run_header(facts, backend, len(plan.cells), len(pending))
@@ -334,6 +336,7 @@ class Runner:
                 executor.connect(time.monotonic() + 30)
                 guest = with_storage_drivers(
                     executor.wait_ready(time.monotonic() + self.spec.run["boot_timeout_seconds"]))
+                self._note_undeclared_drivers(guest)
                 boot_s = time.monotonic() - t0
                 t_ready = records.now_iso()
                 first = True
@@ -393,6 +396,17 @@ class Runner:
                 if executor is not None:
                     executor.close()
                 backend.stop()
+
+    def _note_undeclared_drivers(self, guest: dict[str, Any]) -> None:
+        """A Windows guest showed a virtio-win driver bound that ``[run] guest_drivers`` does not list: its
+        controllers' cells were skipped at plan time; say once how to include them next time."""
+        bound = set((guest.get("storage_drivers") or {}).values()) if isinstance(guest, dict) else set()
+        declared = set(self.spec.run.get("guest_drivers") or ())
+        for driver in sorted(bound & {"viostor", "vioscsi"} - declared - self._drivers_noted):
+            self._drivers_noted.add(driver)
+            log.warning("the guest has the virtio-win driver %s bound, but [run] guest_drivers does not list it, "
+                        "so its controllers' cells were skipped: add \"%s\" to guest_drivers to plan them",
+                        driver, driver)
 
     def _measure(self, backend: Backend, executor: GuestExecutor, cell: Cell, t_started: str, t_ready: str,
                  boot_s: float, guest: dict[str, Any], booted_ahead: bool = False) -> dict[str, Any]:

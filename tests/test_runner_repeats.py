@@ -346,3 +346,16 @@ def test_progress_shows_the_possible_extra_repeats_beside_the_eta() -> None:
     p.add(3)  # scheduled: they join the total
     p.update("x")
     assert p.total == 5 and "extra repeats" not in out.getvalue().splitlines()[-1]
+
+
+def test_a_bound_virtio_win_driver_the_matrix_does_not_list_is_named_once(caplog: pytest.LogCaptureFixture) -> None:
+    import logging
+
+    raw = windows(["viostor"])
+    runner = Runner(spec_from_dict(raw), "/nonexistent", progress=False)
+    guest = {"storage_drivers": {"virtio-scsi": "vioscsi", "virtio-blk": "viostor", "sata": "storahci"}}
+    with caplog.at_level(logging.WARNING, logger="stormatrix.runner"):
+        runner._note_undeclared_drivers(guest)
+        runner._note_undeclared_drivers(guest)
+    warned = [r.getMessage() for r in caplog.records if "guest_drivers" in r.getMessage()]
+    assert len(warned) == 1 and '"vioscsi"' in warned[0] and "viostor" not in warned[0].split("add")[1]
