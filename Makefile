@@ -6,7 +6,7 @@ PY      := .venv/bin/python
 RUN_DIR ?= runs/demo
 OUT     ?= $(RUN_DIR)/stormatrix-demo.xlsx
 
-.PHONY: setup demo demo-full test test-pwsh bench clean
+.PHONY: setup demo demo-full test test-pwsh bench bench-repeatability clean
 
 setup:
 	@bash scripts/setup.sh
@@ -29,6 +29,11 @@ bench: setup
 	$(PY) benchmarks/bench_cell_overhead.py
 	$(PY) benchmarks/bench_ingest.py
 	$(PY) benchmarks/bench_fioserver_scale.py
+	$(PY) benchmarks/bench_plan.py
+
+# the make-demo matrix three times (about 15 minutes): per-cell CV and the threads-vs-native order
+bench-repeatability: setup
+	$(PY) benchmarks/bench_repeatability.py
 
 clean:
 	rm -rf runs .pytest_cache

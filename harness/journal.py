@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from .core.errors import DataFileError, InputError, StormatrixError
+from .core.journalfile import looks_binary, read_lines
 
 log = logging.getLogger("stormatrix.journal")
 
@@ -70,27 +71,34 @@ def read_journal(path: str | Path) -> ReadResult:
         return ReadResult([], False)
     except OSError as exc:
         raise DataFileError(str(path), f"cannot be read ({exc.strerror})") from None
+    if looks_binary(data):
+        raise DataFileError(str(path), "is binary data, not a journal (a journal is text, one JSON record per line)",
+                            f"give the run directory whose {JOURNAL_NAME} stormatrix wrote, or move this file "
+                            "away to start a new run there")
     records: list[dict[str, Any]] = []
-    lines = data.split(b"\n")
+    bad: list[tuple[int, str]] = []  # (line number, why): every damaged line is named, not only the first
     torn = False
-    for number, raw in enumerate(lines, start=1):
-        if not raw.strip():
-            continue
-        is_last = number == len(lines)  # text after the final newline: the write never finished
-        try:
-            rec = json.loads(raw.decode("utf-8"))
-            if not isinstance(rec, dict):
-                raise ValueError("not a JSON object")
-        except (ValueError, UnicodeDecodeError) as exc:
-            if is_last:
+    for line in read_lines(data):
+        if line.error is None and line.record is None:
+            error: str | None = f"not a JSON object but {type(line.value).__name__}"
+        else:
+            error = line.error
+        if error is not None:
+            if line.last:  # text after the final newline: the write never finished
                 torn = True
                 log.warning("%s: discarding a torn last line (%d bytes) left by an interrupted write",
-                            path, len(raw))
+                            path, line.size)
                 continue
-            raise DataFileError(str(path), f"line {number} is not a journal record ({exc})",
-                                f"restore the file from a backup or delete line {number}; "
-                                "every other line is intact") from None
-        records.append(rec)
+            bad.append((line.number, error))
+            continue
+        assert line.record is not None
+        records.append(line.record)
+    if bad:
+        numbers = ", ".join(str(n) for n, _ in bad[:10]) + (f" and {len(bad) - 10} more" if len(bad) > 10 else "")
+        which = f"line {numbers} is" if len(bad) == 1 else f"lines {numbers} are"
+        raise DataFileError(str(path), f"{which} not a journal record (line {bad[0][0]}: {bad[0][1]})",
+                            f"restore the file from a backup or delete {'that line' if len(bad) == 1 else 'those lines'}; "
+                            f"the other {len(records)} records are intact")
     return ReadResult(records, torn)
 
 

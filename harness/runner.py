@@ -368,9 +368,10 @@ class Runner:
                     stage = "collect"  # the window never opened: nothing was measured
                 self._journal_error(current, stage, attempt, exc, backend)
                 fatal = isinstance(exc, self.policy.stop_on)
-                if fatal or isinstance(exc, self.policy.never_retry):
+                if (fatal or isinstance(exc, self.policy.never_retry)
+                        or (isinstance(exc, StormatrixError) and not exc.retryable)):
                     # the disk or the password will not change by trying again (and retried logins
-                    # can lock the account): never retried
+                    # can lock the account), nor a test disk the guest cannot see: never retried
                     attempt = max(attempt, retries + 1)
                 if attempt > retries:
                     self.failed.append(current.key)

@@ -302,6 +302,11 @@ def _load_toml(path: Path) -> dict[str, Any]:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise MatrixError(str(path), "", f"is not UTF-8 text (byte {exc.start})", "save the file as UTF-8") from None
+    if text.startswith("\ufeff"):  # Notepad's "UTF-8 with BOM": TOML forbids the mark, so say it is the cause
+        raise MatrixError(str(path), "", "is not valid TOML: it starts with a UTF-8 byte-order mark (BOM), which "
+                          "TOML does not allow (Notepad writes one when saving as 'UTF-8 with BOM')",
+                          "save the file as 'UTF-8' without BOM (Notepad: Save As, Encoding 'UTF-8'; VS Code: "
+                          "'Save with Encoding', 'UTF-8')")
     try:
         return tomllib.loads(text)
     except RecursionError:

@@ -3,7 +3,7 @@
 Each fault must end with: a ``cell-error`` record and a log line naming the cell; the VM's original
 configuration restored (and a ``restored`` record); the run going on (``on_error = "skip"``) or
 stopping with one message that names the cell (``"stop"``); ``retries`` attempts, except for faults
-that cannot heal by retrying (an unsafe write, a refused password).
+that cannot heal by retrying (an unsafe write, a refused password, a test disk the guest cannot see).
 
 The guest is the agent stand-in (``standins/agent.py``, the real protocol, so the real
 LocalAgentExecutor is what fails); Proxmox faults use the Proxmox stand-in with the real backend;
@@ -62,6 +62,8 @@ FAULTS: dict[str, tuple[dict[str, Any], str, str, str, bool]] = {
     "connection-drops-mid-command": ({"agent": {"drop_mid_command": 99}}, "", "run", "GuestDisconnected", True),
     "winrm-auth-fails": ({}, "auth", "ready", "AuthenticationFailed", False),
     "winrm-connection-drops": ({}, "drop", "run", "GuestDisconnected", True),
+    # a driver that is not there will not appear after another restart: journaled once, not retried
+    "winrm-test-disk-missing": ({}, "no-disk", "ready", "TestDiskMissing", False),
 }
 
 

@@ -267,3 +267,68 @@ def test_a_qemu_disk_path_that_is_missing_or_a_directory_exits_2_at_plan(
     image.write_bytes(b"\0" * 4096)
     m.write_text(m.read_text().replace(str(target), str(image)))
     assert main(["plan", "--quiet", str(m)]) == 0
+
+
+# --- misleading messages (issue 14 class 5) ---------------------------------------------------------------
+
+def test_restore_on_an_empty_or_qemu_journal_does_not_claim_a_vm_was_put_back(tmp_path: Path) -> None:
+    import json
+
+    from stormatrix.commands.restore import restore_run
+
+    (tmp_path / "journal.ndjson").write_text("")
+    msg = restore_run(tmp_path)
+    assert "put back" not in msg and "no run record" in msg
+    (tmp_path / "journal.ndjson").write_text(json.dumps({"type": "run", "run_id": "r", "backend": "qemu",
+                                                         "original_config": None}) + "\n")
+    msg = restore_run(tmp_path)
+    assert "put back" not in msg and "backend qemu" in msg
+
+
+def test_a_binary_journal_is_named_as_binary_not_as_one_bad_line(tmp_path: Path) -> None:
+    from stormatrix.core.errors import DataFileError
+
+    (tmp_path / "journal.ndjson").write_bytes(b"\x7fELF\x02\x01\x01\x00" + bytes(range(256)) * 4)
+    with pytest.raises(DataFileError) as err:
+        read_journal(tmp_path / "journal.ndjson")
+    assert "binary" in str(err.value) and "delete line" not in str(err.value)
+
+
+def test_every_damaged_journal_line_is_named_and_a_torn_last_line_is_skipped(tmp_path: Path) -> None:
+    from stormatrix.core.errors import DataFileError
+
+    path = tmp_path / "journal.ndjson"
+    path.write_text('{"type": "run"}\nnot json\n{"type": "cell"}\n[1, 2]\n{"type": "cell", "ke')
+    with pytest.raises(DataFileError) as err:
+        read_journal(path)
+    assert "lines 2, 4 are" in str(err.value) and "other 2 records" in str(err.value)
+    path.write_text('{"type": "run"}\n{"type": "cell"}\n{"type": "cell", "ke')
+    res = read_journal(path)
+    assert res.torn_tail and [r["type"] for r in res.records] == ["run", "cell"]
+
+
+def test_a_matrix_with_a_utf8_byte_order_mark_is_refused_naming_the_bom(tmp_path: Path) -> None:
+    from stormatrix.spec import load_spec
+
+    m = tmp_path / "m.toml"
+    m.write_bytes(b"\xef\xbb\xbf" + b'[matrix]\ncontrollers = ["sata"]\n[[workload]]\nname = "w"\nrw = "read"\nbs = "4k"\n')
+    with pytest.raises(MatrixError) as err:
+        load_spec(m)
+    assert "byte-order mark" in str(err.value) and "without BOM" in str(err.value)
+
+
+def test_help_texts_say_what_the_commands_do() -> None:
+    import subprocess
+    import sys
+
+    def helptext(*args: str) -> str:
+        return subprocess.run([sys.executable, "-m", "stormatrix", *args, "--help"], capture_output=True,
+                              text=True, check=True).stdout
+
+    assert "``" not in helptext("restore")
+    demo = helptext("demo")
+    assert "20 min" not in demo and "16 min" in demo
+    assert demo.split("--no-progress")[-1].strip()  # the option has a help line
+    for sub in ("plan", "run"):
+        text = helptext("suite", sub)
+        assert text.split("\n\n")[1].strip() and not text.split("\n\n")[1].startswith("positional")

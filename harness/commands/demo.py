@@ -23,14 +23,16 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                    help="run directory (default: runs/demo, with --suite runs/demo-suite holding A/ and B/)")
     p.add_argument("--workbook", help="workbook path (default: RUN_DIR/stormatrix-demo.xlsx, "
                                       "with --suite RUN_DIR/stormatrix-demo-suite.xlsx)")
-    p.add_argument("--full", action="store_true", help="every controller x aio x iothread, 2 repeats (~20 min)")
+    p.add_argument("--full", action="store_true", help="every controller x aio x iothread, 2 repeats: 66 cells, about 16 min "
+                                                         "(`stormatrix plan` on the matrix prints the ETA)")
     p.add_argument("--matrix", help="use this matrix instead of the built-in demo matrix")
     p.add_argument("--suite", action="store_true",
                    help="the platform-comparison demo: fio servers in 2-4 local guests per side, side A "
                         "virtio-blk io_uring vs side B virtio-scsi-single native iothread, comparison workbook")
     p.add_argument("--guests", type=int, default=2, metavar="N",
                    help="with --suite: guests per side, 2-4 (default 2)")
-    p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--no-progress", action="store_true",
+                   help="no progress bar or ETA on stderr")
     p.set_defaults(func=run)
 
 

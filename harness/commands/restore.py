@@ -41,13 +41,20 @@ def restore_run(run_dir: Path, *, force: bool = False) -> str:
     if not journal_path.exists():
         raise InputError(f"{run_dir} has no {JOURNAL_NAME}: give the run directory of a 'stormatrix run'")
     records = read_journal(journal_path).records
+    all_runs = [r for r in records if r.get("type") == "run"]
+    runs = [r for r in all_runs if r.get("original_config")]
+    if not all_runs:
+        return (f"nothing to restore: {journal_path} holds no run record, so no run started here and no VM "
+                "was changed")
+    if not runs:
+        used = ", ".join(sorted({str(r.get("backend")) for r in all_runs}))
+        return (f"nothing to restore: the runs in this journal (backend {used}) journaled no original VM "
+                "configuration, so none was changed (the local qemu backend starts its own VMs and keeps "
+                "nothing after a run)")
     run = pending_restore(records)
     if run is None:
         if not force:
             return "nothing to restore: the journal says the VM was put back (use --force to check anyway)"
-        runs = [r for r in records if r.get("type") == "run" and r.get("original_config")]
-        if not runs:
-            return "nothing to restore: no run in this journal changed a VM"
         run = runs[-1]
     backend_name = run.get("backend")
     original = run["original_config"]
@@ -97,9 +104,14 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _plain(text: str) -> str:
+    """The docstring's paragraph as ``--help`` text: no reStructuredText literals (````x````)."""
+    return " ".join(text.replace("``", "'").split())
+
+
 def register(subparsers: Any) -> None:
     p = subparsers.add_parser("restore", help="put a VM back as it was before a crashed run",
-                              description=__doc__.split("\n\n")[1] if __doc__ else None)
+                              description=_plain(__doc__.split("\n\n")[1]) if __doc__ else None)
     p.add_argument("run_dir", metavar="RUN_DIR", help="the run directory (holds journal.ndjson)")
     p.add_argument("--force", action="store_true", help="restore even if the journal says it was done")
     p.set_defaults(func=_run)

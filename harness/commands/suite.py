@@ -19,16 +19,24 @@ def register(subparsers: Any) -> None:
                     "section: addresses from the QEMU guest agent, host metrics of the VMs' QEMU processes "
                     "when the node is reachable (on it, or [proxmox] ssh).")
     sub = parser.add_subparsers(dest="suite_command", metavar="ACTION", required=True)
-    plan = sub.add_parser("plan", help="show the points, the guests and the ETA")
+    plan = sub.add_parser("plan", help="show the points, the guests and the ETA",
+                          description="Read the [suite] of MATRIX and print its grid of fio points, the guests of "
+                                      "the side (with --discover: their addresses, asked of the node now), and the "
+                                      "ETA; with -o, what a resume would skip. Runs nothing. Exit code 2 on a bad "
+                                      "matrix.")
     plan.add_argument("matrix", help="matrix file with a [suite] section")
     plan.add_argument("-o", "--output", help="run directory: also show what a resume would skip")
     plan.add_argument("--discover", action="store_true",
                       help="with [suite] vms: ask the node now for each guest's address and say whether host "
                            "metrics will be collected (nothing is run)")
     plan.set_defaults(func=cmd_plan)
-    run = sub.add_parser("run", help="run the suite (resumable: run again to continue)")
+    run = sub.add_parser("run", help="run the suite (resumable: run again to continue)",
+                         description="Run every point of the [suite] of MATRIX on all the side's fio-server guests "
+                                     "at once, one fio client, and journal each point to RUN_DIR/journal.ndjson. "
+                                     "Points already in the journal are skipped, so running the same command again "
+                                     "resumes.")
     run.add_argument("matrix", help="matrix file with a [suite] section")
-    run.add_argument("-o", "--output", required=True, help="run directory (one per side)")
+    run.add_argument("-o", "--output", required=True, metavar="RUN_DIR", help="run directory (one per side)")
     run.add_argument("--fio", default="fio", help="the fio client binary (default: fio on PATH)")
     run.set_defaults(func=cmd_run)
 

@@ -35,6 +35,8 @@ class StormatrixError(Exception):
     """Base of every error stormatrix raises on purpose."""
 
     exit_code = 1
+    #: False where trying the cell again cannot help (the runner then journals it once and moves on)
+    retryable = True
 
     def __init__(self, message: str, *, cell: str | None = None, **details: Any) -> None:
         super().__init__(message)

@@ -300,6 +300,12 @@ class FakeWinRMExecutor(GuestExecutor):
             cls.count -= 1
             raise AuthenticationFailed("WinRM refused the credentials of user 'bench' (HTTP 401). Fix: check the "
                                        "password in the environment variable or file, and the transport")
+        if cls.fault == "no-disk" and cls.count:
+            cls.count -= 1
+            from stormatrix.executors.winrm_facts import TestDiskMissing  # the real executor's error
+
+            raise TestDiskMissing("the test disk (serial 'smx-test') is not visible in the guest: controller "
+                                  "virtio-scsi (PCI\\VEN_1AF4&DEV_1004) has no driver bound (problem code 28)")
         return {"disk": "PhysicalDrive1", "os": "Windows Server 2022 (stand-in)"}
 
     def run(self, cell: Any, timing: Any, window: Any) -> WorkloadResult:
