@@ -19,14 +19,8 @@ data, ``pve_cmdline.py``) so that a bug in the backend is not mirrored here:
   volume listed in ``unusedN`` removes that entry; deleting ``unusedN`` (or a disk with ``force``)
   destroys the volume's file. Deleting a disk drops it from ``boot: order=``; a boot order naming a
   device that does not exist is rejected.
-- ``GET /storage/{storage}`` answers one section of ``/etc/pve/storage.cfg`` the way pve-manager's
-  ``PVE/API2/Storage/Config.pm`` ``read`` does: the section's properties (``type``, ``path``, ``content``,
-  ``krbd``, ``nocow``, ... as ``pvesm``/the storage documentation name them, booleans 0/1), ``storage``
-  and the file's ``digest``; it needs ``Datastore.Allocate`` on ``/storage/{storage}`` (403 otherwise,
-  :attr:`PveStandin.storage_admins`). :meth:`PveStandin.set_storage` makes the one storage of the
-  stand-in dir, lvm, lvmthin, btrfs, rbd (krbd or librbd), cifs...; its type changes the QEMU command
-  line the way qemu-server's does (``pve_cmdline.py``). The volumes stay files under the stand-in's
-  folder whatever the type: only the storage id and its configuration matter to the backend.
+- ``GET /storage/{storage}`` answers like pve-manager (``pve_storage.py``); :meth:`set_storage` makes the
+  storage dir, lvm, lvmthin, btrfs, rbd, cifs..., which changes QEMU's command line as qemu-server does.
 - power actions return UPIDs of tasks that run in the background, finish with ``OK`` or fail with an
   error ``exitstatus`` and a log; ``start`` really launches the VM through a :class:`Launcher`.
 
@@ -59,6 +53,7 @@ from .pve_qemu import QemuVmLauncher, QemuVmRunning
 from .pve_node import NodeTools
 from .pve_power import PowerAndTasks, Task, Vm, guest_interface
 from .pve_schema import ApiError, Schema, param_error, print_propstring
+from .pve_storage import StorageConfig
 
 DIGEST_ERROR = "detected modified configuration - file changed by other user? Try again."
 DRIVE_RE = re.compile(r"^(ide|sata|scsi|virtio)(\d+)$")
@@ -66,7 +61,7 @@ UNUSED_RE = re.compile(r"^unused(\d+)$")
 
 
 
-class PveStandin(PowerAndTasks, NodeTools):
+class PveStandin(PowerAndTasks, NodeTools, StorageConfig):
     """The Proxmox node ``node`` with its VMs, storage and task list, served over HTTPS on 127.0.0.1."""
 
     def __init__(self, workdir: Path, *, node: str = "pve", tokens: dict[str, str] | None = None,
@@ -120,26 +115,6 @@ class PveStandin(PowerAndTasks, NodeTools):
             with open(path, "wb") as fh:
                 fh.truncate(size)
         return f"{self.storage}:{vmid}/{name}"
-
-    def set_storage(self, type: str, **props: Any) -> None:  # noqa: A002 - storage.cfg's own key
-        """Make the stand-in's storage one of ``type`` with the section properties ``props`` as
-        storage.cfg holds them (``krbd=1``, ``nocow=1``, ``vgname="pve"``...); defaults for the keys
-        each type requires (pvesm add's mandatory options) are filled in."""
-        required: dict[str, dict[str, Any]] = {
-            "dir": {"path": str(self.storage_dir)}, "btrfs": {"path": str(self.storage_dir)},
-            "lvm": {"vgname": "pve"}, "lvmthin": {"vgname": "pve", "thinpool": "data"},
-            "rbd": {"pool": "rbd"}, "cifs": {"server": "192.0.2.10", "share": "vmstore",
-                                             "path": f"/mnt/pve/{self.storage}"},
-            "nfs": {"server": "192.0.2.11", "export": "/export/vm", "path": f"/mnt/pve/{self.storage}"},
-            "zfspool": {"pool": "rpool/data"}}
-        with self.lock:
-            self.storages[self.storage] = {"type": type, "content": "images,rootdir",
-                                           **required.get(type, {}), **props}
-
-    def storage_cfg_digest(self) -> str:
-        text = "".join(f"{cfg['type']}: {sid}\n" + "".join(f"\t{k} {v}\n" for k, v in cfg.items() if k != "type")
-                       + "\n" for sid, cfg in sorted(self.storages.items()))
-        return hashlib.sha1(text.encode()).hexdigest()
 
     def volume_path(self, volid: str) -> Path:
         storage, _, rel = volid.partition(":")
@@ -327,17 +302,6 @@ class PveStandin(PowerAndTasks, NodeTools):
     # --- endpoints (named after method + path template) --------------------------------------------
     def _api_GET_version(self, *_: Any) -> Any:
         return {"version": "8.2.4", "release": "8.2", "repoid": "faa83925"}
-
-    def _api_GET_storage_storage(self, p: dict[str, Any], raw: Any, user: str, *_: Any) -> Any:
-        """pve-manager ``PVE/API2/Storage/Config.pm`` ``read``: the section, ``digest`` of storage.cfg."""
-        sid = p["storage"]
-        if self.storage_admins is not None and user not in self.storage_admins:
-            raise ApiError(403, f"Permission check failed (/storage/{sid}, Datastore.Allocate)")
-        with self.lock:
-            scfg = self.storages.get(sid)
-            if scfg is None:
-                raise ApiError(500, f"storage '{sid}' does not exist")
-            return {**scfg, "storage": sid, "digest": self.storage_cfg_digest()}
 
     def _api_GET_nodes_node_qemu_vmid_config(self, p: dict[str, Any], *_: Any) -> Any:
         with self.lock:
