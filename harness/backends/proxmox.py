@@ -50,6 +50,7 @@ from .proxmox_node import (NodeShell, Pinner, collector_files, ensure_remote_col
 from .proxmox_restore import check_original, restore_vm
 from .proxmox_schema import (PROXMOX_SECTION, REMOTE_COLLECTOR_DIR, check_section, format_cpuset, make_transport,
                              parse_cpuset)
+from .proxmox_storage import read_storage, storage_facts
 from .pve_api import PveAuthError, PveClient, upid_starttime
 
 log = logging.getLogger("stormatrix.backend.proxmox")
@@ -78,6 +79,7 @@ class ProxmoxBackend(Backend):
         self._pid: int | None = None
         self._scsihw_now: str | None = None  # the running VM's scsihw (a SCSI cell leaves its own behind)
         self._restored = False
+        self.storage: pc.StorageInfo | None = None  # the test disk's storage (None: not readable)
         self._own_upids: set[str] = set()  # tasks this backend started (not the restart after a reboot)
         self.node = NodeShell(self.opts["ssh"], self.opts["ssh_config"])
         self.pinner = Pinner(self.node, self.opts["vmid"])
@@ -116,6 +118,7 @@ class ProxmoxBackend(Backend):
         if pc.is_cdrom(opts) or opts["file"] in ("none", "cdrom"):
             raise InputError(f"[proxmox] test_disk = {key!r} is a CD-ROM drive, not a disk")
         volid = opts["file"]
+        self.storage, why_unknown = read_storage(c, volid)
         for ctrl in self.spec.matrix["controllers"]:
             target = pc.drive_key(CONTROLLERS[ctrl][0], self.slot)
             if target != key and target in config:
@@ -129,8 +132,9 @@ class ProxmoxBackend(Backend):
             raise MatrixError(self.spec.path, "[matrix] controllers", *sharing.refusal_message(c.vmid, found, config))
         facts: dict[str, Any] = {"pve_version": version.get("version"), "node": c.node, "vmid": c.vmid,
                                  "test_disk": key, "volume": volid,
-                                 "original_disk": pc.disk_config_of(config, key).key,
-                                 "transport": self.opts["transport"]}
+                                 "original_disk": pc.disk_config_of(config, key, self.storage).key,
+                                 "transport": self.opts["transport"],
+                                 **storage_facts(self.storage, opts.get("cache"), why_unknown)}
         if found:
             # one line of text: the Environment sheet shows facts as they are
             facts["shared_scsihw"] = "; ".join(f"{ctrl}: {', '.join(disks)}" for ctrl, disks in found.items())
@@ -181,7 +185,7 @@ class ProxmoxBackend(Backend):
             self._write_until(lambda cfg: pc.plan_cell(cfg, original, self.test_key, disk, self.slot))
             self._task("start", f"start with {disk.key}")
         target = pc.drive_key(disk.bus, self.slot)
-        self._verify(lambda cfg: pc.disk_config_of(cfg, target) == disk if target in cfg else False,
+        self._verify(lambda cfg: pc.disk_config_of(cfg, target, self.storage) == disk if target in cfg else False,
                      f"the test disk as {disk.key} on {target}")
         self._pid = int(c.status().get("pid") or 0) or None
         if self.opts["check_cmdline"]:
@@ -405,7 +409,7 @@ class ProxmoxBackend(Backend):
         return self.cmdline.local_pid(pid)
 
     def _check_cmdline(self, disk: DiskConfig, key: str) -> None:
-        self.cmdline.check(disk, key, self._pid)
+        self.cmdline.check(disk, key, self._pid, self.storage)
 
     # --- pinning ------------------------------------------------------------------------------
     def node_cpus(self) -> list[int]:

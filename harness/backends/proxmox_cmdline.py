@@ -72,8 +72,10 @@ class CmdlineCheck:
         path.write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
         return path
 
-    def check(self, disk: DiskConfig, key: str, pid: int | None) -> None:
-        """Both command lines that can be read must give the test disk at ``key`` the cell's options."""
+    def check(self, disk: DiskConfig, key: str, pid: int | None, storage: pc.StorageInfo | None = None) -> None:
+        """Both command lines that can be read must give the test disk at ``key`` the cell's options;
+        ``storage`` (the disk's storage, None: unknown, a directory storage's defaults) decides what a
+        cell that leaves cache unset gets (no O_DIRECT on btrfs) and whether aio applies (librbd)."""
         vmid = self.opts["vmid"]
         texts: dict[str, list[str]] = {}
         self.count += 1
@@ -91,7 +93,7 @@ class CmdlineCheck:
             log.debug("VM %s: no way to read its QEMU command line here (transport api without ssh, and "
                       "its QEMU is not on this machine)", vmid)
             return
-        problems = {where: pc.cmdline_problems(argv, disk, key) for where, argv in texts.items()}
+        problems = {where: pc.cmdline_problems(argv, disk, key, storage) for where, argv in texts.items()}
         problems = {where: p for where, p in problems.items() if p}
         if problems:
             raise BackendError(

@@ -19,6 +19,8 @@ data, ``pve_cmdline.py``) so that a bug in the backend is not mirrored here:
   volume listed in ``unusedN`` removes that entry; deleting ``unusedN`` (or a disk with ``force``)
   destroys the volume's file. Deleting a disk drops it from ``boot: order=``; a boot order naming a
   device that does not exist is rejected.
+- ``GET /storage/{storage}`` answers like pve-manager (``pve_storage.py``); :meth:`set_storage` makes the
+  storage dir, lvm, lvmthin, btrfs, rbd, cifs..., which changes QEMU's command line as qemu-server does.
 - power actions return UPIDs of tasks that run in the background, finish with ``OK`` or fail with an
   error ``exitstatus`` and a log; ``start`` really launches the VM through a :class:`Launcher`.
 
@@ -51,6 +53,7 @@ from .pve_qemu import QemuVmLauncher, QemuVmRunning
 from .pve_node import NodeTools
 from .pve_power import PowerAndTasks, Task, Vm, guest_interface
 from .pve_schema import ApiError, Schema, param_error, print_propstring
+from .pve_storage import StorageConfig
 
 DIGEST_ERROR = "detected modified configuration - file changed by other user? Try again."
 DRIVE_RE = re.compile(r"^(ide|sata|scsi|virtio)(\d+)$")
@@ -58,7 +61,7 @@ UNUSED_RE = re.compile(r"^unused(\d+)$")
 
 
 
-class PveStandin(PowerAndTasks, NodeTools):
+class PveStandin(PowerAndTasks, NodeTools, StorageConfig):
     """The Proxmox node ``node`` with its VMs, storage and task list, served over HTTPS on 127.0.0.1."""
 
     def __init__(self, workdir: Path, *, node: str = "pve", tokens: dict[str, str] | None = None,
@@ -72,6 +75,10 @@ class PveStandin(PowerAndTasks, NodeTools):
         self.launcher = launcher or SleepLauncher()
         self.storage = storage
         self.storage_dir = self.workdir / "storage" / storage
+        # /etc/pve/storage.cfg: storage id -> its section (Proxmox's storage documentation names the keys)
+        self.storages: dict[str, dict[str, Any]] = {
+            storage: {"type": "dir", "path": str(self.storage_dir), "content": "images,rootdir"}}
+        self.storage_admins: set[str] | None = None  # tokens with Datastore.Allocate on /storage (None = all)
         self.run_dir = self.workdir / "run" / "qemu-server"
         self.schema = Schema()
         self.vms: dict[int, Vm] = {}

@@ -31,6 +31,13 @@ From qemu-server's code, where no pair shows it: ``iothread=1`` on ``virtio-scsi
 ``iothread`` on every other SCSI model (with a warning); ``serial=`` goes on the ``-device`` (QEMU
 removed ``-drive serial``). A slot whose PCI address no pair shows (virtio2 and up) is refused rather
 than guessed.
+
+The storage under a disk (its ``/etc/pve/storage.cfg`` section, ``storage_of``) changes two defaults,
+as qemu-server's ``drive_uses_cache_direct`` / ``storage_allows_io_uring_default`` decide and the pairs
+show: with no ``cache`` the disk gets ``cache=none`` except on ``btrfs`` without ``nocow``
+(``simple-btrfs``: no cache at all); with no ``aio`` it gets ``io_uring`` except on ``lvm`` and
+``cifs`` (and ``rbd`` with ``krbd`` when not O_DIRECT), where it gets ``native`` when O_DIRECT and
+``threads`` when not (``simple-lvm``, ``simple-cifs``).
 """
 
 from __future__ import annotations
@@ -68,6 +75,28 @@ class Drive:
         return self.opts.get("media") == "cdrom"
 
 
+def cache_direct(opts: Mapping[str, str], scfg: Mapping[str, object] | None) -> bool:
+    """qemu-server ``drive_uses_cache_direct``: an explicit cache decides, else O_DIRECT but on btrfs
+    without nocow."""
+    if opts.get("cache"):
+        return opts["cache"] in ("off", "none", "directsync")
+    if opts.get("media") == "cdrom":
+        return False
+    return not (scfg is not None and scfg.get("type") == "btrfs" and not _on(scfg.get("nocow")))
+
+
+def default_aio(opts: Mapping[str, str], scfg: Mapping[str, object] | None) -> str:
+    """qemu-server ``aio_cmdline_option`` for a disk without ``aio``."""
+    direct = cache_direct(opts, scfg)
+    kind = scfg.get("type") if scfg is not None else "dir"
+    uring = not (kind in ("lvm", "cifs") or (kind == "rbd" and _on(scfg and scfg.get("krbd")) and not direct))
+    return "io_uring" if uring else "native" if direct else "threads"
+
+
+def _on(value: object) -> bool:
+    return str(value).lower() in ("1", "on", "yes", "true")
+
+
 def drives(conf: Mapping[str, str]) -> list[Drive]:
     """The config's drives in the order qemu-server emits them."""
     out = []
@@ -99,11 +128,13 @@ def boot_indexes(conf: Mapping[str, str], ordered: list[Drive]) -> dict[str, int
 
 
 def disk_args(conf: Mapping[str, str], volume_path: Callable[[str], Path | str], *,
-              override: Mapping[str, Mapping[str, str | None]] | None = None) -> list[str]:
+              override: Mapping[str, Mapping[str, str | None]] | None = None,
+              storage_of: Callable[[str], Mapping[str, object] | None] = lambda volid: None) -> list[str]:
     """``-object``/``-device``/``-drive`` arguments for every drive of ``conf`` (bridges included).
 
     ``override`` replaces options of some drives, None removing one (a launcher that models a
-    qemu-server which drops an option)."""
+    qemu-server which drops an option); ``storage_of`` gives a volume's storage configuration (None:
+    a directory storage)."""
     ordered = drives(conf)
     boot = boot_indexes(conf, ordered)
     scsihw = str(conf.get("scsihw") or "lsi")
@@ -122,7 +153,7 @@ def disk_args(conf: Mapping[str, str], volume_path: Callable[[str], Path | str],
         if controller and controller[0] not in controllers_done:
             controllers_done.add(controller[0])
             body += ["-device", controller[1]]
-        body += ["-drive", _drive(d, opts, volume_path), "-device", _finish_device(device, d, opts, boot)]
+        body += ["-drive", _drive(d, opts, volume_path, storage_of(d.volume)), "-device", _finish_device(device, d, opts, boot)]
     bridge_args: list[str] = []
     for k in sorted(bridges):
         parent, addr = _BRIDGES[k]
@@ -130,7 +161,8 @@ def disk_args(conf: Mapping[str, str], volume_path: Callable[[str], Path | str],
     return objects + bridge_args + body
 
 
-def _drive(d: Drive, opts: Mapping[str, str], volume_path: Callable[[str], Path | str]) -> str:
+def _drive(d: Drive, opts: Mapping[str, str], volume_path: Callable[[str], Path | str],
+           scfg: Mapping[str, object] | None = None) -> str:
     parts = []
     if d.volume not in ("none", "cdrom"):
         parts.append(f"file={volume_path(d.volume)}")
@@ -138,9 +170,9 @@ def _drive(d: Drive, opts: Mapping[str, str], volume_path: Callable[[str], Path 
     parts += [f"{o}={opts[o]}" for o in _DRIVE_OPTIONS if o in opts]
     if d.volume not in ("none", "cdrom"):
         parts.append("format=" + ("qcow2" if d.volume.endswith(".qcow2") else "raw"))
-        if "cache" not in opts and not d.cdrom:
+        if "cache" not in opts and not d.cdrom and cache_direct(opts, scfg):
             parts.append("cache=none")
-    parts.append(f"aio={opts.get('aio', 'io_uring')}")
+    parts.append(f"aio={opts.get('aio') or default_aio(opts, scfg)}")
     if not d.cdrom:
         parts.append("detect-zeroes=" + ("unmap" if opts.get("discard") == "on" else "on"))
     return ",".join(parts)

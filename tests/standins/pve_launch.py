@@ -11,7 +11,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from .pve_schema import ApiError
 
@@ -40,6 +40,7 @@ class LaunchSpec:
     config: dict[str, str]
     key: str = ""  # the measured disk's config key (scsi1)
     volumes: dict[str, Path] = field(default_factory=dict)
+    storages: dict[str, dict[str, Any]] = field(default_factory=dict)  # storage id -> its storage.cfg section
 
     def disk_args(self) -> list[str]:
         """qemu-server's arguments for every drive of the config (tests/standins/pve_cmdline.py), the
@@ -49,7 +50,8 @@ class LaunchSpec:
 
         override = {self.key: {"aio": self.aio, "iothread": "1" if self.iothread else None,
                                "cache": None if self.cache == "default" else self.cache}}
-        return disk_args(self.config, lambda volid: self.volumes[volid], override=override)
+        return disk_args(self.config, lambda volid: self.volumes[volid], override=override,
+                         storage_of=lambda volid: self.storages.get(volid.split(":", 1)[0]))
 
 
 class RunningQemu(Protocol):

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from .pve_cmdline import default_aio
 from .pve_launch import LaunchFailed, LaunchSpec, RunningQemu
 from .pve_schema import ApiError
 
@@ -76,6 +77,7 @@ class PowerAndTasks:
     launcher: Any
     run_dir: Any
     auditors: set[str] | None
+    storages: dict[str, dict[str, Any]]
 
     def _task(self, ttype: str, vmid: int, user: str, body: Callable[[Task], None]) -> str:
         with self.lock:
@@ -155,12 +157,14 @@ class PowerAndTasks:
         if iothread and not (bus == "virtio" or scsihw == "virtio-scsi-single"):
             iothread = False  # qemu-server warns and ignores it
         memory = re.match(r"(?:current=)?(\d+)", vm.conf.get("memory", "512"))
+        scfg = self.storages.get(value.split(",")[0].split(":", 1)[0])
         return LaunchSpec(vmid=vm.vmid, name=vm.conf.get("name", f"vm{vm.vmid}"), controller=controller,
-                          aio=opts.get("aio", "io_uring"), iothread=iothread, cache=opts.get("cache", "default"),
+                          aio=opts.get("aio") or default_aio(opts, scfg), iothread=iothread, cache=opts.get("cache", "default"),
                           slot=slot, image=self.volume_path(value.split(",")[0]),
                           cores=int(vm.conf.get("cores", "1")) * int(vm.conf.get("sockets", "1")),
                           memory_mib=int(memory.group(1)) if memory else 512, run_dir=self.run_dir,
-                          config=dict(vm.conf), key=key, volumes=volumes)
+                          config=dict(vm.conf), key=key, volumes=volumes,
+                          storages={k: dict(v) for k, v in self.storages.items()})
 
     def _api_POST_nodes_node_qemu_vmid_status_start(self, p: dict[str, Any], raw: Any, user: str, *_: Any) -> Any:
         vm = self._vm(p)

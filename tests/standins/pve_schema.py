@@ -25,6 +25,10 @@ EXTRA_SCHEMA: dict[str, dict[str, Any]] = {
         "limit": {"type": "integer", "minimum": 0, "optional": 1},
         "download": {"type": "boolean", "optional": 1},
     }}}},
+    # pve-manager PVE/API2/Storage/Config.pm read (not in the qemu subset schema)
+    "/storage/{storage}": {"GET": {"parameters": {"additionalProperties": 0, "properties": {
+        "storage": {"type": "string", "format": "pve-storage-id"},
+    }}}},
     # pve-manager PVE/API2/Tasks.pm node_tasks
     "/nodes/{node}/tasks": {"GET": {"parameters": {"additionalProperties": 0, "properties": {
         "node": {"type": "string", "format": "pve-node"},
