@@ -157,6 +157,17 @@ class RunPolicy:
     never_retry: tuple[type[BaseException], ...] = (UnsafeWrite, AuthenticationFailed)
 
 
+def executor_name_for(spec: MatrixSpec) -> str:
+    """The guest executor a matrix runs with: ``[run] executor``, or its backend's default for ``auto``."""
+    name = spec.run["executor"]
+    return backend_class(spec.run["backend"]).default_executor if name == "auto" else name
+
+
+def check_executor_spec(spec: MatrixSpec) -> None:
+    """The executor's own plan-time checks (e.g. WinRM's shell memory quota), before any VM is touched."""
+    executor_class(executor_name_for(spec)).check_spec(spec)
+
+
 class Runner:
     """Runs a plan's cells through a backend and an executor, journaling each one.
 

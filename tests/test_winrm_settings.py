@@ -202,3 +202,23 @@ def test_storage_drivers_from_guest_facts() -> None:
     assert w.storage_drivers(facts) == {"sata": "storahci"}
     assert w.storage_drivers({"Controllers": {"Name": "virtio-blk", "DriverBound": True, "Service": "viostor"}}) == {
         "virtio-blk": "viostor"}  # ConvertTo-Json unwraps a one-element array
+
+
+def test_plan_refuses_a_workload_larger_than_the_winrm_shell_quota(tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """bs x iodepth x numjobs past MaxMemoryPerShellMB (1024 by default) would be killed mid-run by WinRM:
+    refused by ``plan`` before any VM is touched, naming the workload and the quota to raise."""
+    from stormatrix.cli import main
+
+    m = tmp_path / "m.toml"
+    m.write_text('[run]\nname = "w"\nbackend = "proxmox"\nexecutor = "winrm"\nguest_os = "windows2022"\n'
+                 '[matrix]\ncontrollers = ["sata"]\naio = ["native"]\ncache = ["none"]\n'
+                 '[[workload]]\nname = "huge"\nrw = "randread"\nbs = "64m"\niodepth = 32\n'
+                 '[proxmox]\nhost = "pve.example"\nnode = "pve"\nvmid = 100\ntest_disk = "sata1"\n'
+                 'token_id = "root@pam!bench"\ntoken_secret_env = "PVE_TOKEN"\n'
+                 '[winrm]\nhost = "10.0.0.5"\nusername = "bench"\npassword_env = "WINRM_PASSWORD"\ndisk_serial = "smx-test"\n')
+    assert main(["plan", str(m)]) == 2
+    err = capsys.readouterr().err
+    assert "'huge'" in err and "MaxMemoryPerShellMB" in err and "max_memory_per_shell_mb" in err
+    m.write_text(m.read_text().replace("iodepth = 32", "iodepth = 4"))
+    assert main(["plan", str(m), "--quiet"]) == 0

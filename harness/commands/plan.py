@@ -8,7 +8,7 @@ import sys
 from ..registry import backend_class
 from ..core.model import NOT_APPLICABLE
 from ..repeats import possible_extra
-from ..runner import estimate_seconds, fmt_duration
+from ..runner import check_executor_spec, estimate_seconds, fmt_duration
 from ..spec import check_guest_backend, expand, load_spec
 
 
@@ -24,6 +24,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 def run(args: argparse.Namespace) -> int:
     spec = load_spec(args.matrix)
     check_guest_backend(spec)
+    check_executor_spec(spec)
     cls = backend_class(spec.run["backend"])
     plan = expand(spec, backend_controllers=cls.controllers)
     out = sys.stdout

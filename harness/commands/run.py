@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..runner import Runner
+from ..runner import Runner, check_executor_spec
 from ..spec import check_guest_backend, load_spec
 
 
@@ -32,6 +32,7 @@ def execute(matrix: str | Path, run_dir: str | Path, *, side: str | None = None,
             progress: bool = True) -> dict[str, Any]:
     spec = load_spec(matrix)
     check_guest_backend(spec)
+    check_executor_spec(spec)
     old = signal.signal(signal.SIGTERM, _on_sigterm)
     try:
         return Runner(spec, run_dir, side=side, progress=progress).run()

@@ -10,10 +10,13 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..backends.base import GuestEndpoint
 from ..core.model import Cell, Timing
+
+if TYPE_CHECKING:
+    from ..spec import MatrixSpec
 
 
 class WindowListener(Protocol):
@@ -44,6 +47,11 @@ class GuestExecutor(ABC):
     def __init__(self, endpoints: list[GuestEndpoint], options: dict[str, Any] | None = None) -> None:
         self.endpoints = endpoints
         self.options = options or {}
+
+    @classmethod
+    def check_spec(cls, spec: MatrixSpec) -> None:
+        """Plan-time checks of the matrix that only this executor knows (none by default); raise an
+        InputError naming the key and the fix. Called by ``plan`` and ``run`` before any VM is touched."""
 
     def connect(self, deadline: float) -> None:
         """Open the channel to the guest as soon as the backend started it (before :meth:`wait_ready`),

@@ -24,7 +24,7 @@ import math
 import threading
 import time
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from ..backends.base import GuestEndpoint
 from ..core.errors import (
@@ -67,12 +67,16 @@ from .winrm_output import (
 )
 from .winrm_secrets import RedactingFilter, Secret, load_password, redact
 from .winrm_settings import (
+    DEFAULT_SHELL_MEMORY_MB,
     TRANSPORTS,
     WINRM_SECTION,
     WinRMSettings,
     check_transport_available,
     check_workload_memory,
 )
+
+if TYPE_CHECKING:
+    from ..spec import MatrixSpec
 
 __all__ = [
     "CMD_LIMIT", "CMD_MARGIN", "MODULE_NAME", "POWERSHELL_PREFIX", "PRELUDE", "PYTHON_CALLS", "TRANSPORTS",
@@ -133,6 +137,12 @@ class WinRMExecutor(GuestExecutor):
     """Runs fio or DiskSpd in a Windows guest through the StormatrixGuest module over WinRM."""
 
     name = "winrm"
+
+    @classmethod
+    def check_spec(cls, spec: MatrixSpec) -> None:
+        """Workloads whose I/O buffers outgrow the guest's WinRM shell memory quota are refused at plan time."""
+        quota = spec.section("winrm").get("max_memory_per_shell_mb", DEFAULT_SHELL_MEMORY_MB)
+        check_workload_memory(spec.workloads, quota)
 
     def __init__(self, endpoints: list[GuestEndpoint], options: dict[str, Any] | None = None, *,
                  settings: WinRMSettings | None = None, protocol_factory: ProtocolFactory | None = None,
