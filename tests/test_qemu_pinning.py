@@ -199,3 +199,16 @@ def test_a_vm_started_inside_a_pinned_window_is_not_confined_to_the_other_cpus(t
         assert allowed(os.getpid(), os.getpid()) == own
     finally:
         b.close()
+
+
+def test_plan_prints_where_the_threads_will_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``plan`` shows the backend's own notes: for the qemu backend, the placement each window will use
+    (or why nothing is pinned), so a user sees it before a run."""
+    from stormatrix.cli import main
+
+    m = tmp_path / "m.toml"
+    m.write_text('[run]\nname = "p"\nbackend = "qemu"\n[matrix]\ncontrollers = ["sata"]\naio = ["threads"]\n'
+                 'cache = ["none"]\n[[workload]]\nname = "w"\nrw = "randread"\nbs = "4k"\n'
+                 '[qemu]\npin_threads = "off"\n')
+    assert main(["plan", str(m)]) == 0
+    assert "QEMU's threads are not pinned" in capsys.readouterr().out

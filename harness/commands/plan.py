@@ -40,9 +40,10 @@ def run(args: argparse.Namespace) -> int:
             print(f"\nskipped ({len(plan.skipped)}):", file=out)
             for s in plan.skipped:
                 print(f"  {s.disk.key}: {s.reason}", file=out)
-        if plan.notes:
+        notes = list(plan.notes) + cls.plan_notes(spec)  # the backend's own: CPU placement, storage
+        if notes:
             print("\nnotes:", file=out)
-            for note in plan.notes:
+            for note in notes:
                 print(f"  {note}", file=out)
         print("\nworkloads:", file=out)
         for w in spec.workloads:
