@@ -222,3 +222,30 @@ def test_plan_refuses_a_workload_larger_than_the_winrm_shell_quota(tmp_path: Pat
     assert "'huge'" in err and "MaxMemoryPerShellMB" in err and "max_memory_per_shell_mb" in err
     m.write_text(m.read_text().replace("iodepth = 32", "iodepth = 4"))
     assert main(["plan", str(m), "--quiet"]) == 0
+
+
+@pytest.mark.parametrize("option, value, says", [
+    ("--timeout", "nan", "above 0"), ("--timeout", "-3", "above 0"), ("--timeout", "inf", "above 0"),
+    ("--timeout", "soon", "not a number of seconds"),
+    ("--host", "http://127.0.0.1:5985/wsman", "is a URL, not a host"), ("--host", "my host", "no spaces"),
+    ("--host", "", "not a host name"),
+])
+def test_guest_check_refuses_nonsense_options_before_connecting(option: str, value: str, says: str,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """A NaN timeout would retry forever, a URL or a name with spaces is no host: exit 2 naming the option."""
+    from stormatrix.cli import main
+
+    argv = ["guest", "check", "--host", "10.0.0.5", "--username", "u", "--password-env", "PW",
+            "--disk-serial", "x", option, value]
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert f"argument {option}" in err and says in err
+
+
+@pytest.mark.parametrize("host", ["W2022", "w2022.lab.example", "10.0.0.5", "::1", "[fe80::1]", "fd00::5"])
+def test_guest_check_takes_names_and_addresses(host: str) -> None:
+    from stormatrix.commands.guest import host_name
+
+    assert host_name(host) == host

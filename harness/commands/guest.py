@@ -10,6 +10,8 @@ in ``ps`` output).
 from __future__ import annotations
 
 import argparse
+import math
+import re
 import time
 from typing import Any
 
@@ -25,11 +27,14 @@ def register(subparsers: Any) -> None:
                            description="Upload the StormatrixGuest module, run its validation checks in the guest "
                                        "(test disk, controller driver, engine, power plan, pending reboot) and print "
                                        "a line per check; a failed check says how to fix it.")
-    check.add_argument("--host", required=True, help="guest host name or address")
-    check.add_argument("--port", type=port_number, default=0, help="WinRM port (default 5985 for ntlm/kerberos, 5986 for https/credssp)")
-    check.add_argument("--transport", choices=TRANSPORTS, default="ntlm")
+    check.add_argument("--host", required=True, type=host_name, help="guest host name or address")
+    check.add_argument("--port", type=port_number, default=0,
+                       help="WinRM port (default 5985 for ntlm/kerberos, 5986 for https/credssp)")
+    check.add_argument("--transport", choices=TRANSPORTS, default="ntlm",
+                       help="WinRM authentication (default ntlm, with message encryption over HTTP; kerberos needs "
+                            "a host name, not an address)")
     check.add_argument("--tls", action="store_true", help="ntlm/kerberos over HTTPS")
-    check.add_argument("--username", required=True)
+    check.add_argument("--username", required=True, help="account in the guest's Administrators group")
     pw = check.add_mutually_exclusive_group(required=True)
     pw.add_argument("--password-env", metavar="VAR", help="environment variable that holds the password")
     pw.add_argument("--password-file", metavar="PATH", help="file whose first line is the password")
@@ -38,12 +43,43 @@ def register(subparsers: Any) -> None:
     check.add_argument("--ca-file", default="", help="CA bundle (PEM) that signed the guest's certificate")
     check.add_argument("--disk-serial", required=True, help="serial number of the raw test disk")
     check.add_argument("--controller", default=None, help="controller under test: its driver must be bound")
-    check.add_argument("--engine", choices=("fio", "diskspd"), default="fio")
-    check.add_argument("--fio-path", default="C:\\Program Files\\fio\\fio.exe")
-    check.add_argument("--diskspd-path", default="C:\\Program Files\\DiskSpd\\diskspd.exe")
-    check.add_argument("--timeout", type=float, default=300.0, help="seconds to wait for WinRM to answer")
+    check.add_argument("--engine", choices=("fio", "diskspd"), default="fio",
+                       help="the I/O engine whose installation is checked (default fio)")
+    check.add_argument("--fio-path", default="C:\\Program Files\\fio\\fio.exe",
+                       help="fio.exe in the guest (default %(default)s)")
+    check.add_argument("--diskspd-path", default="C:\\Program Files\\DiskSpd\\diskspd.exe",
+                       help="diskspd.exe in the guest (default %(default)s)")
+    check.add_argument("--timeout", type=positive_seconds, default=300.0,
+                       help="seconds to wait for WinRM to answer (default 300)")
     check.set_defaults(func=run_check)
     guest.set_defaults(func=lambda args: (guest.print_help(), 2)[1])
+
+
+def positive_seconds(text: str) -> float:
+    """argparse type: a finite number of seconds above 0 (``nan`` would never compare as elapsed, ``inf``
+    would never end)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"{text} is not a number of seconds above 0 (e.g. 300)")
+    return value
+
+
+_HOST = re.compile(r"^(\[[0-9A-Fa-f:.]+\]|[0-9A-Fa-f:]*:[0-9A-Fa-f:.]+|[A-Za-z0-9]([A-Za-z0-9_.-]{0,252}))$")
+
+
+def host_name(text: str) -> str:
+    """argparse type: a host name or an IPv4/IPv6 address — not a URL (the port and transport have their
+    own options), nothing with spaces."""
+    if "://" in text or "/" in text:
+        raise argparse.ArgumentTypeError(f"{text!r} is a URL, not a host: give only the name or address "
+                                         "(e.g. --host 10.0.0.5) and the port with --port, TLS with --tls")
+    if not _HOST.match(text):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a host name or address (letters, digits, '.', '-'; "
+                                         "no spaces)")
+    return text
 
 
 def port_number(text: str) -> int:
