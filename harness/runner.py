@@ -312,9 +312,7 @@ class Runner:
             given_up |= set(self.failed) - failed_before
 
     def _journal_run_header(self, facts: dict[str, Any], backend: Backend, cells: int, pending: int) -> None:
-        from .host.inventory import inventory
-
-        env = {**inventory(), **facts, "stormatrix": __version__}
+        env = {**run_environment(backend), **facts, "stormatrix": __version__}
         self.journal.append({"type": "run", "run_id": self.run_id, "started": records.now_iso(),
                              "matrix_path": self.spec.path, "matrix": self.spec.raw,
                              "backend": backend.name, "side": self.side, "environment": env,
@@ -458,6 +456,23 @@ class Runner:
         log.warning("cell %s failed at %s (attempt %d): %s", cell.key, stage, attempt, exc)
         self.journal.append(records.error_record(run_id=self.run_id, cell=cell, stage=stage, attempt=attempt,
                                                  exc=exc, side=self.side, console_tail=tail))
+
+
+def run_environment(backend: Backend) -> dict[str, Any]:
+    """The run record's environment: the measured host's facts under the keys the Environment sheet shows
+    (``cpu_model``, ``kernel``, ``qemu``, ``perf``, ...), and, when the host is not this machine, this
+    machine's own under ``workstation`` — never the workstation's facts as the host's. When the backend
+    could not read its host, ``host_inventory_error`` says why and no host keys are filled in."""
+    from .host.inventory import inventory
+
+    here = inventory()
+    try:
+        host = backend.host_inventory()
+    except StormatrixError as exc:  # a backend's own failure: said in the record, the run goes on
+        host = {"host_inventory_error": str(exc)}
+    if host is None:
+        return {**here, "host_inventory_source": "this machine (the measured host)"}
+    return {**host, "workstation": here}
 
 
 def with_storage_drivers(guest: dict[str, Any]) -> dict[str, Any]:

@@ -50,8 +50,26 @@ def memory_bytes() -> int | None:
     return None
 
 
+def perf_event_paranoid() -> int | None:
+    """``kernel.perf_event_paranoid``: whether an unprivileged ``perf stat`` may count (2 or more: only the
+    process's own user-space events; the collector's counters need root or a lower value)."""
+    try:
+        with open("/proc/sys/kernel/perf_event_paranoid") as fh:
+            return int(fh.read().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def pve_manager(pveversion: str | None) -> str | None:
+    """The pve-manager version from ``pveversion``'s line (``pve-manager/8.2.4/faa83925 (running kernel: ...)``)."""
+    if not pveversion or not pveversion.startswith("pve-manager/"):
+        return None
+    return pveversion.split("/")[1] or None
+
+
 def inventory() -> dict[str, Any]:
     qemu = _first_line(["qemu-system-x86_64", "--version"])
+    pve = _first_line(["pveversion"])
     return {
         "host": platform.node(),
         "kernel": platform.release(),
@@ -62,7 +80,9 @@ def inventory() -> dict[str, Any]:
         "qemu": qemu.replace("QEMU emulator version ", "") if qemu else None,
         "fio": _first_line(["fio", "--version"]),
         "perf": _first_line(["perf", "--version"]),
-        "pveversion": _first_line(["pveversion"]),
+        "perf_event_paranoid": perf_event_paranoid(),
+        "pveversion": pve,
+        "pve_manager": pve_manager(pve),
         "python": platform.python_version(),
         "kvm_device": os.path.exists("/dev/kvm"),
     }

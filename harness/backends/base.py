@@ -228,6 +228,16 @@ class Backend(ABC):
 
         return default_collector_factory(scope)
 
+    def host_inventory(self) -> dict[str, Any] | None:
+        """The measured host's facts for the run record's environment (the keys of
+        ``linux-host/inventory.py``, plus ``host_inventory_source`` saying where they came from), or
+        ``{"host_inventory_error": why}`` when they could not be read. Called after :meth:`prepare`.
+
+        Default None: the host that is measured is this machine (the qemu backend), so the runner's own
+        inventory is the host's. A backend whose host is elsewhere overrides this, so that the workstation's
+        CPU and kernel are never reported as the host's."""
+        return None
+
     def console_tail(self, limit: int = 800) -> str:
         """The end of the guest's console, for a failed cell's journal entry ("" where there is none)."""
         return ""

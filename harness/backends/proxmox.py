@@ -33,6 +33,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+import shutil
 import socket
 import time
 from pathlib import Path
@@ -45,7 +46,7 @@ from . import pve_config as pc
 from .base import ROLE_IOTHREAD, ROLE_MAIN, ROLE_VCPU, Backend, BlockStats, GuestEndpoint, HostScope
 from .proxmox_cmdline import CmdlineCheck
 from .proxmox_monitor import parse_hmp_blockstats, parse_hmp_threads
-from .proxmox_node import (NodeShell, Pinner, collector_files, ensure_remote_collector, node_cpus,
+from .proxmox_node import (NodeShell, Pinner, collector_files, ensure_remote_collector, node_cpus, node_inventory,
                            remote_hashes)
 from .proxmox_restore import check_original, restore_vm
 from .proxmox_schema import (PROXMOX_SECTION, REMOTE_COLLECTOR_DIR, check_section, format_cpuset, make_transport,
@@ -157,6 +158,19 @@ class ProxmoxBackend(Backend):
 
     def original_config(self) -> dict[str, Any] | None:
         return self._original
+
+    def host_inventory(self) -> dict[str, Any] | None:
+        """The node's facts, read where the host collector runs: over ``[proxmox] ssh`` (inventory.py in
+        ``ssh_dir``, copied by :meth:`prepare`), or here when stormatrix runs on the node (transport
+        "local", or pveversion on this machine). A workstation that reaches the node only through the
+        API cannot describe it: that is said, not filled with the workstation's facts."""
+        if self.opts["ssh"]:
+            return node_inventory(self.node, self.opts["ssh_dir"])
+        if self.opts["transport"] == "local" or shutil.which("pveversion"):
+            return None
+        return {"host_inventory_error": (
+            f"node {self.opts['node']} not described: [proxmox] ssh is empty and this machine is not a Proxmox "
+            "node (no pveversion here); set [proxmox] ssh to reach the node, or run stormatrix on it")}
 
     def load_original(self, original: dict[str, Any]) -> None:
         """For ``stormatrix restore``: the journaled original instead of one read by :meth:`prepare`."""

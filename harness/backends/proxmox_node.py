@@ -8,12 +8,13 @@ workstation that reaches the node with ``ssh`` (built once, in :mod:`stormatrix.
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import os
 import re
 import shlex
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 from ..core.errors import BackendError
 from ..ssh import Shell
@@ -74,6 +75,30 @@ def ensure_remote_collector(target: str, remote_dir: str = REMOTE_COLLECTOR_DIR,
                            "differ): check the space and permissions there, or set [proxmox] ssh_dir")
     log.info("copied linux-host/ to %s:%s", target, remote_dir)
     return "copied"
+
+
+# --- the node's facts --------------------------------------------------------------------------------------
+
+def node_inventory(shell: Shell, remote_dir: str) -> dict[str, Any]:
+    """The node's facts for the Environment sheet: ``linux-host/inventory.py`` run there with python3 over
+    the collector's ssh (copied there with the collector by :func:`ensure_remote_collector`), plus
+    ``host_inventory_source`` naming where. When it cannot be read, ``{"host_inventory_error": why}``:
+    the run goes on, and the sheet says the node was not described rather than showing this machine's facts."""
+    where = f"ssh {shell.target}:{remote_dir}/inventory.py"
+    try:
+        proc = shell.run(["python3", "-B", f"{remote_dir}/inventory.py"], check=False, timeout=60)
+    except BackendError as exc:
+        return {"host_inventory_error": f"{where}: {exc}"}
+    if proc.returncode != 0:
+        return {"host_inventory_error": f"{where} exited {proc.returncode}: "
+                                        f"{proc.stderr.strip()[-400:] or '(no message)'}"}
+    try:
+        facts = json.loads(proc.stdout)
+    except ValueError as exc:
+        return {"host_inventory_error": f"{where} did not print JSON ({exc}): {proc.stdout.strip()[:200]!r}"}
+    if not isinstance(facts, dict):
+        return {"host_inventory_error": f"{where} printed {type(facts).__name__}, not an object"}
+    return {**facts, "host_inventory_source": where}
 
 
 # --- processes and CPUs -----------------------------------------------------------------------------------
