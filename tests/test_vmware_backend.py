@@ -499,3 +499,33 @@ def test_a_bad_esxi_matrix_is_exit_2_naming_key_and_fix(tmp_path: Path, capsys: 
     assert main(["plan", str(path)]) == 2
     err = capsys.readouterr().err
     assert key in err and words in err and "Fix:" in err and str(path) in err
+
+
+# --- the host that was measured ------------------------------------------------------------------------------
+
+def test_run_environment_describes_the_esxi_host_not_the_workstation(backend: vm.VmwareBackend, lab: Lab) -> None:
+    """The environment's host facts are the lab's ESXi host (its build and CPU, read through PowerCLI's
+    Get-VMHost); the workstation's own facts are kept apart under ``workstation``."""
+    from stormatrix.host.inventory import inventory
+    from stormatrix.runner import run_environment
+
+    esx = lab.read()["hosts"][0]
+    backend.prepare()
+    env = run_environment(backend)
+    assert "host_inventory_error" not in env
+    assert (env["host"], env["esxi_build"], env["esxi_version"]) == (esx["name"], esx["build"], esx["version"])
+    assert (env["cpu_model"], env["cpus"], env["cpu_cores"], env["cpu_packages"], env["cpu_mhz"]) == (
+        esx["cpu"]["model"], esx["cpu"]["threads"], esx["cpu"]["cores"], esx["cpu"]["sockets"], esx["cpu"]["mhz"])
+    assert env["host_inventory_source"].startswith("PowerCLI Get-VMHost")
+    assert env["workstation"]["cpu_model"] == inventory()["cpu_model"]
+    assert "Get-VMHost" in lab.cmdlets()
+
+
+def test_an_esxi_host_that_cannot_be_read_is_said(backend: vm.VmwareBackend, lab: Lab) -> None:
+    from stormatrix.runner import run_environment
+
+    backend.prepare()
+    lab.fault("Get-VMHost", "Permission to perform this operation was denied.")
+    env = run_environment(backend)
+    assert "ESXi host of VM bench01 not described" in env["host_inventory_error"]
+    assert "cpu_model" not in env and "esxi_build" not in env and "workstation" in env

@@ -197,6 +197,21 @@ class VmwareBackend(Backend):
                 "tuning_wanted": want or None, "host_cpu_source": o["host_cpu_source"],
                 "disk_enable_uuid": layout.get("DiskEnableUUID")}
 
+    def host_inventory(self) -> dict[str, Any] | None:
+        """The ESXi host that runs the VM (or ``[vmware] esx_host``), from PowerCLI's VMHost object: ESXi
+        version and build, CPU model and counts. The keys are inventory.py's where they mean the same
+        (``host``, ``cpu_model``, ``cpus`` = logical CPUs); a failure is said, not filled with this machine's."""
+        o = self.opts
+        try:
+            info = self.runner.call("Get-StormatrixVMwareHostInfo", {"VMName": o["vm"], "VMHost": o["esx_host"]})
+        except BackendError as exc:
+            return {"host_inventory_error": f"ESXi host of VM {o['vm']} not described: {exc}"}
+        return {"host": info.get("Name"), "esxi_version": info.get("Version"), "esxi_build": info.get("Build"),
+                "cpu_model": info.get("CpuModel"), "cpus": info.get("CpuThreads"),
+                "cpu_packages": info.get("CpuPackages"), "cpu_cores": info.get("CpuCores"),
+                "cpu_mhz": info.get("CpuMhz"),
+                "host_inventory_source": f"PowerCLI Get-VMHost through {o['server']}"}
+
     def _check_disk_serial(self, layout: dict[str, Any]) -> None:
         """The WinRM executor finds the test disk by its serial number, and ESXi gives a guest's disks a
         serial (the disk UUID) only when the VM has disk.EnableUUID = TRUE: without it the run would

@@ -40,6 +40,7 @@ PYTHON_CALLS: dict[str, tuple[str, ...]] = {
     "Get-StormatrixVMwareHostTuning": ("VMHost", "Device"),
     "Set-StormatrixVMwareHostTuning": ("VMHost", "Device", "SchedNumReqOutstanding", "LatencySensitiveThreshold"),
     "Get-StormatrixVMwareCpuUsage": ("VMName", "VMHost", "Start", "Finish", "WaitSeconds"),
+    "Get-StormatrixVMwareHostInfo": ("VMName", "VMHost"),
 }
 
 

@@ -9,6 +9,7 @@
     FunctionsToExport    = @(
         'Connect-StormatrixVMware'
         'Get-StormatrixVMwareCpuUsage'
+        'Get-StormatrixVMwareHostInfo'
         'Get-StormatrixVMwareHostTuning'
         'Get-StormatrixVMwareLayout'
         'Invoke-StormatrixVMwareRequest'

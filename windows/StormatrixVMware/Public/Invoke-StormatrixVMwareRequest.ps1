@@ -29,7 +29,7 @@ function Invoke-StormatrixVMwareRequest {
     .NOTES
     Allowed commands: Get-StormatrixVMwareLayout, Set-StormatrixVMwareController,
     Restore-StormatrixVMwareLayout, Get-StormatrixVMwareHostTuning, Set-StormatrixVMwareHostTuning,
-    Get-StormatrixVMwareCpuUsage. Warnings (certificate checks off, PowerCLI notices) are returned in
+    Get-StormatrixVMwareCpuUsage, Get-StormatrixVMwareHostInfo. Warnings (certificate checks off, PowerCLI notices) are returned in
     the response instead of being printed, so standard output stays one document.
     #>
     [CmdletBinding()]
@@ -38,7 +38,8 @@ function Invoke-StormatrixVMwareRequest {
         [Parameter(Mandatory)][AllowEmptyString()][string]$RequestJson
     )
     $allowed = @('Get-StormatrixVMwareLayout', 'Set-StormatrixVMwareController', 'Restore-StormatrixVMwareLayout',
-        'Get-StormatrixVMwareHostTuning', 'Set-StormatrixVMwareHostTuning', 'Get-StormatrixVMwareCpuUsage')
+        'Get-StormatrixVMwareHostTuning', 'Set-StormatrixVMwareHostTuning', 'Get-StormatrixVMwareCpuUsage',
+        'Get-StormatrixVMwareHostInfo')
     $response = [ordered]@{ schema = 'stormatrix/vmware-1'; ok = $false; command = $null; server = $null; result = $null; warnings = @() }
     $warnings = New-Object System.Collections.Generic.List[string]
     $previous = $ErrorActionPreference
