@@ -86,7 +86,9 @@ def test_one_point_on_three_guests(farm: LocalFioServers, tmp_path: Path) -> Non
         def measure_ended(self) -> None:
             rec.stop()
 
+    t0 = time.time()
     r = run_point(farm.guests, job(), tmp_path / "p1", window=Window())
+    t1 = time.time()
     assert [c["name"] for c in r.clients] == ["g01", "g02", "g03"]
     assert all(c["fio"]["total"]["io_bytes"] > 0 for c in r.clients)
     assert r.aggregate["total"]["io_bytes"] == sum(c["fio"]["total"]["io_bytes"] for c in r.clients)
@@ -95,7 +97,9 @@ def test_one_point_on_three_guests(farm: LocalFioServers, tmp_path: Path) -> Non
     assert [e for e, _ in rec.events] == ["start", "stop"]
     opened = rec.events[0][1]
     closed = rec.events[1][1]
-    assert closed - opened == pytest.approx(1.0, abs=0.3)
+    # the window encloses each client's measured I/O, and lies within the call (no figure of this machine)
+    measured_s = max(c["fio"]["total"]["runtime_ms"] for c in r.clients) / 1000
+    assert measured_s * 0.99 <= closed - opened <= t1 - t0
     assert r.controller["returncode"] == 0 and r.controller["cpu_s"] > 0
     assert (tmp_path / "p1" / "g02.fio").read_text().count("write_iops_log=g02") == 1
 
@@ -161,7 +165,8 @@ def test_guest_killed_mid_point_is_named_and_the_suite_resumes_there(farm: Local
     assert first["aggregate_check"]["match"] is True
     assert first["host"]["source"] == "test-recorder"
     assert first["per_mib"]["cpu_unit"] == "CPU-ms/MiB" and first["per_mib"]["cpu"] > 0
-    assert first["times"]["window_s"] == pytest.approx(1.5, abs=0.3)
+    # the window encloses the point's measured I/O (fio's runtime, in ms)
+    assert first["times"]["window_s"] >= max(c["fio"]["total"]["runtime_ms"] for c in first["clients"]) / 1000 * 0.99
     assert "client_stats" in first["raw"]["fio_json"]
 
     # the guest comes back: the same command resumes at the failed point

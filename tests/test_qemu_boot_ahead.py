@@ -65,7 +65,8 @@ def test_next_vm_boots_ahead_and_is_paused_in_the_window(tmp_path: Path) -> None
     for r in recs[:2]:  # a VM was booting ahead during these cells' windows: paused, and it says so
         ov = r["overlap"]
         assert ov["paused_in_window"] is True
-        assert ov["cpu_s_in_window"] is not None and ov["cpu_s_in_window"] < 0.1, ov
+        # paused: a small fraction of one CPU over the window (a booting TCG guest takes a whole one)
+        assert ov["cpu_s_in_window"] is not None and ov["cpu_s_in_window"] < 0.5 * r["host"]["window_s"], ov
         assert ov["vm"] != r["vm"]
     assert recs[2]["overlap"] is None  # nothing after the last cell
     for r in recs:  # a VM taken over after a pause measures like any other
@@ -104,11 +105,13 @@ def test_a_retry_keeps_the_vm_booted_ahead_for_its_turn(tmp_path: Path) -> None:
         ahead = backend.ahead
         assert ahead is not None and ahead.alive() and ahead.spec.disk_image != first.spec.disk_image
         backend.window_opened()  # paused: its CPU time stands still while the window is open
-        cpu0 = ahead.cpu_seconds()
+        cpu0, t0 = ahead.cpu_seconds(), time.monotonic()
         time.sleep(1.0)
         info = backend.window_closed()
-        assert info is not None and info["paused_in_window"] and info["cpu_s_in_window"] < 0.1
-        assert ahead.cpu_seconds() - cpu0 < 0.1
+        elapsed = time.monotonic() - t0
+        # paused: a small fraction of one CPU over the window (a booting TCG guest takes a whole one)
+        assert info is not None and info["paused_in_window"] and info["cpu_s_in_window"] < 0.5 * elapsed
+        assert ahead.cpu_seconds() - cpu0 < 0.5 * elapsed
         # the cell failed and is retried: A again, on the image A just released; B's VM stays booting
         backend.apply(a)
         assert backend.ahead is ahead and ahead.alive() and not backend.booted_ahead
