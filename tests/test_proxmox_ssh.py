@@ -215,6 +215,11 @@ def test_ssh_end_to_end_with_real_qemu(tmp_path: Path, monkeypatch: pytest.Monke
     assert host["cpu_time_s"]["total"] > 0 and host["ctx_switches"] > 0 and cell["per_mib"]["ctx"] is not None
     assert {p.name for p in node_dir.glob("*.py")} == set(local_files())
     assert run["environment"]["host_collector"] == f"ssh {server.target}:{node_dir} (copied)"
+    # the node's facts read there over the same ssh (inventory.py from the copied linux-host/), the
+    # workstation's kept apart
+    assert run["environment"]["host_inventory_source"] == f"ssh {server.target}:{node_dir}/inventory.py"
+    assert "host_inventory_error" not in run["environment"] and "cpu_model" in run["environment"]
+    assert set(run["environment"]["workstation"]) >= {"cpu_model", "kernel", "qemu"}
     # pinned with taskset over ssh while the window was open, put back after
     for tid, (role, cpus) in seen[0]["cpus"].items():
         assert cpus == (pin if role in (ROLE_VCPU, ROLE_IOTHREAD) else pmx.format_cpuset(online)), (tid, role)
