@@ -60,6 +60,12 @@ def perf_event_paranoid() -> int | None:
         return None
 
 
+def hardware_counters() -> bool:
+    """Whether the kernel exposes a CPU PMU (``/sys/bus/event_source/devices/cpu``, or ``cpu_core`` on hybrid
+    CPUs): without one (many VMs) perf reports cycles as ``<not supported>``."""
+    return any(os.path.isdir(f"/sys/bus/event_source/devices/{d}") for d in ("cpu", "cpu_core", "cpu_atom"))
+
+
 def pve_manager(pveversion: str | None) -> str | None:
     """The pve-manager version from ``pveversion``'s line (``pve-manager/8.2.4/faa83925 (running kernel: ...)``)."""
     if not pveversion or not pveversion.startswith("pve-manager/"):
@@ -68,7 +74,8 @@ def pve_manager(pveversion: str | None) -> str | None:
 
 
 def inventory() -> dict[str, Any]:
-    qemu = _first_line(["qemu-system-x86_64", "--version"])
+    # Proxmox's pve-qemu-kvm installs qemu-system-x86_64 and kvm; either names the node's QEMU
+    qemu = _first_line(["qemu-system-x86_64", "--version"]) or _first_line(["kvm", "--version"])
     pve = _first_line(["pveversion"])
     return {
         "host": platform.node(),
@@ -81,6 +88,7 @@ def inventory() -> dict[str, Any]:
         "fio": _first_line(["fio", "--version"]),
         "perf": _first_line(["perf", "--version"]),
         "perf_event_paranoid": perf_event_paranoid(),
+        "hardware_counters": hardware_counters(),
         "pveversion": pve,
         "pve_manager": pve_manager(pve),
         "python": platform.python_version(),

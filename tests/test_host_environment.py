@@ -63,7 +63,7 @@ def test_node_inventory_comes_from_the_node_over_ssh(node: tuple[PrivateSshd, st
     assert facts["host_inventory_source"] == f"ssh {server.target}:{node_dir}/inventory.py"
     assert facts["pveversion"] == PVEVERSION and facts["pve_manager"] == "9.0.3"  # only the node has it
     assert inventory()["pveversion"] is None
-    for key in ("cpu_model", "cpus", "kernel", "qemu", "perf", "perf_event_paranoid"):
+    for key in ("cpu_model", "cpus", "kernel", "qemu", "perf", "perf_event_paranoid", "hardware_counters"):
         assert key in facts
 
 
