@@ -60,7 +60,8 @@ def _title(chart: Any, text: str) -> None:
     """The chart's title at 12 pt bold: a group's title (about 70 characters) fits on one line of the
     page-wide chart instead of wrapping after a hyphen."""
     chart.title = neutralize(text)
-    for p in chart.title.tx.rich.p:
+    title: Any = chart.title  # openpyxl's descriptor has made the text a Title (mypy sees the str given)
+    for p in title.tx.rich.p:
         if p.pPr is not None and p.pPr.defRPr is not None:
             p.pPr.defRPr.sz, p.pPr.defRPr.b = 1200, True
         for r in p.r or []:
@@ -75,6 +76,7 @@ def _error_bars(ref: Reference, direction: str | None) -> ErrorBars:
     bars.spPr = GraphicalProperties()
     bars.spPr.line.solidFill = "404040"
     return bars
+
 
 def _place(ws: Worksheet, chart: Any, index: int) -> None:
     """One chart per printed page, so that no chart is cut by a page break."""
@@ -154,8 +156,8 @@ def efficiency_charts(wb: Workbook, result: EfficiencyResult) -> None:
         data.cell(row=r, column=1, value=safe_value(f"Group: {group}")).font = Font(bold=True)
         r += 1
         header(data, r, ["Series (controller / aio)", "Configuration", f"CPU/MiB ({unit})", "ctx/MiB",
-                          "Normalized CPU", "Normalized ctx", f"CPU/MiB CI95 +/- ({unit})", "ctx/MiB CI95 +/-",
-                          "Repeats"])
+                         "Normalized CPU", "Normalized ctx", f"CPU/MiB CI95 +/- ({unit})", "ctx/MiB CI95 +/-",
+                         "Repeats"])
         r += 1
         raw = ScatterChart()
         norm = ScatterChart()
@@ -304,7 +306,7 @@ def comparison_charts(wb: Workbook, result: ComparisonResult) -> None:
         data.cell(row=r, column=1, value=safe_value(f"{rw} {bs_label}")).font = Font(bold=True)
         r += 1
         header(data, r, ["QD", f"IOPS {a}", f"IOPS {b}", f"Latency us {a}", f"Latency us {b}",
-                          f"MiB/s {a}", f"MiB/s {b}"])
+                         f"MiB/s {a}", f"MiB/s {b}"])
         head = r
         for _, p in g.sort_values("iodepth").iterrows():
             r += 1
@@ -348,4 +350,3 @@ def comparison_charts(wb: Workbook, result: ComparisonResult) -> None:
                 index += 1
             r += 2
     data.column_dimensions["A"].width = 28
-

@@ -1,4 +1,5 @@
-"""Efficiency scoring, the method of technote 004 (DESIGN.md "The numbers"; keep these exact).
+"""Efficiency scoring, the method of Blockbridge's technote 004 (Windows on Proxmox, part 3: controller
+efficiency); the formulas below are that method's, keep them exact.
 
 Per cell (one disk configuration under one workload), across its repeats:
 
@@ -33,7 +34,7 @@ metrics with cells scored on one:
   empty for every cell of the group, ctx/MiB means are still shown where measured and ``rank_ctx``
   ranks only the cells that have them (empty for the others).
 
-Evidence (issue 15.3): every repeat also gets its own score under its group's normalization (the group's
+Evidence: every repeat also gets its own score under its group's normalization (the group's
 min and max of the cell means), kept in ``EfficiencyResult.repeats``; per cell, ``score_ci_half`` is the
 95 % CI half-width of those repeat scores (the score chart's error bars) and ``evidence``/``vs_next`` the
 Welch's t-test (:mod:`.stats`) of its repeat scores against the next-ranked cell's: a rank-1 claim rests on it.
@@ -204,7 +205,8 @@ def score_cells(frame: pd.DataFrame, *, cv_limit: float = DEFAULT_CV_LIMIT,
         if count > 1:
             notes.append(f"workload {wl}: some cells were measured in cycles and some in CPU time; they are "
                          "scored in separate groups, never normalized together")
-    cells["config"] = [config_label(*v) for v in cells[["controller", "aio", "iothread", "cache"]].itertuples(index=False)]
+    disk_keys = cells[["controller", "aio", "iothread", "cache"]]
+    cells["config"] = [config_label(*v) for v in disk_keys.itertuples(index=False)]
     cells["norm_group"] = [f"{wl} [{unit}]" for wl, unit in zip(cells["workload"], cells["cpu_per_mib_unit"])]
     parts = []
     rep_parts: list[pd.DataFrame] = []
@@ -244,8 +246,8 @@ def score_cells(frame: pd.DataFrame, *, cv_limit: float = DEFAULT_CV_LIMIT,
     out["cv_note"] = flags
     single = int((out["n"] < 2).sum())
     if single:
-        notes.append(f"{single} cells have a single repeat: no standard deviation, CV or confidence interval, and every "
-                     "finding comparing them is indicative (not tested)")
+        notes.append(f"{single} cells have a single repeat: no standard deviation, CV or confidence interval, "
+                     "and every finding comparing them is indicative (not tested)")
     out = out.sort_values(["norm_group", "rank", "config"], kind="stable").reset_index(drop=True)
     repeats = pd.concat(rep_parts, ignore_index=True)
     _evidence(out, repeats)
@@ -270,8 +272,8 @@ def _repeat_scores(frame: pd.DataFrame, grp: pd.DataFrame) -> pd.DataFrame:
                 if not use:
                     continue
                 lo, hi = grp.attrs[col]
-                norm = 0.0 if not np.isfinite(hi - lo) or hi == lo else (rec[col] - lo) / (hi - lo)
-                score2 += norm ** 2
+                scaled = 0.0 if not np.isfinite(hi - lo) or hi == lo else (rec[col] - lo) / (hi - lo)
+                score2 += scaled ** 2
             rec["score"] = math.sqrt(score2)
             rows.append(rec)
     return pd.DataFrame(rows)

@@ -11,7 +11,7 @@ sentences compare CPU only where a cell has no ctx/MiB, naming that cell.
 Wording follows technote 004 ("virtio-scsi is 4% more CPU intensive than virtio-blk but generates 25%
 fewer context switches") and 000 ("Proxmox VE beat VMware ESXi in 56 of 57 tests").
 
-Only where the data says so (issue 15.3): a sentence that one configuration is better, more or less CPU
+Only where the data says so: a sentence that one configuration is better, more or less CPU
 intensive, or the best or worst, rests on Welch's t-test at 95 % over the repeats (:mod:`.stats`; the
 score claims on each repeat's own score under the group's normalization, ``EfficiencyResult.repeats``).
 A difference that is not significant is said to be within noise, with the means, CIs and p. A
@@ -236,7 +236,8 @@ def _aio_findings(g: pd.DataFrame, group: str, prefix: str, tests: _Tests) -> tu
         if gc["aio"].nunique() >= 2:
             gc = gc.sort_values(["score", "config"], kind="stable")
             best_aio[c], worst_aio[c] = gc.iloc[0], gc.iloc[-1]
-            verdicts[c] = (tests(group, gc.iloc[0], gc.iloc[1], "score"), tests(group, gc.iloc[-2], gc.iloc[-1], "score"))
+            verdicts[c] = (tests(group, gc.iloc[0], gc.iloc[1], "score"),
+                           tests(group, gc.iloc[-2], gc.iloc[-1], "score"))
     out: list[Finding] = []
     if not best_aio:
         return out, best_aio, worst_aio
@@ -261,7 +262,8 @@ def _aio_findings(g: pd.DataFrame, group: str, prefix: str, tests: _Tests) -> tu
         numbers = {f"{r['config']} score": float(r["score"]), f"{wr['config']} score": float(wr["score"])}
         if st == WITHIN_NOISE:
             parts = []
-            for t, claim in ((tb, f"aio={r['aio']} as the most efficient"), (tw, f"aio={wr['aio']} as the least efficient")):
+            for t, claim in ((tb, f"aio={r['aio']} as the most efficient"),
+                             (tw, f"aio={wr['aio']} as the least efficient")):
                 parts.append(f"{claim}: {'significant' if t.significant else 'within noise'} ({_p(t)})")
             text = (f"{prefix}For {c}, the aio modes are not all separated beyond noise (scores "
                     f"{r['score']:.3f} for aio={r['aio']} to {wr['score']:.3f} for aio={wr['aio']}; "
@@ -401,11 +403,13 @@ def comparison_findings(result: ComparisonResult) -> list[Finding]:
     for rw, g in result.by_qd.groupby("rw", sort=False):
         if len(g) > 1:
             top = g.loc[g["iops_gain_pct"].idxmax()]
-            out.append(Finding(f"Averaged across block sizes ({rw}), the largest IOPS gain is at QD={int(top['iodepth'])}: "
+            out.append(Finding(f"Averaged across block sizes ({rw}), the largest IOPS gain is at "
+                               f"QD={int(top['iodepth'])}: "
                                f"{top['iops_gain_pct']:.1f}%; latency reduction there is "
                                f"{top['lat_reduction_pct']:.1f}%.", float(top["iops_gain_pct"]), "%",
                                {f"{rw} QD{int(top['iodepth'])} mean IOPS gain %": float(top["iops_gain_pct"]),
-                                f"{rw} QD{int(top['iodepth'])} mean latency reduction %": float(top["lat_reduction_pct"])}))
+                                f"{rw} QD{int(top['iodepth'])} mean latency reduction %":
+                                    float(top["lat_reduction_pct"])}))
     for rw, g in result.by_bs.groupby("rw", sort=False):
         if len(g) > 1:
             top = g.loc[g["iops_gain_pct"].idxmax()]

@@ -1,4 +1,4 @@
-"""The second lens on cost (issue 15.4): the I/O path alone, everything of QEMU's but its vCPU threads.
+"""The second lens on cost: the I/O path alone, everything of QEMU's but its vCPU threads.
 
 The method scores the whole QEMU process's CPU and context switches per MiB. Most of that can be the
 guest itself (its vCPU threads run the guest's kernel and fio; under software emulation, TCG, they run
@@ -116,14 +116,15 @@ def iopath_frame(frame: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
             c, x, n = (frame[k].iloc[i] for k in ("io_path_cpu_s", "io_path_ctx", "io_path_note"))
             ok = pd.notna(c) and pd.notna(x)
             cpu, ctx, why = (float(c), float(x), None) if ok else (None, None, str(n) if pd.notna(n) else
-                                                                    "the record has no per-thread split")
+                                                                   "the record has no per-thread split")
         else:
             rec = recs.get(str(src)) if isinstance(src, str) else None
             cpu, ctx, why = split_of(rec)
         if why is None and not (isinstance(mib, float) and mib > 0):
             cpu, ctx, why = None, None, "no MiB moved in the window"
-        cpu_mib.append(cpu * 1000.0 / mib if why is None else math.nan)
-        ctx_mib.append(ctx / mib if why is None else math.nan)
+        # split_of gives both figures exactly when it gives no reason
+        cpu_mib.append(cpu * 1000.0 / mib if why is None and cpu is not None else math.nan)
+        ctx_mib.append(ctx / mib if why is None and ctx is not None else math.nan)
         notes.append(why)
     out = frame.copy()
     out["cpu_per_mib"] = pd.Series(cpu_mib, index=frame.index, dtype="float64")

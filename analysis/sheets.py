@@ -75,7 +75,8 @@ HOST_POINT_COLUMNS: list[Column] = [
 
 MEASUREMENT_FORMATS = {"iops": "#,##0", "read_iops": "#,##0", "write_iops": "#,##0", "bw_mib_s": "0.00",
                        "mib": "0.00", "lat_mean_us": "0.0", "read_lat_mean_us": "0.0", "write_lat_mean_us": "0.0",
-                       "lat_p99_us": "0.0", "clat_p99_us": "0.0", "cpu_per_mib": "0.000", "ctx_per_mib": "0.00", "cpu_total": "0.000",
+                       "lat_p99_us": "0.0", "clat_p99_us": "0.0", "cpu_per_mib": "0.000", "ctx_per_mib": "0.00",
+                       "cpu_total": "0.000",
                        "rate_mib_s": "0.0", "window_s": "0.00"}
 
 
@@ -139,7 +140,7 @@ def _cell_values(column: pd.Series) -> list[Any]:
     return out
 
 
-# What a latency percentile column holds (issue 15.5): fio reports completion-latency (clat) percentiles by
+# What a latency percentile column holds: fio reports completion-latency (clat) percentiles by
 # default and total-latency (lat = submission + completion) percentiles only with lat_percentiles=1; DiskSpd's
 # percentile is its total. A frame with both columns labels each; one with only lat_p99_us says what it mixes.
 P99_LABELS = {
@@ -229,7 +230,7 @@ def write_frame(ws: Worksheet, frame: pd.DataFrame, formats: dict[str, str] | No
         ws.append(values)
         for j, fmt in formatted:
             if values[j].__class__ is float:
-                ws._cells[(i, j + 1)].number_format = fmt  # noqa: SLF001 -- the cell append just made
+                ws._cells[(i, j + 1)].number_format = fmt  # openpyxl's private cell map: the cell append just made
     last = 1 + len(frame)
     if len(frame):
         ws.auto_filter.ref = f"A1:{get_column_letter(len(frame.columns))}{last}"
@@ -259,7 +260,7 @@ def write_lines(ws: Worksheet, lines: Iterable[str | tuple[str, str]], *, width:
 
 
 def write_summary(ws: Worksheet, title: str, facts: list[tuple[str, Any]], findings: list[Finding],
-             notes: list[str]) -> None:
+                  notes: list[str]) -> None:
     ws.cell(row=1, column=1, value=safe_value(title)).font = TITLE_FONT
     r = 3
     for k, v in facts:
@@ -308,4 +309,3 @@ def write_environment(ws: Worksheet, env: pd.DataFrame, extra: list[tuple[str, s
 def run_dates(frame: pd.DataFrame) -> str:
     started = sorted(str(s) for s in frame["started"].dropna().tolist()) if "started" in frame else []
     return f"{started[0]} .. {started[-1]}" if started else "(not recorded)"
-

@@ -1,7 +1,7 @@
 """Is A really different from B? Welch's t-test at 95 % over the repeats, and the words for the answer.
 
 A finding that one configuration is better than another must rest on a difference larger than the
-repeat-to-repeat noise (issue 15.3). The test is Welch's two-sample t-test (unequal variances), two-sided,
+repeat-to-repeat noise. The test is Welch's two-sample t-test (unequal variances), two-sided,
 at alpha = 0.05: the same test ``compare`` uses per point. Three outcomes, each with its numbers:
 
 - ``significant``: p < 0.05; the finding may say "better" / "more" / "fewer";
@@ -53,8 +53,9 @@ class Test:
             ci = f" ± {fmt.format(half)}" if math.isfinite(half) else ""
             return f"{name} {fmt.format(mean)}{ci} (n={n})"
         tail = f", {welch_p(self.p)}" if math.isfinite(self.p) else ", single repeat: not tested"
-        return f"{side(name_a, self.mean_a, self.half_a, self.n_a)} vs {side(name_b, self.mean_b, self.half_b, self.n_b)} " \
-               f"{what} (mean ± 95 % CI){tail}"
+        a = side(name_a, self.mean_a, self.half_a, self.n_a)
+        b = side(name_b, self.mean_b, self.half_b, self.n_b)
+        return f"{a} vs {b} {what} (mean ± 95 % CI){tail}"
 
 
 def welch_p(p: float) -> str:
@@ -82,7 +83,7 @@ def t_975(df: int) -> float:
     return float(_sp.t.ppf(0.975, df))
 
 
-def half_width(values: Sequence[float]) -> float:
+def half_width(values: Sequence[float] | np.ndarray) -> float:
     """95 % CI half-width of the mean of ``values`` (Student t); NaN for fewer than two."""
     v = np.asarray(values, dtype=float)
     if len(v) < 2:

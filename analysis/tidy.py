@@ -55,7 +55,7 @@ COLUMNS: dict[str, str] = {
     "write_lat_mean_us": "float64",
     "lat_p99_us": "float64",     # total latency (lat = submission + completion) p99, where the engine gave it
     "clat_p99_us": "float64",    # fio's completion latency (clat) p99, its default percentiles
-    "lat_p99_us_note": "string", # an older journal record's lat_p99_us: lat p99 where fio reported it, else clat p99
+    "lat_p99_us_note": "string",  # an older journal record's lat_p99_us: lat p99 where fio reported it, else clat p99
     "guest_usr_cpu": "float64",  # % as the guest's engine reported it (not the host measurement)
     "guest_sys_cpu": "float64",
     "cpu_metric": "string",      # cycles | cpu_time: what cpu_total really holds
@@ -105,6 +105,7 @@ def reasons_text(summary_reasons: Any, extra: dict[str, str] | None = None) -> s
     for col, why in (extra or {}).items():
         pairs.setdefault(col, why)
     return "; ".join(f"{c}: {w.replace(';', ',')}" for c, w in pairs.items()) or None
+
 
 CPU_PER_MIB_UNIT = metrics.CPU_PER_MIB_UNIT
 

@@ -1,6 +1,6 @@
 """The efficiency workbook's evidence: how findings are tested (Method), and the I/O-path lens (its sheet).
 
-Issue 15.3 and 15.4. :func:`add_trust_sheets` adds both to a workbook whose Method sheet is written; it is
+:func:`add_trust_sheets` adds both to a workbook whose Method sheet is written; it is
 idempotent (called once per workbook).
 """
 
@@ -66,7 +66,8 @@ def method_lines(result: EfficiencyResult) -> list[str | tuple[str, str]]:
     lines += [
         "# The I/O path alone (sheet 'IO path')",
         ("What it counts", "QEMU's threads other than its vCPU threads: the main loop, iothreads, aio workers and any "
-                           "other helper thread, from the per-thread split every journal record carries (host.by_role). "
+                           "other helper thread, from the per-thread split every journal record carries "
+                           "(host.by_role). "
                            "The whole-process figures (Scores) include the vCPU threads, which run the guest itself."),
         ("I/O-path CPU per MiB", f"(user + system CPU seconds of those threads x 1000) / MiB, in {UNIT}: the "
                                  "per-thread split is /proc CPU time, so this lens is in CPU time even where the whole "
@@ -94,7 +95,7 @@ def write_iopath_sheet(wb: Workbook, result: EfficiencyResult) -> None:
     ws = wb.create_sheet(IOPATH_SHEET)
     cells: pd.DataFrame = io.scored.cells.copy() if len(io.scored.cells) else pd.DataFrame()
     ranks = {(str(g), str(c)): int(r) for g, c, r in zip(result.cells["workload"], result.cells["config"],
-                                                        result.cells["rank"])} if len(result.cells) else {}
+                                                         result.cells["rank"])} if len(result.cells) else {}
     if len(cells):
         cells["process_rank"] = [ranks.get((str(w), str(c))) for w, c in zip(cells["workload"], cells["config"])]
         cells["io_note"] = None
@@ -126,10 +127,8 @@ def add_trust_sheets(wb: Workbook, result: EfficiencyResult) -> None:
     """Method lines on significance and the I/O path, and the I/O path sheet (once per workbook)."""
     if IOPATH_SHEET in wb.sheetnames or getattr(wb, "_stormatrix_trust", False):
         return
-    wb._stormatrix_trust = True  # type: ignore[attr-defined]
+    wb._stormatrix_trust = True
     if "Method" in wb.sheetnames:
         method = wb["Method"]
         write_lines(method, method_lines(result), start_row=method.max_row + 2)
     write_iopath_sheet(wb, result)
-
-

@@ -39,6 +39,26 @@ from .trustsheets import IOPATH_SHEET, add_trust_sheets
 __all__ = ["write_comparison_workbook", "write_efficiency_workbook", "write_tidy_csv"]
 
 
+#: What each engine did with its I/O, so fio and DiskSpd cells side by side measure the same thing
+#: (the flags come from the guest module's Get-StormatrixEngineFlag and are recorded with every result).
+ENGINE_METHOD = {
+    "fio": "fio with direct=1 (O_DIRECT / FILE_FLAG_NO_BUFFERING: no guest page cache, no forced write-through), "
+           "ioengine windowsaio on Windows and libaio on Linux; buffers filled with random data; threads left to "
+           "the guest's scheduler.",
+    "diskspd": "DiskSpd with -Su (the guest's software cache off, like fio's direct=1 - not -Sh, which would add "
+               "write-through to every write), -n (no thread affinity, as fio) and -Z1M (writes from a 1 MiB "
+               "random buffer, as fio's random data); -L latency, -Rxml output.",
+}
+
+
+def _engine_lines(frame: pd.DataFrame) -> list[str | tuple[str, str]]:
+    if "engine" not in frame.columns:
+        return []
+    engines = sorted({str(e).lower() for e in frame["engine"].dropna()})
+    return [(f"Engine: {'DiskSpd' if e == 'diskspd' else e}", ENGINE_METHOD[e]) for e in engines
+            if e in ENGINE_METHOD]
+
+
 def _method_efficiency(result: EfficiencyResult, frame: pd.DataFrame) -> list[str | tuple[str, str]]:
     scopes = sorted({str(s) for s in frame["host_scope"].dropna()}) or ["(not recorded)"]
     sources = sorted({str(s) for s in frame["host_source"].dropna()}) or ["(not recorded)"]
@@ -53,6 +73,7 @@ def _method_efficiency(result: EfficiencyResult, frame: pd.DataFrame) -> list[st
         "fio (or DiskSpd) while the host collector counted CPU and context switches over the measurement "
         "window. Each configuration was measured one or more times (repeats); one Measurements row is one repeat.",
         *esxi,
+        *_engine_lines(frame),
         ("CPU metric", ", ".join(metrics) + ". cycles = user + kernel hardware CPU cycles (perf); cpu_time = user + "
                        "system CPU time, used where hardware cycles are not available (VMs, CI machines). The unit "
                        "of every CPU figure is in the 'CPU unit' column: cycles/MiB or CPU-ms/MiB."),

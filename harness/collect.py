@@ -47,34 +47,34 @@ _SUMMED = ("cpu_total", "cpu_user", "cpu_system", "ctx_switches", "ctx_voluntary
 
 def merge_hosts(results: Sequence[dict[str, Any] | None]) -> dict[str, Any] | None:
     """One host block for one or many QEMU processes (many VMs in a suite, or collectors of one window)."""
-    results = [r for r in results if r is not None]
-    if not results:
+    measured = [r for r in results if r is not None]
+    if not measured:
         return None
-    if len(results) == 1:
-        return results[0]
-    metrics = {r["cpu_metric"] for r in results}
+    if len(measured) == 1:
+        return measured[0]
+    metrics = {r["cpu_metric"] for r in measured}
     if len(metrics) != 1:
         raise CollectorError("VMs were measured with different CPU metrics; cannot add them up")
-    out = dict(results[0])
+    out = dict(measured[0])
     for k in _SUMMED:
-        out[k] = sum(r[k] for r in results)
+        out[k] = sum(r[k] for r in measured)
     # per_mib() reads the cycles split when the metric is cycles: it must cover every VM, not the first
-    if all(isinstance(r.get("cycles"), dict) for r in results):
-        out["cycles"] = {k: sum(r["cycles"][k] for r in results) for k in ("user", "kernel")}
-    if all(isinstance(r.get("cpu_time_s"), dict) for r in results):
-        out["cpu_time_s"] = {k: sum(r["cpu_time_s"][k] for r in results) for k in ("total", "user", "system")}
+    if all(isinstance(r.get("cycles"), dict) for r in measured):
+        out["cycles"] = {k: sum(r["cycles"][k] for r in measured) for k in ("user", "kernel")}
+    if all(isinstance(r.get("cpu_time_s"), dict) for r in measured):
+        out["cpu_time_s"] = {k: sum(r["cpu_time_s"][k] for r in measured) for k in ("total", "user", "system")}
     by_role: dict[str, dict[str, Any]] = {}
-    for r in results:
+    for r in measured:
         for role, agg in (r.get("by_role") or {}).items():
             into = by_role.setdefault(role, {k: 0 for k in agg})
             for k, v in agg.items():
                 into[k] = into.get(k, 0) + v
     out["by_role"] = by_role
-    out["window_s"] = max(r.get("window_s") or 0.0 for r in results)
-    out["split_approximate"] = any(r.get("split_approximate") for r in results)
-    out["threads"] = [t for r in results for t in r["threads"]]
-    out["pid"] = [r["pid"] for r in results]
-    out["scope"] = f"{len(results)} qemu processes"
+    out["window_s"] = max(r.get("window_s") or 0.0 for r in measured)
+    out["split_approximate"] = any(r.get("split_approximate") for r in measured)
+    out["threads"] = [t for r in measured for t in r["threads"]]
+    out["pid"] = [r["pid"] for r in measured]
+    out["scope"] = f"{len(measured)} qemu processes"
     return out
 
 

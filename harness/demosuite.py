@@ -54,6 +54,7 @@ def free_port() -> int:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
 
+
 MIN_GUESTS, MAX_GUESTS = 2, 4
 
 
@@ -254,7 +255,7 @@ class SideGuests:
         for vm in self.vms:
             try:
                 vm.stop()
-            except BaseException as exc:  # noqa: BLE001 - stop the others, then report the first
+            except BaseException as exc:  # any failure: stop the others, then report the first
                 errors.append(exc)
         self.vms = []
         if errors:

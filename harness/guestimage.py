@@ -32,7 +32,7 @@ import tempfile
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Iterable
+from typing import Any, Iterable
 
 from .core.errors import EnvironmentProblem
 
@@ -208,7 +208,7 @@ class CpioWriter:
 
 # --- inputs ---------------------------------------------------------------------------------------
 
-def _run(argv: list[str], **kw) -> subprocess.CompletedProcess[str]:
+def _run(argv: list[str], **kw: Any) -> subprocess.CompletedProcess[str]:
     return subprocess.run(argv, check=False, capture_output=True, text=True, **kw)
 
 
@@ -261,6 +261,7 @@ def kernel_deb(debs: Path) -> Path:
     if not versioned:
         if existing:
             return existing[-1]
+        res = _run(["apt-cache", "depends", "linux-image-amd64"])  # asked again only to quote its answer
         raise EnvironmentProblem("cannot find the kernel package: apt-cache depends linux-image-amd64 "
                                  f"said {res.stdout.strip() or res.stderr.strip()!r}; run apt-get update")
     name = versioned[0]
@@ -398,10 +399,10 @@ def build(cache: Path | None = None, *, force: bool = False) -> GuestImage:
         initrd = tmp / "initrd.cpio"
         with open(initrd, "wb") as fh:
             w = CpioWriter(fh)
-            for d in ("bin", "sbin", "dev", "proc", "sys", "tmp", "run", "etc", "lib", "lib/modules",
-                      "usr", "usr/bin", "usr/sbin", "lib64", "lib/x86_64-linux-gnu",
-                      "usr/lib", "usr/lib/x86_64-linux-gnu"):  # busybox --install and fio need these
-                w.dir(d)
+            for folder in ("bin", "sbin", "dev", "proc", "sys", "tmp", "run", "etc", "lib", "lib/modules",
+                           "usr", "usr/bin", "usr/sbin", "lib64", "lib/x86_64-linux-gnu",
+                           "usr/lib", "usr/lib/x86_64-linux-gnu"):  # busybox --install and fio need these
+                w.dir(folder)
             w.file("init", init, 0o755)
             w.file("bin/busybox", busybox.read_bytes(), 0o755)
             w.symlink("bin/sh", "busybox")

@@ -40,11 +40,11 @@ def _load(table: dict[str, str], kind: str, name: str) -> Any:
 
 
 def backend_class(name: str) -> type[Backend]:
-    return _load(BACKENDS, "backend", name)  # type: ignore[no-any-return]
+    return _load(BACKENDS, "backend", name)
 
 
 def executor_class(name: str) -> type[GuestExecutor]:
-    return _load(EXECUTORS, "executor", name)  # type: ignore[no-any-return]
+    return _load(EXECUTORS, "executor", name)
 
 
 def sections() -> dict[str, Section]:

@@ -1,6 +1,6 @@
 """Repeats until the answer is stable: ``[run] cv_limit_pct``, ``max_repeats``, ``time_budget_minutes``.
 
-One repeat per cell ranks noise (issue 15: the same configuration measured 256, 77 and 280 context
+One repeat per cell ranks noise (seen here: the same configuration measured 256, 77 and 280 context
 switches per MiB). After the planned ``repeats``, every configuration (a disk configuration x a
 workload) whose repeats vary more than ``cv_limit_pct`` — the coefficient of variation (sample
 standard deviation / mean, as the workbook computes it) of CPU per MiB or of context switches per MiB —

@@ -253,7 +253,7 @@ class Runner:
         backend = self.backend or self.backend_cls(self.spec, self.run_dir)
         self.backend = backend
         self._t_run0 = time.monotonic()
-        self._drivers_noted: set[str] = set()  # drivers already named in a guest_drivers warning
+        self._drivers_noted = set()  # drivers already named in a guest_drivers warning
         try:
             facts = backend.prepare()
             self._journal_run_header(facts, backend, len(plan.cells), len(pending))

@@ -159,22 +159,22 @@ def reference(values: Mapping[str, Any], *, env_key: str, file_key: str, what: s
     both = f"{ref._where(env_key)} / {file_key}"
     if env and file:
         raise config_error(path, both, f"both are set, so {what} would come from one and the other would be silently "
-                     "ignored", f"keep exactly one: {env_key} (an environment variable's NAME) or {file_key} "
-                     "(a file's PATH), and remove the other")
+                           "ignored", f"keep exactly one: {env_key} (an environment variable's NAME) or {file_key} "
+                           "(a file's PATH), and remove the other")
     if not env and not file:
         raise config_error(path, both, f"neither is set: there is no reference to {what}",
-                     f"set {env_key} = \"NAME\" (an environment variable holding it) or {file_key} = \"PATH\" "
-                     "(a file holding it, chmod 600); never the secret itself")
+                           f"set {env_key} = \"NAME\" (an environment variable holding it) or {file_key} = \"PATH\" "
+                           "(a file holding it, chmod 600); never the secret itself")
     if env:
         problem = env_name_problem(env)
         if problem:
             raise config_error(path, ref._where(env_key), problem,
-                         f"export the secret as a variable (export NAME=...) and write {env_key} = \"NAME\"")
+                               f"export the secret as a variable (export NAME=...) and write {env_key} = \"NAME\"")
     else:
         problem = file_problem(file)
         if problem:
             raise config_error(path, ref._where(file_key), problem,
-                         f"write the secret into a file readable only by you and give its path as {file_key}")
+                               f"write the secret into a file readable only by you and give its path as {file_key}")
     return ref
 
 
@@ -188,29 +188,32 @@ def resolve(ref: SecretRef, *, environ: Mapping[str, str] | None = None, strip: 
         if value is None or not value.strip():
             name = _safe_env_name(ref.env)
             state = "is not set" if value is None else "is empty"
-            raise config_error(ref.path, ref._where(ref.env_key), f"{ref.what} was to come from the environment variable "
-                         f"{name}, which {state} in the shell that runs stormatrix",
-                         "export it there before running stormatrix (or use "
-                         f"{ref.file_key} for a file); if what you wrote is the secret itself, put it in a variable "
-                         "and give the variable's NAME")
+            raise config_error(ref.path, ref._where(ref.env_key),
+                               f"{ref.what} was to come from the environment variable "
+                               f"{name}, which {state} in the shell that runs stormatrix",
+                               "export it there before running stormatrix (or use "
+                               f"{ref.file_key} for a file); if what you wrote is the secret itself, "
+                               "put it in a variable and give the variable's NAME")
         secret = value.strip() if strip else value
     else:
         file = Path(ref.file).expanduser()
         try:
             text = file.read_text(encoding="utf-8")
         except UnicodeDecodeError:
-            raise config_error(ref.path, ref._where(ref.file_key), f"the file {ref.file} holding {ref.what} is not UTF-8 "
-                         "text", "write the secret as one line of text") from None
+            raise config_error(ref.path, ref._where(ref.file_key),
+                               f"the file {ref.file} holding {ref.what} is not UTF-8 text",
+                               "write the secret as one line of text") from None
         except OSError as exc:
-            raise config_error(ref.path, ref._where(ref.file_key), f"the file {ref.file} holding {ref.what} cannot be read "
-                         f"({exc.strerror})", "check the path and that this user can read it") from None
+            raise config_error(ref.path, ref._where(ref.file_key),
+                               f"the file {ref.file} holding {ref.what} cannot be read ({exc.strerror})",
+                               "check the path and that this user can read it") from None
         lines = text.splitlines()
         secret = lines[0] if lines else ""
         if strip:
             secret = secret.strip()
         if not secret.strip():
             raise config_error(ref.path, ref._where(ref.file_key), f"the file {ref.file} holding {ref.what} is empty "
-                         "(its first line is blank)", "write the secret on the file's first line")
+                               "(its first line is blank)", "write the secret on the file's first line")
         try:
             mode = file.stat().st_mode
         except OSError:
@@ -315,7 +318,7 @@ class RedactingFilter(logging.Filter):
             return True
         try:
             message = record.getMessage()
-        except Exception:  # noqa: BLE001 - a malformed record is not ours to fix; let logging report it
+        except Exception:  # any failure: a malformed record is not ours to fix; let logging report it
             return True
         cleaned = redact(message, self.secrets)
         if cleaned != message:

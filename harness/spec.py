@@ -260,10 +260,10 @@ def _workload(path: str, number: int, table: Any, names: set[str]) -> Workload:
 
 # --- expansion -----------------------------------------------------------------------------------
 
-# Windows Server 2022 guests (REFERENCE.md section 4). The virtio controllers need the virtio-win driver named
-# here, declared in [run] guest_drivers; the in-box status of the LSI 53C895A/53C810 (lsi, lsi53c810), the
-# MegaRAID SAS (megasas) and PVSCSI drivers is unverified: those are planned, and plan says so (a guest
-# without the driver fails the cell at readiness, naming the controller, not retried).
+# Windows Server 2022 guests: IDE and SATA/AHCI drivers are in-box. The virtio controllers need the
+# virtio-win driver named here, declared in [run] guest_drivers; the in-box status of the LSI 53C895A/53C810
+# (lsi, lsi53c810), the MegaRAID SAS (megasas) and PVSCSI drivers is unverified: those are planned, and plan
+# says so (a guest without the driver fails the cell at readiness, naming the controller, not retried).
 WINDOWS_VIRTIO_DRIVER = {"virtio-blk": "viostor", "virtio-scsi-pci": "vioscsi", "virtio-scsi-single": "vioscsi"}
 WINDOWS_INBOX_UNVERIFIED = {"lsi", "lsi53c810", "megasas", "pvscsi"}
 WINDOWS_INBOX = {"ide", "sata", "lsilogic-sas", "nvme"} | WINDOWS_INBOX_UNVERIFIED

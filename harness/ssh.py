@@ -90,7 +90,8 @@ class Shell:
     """Commands on a host: on this machine (``target`` empty), or over ``ssh``.
 
     Remote commands are given as argument lists and quoted here; :meth:`run_shell` takes shell text.
-    ``missing`` says what to do when a program is not installed here; ``what_key`` names the matrix key that set the target, for the messages (``[proxmox] ssh``).
+    ``missing`` says what to do when a program is not installed here; ``what_key`` names the matrix key
+    that set the target, for the messages (``[proxmox] ssh``).
     """
 
     def __init__(self, target: str = "", ssh_config: str = "", *, known_hosts: str = "", timeout: float = 60.0,
@@ -133,8 +134,9 @@ class Shell:
             return
         proc = self._run(self.opts.scp_argv(files, remote_dir), f"scp to {remote_dir}", None, timeout, False)
         if proc.returncode != 0:
-            raise BackendError(f"copying {', '.join(f.name for f in files)} to {self.target}:{remote_dir} with scp failed "
-                               f"(exit {proc.returncode}): {proc.stderr.strip()[-400:] or 'no message'}. scp needs the "
+            raise BackendError(f"copying {', '.join(f.name for f in files)} to {self.target}:{remote_dir} "
+                               f"with scp failed (exit {proc.returncode}): "
+                               f"{proc.stderr.strip()[-400:] or 'no message'}. scp needs the "
                                "host's sftp subsystem and write access there")
 
     def ssh_failure(self, returncode: int, stderr: str) -> str | None:

@@ -327,11 +327,11 @@ def suite_from_dict(raw: dict[str, Any], path: str = "<suite>") -> Suite:
                               "add controller = \"...\" or drop the disk keys")
         controller = CONTROLLER_ALIASES.get(s["controller"], s["controller"])
         if not disk_options_apply(controller, run["backend"]):
-            extra = [k for k in ("aio", "iothread", "cache") if s[k] is not None]
-            if extra:
-                raise MatrixError(path, f"[suite] {extra[0]}", f"ESXi has no {', '.join(extra)} setting for a "
+            options = [k for k in ("aio", "iothread", "cache") if s[k] is not None]
+            if options:
+                raise MatrixError(path, f"[suite] {options[0]}", f"ESXi has no {', '.join(options)} setting for a "
                                   f"virtual disk ({controller} on the {run['backend']} backend is an ESXi controller)",
-                                  f"drop {', '.join(extra)} from [suite]: the side's disk is the controller alone")
+                                  f"drop {', '.join(options)} from [suite]: the side's disk is the controller alone")
             disk = DiskConfig.controller_only(controller)
         else:
             disk = DiskConfig(controller, s["aio"] or "io_uring", bool(s["iothread"]), s["cache"] or "none")
@@ -351,8 +351,9 @@ def _vm_list(path: str, raw: dict[str, Any], s: dict[str, Any]) -> tuple[list[in
     if s["vms"] is None:
         for key in ("proxmox", "vmware"):
             if key in raw:
-                raise MatrixError(path, f"[{key}]", "is only used with [suite] vms (guest addresses found through the "
-                                  "hypervisor)", f"list the VMs as vms = [101, 102] instead of guests, or remove [{key}]")
+                raise MatrixError(path, f"[{key}]",
+                                  "is only used with [suite] vms (guest addresses found through the hypervisor)",
+                                  f"list the VMs as vms = [101, 102] instead of guests, or remove [{key}]")
         for key in ("network", "host_metrics"):
             if key in raw["suite"]:
                 raise MatrixError(path, f"[suite] {key}", "only applies to a VM list ([suite] vms)",
@@ -360,7 +361,8 @@ def _vm_list(path: str, raw: dict[str, Any], s: dict[str, Any]) -> tuple[list[in
         return [], None
     if "vmware" in raw:
         raise MatrixError(path, "[suite] vms", "discovering guest addresses is not supported for the vmware backend",
-                          'list the guests\' fio servers in [suite] guests = ["vm01=10.0.0.11:8765", ...] and remove vms')
+                          'list the guests\' fio servers in [suite] guests = ["vm01=10.0.0.11:8765", ...] '
+                          'and remove vms')
     if "proxmox" not in raw:
         raise MatrixError(path, "[suite] vms", "a VM list needs a [proxmox] section: the node to ask for the VMs' "
                           "addresses", "add [proxmox] with host, node, token_id and token_secret_env (or transport = "

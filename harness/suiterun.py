@@ -67,7 +67,8 @@ class SuiteBackend(Backend):
     def __init__(self, spec: MatrixSpec, workdir: Path, suite: Suite, *, platform: str | None,
                  facts: dict[str, Any]) -> None:
         super().__init__(spec, workdir)
-        self.name = platform  # type: ignore[assignment] - the record's backend: the platform, or null
+        # the record's backend is the platform, or null: a per-instance value where Backend has a class's name
+        self.name = platform  # type: ignore[misc,assignment]
         self.suite = suite
         self.facts = facts
 

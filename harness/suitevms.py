@@ -118,10 +118,10 @@ def guest_names(vms: list[tuple[int, str]]) -> dict[int, str]:
         counts[name] = counts.get(name, 0) + 1
     out = {}
     for vmid, _ in vms:
-        name = usable.get(vmid)
-        if name is not None and counts[name] > 1:
-            name = f"{name}-{vmid}" if len(name) + len(str(vmid)) < 64 else None
-        out[vmid] = name or str(vmid)
+        label = usable.get(vmid)
+        if label is not None and counts[label] > 1:
+            label = f"{label}-{vmid}" if len(label) + len(str(vmid)) < 64 else None
+        out[vmid] = label or str(vmid)
     taken = list(out.values())
     for vmid, name in out.items():  # a VM named like another's id: both fall back to name-vmid / id
         if taken.count(name) > 1 and name != str(vmid):
@@ -344,13 +344,15 @@ class ProxmoxSuiteVms:
         if any(vm.pid is None for vm in self.vms):
             missing = ", ".join(str(vm.vmid) for vm in self.vms if vm.pid is None)
             return self._unreachable(f"the API gave no QEMU pid for VM {missing}")
-        from .collect import ProcessesCollector, RemoteProcessesCollector
+        from .collect import HostCollector, ProcessesCollector, RemoteProcessesCollector
+
+        collector: HostCollector
 
         local, why_not = self.on_this_node()
         if local:
             scopes = self.scopes(local=True, ssh=None)
             collector = ProcessesCollector(Cached(lambda: self.scopes(local=True, ssh=None, refresh=True),
-                                                       scopes))
+                                                  scopes))
             return collector, {"mode": "local", "processes": len(scopes), "roles": self.roles_source,
                                "detail": f"{len(scopes)} QEMU processes on this node ({self.opts['node']})"}
         target = self.opts.get("ssh") or ""

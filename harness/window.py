@@ -60,7 +60,7 @@ class Window:
             for c in self.collectors:
                 c.start()
             self.bs0 = self.backend.blockstats()
-        except Exception as exc:  # noqa: BLE001 - reported after the workload returns
+        except Exception as exc:  # any failure: reported after the workload returns
             self.error = exc
             self.failed_at_start = True
 
@@ -74,7 +74,7 @@ class Window:
             self.bs1 = self.backend.blockstats()
             results = [c.stop() for c in self.collectors]
             self.host = merge_hosts(results)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:  # any failure: reported after the workload returns, like start's
             self.error = exc
         self._close_window()
 
@@ -82,7 +82,7 @@ class Window:
         for c in self.collectors:
             try:
                 c.abort()
-            except Exception:  # noqa: BLE001
+            except Exception:  # any failure: abort runs on a failed cell, whose own error is reported
                 pass
         self._close_window()
 
@@ -93,7 +93,7 @@ class Window:
         self._opened = False
         try:
             self.overlap = self.backend.window_closed()
-        except Exception as exc:  # noqa: BLE001 - the next apply() finds a VM that cannot resume
+        except Exception as exc:  # any failure: the next apply() finds a VM that cannot resume
             log.warning("resuming the VM booting ahead failed: %s", exc)
 
 

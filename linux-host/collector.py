@@ -37,7 +37,8 @@ from typing import Any
 try:  # imported as stormatrix.host.collector, or run as a script next to perfstat.py (on a node)
     from . import perfstat
 except ImportError:  # pragma: no cover - the script case is exercised through ssh
-    import perfstat  # type: ignore[no-redef]  # the same module, found next to this file on a node
+    # the same module, found next to this file on a node (mypy checks the package, where it is .perfstat)
+    import perfstat  # type: ignore[import,no-redef]
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 PERF = "perf"
@@ -268,6 +269,7 @@ class WindowCollector:
                 else (s.runtime_ns if (s0 is None and s.runtime_ns is not None) else None)
             role = self.roles.get(tid) or ("main-loop" if tid == self.pid else
                                            "aio-worker" if s.name == "worker" else "other")
+            row: dict[str, Any]
             row = {"tid": tid, "name": s.name, "role": role, "user_s": d_ut * tick, "system_s": d_st * tick,
                    "runtime_s": (d_rt / 1e9) if d_rt is not None else None,
                    "ctx_voluntary": d_v, "ctx_involuntary": d_i,

@@ -26,7 +26,8 @@ from typing import Any
 try:  # imported as stormatrix.host.multicollector (tests), or run as a script next to collector.py
     from .collector import CollectorProblem, WindowCollector, perf_available
 except ImportError:  # pragma: no cover - the script case is exercised through ssh
-    from collector import CollectorProblem, WindowCollector, perf_available  # type: ignore[no-redef]  # same names, as a script
+    # the same names from collector.py next to this file (mypy checks the package, where it is .collector)
+    from collector import CollectorProblem, WindowCollector, perf_available  # type: ignore[import,no-redef]
 
 
 def _emit(doc: dict[str, Any]) -> None:

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# All tests: pytest, then the PowerShell tests on the hosted PowerShell 7.6 engine (tests/pwsh/host,
+# All tests: pytest, flake8 and mypy (scripts/lint.sh), then the PowerShell tests on the hosted PowerShell 7.6 engine (tests/pwsh/host,
 # with PesterLite), then Pester 5 under a real pwsh where one can be had. Prints each summary; fails if
 # any fails. When pwsh/Pester cannot be installed here it says exactly why and does not pretend.
 set -uo pipefail
@@ -11,6 +11,14 @@ echo "== pytest =="
 .venv/bin/python -m pytest -q -p no:cacheprovider
 rc=$?
 if [ $rc -ne 0 ] && [ $rc -ne 5 ]; then status=1; fi
+
+echo
+echo "== lint and type check (flake8, mypy) =="
+lint_log="$(mktemp)"
+bash scripts/lint.sh | tee "$lint_log"
+[ "${PIPESTATUS[0]}" -ne 0 ] && status=1
+lint_summary="$(sed -n '/== lint summary ==/,$p' "$lint_log" | tail -n +2)"
+rm -f "$lint_log"
 
 echo
 echo "== PowerShell engine (hosted) =="
@@ -61,6 +69,7 @@ rm -f .tools-install.log
 
 echo
 echo "== summary =="
+echo "$lint_summary"
 echo "$engine_summary"
 echo "$pester_summary"
 exit $status

@@ -89,6 +89,9 @@ def test_fio_and_diskspd_cells_from_matrix_to_one_workbook(guest: tuple[FakeWind
     book.close()
     assert "rr4k" in values and any("sata" in v for v in values)
     assert {"fio", "diskspd"} <= values, "each row is labelled with its engine"
+    # the Method sheet says what each engine did with its I/O
+    assert {"Engine: fio", "Engine: DiskSpd"} <= values
+    assert any("-Su" in v and "not -Sh" in v for v in values)
 
 
 def test_the_diskspd_cell_reaches_the_runner_as_a_measured_result(guest: tuple[FakeWindowsGuest, str],

@@ -164,7 +164,7 @@ class Backend(ABC):
         """Release everything the backend started (processes, sessions). Never raises."""
         try:
             self._close()
-        except Exception:  # noqa: BLE001 - close runs in finally blocks; log, do not mask the real error
+        except Exception:  # any failure: close runs in finally blocks; log, do not mask the real error
             log.exception("backend %s: error while closing", self.name)
 
     # --- hooks -----------------------------------------------------------------------------------

@@ -114,7 +114,8 @@ class ProxmoxBackend(Backend):
         key = self.test_key
         if key not in config:
             disks = sorted(k for k in config if pc.DRIVE_KEY_RE.match(k))
-            raise InputError(f"[proxmox] test_disk = {key!r}: VM {c.vmid} has no such disk (disks: {', '.join(disks) or 'none'})")
+            raise InputError(
+                f"[proxmox] test_disk = {key!r}: VM {c.vmid} has no such disk (disks: {', '.join(disks) or 'none'})")
         opts = pc.parse_drive(config[key])
         if pc.is_cdrom(opts) or opts["file"] in ("none", "cdrom"):
             raise InputError(f"[proxmox] test_disk = {key!r} is a CD-ROM drive, not a disk")

@@ -32,5 +32,6 @@ def parse_hmp_blockstats(text: str, drive_id: str) -> BlockStats:
                 return BlockStats(int(vals["rd_bytes"]), int(vals["wr_bytes"]), int(vals["rd_operations"]),
                                   int(vals["wr_operations"]))
             except KeyError as exc:
-                raise BackendError(f"the monitor's 'info blockstats' line for {drive_id} has no {exc.args[0]}") from None
+                raise BackendError(
+                    f"the monitor's 'info blockstats' line for {drive_id} has no {exc.args[0]}") from None
     raise BackendError(f"the monitor's 'info blockstats' has no {drive_id}")

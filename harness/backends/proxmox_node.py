@@ -71,8 +71,9 @@ def ensure_remote_collector(target: str, remote_dir: str = REMOTE_COLLECTOR_DIR,
     have = remote_hashes(shell, remote_dir, sorted(want))
     if have != want:
         bad = sorted(n for n in want if have.get(n) != want[n])
-        raise BackendError(f"copying linux-host/ to {target}:{remote_dir} did not give the same files ({', '.join(bad)} "
-                           "differ): check the space and permissions there, or set [proxmox] ssh_dir")
+        raise BackendError(f"copying linux-host/ to {target}:{remote_dir} did not give the same files "
+                           f"({', '.join(bad)} differ): check the space and permissions there, "
+                           "or set [proxmox] ssh_dir")
     log.info("copied linux-host/ to %s:%s", target, remote_dir)
     return "copied"
 

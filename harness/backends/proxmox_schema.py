@@ -102,11 +102,13 @@ PROXMOX_SECTION = Section("proxmox", {
     "timeout": Field(float, 60.0, min=1, max=3600, help="seconds per API request (proxmoxer's 5 s is too short)"),
     "task_timeout": Field(float, 300.0, min=5, max=86400, help="seconds a start/stop task may take"),
     "restart": Field(str, "stop-start", choices=("stop-start", "reboot"),
-                     help="how pending changes are applied: API stop+start, or API reboot when the disk stays on its bus"),
+                     help="how pending changes are applied: API stop+start, or API reboot when the disk stays "
+                          "on its bus"),
     "ready": Field(str, "auto", choices=("auto", "agent", "tcp", "executor"),
                    help="readiness: guest agent ping, a TCP port (guest_host:guest_port), or the executor's own"),
     "guest_host": Field(str, "", help="address of the guest for fio-server/WinRM executors"),
-    "guest_port": Field(int, 0, min=0, max=65535, help="port the guest executor listens on (fio server 8765, WinRM 5985/5986)"),
+    "guest_port": Field(int, 0, min=0, max=65535,
+                        help="port the guest executor listens on (fio server 8765, WinRM 5985/5986)"),
     "guest_channel": Field(str, "", check=_check_serial,
                            help="serialN configured as 'socket' that carries the local agent (node-local runs)"),
     "qemu_server_dir": Field(str, "/var/run/qemu-server", help="where the node keeps <vmid>.pid/.qmp/.serialN"),
@@ -114,7 +116,8 @@ PROXMOX_SECTION = Section("proxmox", {
                  help="ssh target (user@node) for the host collector, pinning and qm showcmd; empty = this machine"),
     "ssh_config": Field(str, "",
                         help="give the path of an ssh_config file for ssh/scp to the node (Port, IdentityFile, "
-                             "UserKnownHostsFile), passed as ssh -F, or leave it empty for your usual ssh configuration"),
+                             "UserKnownHostsFile), passed as ssh -F, or leave it empty for your usual ssh "
+                             "configuration"),
     "ssh_dir": Field(str, REMOTE_COLLECTOR_DIR, check=_check_remote_dir,
                      help="where linux-host/ is copied on the node (relative = the ssh user's home)"),
     "pin_cpus": Field(str, "", check=_check_cpuset,
@@ -147,7 +150,8 @@ def check_section(o: Mapping[str, Any], path: str) -> None:
         for key, what in (("host", "the node's address"), ("token_id", "the API token's id (after '!')")):
             if not o.get(key):
                 raise secrets.config_error(path, f"[proxmox] {key}", "is empty, but transport = \"api\" needs it",
-                                  f"set {key} = ... ({what}), or transport = \"local\" when stormatrix runs on the node")
+                                           f"set {key} = ... ({what}), or transport = \"local\" when stormatrix "
+                                           "runs on the node")
         token_reference(o, path)
     elif o.get("token_secret_env") or o.get("token_secret_file"):
         log.warning("%s: [proxmox] transport = \"local\" runs pvesh on the node and uses no token: "

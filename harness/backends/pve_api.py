@@ -105,8 +105,8 @@ class ProxmoxerTransport:
         default_timeout = timeout
 
         class _TimeoutAdapter(requests.adapters.HTTPAdapter):
-            # HTTPAdapter.send names each argument; this one passes them through, hence the ignore
-            def send(self, request: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+            # HTTPAdapter.send names each argument; this one passes them through
+            def send(self, request: Any, **kwargs: Any) -> Any:
                 if kwargs.get("timeout") is None:
                     kwargs["timeout"] = default_timeout
                 return super().send(request, **kwargs)
@@ -160,7 +160,6 @@ class ProxmoxerTransport:
             raise BackendError(scrub(f"cannot reach the Proxmox API for {method} {path}: "
                                      f"{exc.__class__.__name__}: {exc}")) from None
         raise ValueError(f"unknown HTTP method {method}")
-
 
     def close(self) -> None:
         self._session.close()
@@ -265,7 +264,8 @@ class PveClient:
         params = {"current": 1} if current else None
         data = self.t.request("GET", f"{self.vm_path}/config", params)
         if not isinstance(data, dict) or "digest" not in data:
-            raise BackendError(f"VM {self.vmid} on {self.node}: the config answer has no digest ({type(data).__name__})")
+            raise BackendError(
+                f"VM {self.vmid} on {self.node}: the config answer has no digest ({type(data).__name__})")
         return {k: (str(v) if not isinstance(v, str) else v) for k, v in data.items()}
 
     def pending(self) -> list[dict[str, Any]]:

@@ -114,7 +114,8 @@ def volume_of(value: str) -> str:
 
 def find_volume(config: Mapping[str, Any], volid: str) -> list[str]:
     """Every key (disk or ``unusedN``) that references ``volid``, disks first."""
-    disks, unused = [], []
+    disks: list[str] = []
+    unused: list[str] = []
     for key, value in config.items():
         if DRIVE_KEY_RE.match(key) or UNUSED_KEY_RE.match(key):
             try:
@@ -149,6 +150,8 @@ def drive_for(disk: DiskConfig, base: Mapping[str, str]) -> dict[str, str]:
     bus = disk.bus
     if bus not in BUS_OPTIONS:
         raise UnsafeChange(f"controller {disk.controller!r} does not exist on Proxmox")
+    if disk.aio is None or disk.cache is None:  # DiskConfig.controller_only: an ESXi controller
+        raise UnsafeChange(f"controller {disk.controller!r} has no aio/cache setting to give a Proxmox disk")
     opts = {k: v for k, v in base.items() if k in BUS_OPTIONS[bus]}
     opts["aio"] = disk.aio
     if disk.cache == "default":

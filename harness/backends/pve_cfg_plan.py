@@ -20,6 +20,7 @@ from .pve_cfg_drive import (DRIVE_KEY_RE, UNUSED_KEY_RE, UnsafeChange, drive_for
 
 # --- boot order ---------------------------------------------------------------------------------------
 
+
 def boot_order(value: str | None) -> list[str] | None:
     """The device list of ``boot: order=a;b``; None for the legacy ``boot: cdn`` form or no boot key."""
     if not value:
@@ -208,7 +209,8 @@ def plan_restore(config: Mapping[str, Any], original: Mapping[str, Any], test_ke
                        set_scsihw=True, boot=original.get("boot"))
 
 
-def config_diff(a: Mapping[str, Any], b: Mapping[str, Any], ignore: frozenset[str] = frozenset({"digest"})) -> dict[str, tuple[Any, Any]]:
+def config_diff(a: Mapping[str, Any], b: Mapping[str, Any],
+                ignore: frozenset[str] = frozenset({"digest"})) -> dict[str, tuple[Any, Any]]:
     """Keys whose values differ between two configs: ``key -> (a value, b value)`` (None = absent)."""
     keys = (set(a) | set(b)) - ignore
     return {k: (a.get(k), b.get(k)) for k in sorted(keys) if a.get(k) != b.get(k)}

@@ -13,9 +13,9 @@ import (``from . import pve_config as pc``):
 from __future__ import annotations
 
 from .pve_cfg_drive import (BOOLEAN_OPTIONS, BUS_OPTIONS, DEFAULT_AIO, DEFAULT_SCSIHW, DRIVE_ALIASES, DRIVE_KEY_RE,
-                            UNUSED_KEY_RE, UnsafeChange, controller_of, describe_test_disk, disk_config_of, disk_storage,
-                            drive_for, drive_key,
-                            find_volume, is_cdrom, parse_bool, parse_drive, print_drive, split_drive_key, volume_of)
+                            UNUSED_KEY_RE, UnsafeChange, controller_of, describe_test_disk, disk_config_of,
+                            disk_storage, drive_for, drive_key, find_volume, is_cdrom, parse_bool, parse_drive,
+                            print_drive, split_drive_key, volume_of)
 from .pve_cfg_plan import (RESTORED_KEYS, ChangePlan, Write, _check_write, boot_order, boot_renamed, boot_without,
                            config_diff, plan_cell, plan_restore, plan_target)
 from .pve_cfg_storage import (StorageInfo, default_aio, effective_aio, library_of, storage_id_of,
@@ -24,7 +24,8 @@ from .pve_showcmd import DiskReading, cmdline_problems, parse_showcmd, qemu_opts
 
 __all__ = [
     "BOOLEAN_OPTIONS", "BUS_OPTIONS", "DEFAULT_AIO", "DEFAULT_SCSIHW", "DRIVE_ALIASES", "DRIVE_KEY_RE", "UNUSED_KEY_RE",
-    "UnsafeChange", "controller_of", "describe_test_disk", "disk_config_of", "disk_storage", "drive_for", "drive_key", "find_volume", "is_cdrom",
+    "UnsafeChange", "controller_of", "describe_test_disk", "disk_config_of", "disk_storage", "drive_for", "drive_key",
+    "find_volume", "is_cdrom",
     "parse_bool", "parse_drive", "print_drive", "split_drive_key", "volume_of",
     "RESTORED_KEYS", "ChangePlan", "Write", "_check_write", "boot_order", "boot_renamed", "boot_without",
     "config_diff", "plan_cell", "plan_restore", "plan_target",

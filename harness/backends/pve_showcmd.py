@@ -28,6 +28,7 @@ from ..core.errors import BackendError
 from ..core.model import DiskConfig
 from .pve_cfg_storage import StorageInfo, takes_aio, uses_cache_direct
 
+
 def parse_showcmd(text: str) -> list[str]:
     """The argument vector of ``qm showcmd`` output (with or without ``--pretty``)."""
     joined = re.sub(r"\s*\\\n\s*", " ", text.strip())
@@ -104,7 +105,8 @@ def test_disk_cmdline(argv: list[str], key: str) -> dict[str, Any]:
             _, flat = qemu_opts(text)
             if flat.get("node-name") == drive_id:
                 out["blockdev"] = {"aio": flat.get("aio"), "driver": flat.get("file.driver", flat.get("driver")),
-                                   "cache": {"direct": flat.get("cache.direct"), "no-flush": flat.get("cache.no-flush")}}
+                                   "cache": {"direct": flat.get("cache.direct"),
+                                             "no-flush": flat.get("cache.no-flush")}}
         elif tree.get("node-name") == drive_id:
             out["blockdev"] = {k: v for k, v in _blockdev_props(tree).items() if v is not None}
     devices = [qemu_opts(text) for text in _args_of(argv, "-device")]
@@ -207,6 +209,7 @@ def read_disk(argv: list[str], key: str) -> DiskReading:
         drv = found["drive"]
         era, driver, aio = "drive", _drive_driver(drv), drv.get("aio", "threads")
         mode = drv.get("cache", "writeback")  # QEMU's -drive default cache is writeback
+        wc: bool | None
         direct, no_flush, wc = _MODE_BITS.get(mode, (mode == "off", False, True))
         wc = _json_bool(dev.get("write-cache")) if "write-cache" in dev else wc
     else:
@@ -214,7 +217,7 @@ def read_disk(argv: list[str], key: str) -> DiskReading:
         cache = bd.get("cache") or {}
         era, driver = "blockdev", str(bd.get("driver", "file"))
         aio = bd.get("aio") if "aio" in bd else (None if driver not in ("file", "host_device", "host_cdrom")
-                                                else "threads")
+                                                 else "threads")
         direct = bool(_json_bool(cache.get("direct")))
         no_flush = bool(_json_bool(cache.get("no-flush")))
         wc = _json_bool(dev.get("write-cache")) if "write-cache" in dev else True
@@ -258,7 +261,7 @@ def cmdline_problems(argv: list[str], disk: DiskConfig, key: str, storage: Stora
     want_iothread = disk.iothread and holder is not None
     if reading.iothread != want_iothread:
         problems.append(f"iothread {'attached' if reading.iothread else 'missing'} (the cell has iothread="
-                        f"{int(disk.iothread)})")
+                        f"{int(bool(disk.iothread))})")
     if reading.aio is None:
         if takes_aio(storage) and storage is not None:
             problems.append(f"no aio (the cell has aio={disk.aio} on {storage.label})")

@@ -39,7 +39,7 @@ QEMU_SECTION = Section("qemu", {
     "disk_path": Field(str, "", help="raw image or block device for the test disk (default: a file in the cache)"),
     "firmware": Field(str, "qboot", choices=("qboot", "seabios")),
     "boot_ahead": Field(bool, True, help="boot the next configuration's VM during the current cell's "
-                                          "warm-up, paused while the measurement window is open"),
+                        "warm-up, paused while the measurement window is open"),
     "pin_threads": Field(str, "auto", check=check_setting,
                          help="pin QEMU's threads for each measurement window: auto (where the host has two or "
                               "more CPUs: vCPUs on the last CPU, main loop, iothreads, aio workers and the harness "

@@ -60,6 +60,10 @@ FILE_PASSWORD_VARIABLE = "STORMATRIX_VSPHERE_PASSWORD_FROM_FILE"
 
 # --- the journaled original ----------------------------------------------------------------------------------
 
+# How a wrong-typed journal value is described (keyed by object: a kind may also be a tuple of types)
+_KIND_NAMES: dict[object, str] = {int: "a whole number", str: "a string", list: "a list"}
+
+
 def check_original(original: dict[str, Any]) -> None:
     """Refuse a journaled original that lacks what restore sends to the module (a hand-edited or damaged
     journal), naming the key: better no restore than half a layout sent to vSphere."""
@@ -69,8 +73,7 @@ def check_original(original: dict[str, Any]) -> None:
             value = value.get(part) if isinstance(value, dict) else None
         ok = isinstance(value, kind) and not isinstance(value, bool) and (not choices or value in choices)
         if not ok:
-            what = f"one of {', '.join(choices)}" if choices else {int: "a whole number", str: "a string",
-                                                                  list: "a list"}.get(kind, str(kind))  # type: ignore[call-overload]
+            what = f"one of {', '.join(choices)}" if choices else _KIND_NAMES.get(kind, str(kind))
             raise InputError(f"original_config.{path} is {value!r}, not {what}. Fix: the journal was edited or "
                              "damaged; restore journal.ndjson from a backup, or put the VM back by hand with the "
                              "values the run record still shows")
@@ -129,8 +132,9 @@ class VmwareBackend(Backend):
         if not o["verify_tls"]:
             log.warning("TLS verification of %s is turned off ([vmware] verify_tls = false)", o["server"])
         if o["host_cpu_source"] == "esxtop" and not o["esxtop_ssh"]:
-            raise MatrixError(spec.path, "[vmware] esxtop_ssh", "is empty, but host_cpu_source = \"esxtop\" runs esxtop "
-                              "on the ESXi host over SSH", "set esxtop_ssh = \"root@<esxi host>\" (key-based login), "
+            raise MatrixError(spec.path, "[vmware] esxtop_ssh",
+                              "is empty, but host_cpu_source = \"esxtop\" runs esxtop on the ESXi host over SSH",
+                              "set esxtop_ssh = \"root@<esxi host>\" (key-based login), "
                               "or host_cpu_source = \"vsphere\"")
         self.runner = runner or PwshRunner(o["pwsh"], connection, timeout=o["call_timeout"], redact=redact)
         self._original: dict[str, Any] | None = None
@@ -185,7 +189,8 @@ class VmwareBackend(Backend):
         server = getattr(self.runner, "server", None)
         tuning: dict[str, Any] | None = None
         if o["esx_host"] and o["device"]:
-            tuning = self.runner.call("Get-StormatrixVMwareHostTuning", {"VMHost": o["esx_host"], "Device": o["device"]})
+            tuning = self.runner.call("Get-StormatrixVMwareHostTuning",
+                                      {"VMHost": o["esx_host"], "Device": o["device"]})
         self._original = {"kind": "vmware", "server": o["server"], "vm": o["vm"], "test_disk": o["test_disk"],
                           "layout": layout, "tuning": tuning}
         self._want = want
@@ -228,14 +233,16 @@ class VmwareBackend(Backend):
                 log.warning("[winrm] disk_serial = %r, but %s of VM %r has the UUID %s: with disk.EnableUUID = TRUE "
                             "the guest should see the serial %s", wanted, self.opts["test_disk"], name, uuid, expected)
             return
-        serial = f" (for {self.opts['test_disk']}: {uuid.replace('-', '').lower()}, its UUID without dashes)" if uuid else ""
+        serial = (f" (for {self.opts['test_disk']}: {uuid.replace('-', '').lower()}, its UUID without dashes)"
+                  if uuid else "")
         quoted = name.replace("'", "''")
         raise InputError(
             f"VM {name!r} does not have disk.EnableUUID = TRUE, so ESXi gives its disks no serial number and the "
             "WinRM executor cannot find the test disk by [winrm] disk_serial. Fix: with the VM powered off, in the "
             "vSphere Client open Edit Settings > VM Options > Advanced > Configuration Parameters > Edit "
             "Configuration and add disk.EnableUUID = TRUE; or in PowerCLI run\n"
-            f"New-AdvancedSetting -Entity (Get-VM -Name '{quoted}') -Name disk.EnableUUID -Value TRUE -Force -Confirm:$false\n"
+            f"New-AdvancedSetting -Entity (Get-VM -Name '{quoted}') -Name disk.EnableUUID -Value TRUE "
+            "-Force -Confirm:$false\n"
             f"then power the VM on: the guest sees each disk's UUID as its serial{serial}")
 
     def _apply_tuning(self) -> None:
@@ -245,11 +252,12 @@ class VmwareBackend(Backend):
         o = self.opts
         self._tuned = True  # from here on restore puts the originals back, even if this call fails half-way
         result = self.runner.call("Set-StormatrixVMwareHostTuning", {"VMHost": o["esx_host"], "Device": o["device"],
-                                                                    **self._want})
+                                                                     **self._want})
         after = result.get("After") or {}
         wrong = {k: after.get(k) for k, v in self._want.items() if after.get(k) != v}
         if wrong:
-            raise BackendError(f"esxcli on {o['esx_host']} {o['device']}: asked for {self._want}, the host reports {wrong}")
+            raise BackendError(
+                f"esxcli on {o['esx_host']} {o['device']}: asked for {self._want}, the host reports {wrong}")
         self.tuning_in_force = after
         self._tuning_applied = True
 

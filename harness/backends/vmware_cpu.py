@@ -66,8 +66,8 @@ class VmwareCpuCollector:
 class EsxtopCollector:
     """The host collector for ESXi from ``esxtop -b`` on the host, over SSH, for the window.
 
-    ``start()`` runs ``ssh -o BatchMode=yes <esxtop_ssh> -- esxtop -b -d D -n N`` (:mod:`stormatrix.ssh`) with N iterations
-    covering the planned window plus one (a window runs a little longer than measure_seconds), writing
+    ``start()`` runs ``ssh -o BatchMode=yes <esxtop_ssh> -- esxtop -b -d D -n N`` (:mod:`stormatrix.ssh`) with
+    N iterations covering the planned window plus one (a window runs a little longer than measure_seconds), writing
     the capture into the run directory (``esxtop/<time>-<vm>.csv``, kept as evidence). ``stop()`` waits
     for esxtop to finish its last iteration (at most about 2 x D after the window) and turns the capture
     into the host record with :func:`stormatrix.analysis.esxtop.vm_cpu_record`: the window is taken to

@@ -1,7 +1,7 @@
 """The ``[vmware]`` matrix section: which vCenter/ESXi, VM and test disk, the credentials BY REFERENCE
 (names of environment variables or a password file, see :mod:`stormatrix.secrets`, or the PowerCLI
-credential store), the esxcli tuning and the host CPU source. Checks run when the matrix is read, so a bad value is exit 2 naming the key, before PowerShell
-starts.
+credential store), the esxcli tuning and the host CPU source. Checks run when the matrix is read, so a
+bad value is exit 2 naming the key, before PowerShell starts.
 
 ``VMWARE_SECTION`` is a plain constant: whoever needs the section (the config-section registry) imports
 it from here or from :mod:`stormatrix.backends.vmware`.
@@ -22,6 +22,7 @@ CONTROLLER_TYPES: dict[str, str] = {
     "lsilogic": "LsiLogic",
     "nvme": "NVMe",
 }
+
 
 def _check_disk_name(value: str) -> None:
     if not re.fullmatch(r"Hard disk [1-9][0-9]*", value):
@@ -52,7 +53,8 @@ VMWARE_SECTION = Section("vmware", {
     "esx_host": Field(str, "", help="the ESXi host for esxcli tuning and host CPU (default: the VM's host for CPU)"),
     "device": Field(str, "", check=_check_device, help="the storage device for esxcli (naa..., eui..., t10...)"),
     "sched_num_req_outstanding": Field(int, 0, min=0, max=4096,
-                                       help="esxcli --sched-num-req-outstanding during the run (technote: 1024); 0 = leave"),
+                                       help="esxcli --sched-num-req-outstanding during the run (technote: 1024); "
+                                            "0 = leave"),
     "latency_threshold_ms": Field(int, -1, min=-1, max=1_000_000,
                                   help="esxcli latencythreshold -t during the run (technote: 10); -1 = leave"),
     "guest_host": Field(str, "", help="address of the guest for fio-server/WinRM executors"),

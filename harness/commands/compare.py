@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
 from ..core.errors import InputError
 from .report import output_paths, probability, warn
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("compare", help="A vs B workbook: IOPS gain %%, latency reduction %%, bandwidth, t-tests",
                        description="Compare two data sets point by point (rw, block size, queue depth): IOPS gain "
                                    "%, latency reduction %, bandwidth, averages by queue depth and block size, "
@@ -33,7 +34,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.set_defaults(func=run)
 
 
-def _label(given: str | None, frame, first: str) -> str:  # type: ignore[no-untyped-def]
+def _label(given: str | None, frame: Any, first: str) -> str:  # frame: the ingested pandas DataFrame
     if given:
         return given
     sides = sorted({str(s) for s in frame["side"].dropna()})
@@ -71,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
     findings = comparison_findings(result)
     both = pd.concat([a.frame, b.frame], ignore_index=True)
     write_all([("-o", out, lambda p: write_comparison_workbook(p, a, b, result, findings, inputs_a=inputs_a,
-                                                                inputs_b=inputs_b)),
+                                                               inputs_b=inputs_b)),
                ("--csv", csv, lambda p: write_tidy_csv(both, p))])
     s = result.summary
     print(f"wrote {out} ({s['points']} points; {label_b} has more IOPS in {s['iops_wins']}, lower latency in "

@@ -13,7 +13,7 @@ from .report import write_report
 from .run import execute
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("demo", help="run the demo matrix on local QEMU and write the efficiency workbook",
                        description="Boot the tiny Linux guest under local QEMU (software emulation) for each "
                                    "cell of the demo matrix, run real fio, measure the QEMU process, and write "

@@ -12,7 +12,7 @@ from ..runner import check_executor_spec, estimate_seconds, fmt_duration
 from ..spec import check_guest_backend, expand, load_spec
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("plan", help="expand and validate a matrix file; print cells, skipped cells and the ETA",
                        description="Expand MATRIX into cells, reject impossible combinations with the reason, "
                                    "and print the cell list with an ETA. Exit code 2 on a bad matrix.")

@@ -17,7 +17,7 @@ from pathlib import Path
 from ..core.errors import InputError
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("report", help="efficiency workbook: raw, normalized, scores, ranks, charts, findings",
                        description="Read run directories (journal.ndjson), journals, fio JSON and DiskSpd XML "
                                    "(with perf stat -x, CSV next to them as <stem>.perf.csv) and write the "
@@ -165,7 +165,7 @@ def write_report(inputs: list[str], output: str, *, csv: str | None = None, stri
     warn(result.notes)
     findings = efficiency_findings(result)
     write_all([("-o", out, lambda p: write_efficiency_workbook(p, data, result, findings, label=label,
-                                                                inputs=inputs)),
+                                                               inputs=inputs)),
                ("--csv", csv_path, lambda p: write_tidy_csv(data.frame, p))])
     print(f"wrote {out} ({len(data.frame)} measurements, {len(result.cells)} configurations scored, "
           f"{len(findings)} findings) and {csv_path}")

@@ -12,7 +12,7 @@ from ..runner import Runner, check_executor_spec
 from ..spec import check_guest_backend, load_spec
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("run", help="execute a matrix (progress bar, ETA); run it again to resume",
                        description="Execute every cell of MATRIX and journal each one to RUN_DIR/journal.ndjson. "
                                    "Cells already in the journal are skipped, so re-running resumes.")

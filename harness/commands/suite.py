@@ -53,7 +53,8 @@ def _describe(suite: Suite) -> list[str]:
         lines.append(f"  guests ({len(suite.guests)}): " + ", ".join(g.describe() for g in suite.guests))
     else:
         net = f" in {suite.network}" if suite.network else ""
-        lines.append(f"  VMs ({len(suite.vms)}, on node {suite.proxmox['node'] if suite.proxmox else '?'}; each guest's "
+        node = suite.proxmox["node"] if suite.proxmox else "?"
+        lines.append(f"  VMs ({len(suite.vms)}, on node {node}; each guest's "
                      f"address = the guest agent's first IPv4{net}): {', '.join(suite.vms)}; host metrics: "
                      f"{suite.host_metrics}")
     return lines

@@ -85,6 +85,7 @@ log = logging.getLogger("stormatrix.fioserver")
 
 # --- one point on all guests -------------------------------------------------------------------------
 
+
 @dataclass
 class PointResult:
     """One suite point measured on every guest: per-guest results, the aggregate, and how it ran."""
@@ -147,6 +148,7 @@ def run_point(guests: Sequence[FioGuest], job: FioJob, workdir: Path, *, fio: st
             # the last log sample can be up to log_avg_msec before the end: fio's runtime is exact
             w["last_sample_ms"] = w["end_ms"]
             w["end_ms"] = w["start_ms"] + float(parsed.per_guest[name]["total"]["runtime_ms"])
+    clients: list[dict[str, Any]]
     clients = [{"name": g.name, "host": g.host, "port": g.port, "fio": parsed.per_guest[g.name],
                 "window": windows[g.name]} for g in guests if g.name in parsed.per_guest]
     if parsed.missing:

@@ -27,7 +27,6 @@ NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 _HOST_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9.-]{0,252}$")
 
 
-
 @dataclass(frozen=True)
 class FioGuest:
     """One guest's fio server: a name for reports, where it listens, and optionally its own target."""

@@ -123,7 +123,7 @@ def parse_client_output(text: str, guests: Sequence[FioGuest], source: str = "<f
     if not isinstance(entries, list):
         raise DataFileError(source, "this is not client-mode output (no 'client_stats')",
                             "run fio with --client=... and --output-format=json")
-    by_addr = {(g.host, g.port): g for g in guests}
+    by_addr: dict[tuple[str, int | None], FioGuest] = {(g.host, g.port): g for g in guests}
     jobs: dict[str, list[dict[str, Any]]] = {g.name: [] for g in guests}
     all_clients: list[dict[str, Any]] = []
     unknown: list[str] = []

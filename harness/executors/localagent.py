@@ -23,6 +23,7 @@ import time
 from typing import Any
 
 from ..analysis.fio import parse_fio_json
+from ..backends.base import GuestEndpoint
 from ..core.errors import DataFileError, GuestDisconnected, GuestNotReady, WorkloadFailed
 from ..core.model import Cell, Timing, Workload
 from ..qmp import connect_unix
@@ -126,7 +127,7 @@ def parse_event(line: bytes) -> tuple[str, list[str], dict[str, str]] | None:
 class LocalAgentExecutor(GuestExecutor):
     name = "local-agent"
 
-    def __init__(self, endpoints, options=None) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, endpoints: list[GuestEndpoint], options: dict[str, Any] | None = None) -> None:
         super().__init__(endpoints, options)
         if len(endpoints) != 1 or endpoints[0].kind != "local-agent":
             raise GuestNotReady("the local agent executor needs exactly one local-agent endpoint")

@@ -275,9 +275,9 @@ class WinRMExecutor(GuestExecutor):
 
         def work() -> None:
             try:
-                box["result"] = self.call(function, params, on_stdout=watch,
-                                          timeout=timing.ramp_s + timing.measure_s + self.settings.command_timeout_seconds)
-            except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
+                timeout = timing.ramp_s + timing.measure_s + self.settings.command_timeout_seconds
+                box["result"] = self.call(function, params, on_stdout=watch, timeout=timeout)
+            except BaseException as exc:  # any failure: handed to the caller's thread
                 box["error"] = exc
             finally:
                 started.set()

@@ -117,7 +117,7 @@ class WinRMChannel:
         if session is not None:
             try:
                 session.close()
-            except Exception as exc:  # noqa: BLE001 - closing must not hide the real outcome
+            except Exception as exc:  # any failure: closing must not hide the real outcome
                 log.debug("closing the WinRM HTTP session: %s", _short(exc))
 
     def _retrying(self, what: str, op: Callable[[], Any]) -> Any:
@@ -125,7 +125,7 @@ class WinRMChannel:
         for attempt in range(1, attempts + 1):
             try:
                 return op()
-            except Exception as exc:  # noqa: BLE001 - mapped below, never swallowed
+            except Exception as exc:  # any failure: mapped below, never swallowed
                 if _is_connect_error(exc) and attempt < attempts:
                     delay = min(2.0 ** (attempt - 1), 10.0)
                     log.info("%s: connection error (%s); retry %d/%d in %.0f s", what, _short(exc), attempt,
@@ -165,7 +165,7 @@ class WinRMChannel:
                     stdout, stderr, code, done = self.protocol._raw_get_command_output(shell_id, command_id)
                 except WinRMOperationTimeoutError:
                     continue  # the guest's long-poll expired with nothing to say: ask again
-                except Exception as exc:  # noqa: BLE001
+                except Exception as exc:  # any failure: map_transport_error says what it means
                     mapped = map_transport_error(exc, what, self.settings)
                     if isinstance(mapped, GuestDisconnected):
                         mapped = GuestDisconnected(f"{what}: the connection dropped while the command ran "
@@ -185,7 +185,7 @@ class WinRMChannel:
             if command_id is not None:
                 self.protocol.cleanup_command(shell_id, command_id)
             self.protocol.close_shell(shell_id)
-        except Exception as exc:  # noqa: BLE001 - cleanup must not hide the real outcome
+        except Exception as exc:  # any failure: cleanup must not hide the real outcome
             log.debug("closing WinRM shell %s: %s", shell_id, _short(exc))
 
     def run(self, command: str, what: str, timeout: float | None = None,
@@ -193,4 +193,3 @@ class WinRMChannel:
         timeout = self.settings.command_timeout_seconds if timeout is None else timeout
         shell_id, command_id = self.start(command, what)
         return self.receive(shell_id, command_id, self._clock() + timeout, what, on_stdout)
-

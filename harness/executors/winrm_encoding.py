@@ -114,8 +114,11 @@ def upload_scripts(payload: ModulePayload, chunk_chars: int | None = None) -> li
         scripts.append(_chunk_script(payload.b64[i:i + size], digest))
     scripts.append(head + (
         f"$b=[Convert]::FromBase64String([IO.File]::ReadAllText({_PAYLOAD}));"
-        "$h=[BitConverter]::ToString([Security.Cryptography.SHA256]::Create().ComputeHash($b)).Replace('-','').ToLowerInvariant();"
-        f"if($h -ne '{payload.sha256}'){{[Console]::Out.WriteLine('##stormatrix:error {{\"message\":\"upload corrupted: sha256 '+$h+'\",\"error_id\":\"Stormatrix.UploadCorrupted\"}}');exit 3}};"
+        "$h=[BitConverter]::ToString([Security.Cryptography.SHA256]::Create().ComputeHash($b))"
+        ".Replace('-','').ToLowerInvariant();"
+        f"if($h -ne '{payload.sha256}'){{[Console]::Out.WriteLine('##stormatrix:error "
+        f"{{\"message\":\"upload corrupted: sha256 '+$h+'\",\"error_id\":\"Stormatrix.UploadCorrupted\"}}');"
+        "exit 3};"
         "$u=New-Object Text.UTF8Encoding $true;"
         "foreach($f in ([Text.Encoding]::UTF8.GetString($b)|ConvertFrom-Json)){"
         "$p=$d;foreach($s in $f.path){$p=Join-Path $p $s};"
@@ -153,10 +156,12 @@ def call_script(function: str, params: Mapping[str, Any], digest: str) -> str:
             f"$j=[Text.Encoding]::UTF8.GetString([Convert]::FromBase64String('{data}'))|ConvertFrom-Json;"
             "$a=@{};foreach($p in $j.PSObject.Properties){$a[$p.Name]=$p.Value};"
             f"$r=& '{function}' @a;"
-            "[Console]::Out.WriteLine('##stormatrix:result '+(ConvertTo-Json -InputObject $r -Depth 8 -Compress));exit 0"
+            "[Console]::Out.WriteLine('##stormatrix:result '+(ConvertTo-Json -InputObject $r -Depth 8 -Compress));"
+            "exit 0"
             "}catch{$e=$_;"
             "[Console]::Out.WriteLine('##stormatrix:error '+(ConvertTo-Json -Compress -InputObject @{"
-            "message=$e.Exception.Message;error_id=$e.FullyQualifiedErrorId;type=$e.Exception.GetType().FullName}));exit 1}")
+            "message=$e.Exception.Message;error_id=$e.FullyQualifiedErrorId;type=$e.Exception.GetType().FullName}));"
+            "exit 1}")
 
 
 def restart_script() -> str:

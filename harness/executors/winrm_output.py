@@ -62,7 +62,8 @@ def parse_call_output(out: CommandOutput, function: str, secrets: Iterable[Secre
             except json.JSONDecodeError:
                 info = {"message": error}
         message = info.get("message") or (stderr.strip() or stdout.strip() or "no output")
-        raise RemoteCommandError(f"{function} failed in the guest (exit {out.exit_code}): {redact(str(message), secrets)}",
+        raise RemoteCommandError(f"{function} failed in the guest (exit {out.exit_code}): "
+                                 f"{redact(str(message), secrets)}",
                                  exit_status=out.exit_code, stdout=stdout, stderr=stderr,
                                  error_id=info.get("error_id", ""), function=function)
     if result is None:

@@ -61,7 +61,8 @@ WINRM_SECTION = Section("winrm", {
     "read_timeout_seconds": Field(int, 30, min=2, max=3600,
                                   help="HTTP read timeout; must exceed operation_timeout_seconds"),
     "command_timeout_seconds": Field(float, 600.0, min=1, max=86400,
-                                     help="a guest command (beyond the workload's own duration) must finish within this"),
+                                     help="a guest command (beyond the workload's own duration) "
+                                          "must finish within this"),
     "connect_retries": Field(int, 3, min=0, max=20, help="retries of a connection error before giving up"),
     "reboot_timeout_seconds": Field(float, 600.0, min=10, max=7200,
                                     help="how long a guest may take to come back after a reboot"),
@@ -174,7 +175,8 @@ class WinRMSettings:
 
     def describe(self) -> str:
         """For logs and messages: everything but the password."""
-        tls = "" if self.scheme == "http" else (" cert-validation=on" if self.cert_validation else " cert-validation=OFF")
+        tls = "" if self.scheme == "http" else (
+            " cert-validation=on" if self.cert_validation else " cert-validation=OFF")
         return f"{self.username}@{self.endpoint} ({self.transport}{tls})"
 
 
@@ -188,7 +190,8 @@ def check_transport_available(transport: str) -> None:
     if importlib.util.find_spec(package) is None:
         debian = "python3-" + package.replace("_", "-")
         raise EnvironmentProblem(f"WinRM transport {transport} needs the Python package {package}, which is not "
-                                 f"installed. Fix: apt-get install {debian} (or pip install {package.replace('_', '-')})")
+                                 f"installed. Fix: apt-get install {debian} "
+                                 f"(or pip install {package.replace('_', '-')})")
 
 
 # --- the shell memory quota ----------------------------------------------------------------------------
