@@ -102,10 +102,14 @@ class QemuVm:
             raise VmStartError(f"VM {self.spec.name} is not running")
         return self.proc.pid
 
+    def disk_argv(self) -> list[str]:
+        """The test disk's controller and drive options, as qemu-server would create them for the cell."""
+        front, drive = disk_devices(self.spec.disk, str(self.spec.disk_image), self.spec.slot)
+        return front + drive
+
     def argv(self) -> list[str]:
         s = self.spec
         network = s.mode == "server"
-        front, drive = disk_devices(s.disk, str(s.disk_image), s.slot)
         argv = [s.binary,
                 "-name", f"{s.name},debug-threads=on",
                 "-no-reboot",
@@ -123,7 +127,7 @@ class QemuVm:
                                            network=network)]
         if s.firmware == "qboot":
             argv += ["-bios", str(QBOOT)]
-        argv += front + drive
+        argv += self.disk_argv()
         if network:
             if not s.fio_port:
                 raise VmStartError("mode=server needs a host port for the fio server")

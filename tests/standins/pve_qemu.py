@@ -17,28 +17,12 @@ from .pve_launch import LaunchFailed, LaunchSpec, RunningQemu, extra_args
 
 
 def _qemu_server_vm(spec: Any, disk_args: list[str]) -> Any:
-    """A ``QemuVm`` for ``spec`` whose command line carries ``disk_args`` (qemu-server's) for its disks."""
-    from stormatrix.backends.qemu import QBOOT, QemuVm
+    """A ``QemuVm`` for ``spec`` whose disks are ``disk_args`` (qemu-server's), not the product's."""
+    from stormatrix.backends.qemu import QemuVm
 
     class QemuServerVm(QemuVm):
-        def argv(self) -> list[str]:
-            s = self.spec
-            argv = [s.binary, "-name", f"{s.name},debug-threads=on", "-no-reboot",
-                    "-nodefaults", "-no-user-config", "-display", "none", "-vga", "none",
-                    "-machine", "pc", "-accel", s.accel,
-                    "-smp", f"{s.vcpus},sockets=1,cores={s.vcpus},maxcpus={s.vcpus}", "-m", str(s.memory_mib),
-                    "-pidfile", str(self.pidfile),
-                    "-chardev", f"socket,id=qmp,path={self.qmp_path},server=on,wait=off",
-                    "-mon", "chardev=qmp,mode=control",
-                    "-serial", f"file:{self.console_path}",
-                    "-chardev", f"socket,id=smx,path={self.agent_path},server=on,wait=off",
-                    "-serial", "chardev:smx",
-                    "-kernel", str(s.image.kernel), "-initrd", str(s.image.initrd),
-                    "-append", s.image.cmdline([s.disk.controller], mode="agent", port=self.GUEST_PORT,
-                                               network=False)]
-            if s.firmware == "qboot":
-                argv += ["-bios", str(QBOOT)]
-            return argv + disk_args + list(s.extra_args)
+        def disk_argv(self) -> list[str]:
+            return list(disk_args)
 
     return QemuServerVm(spec)
 
