@@ -42,6 +42,7 @@ IOPATH_COLUMNS: list[Column] = [
 
 def method_lines(result: EfficiencyResult) -> list[str | tuple[str, str]]:
     """What the Method sheet adds: the significance test, what 'indicative' means, the I/O-path lens."""
+    # EfficiencyResult.iopath is typed object there (efficiency cannot import iopath's type back)
     io: IOPathResult | None = result.iopath  # type: ignore[assignment]
     lines: list[str | tuple[str, str]] = [
         "# When a difference counts (findings)",
@@ -89,6 +90,7 @@ def method_lines(result: EfficiencyResult) -> list[str | tuple[str, str]]:
 
 
 def write_iopath_sheet(wb: Workbook, result: EfficiencyResult) -> None:
+    # EfficiencyResult.iopath is typed object there (efficiency cannot import iopath's type back)
     io: IOPathResult | None = result.iopath  # type: ignore[assignment]
     if io is None:
         return

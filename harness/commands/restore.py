@@ -72,6 +72,7 @@ def restore_run(run_dir: Path, *, force: bool = False) -> str:
     backend = backend_class(backend_name)(spec, run_dir)
     try:
         try:
+            # every RESTORABLE backend (checked above) has load_original; the Backend base does not
             backend.load_original(original)  # type: ignore[attr-defined]
         except InputError as exc:
             raise InputError(f"{journal_path}: run {run.get('run_id')}: {exc}") from None

@@ -124,7 +124,7 @@ def run_fio_client(args: list[str], *, cwd: Path, n_clients: int, ramp_s: float 
                 closed_at = now
                 if listener_open:
                     listener_open = False
-                    window.measure_ended()  # type: ignore[union-attr]
+                    window.measure_ended()  # type: ignore[union-attr]  # listener_open: set only with a window
             if time.monotonic() >= deadline and not eof:
                 timed_out = True
                 break
@@ -150,7 +150,7 @@ def run_fio_client(args: list[str], *, cwd: Path, n_clients: int, ramp_s: float 
             closed_at = time.time()
             failing = sys.exc_info()[1]
             try:
-                window.measure_ended()  # type: ignore[union-attr]
+                window.measure_ended()  # type: ignore[union-attr]  # listener_open: set only with a window
             except Exception:
                 if failing is None:
                     raise
