@@ -166,7 +166,7 @@ def test_rows_without_host_figures_are_left_out_and_said_so():
 
 def test_measurements_say_which_p99_and_why_a_value_is_blank(hand_run: Path, tmp_path: Path):
     """A record without a p99 and one without a host record: blank cells (never 0) with the reason in the
-    Measurements sheet's blank_reasons column; the p99 header says which latency it holds (issue 15.5)."""
+    Measurements sheet's blank_reasons column; the p99 header says which latency it holds."""
     journal = hand_run / "journal.ndjson"
     lines = [json.loads(x) for x in journal.read_text().splitlines()]
     del lines[1]["fio"]["total"]["lat_p99_ns"]
@@ -195,7 +195,7 @@ def test_measurements_say_which_p99_and_why_a_value_is_blank(hand_run: Path, tmp
 
 def test_measurements_label_lat_p99_total_when_records_keep_clat_apart(hand_run: Path, tmp_path: Path):
     """Records that keep clat_p99_ns apart: lat_p99_us is the total latency's p99 and clat_p99_us the
-    completion latency's, each header says so, and no row is blank for a p99 (issue 15.5)."""
+    completion latency's, each header says so, and no row is blank for a p99."""
     journal = hand_run / "journal.ndjson"
     lines = [json.loads(x) for x in journal.read_text().splitlines()]
     for rec in lines[1:]:

@@ -1,4 +1,4 @@
-"""Honest values (issue 15.5): nothing measured is invented. A figure fio did not write is null with the
+"""Honest values: nothing measured is invented. A figure fio did not write is null with the
 reason, in the summary the journal records and in the tidy frame and workbook (never 0.0, never a default
 numjobs); the total latency's p99 (fio's ``lat``) and the completion latency's (``clat``) are two values.
 

@@ -1,4 +1,4 @@
-"""The I/O-path lens (issue 15.4): everything of QEMU but its vCPU threads, from the record's per-thread
+"""The I/O-path lens: everything of QEMU but its vCPU threads, from the record's per-thread
 split, scored the way the whole process is; blank with the reason where a record has no split."""
 
 from __future__ import annotations

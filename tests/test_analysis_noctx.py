@@ -255,7 +255,7 @@ def test_a_cell_with_ctx_in_only_some_repeats_has_no_ctx_mean(tmp_path: Path) ->
 def test_findings_say_the_score_rests_on_cpu_alone(esx_run: Path) -> None:
     findings = efficiency_findings(score_cells(ingest([esx_run], strict=True).frame))
     texts = [f.text for f in findings]
-    # nvme 9, 9 vs pvscsi 10, 12 CPU-ms/MiB: rank 1 is not beyond noise (Welch, issue 15.3)
+    # nvme 9, 9 vs pvscsi 10, 12 CPU-ms/MiB: rank 1 is not beyond noise (Welch)
     assert texts[0].startswith("nvme and pvscsi are tied within noise for the best overall efficiency score "
                                "(0.000 and 0.333; lower is better; scored on CPU/MiB alone): ")
     assert findings[0].status == "within noise" and "Welch p = " in texts[0]

@@ -1,4 +1,4 @@
-"""Findings only where the data says so (issue 15.3): Welch's t-test at 95 % over the repeats.
+"""Findings only where the data says so: Welch's t-test at 95 % over the repeats.
 
 The p values here are computed by hand from Welch's formulas (t = (m1 - m2) / sqrt(s1^2/n1 + s2^2/n2),
 Welch-Satterthwaite degrees of freedom, the t distribution's two-sided tail), not by the product's code.

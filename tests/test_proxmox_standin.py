@@ -168,10 +168,8 @@ def test_boot_order_must_name_existing_devices(pve: tuple[PveStandin, requests.S
 
 from standins import pve_cmdline  # noqa: E402
 
-#: where a copy of proxmox/qemu-server's src/test/cfg2cmd pairs lives: tests/data, else ../shared/reference
-CFG2CMD = next((p for p in (Path(__file__).resolve().parent / "data" / "qemu-server-cfg2cmd",
-                            Path(__file__).resolve().parents[1].parent / "shared" / "reference" / "qemu-server-cfg2cmd")
-                if p.is_dir()), Path(__file__).resolve().parent / "data" / "qemu-server-cfg2cmd")
+#: the copy of proxmox/qemu-server's src/test/cfg2cmd pairs (tests/data/qemu-server-cfg2cmd/README.md)
+CFG2CMD = Path(__file__).resolve().parent / "data" / "qemu-server-cfg2cmd"
 _DISK_DEVICES = ("pci-bridge", "ahci", "lsi", "lsi53c810", "megasas", "pvscsi", "virtio-scsi-pci", "scsi-hd", "scsi-cd",
                  "ide-hd", "ide-cd", "virtio-blk-pci")
 

@@ -1,7 +1,6 @@
 """The ``qm showcmd`` reader and the local backend against qemu-server's own expectations.
 
-``tests/data/qemu-server-cfg2cmd/`` or, until it is copied there, ``../shared/reference/qemu-server-cfg2cmd/``
-(the test skips with the reason when neither exists) holds
+``tests/data/qemu-server-cfg2cmd/`` holds
 qemu-server's ``src/test/cfg2cmd`` pairs of two eras: a VM config (``X.conf``) and the exact command
 line qemu-server prints for it (``X.conf.cmd``). The storages those configs name are defined in
 qemu-server's ``src/test/run_config2command_tests.pl`` (``$base_env->{storage_config}``):
@@ -35,11 +34,7 @@ from stormatrix.backends import pve_config as pc
 from stormatrix.backends.qemu import QemuBackend, disk_devices
 from stormatrix.core.model import AIO_MODES, DiskConfig
 
-# tests/data/ when the pairs are copied into the repository; else the shared reference folder next to it
-REF = next((p for p in (Path(__file__).parent / "data" / "qemu-server-cfg2cmd",
-                        Path(__file__).resolve().parents[2] / "shared" / "reference" / "qemu-server-cfg2cmd")
-            if p.is_dir()), Path(__file__).parent / "data" / "qemu-server-cfg2cmd")
-pytestmark = pytest.mark.skipif(not REF.is_dir(), reason=f"qemu-server's cfg2cmd expectations not found at {REF}")
+REF = Path(__file__).parent / "data" / "qemu-server-cfg2cmd"
 
 # qemu-server src/test/run_config2command_tests.pl, $base_env->{storage_config}{ids}: id -> (type, krbd, nocow)
 STORAGES: dict[str, tuple[str, bool, bool]] = {

@@ -1,4 +1,4 @@
-"""The bad-input corpus through the CLI (issue 8, part 3): matrix files, fio JSON, DiskSpd XML, perf
+"""The bad-input corpus through the CLI: matrix files, fio JSON, DiskSpd XML, perf
 CSV, journals and CLI arguments, including huge values, unicode, NaN/Inf, negative and zero rates and
 duplicate keys.
 

@@ -1,4 +1,4 @@
-"""Crash and resume (issue 8, part 1): SIGKILL the harness 20 times at random moments spread over the
+"""Crash and resume: SIGKILL the harness 20 times at random moments spread over the
 phases of a cell (QEMU start, warm-up, measurement, journal write) and over ``report``; run again
 after each kill. At the end every cell is in the journal exactly once, no line is torn (a torn last
 line left by a kill is detected and cut with a message on the next run), no QEMU, fio or perf process

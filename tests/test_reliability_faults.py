@@ -1,4 +1,4 @@
-"""Fault injection through the real runner (issue 8, part 2).
+"""Fault injection through the real runner.
 
 Each fault must end with: a ``cell-error`` record and a log line naming the cell; the VM's original
 configuration restored (and a ``restored`` record); the run going on (``on_error = "skip"``) or

@@ -1,4 +1,4 @@
-"""Safety (issue 8, part 5): write workloads never destroy a disk that holds data unless the user said
+"""Safety: write workloads never destroy a disk that holds data unless the user said
 so; Proxmox never deletes ``unusedN`` or uses ``force``; TLS is verified unless explicitly (and
 loudly) turned off; no shell and no command strings anywhere; untrusted text cannot become a
 spreadsheet formula.

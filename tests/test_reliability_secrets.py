@@ -1,4 +1,4 @@
-"""Secrets (issue 8, part 4): credentials only by reference (an environment variable or a file the user
+"""Secrets: credentials only by reference (an environment variable or a file the user
 can read), and never in any output. Recognisable secrets go into every credential input (the Proxmox
 token secret from the environment and from a file, the WinRM password from the environment and from a
 file); runs, faults, refused logins, the report and the guest check follow; then every log line, the

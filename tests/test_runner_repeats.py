@@ -1,4 +1,4 @@
-"""Repeats until the answer is stable (issue 15 item 2): ``[run] cv_limit_pct``, ``max_repeats``,
+"""Repeats until the answer is stable: ``[run] cv_limit_pct``, ``max_repeats``,
 ``time_budget_minutes``, through the real runner with the in-process stand-ins (the agent stand-in as
 the guest, a VM stand-in that keeps its config, a collector whose CPU per window the test scripts).
 
@@ -137,7 +137,7 @@ def test_max_repeats_below_repeats_is_refused() -> None:
         spec_from_dict(matrix(repeats=3, max_repeats=2))
 
 
-# --- Windows guests: virtio with the virtio-win drivers (issue 13 items 1 and 11) ---------------------
+# --- Windows guests: virtio with the virtio-win drivers ---------------------
 
 PROXMOX_NINE = ["ide", "sata", "virtio-blk", "virtio-scsi-pci", "virtio-scsi-single", "pvscsi", "megasas", "lsi",
                 "lsi53c810"]
@@ -229,7 +229,7 @@ def test_a_proxmox_section_without_a_token_reference_fails_when_read() -> None:
         spec_from_dict(raw)
 
 
-# --- bad input (issue 14 classes 3 and 6) ---------------------------------------------------------------
+# --- bad input ---------------------------------------------------------------
 
 @pytest.mark.parametrize("name", ["", "   ", "rand\nread", "a/b", "tab\there"])
 def test_a_workload_name_that_breaks_keys_or_the_plan_table_is_refused(name: str) -> None:
@@ -269,7 +269,7 @@ def test_a_qemu_disk_path_that_is_missing_or_a_directory_exits_2_at_plan(
     assert main(["plan", "--quiet", str(m)]) == 0
 
 
-# --- misleading messages (issue 14 class 5) ---------------------------------------------------------------
+# --- misleading messages ---------------------------------------------------------------
 
 def test_restore_on_an_empty_or_qemu_journal_does_not_claim_a_vm_was_put_back(tmp_path: Path) -> None:
     import json

@@ -1,4 +1,4 @@
-"""Charts a customer can read (issue 15.8), checked in the chart XML the workbook holds (relations, not
+"""Charts a customer can read, checked in the chart XML the workbook holds (relations, not
 pixels): sized for an A4 landscape page, every score bar labelled, 95 % CI error bars where there are
 repeats (values equal to the Scores sheet's CIs), and single-repeat data marked indicative."""
 

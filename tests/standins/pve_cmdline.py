@@ -2,7 +2,7 @@
 the Proxmox stand-in's own source of truth for ``qm showcmd`` and for the QEMU it starts.
 
 Written from qemu-server's own expectations, the ``src/test/cfg2cmd/*.conf`` / ``*.conf.cmd`` pairs of
-proxmox/qemu-server (a copy lives in ``../shared/reference/qemu-server-cfg2cmd/drive-era/``), never from
+proxmox/qemu-server (a copy lives in ``tests/data/qemu-server-cfg2cmd/drive-era/``), never from
 stormatrix's code: if the product's builder or its reader of command lines is wrong, this is not wrong
 with it. ``tests/test_proxmox_standin.py`` checks this module against those pairs. What they show:
 
