@@ -43,14 +43,14 @@ from ..core.errors import BackendError, GuestNotReady, InputError, MatrixError, 
 from ..core.model import CONTROLLERS, DiskConfig
 from . import proxmox_sharing as sharing
 from . import pve_config as pc
-from .base import ROLE_IOTHREAD, ROLE_MAIN, ROLE_VCPU, Backend, BlockStats, GuestEndpoint, HostScope
+from .base import (ROLE_IOTHREAD, ROLE_MAIN, ROLE_VCPU, Backend, BlockStats, GuestEndpoint, HostScope, format_cpuset,
+                   parse_cpuset)
 from .proxmox_cmdline import CmdlineCheck
 from .proxmox_monitor import parse_hmp_blockstats, parse_hmp_threads
 from .proxmox_node import (NodeShell, Pinner, collector_files, ensure_remote_collector, node_cpus, node_inventory,
                            remote_hashes)
 from .proxmox_restore import check_original, restore_vm
-from .proxmox_schema import (PROXMOX_SECTION, REMOTE_COLLECTOR_DIR, check_section, format_cpuset, make_transport,
-                             parse_cpuset)
+from .proxmox_schema import PROXMOX_SECTION, REMOTE_COLLECTOR_DIR, check_section, make_transport
 from .proxmox_storage import read_storage, storage_facts
 from .pve_api import PveAuthError, PveClient, upid_starttime
 

@@ -18,7 +18,8 @@ from typing import Any, Callable
 
 from ..core.errors import BackendError
 from ..ssh import Shell
-from .proxmox_schema import REMOTE_COLLECTOR_DIR, parse_cpuset
+from .base import parse_cpuset
+from .proxmox_schema import REMOTE_COLLECTOR_DIR
 
 log = logging.getLogger("stormatrix.backend.proxmox")
 

@@ -18,40 +18,13 @@ from .. import secrets
 from ..spec import Field, Section
 from ..ssh import check_target
 from . import pve_config as pc
+from .base import parse_cpuset
 
 log = logging.getLogger("stormatrix.backend.proxmox")
 
 # Where linux-host/ goes on the node: the ssh user's home (a fixed /tmp path could be pre-created by
 # another local user and its scripts run as root).
 REMOTE_COLLECTOR_DIR = ".cache/stormatrix/linux-host"
-
-
-def parse_cpuset(text: str) -> list[int]:
-    """``"0-2,5"`` -> ``[0, 1, 2, 5]`` (the kernel's cpulist format, as in ``/sys/devices/system/cpu/online``)."""
-    cpus: set[int] = set()
-    for part in text.split(","):
-        part = part.strip()
-        m = re.fullmatch(r"(\d+)(?:-(\d+))?", part)
-        if not m:
-            raise ValueError(f"{text!r} is not a CPU list like 2-3 or 0,2,4")
-        lo, hi = int(m.group(1)), int(m.group(2) or m.group(1))
-        if hi < lo:
-            raise ValueError(f"{part!r}: range goes backwards")
-        cpus.update(range(lo, hi + 1))
-    return sorted(cpus)
-
-
-def format_cpuset(cpus: list[int]) -> str:
-    """``[0, 1, 2, 5]`` -> ``0-2,5``."""
-    out: list[str] = []
-    for cpu in sorted(set(cpus)):
-        if out and "-" not in out[-1].split(",")[-1] and int(out[-1]) == cpu - 1:
-            out[-1] = f"{out[-1]}-{cpu}"
-        elif out and "-" in out[-1] and int(out[-1].split("-")[1]) == cpu - 1:
-            out[-1] = f"{out[-1].split('-')[0]}-{cpu}"
-        else:
-            out.append(str(cpu))
-    return ",".join(out)
 
 
 def _check_disk_key(value: str) -> None:
