@@ -254,8 +254,8 @@ def _combine(blocks: list[tuple[str, dict[str, Any]]], prefix: str, why: dict[st
         if not out["total_ios"] and out["lat_mean_ns"] is not None:
             out["lat_mean_ns"] = None
             why[f"{prefix}lat_mean_ns"] = "no I/O count (total_ios) to weight the mean latency by"
-        for key, value in out.items():
-            if value is None and f"{prefix}{key}" not in why:
+        for key in [k for k, v in out.items() if v is None]:
+            if f"{prefix}{key}" not in why:
                 why[f"{prefix}{key}"] = inner.get(f"{name}.{key}") or _ABSENT[key]
         return out
     out = {}
@@ -333,17 +333,18 @@ def summarize_jobs(jobs: Iterable[dict[str, Any]], source: str | None = None) ->
                     raise DataFileError(source, f"job {job.get('jobname')!r}: '{dname}' is a "
                                                 f"{type(d).__name__}, not an object")
                 continue
-            nbytes, bw, iops, rt, ios, mean, p99, cp99 = _figures(
-                d, (source, str(job.get("jobname")), dname) if source is not None else None)
+            figures = _figures(d, (source, str(job.get("jobname")), dname) if source is not None else None)
+            nbytes, bw, iops, rt, ios, mean, p99, cp99 = figures
             if not nbytes and not ios:
                 continue
             name = f"job {job.get('jobname')!r}" + (f" #{i + 1}" if len(jobs) > 1 else "")
             blocks.append((name, {"io_bytes": nbytes, "total_ios": ios, "bw_bytes": bw, "iops": iops, "runtime_ms": rt,
                                   "lat_mean_ns": mean, "lat_p99_ns": p99, "clat_p99_ns": cp99}))
-            for key, field in _RAW_FIELDS:  # written, but not as a number (the lenient summary reads it as absent)
-                raw = d.get(field)
-                if raw is not None and blocks[-1][1][key] is None:
-                    said[f"{name}.{key}"] = f"{field} is {raw!r}, not a number, for {name}"
+            if None in figures[:5]:  # written, but not as a number (the lenient summary reads it as absent)?
+                for key, field in _RAW_FIELDS:
+                    raw = d.get(field)
+                    if raw is not None and blocks[-1][1][key] is None:
+                        said[f"{name}.{key}"] = f"{field} is {raw!r}, not a number, for {name}"
         if not blocks:
             continue
         out[dname] = _combine(blocks, f"{dname}.", why, said)
