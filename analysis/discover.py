@@ -90,14 +90,18 @@ def _what(mode: int) -> str:
     return "not a regular file"
 
 
+_KIND_BY_SUFFIX = {".json": "fio", ".xml": "diskspd", ".ndjson": "journal"}
+
+
 def _walk(root: str, out: Found) -> None:
     """Result files under ``root`` (sorted), like ``os.walk`` without following directory links; a
     FIFO or device among them is set aside, never opened (reading one would block or never end).
 
     The resolved path of each file (to find one given twice) is its folder's, resolved once, plus its
-    name: a realpath per file costs more than parsing it.
+    name: a realpath per file costs more than parsing it. The kind comes from the suffix the name was
+    picked by (:func:`kind_of` only for names that are all dots before it, which have no suffix).
     """
-    names: list[tuple[str, str]] = []
+    names: list[tuple[str, str, str]] = []
     stack = [(root, os.path.realpath(root))]
     while stack:
         folder, real_folder = stack.pop()
@@ -105,25 +109,28 @@ def _walk(root: str, out: Found) -> None:
             entries = list(os.scandir(folder))
         except OSError:
             continue
+        real_prefix = real_folder if real_folder.endswith(os.sep) else real_folder + os.sep  # os.path.join's
         for e in entries:
             if e.is_dir():
                 if not e.is_symlink():
-                    stack.append((e.path, os.path.join(real_folder, e.name)))
+                    stack.append((e.path, real_prefix + e.name))
                 continue
-            if not e.name.lower().endswith(RESULT_SUFFIXES):
+            lname = e.name.lower()
+            if not lname.endswith(RESULT_SUFFIXES):
                 continue
-            real = os.path.realpath(e.path) if e.is_symlink() else os.path.join(real_folder, e.name)
+            kind = _KIND_BY_SUFFIX[lname[lname.rindex("."):]] if not lname.startswith(".") else kind_of(e.path)
+            real = os.path.realpath(e.path) if e.is_symlink() else real_prefix + e.name
             if not e.is_file():
                 try:
                     mode = e.stat().st_mode
                 except OSError:  # a dangling link: opening it says what is wrong
-                    names.append((e.path, real))
+                    names.append((e.path, real, kind))
                     continue
                 out.irregular.append(f"{e.path}: {_what(mode)}, not a result file; skipped")
                 continue
-            names.append((e.path, real))
-    for name, real in sorted(names):
-        out.add(kind_of(name), name, real)
+            names.append((e.path, real, kind))
+    for name, real, kind in sorted(names):
+        out.add(kind, name, real)
 
 
 def discover(paths: Iterable[str | Path], out: Found | None = None) -> Found:

@@ -8,6 +8,8 @@ fio < 3.2 without ``bw_bytes``.
 from __future__ import annotations
 
 import json
+from itertools import compress, repeat
+from operator import is_
 from typing import Any, Iterable
 
 from ..core.errors import DataFileError
@@ -254,7 +256,7 @@ def _combine(blocks: list[tuple[str, dict[str, Any]]], prefix: str, why: dict[st
         if not out["total_ios"] and out["lat_mean_ns"] is not None:
             out["lat_mean_ns"] = None
             why[f"{prefix}lat_mean_ns"] = "no I/O count (total_ios) to weight the mean latency by"
-        for key in [k for k, v in out.items() if v is None]:
+        for key in compress(out, map(is_, out.values(), repeat(None))):  # the keys of the figures fio lacked
             if f"{prefix}{key}" not in why:
                 why[f"{prefix}{key}"] = inner.get(f"{name}.{key}") or _ABSENT[key]
         return out

@@ -148,10 +148,10 @@ def _counted_numjobs(doc: dict[str, Any], group: list[dict[str, Any]],
     single clone per job section, and without group_reporting each clone is its own entry in ``jobs``: the
     entries of the name are the clones. That count is read from the file; anything else is not known.
     """
-    opts = {**(doc.get("global options") or {}), **(group[0].get("job options") or {})}
     if client_mode:
         return None, ("not in fio's options or the file name (in client/server output each entry is a client, "
                       "so the entries do not count the clones)")
-    if "group_reporting" in opts:
+    if "group_reporting" in (group[0].get("job options") or {}) or \
+            "group_reporting" in (doc.get("global options") or {}):
         return None, "not in fio's options or the file name (group_reporting folds the clones into one entry)"
     return len(group), None

@@ -11,6 +11,7 @@ import json
 import math
 import operator
 import time
+from functools import lru_cache
 from typing import Any, Iterable
 
 import numpy as np
@@ -97,14 +98,26 @@ SUMMARY_COLUMNS = {
 def reasons_text(summary_reasons: Any, extra: dict[str, str] | None = None) -> str | None:
     """The ``null_reasons`` cell: the summary's reasons under the frame's column names, plus ``extra``
     (already keyed by column). ``;`` separates entries and ``:`` ends a name, so neither is left in a
-    name, and ``;`` not in a reason (the Measurements sheet splits on them)."""
+    name, and ``;`` not in a reason (the Measurements sheet splits on them).
+
+    Thousands of files lack the same figures for the same reasons: each distinct set is worded once.
+    """
+    summary = tuple(summary_reasons.items()) if isinstance(summary_reasons, dict) else ()
+    more = tuple(extra.items()) if extra else ()
+    try:
+        return _reasons_text(summary, more)
+    except TypeError:  # an unhashable reason (a list in a journal): not worth caching
+        return _reasons_text.__wrapped__(summary, more)
+
+
+@lru_cache(maxsize=1024)
+def _reasons_text(summary: tuple[tuple[Any, Any], ...], extra: tuple[tuple[str, str], ...]) -> str | None:
     pairs: dict[str, str] = {}
-    if isinstance(summary_reasons, dict):
-        for key, why in summary_reasons.items():
-            col = SUMMARY_COLUMNS.get(str(key))
-            if col is not None and why:
-                pairs.setdefault(col, str(why))
-    for col, why in (extra or {}).items():
+    for key, why in summary:
+        col = SUMMARY_COLUMNS.get(str(key))
+        if col is not None and why:
+            pairs.setdefault(col, str(why))
+    for col, why in extra:
         pairs.setdefault(col, why)
     return "; ".join(f"{c}: {w.replace(';', ',')}" for c, w in pairs.items()) or None
 
