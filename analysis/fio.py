@@ -86,12 +86,7 @@ def _num(d: dict[str, Any], key: str, where: tuple[str, str, str] | None) -> flo
         if where is not None and not 0 <= v < _INF:
             raise _bad(where, f"{key} is {v!r}; a count or rate must be finite and not negative")
         return v
-    if where is not None:
-        raise _bad(where, f"{key} is {v!r}, not a number")
-    try:
-        return float(v)
-    except (TypeError, ValueError):
-        return None
+    return _float_of(v, key, "", where)
 
 
 def _lat_ns(direction: dict[str, Any], name: str, where: tuple[str, str, str] | None) -> dict[str, Any] | None:
@@ -119,15 +114,7 @@ def _lat_ns(direction: dict[str, Any], name: str, where: tuple[str, str, str] | 
 def _mean(block: dict[str, Any] | None, name: str, where: tuple[str, str, str] | None) -> float | None:
     if block is None or "mean" not in block:
         return None
-    v = block["mean"]
-    if type(v) in _NUM_TYPES:
-        return float(v)
-    if where is not None:
-        raise _bad(where, f"{name}.mean is {v!r}, not a number")
-    try:
-        return float(v)
-    except (TypeError, ValueError):
-        return None
+    return _float_of(block["mean"], name, ".mean", where)
 
 
 def _p99(block: dict[str, Any] | None, name: str, where: tuple[str, str, str] | None) -> float | None:
@@ -148,10 +135,16 @@ def _p99(block: dict[str, Any] | None, name: str, where: tuple[str, str, str] | 
                 continue
         if v is None:
             return None
+    return _float_of(v, name, ".percentile 99", where)
+
+
+def _float_of(v: Any, name: str, field: str, where: tuple[str, str, str] | None) -> float | None:
+    """A figure as a float. Strict (``where`` given): a number, else an error naming ``<name><field>``;
+    lenient: a number in text is read too, anything else is None."""
     if type(v) in _NUM_TYPES:
         return float(v)
     if where is not None:
-        raise _bad(where, f"{name}.percentile 99 is {v!r}, not a number")
+        raise _bad(where, f"{name}{field} is {v!r}, not a number")
     try:
         return float(v)
     except (TypeError, ValueError):
