@@ -210,23 +210,28 @@ def perf_partner(path: str) -> str | None:
 
 def read_capped(path: str, limit: int) -> bytes:
     """The bytes of an input file, refusing one larger than ``limit`` without reading all of it (a
-    device or a runaway file must not exhaust memory). Raises OSError as ``open`` does."""
-    with open(path, "rb") as fh:
-        st = os.fstat(fh.fileno())
-        if stat.S_ISREG(st.st_mode):
-            size = st.st_size
-            data = fh.read() if size <= limit else b""  # (read(limit + 1) would allocate the whole limit)
-        else:
-            chunks: list[bytes] = []
+    device or a runaway file must not exhaust memory). Raises OSError as ``open`` does.
+
+    A plain descriptor, not a file object: a regular file is one ``fstat`` and one ``read`` of its size (and a
+    byte more, to see one that grew since), where ``open().read()`` adds buffering, a terminal check and
+    a second ``fstat`` to every one of thousands of small files.
+    """
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+    try:
+        st = os.fstat(fd)
+        size = st.st_size if stat.S_ISREG(st.st_mode) else 0
+        chunks: list[bytes] = [os.read(fd, size + 1)] if size <= limit else []
+        total = len(chunks[0]) if chunks else size
+        while chunks and total <= limit and len(chunks[-1]) > size:  # (a device, a pipe, a file still growing)
             size = 0
-            while size <= limit:
-                chunk = fh.read(2**20)
-                if not chunk:
-                    break
-                chunks.append(chunk)
-                size += len(chunk)
-            data = b"".join(chunks)
-    if size > limit or len(data) > limit:
+            chunk = os.read(fd, 2**20)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+    finally:
+        os.close(fd)
+    if total > limit:
         raise DataFileError(path, f"larger than {limit // 2**20} MiB: not a result file or journal of this tool",
                             "give the run directory's journal.ndjson or the engine's own output files")
-    return data
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
