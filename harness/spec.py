@@ -390,9 +390,10 @@ def _windows_notes(spec: MatrixSpec, drivers: set[str] | None) -> list[str]:
         need = WINDOWS_VIRTIO_DRIVER.get(ctrl)
         if need is not None and drivers is None:
             notes.append(f"{ctrl}: planned; it needs the virtio-win driver {need}, and [run] guest_drivers is not "
-                         f"set, so its cells run only if the guest's facts at its first boot (its driver store) "
-                         f"show {need} installed, else they are skipped with the reason, not booted. To pin "
-                         f"it, set [run] guest_drivers (e.g. [\"{need}\"]): then only the listed drivers' controllers are planned")
+                         "set, so its cells run only if the guest's facts at its first boot (its driver store) "
+                         f"show {need} installed, else they are skipped with the reason, not booted. To pin it, "
+                         f"set [run] guest_drivers (e.g. [\"{need}\"]): then only the listed drivers' controllers "
+                         "are planned")
         elif need is not None and drivers is not None and need in drivers:
             notes.append(f"{ctrl}: planned with the virtio-win driver {need} ([run] guest_drivers); if the guest's "
                          "driver store lacks it, its cells are skipped with the reason, not failed")

@@ -197,7 +197,7 @@ class DriverGate:
         what = "the guest's driver store has no" if self.store_read else "the guest shows its controller without"
         listed = (f"[run] guest_drivers lists {need}, but {what} {need}" if self.declared is not None
                   else f"{what} {need}")
-        unlist = " (and from [run] guest_drivers)" if self.declared is not None else ""
+        unlist = f" and {need} from [run] guest_drivers" if self.declared is not None else ""
         return (f"{controller} needs the virtio-win driver {need}: {listed} ({self.source}). Install virtio-win in "
                 f"the guest (virtio-win-guest-tools.exe, or pnputil /add-driver <virtio-win>\\{need}\\2k22\\amd64\\"
                 f"{need}.inf /install) and reboot it, or remove {controller} from [matrix] controllers{unlist}")
