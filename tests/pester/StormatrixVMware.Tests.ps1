@@ -330,6 +330,8 @@ Describe 'Get-StormatrixVMwareCpuUsage' {
         $r.vmware.host | Should -Be 'esx01.lab'
         $r.vmware.host_usagemhz_avg | Should -Be 3000
         $r.vmware.coverage | Should -Be 1
+        $r.vmware.prorated | Should -BeFalse
+        $r.vmware.scale | Should -Be 1
         $request = @((Read-TestLab).statRequests)[0]
         $request.realtime | Should -BeTrue
         $request.startUnixMs | Should -Be ((ConvertTo-TestUnixMs '2026-11-22T03:00:10Z') - 20000)
@@ -354,6 +356,12 @@ Describe 'Get-StormatrixVMwareCpuUsage' {
     It 'Should wait for the sample that covers the end of the window, then use what there is' {
         $r = Get-StormatrixVMwareCpuUsage -VMName bench01 -Start '2026-11-22T03:00:30Z' -Finish '2026-11-22T03:00:50Z' -WaitSeconds 1
         $r.vmware.coverage | Should -Be 0.5
+        # the sample ending 03:00:40 covers 10 of the 20 s (2 s of CPU); the total is scaled to the window
+        $r.vmware.vm_used_s | Should -Be 2.0
+        $r.vmware.scale | Should -Be 2
+        $r.vmware.prorated | Should -BeTrue
+        $r.cpu_total | Should -Be 4.0
+        $r.by_role.vcpu.runtime_s | Should -Be 4.0
         @((Read-TestLab).statRequests | Where-Object { $_.entity -eq 'bench01' }).Count | Should -Be 2
     }
     It 'Should throw StatsNotAvailable when no sample falls in the window' {

@@ -11,6 +11,13 @@ function Get-StormatrixVMwareCpuUsage {
     end of the window exists, and prorates every sample by how much of its 20 seconds falls inside the
     window (so a 30-second window is not charged 60 seconds of CPU).
 
+    Coverage, as the esxtop source does it: the samples may cover only part of the window (the last
+    sample not yet written when -WaitSeconds ran out, a gap). vmware.covered_s and vmware.coverage
+    (covered_s / window_s) say how much; cpu_total and the per-vCPU run times are then scaled up to the
+    whole window (CPU use assumed even; vmware.scale is the factor, vmware.prorated is true) while
+    vmware.vm_used_s and vm_ready_s keep what the samples hold. Refusing a window whose coverage is too
+    low (the harness: under 80 %) is the caller's decision; this function reports the coverage.
+
     Where the metric corresponds to the Linux collector's, the same key holds it: cpu_metric "cpu_time",
     cpu_unit "s", cpu_total = the VM's cpu.used (its vCPU worlds plus the system time ESXi charges to it),
     by_role.vcpu = the per-vCPU split. Where nothing corresponds (context switches, user/system split,
@@ -49,8 +56,9 @@ function Get-StormatrixVMwareCpuUsage {
     [string] they would lose the zone and the milliseconds and be read back as local time. Get-Stat is
     given the edges as UTC [datetime] values.
 
-    Proration assumes the VM's CPU use is even inside each 20-second sample; windows of a minute or
-    more keep that error small (the technote measured 20-minute windows).
+    Proration assumes the VM's CPU use is even inside each 20-second sample, and scaling that it is even
+    over the window; windows of a minute or more keep that error small (the technote measured 20-minute
+    windows).
     #>
     [CmdletBinding()]
     [OutputType([pscustomobject])]
@@ -110,7 +118,7 @@ function Get-StormatrixVMwareCpuUsage {
     $windowS = ($finishUtc - $startUtc).TotalSeconds
     # sum (for .summation, in ms per sample) or overlap-weighted mean (for .average) of one metric and instance
     $measure = {
-        param([object[]]$Samples, [string]$MetricId, [string]$Instance, [bool]$Sum)
+        param([object[]]$Samples, [string]$MetricId, [string]$Instance, [bool]$Sum, [bool]$Scale = $false)
         $total = 0.0
         $weights = 0.0
         $count = 0
@@ -135,6 +143,9 @@ function Get-StormatrixVMwareCpuUsage {
         if ($count -eq 0) {
             return $null
         }
+        if ($Sum -and $Scale) {
+            return $total * $windowS / $weights  # the covered part, scaled up to the whole window
+        }
         if ($Sum) {
             return $total
         }
@@ -156,11 +167,13 @@ function Get-StormatrixVMwareCpuUsage {
         $coveredS += ($hi - $lo).TotalSeconds
     }
     $readyMs = & $measure $vmSamples 'cpu.ready.summation' '' $true
+    $coverage = $coveredS / $windowS
+    $usedWindowMs = & $measure $vmSamples 'cpu.used.summation' '' $true $true
     $threads = New-Object System.Collections.Generic.List[object]
     $instances = @($vmSamples | Where-Object { $_.MetricId -eq 'cpu.used.summation' -and [string]$_.Instance -ne '' } | ForEach-Object { [string]$_.Instance } | Sort-Object -Unique)
     $vcpuTotal = 0.0
     foreach ($instance in $instances) {
-        $ms = & $measure $vmSamples 'cpu.used.summation' $instance $true
+        $ms = & $measure $vmSamples 'cpu.used.summation' $instance $true $true
         $ready = & $measure $vmSamples 'cpu.ready.summation' $instance $true
         $vcpuTotal += [double]$ms
         $readyS = $null
@@ -178,10 +191,10 @@ function Get-StormatrixVMwareCpuUsage {
     [pscustomobject][ordered]@{
         cpu_metric        = 'cpu_time'
         cpu_unit          = 's'
-        cpu_total         = $usedMs / 1000.0
+        cpu_total         = $usedWindowMs / 1000.0
         cpu_user          = $null
         cpu_system        = $null
-        cpu_time_s        = [ordered]@{ total = $usedMs / 1000.0; user = $null; system = $null }
+        cpu_time_s        = [ordered]@{ total = $usedWindowMs / 1000.0; user = $null; system = $null }
         cycles            = $null
         ctx_switches      = $null
         ctx_voluntary     = $null
@@ -204,10 +217,11 @@ function Get-StormatrixVMwareCpuUsage {
         }
         vmware            = [ordered]@{
             interval_s        = $IntervalSeconds
-            prorated          = $true
+            prorated          = ($coveredS -lt $windowS - 1e-9)
+            scale             = $windowS / $coveredS
             samples           = $covering.Count
             covered_s         = $coveredS
-            coverage          = $coveredS / $windowS
+            coverage          = $coverage
             first_sample_end  = $(if ($covering.Count) { $covering[0].ToString('o') } else { $null })
             last_sample_end   = $(if ($covering.Count) { $covering[-1].ToString('o') } else { $null })
             vm_used_s         = $usedMs / 1000.0
