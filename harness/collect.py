@@ -85,7 +85,8 @@ def merge_hosts(results: Sequence[dict[str, Any] | None]) -> dict[str, Any] | No
     out.pop("null_reasons", None)
     if why:
         out["null_reasons"] = dict(sorted(why.items()))
-    out["window_s"] = max(r.get("window_s") or 0.0 for r in measured)
+    windows = [r["window_s"] for r in measured if isinstance(r.get("window_s"), (int, float))]
+    out["window_s"] = max(windows) if windows else None  # the longest process window; unknown, not 0
     out["split_approximate"] = any(r.get("split_approximate") for r in measured)
     out["threads"] = [t for r in measured for t in r["threads"]]
     out["pid"] = [r["pid"] for r in measured]
