@@ -368,6 +368,21 @@ Describe 'Get-StormatrixVMwareCpuUsage' {
         { Get-StormatrixVMwareCpuUsage -VMName bench01 -Start '2026-11-22T05:00:00Z' -Finish '2026-11-22T05:01:00Z' -WaitSeconds 0 } |
             Should -Throw -ErrorId 'Stormatrix.VMware.StatsNotAvailable'
     }
+    It 'Should leave a vCPU without a sample in the window null, and the vCPUs'' sum, with the reason' {
+        # vCPU 1's only sample ends 03:00:00, before the window: it is listed but measured nothing in it
+        $lab = Read-TestLab
+        $lab.stats = @($lab.stats) + @([pscustomobject]@{ entity = 'bench01'; metricId = 'cpu.used.summation'; instance = '1'; unit = 'millisecond'
+                intervalSecs = 20; samples = @([pscustomobject]@{ timestamp = '2026-11-22T03:00:00Z'; value = 900 }) })
+        [System.IO.File]::WriteAllText($env:STORMATRIX_FAKE_VCENTER_LAB, (ConvertTo-Json -InputObject $lab -Depth 32))
+        $r = Get-StormatrixVMwareCpuUsage -VMName bench01 -Start '2026-11-22T03:00:10Z' -Finish '2026-11-22T03:00:30Z'
+        $one = @($r.threads | Where-Object { $_.name -eq 'vCPU 1' })
+        $one.Count | Should -Be 1
+        $one[0].runtime_s | Should -BeNullOrEmpty
+        @($r.threads | Where-Object { $_.name -eq 'vCPU 0' })[0].runtime_s | Should -Be 4.0
+        $r.by_role.vcpu.runtime_s | Should -BeNullOrEmpty
+        $r.null_reasons.'by_role.vcpu.runtime_s' | Should -BeLike '*vCPU 1 of 2 vCPUs*'
+        $r.cpu_total | Should -Be 4.0
+    }
     It 'Should refuse a window that ends before it starts' {
         { Get-StormatrixVMwareCpuUsage -VMName bench01 -Start '2026-11-22T03:01:00Z' -Finish '2026-11-22T03:00:00Z' } | Should -Throw -ErrorId 'Stormatrix.VMware.InvalidWindow'
     }

@@ -48,7 +48,8 @@ function Get-StormatrixVMwareCpuUsage {
     .OUTPUTS
     PSCustomObject: cpu_metric, cpu_unit, cpu_total, cpu_user, cpu_system, cpu_time_s, cycles,
     ctx_switches, ctx_voluntary, ctx_involuntary, source, scope, pid, vm, window_s, threads, by_role,
-    split_approximate, unmatched, vmware.
+    split_approximate, unmatched, vmware; null_reasons only when a figure is null for want of samples (a
+    vCPU without a cpu.used sample inside the window: its run time and the vCPUs' sum are null, not 0).
 
     .NOTES
     The window is [datetime] on purpose: the request's ISO strings reach this function through
@@ -172,23 +173,38 @@ function Get-StormatrixVMwareCpuUsage {
     $threads = New-Object System.Collections.Generic.List[object]
     $instances = @($vmSamples | Where-Object { $_.MetricId -eq 'cpu.used.summation' -and [string]$_.Instance -ne '' } | ForEach-Object { [string]$_.Instance } | Sort-Object -Unique)
     $vcpuTotal = 0.0
+    $nullReasons = [ordered]@{}
+    $lacking = New-Object System.Collections.Generic.List[string]
     foreach ($instance in $instances) {
         $ms = & $measure $vmSamples 'cpu.used.summation' $instance $true $true
         $ready = & $measure $vmSamples 'cpu.ready.summation' $instance $true
-        $vcpuTotal += [double]$ms
+        $runS = $null
+        if ($null -ne $ms) {
+            $runS = $ms / 1000.0
+            $vcpuTotal += $ms
+        }
+        else {
+            # a vCPU with no sample inside the window is unknown, never 0 added to the sum
+            $lacking.Add("vCPU $instance")
+        }
         $readyS = $null
         if ($null -ne $ready) { $readyS = $ready / 1000.0 }
         $threads.Add([ordered]@{ tid = $null; name = "vCPU $instance"; role = 'vcpu'; user_s = $null; system_s = $null
-                runtime_s = $ms / 1000.0; ready_s = $readyS; ctx_voluntary = $null; ctx_involuntary = $null; new = $false; exited = $false })
+                runtime_s = $runS; ready_s = $readyS; ctx_voluntary = $null; ctx_involuntary = $null; new = $false; exited = $false })
     }
     $byRole = [ordered]@{}
     if ($threads.Count -gt 0) {
-        $byRole['vcpu'] = [ordered]@{ threads = $threads.Count; user_s = $null; system_s = $null; runtime_s = $vcpuTotal / 1000.0
+        $vcpuRunS = $vcpuTotal / 1000.0
+        if ($lacking.Count -gt 0) {
+            $vcpuRunS = $null
+            $nullReasons['by_role.vcpu.runtime_s'] = "no cpu.used sample inside the window for $($lacking -join ', ') of $($threads.Count) vCPUs"
+        }
+        $byRole['vcpu'] = [ordered]@{ threads = $threads.Count; user_s = $null; system_s = $null; runtime_s = $vcpuRunS
             ctx_voluntary = $null; ctx_involuntary = $null }
     }
     $readyTotal = $null
     if ($null -ne $readyMs) { $readyTotal = $readyMs / 1000.0 }
-    [pscustomobject][ordered]@{
+    $record = [ordered]@{
         cpu_metric        = 'cpu_time'
         cpu_unit          = 's'
         cpu_total         = $usedWindowMs / 1000.0
@@ -232,4 +248,8 @@ function Get-StormatrixVMwareCpuUsage {
             host_usage_pct_avg = (& $measure $hostSamples 'cpu.usage.average' '' $false)
         }
     }
+    if ($nullReasons.Count -gt 0) {
+        $record['null_reasons'] = $nullReasons  # present only when something is null, as in the Linux collector's record
+    }
+    [pscustomobject]$record
 }
