@@ -87,7 +87,7 @@ def per_mib(io_bytes: Any, host: Mapping[str, Any] | None) -> dict[str, Any]:
             raw = host.get("ctx_switches")
             # the collector's own reason (a thread without its counter, ...) first, then the multi-VM
             # collector's "unmatched" one
-            reason = None
+            reason: str | None = None
             for source in ("null_reasons", "unmatched"):
                 why = host.get(source)
                 if isinstance(why, Mapping) and isinstance(why.get("ctx_switches"), str):
