@@ -89,9 +89,9 @@ def per_mib(io_bytes: Any, host: Mapping[str, Any] | None) -> dict[str, Any]:
             # collector's "unmatched" one
             reason: str | None = None
             for source in ("null_reasons", "unmatched"):
-                why = host.get(source)
-                if isinstance(why, Mapping) and isinstance(why.get("ctx_switches"), str):
-                    reason = why["ctx_switches"]
+                given = host.get(source)
+                if isinstance(given, Mapping) and isinstance(given.get("ctx_switches"), str):
+                    reason = given["ctx_switches"]
                     break
             if raw is None and isinstance(reason, str) and reason.strip():
                 missing["ctx"] = reason.strip()
