@@ -144,7 +144,7 @@ def test_auto_a_virtio_cell_first_spends_one_boot_then_skips_the_rest_not_retrie
 
 
 def test_auto_without_the_driver_store_an_unbound_controller_still_skips_after_one_boot(tmp_path: Path) -> None:
-    """An older guest module reports no driver store: the controller present without its driver (problem
+    """A guest that cannot read its driver store: the controller present without its driver (problem
     28) says the driver is missing, so the rest of its cells are skipped after that one boot."""
     guest = WindowsGuest(store={"vioscsi"}, reports_store=False)
     summary, backend, records = run_windows(tmp_path, guest, ["virtio-blk", "virtio-scsi-pci"], repeats=2)

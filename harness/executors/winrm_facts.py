@@ -117,9 +117,9 @@ VIRTIO_WIN_DRIVERS = frozenset(WINDOWS_VIRTIO_DRIVER.values())
 
 def installed_storage_drivers(facts: dict[str, Any]) -> set[str] | None:
     """The virtio-win storage drivers the guest has: those staged in its driver store
-    (``InstalledStorageDrivers``) and those bound to a controller now. None when the guest did not read
-    its driver store (an older guest module, or the store could not be read): then only a controller
-    present without its driver can tell that one is missing."""
+    (``InstalledStorageDrivers``) and those bound to a controller now. None when the guest could not read
+    its driver store (``InstalledStorageDrivers`` null or absent): then only a controller present without
+    its driver can tell that one is missing."""
     listed = facts.get("InstalledStorageDrivers")
     if listed is None:
         return None
@@ -182,8 +182,8 @@ class DriverGate:
         self.installed |= bound
         self.missing = (self.missing | unbound) - self.installed
         if bound or unbound:
-            self.source = (f"guest facts: the controllers {host} showed when {where} booted (its driver store was "
-                           "not read: an older guest module?)")
+            self.source = (f"guest facts: the controllers {host} showed when {where} booted (its driver store "
+                           "could not be read)")
 
     def needs_driver(self, controller: str) -> bool:
         """True for a controller whose cells need a virtio-win driver (they run after the others)."""
