@@ -123,6 +123,14 @@ def test_cli_plan_prints_the_windows_driver_notes(tmp_path: Path) -> None:
                          capture_output=True, text=True)
     assert res.returncode == 0, res.stderr
     assert "virtio-blk: planned; it needs the virtio-win driver viostor" in res.stdout
+    # the virtio cells counted from the plan table printed above, not from the code
+    table = [line.split() for line in res.stdout.splitlines() if line[:4].strip().isdigit()]
+    virtio = sum(1 for row in table if row[1] in ("virtio-blk", "virtio-scsi-single"))
+    assert virtio > 1 and f"{virtio} of them need a virtio-win driver" in res.stdout
+    pinned = text.replace('guest_os = "windows2022"', 'guest_os = "windows2022"\nguest_drivers = ["viostor", "vioscsi"]')
+    res = subprocess.run([sys.executable, "-m", "stormatrix", "plan", str(write(tmp_path, pinned))],
+                         capture_output=True, text=True)
+    assert res.returncode == 0 and "need a virtio-win driver" not in res.stdout
 
 
 @pytest.mark.parametrize("replace", [
