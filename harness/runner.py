@@ -255,8 +255,7 @@ class Runner:
         backend = self.backend or self.backend_cls(self.spec, self.run_dir)
         self.backend = backend
         self._t_run0 = time.monotonic()
-        self._gate = DriverGate.for_spec(self.spec)
-        self.driver_skipped = []
+        self._gate, self.driver_skipped = DriverGate.for_spec(self.spec), []
         try:
             facts = backend.prepare()
             self._journal_run_header(facts, backend, len(plan.cells), len(pending))
@@ -424,14 +423,14 @@ class Runner:
 
     def _skip_for_driver(self, disk: DiskConfig, cells: list[Cell], progress: Progress | None,
                          evidence: str = "") -> bool:
-        """Journal ``cells`` as skipped, not booted, when the guest lacks their controller's driver."""
+        """Journal ``cells`` as skipped, not booted, when the guest lacks their controller's driver
+        (``evidence``: what the boot that found the driver missing reported)."""
         gate = self._gate
         reason = gate.skip_reason(disk.controller) if gate is not None else None
         if gate is None or reason is None:
             return False
         log.warning("skipping %d cell(s) of %s: %s", len(cells), disk.key, reason)
         for cell in cells:
-            # evidence: what the boot that found the driver missing reported
             self.journal.append({"type": "cell-skipped", "run_id": self.run_id, "key": cell.key, "cell": cell.to_dict(),
                                  "side": self.side, "time": records.now_iso(), "reason": reason,
                                  "drivers": gate.describe(), **({"readiness": evidence} if evidence else {})})
