@@ -12,7 +12,7 @@ import math
 import operator
 import time
 from functools import lru_cache
-from typing import Any, Iterable
+from typing import Any, Iterable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -192,30 +192,34 @@ def frame_from_rows(rows: list[dict[str, Any]]) -> pd.DataFrame:
                         index=pd.RangeIndex(n) if n else pd.Index([], dtype=object))
 
 
-def _columns(rows: list[dict[str, Any]], names: Iterable[str]) -> dict[str, list[Any]]:
-    """One list per named column, in row order (None where a row lacks the key).
+def _columns(rows: list[dict[str, Any]], names: Iterable[str]) -> dict[str, Sequence[Any]]:
+    """One sequence per named column, in row order (None where a row lacks the key).
 
     The rows of one reader have the same keys in the same order, so each run of such rows is transposed
     at once (``itemgetter`` and ``zip``, in C) rather than cell by cell.
     """
-    out: dict[str, list[Any]] = {name: [] for name in names}
     if not rows:
-        return out
+        return {name: [] for name in names}
     keys: list[tuple[str, ...]] = [tuple(row) for row in rows]
     cuts = [i for i, changed in enumerate(map(operator.ne, keys[1:], keys[:-1]), 1) if changed]
+    segments = []
     for start, end in zip([0] + cuts, cuts + [len(rows)]):
         segment, present = rows[start:end], keys[start]
         if len(present) > 1:
-            transposed = dict(zip(present, zip(*map(operator.itemgetter(*present), segment))))
+            segments.append((end - start, dict(zip(present, zip(*map(operator.itemgetter(*present), segment))))))
         else:
-            transposed = {k: [row[k] for row in segment] for k in present}
+            segments.append((end - start, {k: [row[k] for row in segment] for k in present}))
+    if len(segments) == 1:  # rows of one reader: the transposed tuples are the columns
+        size, transposed = segments[0]
+        return {name: transposed.get(name) or [None] * size for name in names}
+    out: dict[str, list[Any]] = {name: [] for name in names}
+    for size, transposed in segments:
         for name, values in out.items():
-            column = transposed.get(name)
-            values.extend(column if column is not None else [None] * (end - start))
-    return out
+            values.extend(transposed.get(name) or [None] * size)
+    return dict(out)
 
 
-def _typed(values: list[Any], dtype: str, n: int) -> Any:
+def _typed(values: Sequence[Any], dtype: str, n: int) -> Any:
     """A column's values as an array of ``dtype``: one call for the usual columns (all empty, or every value
     of the column's own kind); anything else is converted as pandas converts an object column of records
     (inferred, then cast: which also names a value no column can hold)."""
