@@ -11,7 +11,7 @@ from typing import Any
 
 from ..core.errors import DataFileError
 from .fio import summarize_jobs
-from .params import SHAPE_KEYS, params_from_name, workload_params
+from .params import params_from_name, workload_params
 from .tidy import reasons_text
 
 ALL_CLIENTS = "All clients"
@@ -78,8 +78,7 @@ def fio_rows(doc: Any, source: str) -> list[dict[str, Any]]:
         if errors:
             raise DataFileError(source, f"fio reported error {errors[0]} in job {name!r}",
                                 "look at the fio output; the run did not complete")
-        params = workload_params(doc.get("global options"), group[0].get("job options"))
-        missing = tuple(k for k in SHAPE_KEYS if params[k] is None)
+        params, missing = workload_params(doc.get("global options"), group[0].get("job options"))
         from_name = names.get(missing)
         if from_name is None:
             from_name = names[missing] = params_from_name(source, missing)
@@ -96,7 +95,8 @@ def fio_rows(doc: Any, source: str) -> list[dict[str, Any]]:
             numjobs, why = _counted_numjobs(doc, group, client_mode)
             if why:
                 extra["numjobs"] = why
-        hosts = sorted({f"{j.get('hostname')}:{j.get('port')}" for j in group if j.get("hostname")})
+        hosts = sorted({f"{j.get('hostname')}:{j.get('port')}" for j in group if j.get("hostname")}) \
+            if len(group) > 1 or group[0].get("hostname") else []  # (plain fio names no host)
         read, write = s.get("read", {}), s.get("write", {})
         rows.append({
             "source": source,
