@@ -328,6 +328,9 @@ def summarize_jobs(jobs: Iterable[dict[str, Any]], source: str | None = None) ->
                     raise DataFileError(source, f"job {job.get('jobname')!r}: '{dname}' is a "
                                                 f"{type(d).__name__}, not an object")
                 continue
+            if d.get("io_bytes").__class__ is int and d.get("total_ios").__class__ is int and \
+                    not d["io_bytes"] and not d["total_ios"]:
+                continue  # a direction the job did not use (what _figures would find, in fewer steps)
             figures = _figures(d, (source, str(job.get("jobname")), dname) if source is not None else None)
             nbytes, bw, iops, rt, ios, mean, p99, cp99 = figures
             if not nbytes and not ios:
