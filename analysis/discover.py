@@ -208,6 +208,9 @@ def perf_partner(path: str) -> str | None:
     return None
 
 
+_O_READ = os.O_RDONLY | getattr(os, "O_BINARY", 0)  # (Windows: no newline translation)
+
+
 def read_capped(path: str, limit: int) -> bytes:
     """The bytes of an input file, refusing one larger than ``limit`` without reading all of it (a
     device or a runaway file must not exhaust memory). Raises OSError as ``open`` does.
@@ -216,7 +219,7 @@ def read_capped(path: str, limit: int) -> bytes:
     byte more, to see one that grew since), where ``open().read()`` adds buffering, a terminal check and
     a second ``fstat`` to every one of thousands of small files.
     """
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+    fd = os.open(path, _O_READ)
     try:
         st = os.fstat(fd)
         size = st.st_size if stat.S_ISREG(st.st_mode) else 0

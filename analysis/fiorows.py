@@ -49,7 +49,7 @@ def job_groups(doc: Any, source: str, client_mode: bool) -> dict[str, list[dict[
             raise DataFileError(source, f"job #{i + 1} has no 'jobname' string")
         if "job options" in job and not isinstance(job["job options"], dict):
             raise DataFileError(source, f"job {name!r}: 'job options' is not an object")
-        if "error" in job and not _is_number(job["error"]):
+        if "error" in job and job["error"].__class__ is not int and not _is_number(job["error"]):
             raise DataFileError(source, f"job {name!r}: 'error' is {job['error']!r}, not a number")
         if "read" not in job and "write" not in job and "trim" not in job and "mixed" not in job:
             raise DataFileError(source, f"job {name!r} has no read/write/trim results")
