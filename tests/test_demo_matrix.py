@@ -15,7 +15,7 @@ from importlib import resources
 from stormatrix.core.model import Plan
 from stormatrix.registry import backend_class
 from stormatrix.repeats import possible_extra
-from stormatrix.runner import estimate_seconds
+from stormatrix.progress import estimate_seconds
 from stormatrix.spec import MatrixSpec, expand, load_spec
 
 BUDGET_S = 10 * 60
