@@ -10,12 +10,11 @@ in ``ps`` output).
 from __future__ import annotations
 
 import argparse
-import math
-import re
-import time
 from typing import Any
 
+from ..core.errors import GuestNotReady, RemoteTimeout
 from ..secrets import check_option
+from .argtypes import host_name, port_number, positive_seconds
 from ..executors.winrm import TRANSPORTS, TestDiskMissing, WinRMExecutor, WinRMSettings
 
 
@@ -50,47 +49,10 @@ def register(subparsers: Any) -> None:
     check.add_argument("--diskspd-path", default="C:\\Program Files\\DiskSpd\\diskspd.exe",
                        help="diskspd.exe in the guest (default %(default)s)")
     check.add_argument("--timeout", type=positive_seconds, default=300.0,
-                       help="seconds to wait for WinRM to answer (default 300)")
+                       help="deadline in seconds for the whole check: waiting for WinRM to answer, retries, the "
+                            "module upload and the checks (default 300)")
     check.set_defaults(func=run_check)
     guest.set_defaults(func=lambda args: (guest.print_help(), 2)[1])
-
-
-def positive_seconds(text: str) -> float:
-    """argparse type: a finite number of seconds above 0 (``nan`` would never compare as elapsed, ``inf``
-    would never end)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if not math.isfinite(value) or value <= 0:
-        raise argparse.ArgumentTypeError(f"{text} is not a number of seconds above 0 (e.g. 300)")
-    return value
-
-
-_HOST = re.compile(r"^(\[[0-9A-Fa-f:.]+\]|[0-9A-Fa-f:]*:[0-9A-Fa-f:.]+|[A-Za-z0-9]([A-Za-z0-9_.-]{0,252}))$")
-
-
-def host_name(text: str) -> str:
-    """argparse type: a host name or an IPv4/IPv6 address — not a URL (the port and transport have their
-    own options), nothing with spaces."""
-    if "://" in text or "/" in text:
-        raise argparse.ArgumentTypeError(f"{text!r} is a URL, not a host: give only the name or address "
-                                         "(e.g. --host 10.0.0.5) and the port with --port, TLS with --tls")
-    if not _HOST.match(text):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a host name or address (letters, digits, '.', '-'; "
-                                         "no spaces)")
-    return text
-
-
-def port_number(text: str) -> int:
-    """argparse type: 0 (the transport's default) or a TCP port."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from None
-    if not 0 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f"{text} is not a TCP port (1-65535, or 0 for the default)")
-    return value
 
 
 def section_from_args(args: argparse.Namespace) -> dict[str, Any]:
@@ -103,20 +65,35 @@ def section_from_args(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-def run_check(args: argparse.Namespace, *, protocol_factory: Any = None, environ: Any = None) -> int:
+def run_check(args: argparse.Namespace, *, protocol_factory: Any = None, environ: Any = None,
+              clock: dict[str, Any] | None = None) -> int:
+    """``clock``: ``{"clock": ..., "sleep": ...}`` for tests that run the deadline on a fake clock."""
     if args.password_env:  # a password pasted here by mistake is refused without being repeated
         check_option("--password-env", args.password_env, kind="env")
     if args.password_file:
         check_option("--password-file", args.password_file, kind="file")
-    settings = WinRMSettings.from_section(section_from_args(args), environ=environ)
-    executor = WinRMExecutor([], settings=settings, protocol_factory=protocol_factory)
+    settings = WinRMSettings.from_section(section_from_args(args), environ=environ, origin="cli")
+    executor = WinRMExecutor([], settings=settings, protocol_factory=protocol_factory, **(clock or {}))
+    # --timeout is a deadline for the whole command: waiting for WinRM, the upload and the checks; the
+    # channel cuts every request's HTTP timeout and every retry pause to what is left of it
+    deadline = executor.channel._clock() + args.timeout
+    executor.channel.set_deadline(deadline, f"--timeout {args.timeout:g}")
     missing: TestDiskMissing | None = None
     try:
         try:
-            executor.wait_ready(time.monotonic() + args.timeout)
+            executor.wait_ready(deadline)
         except TestDiskMissing as exc:  # the checks below say which ones fail; the reason is printed after them
             missing = exc
-        report = executor.validate(args.controller)
+        except GuestNotReady as exc:
+            raise GuestNotReady(f"{exc.message} (--timeout {args.timeout:g}). Fix: check that the guest is up, "
+                                "that WinRM listens there (winrm quickconfig in the guest) on the port and "
+                                "transport given, and that no firewall drops it; a guest still booting may need "
+                                "a longer --timeout") from None
+        try:
+            report = executor.validate(args.controller)
+        except RemoteTimeout as exc:
+            raise RemoteTimeout(f"{exc.message} (--timeout {args.timeout:g}: the deadline covers the module "
+                                "upload and the checks too). Fix: give a longer --timeout") from None
     finally:
         executor.close()
     print(report.table())

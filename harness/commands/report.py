@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import argparse
 import glob
-import math
 import stat
 import sys
 from pathlib import Path
 
 from ..core.errors import InputError
+from .argtypes import positive_number
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -32,17 +32,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--label", help="name of this data set, shown in the workbook (default: the journal's side)")
     p.add_argument("--csv", help="where to write the tidy CSV (default: next to the workbook, .csv)")
     p.set_defaults(func=run)
-
-
-def positive_number(text: str) -> float:
-    """argparse type: a finite number > 0 (NaN, Inf and 1e309 are not limits)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not math.isfinite(value) or value <= 0:
-        raise argparse.ArgumentTypeError(f"{text!r} must be a finite number above 0, e.g. 0.10")
-    return value
 
 
 def cv_limit(text: str) -> float:

@@ -22,7 +22,7 @@ from typing import Any, Iterable, Mapping
 
 from ..core.errors import EnvironmentProblem, InputError
 from ..core.model import Workload
-from ..secrets import check_env_name, check_secret_file
+from ..secrets import check_env_name, check_secret_file, reference, resolve
 from ..spec import Field, Section
 from .winrm_secrets import Secret, load_password
 
@@ -77,6 +77,14 @@ WINRM_SECTION = Section("winrm", {
                                                       "partition table (destroys it); default: RAW only"),
 }, help="Windows guests over WinRM")
 
+#: ``guest check``'s option for each ``[winrm]`` key it sets (harness/commands/guest.py section_from_args)
+CLI_OPTIONS = {
+    "host": "--host", "port": "--port", "transport": "--transport", "use_tls": "--tls", "username": "--username",
+    "password_env": "--password-env", "password_file": "--password-file", "cert_validation": "--no-cert-validation",
+    "ca_file": "--ca-file", "disk_serial": "--disk-serial", "engine": "--engine", "fio_path": "--fio-path",
+    "diskspd_path": "--diskspd-path", "read_timeout_seconds": "--timeout", "operation_timeout_seconds": "--timeout",
+}
+
 _SERIAL_RE = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
 
 
@@ -111,32 +119,58 @@ class WinRMSettings:
     diskspd_path: str = "C:\\Program Files\\DiskSpd\\diskspd.exe"
     max_memory_per_shell_mb: int = DEFAULT_SHELL_MEMORY_MB
     allow_partitioned_disk: bool = False
+    #: where the values came from: "matrix" (a ``[winrm]`` section) or "cli" (``guest check``'s options),
+    #: so that a message names what the user actually wrote (:meth:`spelled`)
+    origin: str = field(default="matrix", compare=False)
+
+    def spelled(self, key: str) -> str:
+        """How the user wrote ``key``: ``--no-cert-validation`` on the command line,
+        ``[winrm] cert_validation = false`` in a matrix file. Messages name this, never a key the user
+        did not write."""
+        if self.origin == "cli":
+            return CLI_OPTIONS.get(key, f"--{key.replace('_', '-')}")
+        value = getattr(self, key, None)
+        if isinstance(value, bool):
+            return f"[winrm] {key} = {'true' if value else 'false'}"
+        return f"[winrm] {key}"
 
     def __post_init__(self) -> None:
         if self.transport not in TRANSPORTS:
-            raise InputError(f"WinRM transport {self.transport!r} is not one of {', '.join(TRANSPORTS)}")
+            raise InputError(f"{self.spelled('transport')}: {self.transport!r} is not one of {', '.join(TRANSPORTS)}")
         if self.read_timeout_seconds <= self.operation_timeout_seconds:
             raise InputError(f"[winrm] read_timeout_seconds ({self.read_timeout_seconds}) must exceed "
                              f"operation_timeout_seconds ({self.operation_timeout_seconds}): the guest may "
                              "block a request for the whole operation timeout")
         if self.disk_serial and not _SERIAL_RE.match(self.disk_serial):
-            raise InputError(f"disk serial {self.disk_serial!r} has characters a disk serial cannot have "
-                             "(letters, digits, _ . : - only)")
+            raise InputError(f"{self.spelled('disk_serial')}: {self.disk_serial!r} has characters a disk serial "
+                             "cannot have (letters, digits, _ . : - only). Fix: copy the serial from Get-Disk "
+                             "(SerialNumber) in the guest")
         if self.transport == "kerberos" and _is_ip_address(self.host):
-            raise InputError(f"[winrm] transport = \"kerberos\" needs the guest's host name, not the address "
-                             f"{self.host} (Kerberos finds the service by its name, HTTP/<host>). Fix: set "
-                             "[winrm] host to the guest's DNS name, or use transport = \"ntlm\"")
+            cli = self.origin == "cli"
+            said = "--transport kerberos" if cli else '[winrm] transport = "kerberos"'
+            other = "--transport ntlm" if cli else 'transport = "ntlm"'
+            raise InputError(f"{said} needs the guest's host name, not the address {self.host} (Kerberos finds "
+                             f"the service by its name, HTTP/<host>). Fix: set {self.spelled('host')} to the "
+                             f"guest's DNS name, or use {other}")
 
     @classmethod
     def from_section(cls, section: Mapping[str, Any], *, host: str = "",
-                     environ: Mapping[str, str] | None = None) -> "WinRMSettings":
-        """From a parsed ``[winrm]`` table; loads the password from the environment or file it names."""
+                     environ: Mapping[str, str] | None = None, origin: str = "matrix") -> "WinRMSettings":
+        """From a parsed ``[winrm]`` table; loads the password from the environment or file it names.
+        ``origin="cli"`` when the table was made from ``guest check``'s options: messages then name them."""
         values = {k: v for k, v in section.items() if k in {f.name for f in dataclasses.fields(cls)}}
         values["host"] = section.get("host") or host
+        values["origin"] = origin
         if not values["host"]:
             raise InputError("no WinRM host: set [winrm] host or let the backend report the guest's address")
-        password = load_password(password_env=section.get("password_env", ""),
-                                 password_file=section.get("password_file", ""), environ=environ)
+        if origin == "cli":
+            ref = reference({"--password-env": section.get("password_env", ""),
+                             "--password-file": section.get("password_file", "")}, env_key="--password-env",
+                            file_key="--password-file", what="the WinRM password")
+            password = resolve(ref, environ=environ, strip=False)
+        else:
+            password = load_password(password_env=section.get("password_env", ""),
+                                     password_file=section.get("password_file", ""), environ=environ)
         return cls(password=password, **values)
 
     @property
