@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from .core.errors import MatrixError
+from .core.paths import TooLarge, input_problem, looks_utf16, read_bounded
 from .schema import Field, Section, _show, parse_section
 from .core.model import (
     AIO_MODES,
@@ -149,15 +150,29 @@ class MatrixSpec:
         return self.sections.get(name, {})
 
 
+#: no matrix is this large (bench_plan's 25,000 workloads take about 2 MiB); /dev/zero is refused before
+MATRIX_MAX_BYTES = 16 * 2**20
+
+
 # Exceptions a TOML parser raises for malformed text, named here so that a bad file becomes a
 # MatrixError, not a traceback.
 def _load_toml(path: Path) -> dict[str, Any]:
+    problem = input_problem(path)
+    if problem == "does not exist":
+        raise MatrixError(str(path), "", "file not found", "give the path of an existing matrix file")
+    if problem:  # a FIFO would block, /dev/zero never end: neither is opened
+        raise MatrixError(str(path), "", f"cannot be read: it {problem}", "give the path of a matrix file (TOML)")
     try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise MatrixError(str(path), "", "file not found", "give the path of an existing matrix file") from None
+        data = read_bounded(path, MATRIX_MAX_BYTES)
+    except TooLarge:
+        raise MatrixError(str(path), "", f"is larger than {MATRIX_MAX_BYTES // 2**20} MiB, which no matrix is "
+                          "(25,000 workloads take about 2 MiB)", "give the matrix file, not a data file") from None
     except OSError as exc:
         raise MatrixError(str(path), "", f"cannot be read ({exc.strerror})", "check the path and permissions") from None
+    if looks_utf16(data):
+        raise MatrixError(str(path), "", "is not UTF-8 text: it is saved as UTF-16 (Notepad's 'Unicode', "
+                          "PowerShell 5's Out-File and '>')", "save the file as UTF-8 (Notepad: Save As, Encoding "
+                          "'UTF-8'; PowerShell: Set-Content -Encoding utf8)")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -31,7 +31,7 @@ def positive_seconds(text: str) -> float:
     return positive_number(text, unit="seconds", example="300")
 
 
-_HOST = re.compile(r"^(\[[0-9A-Fa-f:.]+\]|[0-9A-Fa-f:]*:[0-9A-Fa-f:.]+|[A-Za-z0-9]([A-Za-z0-9_.-]{0,252}))$")
+_HOST = re.compile(r"\[[0-9A-Fa-f:.]+\]|[0-9A-Fa-f:]*:[0-9A-Fa-f:.]+|[A-Za-z0-9][A-Za-z0-9_.-]{0,252}")
 
 
 def host_name(text: str) -> str:
@@ -40,7 +40,7 @@ def host_name(text: str) -> str:
     if "://" in text or "/" in text:
         raise argparse.ArgumentTypeError(f"{text!r} is a URL, not a host: give only the name or address "
                                          "(e.g. --host 10.0.0.5) and the port with --port, TLS with --tls")
-    if not _HOST.match(text):
+    if not _HOST.fullmatch(text):  # fullmatch: '$' would let a trailing newline through
         raise argparse.ArgumentTypeError(f"{text!r} is not a host name or address (letters, digits, '.', '-'; "
                                          "an IPv6 address as fe80::1 or [fe80::1]; no spaces)")
     if text.startswith("["):
@@ -65,3 +65,32 @@ def port_number(text: str) -> int:
     if not 0 <= value <= 65535:
         raise argparse.ArgumentTypeError(f"{text} is not a TCP port (1-65535, or 0 for the default)")
     return value
+
+
+def label(text: str) -> str:
+    """A data set's name (``--side``, ``--label``): it heads workbook columns and table rows, so one line
+    of at most 100 printable characters, not empty."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("is empty: give a name such as 'Proxmox VE 8.2', or leave the option out")
+    if any(not c.isprintable() for c in text) or len(text) > 100:
+        raise argparse.ArgumentTypeError(f"{text[:60]!r}: a label is one line of at most 100 printable characters "
+                                         "(it heads workbook columns); remove line breaks and control characters")
+    return text.strip()
+
+
+def existing_file(text: str) -> str:
+    """The path of a regular file that exists (a CA bundle): a directory, FIFO, device or loop is refused
+    before anything opens it."""
+    from ..core.paths import input_problem
+
+    problem = input_problem(text)
+    if problem:
+        raise argparse.ArgumentTypeError(f"{text!r} {problem}: give the path of an existing file")
+    return text
+
+
+def non_empty(text: str) -> str:
+    """One line of printable text, not empty (a user name)."""
+    if not text.strip() or any(not c.isprintable() for c in text):
+        raise argparse.ArgumentTypeError("is empty or holds line breaks or control characters")
+    return text

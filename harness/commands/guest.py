@@ -12,10 +12,11 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ..core.errors import GuestNotReady, RemoteTimeout
+from ..core.errors import GuestNotReady, InputError, RemoteTimeout
 from ..secrets import check_option
-from .argtypes import host_name, port_number, positive_seconds
+from .argtypes import existing_file, host_name, non_empty, port_number, positive_seconds
 from ..executors.winrm import TRANSPORTS, TestDiskMissing, WinRMExecutor, WinRMSettings
+from ..executors.winrm_settings import _check_serial
 
 
 def register(subparsers: Any) -> None:
@@ -33,14 +34,15 @@ def register(subparsers: Any) -> None:
                        help="WinRM authentication (default ntlm, with message encryption over HTTP; kerberos needs "
                             "a host name, not an address)")
     check.add_argument("--tls", action="store_true", help="ntlm/kerberos over HTTPS")
-    check.add_argument("--username", required=True, help="account in the guest's Administrators group")
+    check.add_argument("--username", required=True, type=non_empty, help="account in the guest's Administrators group")
     pw = check.add_mutually_exclusive_group(required=True)
     pw.add_argument("--password-env", metavar="VAR", help="environment variable that holds the password")
     pw.add_argument("--password-file", metavar="PATH", help="file whose first line is the password")
     check.add_argument("--no-cert-validation", action="store_true",
                        help="do not verify the guest's TLS certificate (lab guests with self-signed certificates)")
-    check.add_argument("--ca-file", default="", help="CA bundle (PEM) that signed the guest's certificate")
-    check.add_argument("--disk-serial", required=True, help="serial number of the raw test disk")
+    check.add_argument("--ca-file", default="", type=existing_file,
+                       help="CA bundle (PEM) that signed the guest's certificate")
+    check.add_argument("--disk-serial", required=True, type=disk_serial, help="serial number of the raw test disk")
     check.add_argument("--controller", default=None, help="controller under test: its driver must be bound")
     check.add_argument("--engine", choices=("fio", "diskspd"), default="fio",
                        help="the I/O engine whose installation is checked (default fio)")
@@ -65,9 +67,33 @@ def section_from_args(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+def disk_serial(text: str) -> str:
+    """argparse type: a disk serial as Get-Disk shows it (the same rule as ``[winrm] disk_serial``)."""
+    try:
+        _check_serial(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
+def check_tls_options(args: argparse.Namespace) -> None:
+    """TLS options that would be silently ignored are refused: without TLS there is no certificate to
+    check, and a CA file with validation off would never be used."""
+    tls = args.tls or args.transport in ("https", "credssp")
+    for flag, given in (("--no-cert-validation", args.no_cert_validation), ("--ca-file", bool(args.ca_file))):
+        if given and not tls:
+            raise InputError(f"{flag} has no effect: transport {args.transport} without --tls talks plain HTTP (with "
+                             "message encryption), so there is no certificate. Fix: add --tls (port 5986), or leave "
+                             f"{flag} out")
+    if args.no_cert_validation and args.ca_file:
+        raise InputError("--ca-file and --no-cert-validation together: with validation off the CA file would be "
+                         "ignored. Fix: keep --ca-file (validated against that CA) and drop --no-cert-validation")
+
+
 def run_check(args: argparse.Namespace, *, protocol_factory: Any = None, environ: Any = None,
               clock: dict[str, Any] | None = None) -> int:
     """``clock``: ``{"clock": ..., "sleep": ...}`` for tests that run the deadline on a fake clock."""
+    check_tls_options(args)
     if args.password_env:  # a password pasted here by mistake is refused without being repeated
         check_option("--password-env", args.password_env, kind="env")
     if args.password_file:

@@ -63,7 +63,7 @@ def map_transport_error(exc: BaseException, what: str, settings: WinRMSettings,
     return RemoteCommandError(f"{what}: unexpected error talking to {where}: {type(exc).__name__}: {_short(exc)}")
 
 
-def _short(exc: BaseException) -> str:
+def _short(exc: BaseException | str) -> str:
     text = str(exc)
     return text if len(text) <= 300 else text[:300] + "..."
 

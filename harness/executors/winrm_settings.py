@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
 from ..core.errors import EnvironmentProblem, InputError
+from ..core.paths import input_problem
 from ..core.model import Workload
 from ..secrets import check_env_name, check_secret_file, reference, resolve
 from ..spec import Field, Section
@@ -43,19 +44,21 @@ DEFAULT_SHELL_MEMORY_MB = 1024
 SHELL_MEMORY_HEADROOM_MB = 256
 
 WINRM_SECTION = Section("winrm", {
-    "host": Field(str, "", help="guest host name or address; empty: the one the backend reports"),
+    "host": Field(str, "", help="guest host name or address; empty: the one the backend reports",
+                  check=lambda v: _check_host(v)),
     "port": Field(int, 0, min=0, max=65535, help="0 means 5985 for ntlm/kerberos, 5986 for https/credssp"),
     "transport": Field(str, "ntlm", choices=TRANSPORTS,
                        help="ntlm (default; message-encrypted over HTTP) or kerberos (needs a host name); "
                             "https = Basic auth over TLS, off in a stock guest; credssp over TLS"),
     "use_tls": Field(bool, False, help="ntlm/kerberos over HTTPS (port 5986) instead of HTTP"),
-    "username": Field(str, help="e.g. Administrator or DOMAIN\\\\user"),
+    "username": Field(str, help="e.g. Administrator or DOMAIN\\\\user", check=lambda v: _check_username(v)),
     "password_env": Field(str, "", help="name of the environment variable holding the password",
                           check=check_env_name),
     "password_file": Field(str, "", help="file whose first line is the password", check=check_secret_file),
     "cert_validation": Field(bool, True, help="verify the guest's TLS certificate; false only for lab "
                                               "guests with self-signed certificates"),
-    "ca_file": Field(str, "", help="CA bundle (PEM) that signed the guest's certificate"),
+    "ca_file": Field(str, "", help="CA bundle (PEM) that signed the guest's certificate",
+                     check=lambda v: _check_ca_file(v)),
     "operation_timeout_seconds": Field(int, 20, min=1, max=3600,
                                        help="how long one WS-Man request may block in the guest"),
     "read_timeout_seconds": Field(int, 30, min=2, max=3600,
@@ -66,7 +69,8 @@ WINRM_SECTION = Section("winrm", {
     "connect_retries": Field(int, 3, min=0, max=20, help="retries of a connection error before giving up"),
     "reboot_timeout_seconds": Field(float, 600.0, min=10, max=7200,
                                     help="how long a guest may take to come back after a reboot"),
-    "disk_serial": Field(str, help="serial number of the raw test disk in the guest"),
+    "disk_serial": Field(str, help="serial number of the raw test disk in the guest (Get-Disk's SerialNumber)",
+                         check=lambda v: _check_serial(v)),
     "engine": Field(str, "fio", choices=("fio", "diskspd")),
     "fio_path": Field(str, "C:\\Program Files\\fio\\fio.exe"),
     "diskspd_path": Field(str, "C:\\Program Files\\DiskSpd\\diskspd.exe"),
@@ -85,7 +89,40 @@ CLI_OPTIONS = {
     "diskspd_path": "--diskspd-path", "read_timeout_seconds": "--timeout", "operation_timeout_seconds": "--timeout",
 }
 
-_SERIAL_RE = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
+_SERIAL_RE = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
+_HOST_RE = re.compile(r"[A-Za-z0-9]([A-Za-z0-9_.-]{0,252})")
+
+
+def _check_host(value: str) -> None:
+    """A ``[winrm] host`` (empty = the backend's address): a name or an IP address, not a URL."""
+    if not value:
+        return
+    if "://" in value or "/" in value:
+        raise ValueError(f"{value[:80]!r} is a URL, not a host: write only the name or address; the port has its own "
+                         "key (port), TLS too (use_tls)")
+    if not (_HOST_RE.fullmatch(value) or _is_ip_address(value)):
+        raise ValueError(f"{value[:80]!r} is not a host name or address (letters, digits, '.', '-'; no spaces; "
+                         "an IPv6 address as fe80::1)")
+
+
+def _check_username(value: str) -> None:
+    if not value.strip() or any(not c.isprintable() for c in value):
+        raise ValueError("is empty or holds line breaks or control characters: give the account, e.g. "
+                         "Administrator or DOMAIN\\user")
+
+
+def _check_serial(value: str) -> None:
+    if not _SERIAL_RE.fullmatch(value):
+        raise ValueError(f"{value[:80]!r} is not a disk serial (1-64 letters, digits, _ . : -): copy the test "
+                         "disk's SerialNumber from Get-Disk in the guest")
+
+
+def _check_ca_file(value: str) -> None:
+    if value:
+        problem = input_problem(value)
+        if problem:
+            raise ValueError(f"{value!r} {problem}: give the path of the PEM file holding the CA that signed the "
+                             "guest's certificate")
 
 
 def _is_ip_address(host: str) -> bool:
@@ -141,7 +178,10 @@ class WinRMSettings:
             raise InputError(f"[winrm] read_timeout_seconds ({self.read_timeout_seconds}) must exceed "
                              f"operation_timeout_seconds ({self.operation_timeout_seconds}): the guest may "
                              "block a request for the whole operation timeout")
-        if self.disk_serial and not _SERIAL_RE.match(self.disk_serial):
+        if not self.username.strip() or any(not c.isprintable() for c in self.username):
+            raise InputError(f"{self.spelled('username')} is empty or holds control characters. Fix: give the "
+                             "guest account, e.g. Administrator")
+        if self.disk_serial and not _SERIAL_RE.fullmatch(self.disk_serial):
             raise InputError(f"{self.spelled('disk_serial')}: {self.disk_serial!r} has characters a disk serial "
                              "cannot have (letters, digits, _ . : - only). Fix: copy the serial from Get-Disk "
                              "(SerialNumber) in the guest")
