@@ -115,11 +115,11 @@ class Journal:
         except OSError as exc:  # a file in the way, a path too long, ...: the user's argument
             raise InputError(f"{self.run_dir} cannot be used as the run directory ({exc.strerror}). "
                              "Fix: give -o the path of a directory (it is created if missing)") from None
-        self._check_existing()
+        self.check_existing()
         self._repair_tail()
         return self
 
-    def _check_existing(self) -> None:
+    def check_existing(self) -> None:
         """An existing journal must be a regular file holding journal lines before anything touches it:
         a FIFO would block, a directory fails, and the torn-line repair must never cut into a file that
         is not a journal at all (a disk image, a UTF-16 copy, another program's log)."""

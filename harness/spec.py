@@ -103,6 +103,9 @@ def _workload_name(value: str) -> None:
     """A workload name is part of every cell key (``.../<name>/rep1``) and a column of the plan table."""
     if not value.strip():
         raise ValueError("is empty: write a short unique name, e.g. randread-64k")
+    if len(value) > 64:
+        raise ValueError(f"is {len(value)} characters long: a name heads a column of the plan table and workbook "
+                         "rows; keep it to 64 (e.g. randread-64k-qd8)")
     bad = sorted({repr(ch) for ch in value if ch == "/" or not ch.isprintable()})
     if bad:
         raise ValueError(f"contains {', '.join(bad)}: a name is part of the cell keys and the plan table; use "
@@ -263,10 +266,10 @@ def _workload(path: str, number: int, table: Any, names: set[str]) -> Workload:
     if bs % 512:
         raise MatrixError(path, f"{where}.bs", f"{bs} bytes is not a multiple of 512",
                           "direct I/O needs whole sectors: use 512, 4k, 64k, ...")
-    if w["name"] in names:
-        raise MatrixError(path, f"{where}.name", f"{w['name']!r} is used by two workloads",
-                          "give each workload its own name")
-    names.add(w["name"])
+    if w["name"].casefold() in names:  # "W" and "w": one in a workbook and on a case-insensitive file system
+        raise MatrixError(path, f"{where}.name", f"{w['name']!r} is used by two workloads (names are compared "
+                          "ignoring case)", "give each workload its own name")
+    names.add(w["name"].casefold())
     rate = w["rate_mib_s"] or None
     mixed = w["rw"] in ("rw", "readwrite", "randrw")
     return Workload(name=w["name"], rw=w["rw"], bs=bs, iodepth=w["iodepth"], numjobs=w["numjobs"],

@@ -78,14 +78,15 @@ def label(text: str) -> str:
     return text.strip()
 
 
-def existing_file(text: str) -> str:
-    """The path of a regular file that exists (a CA bundle): a directory, FIFO, device or loop is refused
-    before anything opens it."""
-    from ..core.paths import input_problem
+def ca_bundle(text: str) -> str:
+    """The path of a CA bundle: an existing regular file holding PEM certificates (a directory, FIFO,
+    device or loop is refused before anything opens it)."""
+    from ..core.paths import ca_bundle_problem
 
-    problem = input_problem(text)
+    problem = ca_bundle_problem(text)
     if problem:
-        raise argparse.ArgumentTypeError(f"{text!r} {problem}: give the path of an existing file")
+        raise argparse.ArgumentTypeError(f"{text!r} {problem}: give the PEM file of the CA that signed the "
+                                         "guest's certificate")
     return text
 
 
@@ -94,3 +95,20 @@ def non_empty(text: str) -> str:
     if not text.strip() or any(not c.isprintable() for c in text):
         raise argparse.ArgumentTypeError("is empty or holds line breaks or control characters")
     return text
+
+
+def check_run_dir(flag: str, value: str) -> None:
+    """A run directory argument (``-o RUN_DIR``): not empty (Path("") is the current directory), and if
+    something is there already, a directory (a file, FIFO, device or link loop is named, exit 2)."""
+    import os
+
+    from ..core.errors import InputError
+    from ..core.paths import input_problem
+
+    if not value.strip():
+        raise InputError(f"{flag} is empty. Fix: give the run directory, e.g. {flag} runs/today (it is created "
+                         "if missing)")
+    if os.path.lexists(value) and not os.path.isdir(value):
+        problem = (input_problem(value) or "is a file").replace("not a regular file", "not a directory")
+        raise InputError(f"{flag} {value} {problem}, so it cannot be the run directory. Fix: give the path of a "
+                         "directory (it is created if missing)")

@@ -13,7 +13,7 @@ from typing import Any
 
 from ..core.errors import InputError
 from .argtypes import label
-from .report import _real, output_paths, probability, warn
+from .report import _real, check_inputs, output_paths, probability, warn
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -52,6 +52,7 @@ def run(args: argparse.Namespace) -> int:
     from ..analysis.workbook import write_comparison_workbook, write_tidy_csv
 
     inputs_a, inputs_b = [args.a, *args.add_a], [args.b, *args.add_b]
+    check_inputs(inputs_a + inputs_b)
     out, csv = output_paths(args.output, args.csv, inputs_a + inputs_b)
     if {_real(Path(p)) for p in inputs_a} == {_real(Path(p)) for p in inputs_b}:
         warn(["A and B are the same inputs: every difference will be 0 and no t-test can find one. Give the other "

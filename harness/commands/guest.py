@@ -14,7 +14,7 @@ from typing import Any
 
 from ..core.errors import GuestNotReady, InputError, RemoteTimeout
 from ..secrets import check_option
-from .argtypes import existing_file, host_name, non_empty, port_number, positive_seconds
+from .argtypes import ca_bundle, host_name, non_empty, port_number, positive_seconds
 from ..executors.winrm import TRANSPORTS, TestDiskMissing, WinRMExecutor, WinRMSettings
 from ..executors.winrm_settings import _check_serial
 
@@ -40,7 +40,7 @@ def register(subparsers: Any) -> None:
     pw.add_argument("--password-file", metavar="PATH", help="file whose first line is the password")
     check.add_argument("--no-cert-validation", action="store_true",
                        help="do not verify the guest's TLS certificate (lab guests with self-signed certificates)")
-    check.add_argument("--ca-file", default="", type=existing_file,
+    check.add_argument("--ca-file", type=ca_bundle,
                        help="CA bundle (PEM) that signed the guest's certificate")
     check.add_argument("--disk-serial", required=True, type=disk_serial, help="serial number of the raw test disk")
     check.add_argument("--controller", default=None, help="controller under test: its driver must be bound")
@@ -62,7 +62,7 @@ def section_from_args(args: argparse.Namespace) -> dict[str, Any]:
     return {
         "host": args.host, "port": args.port, "transport": args.transport, "use_tls": args.tls,
         "username": args.username, "password_env": args.password_env or "", "password_file": args.password_file or "",
-        "cert_validation": not args.no_cert_validation, "ca_file": args.ca_file, "disk_serial": args.disk_serial,
+        "cert_validation": not args.no_cert_validation, "ca_file": args.ca_file or "", "disk_serial": args.disk_serial,
         "engine": args.engine, "fio_path": args.fio_path, "diskspd_path": args.diskspd_path,
     }
 

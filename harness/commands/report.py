@@ -16,6 +16,7 @@ from pathlib import Path
 
 from ..core.errors import InputError
 from ..core.paths import input_problem
+from ..core.journalfile import JOURNAL_NAME
 from .argtypes import label, positive_number
 
 
@@ -106,6 +107,22 @@ def _writable_place(flag: str, path: Path) -> None:
                          "Fix: give the name of a file to write")
 
 
+def check_inputs(inputs: list[str]) -> None:
+    """Refuse, before ingest walks anything, an empty input (Path("") would be the current directory)
+    and a run directory whose journal.ndjson is not a file (a directory, a FIFO, a link loop): the
+    message names the journal, not "no usable results" for the whole directory."""
+    for given in inputs:
+        if not given.strip():
+            raise InputError("an INPUT is an empty string. Fix: give a run directory, a journal, a result file or "
+                             "a directory of them (an empty argument would mean the current directory)")
+        journal = os.path.join(given, JOURNAL_NAME)
+        if os.path.isdir(given) and os.path.lexists(journal):
+            problem = input_problem(journal)
+            if problem:
+                raise InputError(f"{journal} {problem}, so the run in {given} cannot be read. Fix: give a run "
+                                 f"directory whose {JOURNAL_NAME} is the journal file 'stormatrix run' wrote")
+
+
 def _real(path: Path) -> Path:
     """``path`` with links resolved; a loop somewhere in it leaves it as given (absolute)."""
     try:
@@ -162,6 +179,7 @@ def write_report(inputs: list[str], output: str, *, csv: str | None = None, stri
     from ..analysis.output import write_all
     from ..analysis.workbook import write_efficiency_workbook, write_tidy_csv
 
+    check_inputs(inputs)
     out, csv_path = output_paths(output, csv, inputs)
     data = ingest(inputs, strict=strict, label=label)
     warn([str(p) for p in data.problems] + data.notes)

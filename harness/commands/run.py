@@ -8,9 +8,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..core.errors import InputError
 from ..runner import Runner, check_executor_spec
-from .argtypes import label
+from .argtypes import check_run_dir, label
 from ..spec import check_guest_backend, load_spec
 
 
@@ -44,8 +43,7 @@ def execute(matrix: str | Path, run_dir: str | Path, *, side: str | None = None,
 
 
 def run(args: argparse.Namespace) -> int:
-    if not args.output.strip():  # Path("") is ".": an empty -o must not mean the current directory
-        raise InputError("-o/--output is empty. Fix: give the run directory, e.g. -o runs/today")
+    check_run_dir("-o", args.output)
     summary = execute(args.matrix, args.output, side=args.side, progress=not args.no_progress)
     print(f"{summary['measured']} cells measured, {summary['already_done']} already in the journal, "
           f"{len(summary['failed'])} failed; journal: {Path(args.output) / 'journal.ndjson'}")

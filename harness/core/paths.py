@@ -75,3 +75,21 @@ def looks_utf16(data: bytes) -> bool:
         return True
     head = data[:200]
     return len(head) >= 4 and (head[1::2].count(0) > len(head) // 4 or head[0::2].count(0) > len(head) // 4)
+
+
+def ca_bundle_problem(path: str | Path) -> str | None:
+    """Why ``path`` is not a CA bundle (PEM certificates), or None: looked at before any TLS handshake,
+    where a wrong file only shows up as an opaque SSL error."""
+    problem = input_problem(path)
+    if problem:
+        return problem
+    try:
+        head = read_bounded(path, 10 * 2**20)
+    except TooLarge:
+        return "is larger than 10 MiB, which no CA bundle is"
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror})"
+    if b"-----BEGIN CERTIFICATE-----" not in head:
+        return "holds no PEM certificate (no '-----BEGIN CERTIFICATE-----' line)" + (
+            "; it is empty" if not head.strip() else "")
+    return None

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
 from ..core.errors import EnvironmentProblem, InputError
-from ..core.paths import input_problem
+from ..core.paths import ca_bundle_problem
 from ..core.model import Workload
 from ..secrets import check_env_name, check_secret_file, reference, resolve
 from ..spec import Field, Section
@@ -119,7 +119,7 @@ def _check_serial(value: str) -> None:
 
 def _check_ca_file(value: str) -> None:
     if value:
-        problem = input_problem(value)
+        problem = ca_bundle_problem(value)
         if problem:
             raise ValueError(f"{value!r} {problem}: give the path of the PEM file holding the CA that signed the "
                              "guest's certificate")
