@@ -84,8 +84,16 @@ def parse_diskspd_xml(text: str, source: str = "<diskspd xml>") -> dict[str, Any
     lat_total = _float(lat, "AverageTotalMilliseconds", source)
     lat_read = _float(lat, "AverageReadMilliseconds", source)
     lat_write = _float(lat, "AverageWriteMilliseconds", source)
+    why: list[str] = []
     if lat_total is None and (lat_read is not None or lat_write is not None):
-        lat_total = ((lat_read or 0.0) * rc + (lat_write or 0.0) * wc) / (rc + wc)
+        # the I/O-weighted mean of the directions, only when every direction that moved has its mean
+        if (lat_read is not None or not rc) and (lat_write is not None or not wc):
+            lat_total = ((lat_read or 0.0) * rc + (lat_write or 0.0) * wc) / (rc + wc)
+        else:
+            why.append("lat_mean_us: the DiskSpd XML has no AverageTotalMilliseconds and no average for "
+                       + ("reads" if lat_read is None else "writes") + ", which moved I/O")
+    elif lat_total is None:
+        why.append("lat_mean_us: the DiskSpd XML has no <Latency> averages")
     p99 = None
     if lat is not None:
         for bucket in lat.findall("Bucket"):
@@ -103,13 +111,19 @@ def parse_diskspd_xml(text: str, source: str = "<diskspd xml>") -> dict[str, Any
     if write_ratio is not None:
         kind = "read" if write_ratio == 0 else "write" if write_ratio == 100 else "rw"
         rw = ("rand" + kind) if random else kind
+    if p99 is None:
+        why.append("lat_p99_us: the DiskSpd XML has no 99th-percentile <Latency>/<Bucket> (DiskSpd writes them "
+                   "with -L)")
     cpu = span.find("CpuUtilization/Average")
+    for col, field in (("guest_usr_cpu", "UserPercent"), ("guest_sys_cpu", "KernelPercent")):
+        if _text(cpu, field) is None:
+            why.append(f"{col}: the DiskSpd XML has no <TimeSpan>/<CpuUtilization>/<Average>/<{field}>")
     mib = (rb + wb) / 2**20
     # the thread count is DiskSpd's -t (ThreadsPerFile), else what the file name says; never a guessed 1
     numjobs = int(threads) if threads else from_name.get("numjobs")
-    why = None if numjobs is not None else (
-        "numjobs: the DiskSpd XML has no <Profile/TimeSpans/TimeSpan/Targets/Target/ThreadsPerFile> (-t) and "
-        "the file name gives no numjobs (e.g. numjobs4 or nj4)")
+    if numjobs is None:
+        why.append("numjobs: the DiskSpd XML has no <Profile/TimeSpans/TimeSpan/Targets/Target/ThreadsPerFile> "
+                   "(-t) and the file name gives no numjobs (e.g. numjobs4 or nj4)")
     return {
         "source": source,
         "source_format": "diskspd",
@@ -146,5 +160,5 @@ def parse_diskspd_xml(text: str, source: str = "<diskspd xml>") -> dict[str, Any
         "lat_p99_us": p99 * 1000.0 if p99 is not None else None,
         "guest_usr_cpu": _float(cpu, "UserPercent", source),
         "guest_sys_cpu": _float(cpu, "KernelPercent", source),
-        "null_reasons": why,
+        "null_reasons": "; ".join(why) or None,
     }

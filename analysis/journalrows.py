@@ -240,13 +240,23 @@ def _ctx_switches(rec: dict[str, Any], host: dict[str, Any], key: str, where: st
             raise DataFileError(where, f"cell {key}: 'host.ctx_switches' is {value!r}: a count of context switches "
                                        "is a whole number", _CTX_FIX)
         return float(value), None
-    unmatched = host.get("unmatched")
-    reason = unmatched.get("ctx_switches") if isinstance(unmatched, dict) else None
-    if not isinstance(reason, str) or not reason.strip():
+    reason = _host_reason(host, "ctx_switches")
+    if reason is None:
         raise DataFileError(where, f"cell {key}: 'host.ctx_switches' is null and 'host.unmatched.ctx_switches' "
-                                   "gives no reason (a collector without a context-switch count must say why)",
-                            _CTX_FIX)
-    return None, reason.strip()
+                                   "gives no reason (nor 'host.null_reasons.ctx_switches'; a collector without a "
+                                   "context-switch count must say why)", _CTX_FIX)
+    return None, reason
+
+
+def _host_reason(host: dict[str, Any], key: str) -> str | None:
+    """Why the host collector left ``host.<key>`` null: its own ``null_reasons`` (the Linux collector: a
+    thread without its counter, named) or ``unmatched`` (the ESXi collectors: no such counter at all)."""
+    for source in ("null_reasons", "unmatched"):
+        reasons = host.get(source)
+        why = reasons.get(key) if isinstance(reasons, dict) else None
+        if isinstance(why, str) and why.strip():
+            return why.strip()
+    return None
 
 
 def _us(ns: float | None) -> float | None:
@@ -275,6 +285,12 @@ def _explain_blanks(rec: dict[str, Any], total: dict[str, Any], row: dict[str, A
     elif "clat_p99_ns" not in total and row.get("lat_p99_us") is not None:
         row["lat_p99_us_note"] = OLDER_P99
         extra["clat_p99_us"] = "older record: its only p99 is in lat_p99_us (lat where fio reported it, else clat)"
+    host = rec.get("host")
+    if isinstance(host, dict):  # the collector's own reasons for what it could not measure
+        for col in ("cpu_user", "cpu_system", "ctx_switches"):
+            why = _host_reason(host, col) if host.get(col) is None else None
+            if why is not None:
+                extra.setdefault(col, why)
     for col, key in _RECORD_KEYS.items():
         if row.get(col) is None:
             extra.setdefault(col, f"not in the result (the record has no {key})")

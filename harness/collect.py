@@ -45,8 +45,16 @@ class HostCollector(Protocol):
 _SUMMED = ("cpu_total", "cpu_user", "cpu_system", "ctx_switches", "ctx_voluntary", "ctx_involuntary")
 
 
+def _add(values: list[Any]) -> Any:
+    """The sum, or None when any value is unknown (a sum over part of the processes is not the total)."""
+    return None if any(v is None for v in values) else sum(values)
+
+
 def merge_hosts(results: Sequence[dict[str, Any] | None]) -> dict[str, Any] | None:
-    """One host block for one or many QEMU processes (many VMs in a suite, or collectors of one window)."""
+    """One host block for one or many QEMU processes (many VMs in a suite, or collectors of one window).
+
+    A figure one process lacks is null in the merged block, and ``null_reasons`` keeps each process's own
+    reason prefixed with its pid (``pid 1234: ctx_voluntary unknown for ...``), as the collector writes it."""
     measured = [r for r in results if r is not None]
     if not measured:
         return None
@@ -57,20 +65,28 @@ def merge_hosts(results: Sequence[dict[str, Any] | None]) -> dict[str, Any] | No
         raise CollectorError("VMs were measured with different CPU metrics; cannot add them up")
     out = dict(measured[0])
     for k in _SUMMED:
-        out[k] = sum(r[k] for r in measured)
+        out[k] = _add([r.get(k) for r in measured])
     # per_mib() reads the cycles split when the metric is cycles: it must cover every VM, not the first
     if all(isinstance(r.get("cycles"), dict) for r in measured):
         out["cycles"] = {k: sum(r["cycles"][k] for r in measured) for k in ("user", "kernel")}
     if all(isinstance(r.get("cpu_time_s"), dict) for r in measured):
-        out["cpu_time_s"] = {k: sum(r["cpu_time_s"][k] for r in measured) for k in ("total", "user", "system")}
+        out["cpu_time_s"] = {k: _add([r["cpu_time_s"].get(k) for r in measured]) for k in ("total", "user", "system")}
     by_role: dict[str, dict[str, Any]] = {}
     for r in measured:
         for role, agg in (r.get("by_role") or {}).items():
             into = by_role.setdefault(role, {k: 0 for k in agg})
             for k, v in agg.items():
-                into[k] = into.get(k, 0) + v
+                into[k] = _add([into.get(k, 0), v])
     out["by_role"] = by_role
-    out["window_s"] = max(r.get("window_s") or 0.0 for r in measured)
+    why: dict[str, str] = {}
+    for r in measured:
+        for k, v in (r.get("null_reasons") or {}).items():
+            why[k] = "; ".join(filter(None, (why.get(k), f"pid {r.get('pid')}: {v}")))
+    out.pop("null_reasons", None)
+    if why:
+        out["null_reasons"] = dict(sorted(why.items()))
+    windows = [r["window_s"] for r in measured if isinstance(r.get("window_s"), (int, float))]
+    out["window_s"] = max(windows) if windows else None  # the longest process window; unknown, not 0
     out["split_approximate"] = any(r.get("split_approximate") for r in measured)
     out["threads"] = [t for r in measured for t in r["threads"]]
     out["pid"] = [r["pid"] for r in measured]

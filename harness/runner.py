@@ -30,6 +30,7 @@ from . import __version__, records, repeats
 from .backends.base import Backend, GuestEndpoint
 from .core.errors import AuthenticationFailed, BackendError, CollectorError, StormatrixError, UnsafeWrite
 from .executors.base import GuestExecutor
+from .executors.winrm_facts import DriverGate, with_storage_drivers
 from .core.model import Cell, DiskConfig, Plan
 from .journal import Journal, JournalWriteError
 from .registry import backend_class, executor_class
@@ -208,7 +209,8 @@ class Runner:
         self.errors: list[tuple[str, str]] = []  # (key, message) of every cell given up on
         self._extra_reasons: dict[str, dict[str, Any]] = {}  # cell key -> why this extra repeat runs
         self._t_run0 = time.monotonic()
-        self._drivers_noted: set[str] = set()  # drivers already named in a guest_drivers warning
+        self._gate: DriverGate | None = None  # a Windows guest's virtio-win drivers, as far as known
+        self.driver_skipped: list[tuple[str, str]] = []  # (cell key, reason): skipped for a missing driver
 
     def plan(self) -> Plan:
         if self._plan is not None:
@@ -253,7 +255,7 @@ class Runner:
         backend = self.backend or self.backend_cls(self.spec, self.run_dir)
         self.backend = backend
         self._t_run0 = time.monotonic()
-        self._drivers_noted = set()  # drivers already named in a guest_drivers warning
+        self._gate, self.driver_skipped = DriverGate.for_spec(self.spec), []
         try:
             facts = backend.prepare()
             self._journal_run_header(facts, backend, len(plan.cells), len(pending))
@@ -263,7 +265,7 @@ class Runner:
             self._run_extra_repeats(backend, plan, progress, summary)
         finally:
             summary.update(measured=self.measured, measured_keys=self.measured_keys, failed=self.failed,
-                           errors=self.errors)
+                           errors=self.errors, driver_skipped=self.driver_skipped)
             try:
                 backend.restore()
                 self.journal.append({"type": "restored", "run_id": self.run_id, "time": records.now_iso(),
@@ -273,7 +275,11 @@ class Runner:
         return summary
 
     def _run_groups(self, backend: Backend, cells: list[Cell], progress: Progress | None) -> None:
-        groups = group_cells(cells)
+        groups, gate = group_cells(cells), self._gate
+        if gate is not None:
+            # a Windows guest: controllers that need no virtio-win driver first, so the guest's driver facts
+            # are known before any virtio cell boots (resume and extra repeats go by key, not by order)
+            groups.sort(key=gate.group_order)
         for i, ((disk, _repeat), group) in enumerate(groups):
             next_disk = groups[i + 1][0][0] if i + 1 < len(groups) else None
             self._run_group(backend, disk, group, progress, next_disk)
@@ -329,6 +335,8 @@ class Runner:
         remaining = list(cells)
         attempt = 0
         while remaining:
+            if self._skip_for_driver(disk, remaining, progress):
+                return
             attempt += 1
             stage = "apply"
             current = remaining[0]
@@ -343,9 +351,10 @@ class Runner:
                 stage = "ready"
                 executor = self.make_executor(backend)
                 executor.connect(time.monotonic() + 30)
-                guest = with_storage_drivers(
-                    executor.wait_ready(time.monotonic() + self.spec.run["boot_timeout_seconds"]))
-                self._note_undeclared_drivers(guest)
+                guest = executor.wait_ready(time.monotonic() + self.spec.run["boot_timeout_seconds"])
+                if self._gate is not None:  # a Windows guest: which virtio-win drivers it has
+                    self._gate.learn(guest, current.key)
+                guest = with_storage_drivers(guest, self._gate)
                 boot_s = time.monotonic() - t0
                 t_ready = records.now_iso()
                 first = True
@@ -379,6 +388,12 @@ class Runner:
                     exc.cell = current.key
                 if isinstance(exc, CollectorError) and stage == "run" and exc.details.get("window") == "start":
                     stage = "collect"  # the window never opened: nothing was measured
+                if self._gate is not None and isinstance(exc, StormatrixError) and exc.details.get("guest_facts"):
+                    # not ready, but the guest said what it has: a missing driver skips, not fails, the cells
+                    self._gate.learn(exc.details["guest_facts"], current.key)
+                    if self._skip_for_driver(disk, remaining, progress, evidence=str(exc)):
+                        remaining = []
+                        continue
                 self._journal_error(current, stage, attempt, exc, backend)
                 fatal = isinstance(exc, self.policy.stop_on)
                 if (fatal or isinstance(exc, self.policy.never_retry)
@@ -406,16 +421,23 @@ class Runner:
                     executor.close()
                 backend.stop()
 
-    def _note_undeclared_drivers(self, guest: dict[str, Any]) -> None:
-        """A Windows guest showed a virtio-win driver bound that ``[run] guest_drivers`` does not list: its
-        controllers' cells were skipped at plan time; say once how to include them next time."""
-        bound = set((guest.get("storage_drivers") or {}).values()) if isinstance(guest, dict) else set()
-        declared = set(self.spec.run.get("guest_drivers") or ())
-        for driver in sorted(bound & {"viostor", "vioscsi"} - declared - self._drivers_noted):
-            self._drivers_noted.add(driver)
-            log.warning("the guest has the virtio-win driver %s bound, but [run] guest_drivers does not list it, "
-                        "so its controllers' cells were skipped: add \"%s\" to guest_drivers to plan them",
-                        driver, driver)
+    def _skip_for_driver(self, disk: DiskConfig, cells: list[Cell], progress: Progress | None,
+                         evidence: str = "") -> bool:
+        """Journal ``cells`` as skipped, not booted, when the guest lacks their controller's driver
+        (``evidence``: what the boot that found the driver missing reported)."""
+        gate = self._gate
+        reason = gate.skip_reason(disk.controller) if gate is not None else None
+        if gate is None or reason is None:
+            return False
+        log.warning("skipping %d cell(s) of %s: %s", len(cells), disk.key, reason)
+        for cell in cells:
+            self.journal.append({"type": "cell-skipped", "run_id": self.run_id, "key": cell.key, "cell": cell.to_dict(),
+                                 "side": self.side, "time": records.now_iso(), "reason": reason,
+                                 "drivers": gate.describe(), **({"readiness": evidence} if evidence else {})})
+            self.driver_skipped.append((cell.key, reason))
+            if progress:
+                progress.update(f"{cell.key}: skipped (driver)", advance=True)
+        return True
 
     def _measure(self, backend: Backend, executor: GuestExecutor, cell: Cell, t_started: str, t_ready: str,
                  boot_s: float, guest: dict[str, Any], booted_ahead: bool = False) -> dict[str, Any]:
@@ -473,17 +495,6 @@ def run_environment(backend: Backend) -> dict[str, Any]:
     if host is None:
         return {**here, "host_inventory_source": "this machine (the measured host)"}
     return {**host, "workstation": here}
-
-
-def with_storage_drivers(guest: dict[str, Any]) -> dict[str, Any]:
-    """The guest's facts plus ``storage_drivers`` (controller -> bound driver service) where the guest
-    reported its storage controllers (Windows: ``Get-StormatrixGuestFacts``), so every cell records which
-    driver served its controller, the evidence behind ``[run] guest_drivers``."""
-    if not isinstance(guest, dict) or "Controllers" not in guest:
-        return guest
-    from .executors.winrm_facts import storage_drivers
-
-    return {**guest, "storage_drivers": storage_drivers(guest)}
 
 
 def group_cells(cells: list[Cell]) -> list[tuple[tuple[DiskConfig, int], list[Cell]]]:

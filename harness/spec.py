@@ -85,7 +85,8 @@ RUN_SECTION = Section("run", {
     "allow_write": Field(bool, False, help="permit write workloads on a disk that holds data"),
     "guest_drivers": Field(str, [], list_of=True, choices=("viostor", "vioscsi"),
                            help="virtio-win storage drivers installed in a Windows guest: viostor (virtio-blk), "
-                                "vioscsi (virtio-scsi-pci, virtio-scsi-single)"),
+                                "vioscsi (virtio-scsi-pci, virtio-scsi-single). Not set: the guest's facts decide "
+                                "at its first boot (its driver store); set: only the listed ones"),
 }, help="how the run behaves")
 
 MATRIX_SECTION = Section("matrix", {
@@ -279,7 +280,8 @@ def _workload(path: str, number: int, table: Any, names: set[str]) -> Workload:
 # --- expansion -----------------------------------------------------------------------------------
 
 # Windows Server 2022 guests: IDE and SATA/AHCI drivers are in-box. The virtio controllers need the
-# virtio-win driver named here, declared in [run] guest_drivers; the in-box status of the LSI 53C895A/53C810
+# virtio-win driver named here: declared in [run] guest_drivers, or (not set) read from the guest's driver
+# store at its first boot (executors/winrm_facts.DriverGate); the in-box status of the LSI 53C895A/53C810
 # (lsi, lsi53c810), the MegaRAID SAS (megasas) and PVSCSI drivers is unverified: those are planned, and plan
 # says so (a guest without the driver fails the cell at readiness, naming the controller, not retried).
 WINDOWS_VIRTIO_DRIVER = {"virtio-blk": "viostor", "virtio-scsi-pci": "vioscsi", "virtio-scsi-single": "vioscsi"}
@@ -342,7 +344,8 @@ def expand(spec: MatrixSpec, *, backend_controllers: Iterable[str] | None = None
             raise MatrixError(path, "[matrix] disk_slot",
                               f"slot {slot} does not exist on the {bus} bus ({bus}0-{bus}{BUS_MAX_SLOTS[bus] - 1})",
                               f"use a disk_slot below {BUS_MAX_SLOTS[bus]} or drop {ctrl!r}")
-    drivers = set(spec.run.get("guest_drivers") or ()) | set(guest_drivers or ())
+    declared = declared_guest_drivers(spec)
+    drivers = None if declared is None and guest_drivers is None else set(declared or ()) | set(guest_drivers or ())
     disks, notes = _disk_configs(spec)
     notes += _windows_notes(spec, drivers)
     for d in disks:
@@ -366,7 +369,7 @@ def expand(spec: MatrixSpec, *, backend_controllers: Iterable[str] | None = None
             continue
         if spec.run["guest_os"] == "windows2022":
             need = WINDOWS_VIRTIO_DRIVER.get(ctrl)
-            if need is not None and need not in drivers:
+            if need is not None and drivers is not None and need not in drivers:
                 skipped.append(SkippedCell(d, None, f"{ctrl} needs the virtio-win driver {need} in the guest and "
                                            f"[run] guest_drivers does not list it: add \"{need}\" to "
                                            "guest_drivers if the guest has it (Device Manager or `stormatrix "
@@ -386,16 +389,32 @@ def expand(spec: MatrixSpec, *, backend_controllers: Iterable[str] | None = None
     return Plan(cells=cells, skipped=skipped, notes=notes)
 
 
-def _windows_notes(spec: MatrixSpec, drivers: set[str]) -> list[str]:
-    """Per controller of a Windows matrix: which driver its cells rely on, and what is not verified."""
+def declared_guest_drivers(spec: MatrixSpec) -> frozenset[str] | None:
+    """``[run] guest_drivers`` where the matrix sets it (authoritative); None where it does
+    not: then the guest's own facts (its driver store, read at the first boot) decide."""
+    raw_run = spec.raw.get("run") if isinstance(spec.raw, dict) else None
+    if not isinstance(raw_run, dict) or "guest_drivers" not in raw_run:
+        return None
+    return frozenset(spec.run.get("guest_drivers") or ())
+
+
+def _windows_notes(spec: MatrixSpec, drivers: set[str] | None) -> list[str]:
+    """Per controller of a Windows matrix: which driver its cells rely on, where that is known from,
+    and what is not verified (``drivers``: the declared virtio-win drivers, None for "ask the guest")."""
     if spec.run["guest_os"] != "windows2022":
         return []
     notes = []
     for ctrl in spec.matrix["controllers"]:
         need = WINDOWS_VIRTIO_DRIVER.get(ctrl)
-        if need is not None and need in drivers:
-            notes.append(f"{ctrl}: planned with the virtio-win driver {need} ([run] guest_drivers); a guest "
-                         "without it fails the cell at readiness, naming the controller")
+        if need is not None and drivers is None:
+            notes.append(f"{ctrl}: planned; it needs the virtio-win driver {need}, and [run] guest_drivers is not "
+                         "set, so its cells run only if the guest's facts at its first boot (its driver store) "
+                         f"show {need} installed, else they are skipped with the reason, not booted. To pin it, "
+                         f"set [run] guest_drivers (e.g. [\"{need}\"]): then only the listed drivers' controllers "
+                         "are planned")
+        elif need is not None and drivers is not None and need in drivers:
+            notes.append(f"{ctrl}: planned with the virtio-win driver {need} ([run] guest_drivers); if the guest's "
+                         "driver store lacks it, its cells are skipped with the reason, not failed")
         elif ctrl in WINDOWS_INBOX_UNVERIFIED:
             lun = (f"; its disk sits at LUN {spec.matrix['disk_slot']} (lun=<slot>), whether Windows finds a disk "
                    "without a LUN 0 is unverified too" if ctrl == "megasas" and spec.matrix["disk_slot"] > 0 else "")

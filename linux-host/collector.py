@@ -17,6 +17,20 @@ What it measures, and how:
   mid-window still counts with its last sample; such split values are marked approximate.
 
 Everything is a delta between the window's start and end.
+
+Nothing is invented (issue 15, honest values): a figure that was not measured is null, and the result's
+``null_reasons`` (present only then) says why, keyed like ``cpu_user`` or ``by_role.main-loop.runtime_s``.
+
+- ``cpu_user``/``cpu_system``: with hardware cycles, perf's own ``cycles:u``/``cycles:k``; otherwise the
+  kernel's own user/system split of the process over the window (``/proc/PID/stat`` utime/stime deltas,
+  dead threads included, in clock ticks). ``cpu_total`` is then perf's ``task-clock`` (nanosecond
+  accounting) where perf ran, so ``cpu_user + cpu_system`` may differ from it by the tick granularity:
+  the split is never made by scaling ``cpu_total`` with a ratio. ``cpu_split`` names the source.
+- A thread whose ``schedstat`` (run time) or ``status`` context-switch lines are missing (a kernel without
+  CONFIG_SCHEDSTATS, a thread that exited between two reads) has null for that figure, with the reason. A
+  sum over threads (``by_role``, the process's ``ctx_voluntary``/``ctx_involuntary``) with one such thread
+  is null, and ``null_reasons`` names the thread(s): a sum over part of the threads would be a smaller,
+  different number, never 0 added in.
 """
 
 from __future__ import annotations
@@ -54,9 +68,9 @@ class ThreadSample:
     name: str
     utime: int  # clock ticks
     stime: int
-    runtime_ns: int | None
-    vcsw: int
-    ivcsw: int
+    runtime_ns: int | None  # None: no /proc/PID/task/TID/schedstat (CONFIG_SCHEDSTATS off) or unreadable
+    vcsw: int | None  # None: the status file has no voluntary_ctxt_switches line
+    ivcsw: int | None
 
 
 def _read(path: str) -> str:
@@ -84,13 +98,19 @@ def sample_thread(pid: int, tid: int) -> ThreadSample | None:
             runtime_ns = None
     except (OSError, ValueError):
         return None  # the thread exited between listing and reading
-    vcsw = ivcsw = 0
+    return ThreadSample(tid, comm, ut, st, runtime_ns, _status_count(status, "voluntary_ctxt_switches:"),
+                        _status_count(status, "nonvoluntary_ctxt_switches:"))
+
+
+def _status_count(status: str, label: str) -> int | None:
+    """A counter line of /proc/.../status, or None when the kernel did not write it (never 0)."""
     for line in status.splitlines():
-        if line.startswith("voluntary_ctxt_switches:"):
-            vcsw = int(line.split()[1])
-        elif line.startswith("nonvoluntary_ctxt_switches:"):
-            ivcsw = int(line.split()[1])
-    return ThreadSample(tid, comm, ut, st, runtime_ns, vcsw, ivcsw)
+        if line.startswith(label):
+            try:
+                return int(line.split()[1])
+            except (IndexError, ValueError):
+                return None
+    return None
 
 
 def sample_process(pid: int) -> dict[int, ThreadSample]:
@@ -257,59 +277,47 @@ class WindowCollector:
     def _result(self, final: dict[int, ThreadSample], gone: dict[int, ThreadSample],
                 proc1: tuple[int, int], perf: dict[str, perfstat.PerfEvent]) -> dict[str, Any]:
         tick = 1.0 / CLK_TCK
-        threads = []
+        why: dict[str, str] = {}
+        threads = [self._thread_row(tid, s, tid in gone, tick) for tid, s in sorted(final.items())]
         by_role: dict[str, dict[str, Any]] = {}
-        for tid, s in sorted(final.items()):
-            s0 = self._first.get(tid)
-            d_ut = s.utime - (s0.utime if s0 else 0)
-            d_st = s.stime - (s0.stime if s0 else 0)
-            d_v = s.vcsw - (s0.vcsw if s0 else 0)
-            d_i = s.ivcsw - (s0.ivcsw if s0 else 0)
-            d_rt = (s.runtime_ns - s0.runtime_ns) if (s0 and s.runtime_ns is not None and s0.runtime_ns is not None) \
-                else (s.runtime_ns if (s0 is None and s.runtime_ns is not None) else None)
-            role = self.roles.get(tid) or ("main-loop" if tid == self.pid else
-                                           "aio-worker" if s.name == "worker" else "other")
-            row: dict[str, Any]
-            row = {"tid": tid, "name": s.name, "role": role, "user_s": d_ut * tick, "system_s": d_st * tick,
-                   "runtime_s": (d_rt / 1e9) if d_rt is not None else None,
-                   "ctx_voluntary": d_v, "ctx_involuntary": d_i,
-                   "new": s0 is None, "exited": tid in gone}
-            threads.append(row)
-            agg = by_role.setdefault(role, {"threads": 0, "user_s": 0.0, "system_s": 0.0, "runtime_s": 0.0,
-                                            "ctx_voluntary": 0, "ctx_involuntary": 0})
-            agg["threads"] += 1
-            for k in ("user_s", "system_s", "ctx_voluntary", "ctx_involuntary"):
-                agg[k] += row[k]
-            agg["runtime_s"] += row["runtime_s"] or 0.0
+        for role in sorted({t["role"] for t in threads}):
+            members = [t for t in threads if t["role"] == role]
+            agg: dict[str, Any] = {"threads": len(members)}
+            for key in ("user_s", "system_s", "runtime_s", "ctx_voluntary", "ctx_involuntary"):
+                agg[key] = _sum_over(members, key, f"by_role.{role}.{key}", why)
+            by_role[role] = agg
         user_s = (proc1[0] - self._proc0[0]) * tick
         system_s = (proc1[1] - self._proc0[1]) * tick
-        vol = sum(t["ctx_voluntary"] for t in threads)
-        invol = sum(t["ctx_involuntary"] for t in threads)
+        vol = _sum_over(threads, "ctx_voluntary", "ctx_voluntary", why)
+        invol = _sum_over(threads, "ctx_involuntary", "ctx_involuntary", why)
         source = "proc"
-        ctx_total: float = vol + invol
+        ctx_total: float | None = vol + invol if vol is not None and invol is not None else None
+        if ctx_total is None:
+            why["ctx_switches"] = "; ".join(why[k] for k in ("ctx_voluntary", "ctx_involuntary") if k in why)
         cpu_time = user_s + system_s
         cycles = None
         if perf:
             source = "perf+proc"
             cs = perf.get("context-switches")
             if cs and cs.value is not None:
-                ctx_total = cs.value
+                ctx_total = cs.value  # perf counts every thread of the window, exited ones too
+                why.pop("ctx_switches", None)
             tc = perf.get("task-clock")
             if tc and tc.value is not None:
                 cpu_time = tc.value / 1000.0  # msec -> s
             cu, ck = perf.get("cycles:u"), perf.get("cycles:k")
             if cu and ck and cu.value is not None and ck.value is not None:
                 cycles = {"user": cu.value, "kernel": ck.value}
-        # split CPU time into user/system by /proc's ratio when perf's clock is the total
-        split = (user_s / (user_s + system_s)) if (user_s + system_s) > 0 else 0.0
         if cycles:
-            metric, unit = "cycles", "cycles"
+            metric, unit, split = "cycles", "cycles", "perf cycles:u / cycles:k"
             total, cu_v, ck_v = cycles["user"] + cycles["kernel"], cycles["user"], cycles["kernel"]
         else:
-            metric, unit = "cpu_time", "s"
-            total, cu_v, ck_v = cpu_time, cpu_time * split, cpu_time * (1 - split)
-        return {
+            # the kernel's own split of the process's time (ticks), never task-clock scaled by a ratio
+            metric, unit, split = "cpu_time", "s", "/proc/PID/stat utime / stime (clock ticks)"
+            total, cu_v, ck_v = cpu_time, user_s, system_s
+        out: dict[str, Any] = {
             "cpu_metric": metric, "cpu_unit": unit, "cpu_total": total, "cpu_user": cu_v, "cpu_system": ck_v,
+            "cpu_split": split,
             "cpu_time_s": {"total": cpu_time, "user": user_s, "system": system_s},
             "cycles": cycles,
             "ctx_switches": ctx_total, "ctx_voluntary": vol, "ctx_involuntary": invol,
@@ -319,6 +327,50 @@ class WindowCollector:
             "split_approximate": bool(gone) or any(t["new"] for t in threads),
             "perf": {k: {"value": v.value, "unit": v.unit, "status": v.status} for k, v in perf.items()},
         }
+        if why:
+            out["null_reasons"] = dict(sorted(why.items()))
+        return out
+
+    def _thread_row(self, tid: int, s: ThreadSample, exited: bool, tick: float) -> dict[str, Any]:
+        """One thread's deltas over the window; a counter missing at either end is null, with the reason."""
+        s0 = self._first.get(tid)  # None: born inside the window, so its whole life is in it
+        role = self.roles.get(tid) or ("main-loop" if tid == self.pid else
+                                       "aio-worker" if s.name == "worker" else "other")
+        why: dict[str, str] = {}
+
+        def delta(now: int | None, then: int | None, key: str, what: str) -> int | None:
+            if now is None or (s0 is not None and then is None):
+                why[key] = f"{what} of thread {tid} ({s.name}) could not be read " + \
+                    ("at the window's end" if now is None else "at the window's start")
+                return None
+            return now - (then or 0)
+
+        d_rt = delta(s.runtime_ns, s0.runtime_ns if s0 else None, "runtime_s",
+                     f"/proc/{self.pid}/task/{tid}/schedstat (run time; absent without CONFIG_SCHEDSTATS)")
+        d_v = delta(s.vcsw, s0.vcsw if s0 else None, "ctx_voluntary", "voluntary_ctxt_switches")
+        d_i = delta(s.ivcsw, s0.ivcsw if s0 else None, "ctx_involuntary", "nonvoluntary_ctxt_switches")
+        row: dict[str, Any] = {
+            "tid": tid, "name": s.name, "role": role,
+            "user_s": (s.utime - (s0.utime if s0 else 0)) * tick,
+            "system_s": (s.stime - (s0.stime if s0 else 0)) * tick,
+            "runtime_s": d_rt / 1e9 if d_rt is not None else None,
+            "ctx_voluntary": d_v, "ctx_involuntary": d_i, "new": s0 is None, "exited": exited}
+        if why:
+            row["null_reasons"] = why
+        return row
+
+
+def _sum_over(rows: list[dict[str, Any]], key: str, where: str, why: dict[str, str]) -> Any:
+    """The sum of ``key`` over thread rows, or None (and ``why[where]`` naming the threads) when a thread
+    lacks it: a sum over part of the threads is a different, smaller number."""
+    lacking = [r for r in rows if r[key] is None]
+    if lacking:
+        names = ", ".join(f"{r['tid']} ({r['name']})" for r in lacking[:5]) + (" ..." if len(lacking) > 5 else "")
+        own = {r["null_reasons"][key] for r in lacking if key in r.get("null_reasons", {})}
+        why[where] = f"{key} unknown for {len(lacking)} of {len(rows)} threads: {names}" + \
+            (f" ({own.pop()})" if len(lacking) == 1 and own else "")
+        return None
+    return sum(r[key] for r in rows)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -462,3 +462,21 @@ def test_qemus_pvscsi_and_esxis_pvscsi_are_two_configurations(tmp_path: Path) ->
     assert series == ["pvscsi"]
     method = {r[0]: r[1] for r in wb["Method"].iter_rows(min_col=1, max_col=2, values_only=True) if r[0]}
     assert method["aio n/a"].startswith("ESXi has no aio, iothread or cache setting")
+
+
+def test_a_linux_collectors_null_count_with_its_own_reason_is_a_blank_not_a_damaged_record(tmp_path: Path) -> None:
+    """The Linux collector leaves ``ctx_switches`` null when a thread lacked its counter, naming the thread in
+    ``host.null_reasons`` (not ``unmatched``): read as a measurement without ctx, the reason in null_reasons."""
+    why = "thread 4242 (CPU 0/KVM) has no voluntary_ctxt_switches line in its status"
+    rec = record("virtio-blk", "native", 1, 20.0, None, reason=None, per_mib=False)
+    rec["host"].update(source="perf+proc", scope="qemu-process",
+                       null_reasons={"ctx_switches": why, "cpu_user": "no utime split"})
+    run = journal(tmp_path / "r", [rec], backend="qemu")
+    data = ingest([run], strict=True)
+    row = data.frame.iloc[0]
+    assert row["cpu_per_mib"] == pytest.approx(20.0) and math.isnan(row["ctx_per_mib"])
+    assert why in row["null_reasons"] and "no utime split" in row["null_reasons"]
+    rec["host"]["null_reasons"] = {"cpu_user": "no utime split"}          # the ctx reason gone: damaged
+    run = journal(tmp_path / "bad", [rec], backend="qemu")
+    with pytest.raises(DataFileError, match="host.null_reasons.ctx_switches"):
+        ingest([run], strict=True)

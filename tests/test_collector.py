@@ -99,7 +99,16 @@ def test_window_measures_real_process(busy: subprocess.Popen[bytes], use_perf: b
         # no more CPU than the window had on every CPU of the machine; some, since a thread spun throughout
         assert 0 < res["cpu_total"] <= res["window_s"] * (os.cpu_count() or 1) + 0.1
     assert res["by_role"]["main-loop"]["threads"] == 1
-    assert res["cpu_user"] + res["cpu_system"] == pytest.approx(res["cpu_total"])
+    # the user/system split is what the kernel measured (utime/stime ticks) or perf's cycles:u/k, never
+    # cpu_total cut by a ratio: with perf's task-clock as the total, the two may differ by the ticks' grain
+    if res["cpu_metric"] == "cpu_time":
+        assert (res["cpu_user"], res["cpu_system"]) == (res["cpu_time_s"]["user"], res["cpu_time_s"]["system"])
+        assert res["cpu_split"].startswith("/proc/PID/stat")
+        if not use_perf:
+            assert res["cpu_user"] + res["cpu_system"] == pytest.approx(res["cpu_total"])
+    else:
+        assert (res["cpu_user"], res["cpu_system"]) == (res["cycles"]["user"], res["cycles"]["kernel"])
+    assert "null_reasons" not in res  # this kernel has schedstat and the status counters
 
 
 def test_vanished_process_is_a_clear_error() -> None:
@@ -149,3 +158,83 @@ def test_a_window_closed_at_once_still_has_perfs_counts(busy: subprocess.Popen[b
         c.start()
         res = c.stop()
         assert res["source"] == "perf+proc" and "context-switches" in res["perf"]
+
+
+def _without(monkeypatch: pytest.MonkeyPatch, tid: int, what: str, line: str | None = None) -> None:
+    """Read /proc as a kernel would that lacks ``what`` for thread ``tid``: the file missing (schedstat
+    without CONFIG_SCHEDSTATS), or ``status`` without the counter line ``line``."""
+    real = collector._read
+
+    def read(path: str) -> str:
+        if path.endswith(f"/task/{tid}/{what}"):
+            if line is None:
+                raise FileNotFoundError(2, "No such file or directory", path)
+            return "".join(x for x in real(path).splitlines(keepends=True) if not x.startswith(line))
+        return real(path)
+
+    monkeypatch.setattr(collector, "_read", read)
+
+
+def _tid_named(pid: int, name: str) -> int:
+    for t in os.listdir(f"/proc/{pid}/task"):
+        if Path(f"/proc/{pid}/task/{t}/comm").read_text().strip() == name:
+            return int(t)
+    raise AssertionError(f"no thread {name} in {pid}")
+
+
+def test_a_thread_without_schedstat_makes_its_run_time_and_its_roles_sum_null_with_the_thread_named(
+        busy: subprocess.Popen[bytes], monkeypatch: pytest.MonkeyPatch) -> None:
+    nap = _tid_named(busy.pid, "nap")
+    _without(monkeypatch, nap, "schedstat")
+    c = WindowCollector(busy.pid, {nap: "iothread"}, use_perf=False)
+    c.start()
+    time.sleep(0.5)
+    res = c.stop()
+    row = next(t for t in res["threads"] if t["tid"] == nap)
+    assert row["runtime_s"] is None and "schedstat" in row["null_reasons"]["runtime_s"]
+    assert res["by_role"]["iothread"]["runtime_s"] is None  # not 0 added to a sum
+    why = res["null_reasons"]["by_role.iothread.runtime_s"]
+    assert f"{nap} (nap)" in why and "1 of 1 threads" in why
+    # the threads that have it keep theirs; the counters schedstat does not feed are untouched
+    spin = next(t for t in res["threads"] if t["name"] == "spin")
+    assert spin["runtime_s"] is not None and res["by_role"]["other"]["runtime_s"] is not None
+    assert row["ctx_voluntary"] is not None and res["ctx_switches"] is not None
+
+
+def test_a_thread_without_its_switch_counter_makes_the_process_sum_null_unless_perf_counted_it(
+        busy: subprocess.Popen[bytes], monkeypatch: pytest.MonkeyPatch) -> None:
+    nap = _tid_named(busy.pid, "nap")
+    _without(monkeypatch, nap, "status", "voluntary_ctxt_switches:")
+    c = WindowCollector(busy.pid, {}, use_perf=False)
+    c.start()
+    time.sleep(0.5)
+    res = c.stop()
+    row = next(t for t in res["threads"] if t["tid"] == nap)
+    assert row["ctx_voluntary"] is None and row["ctx_involuntary"] is not None
+    assert res["ctx_voluntary"] is None and res["ctx_switches"] is None
+    assert f"{nap} (nap)" in res["null_reasons"]["ctx_voluntary"]
+    assert "ctx_voluntary" in res["null_reasons"]["ctx_switches"]
+    assert res["ctx_involuntary"] == sum(t["ctx_involuntary"] for t in res["threads"])
+    if collector.perf_available():  # perf counts the process's switches itself: that total stands
+        c = WindowCollector(busy.pid, {}, use_perf=True)
+        c.start()
+        res = c.stop()
+        assert res["ctx_voluntary"] is None and res["ctx_switches"] is not None
+        assert "ctx_switches" not in res["null_reasons"]
+
+
+def test_merge_hosts_keeps_a_processs_unknown_figure_unknown_with_its_reason() -> None:
+    from stormatrix.collect import merge_hosts
+
+    known = {"cpu_metric": "cpu_time", "cpu_total": 1.0, "cpu_user": 0.5, "cpu_system": 0.5, "ctx_switches": 10,
+             "ctx_voluntary": 6, "ctx_involuntary": 4, "pid": 1, "window_s": 1.0, "threads": [],
+             "by_role": {"iothread": {"threads": 1, "runtime_s": 0.2}}}
+    lacking = {**known, "pid": 2, "ctx_voluntary": None, "ctx_switches": None,
+               "by_role": {"iothread": {"threads": 1, "runtime_s": None}},
+               "null_reasons": {"ctx_voluntary": "ctx_voluntary unknown for 1 of 3 threads: 7 (worker)"}}
+    both = merge_hosts([known, lacking])
+    assert both is not None
+    assert both["ctx_voluntary"] is None and both["ctx_switches"] is None and both["ctx_involuntary"] == 8
+    assert both["by_role"]["iothread"] == {"threads": 2, "runtime_s": None}
+    assert both["null_reasons"]["ctx_voluntary"] == "pid 2: ctx_voluntary unknown for 1 of 3 threads: 7 (worker)"
+    assert both["cpu_total"] == 2.0

@@ -227,3 +227,19 @@ def test_fio_all_clients_rates_use_the_longest_runtime() -> None:
     assert parsed.check["match"] is True
     assert parsed.aggregate is not None
     assert parsed.aggregate["read"]["iops"] == pytest.approx(sum(r["read"]["iops"] for r in parsed.per_guest.values()))
+
+
+def test_the_aggregate_check_gives_no_verdict_on_a_figure_fio_did_not_write() -> None:
+    """The real 3-guest capture with one guest's read ``runtime`` deleted (what a damaged or truncated client
+    entry looks like): the summary leaves the runtime null, and the check says it cannot compare it instead
+    of raising or calling it a match; the counts are still compared."""
+    out, _, guests = capture("fio333-client-3guests")
+    doc = json.loads(out[out.index("{"):])
+    entry = next(e for e in doc["client_stats"] if e.get("jobname") != "All clients")
+    del entry["read"]["runtime"]
+    parsed = parse_client_output(json.dumps(doc), guests)
+    row = parsed.check["read"]
+    assert row["match"] is None and "runtime_ms" in row["unchecked"]
+    assert row["sum_io_bytes"] == row["fio_io_bytes"]
+    assert parsed.check["match"] is None  # not True: one direction could not be checked
+    assert parsed.check["total"]["match"] is True  # the totals compare counts only

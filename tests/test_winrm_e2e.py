@@ -171,3 +171,69 @@ def test_guest_check_names_a_controller_without_driver(tmp_path: Path, monkeypat
     assert rc != 0
     text = captured.out + captured.err
     assert "NO driver bound" in text and "PCI\\VEN_1AF4&DEV_1004" in text and "vioscsi" in text
+
+
+class ControllerVmBackend(WinRMVmBackend):
+    """The VM's test disk moves to the controller of each disk configuration, as the hypervisor attaches
+    it: the fake guest then shows that controller, with its driver bound only where the guest's driver
+    store holds the package (or it is in-box: storahci), and the disk only where a driver is bound."""
+
+    VIRTIO_BLK = {"InstanceId": "PCI\\VEN_1AF4&DEV_1001&SUBSYS_00021AF4&REV_00\\3&267A616A&0&38",
+                  "Class": "SCSIAdapter", "FriendlyName": "Red Hat VirtIO SCSI controller",
+                  "UnboundName": "SCSI Controller", "Service": "viostor", "InfPath": "oem4.inf",
+                  "DriverVersion": "100.94.104.24900"}
+    guest_root: Path
+
+    def _apply(self, disk: Any) -> None:
+        super()._apply(disk)
+        path = self.guest_root / "state.json"
+        state = json.loads(path.read_text(encoding="utf-8"))
+        base = {c["Service"]: c for c in _fakewindows().load_description()["Controllers"]}
+        staged = {p["Inf"].removesuffix(".inf") for p in state.get("DriverStore", [])}
+        ctrl = {"virtio-blk": self.VIRTIO_BLK, "virtio-scsi-pci": base["vioscsi"], "sata": base["storahci"]}[
+            disk.controller]
+        attached = [base["storahci"]] + ([dict(ctrl)] if ctrl is not base["storahci"] else [])
+        for c in attached:
+            c["DriverInstalled"] = c["Service"] == "storahci" or c["Service"] in staged
+        state["Controllers"] = attached
+        test_disk = [d for d in state["Disks"] if d["SerialNumber"] == "STORMATRIX01"][0]
+        test_disk["Controller"] = ctrl["InstanceId"]
+        path.write_text(json.dumps(state), encoding="utf-8")
+
+
+def test_windows_matrix_without_guest_drivers_runs_what_the_guest_has(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No [run] guest_drivers; the guest's driver store holds vioscsi but not viostor. virtio-blk is listed
+    first: its first boot finds no test disk, the facts that readiness carries (the driver store) skip
+    every virtio-blk cell (both repeats) with the reason, one boot spent, no cell-error (on_error = stop
+    would end the run); the virtio-scsi cells are measured."""
+    monkeypatch.setenv("SMX_WINRM_PW", PASSWORD)
+    cert, key = self_signed_cert(tmp_path)
+    store = [p for p in _fakewindows().load_description()["DriverStore"] if p["Inf"] == "vioscsi.inf"]
+    assert store, "the fake guest's description stages vioscsi"
+    with FakeWindowsGuest(tmp_path / "guest", {"DriverStore": store}, password=PASSWORD, certfile=cert,
+                          keyfile=key) as g:
+        raw = matrix(cert)
+        raw["run"]["repeats"] = 2
+        raw["matrix"]["controllers"] = ["virtio-blk", "virtio-scsi-pci"]
+        spec = spec_from_dict(raw)
+        run_dir = tmp_path / "run"
+        backend = ControllerVmBackend(spec, run_dir, {})
+        backend.port, backend.guest_root = g.server.port, g.root
+        summary = Runner(spec, run_dir, progress=False, backend=backend).run()
+    records = read_journal(run_dir / "journal.ndjson").records
+    assert [k.split("/")[0] for k in backend.applied].count("virtio-blk") == 1
+    assert not [r for r in records if r.get("type") == "cell-error"] and not summary["failed"]
+    measured = [r for r in records if r.get("type") == "cell"]
+    assert sorted(r["key"].split("/")[0] for r in measured) == ["virtio-scsi-pci"] * 2
+    for rec in measured:
+        assert rec["guest"]["InstalledStorageDrivers"] == ["vioscsi"]
+        assert rec["guest"]["storage_drivers"] == {"sata": "storahci", "virtio-scsi": "vioscsi"}
+        assert rec["guest"]["driver_facts"]["from"] == "guest facts: [run] guest_drivers not set (auto)"
+    skipped = [r for r in records if r.get("type") == "cell-skipped"]
+    assert sorted(r["key"] for r in skipped) == sorted(k for k, _ in summary["driver_skipped"])
+    assert len(skipped) == 2 and {r["key"].split("/")[0] for r in skipped} == {"virtio-blk"}
+    for rec in skipped:
+        assert "the guest's driver store has no viostor" in rec["reason"] and "read when virtio-blk/" in rec["reason"]
+        assert "install virtio-win" in rec["reason"].lower() and "[matrix] controllers" in rec["reason"]
+        assert rec["drivers"]["missing"] == ["viostor"]
+    assert "no disk with serial 'STORMATRIX01'" in skipped[0]["readiness"]

@@ -197,6 +197,12 @@ def test_wait_ready_retries_ws_man_faults_and_5xx_until_the_guest_answers(guest:
     facts = executor(guest, connect_retries=0).wait_ready(time.monotonic() + 300)
     assert facts["TestDisk"] == 1 and guest.server.fault_next == 0 and guest.server.status_next == []
     assert w.storage_drivers(facts) == {"sata": "storahci", "virtio-scsi": "vioscsi"}
+    # the driver store of the fake guest's description: both virtio-win storage drivers staged
+    from tests.standins.wsman import _fakewindows
+
+    assert facts["InstalledStorageDrivers"] == ["viostor", "vioscsi"]
+    assert sorted(facts["StorageDriverPackages"]) == sorted(
+        p["Folder"] for p in _fakewindows().load_description()["DriverStore"])
 
 
 def test_wait_ready_gives_up_at_the_deadline(guest: FakeWindowsGuest) -> None:
@@ -212,9 +218,11 @@ def test_wait_ready_gives_up_at_the_deadline(guest: FakeWindowsGuest) -> None:
 def test_a_controller_without_driver_fails_wait_ready_at_once_naming_it(tmp_path: Path, guest_temp: Path) -> None:
     from tests.standins.wsman import _fakewindows
 
-    controllers = _fakewindows().load_description()["Controllers"]
-    controllers[1]["DriverInstalled"] = False  # virtio-scsi before the virtio-win drivers
-    with make_guest(tmp_path, guest_temp, {"Controllers": controllers}) as g:
+    description = _fakewindows().load_description()
+    controllers = description["Controllers"]
+    controllers[1]["DriverInstalled"] = False  # virtio-scsi before vioscsi is installed: only viostor staged
+    store = [p for p in description["DriverStore"] if p["Inf"] == "viostor.inf"]
+    with make_guest(tmp_path, guest_temp, {"Controllers": controllers, "DriverStore": store}) as g:
         ex = executor(g)
         with pytest.raises(w.TestDiskMissing) as info:
             ex.wait_ready(time.monotonic() + 600)
@@ -226,6 +234,8 @@ def test_a_controller_without_driver_fails_wait_ready_at_once_naming_it(tmp_path
     assert "sata controller" in message and "driver storahci bound" in message
     assert info.value.retryable is False and isinstance(info.value, GuestNotReady)
     assert facts_calls <= 3  # presence check (+ upload when new) + one facts call: not polled until the deadline
+    # the facts travel with the error: the runner reads the installed drivers from them
+    assert info.value.details["guest_facts"]["InstalledStorageDrivers"] == ["viostor"]
 
 
 def test_a_command_past_its_deadline_is_a_remote_timeout_and_is_stopped(guest: FakeWindowsGuest, tmp_path: Path) -> None:

@@ -22,6 +22,25 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("stormatrix.backend.vmware")
 
+#: the least part of the window a host CPU source's samples must cover (vSphere realtime samples, esxtop
+#: rows): less is refused, not scaled up (the window is not measured); more is scaled to the whole window
+#: and the record says so (``vmware.coverage``, ``vmware.prorated``)
+MIN_COVERAGE = 0.8
+
+
+def check_coverage(host: dict[str, Any], source: str, window_s: float, fix: str) -> None:
+    """Refuse a host record whose samples cover less than :data:`MIN_COVERAGE` of the window (CollectorError
+    naming the source, the coverage and the fix); a record without its coverage is refused too: whether
+    its CPU total stands for the window is then unknown."""
+    v = host.get("vmware")
+    coverage = v.get("coverage") if isinstance(v, dict) else None
+    if isinstance(coverage, bool) or not isinstance(coverage, (int, float)) or not math.isfinite(coverage):
+        raise CollectorError(f"{source}: the record has no sample coverage of the window (vmware.coverage is "
+                             f"{coverage!r}); the window is not measured")
+    if coverage < MIN_COVERAGE:
+        raise CollectorError(f"{source}: it covers {coverage:.0%} of the {window_s:.1f} s window (minimum "
+                             f"{MIN_COVERAGE:.0%}); the window is not measured. Fix: {fix}")
+
 
 def iso_utc(t: datetime) -> str:
     """The window edge as the request carries it: ISO 8601 UTC with milliseconds and Z (the module binds
@@ -31,7 +50,9 @@ def iso_utc(t: datetime) -> str:
 
 class VmwareCpuCollector:
     """The host collector for ESXi: remembers the window's edges and asks vSphere for the VM's and
-    the host's CPU over exactly that window when it closes (realtime samples are kept ~1 hour)."""
+    the host's CPU over exactly that window when it closes (realtime samples are kept ~1 hour). Like the
+    esxtop source, a window its samples cover less than :data:`MIN_COVERAGE` of is refused; above, the
+    module has scaled the CPU total up to the window and the record says so (``vmware.coverage``)."""
 
     def __init__(self, backend: VmwareBackend, vm: str) -> None:
         self.backend = backend
@@ -55,6 +76,10 @@ class VmwareCpuCollector:
         host = self.backend.runner.call("Get-StormatrixVMwareCpuUsage", params)
         if not isinstance(host, dict) or host.get("cpu_metric") != "cpu_time":
             raise CollectorError(f"Get-StormatrixVMwareCpuUsage answered {type(host).__name__}, not a host record")
+        window = (self.t1 - self.t0).total_seconds()
+        check_coverage(host, f"vSphere realtime statistics of VM {self.vm!r}", window,
+                       "a larger [vmware] stats_wait_seconds, so the sample that covers the window's end exists "
+                       "when it is read, and a measure_seconds of a minute or more (realtime samples are 20 s)")
         if isinstance(host.get("vmware"), dict):
             host["vmware"]["tuning_in_force"] = self.backend.tuning_in_force
         return host
@@ -75,8 +100,6 @@ class EsxtopCollector:
     for) and to last as long as this machine measured. BatchMode means a key login or nothing: ssh never
     asks for a password.
     """
-
-    MIN_COVERAGE = 0.8  # a capture covering less of the window is refused, not prorated
 
     def __init__(self, backend: VmwareBackend, vm: str) -> None:
         self.backend = backend
@@ -139,10 +162,8 @@ class EsxtopCollector:
             host = vm_cpu_record(capture, self.vm, delay_s=self.delay, window_s=window)
         except InputError as exc:
             raise CollectorError(f"esxtop capture: {exc}") from None
-        coverage = host["vmware"]["coverage"]
-        if coverage < self.MIN_COVERAGE:
-            raise CollectorError(f"esxtop capture {self.path}: it covers {coverage:.0%} of the {window:.1f} s window "
-                                 f"(minimum {self.MIN_COVERAGE:.0%}); the window is not measured")
+        check_coverage(host, f"esxtop capture {self.path}", window,
+                       "check that esxtop ran for the whole window (its stderr is next to the capture)")
         try:
             host["vmware"]["capture"] = str(self.path.relative_to(self.backend.workdir))
         except ValueError:

@@ -9,7 +9,7 @@ from ..registry import backend_class
 from ..core.model import NOT_APPLICABLE
 from ..repeats import possible_extra
 from ..runner import check_executor_spec, estimate_seconds, fmt_duration
-from ..spec import check_guest_backend, expand, load_spec
+from ..spec import WINDOWS_VIRTIO_DRIVER, check_guest_backend, declared_guest_drivers, expand, load_spec
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -55,6 +55,13 @@ def run(args: argparse.Namespace) -> int:
     print(f"\n{len(plan.cells)} cells ({configs} VM starts{booted}, {len(plan.skipped)} skipped) on backend "
           f"{spec.run['backend']}; {timing.ramp_s:g} s warm-up + {timing.measure_s:g} s window per cell; "
           f"ETA {fmt_duration(eta)}", file=out)
+    if spec.run["guest_os"] == "windows2022" and declared_guest_drivers(spec) is None:
+        virtio = [c for c in plan.cells if c.disk.controller in WINDOWS_VIRTIO_DRIVER]
+        if virtio:
+            need = "needs" if len(virtio) == 1 else "need"
+            print(f"{len(virtio)} of them {need} a virtio-win driver ([run] guest_drivers not set): they run only "
+                  "if the guest's driver store has it at the first boot, else they are skipped with the reason",
+                  file=out)
     extra = possible_extra(plan, spec.run)
     if extra:
         run = spec.run

@@ -85,8 +85,14 @@ def per_mib(io_bytes: Any, host: Mapping[str, Any] | None) -> dict[str, Any]:
             out["ctx"] = ctx / mib
         else:
             raw = host.get("ctx_switches")
-            unmatched = host.get("unmatched")
-            reason = unmatched.get("ctx_switches") if isinstance(unmatched, Mapping) else None
+            # the collector's own reason (a thread without its counter, ...) first, then the multi-VM
+            # collector's "unmatched" one
+            reason: str | None = None
+            for source in ("null_reasons", "unmatched"):
+                given = host.get(source)
+                if isinstance(given, Mapping) and isinstance(given.get("ctx_switches"), str):
+                    reason = given["ctx_switches"]
+                    break
             if raw is None and isinstance(reason, str) and reason.strip():
                 missing["ctx"] = reason.strip()
             elif raw is None:

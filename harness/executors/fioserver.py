@@ -147,7 +147,11 @@ def run_point(guests: Sequence[FioGuest], job: FioJob, workdir: Path, *, fio: st
         if w is not None and name in parsed.per_guest:
             # the last log sample can be up to log_avg_msec before the end: fio's runtime is exact
             w["last_sample_ms"] = w["end_ms"]
-            w["end_ms"] = w["start_ms"] + float(parsed.per_guest[name]["total"]["runtime_ms"])
+            runtime_ms = parsed.per_guest[name]["total"].get("runtime_ms")
+            if runtime_ms is not None:
+                w["end_ms"] = w["start_ms"] + float(runtime_ms)
+            else:  # fio wrote no runtime: the window ends at the last sample, and says so
+                w["end_note"] = "fio wrote no runtime: the end is the last IOPS-log sample (up to log_avg_msec early)"
     clients: list[dict[str, Any]]
     clients = [{"name": g.name, "host": g.host, "port": g.port, "fio": parsed.per_guest[g.name],
                 "window": windows[g.name]} for g in guests if g.name in parsed.per_guest]

@@ -149,7 +149,8 @@ class FioJob:
             randseed = secrets.randbits(63)
         g = ["[global]", f"ioengine={self.ioengine}", f"direct={int(self.direct)}",
              "time_based=1", f"ramp_time={_fio_time(self.ramp_s)}", f"runtime={_fio_time(self.measure_s)}",
-             f"numjobs={self.numjobs}", f"randseed={randseed}", "norandommap=1"]
+             f"numjobs={self.numjobs}", f"randseed={randseed}", "norandommap=1",
+             "lat_percentiles=1"]  # total-latency percentiles too (lat_p99_ns), besides the completion ones
         if self.numjobs > 1:
             g.append("group_reporting=1")  # one result per guest, not one per clone
         if self.size is not None:

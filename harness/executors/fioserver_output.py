@@ -80,14 +80,17 @@ def aggregate_check(aggregate: dict[str, Any] | None, fio_all: dict[str, Any] | 
     fio's rates against that definition (to 0.1 %) and record both.
 
     fio only writes "All clients" when more than one client reported, and not at all when a client
-    timed out; ``match`` is then None (nothing to compare), never True.
+    timed out; ``match`` is then None (nothing to compare), never True. A figure one side lacks (fio did
+    not write it: null in the summary) makes that direction's ``match`` None with ``unchecked`` naming the
+    figures, and the overall ``match`` None unless another direction already disagrees.
     """
     out: dict[str, Any] = {"clients": n_reported, "fio_all_clients": fio_all is not None, "match": None,
                            "rule": "io_bytes and total_ios equal; fio rates = summed I/O / longest runtime"}
     if aggregate is None or fio_all is None:
         return out
+    # a direction one side has no block for moved nothing there (fio writes no block without I/O)
     empty = {"io_bytes": 0, "total_ios": 0, "iops": 0.0, "bw_bytes": 0.0, "runtime_ms": 0.0}
-    ok = True
+    verdicts: list[bool | None] = []
     for d in ("read", "write", "trim", "total"):
         if d not in aggregate and d not in fio_all:
             continue
@@ -98,17 +101,24 @@ def aggregate_check(aggregate: dict[str, Any] | None, fio_all: dict[str, Any] | 
                "sum_iops": s["iops"], "fio_iops": f["iops"],
                "sum_bw_bytes": s["bw_bytes"], "fio_bw_bytes": f["bw_bytes"],
                "longest_runtime_ms": s["runtime_ms"], "fio_runtime_ms": f["runtime_ms"]}
-        good = s["io_bytes"] == f["io_bytes"] and s["total_ios"] == f["total_ios"]
-        if d != "total" and f["runtime_ms"]:
-            want_iops = s["total_ios"] * 1000.0 / f["runtime_ms"]
-            want_bw = s["io_bytes"] * 1000.0 / f["runtime_ms"]
-            row.update(fio_definition_iops=want_iops, fio_definition_bw_bytes=want_bw)
-            good = good and f["runtime_ms"] == s["runtime_ms"] and _close(f["iops"], want_iops) \
-                and _close(f["bw_bytes"], want_bw)
+        needed = ["io_bytes", "total_ios"] + (["runtime_ms", "iops", "bw_bytes"] if d != "total" else [])
+        unknown = [k for k in needed if s.get(k) is None or f.get(k) is None]
+        good: bool | None
+        if unknown:
+            good = None  # a figure fio did not write cannot be compared: no verdict, never a guess
+            row["unchecked"] = f"not written by fio on one side: {', '.join(unknown)}"
+        else:
+            good = s["io_bytes"] == f["io_bytes"] and s["total_ios"] == f["total_ios"]
+            if d != "total" and f["runtime_ms"]:
+                want_iops = s["total_ios"] * 1000.0 / f["runtime_ms"]
+                want_bw = s["io_bytes"] * 1000.0 / f["runtime_ms"]
+                row.update(fio_definition_iops=want_iops, fio_definition_bw_bytes=want_bw)
+                good = good and f["runtime_ms"] == s["runtime_ms"] and _close(f["iops"], want_iops) \
+                    and _close(f["bw_bytes"], want_bw)
         row["match"] = good
         out[d] = row
-        ok = ok and good
-    out["match"] = ok
+        verdicts.append(good)
+    out["match"] = False if False in verdicts else (None if None in verdicts else True)
     return out
 
 

@@ -217,7 +217,9 @@ class WinRMExecutor(GuestExecutor):
 
         Connection errors, timeouts and WS-Man faults/5xx (a WinRM service still starting) are retried
         until ``deadline``; a bad password (:class:`AuthenticationFailed`) and a test disk Windows
-        does not show (:class:`TestDiskMissing`, usually a controller without a driver) fail at once.
+        does not show (:class:`TestDiskMissing`, usually a controller without a driver) fail at once;
+        the latter carries the guest's facts, from which the runner learns which virtio-win drivers the
+        guest has installed (its driver store) and skips the cells of controllers it cannot run.
         """
         last: Exception | None = None
         serial = self.settings.disk_serial

@@ -24,6 +24,9 @@ Describe 'Invoke-StormatrixFio with Linux fio' -Skip:(-not $script:fio) {
         $document = $r.Raw | ConvertFrom-Json
         $document.jobs[0].jobname | Should -Be 'stormatrix'
         $document.jobs[0].read.io_bytes | Should -BeGreaterThan 0
+        # --lat_percentiles=1: the total latency's percentiles beside the completion latency's (fio's default)
+        $document.jobs[0].read.lat_ns.percentile.'99.000000' | Should -BeGreaterThan 0
+        $document.jobs[0].read.clat_ns.percentile.'99.000000' | Should -BeGreaterThan 0
         @(Get-ChildItem -LiteralPath $TestDrive -Filter 'stormatrix-fio-*.json').Count | Should -Be 0
     }
 

@@ -330,6 +330,8 @@ Describe 'Get-StormatrixVMwareCpuUsage' {
         $r.vmware.host | Should -Be 'esx01.lab'
         $r.vmware.host_usagemhz_avg | Should -Be 3000
         $r.vmware.coverage | Should -Be 1
+        $r.vmware.prorated | Should -BeFalse
+        $r.vmware.scale | Should -Be 1
         $request = @((Read-TestLab).statRequests)[0]
         $request.realtime | Should -BeTrue
         $request.startUnixMs | Should -Be ((ConvertTo-TestUnixMs '2026-11-22T03:00:10Z') - 20000)
@@ -354,11 +356,32 @@ Describe 'Get-StormatrixVMwareCpuUsage' {
     It 'Should wait for the sample that covers the end of the window, then use what there is' {
         $r = Get-StormatrixVMwareCpuUsage -VMName bench01 -Start '2026-11-22T03:00:30Z' -Finish '2026-11-22T03:00:50Z' -WaitSeconds 1
         $r.vmware.coverage | Should -Be 0.5
+        # the sample ending 03:00:40 covers 10 of the 20 s (2 s of CPU); the total is scaled to the window
+        $r.vmware.vm_used_s | Should -Be 2.0
+        $r.vmware.scale | Should -Be 2
+        $r.vmware.prorated | Should -BeTrue
+        $r.cpu_total | Should -Be 4.0
+        $r.by_role.vcpu.runtime_s | Should -Be 4.0
         @((Read-TestLab).statRequests | Where-Object { $_.entity -eq 'bench01' }).Count | Should -Be 2
     }
     It 'Should throw StatsNotAvailable when no sample falls in the window' {
         { Get-StormatrixVMwareCpuUsage -VMName bench01 -Start '2026-11-22T05:00:00Z' -Finish '2026-11-22T05:01:00Z' -WaitSeconds 0 } |
             Should -Throw -ErrorId 'Stormatrix.VMware.StatsNotAvailable'
+    }
+    It 'Should leave a vCPU without a sample in the window null, and the vCPUs'' sum, with the reason' {
+        # vCPU 1's only sample ends 03:00:00, before the window: it is listed but measured nothing in it
+        $lab = Read-TestLab
+        $lab.stats = @($lab.stats) + @([pscustomobject]@{ entity = 'bench01'; metricId = 'cpu.used.summation'; instance = '1'; unit = 'millisecond'
+                intervalSecs = 20; samples = @([pscustomobject]@{ timestamp = '2026-11-22T03:00:00Z'; value = 900 }) })
+        [System.IO.File]::WriteAllText($env:STORMATRIX_FAKE_VCENTER_LAB, (ConvertTo-Json -InputObject $lab -Depth 32))
+        $r = Get-StormatrixVMwareCpuUsage -VMName bench01 -Start '2026-11-22T03:00:10Z' -Finish '2026-11-22T03:00:30Z'
+        $one = @($r.threads | Where-Object { $_.name -eq 'vCPU 1' })
+        $one.Count | Should -Be 1
+        $one[0].runtime_s | Should -BeNullOrEmpty
+        @($r.threads | Where-Object { $_.name -eq 'vCPU 0' })[0].runtime_s | Should -Be 4.0
+        $r.by_role.vcpu.runtime_s | Should -BeNullOrEmpty
+        $r.null_reasons.'by_role.vcpu.runtime_s' | Should -BeLike '*vCPU 1 of 2 vCPUs*'
+        $r.cpu_total | Should -Be 4.0
     }
     It 'Should refuse a window that ends before it starts' {
         { Get-StormatrixVMwareCpuUsage -VMName bench01 -Start '2026-11-22T03:01:00Z' -Finish '2026-11-22T03:00:00Z' } | Should -Throw -ErrorId 'Stormatrix.VMware.InvalidWindow'

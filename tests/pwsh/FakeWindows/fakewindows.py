@@ -5,6 +5,8 @@ A guest is a directory made by :func:`make_guest` from ``guest.json`` (plus the 
 - ``state.json``: the description, updated by every state change (Set-Disk, powercfg /setactive, ...);
 - ``C/``: the guest's C: drive (FakeWindows maps the PowerShell drive ``C:`` onto it), holding the
   installed programs from ``Files`` (links to ``bin/fio.exe``, ``bin/diskspd.exe``);
+- ``C/Windows/System32/DriverStore/FileRepository/<Folder>/<Inf>``: the staged driver packages of
+  ``DriverStore`` (what the guest module lists as installed storage drivers);
 - ``HKLM/``: one folder per registry key in ``Registry`` (so ``Test-Path HKLM:\\...`` answers);
 - ``disks/diskN.img``: the bytes of each disk, as large as its ``Size``, that the fake fio.exe and
   diskspd.exe read and write when asked for ``\\\\.\\PhysicalDriveN`` / ``#N``;
@@ -50,6 +52,12 @@ def make_guest(root: Path, changes: dict[str, Any] | None = None) -> Path:
         target = root / "C" / windows_path.split(":", 1)[1].lstrip("\\").replace("\\", "/")
         target.parent.mkdir(parents=True, exist_ok=True)
         target.symlink_to(HERE / "bin" / program)  # installed programs are the fakes in bin/
+    repository = root / "C" / "Windows" / "System32" / "DriverStore" / "FileRepository"
+    repository.mkdir(parents=True, exist_ok=True)
+    for package in data.get("DriverStore", []):
+        folder = repository / package["Folder"]
+        folder.mkdir(exist_ok=True)
+        (folder / package["Inf"]).write_text(f"; {package['Inf']} {package.get('Version', '')}\r\n", encoding="ascii")
     for key in data.get("Registry", {}):
         (root / "HKLM" / key.split(":", 1)[1].lstrip("\\").replace("\\", "/")).mkdir(parents=True, exist_ok=True)
     for disk in data["Disks"]:
@@ -70,6 +78,7 @@ def engine_env(root: Path, base: dict[str, str] | None = None, temp: Path | None
         "STORMATRIX_PWSH_STANDINS": str(HERE / "Boot.ps1"),
         "PSModulePath": str(HERE / "Modules"),
         "PATH": f"{HERE / 'bin'}:/usr/bin:/bin",
+        "SystemRoot": "C:\\Windows",  # as on Windows; C: is the guest's drive (Boot.ps1)
         "TMPDIR": str(temp) + "/",
         "HOME": str(temp),
         "DOTNET_CLI_TELEMETRY_OPTOUT": "1",

@@ -10,6 +10,8 @@ function ConvertTo-StormatrixFioArgument {
     --ramp_time/--runtime/--time_based: fio's own clock matches the controller's measurement window.
     --rate is per job in fio, the workload's rate is for the whole workload: divide by numjobs, and
     split by rwmixread for mixed workloads (fio takes "read,write").
+    --lat_percentiles=1: fio then writes the total latency's percentiles (lat_ns) besides the completion
+    latency's (clat_ns, its default), so the record's total-latency p99 is measured, not blank.
     #>
     [CmdletBinding()]
     [OutputType([string[]])]
@@ -52,6 +54,7 @@ function ConvertTo-StormatrixFioArgument {
     if ($FileSizeMiB -gt 0) {
         $arguments.Add('--size=' + $FileSizeMiB + 'm')
     }
+    $arguments.Add('--lat_percentiles=1')
     $arguments.Add('--output-format=json')
     $arguments.Add('--output=' + $OutputFile)
     [string[]]$arguments.ToArray()

@@ -2,11 +2,15 @@ function Get-StormatrixGuestFacts {
     <#
     .SYNOPSIS
     Reports what the results depend on: OS build, PowerShell version, storage controllers with their
-    drivers, and disks with bus type, serial, offline state and partitions.
+    drivers, the virtio-win storage drivers installed, and disks with bus type, serial, offline state and
+    partitions.
 
     .DESCRIPTION
     The controller journals these facts with every cell, so a result can always be traced to the
-    driver that produced it.
+    driver that produced it. InstalledStorageDrivers lists the virtio-win storage drivers (viostor for
+    virtio-blk, vioscsi for virtio-scsi) staged in the driver store, also those of controllers the VM
+    does not have right now: the runner reads it at the first boot and skips the cells of a controller
+    whose driver the guest lacks instead of booting them.
 
     .PARAMETER Serial
     Serial of the test disk; when given, TestDisk names the matching disk number (or is null).
@@ -17,7 +21,8 @@ function Get-StormatrixGuestFacts {
     .OUTPUTS
     PSCustomObject with ComputerName, OsCaption, OsVersion, OsBuild, LastBootUpTime, PSVersion,
     PSEdition, SanPolicy (new disks: OfflineShared leaves them offline and read-only), Controllers,
-    Disks, TestDisk.
+    InstalledStorageDrivers (names; $null when the driver store could not be read), StorageDriverPackages
+    (their driver store folders), Disks, TestDisk.
     #>
     [CmdletBinding()]
     [OutputType([pscustomobject])]
@@ -59,6 +64,13 @@ function Get-StormatrixGuestFacts {
     if ($os.LastBootUpTime) {
         $bootTime = ([datetime]$os.LastBootUpTime).ToUniversalTime().ToString('o')
     }
+    $store = @(Get-StormatrixInstalledStorageDriver)
+    $installed = $null
+    $packages = @()
+    if ($store.Count -gt 0) {
+        $installed = @($store | Where-Object { $_.Installed } | ForEach-Object { $_.Name })
+        $packages = @($store | ForEach-Object { $_.Packages })
+    }
     [pscustomobject]@{
         ComputerName   = [Environment]::MachineName
         OsCaption      = [string]$os.Caption
@@ -69,6 +81,8 @@ function Get-StormatrixGuestFacts {
         PSEdition      = [string]$PSVersionTable.PSEdition
         SanPolicy      = [string](@(Get-StorageSetting -ErrorAction SilentlyContinue | ForEach-Object { $_.NewDiskPolicy }) -join '')
         Controllers    = @(Get-StormatrixStorageController)
+        InstalledStorageDrivers = $installed
+        StorageDriverPackages   = $packages
         Disks          = @($disks)
         TestDisk       = $testDisk
     }

@@ -10,16 +10,7 @@ function Resolve-StormatrixVMwareHost {
         [Parameter(Mandatory)][string]$Name
     )
     $pattern = ConvertTo-StormatrixVMwareNamePattern -Name $Name
-    try {
-        $found = @(Get-VMHost -Name $pattern -ErrorAction Stop | Where-Object { $_.Name -eq $Name })
-    }
-    catch {
-        throw (New-StormatrixVMwareError -ErrorId 'HostNotFound' -Category 'ObjectNotFound' -Cause $_ -TargetObject $Name `
-                -Message "ESXi host '$Name' not found")
-    }
-    if ($found.Count -ne 1) {
-        throw (New-StormatrixVMwareError -ErrorId 'HostNotFound' -Category 'ObjectNotFound' -TargetObject $Name `
-                -Message "ESXi host name '$Name' names $($found.Count) hosts exactly; it must name exactly one (names are not patterns)")
-    }
-    $found[0]
+    Select-StormatrixVMwareByName -Name $Name -ErrorId 'HostNotFound' -FailedMessage "ESXi host '$Name' not found" `
+        -List { Get-VMHost -Name $pattern -ErrorAction Stop } `
+        -CountMessage { param($count) "ESXi host name '$Name' names $count hosts exactly; it must name exactly one (names are not patterns)" }
 }

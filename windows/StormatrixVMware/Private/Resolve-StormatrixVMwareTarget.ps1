@@ -18,32 +18,14 @@ function Resolve-StormatrixVMwareTarget {
         [string]$DiskName
     )
     $pattern = ConvertTo-StormatrixVMwareNamePattern -Name $VMName
-    try {
-        $vms = @(Get-VM -Name $pattern -ErrorAction Stop | Where-Object { $_.Name -eq $VMName })
-    }
-    catch {
-        throw (New-StormatrixVMwareError -ErrorId 'VmNotFound' -Category 'ObjectNotFound' -Cause $_ -TargetObject $VMName `
-                -Message "VM '$VMName' not found")
-    }
-    if ($vms.Count -ne 1) {
-        throw (New-StormatrixVMwareError -ErrorId 'VmNotFound' -Category 'ObjectNotFound' -TargetObject $VMName `
-                -Message "VM name '$VMName' names $($vms.Count) VMs exactly; it must name exactly one (names are not patterns)")
-    }
-    $vm = $vms[0]
+    $vm = Select-StormatrixVMwareByName -Name $VMName -ErrorId 'VmNotFound' -FailedMessage "VM '$VMName' not found" `
+        -List { Get-VM -Name $pattern -ErrorAction Stop } `
+        -CountMessage { param($count) "VM name '$VMName' names $count VMs exactly; it must name exactly one (names are not patterns)" }
     $disk = $null
     if ($DiskName) {
-        try {
-            $disks = @(Get-HardDisk -VM $vm -ErrorAction Stop | Where-Object { $_.Name -eq $DiskName })
-        }
-        catch {
-            throw (New-StormatrixVMwareError -ErrorId 'DiskNotFound' -Category 'ObjectNotFound' -Cause $_ -TargetObject $DiskName `
-                    -Message "cannot list the hard disks of VM '$VMName'")
-        }
-        if ($disks.Count -ne 1) {
-            throw (New-StormatrixVMwareError -ErrorId 'DiskNotFound' -Category 'ObjectNotFound' -TargetObject $DiskName `
-                    -Message "VM '$VMName' has $($disks.Count) hard disks named '$DiskName' exactly; it must have exactly one (names are not patterns)")
-        }
-        $disk = $disks[0]
+        $disk = Select-StormatrixVMwareByName -Name $DiskName -ErrorId 'DiskNotFound' -FailedMessage "cannot list the hard disks of VM '$VMName'" `
+            -List { Get-HardDisk -VM $vm -ErrorAction Stop } `
+            -CountMessage { param($count) "VM '$VMName' has $count hard disks named '$DiskName' exactly; it must have exactly one (names are not patterns)" }
     }
     [pscustomobject]@{ VM = $vm; Disk = $disk }
 }

@@ -11,6 +11,13 @@ function Get-StormatrixVMwareCpuUsage {
     end of the window exists, and prorates every sample by how much of its 20 seconds falls inside the
     window (so a 30-second window is not charged 60 seconds of CPU).
 
+    Coverage, as the esxtop source does it: the samples may cover only part of the window (the last
+    sample not yet written when -WaitSeconds ran out, a gap). vmware.covered_s and vmware.coverage
+    (covered_s / window_s) say how much; cpu_total and the per-vCPU run times are then scaled up to the
+    whole window (CPU use assumed even; vmware.scale is the factor, vmware.prorated is true) while
+    vmware.vm_used_s and vm_ready_s keep what the samples hold. Refusing a window whose coverage is too
+    low (the harness: under 80 %) is the caller's decision; this function reports the coverage.
+
     Where the metric corresponds to the Linux collector's, the same key holds it: cpu_metric "cpu_time",
     cpu_unit "s", cpu_total = the VM's cpu.used (its vCPU worlds plus the system time ESXi charges to it),
     by_role.vcpu = the per-vCPU split. Where nothing corresponds (context switches, user/system split,
@@ -41,7 +48,8 @@ function Get-StormatrixVMwareCpuUsage {
     .OUTPUTS
     PSCustomObject: cpu_metric, cpu_unit, cpu_total, cpu_user, cpu_system, cpu_time_s, cycles,
     ctx_switches, ctx_voluntary, ctx_involuntary, source, scope, pid, vm, window_s, threads, by_role,
-    split_approximate, unmatched, vmware.
+    split_approximate, unmatched, vmware; null_reasons only when a figure is null for want of samples (a
+    vCPU without a cpu.used sample inside the window: its run time and the vCPUs' sum are null, not 0).
 
     .NOTES
     The window is [datetime] on purpose: the request's ISO strings reach this function through
@@ -49,8 +57,9 @@ function Get-StormatrixVMwareCpuUsage {
     [string] they would lose the zone and the milliseconds and be read back as local time. Get-Stat is
     given the edges as UTC [datetime] values.
 
-    Proration assumes the VM's CPU use is even inside each 20-second sample; windows of a minute or
-    more keep that error small (the technote measured 20-minute windows).
+    Proration assumes the VM's CPU use is even inside each 20-second sample, and scaling that it is even
+    over the window; windows of a minute or more keep that error small (the technote measured 20-minute
+    windows).
     #>
     [CmdletBinding()]
     [OutputType([pscustomobject])]
@@ -110,7 +119,7 @@ function Get-StormatrixVMwareCpuUsage {
     $windowS = ($finishUtc - $startUtc).TotalSeconds
     # sum (for .summation, in ms per sample) or overlap-weighted mean (for .average) of one metric and instance
     $measure = {
-        param([object[]]$Samples, [string]$MetricId, [string]$Instance, [bool]$Sum)
+        param([object[]]$Samples, [string]$MetricId, [string]$Instance, [bool]$Sum, [bool]$Scale = $false)
         $total = 0.0
         $weights = 0.0
         $count = 0
@@ -135,6 +144,9 @@ function Get-StormatrixVMwareCpuUsage {
         if ($count -eq 0) {
             return $null
         }
+        if ($Sum -and $Scale) {
+            return $total * $windowS / $weights  # the covered part, scaled up to the whole window
+        }
         if ($Sum) {
             return $total
         }
@@ -156,32 +168,49 @@ function Get-StormatrixVMwareCpuUsage {
         $coveredS += ($hi - $lo).TotalSeconds
     }
     $readyMs = & $measure $vmSamples 'cpu.ready.summation' '' $true
+    $coverage = $coveredS / $windowS
+    $usedWindowMs = & $measure $vmSamples 'cpu.used.summation' '' $true $true
     $threads = New-Object System.Collections.Generic.List[object]
     $instances = @($vmSamples | Where-Object { $_.MetricId -eq 'cpu.used.summation' -and [string]$_.Instance -ne '' } | ForEach-Object { [string]$_.Instance } | Sort-Object -Unique)
     $vcpuTotal = 0.0
+    $nullReasons = [ordered]@{}
+    $lacking = New-Object System.Collections.Generic.List[string]
     foreach ($instance in $instances) {
-        $ms = & $measure $vmSamples 'cpu.used.summation' $instance $true
+        $ms = & $measure $vmSamples 'cpu.used.summation' $instance $true $true
         $ready = & $measure $vmSamples 'cpu.ready.summation' $instance $true
-        $vcpuTotal += [double]$ms
+        $runS = $null
+        if ($null -ne $ms) {
+            $runS = $ms / 1000.0
+            $vcpuTotal += $ms
+        }
+        else {
+            # a vCPU with no sample inside the window is unknown, never 0 added to the sum
+            $lacking.Add("vCPU $instance")
+        }
         $readyS = $null
         if ($null -ne $ready) { $readyS = $ready / 1000.0 }
         $threads.Add([ordered]@{ tid = $null; name = "vCPU $instance"; role = 'vcpu'; user_s = $null; system_s = $null
-                runtime_s = $ms / 1000.0; ready_s = $readyS; ctx_voluntary = $null; ctx_involuntary = $null; new = $false; exited = $false })
+                runtime_s = $runS; ready_s = $readyS; ctx_voluntary = $null; ctx_involuntary = $null; new = $false; exited = $false })
     }
     $byRole = [ordered]@{}
     if ($threads.Count -gt 0) {
-        $byRole['vcpu'] = [ordered]@{ threads = $threads.Count; user_s = $null; system_s = $null; runtime_s = $vcpuTotal / 1000.0
+        $vcpuRunS = $vcpuTotal / 1000.0
+        if ($lacking.Count -gt 0) {
+            $vcpuRunS = $null
+            $nullReasons['by_role.vcpu.runtime_s'] = "no cpu.used sample inside the window for $($lacking -join ', ') of $($threads.Count) vCPUs"
+        }
+        $byRole['vcpu'] = [ordered]@{ threads = $threads.Count; user_s = $null; system_s = $null; runtime_s = $vcpuRunS
             ctx_voluntary = $null; ctx_involuntary = $null }
     }
     $readyTotal = $null
     if ($null -ne $readyMs) { $readyTotal = $readyMs / 1000.0 }
-    [pscustomobject][ordered]@{
+    $record = [ordered]@{
         cpu_metric        = 'cpu_time'
         cpu_unit          = 's'
-        cpu_total         = $usedMs / 1000.0
+        cpu_total         = $usedWindowMs / 1000.0
         cpu_user          = $null
         cpu_system        = $null
-        cpu_time_s        = [ordered]@{ total = $usedMs / 1000.0; user = $null; system = $null }
+        cpu_time_s        = [ordered]@{ total = $usedWindowMs / 1000.0; user = $null; system = $null }
         cycles            = $null
         ctx_switches      = $null
         ctx_voluntary     = $null
@@ -204,10 +233,11 @@ function Get-StormatrixVMwareCpuUsage {
         }
         vmware            = [ordered]@{
             interval_s        = $IntervalSeconds
-            prorated          = $true
+            prorated          = ($coveredS -lt $windowS - 1e-9)
+            scale             = $windowS / $coveredS
             samples           = $covering.Count
             covered_s         = $coveredS
-            coverage          = $coveredS / $windowS
+            coverage          = $coverage
             first_sample_end  = $(if ($covering.Count) { $covering[0].ToString('o') } else { $null })
             last_sample_end   = $(if ($covering.Count) { $covering[-1].ToString('o') } else { $null })
             vm_used_s         = $usedMs / 1000.0
@@ -218,4 +248,8 @@ function Get-StormatrixVMwareCpuUsage {
             host_usage_pct_avg = (& $measure $hostSamples 'cpu.usage.average' '' $false)
         }
     }
+    if ($nullReasons.Count -gt 0) {
+        $record['null_reasons'] = $nullReasons  # present only when something is null, as in the Linux collector's record
+    }
+    [pscustomobject]$record
 }
