@@ -499,10 +499,10 @@ def secret_cases() -> Iterable[Case]:
                 yield Case(f"secret.{section}.{key}[{i}]-valid-name", ["plan", "{m}"], {"m.toml": text}, (),
                            code=0, bad=False)
                 continue
-            if key == "token_id":
+            if key == "token_id":  # an id, not a secret: a token pasted there is not echoed either
                 if i == 0:
-                    yield Case(f"secret.{section}.{key}[{i}]-no-realm", ["plan", "{m}"], {"m.toml": text},
-                               ("{m}", "[proxmox] token_id"))
+                    yield Case(f"secret.{section}.{key}[{i}]-not-echoed", ["plan", "{m}"], {"m.toml": text}, (),
+                               code=0, bad=False)
                 continue
             yield Case(f"secret.{section}.{key}[{i}]", ["plan", "{m}"], {"m.toml": text}, needles)
             if i == 1:
@@ -547,6 +547,29 @@ FAMILIES = {
 }
 
 
+#: failing cases whose root cause is in a file the corpus' author does not own: the change asked of its
+#: owner (the table counts them apart; they still fail)
+AWAITING = {
+    "matrix.proxmox.host=": "harness/backends/proxmox_schema.py: check [proxmox] host (no URL, no spaces)",
+    "matrix.qemu.disk_path-path=zero": "harness/backends/qemu.py: [qemu] disk_path must be a regular file",
+    "matrix.qemu.binary-path=adir": "harness/backends/qemu.py: [qemu] binary must be an executable file",
+    "fio.jobs.0.job options.": "analysis/params.py/fio.py: refuse a bs/rw in 'job options' that does not parse",
+    "fio.fio version=": "analysis/fio.py: 'fio version' must be a string",
+    "fio.jobs.0.usr_cpu=": "analysis/fio.py: usr_cpu/sys_cpu must be numbers >= 0",
+    "fio.jobs.0.ctx=": "analysis/fio.py: ctx must be a count >= 0",
+    "diskspd.": "analysis/diskspd.py: a present but unparsable or negative number is an error, not a fallback",
+    "suite-plan.side=": "harness/suite.py: [suite] side must not be empty",
+    "suite-plan.block_sizes[4]": "harness/suite.py: block sizes above 1 GiB refused (as [[workload]] bs)",
+    "suite-plan.size[4]": "harness/suite.py: [suite] size past 2^63 refused",
+    "demo.guests-zero": "harness/commands/demo.py: --guests must be 1 or more (0 hangs)",
+    "demo.output-is-file": "harness/commands/demo.py: -o that is a file: exit 2, not a traceback",
+}
+
+
+def awaiting(case_id: str) -> str:
+    return next((v for k, v in AWAITING.items() if case_id.startswith(k)), "")
+
+
 def all_cases() -> list[tuple[str, Case]]:
     return [(family, case) for family, make in FAMILIES.items() for case in make()]
 
@@ -573,15 +596,19 @@ def main(argv: list[str] | None = None) -> int:
     print("-" * 87)
     print(f"{'total':<58} {len(every):>6} {sum(o.case.bad for o in every):>5} {sum(o.passed for o in every):>7} "
           f"{sum(not o.passed for o in every):>7}")
+    waiting = [o for o in every if not o.passed and awaiting(o.case.id)]
+    if waiting:
+        print(f"of the failed, {len(waiting)} have their root cause in a file owned elsewhere (marked below)")
     for o in every:
         if not o.passed:
-            print(f"FAILED {o.case.id}: {'; '.join(o.problems)}")
+            owner = awaiting(o.case.id)
+            print(f"FAILED {o.case.id}: {'; '.join(o.problems)}" + (f"  [root cause: {owner}]" if owner else ""))
             if args.show_failures:
                 print("    argv:", o.case.argv)
                 print("    " + o.text.strip().replace("\n", "\n    ")[:1500])
     if args.json:
         args.json.write_text(json.dumps([{"id": o.case.id, "bad": o.case.bad, "passed": o.passed,
-                                          "problems": o.problems, "exit": o.code, "seconds": round(o.seconds, 3)}
+                                          "problems": o.problems, "awaiting": awaiting(o.case.id), "exit": o.code, "seconds": round(o.seconds, 3)}
                                          for o in every], indent=1))
     return 0 if every and all(o.passed for o in every) else 1
 

@@ -155,6 +155,10 @@ def main(argv: list[str] | None = None) -> int:
               f"(exit 2, file/option and fix named, no traceback, hang or echoed secret, nothing overwritten); "
               f"{len(corpus) - len(bad)} awkward valid inputs, {sum(1 for c in corpus if c['passed'] and not c['bad'])} "
               "worked")
+        waiting = [c for c in corpus if not c["passed"] and c.get("awaiting")]
+        if waiting:
+            print(f"  of the failed, {len(waiting)} have their root cause in files owned elsewhere "
+                  "(badinput_corpus.py AWAITING names each file and the change)")
     if kills:
         print(f"\ncrash test: {len(kills)} SIGKILLs (fixed seed), each followed by a re-run")
         print(f"{'kill':>4}  {'phase':<13} {'cell':>4} {'delay s':>8} {'journaled':>9} {'torn':>5} "
