@@ -39,9 +39,10 @@ def register(subparsers: Any) -> None:
     pw.add_argument("--password-env", metavar="VAR", help="environment variable that holds the password")
     pw.add_argument("--password-file", metavar="PATH", help="file whose first line is the password")
     check.add_argument("--no-cert-validation", action="store_true",
-                       help="do not verify the guest's TLS certificate (lab guests with self-signed certificates)")
+                       help="do not verify the guest's TLS certificate (lab guests with self-signed certificates; "
+                            "only with TLS: --tls or transport https/credssp)")
     check.add_argument("--ca-file", type=ca_bundle,
-                       help="CA bundle (PEM) that signed the guest's certificate")
+                       help="CA bundle (PEM) that signed the guest's certificate (only with TLS)")
     check.add_argument("--disk-serial", required=True, type=disk_serial, help="serial number of the raw test disk")
     check.add_argument("--controller", default=None, help="controller under test: its driver must be bound")
     check.add_argument("--engine", choices=("fio", "diskspd"), default="fio",
