@@ -66,3 +66,28 @@ def test_the_judge_can_fail() -> None:
     overwritten = r.run_case(Case("judge.overwrite", ["report", "{tmp}/x.json", "-o", "{tmp}/r.xlsx"],
                                   {"x.json": fio, "r.xlsx": b"earlier"}, (), code=0), limit=60)
     assert "r.xlsx was changed or lost" in overwritten.problems
+
+
+def test_paths_are_described_without_being_opened(tmp_path: Path) -> None:
+    """harness/core/paths.py: what a path is, in words, before anything opens it (a FIFO would block)."""
+    import os
+
+    from stormatrix.core.paths import TooLarge, ca_bundle_problem, input_problem, looks_utf16, read_bounded
+
+    os.mkfifo(tmp_path / "fifo")
+    os.symlink("loop", tmp_path / "loop")
+    os.symlink("nowhere", tmp_path / "dangling")
+    (tmp_path / "f").write_text("x" * 100)
+    assert "named pipe" in (input_problem(tmp_path / "fifo") or "")
+    assert "loop" in (input_problem(tmp_path / "loop") or "")
+    assert "to nothing" in (input_problem(tmp_path / "dangling") or "")
+    assert "directory" in (input_problem(tmp_path) or "")
+    assert "character device" in (input_problem("/dev/zero") or "")
+    assert "not a directory" in (input_problem(tmp_path / "f" / "x") or "")
+    assert input_problem(tmp_path / "f") is None and input_problem("") == "is an empty path"
+    assert read_bounded(tmp_path / "f", 100) == b"x" * 100
+    with pytest.raises(TooLarge):
+        read_bounded(tmp_path / "f", 99)
+    assert looks_utf16("[run]\nname = 1\n".encode("utf-16-le")) and looks_utf16("[run]".encode("utf-16"))
+    assert not looks_utf16(b"[run]\nname = 1\n") and not looks_utf16(bytes(range(256)))
+    assert "no PEM certificate" in (ca_bundle_problem(tmp_path / "f") or "")
