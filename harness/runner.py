@@ -33,14 +33,12 @@ from .executors.base import GuestExecutor
 from .executors.winrm_facts import DriverGate, with_storage_drivers
 from .core.model import Cell, DiskConfig, Plan
 from .journal import Journal, JournalWriteError
+from .progress import DEFAULT_OVERHEAD_S, Progress, estimate_seconds, fmt_duration
 from .registry import backend_class, executor_class
 from .spec import MatrixSpec, expand
 from .window import Window, default_collector_factory  # noqa: F401 - backends.base's default imports it from here
 
 log = logging.getLogger("stormatrix.runner")
-
-# seconds a cell costs beyond ramp + measure before any cell has been timed (boot, teardown)
-DEFAULT_OVERHEAD_S = 5.0
 
 WRITE_MODES = records.WRITE_MODES
 
@@ -71,78 +69,6 @@ def check_write_allowed(cell: Cell, guest: dict[str, Any], allow_write: bool) ->
 
 def make_run_id(name: str) -> str:
     return f"{datetime.now(timezone.utc):%Y%m%dT%H%M%S}-{name}-{secrets.token_hex(2)}"
-
-
-# ... when the VM booted during the cell before (local QEMU, [qemu] boot_ahead): taking it over (measured)
-BOOTED_AHEAD_OVERHEAD_S = 0.5
-
-
-def estimate_seconds(plan: Plan, ramp_s: float, measure_s: float, overhead_s: float = DEFAULT_OVERHEAD_S,
-                     boot_ahead: bool = False) -> float:
-    """ETA: every cell's warm-up and window, plus a VM start per disk configuration x repeat (only the
-    first one when each next VM boots during the cell before)."""
-    groups = len({(c.disk, c.repeat) for c in plan.cells})
-    starts = overhead_s + max(groups - 1, 0) * BOOTED_AHEAD_OVERHEAD_S if boot_ahead else groups * overhead_s
-    return len(plan.cells) * (ramp_s + measure_s + 0.5) + starts
-
-
-def fmt_duration(seconds: float) -> str:
-    seconds = int(round(seconds))
-    h, rem = divmod(seconds, 3600)
-    m, s = divmod(rem, 60)
-    return f"{h}h{m:02d}m{s:02d}s" if h else f"{m}m{s:02d}s" if m else f"{s}s"
-
-
-def fmt_hours(seconds: float) -> str:
-    """A span as people plan long runs: "21 min", "19.6 h" (the seeds' arithmetic, suite ETAs)."""
-    if seconds >= 3600:
-        return f"{seconds / 3600:.1f} h"
-    if seconds >= 60:
-        return f"{seconds / 60:.1f} min" if seconds % 60 else f"{seconds / 60:.0f} min"
-    return f"{seconds:.1f} s" if seconds % 1 else f"{seconds:.0f} s"
-
-
-class Progress:
-    """A progress bar with ETA on a terminal; one line per cell otherwise (logs, CI)."""
-
-    def __init__(self, total: int, estimate_per_cell: float, stream: TextIO = sys.stderr,
-                 extra_max: int = 0) -> None:
-        self.total, self.done, self.stream = total, 0, stream
-        self.extra_max = extra_max  # extra repeats cv_limit_pct may still add (shown beside the ETA)
-        self.t0 = time.monotonic()
-        self.estimate = estimate_per_cell
-        self.tty = stream.isatty()
-
-    def eta(self) -> float:
-        left = self.total - self.done
-        if self.done:
-            return (time.monotonic() - self.t0) / self.done * left
-        return self.estimate * left
-
-    def add(self, cells: int) -> None:
-        """Extra repeats were scheduled: they join the total and leave the "up to" allowance."""
-        self.total += cells
-        self.extra_max = max(self.extra_max - cells, 0)
-
-    def update(self, label: str, advance: bool = False) -> None:
-        if advance:
-            self.done += 1
-        width = 24
-        filled = int(width * self.done / max(self.total, 1))
-        bar = "#" * filled + "." * (width - filled)
-        eta = f"ETA {fmt_duration(self.eta())}"
-        if self.extra_max:
-            per_cell = (time.monotonic() - self.t0) / self.done if self.done else self.estimate
-            most = fmt_duration(self.eta() + per_cell * self.extra_max)
-            eta += f" (up to {most} with {self.extra_max} extra repeats)"
-        text = f"[{bar}] {self.done}/{self.total} cells  {eta}  {label}"
-        if self.tty:
-            self.stream.write("\r\033[K" + text)
-            if self.done == self.total and advance:
-                self.stream.write("\n")
-        elif advance or self.done == 0:
-            self.stream.write(text + "\n")
-        self.stream.flush()
 
 
 @dataclass(frozen=True)

@@ -58,7 +58,7 @@ from .core.model import (
 )
 from .executors.fioserver import DEFAULT_PORT, FIO_HUNG_CLIENT_S, FioGuest, FioJob
 from .records import MIXED_MODES, WRITE_MODES
-from .runner import fmt_hours
+from .progress import fmt_hours
 from .spec import RUN_SECTION, Field, Section, _load_toml, extra_sections, parse_section
 from .backends import proxmox_schema
 from .suitevms import HOST_METRICS, PER_VM_KEYS, check_network, suite_proxmox_section

@@ -5,7 +5,8 @@ drives every guest's fio server at once. The runner journals it with the same re
 per-MiB function and run id as a matrix cell. What is the suite's own is small and lives here:
 
 - :class:`SuiteBackend`: the guests run already; the suite never starts, stops or reconfigures a VM, so
-  the backend only reports (the fio client's version, how the host is measured);
+  the backend only reports (the fio client's version, how the host is measured, and the host that runs
+  the guests, for the run record's environment as a matrix run describes its host);
 - the failure policy: a guest that stops answering (:class:`GuestNotReady`) or drops out mid-point
   (:class:`GuestDisconnected`) always stops the suite after journaling the ``cell-error``: points
   measured on fewer guests are not comparable with the rest, and every following point would fail the
@@ -19,7 +20,7 @@ import logging
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from .backends.base import Backend, GuestEndpoint, HostScope
 from .core.errors import GuestDisconnected, GuestNotReady, MatrixError
@@ -36,6 +37,16 @@ log = logging.getLogger("stormatrix.suite")
 #: what a suite's run record says about host metrics when the guests are given by address
 NO_VMS = {"mode": "none", "detail": "no host metrics: the guests are given by address ([suite] guests), so "
                                     "there are no VMs whose QEMU processes could be measured"}
+
+#: the environment of a suite whose guests are given by address: the host that runs them is not known
+UNKNOWN_HOST = {
+    "host_inventory_error": "the host that runs the guests is not described: they are given by address "
+                            "([suite] guests), not as VMs of a known host; this machine's facts (the fio "
+                            "client's side) are under workstation"}
+
+#: what describes the measured host: None (this machine, see Backend.host_inventory) or a function giving
+#: its facts or ``{"host_inventory_error": why}``
+HostInventory = Callable[[], "dict[str, Any] | None"]
 
 
 @dataclass
@@ -57,7 +68,9 @@ class SuiteBackend(Backend):
     """The backend of a suite: guests that run already, on whatever platform the side is.
 
     It reconfigures nothing and restores nothing; ``name`` is the platform's backend name when the suite
-    knows it (``proxmox`` for a VM list, ``qemu`` in the demo), else None.
+    knows it (``proxmox`` for a VM list, ``qemu`` in the demo), else None. ``inventory`` describes the
+    host that runs the guests (:meth:`host_inventory`): the runner journals it in the run record's
+    environment exactly as for a matrix run (``runner.run_environment``).
     """
 
     name = "suite"  # replaced per instance: see __init__
@@ -65,12 +78,19 @@ class SuiteBackend(Backend):
     default_executor = "fio-server"
 
     def __init__(self, spec: MatrixSpec, workdir: Path, suite: Suite, *, platform: str | None,
-                 facts: dict[str, Any]) -> None:
+                 facts: dict[str, Any], inventory: HostInventory | None = None) -> None:
         super().__init__(spec, workdir)
         # the record's backend is the platform, or null: a per-instance value where Backend has a class's name
         self.name = platform  # type: ignore[misc,assignment]
         self.suite = suite
         self.facts = facts
+        self.inventory = inventory
+
+    def host_inventory(self) -> dict[str, Any] | None:
+        """The host that runs the guests: None when it is this machine (the local QEMU guests of the demo,
+        or stormatrix on the Proxmox node), its facts when read elsewhere (the node over ssh), else why
+        it is not described — never this machine's facts as a remote host's."""
+        return self.inventory() if self.inventory is not None else dict(UNKNOWN_HOST)
 
     def _prepare(self) -> dict[str, Any]:
         return dict(self.facts)
@@ -89,6 +109,32 @@ class SuiteBackend(Backend):
 
     def endpoints(self) -> list[GuestEndpoint]:
         return [GuestEndpoint("tcp", g.host, g.port, g.name) for g in self.suite.guests]
+
+
+def inventory_for(host_collector: dict[str, Any], vms: list[dict[str, Any]] | None) -> HostInventory:
+    """Where the host's facts are read: where its collector measures (the same ssh, as a matrix run's
+    Proxmox backend does), so the Environment sheet describes the host that was measured.
+
+    ``local`` (stormatrix on the Proxmox node, or the demo's local QEMU guests): this machine is the
+    host. ``ssh``: ``linux-host/inventory.py`` on the node, copied there with the collector. Otherwise
+    the host is not reachable from here: the record says why instead of showing this machine's facts.
+    """
+    mode = host_collector.get("mode")
+    if mode == "local":
+        return lambda: None
+    target = str(host_collector.get("ssh") or "")
+    if mode == "ssh" and target:
+        from .backends.proxmox_node import NodeShell, node_inventory
+        from .backends.proxmox_schema import REMOTE_COLLECTOR_DIR
+
+        config = str(host_collector.get("ssh_config") or "")
+        remote_dir = str(host_collector.get("ssh_dir") or REMOTE_COLLECTOR_DIR)
+        return lambda: node_inventory(NodeShell(target, config), remote_dir)
+    if vms:
+        why = (f"the node that runs the suite's VMs is not described: its facts are read where the host "
+               f"collector measures, and there is none ({host_collector.get('detail') or f'host metrics {mode}'})")
+        return lambda: {"host_inventory_error": why}
+    return lambda: dict(UNKNOWN_HOST)
 
 
 def check_resumable(journal: Journal, suite: Suite) -> None:
@@ -124,7 +170,8 @@ def suite_spec(suite: Suite) -> MatrixSpec:
 def run_suite(suite: Suite, run_dir: str | Path, *, collector: Any = None, fio: str = "fio",
               backend: str | None = None, progress: bool = False,
               host_collector: dict[str, Any] | None = None,
-              vms: list[dict[str, Any]] | None = None) -> SuiteOutcome:
+              vms: list[dict[str, Any]] | None = None,
+              host_inventory: HostInventory | None = None) -> SuiteOutcome:
     """Run every point not yet journaled in ``run_dir`` on all of ``suite.guests`` at once.
 
     For each point: probe every fio server (a real job through client mode), run the point with one
@@ -134,7 +181,9 @@ def run_suite(suite: Suite, run_dir: str | Path, *, collector: Any = None, fio: 
 
     ``host_collector`` is what the run record says about host metrics (``{"mode": "local"|"ssh"|
     "none"|"off", "detail": ...}``; by default derived from ``collector``); ``vms`` the VM list behind
-    the guests (:meth:`stormatrix.suitevms.ProxmoxSuiteVms.record`).
+    the guests (:meth:`stormatrix.suitevms.ProxmoxSuiteVms.record`); ``host_inventory`` what describes
+    the host that runs them (:meth:`SuiteBackend.host_inventory`; by default read where the host
+    collector measures, :func:`inventory_for`).
     """
     if not suite.guests:
         raise MatrixError(suite.path, "[suite] vms", "no guest addresses: the VM list was not resolved",
@@ -144,6 +193,8 @@ def run_suite(suite: Suite, run_dir: str | Path, *, collector: Any = None, fio: 
     points = suite.points()
     if host_collector is None:
         host_collector = ({"mode": "given", "detail": type(collector).__name__} if collector is not None else NO_VMS)
+    if host_inventory is None:
+        host_inventory = inventory_for(host_collector, vms)
     facts = {"fio": fio_version(fio), "host_collector": f"{host_collector['mode']}: {host_collector.get('detail', '')}"}
     spec = suite_spec(suite)
     options = {"fio": fio, "workdir": run_dir / "points", "filename": suite.filename, "size": suite.size,
@@ -155,7 +206,7 @@ def run_suite(suite: Suite, run_dir: str | Path, *, collector: Any = None, fio: 
 
     runner = Runner(
         spec, run_dir, side=suite.side, progress=progress, plan=Plan(cells=list(points)),
-        backend=SuiteBackend(spec, run_dir, suite, platform=backend, facts=facts),
+        backend=SuiteBackend(spec, run_dir, suite, platform=backend, facts=facts, inventory=host_inventory),
         executor_factory=executor, collector=collector, overhead_s=OVERHEAD_PER_POINT_S,
         policy=RunPolicy(stop_on=(GuestDisconnected, GuestNotReady)),
         run_extra={"suite": suite.name, "executor": "fio-server", "points": len(points),

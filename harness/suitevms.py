@@ -368,7 +368,10 @@ class ProxmoxSuiteVms:
             scopes = self.scopes(local=False, ssh=target)
             collector = RemoteProcessesCollector(NodeShell(target, config), Cached(
                 lambda: self.scopes(local=False, ssh=target, refresh=True), scopes), remote_dir=rdir)
-            return collector, {"mode": "ssh", "ssh": target, "processes": len(scopes), "roles": self.roles_source,
+            # ssh_dir/ssh_config: the node's facts are read there too (suiterun.inventory_for)
+            where = {"ssh": target, "ssh_dir": rdir, **({"ssh_config": config} if config else {})}
+            return collector, {"mode": "ssh", **where,
+                               "processes": len(scopes), "roles": self.roles_source,
                                "detail": f"{len(scopes)} QEMU processes on {target} over ssh ({rdir}: {state})"}
         return self._unreachable(f"stormatrix is not on the node ({why_not}) and [proxmox] ssh is not set")
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import platform
 import subprocess
 import sys
 import time
@@ -165,6 +167,15 @@ def test_demo_suite_two_sides_on_real_guests_then_resume(tmp_path: Path) -> None
             run = next(json.loads(line) for line in (run_dir / side.key / "journal.ndjson").read_text().splitlines()
                        if json.loads(line)["type"] == "run")
             assert run["host_collector"]["mode"] == "local" and run["host_collector"]["processes"] == 2
+            # the guests are QEMU processes on this machine: it is the measured host, and says so
+            env = run["environment"]
+            assert env["host_inventory_source"] == "this machine (the measured host)"
+            assert env["kernel"] == platform.release() and env["cpus"] == os.cpu_count()
+        env_rows = list(wb["Environment"].iter_rows(values_only=True))
+        for side in ("A", "B"):  # the comparison workbook shows each side's host
+            items = {r[1]: r[2] for r in env_rows if str(r[0]).startswith(f"{side}: ")}
+            assert items["environment.host_inventory_source"] == "this machine (the measured host)"
+            assert items["environment.kernel"] == platform.release()
         m = wb["Measurements"]
         cols = [c.value for c in m[1]]
         cpu = [row[cols.index("cpu_per_mib")] for row in m.iter_rows(min_row=2, values_only=True)]

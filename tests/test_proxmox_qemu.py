@@ -41,7 +41,8 @@ def standin(tmp_path: Path) -> Iterator[PveStandin]:
 def demo_matrix(standin: PveStandin, controllers: list[str] | None = None, aio: list[str] | None = None) -> dict:
     raw = tomllib.loads(DEMO.read_text())
     raw.pop("qemu", None)
-    raw["run"].update(backend="proxmox", executor="local-agent", measure_seconds=4, ramp_seconds=2)
+    raw["run"].update(backend="proxmox", executor="local-agent", measure_seconds=4, ramp_seconds=2, repeats=1,
+                      max_repeats=0)
     if controllers:
         raw["matrix"]["controllers"] = controllers
     if aio:

@@ -338,7 +338,7 @@ def test_help_texts_say_what_the_commands_do() -> None:
 def test_progress_shows_the_possible_extra_repeats_beside_the_eta() -> None:
     import io
 
-    from stormatrix.runner import Progress
+    from stormatrix.progress import Progress
 
     out = io.StringIO()
     p = Progress(2, 10.0, out, extra_max=3)

@@ -202,3 +202,23 @@ def test_every_section_is_known_without_importing_its_module_first() -> None:
     assert {"qemu", "proxmox", "vmware", "winrm", "suite"} <= set(eval(lines[0]))  # noqa: S307 - our own print
     assert eval(lines[1]) == ["qemu"]  # noqa: S307
     assert lines[2] == "refused True"
+
+
+@pytest.mark.parametrize("drivers", ['guest_drivers = ["viostor", "vioscsi"]', None])
+def test_windows_matrix_with_virtio_win_plans_all_nine_proxmox_controllers(tmp_path: Path,
+                                                                           drivers: str | None) -> None:
+    """A Windows guest with the virtio-win drivers (declared, or left to the guest's driver store) plans every
+    controller the Proxmox backend has; the ones whose in-box driver is unverified say so in a note."""
+    from stormatrix.registry import backend_class
+
+    controllers = sorted(backend_class("proxmox").controllers)
+    run = 'name = "t"\nguest_os = "windows2022"\nbackend = "proxmox"' + (f"\n{drivers}" if drivers else "")
+    text = (GOOD.replace('name = "t"', run)
+            .replace('controllers = ["ide", "virtio-blk", "virtio-scsi-single", "pvscsi"]',
+                     "controllers = [" + ", ".join(f'"{c}"' for c in controllers) + "]"))
+    plan = expand(load_spec(write(tmp_path, text)), backend_controllers=controllers)
+    assert len(controllers) == 9
+    assert {c.disk.controller for c in plan.cells} == set(controllers)
+    assert not [s for s in plan.skipped if "driver" in s.reason]
+    noted = {n.split(":", 1)[0] for n in plan.notes if "unverified" in n}
+    assert {"lsi", "megasas"} <= noted

@@ -144,6 +144,32 @@ def test_collector_over_ssh_measures_every_vm_in_one_login(standin: PveStandin, 
             assert {t["tid"] for t in host["threads"]} >= set(pids)
 
 
+def test_the_node_is_described_over_the_collectors_ssh(standin: PveStandin, sshd: PrivateSshd,
+                                                       tmp_path: Path) -> None:
+    """A suite run's environment: the node's facts, read by inventory.py where the collector runs (the
+    stand-in node is this machine behind sshd, so its kernel and CPU count are this machine's)."""
+    import platform
+
+    from stormatrix.runner import run_environment
+    from stormatrix.suiterun import SuiteBackend, inventory_for, suite_spec
+
+    add_vm(standin, 101, "vm01", interfaces=[LO, eth("ens18", "bc:24:11:00:12:01", "10.0.0.121/24")])
+    suite = suite_from_dict(suite_matrix(standin, [101], proxmox=ssh_keys(sshd, tmp_path)), "s.toml")
+    with ProxmoxSuiteVms(suite) as vms:
+        suite = suite.with_guests(vms.discover())
+        _, status = vms.host_collector()
+        backend = SuiteBackend(suite_spec(suite), tmp_path, suite, platform="proxmox", facts={},
+                               inventory=inventory_for(status, vms.record()))
+        before = sshd.accepted()
+        env = run_environment(backend)
+    assert sshd.accepted() > before  # read over ssh, not here
+    rdir = tmp_path / "node" / "linux-host"
+    assert env["host_inventory_source"] == f"ssh {sshd.target}:{rdir}/inventory.py"
+    assert env["kernel"] == platform.release() and env["cpus"] == os.cpu_count()
+    assert env["workstation"]["kernel"] == platform.release()  # this machine's own facts, apart
+    assert "host_inventory_error" not in env
+
+
 def test_a_vm_gone_mid_window_fails_the_window_and_the_next_one_takes_fresh_pids(
         standin: PveStandin, sshd: PrivateSshd, tmp_path: Path) -> None:
     add_vm(standin, 101, "vm01", interfaces=[LO, eth("ens18", "bc:24:11:00:11:01", "10.0.0.111/24")])
@@ -240,6 +266,9 @@ def test_suite_run_with_host_metrics_over_ssh(standin: PveStandin, sshd: Private
     records = Journal(tmp_path / "run").records()
     run = next(r for r in records if r["type"] == "run")
     assert run["host_collector"]["mode"] == "ssh" and run["host_collector"]["ssh"] == sshd.target
+    env = run["environment"]  # the node, described where the collector ran; this machine apart
+    assert env["host_inventory_source"].startswith(f"ssh {sshd.target}:") and env["kernel"]
+    assert "workstation" in env and "host_inventory_error" not in env
     cells = [r for r in records if r["type"] == "cell"]
     assert len(cells) == 2
     pid = standin.vms[101].qemu.pid  # type: ignore[union-attr]

@@ -12,13 +12,24 @@ from pathlib import Path
 from .report import write_report
 from .run import execute
 
+DESCRIPTION = """\
+Boot the tiny Linux guest under local QEMU (software emulation) for each cell of the demo
+matrix, run real fio, measure the QEMU process, and write the workbook. Resumable like `run`.
+
+The demo matrix: five controllers x aio=native and aio=threads, three repeats each (30 cells,
+3 s warm-up + 8 s window; 6 min 21 s measured on a busy 2-core machine). Three repeats are the
+fewest with which Welch's t-test (95 %) can call a difference significant with some power, so
+the workbook's findings are tested (significant, or within noise with the numbers), not
+"indicative" as with one repeat. A configuration whose repeats vary by more than 10 % (CV of
+CPU or context switches per MiB) gets a 4th repeat, but a round of them starts only if it
+ends within 8.5 min ([run] time_budget_minutes): with the workbook the demo stays within 10 min.
+
+--full runs every controller x aio mode with iothread variants and 2 repeats."""
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("demo", help="run the demo matrix on local QEMU and write the efficiency workbook",
-                       description="Boot the tiny Linux guest under local QEMU (software emulation) for each "
-                                   "cell of the demo matrix, run real fio, measure the QEMU process, and write "
-                                   "the workbook. Resumable like `run`. --full runs every controller x aio mode "
-                                   "with iothread variants and 2 repeats.")
+                       description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("-o", "--output", metavar="RUN_DIR",
                    help="run directory (default: runs/demo, with --suite runs/demo-suite holding A/ and B/)")
     p.add_argument("--workbook", help="workbook path (default: RUN_DIR/stormatrix-demo.xlsx, "

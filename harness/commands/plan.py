@@ -8,7 +8,8 @@ import sys
 from ..registry import backend_class
 from ..core.model import NOT_APPLICABLE
 from ..repeats import possible_extra
-from ..runner import check_executor_spec, estimate_seconds, fmt_duration
+from ..progress import estimate_seconds, fmt_duration
+from ..runner import check_executor_spec
 from ..spec import WINDOWS_VIRTIO_DRIVER, check_guest_backend, declared_guest_drivers, expand, load_spec
 
 
