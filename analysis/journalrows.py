@@ -59,6 +59,18 @@ def _opt_num(record: dict[str, Any], dotted: str, where: str) -> float | None:
     return float(value)
 
 
+_EDITED_FIX = "use the unedited journal of the run, or remove this line (the other lines stay usable)"
+
+
+def _positive_opt(record: dict[str, Any], dotted: str, where: str) -> float | None:
+    """An optional quantity that is above 0 whenever it is written (a window length, MiB moved)."""
+    value = _opt_num(record, dotted, where)
+    if value is not None and value <= 0:
+        raise DataFileError(where, f"'{dotted}' is {value!r}: it is above 0 in every record a run writes",
+                            _EDITED_FIX)
+    return value
+
+
 def _esxi_disk(rec: dict[str, Any], controller: str) -> bool:
     """A cell on a platform whose disks have no aio, iothread or cache setting: the vmware backend's, or a
     controller that exists only on ESXi (harness/core/model.py, disk_options_apply)."""
@@ -92,6 +104,8 @@ def journal_cell_row(rec: dict[str, Any], where: str) -> dict[str, Any]:
     """A tidy row from one ``cell`` record (docs/journal.md). Raises DataFileError naming the field."""
     key = _need(rec, "key", str, where)
     controller = _need(rec, "cell.disk.controller", str, where)
+    if not controller.strip():
+        raise DataFileError(where, "'cell.disk.controller' is empty", _EDITED_FIX)
     if _esxi_disk(rec, controller):
         # ESXi has no aio, iothread or cache setting: null in the record (older records carried the
         # matrix's default aio, which ESXi never had); "n/a" here, so that it is neither unknown nor a mode
@@ -107,6 +121,8 @@ def journal_cell_row(rec: dict[str, Any], where: str) -> dict[str, Any]:
     bs = _need(rec, "cell.workload.bs", int, where)
     iodepth = _need(rec, "cell.workload.iodepth", int, where)
     repeat = _need(rec, "cell.repeat", int, where)
+    if repeat < 1:
+        raise DataFileError(where, f"'cell.repeat' is {repeat}: repeats count from 1", _EDITED_FIX)
     total = _need(rec, "fio.total", dict, where)
     io_bytes = _need(rec, "fio.total.io_bytes", (int, float), where)
     _need(rec, "fio.total.iops", (int, float), where)
@@ -156,7 +172,7 @@ def journal_cell_row(rec: dict[str, Any], where: str) -> dict[str, Any]:
         "rate_achieved_mib_s": _opt_num(rec, "rate.achieved_mib_s", where),
         "rate_missed": _get(rec, "rate.missed"),
         "crosscheck_flag": _get(rec, "crosscheck.flag"),
-        "window_s": _opt_num(rec, "times.window_s", where),
+        "window_s": _positive_opt(rec, "times.window_s", where),
     }
     _explain_blanks(rec, total, row)
     io_cpu, io_ctx, io_note = split_of(rec)
@@ -167,7 +183,7 @@ def journal_cell_row(rec: dict[str, Any], where: str) -> dict[str, Any]:
             raise DataFileError(where, f"host.cpu_metric is {metric!r}; expected 'cycles' or 'cpu_time'")
         cpu_total = _need(rec, "host.cpu_total", (int, float), where)
         ctx, ctx_note = _ctx_switches(rec, host, key, where)
-        mib = _opt_num(rec, "per_mib.mib", where) or row["mib"]
+        mib = _positive_opt(rec, "per_mib.mib", where) or row["mib"]
         cpu_per_mib = _opt_num(rec, "per_mib.cpu", where)
         ctx_per_mib = _opt_num(rec, "per_mib.ctx", where)
         if ctx is None and ctx_per_mib is not None:
@@ -192,7 +208,7 @@ def journal_cell_row(rec: dict[str, Any], where: str) -> dict[str, Any]:
             "cpu_system": _opt_num(rec, "host.cpu_system", where) if metric == "cpu_time" else cycles.get("kernel"),
             "ctx_switches": float(ctx) if ctx is not None else None,
             "ctx_note": ctx_note,
-            "window_s": _opt_num(rec, "host.window_s", where) or row["window_s"],
+            "window_s": _positive_opt(rec, "host.window_s", where) or row["window_s"],
             "cpu_per_mib": cpu_per_mib,
             "cpu_per_mib_unit": CPU_PER_MIB_UNIT[metric],
             "ctx_per_mib": ctx_per_mib,
@@ -220,6 +236,9 @@ def _ctx_switches(rec: dict[str, Any], host: dict[str, Any], key: str, where: st
     if value is not None:
         if not is_number(value):
             raise DataFileError(where, f"'host.ctx_switches' is {value!r}, not a number")
+        if not float(value).is_integer():
+            raise DataFileError(where, f"cell {key}: 'host.ctx_switches' is {value!r}: a count of context switches "
+                                       "is a whole number", _CTX_FIX)
         return float(value), None
     reason = _host_reason(host, "ctx_switches")
     if reason is None:

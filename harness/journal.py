@@ -26,6 +26,7 @@ from typing import Any, Iterator
 
 from .core.errors import DataFileError, InputError, StormatrixError
 from .core.journalfile import looks_binary, read_lines
+from .core.paths import input_problem
 
 log = logging.getLogger("stormatrix.journal")
 
@@ -114,8 +115,30 @@ class Journal:
         except OSError as exc:  # a file in the way, a path too long, ...: the user's argument
             raise InputError(f"{self.run_dir} cannot be used as the run directory ({exc.strerror}). "
                              "Fix: give -o the path of a directory (it is created if missing)") from None
+        self.check_existing()
         self._repair_tail()
         return self
+
+    def check_existing(self) -> None:
+        """An existing journal must be a regular file holding journal lines before anything touches it:
+        a FIFO would block, a directory fails, and the torn-line repair must never cut into a file that
+        is not a journal at all (a disk image, a UTF-16 copy, another program's log)."""
+        if not os.path.lexists(self.path):
+            return
+        problem = input_problem(self.path)
+        if problem:
+            raise InputError(f"{self.path} {problem}, so it cannot be the run's journal. Fix: move it away, or "
+                             "give -o another run directory")
+        try:
+            with open(self.path, "rb") as fh:
+                head = fh.read(4096)
+        except OSError as exc:
+            raise InputError(f"{self.path} cannot be read ({exc.strerror}). Fix: check its permissions, or give -o "
+                             "another run directory") from None
+        if head.strip() and (looks_binary(head) or not head.lstrip().startswith(b"{")):
+            raise DataFileError(str(self.path), "is not a stormatrix journal (its first line is not a JSON record"
+                                f"{'; it holds NUL bytes' if looks_binary(head) else ''}), so nothing was appended "
+                                "to it", "give -o a new run directory, or move the file away if it is not needed")
 
     def _repair_tail(self) -> None:
         """Cut a torn last line so the next append starts on a clean line."""

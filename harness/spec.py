@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from .core.errors import MatrixError
+from .core.paths import TooLarge, input_problem, looks_utf16, read_bounded
 from .schema import Field, Section, _show, parse_section
 from .core.model import (
     AIO_MODES,
@@ -103,6 +104,9 @@ def _workload_name(value: str) -> None:
     """A workload name is part of every cell key (``.../<name>/rep1``) and a column of the plan table."""
     if not value.strip():
         raise ValueError("is empty: write a short unique name, e.g. randread-64k")
+    if len(value) > 64:
+        raise ValueError(f"is {len(value)} characters long: a name heads a column of the plan table and workbook "
+                         "rows; keep it to 64 (e.g. randread-64k-qd8)")
     bad = sorted({repr(ch) for ch in value if ch == "/" or not ch.isprintable()})
     if bad:
         raise ValueError(f"contains {', '.join(bad)}: a name is part of the cell keys and the plan table; use "
@@ -150,15 +154,29 @@ class MatrixSpec:
         return self.sections.get(name, {})
 
 
+#: no matrix is this large (bench_plan's 25,000 workloads take about 2 MiB); /dev/zero is refused before
+MATRIX_MAX_BYTES = 16 * 2**20
+
+
 # Exceptions a TOML parser raises for malformed text, named here so that a bad file becomes a
 # MatrixError, not a traceback.
 def _load_toml(path: Path) -> dict[str, Any]:
+    problem = input_problem(path)
+    if problem == "does not exist":
+        raise MatrixError(str(path), "", "file not found", "give the path of an existing matrix file")
+    if problem:  # a FIFO would block, /dev/zero never end: neither is opened
+        raise MatrixError(str(path), "", f"cannot be read: it {problem}", "give the path of a matrix file (TOML)")
     try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise MatrixError(str(path), "", "file not found", "give the path of an existing matrix file") from None
+        data = read_bounded(path, MATRIX_MAX_BYTES)
+    except TooLarge:
+        raise MatrixError(str(path), "", f"is larger than {MATRIX_MAX_BYTES // 2**20} MiB, which no matrix is "
+                          "(25,000 workloads take about 2 MiB)", "give the matrix file, not a data file") from None
     except OSError as exc:
         raise MatrixError(str(path), "", f"cannot be read ({exc.strerror})", "check the path and permissions") from None
+    if looks_utf16(data):
+        raise MatrixError(str(path), "", "is not UTF-8 text: it is saved as UTF-16 (Notepad's 'Unicode', "
+                          "PowerShell 5's Out-File and '>')", "save the file as UTF-8 (Notepad: Save As, Encoding "
+                          "'UTF-8'; PowerShell: Set-Content -Encoding utf8)")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -249,10 +267,10 @@ def _workload(path: str, number: int, table: Any, names: set[str]) -> Workload:
     if bs % 512:
         raise MatrixError(path, f"{where}.bs", f"{bs} bytes is not a multiple of 512",
                           "direct I/O needs whole sectors: use 512, 4k, 64k, ...")
-    if w["name"] in names:
-        raise MatrixError(path, f"{where}.name", f"{w['name']!r} is used by two workloads",
-                          "give each workload its own name")
-    names.add(w["name"])
+    if w["name"].casefold() in names:  # "W" and "w": one in a workbook and on a case-insensitive file system
+        raise MatrixError(path, f"{where}.name", f"{w['name']!r} is used by two workloads (names are compared "
+                          "ignoring case)", "give each workload its own name")
+    names.add(w["name"].casefold())
     rate = w["rate_mib_s"] or None
     mixed = w["rw"] in ("rw", "readwrite", "randrw")
     return Workload(name=w["name"], rw=w["rw"], bs=bs, iodepth=w["iodepth"], numjobs=w["numjobs"],

@@ -279,10 +279,31 @@ def test_winrm_tls_opt_out_is_logged(caplog: pytest.LogCaptureFixture) -> None:
                                              "use_tls": True, "cert_validation": False, "disk_serial": "S"},
                                             environ={"PW": "pw-secret"})
     with caplog.at_level(logging.WARNING):
-        from stormatrix.executors.winrm_channel import _default_protocol
+        from stormatrix.executors.winrm_channel import WinRMChannel
 
-        _default_protocol(settings)
-    assert "certificate validation of 127.0.0.1 is turned off" in caplog.text and "pw-secret" not in caplog.text
+        channel = WinRMChannel(settings)
+        channel.protocol  # noqa: B018 - reconnecting must not repeat the warning
+        channel.reset()
+        channel.protocol  # noqa: B018
+    assert "certificate validation of 127.0.0.1 is turned off ([winrm] cert_validation = false)" in caplog.text
+    assert caplog.text.count("is turned off") == 1 and "pw-secret" not in caplog.text
+
+
+def test_winrm_tls_opt_out_on_the_command_line_names_the_option(caplog: pytest.LogCaptureFixture,
+                                                                 capsys: pytest.CaptureFixture[str],
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """guest check --no-cert-validation: the warning names the flag, not a matrix key the user never wrote."""
+    from stormatrix.cli import main
+
+    monkeypatch.setenv("SMX_TLS_PW", "pw-secret-2")
+    with caplog.at_level(logging.WARNING):  # port 1: nothing listens; the deadline ends the command
+        code = main(["guest", "check", "--host", "127.0.0.1", "--port", "1", "--tls", "--no-cert-validation",
+                     "--username", "u", "--password-env", "SMX_TLS_PW", "--disk-serial", "S", "--timeout", "0.5"])
+    capsys.readouterr()
+    assert code == 1
+    assert "turned off (--no-cert-validation)" in caplog.text, caplog.text
+    assert "[winrm]" not in caplog.text and "cert_validation" not in caplog.text.replace("cert-validation", "")
+    assert caplog.text.count("is turned off") == 1 and "pw-secret-2" not in caplog.text
 
 
 # --- formulas from untrusted text --------------------------------------------------------------------------

@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import InputError
-from .report import output_paths, probability, warn
+from .argtypes import label
+from .report import _real, check_inputs, output_paths, probability, warn
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -25,8 +26,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("b", metavar="B", help="the other side, same kinds of input")
     p.add_argument("-a", "--add-a", action="append", default=[], metavar="PATH", help="more inputs for A")
     p.add_argument("-b", "--add-b", action="append", default=[], metavar="PATH", help="more inputs for B")
-    p.add_argument("--label-a", help='name of A, e.g. "VMware ESXi 7.0U3c" (default: journal side or path)')
-    p.add_argument("--label-b", help='name of B, e.g. "Proxmox VE 7.2"')
+    p.add_argument("--label-a", type=label, help='name of A, e.g. "VMware ESXi 7.0U3c" (default: journal side or path)')
+    p.add_argument("--label-b", type=label, help='name of B, e.g. "Proxmox VE 7.2"')
     p.add_argument("-o", "--output", required=True, help="workbook to write (.xlsx)")
     p.add_argument("--strict", action="store_true", help="fail (exit 2) if any input cannot be used")
     p.add_argument("--alpha", type=probability, default=0.05, help="significance level of the t-tests (default 0.05)")
@@ -51,7 +52,11 @@ def run(args: argparse.Namespace) -> int:
     from ..analysis.workbook import write_comparison_workbook, write_tidy_csv
 
     inputs_a, inputs_b = [args.a, *args.add_a], [args.b, *args.add_b]
+    check_inputs(inputs_a + inputs_b)
     out, csv = output_paths(args.output, args.csv, inputs_a + inputs_b)
+    if {_real(Path(p)) for p in inputs_a} == {_real(Path(p)) for p in inputs_b}:
+        warn(["A and B are the same inputs: every difference will be 0 and no t-test can find one. Give the other "
+              "data set as B"])
     a = ingest(inputs_a, strict=args.strict)
     b = ingest(inputs_b, strict=args.strict)
     warn([f"A: {p}" for p in a.problems] + [f"B: {p}" for p in b.problems] + a.notes + b.notes)

@@ -10,13 +10,13 @@ in ``ps`` output).
 from __future__ import annotations
 
 import argparse
-import math
-import re
-import time
 from typing import Any
 
+from ..core.errors import GuestNotReady, InputError, RemoteTimeout
 from ..secrets import check_option
+from .argtypes import ca_bundle, host_name, non_empty, port_number, positive_seconds
 from ..executors.winrm import TRANSPORTS, TestDiskMissing, WinRMExecutor, WinRMSettings
+from ..executors.winrm_settings import _check_serial
 
 
 def register(subparsers: Any) -> None:
@@ -34,14 +34,16 @@ def register(subparsers: Any) -> None:
                        help="WinRM authentication (default ntlm, with message encryption over HTTP; kerberos needs "
                             "a host name, not an address)")
     check.add_argument("--tls", action="store_true", help="ntlm/kerberos over HTTPS")
-    check.add_argument("--username", required=True, help="account in the guest's Administrators group")
+    check.add_argument("--username", required=True, type=non_empty, help="account in the guest's Administrators group")
     pw = check.add_mutually_exclusive_group(required=True)
     pw.add_argument("--password-env", metavar="VAR", help="environment variable that holds the password")
     pw.add_argument("--password-file", metavar="PATH", help="file whose first line is the password")
     check.add_argument("--no-cert-validation", action="store_true",
-                       help="do not verify the guest's TLS certificate (lab guests with self-signed certificates)")
-    check.add_argument("--ca-file", default="", help="CA bundle (PEM) that signed the guest's certificate")
-    check.add_argument("--disk-serial", required=True, help="serial number of the raw test disk")
+                       help="do not verify the guest's TLS certificate (lab guests with self-signed certificates; "
+                            "only with TLS: --tls or transport https/credssp)")
+    check.add_argument("--ca-file", type=ca_bundle,
+                       help="CA bundle (PEM) that signed the guest's certificate (only with TLS)")
+    check.add_argument("--disk-serial", required=True, type=disk_serial, help="serial number of the raw test disk")
     check.add_argument("--controller", default=None, help="controller under test: its driver must be bound")
     check.add_argument("--engine", choices=("fio", "diskspd"), default="fio",
                        help="the I/O engine whose installation is checked (default fio)")
@@ -50,47 +52,10 @@ def register(subparsers: Any) -> None:
     check.add_argument("--diskspd-path", default="C:\\Program Files\\DiskSpd\\diskspd.exe",
                        help="diskspd.exe in the guest (default %(default)s)")
     check.add_argument("--timeout", type=positive_seconds, default=300.0,
-                       help="seconds to wait for WinRM to answer (default 300)")
+                       help="deadline in seconds for the whole check: waiting for WinRM to answer, retries, the "
+                            "module upload and the checks (default 300)")
     check.set_defaults(func=run_check)
     guest.set_defaults(func=lambda args: (guest.print_help(), 2)[1])
-
-
-def positive_seconds(text: str) -> float:
-    """argparse type: a finite number of seconds above 0 (``nan`` would never compare as elapsed, ``inf``
-    would never end)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if not math.isfinite(value) or value <= 0:
-        raise argparse.ArgumentTypeError(f"{text} is not a number of seconds above 0 (e.g. 300)")
-    return value
-
-
-_HOST = re.compile(r"^(\[[0-9A-Fa-f:.]+\]|[0-9A-Fa-f:]*:[0-9A-Fa-f:.]+|[A-Za-z0-9]([A-Za-z0-9_.-]{0,252}))$")
-
-
-def host_name(text: str) -> str:
-    """argparse type: a host name or an IPv4/IPv6 address — not a URL (the port and transport have their
-    own options), nothing with spaces."""
-    if "://" in text or "/" in text:
-        raise argparse.ArgumentTypeError(f"{text!r} is a URL, not a host: give only the name or address "
-                                         "(e.g. --host 10.0.0.5) and the port with --port, TLS with --tls")
-    if not _HOST.match(text):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a host name or address (letters, digits, '.', '-'; "
-                                         "no spaces)")
-    return text
-
-
-def port_number(text: str) -> int:
-    """argparse type: 0 (the transport's default) or a TCP port."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from None
-    if not 0 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f"{text} is not a TCP port (1-65535, or 0 for the default)")
-    return value
 
 
 def section_from_args(args: argparse.Namespace) -> dict[str, Any]:
@@ -98,25 +63,64 @@ def section_from_args(args: argparse.Namespace) -> dict[str, Any]:
     return {
         "host": args.host, "port": args.port, "transport": args.transport, "use_tls": args.tls,
         "username": args.username, "password_env": args.password_env or "", "password_file": args.password_file or "",
-        "cert_validation": not args.no_cert_validation, "ca_file": args.ca_file, "disk_serial": args.disk_serial,
+        "cert_validation": not args.no_cert_validation, "ca_file": args.ca_file or "", "disk_serial": args.disk_serial,
         "engine": args.engine, "fio_path": args.fio_path, "diskspd_path": args.diskspd_path,
     }
 
 
-def run_check(args: argparse.Namespace, *, protocol_factory: Any = None, environ: Any = None) -> int:
+def disk_serial(text: str) -> str:
+    """argparse type: a disk serial as Get-Disk shows it (the same rule as ``[winrm] disk_serial``)."""
+    try:
+        _check_serial(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
+def check_tls_options(args: argparse.Namespace) -> None:
+    """TLS options that would be silently ignored are refused: without TLS there is no certificate to
+    check, and a CA file with validation off would never be used."""
+    tls = args.tls or args.transport in ("https", "credssp")
+    for flag, given in (("--no-cert-validation", args.no_cert_validation), ("--ca-file", bool(args.ca_file))):
+        if given and not tls:
+            raise InputError(f"{flag} has no effect: transport {args.transport} without --tls talks plain HTTP (with "
+                             "message encryption), so there is no certificate. Fix: add --tls (port 5986), or leave "
+                             f"{flag} out")
+    if args.no_cert_validation and args.ca_file:
+        raise InputError("--ca-file and --no-cert-validation together: with validation off the CA file would be "
+                         "ignored. Fix: keep --ca-file (validated against that CA) and drop --no-cert-validation")
+
+
+def run_check(args: argparse.Namespace, *, protocol_factory: Any = None, environ: Any = None,
+              clock: dict[str, Any] | None = None) -> int:
+    """``clock``: ``{"clock": ..., "sleep": ...}`` for tests that run the deadline on a fake clock."""
+    check_tls_options(args)
     if args.password_env:  # a password pasted here by mistake is refused without being repeated
         check_option("--password-env", args.password_env, kind="env")
     if args.password_file:
         check_option("--password-file", args.password_file, kind="file")
-    settings = WinRMSettings.from_section(section_from_args(args), environ=environ)
-    executor = WinRMExecutor([], settings=settings, protocol_factory=protocol_factory)
+    settings = WinRMSettings.from_section(section_from_args(args), environ=environ, origin="cli")
+    executor = WinRMExecutor([], settings=settings, protocol_factory=protocol_factory, **(clock or {}))
+    # --timeout is a deadline for the whole command: waiting for WinRM, the upload and the checks; the
+    # channel cuts every request's HTTP timeout and every retry pause to what is left of it
+    deadline = executor.channel._clock() + args.timeout
+    executor.channel.set_deadline(deadline, f"--timeout {args.timeout:g}")
     missing: TestDiskMissing | None = None
     try:
         try:
-            executor.wait_ready(time.monotonic() + args.timeout)
+            executor.wait_ready(deadline)
         except TestDiskMissing as exc:  # the checks below say which ones fail; the reason is printed after them
             missing = exc
-        report = executor.validate(args.controller)
+        except GuestNotReady as exc:
+            raise GuestNotReady(f"{exc.message} (--timeout {args.timeout:g}). Fix: check that the guest is up, "
+                                "that WinRM listens there (winrm quickconfig in the guest) on the port and "
+                                "transport given, and that no firewall drops it; a guest still booting may need "
+                                "a longer --timeout") from None
+        try:
+            report = executor.validate(args.controller)
+        except RemoteTimeout as exc:
+            raise RemoteTimeout(f"{exc.message} (--timeout {args.timeout:g}: the deadline covers the module "
+                                "upload and the checks too). Fix: give a longer --timeout") from None
     finally:
         executor.close()
     print(report.table())

@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import argparse
 import glob
-import math
+import os
 import stat
 import sys
 from pathlib import Path
 
 from ..core.errors import InputError
+from ..core.paths import input_problem
+from ..core.journalfile import JOURNAL_NAME
+from .argtypes import label, positive_number
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -29,20 +32,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--cv-limit", type=cv_limit, default=0.10,
                    help="flag a configuration whose CV across repeats exceeds this: a fraction (default "
                         "0.10) or a percentage (10%%, as the matrix's cv_limit_pct)")
-    p.add_argument("--label", help="name of this data set, shown in the workbook (default: the journal's side)")
+    p.add_argument("--label", type=label,
+                   help="name of this data set, shown in the workbook (default: the journal's side)")
     p.add_argument("--csv", help="where to write the tidy CSV (default: next to the workbook, .csv)")
     p.set_defaults(func=run)
-
-
-def positive_number(text: str) -> float:
-    """argparse type: a finite number > 0 (NaN, Inf and 1e309 are not limits)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not math.isfinite(value) or value <= 0:
-        raise argparse.ArgumentTypeError(f"{text!r} must be a finite number above 0, e.g. 0.10")
-    return value
 
 
 def cv_limit(text: str) -> float:
@@ -114,14 +107,46 @@ def _writable_place(flag: str, path: Path) -> None:
                          "Fix: give the name of a file to write")
 
 
+def check_inputs(inputs: list[str]) -> None:
+    """Refuse, before ingest walks anything, an empty input (Path("") would be the current directory)
+    and a run directory whose journal.ndjson is not a file (a directory, a FIFO, a link loop): the
+    message names the journal, not "no usable results" for the whole directory."""
+    for given in inputs:
+        if not given.strip():
+            raise InputError("an INPUT is an empty string. Fix: give a run directory, a journal, a result file or "
+                             "a directory of them (an empty argument would mean the current directory)")
+        journal = os.path.join(given, JOURNAL_NAME)
+        if os.path.isdir(given) and os.path.lexists(journal):
+            problem = input_problem(journal)
+            if problem:
+                raise InputError(f"{journal} {problem}, so the run in {given} cannot be read. Fix: give a run "
+                                 f"directory whose {JOURNAL_NAME} is the journal file 'stormatrix run' wrote")
+
+
+def _real(path: Path) -> Path:
+    """``path`` with links resolved; a loop somewhere in it leaves it as given (absolute)."""
+    try:
+        return path.resolve()
+    except (OSError, RuntimeError):
+        return path.absolute()
+
+
 def output_paths(output: str, csv: str | None, inputs: list[str] | None = None) -> tuple[Path, Path]:
     """The workbook and CSV paths, refused before anything is read if writing them could destroy an
     input (a journal, a result file) or is impossible (a directory)."""
     out = Path(output)
     if out.suffix.lower() != ".xlsx":
-        raise InputError(f"{output}: the workbook must end in .xlsx. Fix: give -o a name like report.xlsx")
+        raise InputError(f"-o {output!r}: the workbook must end in .xlsx. Fix: give -o a name like report.xlsx")
+    if csv is not None and not csv.strip():
+        raise InputError("--csv is empty. Fix: give the CSV's file name, or leave --csv out (it goes next to the "
+                         "workbook)")
     csv_path = Path(csv) if csv else out.with_suffix(".csv")
-    if csv_path.resolve() == out.resolve():
+    for flag, path in (("-o", out), ("--csv", csv_path)):
+        if os.path.islink(path):  # a loop or a dangling link: resolving or renaming over it is no answer
+            problem = input_problem(path)
+            if problem and "symbolic link" in problem:
+                raise InputError(f"{flag} {path} {problem}. Fix: remove the link or give another file name")
+    if _real(csv_path) == _real(out):
         raise InputError(f"--csv {csv} is the workbook itself. Fix: give the CSV its own name (or leave --csv out)")
     for flag, path in (("-o", out), ("--csv", csv_path)):
         _writable_place(flag, path)
@@ -129,7 +154,7 @@ def output_paths(output: str, csv: str | None, inputs: list[str] | None = None) 
             raise InputError(f"{flag} {path} is a directory. Fix: give a file name")
         if path.name == "journal.ndjson":
             raise InputError(f"{flag} {path} would overwrite a run journal. Fix: write the output elsewhere")
-        if any(path.resolve() == g.resolve() for g in _existing(inputs or [])):
+        if any(_real(path) == _real(g) for g in _existing(inputs or [])):
             raise InputError(f"{flag} {path} is one of the input files and would be overwritten. "
                              "Fix: write the output elsewhere")
     return out, csv_path
@@ -154,6 +179,7 @@ def write_report(inputs: list[str], output: str, *, csv: str | None = None, stri
     from ..analysis.output import write_all
     from ..analysis.workbook import write_efficiency_workbook, write_tidy_csv
 
+    check_inputs(inputs)
     out, csv_path = output_paths(output, csv, inputs)
     data = ingest(inputs, strict=strict, label=label)
     warn([str(p) for p in data.problems] + data.notes)

@@ -15,10 +15,12 @@ from __future__ import annotations
 import argparse
 import datetime
 import logging
+import os
 from pathlib import Path
 from typing import Any
 
 from ..core.errors import InputError
+from ..core.paths import input_problem
 from ..journal import Journal, read_journal, JOURNAL_NAME
 from ..spec import spec_from_dict
 
@@ -38,8 +40,18 @@ def pending_restore(records: list[dict[str, Any]]) -> dict[str, Any] | None:
 
 def restore_run(run_dir: Path, *, force: bool = False) -> str:
     journal_path = run_dir / JOURNAL_NAME
-    if not journal_path.exists():
-        raise InputError(f"{run_dir} has no {JOURNAL_NAME}: give the run directory of a 'stormatrix run'")
+    if not run_dir.is_dir():
+        problem = (input_problem(run_dir) or "is a file").replace("not a regular file", "not a directory")
+        raise InputError(f"RUN_DIR {run_dir} {problem}. Fix: give the run directory of a 'stormatrix run' (the -o "
+                         f"it was given; it holds {JOURNAL_NAME})")
+    if not os.path.lexists(journal_path):
+        raise InputError(f"{run_dir} has no {JOURNAL_NAME}. Fix: give the run directory of a 'stormatrix run' "
+                         "(the -o it was given)")
+    journal_problem = input_problem(journal_path)
+    if journal_problem:  # a FIFO would block the read; a directory or a loop fails: said, never opened
+        raise InputError(f"{journal_path} {journal_problem}, so no journal can be read there. Fix: give the run "
+                         "directory "
+                         "of a 'stormatrix run', whose journal.ndjson is a file")
     records = read_journal(journal_path).records
     all_runs = [r for r in records if r.get("type") == "run"]
     runs = [r for r in all_runs if r.get("original_config")]
@@ -101,6 +113,8 @@ RESTORABLE = {"proxmox": _proxmox, "vmware": _vmware}
 
 
 def _run(args: argparse.Namespace) -> int:
+    if not args.run_dir.strip():  # Path("") is ".": an empty argument must not mean the current directory
+        raise InputError("RUN_DIR is empty. Fix: give the run directory of a 'stormatrix run' (the -o it was given)")
     print(restore_run(Path(args.run_dir), force=args.force))
     return 0
 

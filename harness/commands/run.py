@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ..runner import Runner, check_executor_spec
+from .argtypes import check_run_dir, label
 from ..spec import check_guest_backend, load_spec
 
 
@@ -18,7 +19,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                                    "Cells already in the journal are skipped, so re-running resumes.")
     p.add_argument("matrix", help="matrix file (TOML)")
     p.add_argument("-o", "--output", required=True, metavar="RUN_DIR", help="run directory (journal, logs)")
-    p.add_argument("--side", metavar="LABEL", help="label of this run in A-vs-B comparisons, e.g. 'Proxmox VE 8.2'")
+    p.add_argument("--side", metavar="LABEL", type=label,
+                   help="label of this run in A-vs-B comparisons, e.g. 'Proxmox VE 8.2'")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=run)
 
@@ -41,6 +43,7 @@ def execute(matrix: str | Path, run_dir: str | Path, *, side: str | None = None,
 
 
 def run(args: argparse.Namespace) -> int:
+    check_run_dir("-o", args.output)
     summary = execute(args.matrix, args.output, side=args.side, progress=not args.no_progress)
     print(f"{summary['measured']} cells measured, {summary['already_done']} already in the journal, "
           f"{len(summary['failed'])} failed; journal: {Path(args.output) / 'journal.ndjson'}")

@@ -7,6 +7,7 @@ import sys
 from typing import Any
 
 from ..suite import Suite, eta, load_suite
+from .argtypes import check_run_dir
 from ..suiterun import run_suite
 
 
@@ -80,8 +81,11 @@ def _resolve(suite: Suite) -> tuple[Suite, Any, Any, dict[str, Any]]:
 def cmd_plan(args: argparse.Namespace) -> int:
     suite = load_suite(args.matrix)
     done = 0
-    if args.output:
+    if args.output is not None:
         from ..journal import Journal
+
+        check_run_dir("-o", args.output)
+        Journal(args.output).check_existing()  # a FIFO there would block the read below
 
         keys = Journal(args.output).done_keys() if Journal(args.output).path.exists() else set()
         done = sum(1 for p in suite.points() if p.key in keys)
@@ -102,6 +106,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 def cmd_run(args: argparse.Namespace) -> int:
     suite = load_suite(args.matrix)
+    check_run_dir("-o", args.output)
     for line in _describe(suite):
         print(line, file=sys.stderr)
 

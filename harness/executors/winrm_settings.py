@@ -21,8 +21,9 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
 from ..core.errors import EnvironmentProblem, InputError
+from ..core.paths import ca_bundle_problem
 from ..core.model import Workload
-from ..secrets import check_env_name, check_secret_file
+from ..secrets import check_env_name, check_secret_file, reference, resolve
 from ..spec import Field, Section
 from .winrm_secrets import Secret, load_password
 
@@ -43,19 +44,21 @@ DEFAULT_SHELL_MEMORY_MB = 1024
 SHELL_MEMORY_HEADROOM_MB = 256
 
 WINRM_SECTION = Section("winrm", {
-    "host": Field(str, "", help="guest host name or address; empty: the one the backend reports"),
+    "host": Field(str, "", help="guest host name or address; empty: the one the backend reports",
+                  check=lambda v: _check_host(v)),
     "port": Field(int, 0, min=0, max=65535, help="0 means 5985 for ntlm/kerberos, 5986 for https/credssp"),
     "transport": Field(str, "ntlm", choices=TRANSPORTS,
                        help="ntlm (default; message-encrypted over HTTP) or kerberos (needs a host name); "
                             "https = Basic auth over TLS, off in a stock guest; credssp over TLS"),
     "use_tls": Field(bool, False, help="ntlm/kerberos over HTTPS (port 5986) instead of HTTP"),
-    "username": Field(str, help="e.g. Administrator or DOMAIN\\\\user"),
+    "username": Field(str, help="e.g. Administrator or DOMAIN\\\\user", check=lambda v: _check_username(v)),
     "password_env": Field(str, "", help="name of the environment variable holding the password",
                           check=check_env_name),
     "password_file": Field(str, "", help="file whose first line is the password", check=check_secret_file),
     "cert_validation": Field(bool, True, help="verify the guest's TLS certificate; false only for lab "
                                               "guests with self-signed certificates"),
-    "ca_file": Field(str, "", help="CA bundle (PEM) that signed the guest's certificate"),
+    "ca_file": Field(str, "", help="CA bundle (PEM) that signed the guest's certificate",
+                     check=lambda v: _check_ca_file(v)),
     "operation_timeout_seconds": Field(int, 20, min=1, max=3600,
                                        help="how long one WS-Man request may block in the guest"),
     "read_timeout_seconds": Field(int, 30, min=2, max=3600,
@@ -66,7 +69,8 @@ WINRM_SECTION = Section("winrm", {
     "connect_retries": Field(int, 3, min=0, max=20, help="retries of a connection error before giving up"),
     "reboot_timeout_seconds": Field(float, 600.0, min=10, max=7200,
                                     help="how long a guest may take to come back after a reboot"),
-    "disk_serial": Field(str, help="serial number of the raw test disk in the guest"),
+    "disk_serial": Field(str, help="serial number of the raw test disk in the guest (Get-Disk's SerialNumber)",
+                         check=lambda v: _check_serial(v)),
     "engine": Field(str, "fio", choices=("fio", "diskspd")),
     "fio_path": Field(str, "C:\\Program Files\\fio\\fio.exe"),
     "diskspd_path": Field(str, "C:\\Program Files\\DiskSpd\\diskspd.exe"),
@@ -77,7 +81,48 @@ WINRM_SECTION = Section("winrm", {
                                                       "partition table (destroys it); default: RAW only"),
 }, help="Windows guests over WinRM")
 
-_SERIAL_RE = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
+#: ``guest check``'s option for each ``[winrm]`` key it sets (harness/commands/guest.py section_from_args)
+CLI_OPTIONS = {
+    "host": "--host", "port": "--port", "transport": "--transport", "use_tls": "--tls", "username": "--username",
+    "password_env": "--password-env", "password_file": "--password-file", "cert_validation": "--no-cert-validation",
+    "ca_file": "--ca-file", "disk_serial": "--disk-serial", "engine": "--engine", "fio_path": "--fio-path",
+    "diskspd_path": "--diskspd-path", "read_timeout_seconds": "--timeout", "operation_timeout_seconds": "--timeout",
+}
+
+_SERIAL_RE = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
+_HOST_RE = re.compile(r"[A-Za-z0-9]([A-Za-z0-9_.-]{0,252})")
+
+
+def _check_host(value: str) -> None:
+    """A ``[winrm] host`` (empty = the backend's address): a name or an IP address, not a URL."""
+    if not value:
+        return
+    if "://" in value or "/" in value:
+        raise ValueError(f"{value[:80]!r} is a URL, not a host: write only the name or address; the port has its own "
+                         "key (port), TLS too (use_tls)")
+    if not (_HOST_RE.fullmatch(value) or _is_ip_address(value)):
+        raise ValueError(f"{value[:80]!r} is not a host name or address (letters, digits, '.', '-'; no spaces; "
+                         "an IPv6 address as fe80::1)")
+
+
+def _check_username(value: str) -> None:
+    if not value.strip() or any(not c.isprintable() for c in value):
+        raise ValueError("is empty or holds line breaks or control characters: give the account, e.g. "
+                         "Administrator or DOMAIN\\user")
+
+
+def _check_serial(value: str) -> None:
+    if not _SERIAL_RE.fullmatch(value):
+        raise ValueError(f"{value[:80]!r} is not a disk serial (1-64 letters, digits, _ . : -): copy the test "
+                         "disk's SerialNumber from Get-Disk in the guest")
+
+
+def _check_ca_file(value: str) -> None:
+    if value:
+        problem = ca_bundle_problem(value)
+        if problem:
+            raise ValueError(f"{value!r} {problem}: give the path of the PEM file holding the CA that signed the "
+                             "guest's certificate")
 
 
 def _is_ip_address(host: str) -> bool:
@@ -111,32 +156,61 @@ class WinRMSettings:
     diskspd_path: str = "C:\\Program Files\\DiskSpd\\diskspd.exe"
     max_memory_per_shell_mb: int = DEFAULT_SHELL_MEMORY_MB
     allow_partitioned_disk: bool = False
+    #: where the values came from: "matrix" (a ``[winrm]`` section) or "cli" (``guest check``'s options),
+    #: so that a message names what the user actually wrote (:meth:`spelled`)
+    origin: str = field(default="matrix", compare=False)
+
+    def spelled(self, key: str) -> str:
+        """How the user wrote ``key``: ``--no-cert-validation`` on the command line,
+        ``[winrm] cert_validation = false`` in a matrix file. Messages name this, never a key the user
+        did not write."""
+        if self.origin == "cli":
+            return CLI_OPTIONS.get(key, f"--{key.replace('_', '-')}")
+        value = getattr(self, key, None)
+        if isinstance(value, bool):
+            return f"[winrm] {key} = {'true' if value else 'false'}"
+        return f"[winrm] {key}"
 
     def __post_init__(self) -> None:
         if self.transport not in TRANSPORTS:
-            raise InputError(f"WinRM transport {self.transport!r} is not one of {', '.join(TRANSPORTS)}")
+            raise InputError(f"{self.spelled('transport')}: {self.transport!r} is not one of {', '.join(TRANSPORTS)}")
         if self.read_timeout_seconds <= self.operation_timeout_seconds:
             raise InputError(f"[winrm] read_timeout_seconds ({self.read_timeout_seconds}) must exceed "
                              f"operation_timeout_seconds ({self.operation_timeout_seconds}): the guest may "
                              "block a request for the whole operation timeout")
-        if self.disk_serial and not _SERIAL_RE.match(self.disk_serial):
-            raise InputError(f"disk serial {self.disk_serial!r} has characters a disk serial cannot have "
-                             "(letters, digits, _ . : - only)")
+        if not self.username.strip() or any(not c.isprintable() for c in self.username):
+            raise InputError(f"{self.spelled('username')} is empty or holds control characters. Fix: give the "
+                             "guest account, e.g. Administrator")
+        if self.disk_serial and not _SERIAL_RE.fullmatch(self.disk_serial):
+            raise InputError(f"{self.spelled('disk_serial')}: {self.disk_serial!r} has characters a disk serial "
+                             "cannot have (letters, digits, _ . : - only). Fix: copy the serial from Get-Disk "
+                             "(SerialNumber) in the guest")
         if self.transport == "kerberos" and _is_ip_address(self.host):
-            raise InputError(f"[winrm] transport = \"kerberos\" needs the guest's host name, not the address "
-                             f"{self.host} (Kerberos finds the service by its name, HTTP/<host>). Fix: set "
-                             "[winrm] host to the guest's DNS name, or use transport = \"ntlm\"")
+            cli = self.origin == "cli"
+            said = "--transport kerberos" if cli else '[winrm] transport = "kerberos"'
+            other = "--transport ntlm" if cli else 'transport = "ntlm"'
+            raise InputError(f"{said} needs the guest's host name, not the address {self.host} (Kerberos finds "
+                             f"the service by its name, HTTP/<host>). Fix: set {self.spelled('host')} to the "
+                             f"guest's DNS name, or use {other}")
 
     @classmethod
     def from_section(cls, section: Mapping[str, Any], *, host: str = "",
-                     environ: Mapping[str, str] | None = None) -> "WinRMSettings":
-        """From a parsed ``[winrm]`` table; loads the password from the environment or file it names."""
+                     environ: Mapping[str, str] | None = None, origin: str = "matrix") -> "WinRMSettings":
+        """From a parsed ``[winrm]`` table; loads the password from the environment or file it names.
+        ``origin="cli"`` when the table was made from ``guest check``'s options: messages then name them."""
         values = {k: v for k, v in section.items() if k in {f.name for f in dataclasses.fields(cls)}}
         values["host"] = section.get("host") or host
+        values["origin"] = origin
         if not values["host"]:
             raise InputError("no WinRM host: set [winrm] host or let the backend report the guest's address")
-        password = load_password(password_env=section.get("password_env", ""),
-                                 password_file=section.get("password_file", ""), environ=environ)
+        if origin == "cli":
+            ref = reference({"--password-env": section.get("password_env", ""),
+                             "--password-file": section.get("password_file", "")}, env_key="--password-env",
+                            file_key="--password-file", what="the WinRM password")
+            password = resolve(ref, environ=environ, strip=False)
+        else:
+            password = load_password(password_env=section.get("password_env", ""),
+                                     password_file=section.get("password_file", ""), environ=environ)
         return cls(password=password, **values)
 
     @property

@@ -12,7 +12,8 @@ It stands in for a Windows guest's WinRM service (MS-WSMV, the cmd shell resourc
   as pywinrm asserts;
 - HTTP Basic authentication (401 on a wrong password), optional TLS with a given certificate;
 - faults on request: unknown shell ids give the real "shell not found" fault; ``drop_next`` closes
-  connections without an answer (a guest going down), ``down`` refuses every request until lifted.
+  connections without an answer (a guest going down), ``down`` refuses every request until lifted,
+  ``silent`` reads every request and never answers (a hung service: only the client's timeout ends it).
 
 What runs a command is pluggable: :class:`GuestRunner` hands ``powershell ...`` to the PowerShell
 engine (tests/pwsh/pwsh) with exactly the arguments the client sent, inside a fake Windows guest
@@ -244,6 +245,8 @@ class WSManStandIn:
         self.fault_next = 0
         self.status_next: list[int] = []
         self.down = False
+        self.silent = False  # read each request and never answer (a hung WinRM service, a black-holing firewall)
+        self._closing = threading.Event()
         self.lock = threading.Lock()
         stand_in = self
 
@@ -257,6 +260,12 @@ class WSManStandIn:
             def do_POST(self) -> None:  # noqa: N802
                 length = int(self.headers.get("Content-Length", "0"))
                 data = self.rfile.read(length) if length else b""
+                if stand_in.silent:
+                    with stand_in.lock:
+                        stand_in.actions.append("(unanswered)")
+                    stand_in._closing.wait()  # until the stand-in shuts down
+                    self.close_connection = True
+                    return
                 with stand_in.lock:
                     drop = stand_in.down or stand_in.drop_next > 0
                     if stand_in.drop_next > 0:
@@ -318,6 +327,7 @@ class WSManStandIn:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self._closing.set()
         for shell in list(self.shells.values()):
             for run in shell.commands.values():
                 run.terminated.set()

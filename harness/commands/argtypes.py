@@ -1,0 +1,114 @@
+"""argparse ``type=`` functions shared by the commands: one definition of "a positive number", "a host"
+and "a port", so every option that takes one refuses the same nonsense with the same words.
+
+Why they exist at all: ``float("nan")`` parses, and NaN never compares as elapsed or exceeded (a
+``--timeout nan`` retried forever); ``inf`` would never end; ``1e309`` is ``inf``; a URL given as a
+host silently becomes a host name with a slash in it. Each raises ``argparse.ArgumentTypeError``,
+which argparse turns into ``error: argument --x: <message>`` and exit 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import re
+
+
+def positive_number(text: str, *, unit: str = "", example: str = "0.10") -> float:
+    """A finite number above 0; ``unit`` (e.g. "seconds") and ``example`` shape the message."""
+    what = f"a number of {unit}" if unit else "a number"
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not {what} (e.g. {example})") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be {what} above 0 and finite (e.g. {example})")
+    return value
+
+
+def positive_seconds(text: str) -> float:
+    """A finite number of seconds above 0: a deadline that can pass."""
+    return positive_number(text, unit="seconds", example="300")
+
+
+_HOST = re.compile(r"\[[0-9A-Fa-f:.]+\]|[0-9A-Fa-f:]*:[0-9A-Fa-f:.]+|[A-Za-z0-9][A-Za-z0-9_.-]{0,252}")
+
+
+def host_name(text: str) -> str:
+    """A host name or an IPv4/IPv6 address (brackets optional) — not a URL (the port and transport have
+    their own options), nothing with spaces; brackets are removed."""
+    if "://" in text or "/" in text:
+        raise argparse.ArgumentTypeError(f"{text!r} is a URL, not a host: give only the name or address "
+                                         "(e.g. --host 10.0.0.5) and the port with --port, TLS with --tls")
+    if not _HOST.fullmatch(text):  # fullmatch: '$' would let a trailing newline through
+        raise argparse.ArgumentTypeError(f"{text!r} is not a host name or address (letters, digits, '.', '-'; "
+                                         "an IPv6 address as fe80::1 or [fe80::1]; no spaces)")
+    if text.startswith("["):
+        text = text[1:-1]
+    if ":" in text:
+        import ipaddress
+
+        try:
+            ipaddress.IPv6Address(text.split("%")[0])
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} looks like an IPv6 address but is not one; a host "
+                                             "name with a port? give the port with --port") from None
+    return text
+
+
+def port_number(text: str) -> int:
+    """0 (the transport's default) or a TCP port 1-65535."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number (1-65535, or 0 for the default)") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"{text} is not a TCP port (1-65535, or 0 for the default)")
+    return value
+
+
+def label(text: str) -> str:
+    """A data set's name (``--side``, ``--label``): it heads workbook columns and table rows, so one line
+    of at most 100 printable characters, not empty."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("is empty: give a name such as 'Proxmox VE 8.2', or leave the option out")
+    if any(not c.isprintable() for c in text) or len(text) > 100:
+        raise argparse.ArgumentTypeError(f"{text[:60]!r}: a label is one line of at most 100 printable characters "
+                                         "(it heads workbook columns); remove line breaks and control characters")
+    return text.strip()
+
+
+def ca_bundle(text: str) -> str:
+    """The path of a CA bundle: an existing regular file holding PEM certificates (a directory, FIFO,
+    device or loop is refused before anything opens it)."""
+    from ..core.paths import ca_bundle_problem
+
+    problem = ca_bundle_problem(text)
+    if problem:
+        raise argparse.ArgumentTypeError(f"{text!r} {problem}: give the PEM file of the CA that signed the "
+                                         "guest's certificate")
+    return text
+
+
+def non_empty(text: str) -> str:
+    """One line of printable text, not empty (a user name)."""
+    if not text.strip() or any(not c.isprintable() for c in text):
+        raise argparse.ArgumentTypeError("is empty or holds line breaks or control characters")
+    return text
+
+
+def check_run_dir(flag: str, value: str) -> None:
+    """A run directory argument (``-o RUN_DIR``): not empty (Path("") is the current directory), and if
+    something is there already, a directory (a file, FIFO, device or link loop is named, exit 2)."""
+    import os
+
+    from ..core.errors import InputError
+    from ..core.paths import input_problem
+
+    if not value.strip():
+        raise InputError(f"{flag} is empty. Fix: give the run directory, e.g. {flag} runs/today (it is created "
+                         "if missing)")
+    if os.path.lexists(value) and not os.path.isdir(value):
+        problem = (input_problem(value) or "is a file").replace("not a regular file", "not a directory")
+        raise InputError(f"{flag} {value} {problem}, so it cannot be the run directory. Fix: give the path of a "
+                         "directory (it is created if missing)")

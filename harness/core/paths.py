@@ -1,0 +1,95 @@
+"""What kind of thing a path is, said in words, before anything opens it.
+
+Opening a FIFO blocks until a writer comes; reading /dev/zero never ends; a symlink loop or a directory
+fails with an errno a user cannot act on. Every input the commands read by name (a matrix, a journal, a
+secret file, a CA bundle) is looked at with :func:`input_problem` first, and read with
+:func:`read_bounded`, so the answer is one sentence and exit 2, never a hang or a traceback.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from pathlib import Path
+
+
+def kind(mode: int) -> str:
+    """A file type in words: ``a directory``, ``a named pipe (FIFO)``, ``a character device``..."""
+    for test, name in ((stat.S_ISDIR, "a directory"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISFIFO, "a named pipe (FIFO)"),
+                       (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def input_problem(path: str | Path) -> str | None:
+    """Why ``path`` cannot be read as a regular file (without opening it), or None when it can be."""
+    text = str(path)
+    if not text.strip():
+        return "is an empty path"
+    try:
+        st = os.stat(text)
+    except FileNotFoundError:
+        try:
+            os.lstat(text)
+        except OSError:
+            return "does not exist"
+        return "is a symbolic link to nothing (its target does not exist)"
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return "is a symbolic link loop (it points back at itself)"
+        if exc.errno == errno.ENOTDIR:
+            return "is under something that is not a directory"
+        return f"cannot be looked at ({exc.strerror})"
+    except ValueError:  # a NUL byte in the name
+        return "is not a usable path (it contains a NUL character)"
+    if not stat.S_ISREG(st.st_mode):
+        return f"is {kind(st.st_mode)}, not a regular file"
+    return None
+
+
+class TooLarge(Exception):
+    """The file is larger than the reader allows; ``size`` is how many bytes were seen."""
+
+    def __init__(self, size: int) -> None:
+        super().__init__(size)
+        self.size = size
+
+
+def read_bounded(path: str | Path, limit: int) -> bytes:
+    """The bytes of a regular file, refusing (:class:`TooLarge`) one longer than ``limit`` without reading
+    all of it. OSError passes through; call :func:`input_problem` first for a clear message."""
+    with open(path, "rb") as fh:
+        data = fh.read(limit + 1)
+    if len(data) > limit:
+        raise TooLarge(len(data))
+    return data
+
+
+def looks_utf16(data: bytes) -> bool:
+    """Text saved as UTF-16 (PowerShell 5's ``>`` and Notepad's "Unicode"): a BOM, or NUL in every other
+    byte of the first line."""
+    if data[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        return True
+    head = data[:200]
+    return len(head) >= 4 and (head[1::2].count(0) > len(head) // 4 or head[0::2].count(0) > len(head) // 4)
+
+
+def ca_bundle_problem(path: str | Path) -> str | None:
+    """Why ``path`` is not a CA bundle (PEM certificates), or None: looked at before any TLS handshake,
+    where a wrong file only shows up as an opaque SSL error."""
+    problem = input_problem(path)
+    if problem:
+        return problem
+    try:
+        head = read_bounded(path, 10 * 2**20)
+    except TooLarge:
+        return "is larger than 10 MiB, which no CA bundle is"
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror})"
+    if b"-----BEGIN CERTIFICATE-----" not in head:
+        return "holds no PEM certificate (no '-----BEGIN CERTIFICATE-----' line)" + (
+            "; it is empty" if not head.strip() else "")
+    return None
