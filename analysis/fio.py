@@ -304,7 +304,7 @@ def summarize_jobs(jobs: Iterable[dict[str, Any]], source: str | None = None) ->
             e = int(_num(job, "error", None) or 0)
         error = max(error, e)
         for key, values in cpu.items():
-            v = job.get(key)
+            v: Any = job.get(key)  # a JSON value, narrowed by the class checks
             if (v.__class__ is not float and v.__class__ is not int) or not 0 <= v < _INF:
                 # strict (ingest): text, a negative or an infinite figure is a damaged file, named
                 v = _num(job, key, (source, str(job.get("jobname")), "") if source is not None else None)
