@@ -11,7 +11,7 @@ from typing import Any
 
 from ..core.errors import DataFileError
 from .fio import summarize_jobs
-from .params import params_from_name, unreadable_options, workload_params
+from .params import params_from_name, workload_params
 from .tidy import reasons_text
 
 ALL_CLIENTS = "All clients"
@@ -81,13 +81,11 @@ def fio_rows(doc: Any, source: str) -> list[dict[str, Any]]:
         if errors:
             raise DataFileError(source, f"fio reported error {errors[0]} in job {name!r}",
                                 "look at the fio output; the run did not complete")
-        params, missing = workload_params(doc.get("global options"), group[0].get("job options"))
-        if missing:
-            bad = unreadable_options(doc.get("global options"), group[0].get("job options"), missing)
-            if bad:
-                raise DataFileError(source, f"job {name!r}: the option {', '.join(bad)} is not one fio runs with "
-                                            "(fio refuses such a job, so its output never holds it)",
-                                    "use the unedited output of fio --output-format=json")
+        params, missing, unreadable = workload_params(doc.get("global options"), group[0].get("job options"))
+        if unreadable:
+            raise DataFileError(source, f"job {name!r}: the option {', '.join(unreadable)} is not one fio runs "
+                                        "with (fio refuses such a job, so its output never holds it)",
+                                "use the unedited output of fio --output-format=json")
         from_name = names.get(missing)
         if from_name is None:
             from_name = names[missing] = params_from_name(source, missing)

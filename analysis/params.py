@@ -63,25 +63,32 @@ _OPTION_NAMES = ("rw", "readwrite", "bs", "blocksize", "iodepth", "numjobs", "rw
 
 
 def workload_params(global_opts: dict[str, Any] | None,
-                    job_opts: dict[str, Any] | None) -> tuple[dict[str, Any], tuple[str, ...]]:
-    """rw, bs, iodepth, numjobs, rwmixread and rate from fio's own options (the job's win over global), and
-    which of the workload's shape (:data:`SHAPE_KEYS`) they leave unknown.
+                    job_opts: dict[str, Any] | None) -> tuple[dict[str, Any], tuple[str, ...], tuple[str, ...]]:
+    """rw, bs, iodepth, numjobs, rwmixread and rate from fio's own options (the job's win over global),
+    which of the workload's shape (:data:`SHAPE_KEYS`) they leave unknown (the caller may take those from
+    the file name), and ``name='value'`` of each shape option that is there but no fio could have run
+    with (``bs=4q``, ``rw=frobnicate``: fio refuses such a job before it starts, so its output holding one
+    was edited or damaged).
 
-    Values fio could not have accepted come back as None, so the caller can fall back to the file name.
     Thousands of files share a few option sets: each distinct set is worked out once (the dict returned
     is the caller's own).
     """
     opts = {**(global_opts or {}), **(job_opts or {})}
     values = tuple(map(opts.get, _OPTION_NAMES))
     try:
-        params, missing = _params_of(values)
+        params, missing, unreadable = _params_of(values)
     except TypeError:  # an unhashable option value (a list): not worth caching
-        params, missing = _params_of.__wrapped__(values)
-    return dict(params), missing
+        params, missing, unreadable = _params_of.__wrapped__(values)
+    return dict(params), missing, unreadable
+
+
+# the options that give a workload's shape, by the parameter they fill
+_SHAPE_OPTIONS = {"rw": ("rw", "readwrite"), "bs": ("bs", "blocksize"), "iodepth": ("iodepth",),
+                  "numjobs": ("numjobs",)}
 
 
 @lru_cache(maxsize=1024)
-def _params_of(values: tuple[Any, ...]) -> tuple[dict[str, Any], tuple[str, ...]]:
+def _params_of(values: tuple[Any, ...]) -> tuple[dict[str, Any], tuple[str, ...], tuple[str, ...]]:
     opts = dict(zip(_OPTION_NAMES, values))
     rate = _size_or_none(_option(opts, "rate"))
     params = {
@@ -93,28 +100,10 @@ def _params_of(values: tuple[Any, ...]) -> tuple[dict[str, Any], tuple[str, ...]
         "rate_mib_s": (rate / 2**20) if rate else None,
         "ioengine": _option(opts, "ioengine"),
     }
-    return params, tuple(k for k in SHAPE_KEYS if params[k] is None)
-
-
-# the options that give a workload's shape, by the parameter they fill
-_SHAPE_OPTIONS = {"rw": ("rw", "readwrite"), "bs": ("bs", "blocksize"), "iodepth": ("iodepth",),
-                  "numjobs": ("numjobs",)}
-
-
-def unreadable_options(global_opts: dict[str, Any] | None, job_opts: dict[str, Any] | None,
-                       missing: tuple[str, ...]) -> list[str]:
-    """``name='value'`` of each shape option fio's output holds but no fio could have run with (``bs=4q``,
-    ``rw=frobnicate``): of the parameters :func:`workload_params` left unknown (``missing``), the ones
-    whose option is there. fio refuses such a job before it starts, so its output never holds one: an
-    edited or damaged file, not a value to replace from the file name."""
-    opts = {**(global_opts or {}), **(job_opts or {})}
-    bad = []
-    for key in missing:
-        value = _option(opts, *_SHAPE_OPTIONS[key])
-        if value is not None:
-            name = next(n for n in _SHAPE_OPTIONS[key] if _option(opts, n) is not None)
-            bad.append(f"{name}={value!r}")
-    return bad
+    missing = tuple(k for k in SHAPE_KEYS if params[k] is None)
+    given = (next((n for n in _SHAPE_OPTIONS[key] if _option(opts, n) is not None), None) for key in missing)
+    unreadable = tuple(f"{name}={opts[name]!r}" for name in given if name is not None)
+    return params, missing, unreadable
 
 
 _CONTROLLER_NAMES = sorted(set(CONTROLLERS) | set(CONTROLLER_ALIASES), key=len, reverse=True)
