@@ -172,8 +172,10 @@ def matrix_cases() -> Iterable[Case]:
     for key, value in (("disk_path", '"{tmp}/no-such-disk.img"'), ("disk_path", '"{tmp}/adir"'),
                        ("disk_path", '"{tmp}/fifo"'), ("disk_path", '"{tmp}/loop"'), ("disk_path", '"/dev/zero"'),
                        ("binary", '"{tmp}/adir"')):
+        # the files are laid out under {tmp}; the command runs in {tmp}/cwd, so ../ reaches them
         yield Case(f"matrix.qemu.{key}-path={value.split('/')[-1]}", ["plan", "{m}"],
-                   {"adir": DIR, "fifo": FIFO, "loop": LOOP, "m.toml": matrix({"qemu": {key: value}})},
+                   {"adir": DIR, "fifo": FIFO, "loop": LOOP,
+                    "m.toml": matrix({"qemu": {key: value.replace("{tmp}/", "../")}})},
                    ("{m}", f"[qemu] {key}"))
     for key in ("ca_file",):
         for label, value in (("missing", '"{tmp}/nope.pem"'), ("dir", '"{tmp}/adir"'), ("fifo", '"{tmp}/fifo"'),
@@ -181,7 +183,8 @@ def matrix_cases() -> Iterable[Case]:
             for section in ("proxmox", "winrm"):
                 yield Case(f"matrix.{section}.{key}-{label}", ["plan", "{m}"],
                            {"adir": DIR, "fifo": FIFO, "loop": LOOP,
-                            "m.toml": matrix({section: {key: value, **({"use_tls": "true"} if section == "winrm" else {})}})},
+                            "m.toml": matrix({section: {key: value.replace("{tmp}/", "../"),
+                                                        **({"use_tls": "true"} if section == "winrm" else {})}})},
                            ("{m}", f"[{section}] {key}"))
 
 
@@ -550,9 +553,6 @@ FAMILIES = {
 #: failing cases whose root cause is in a file the corpus' author does not own: the change asked of its
 #: owner (the table counts them apart; they still fail)
 AWAITING = {
-    "matrix.proxmox.host=": "harness/backends/proxmox_schema.py: check [proxmox] host (no URL, no spaces)",
-    "matrix.qemu.disk_path-path=zero": "harness/backends/qemu.py: [qemu] disk_path must be a regular file",
-    "matrix.qemu.binary-path=adir": "harness/backends/qemu.py: [qemu] binary must be an executable file",
     "fio.jobs.0.job options.": "analysis/params.py/fio.py: refuse a bs/rw in 'job options' that does not parse",
     "fio.fio version=": "analysis/fio.py: 'fio version' must be a string",
     "fio.jobs.0.usr_cpu=": "analysis/fio.py: usr_cpu/sys_cpu must be numbers >= 0",

@@ -23,7 +23,9 @@ REPRESENTATIVES = [
     # matrix values
     "matrix.workload.name[5]", "matrix.workload.same-name-other-case", "matrix.winrm.ca_file-dir",
     "matrix.winrm.ca_file-missing", 'matrix.winrm.host="guest one"', 'matrix.winrm.disk_serial="S 1"',
-    "matrix.run.as-value", "matrix.qemu.unknown-key",
+    "matrix.run.as-value", "matrix.qemu.unknown-key", 'matrix.proxmox.host="http://pve:8006"',
+    'matrix.proxmox.host="pve host"', 'matrix.qemu.disk_path-path=zero"', 'matrix.qemu.binary-path=adir"',
+    'matrix.qemu.disk_path-path=fifo"', "matrix.proxmox.ca_file-fifo",
     # run before a VM starts
     "run.output-empty", "run.journal-is-a-fifo", "run.journal-is-a-dir", "run.journal-binary", "run.side-newline",
     # report / compare / restore / suite / image paths

@@ -1,0 +1,104 @@
+"""The root causes behind the corpus' AWAITING cases (benchmarks/badinput_corpus.py), each checked where
+it lives: the one host check, the path descriptions a [qemu] key is judged by, and the matrix keys that
+now refuse what they used to accept. Good values are tried next to bad ones, so a check that refused
+everything would fail here too.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from stormatrix.cli import main
+from stormatrix.commands.argtypes import host_problem
+from stormatrix.core.paths import disk_image_problem, executable_problem
+
+BASE = """[run]
+name = "x"
+ramp_seconds = 1
+measure_seconds = 2
+[matrix]
+controllers = ["virtio-blk"]
+[[workload]]
+name = "w"
+rw = "randread"
+bs = "4k"
+"""
+PROXMOX = """[proxmox]
+host = {host}
+node = "pve"
+vmid = 100
+test_disk = "scsi1"
+token_id = "root@pam!t"
+token_secret_env = "PVE_TOKEN"
+"""
+
+
+def plan(tmp_path: Path, text: str, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    path = tmp_path / "m.toml"
+    path.write_text(text)
+    code = main(["plan", str(path)])
+    out = capsys.readouterr()
+    return code, out.out + out.err
+
+
+@pytest.mark.parametrize("host", ["10.0.0.2", "pve.lab.example", "pve-1", "fe80::1", "[fe80::1]", "::1"])
+def test_host_problem_accepts_names_and_addresses(host: str) -> None:
+    assert host_problem(host) is None
+
+
+@pytest.mark.parametrize("host,words", [("http://pve:8006", "is a URL"), ("pve:8006/", "is a URL"),
+                                        ("pve host", "no spaces"), ("pve\n", "no spaces"), ("", "not a host"),
+                                        ("abc:8006", "IPv6"), ("10.0.0.2:8006", "not a host")])
+def test_host_problem_refuses_urls_spaces_and_ports(host: str, words: str) -> None:
+    assert words in (host_problem(host) or "")
+
+
+@pytest.mark.parametrize("host", ['"http://pve:8006"', '"pve host"', '"pve:8006"'])
+def test_proxmox_host_that_is_not_a_host_is_refused_at_plan(tmp_path: Path, host: str,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    code, text = plan(tmp_path, BASE + PROXMOX.format(host=host), capsys)
+    assert code == 2 and "[proxmox] host" in text and str(tmp_path / "m.toml") in text
+    assert "port goes in port" in text and "Traceback" not in text
+
+
+def test_proxmox_host_name_or_address_plans(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    for host in ('"10.0.0.2"', '"pve.lab"', '"fe80::1"'):
+        code, text = plan(tmp_path, BASE + PROXMOX.format(host=host), capsys)
+        assert code == 0, text
+
+
+def test_disk_image_and_executable_are_described_without_opening(tmp_path: Path) -> None:
+    image = tmp_path / "disk.img"
+    image.write_bytes(b"\0" * 512)
+    script = tmp_path / "qemu"
+    script.write_text("#!/bin/sh\n")
+    os.chmod(script, 0o644)
+    os.mkfifo(tmp_path / "fifo")
+    assert disk_image_problem(image) is None
+    assert "character device" in (disk_image_problem("/dev/zero") or "")
+    assert "named pipe" in (disk_image_problem(tmp_path / "fifo") or "")
+    assert "directory, not a raw image file or a block device" in (disk_image_problem(tmp_path) or "")
+    assert "does not exist" in (disk_image_problem(tmp_path / "nope") or "")
+    assert "x permission" in (executable_problem(script) or "")
+    os.chmod(script, 0o755)
+    assert executable_problem(script) is None
+    assert "directory, not an executable file" in (executable_problem(tmp_path) or "")
+    assert "named pipe" in (executable_problem(tmp_path / "fifo") or "")
+
+
+def test_qemu_disk_path_and_binary_kinds_at_plan(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    image = tmp_path / "disk.img"
+    image.write_bytes(b"\0" * 512)
+    code, text = plan(tmp_path, BASE + f'[qemu]\ndisk_path = "{image}"\n', capsys)
+    assert code == 0, text
+    code, text = plan(tmp_path, BASE + '[qemu]\ndisk_path = "/dev/zero"\n', capsys)
+    assert code == 2 and "[qemu] disk_path" in text and "character device" in text and "raw image" in text
+    code, text = plan(tmp_path, BASE + f'[qemu]\nbinary = "{tmp_path}"\n', capsys)
+    assert code == 2 and "[qemu] binary" in text and "not an executable file" in text
+    code, text = plan(tmp_path, BASE + f'[qemu]\nbinary = "{image}"\n', capsys)  # no x bit
+    assert code == 2 and "[qemu] binary" in text and "x permission" in text
+    code, text = plan(tmp_path, BASE + '[qemu]\nbinary = "qemu-system-x86_64"\n', capsys)  # a name on PATH
+    assert code == 0, text
