@@ -557,7 +557,6 @@ AWAITING = {
     "fio.fio version=": "analysis/fio.py: 'fio version' must be a string",
     "fio.jobs.0.usr_cpu=": "analysis/fio.py: usr_cpu/sys_cpu must be numbers >= 0",
     "fio.jobs.0.ctx=": "analysis/fio.py: ctx must be a count >= 0",
-    "diskspd.": "analysis/diskspd.py: a present but unparsable or negative number is an error, not a fallback",
     "suite-plan.side=": "harness/suite.py: [suite] side must not be empty",
     "suite-plan.block_sizes[4]": "harness/suite.py: block sizes above 1 GiB refused (as [[workload]] bs)",
     "suite-plan.size[4]": "harness/suite.py: [suite] size past 2^63 refused",

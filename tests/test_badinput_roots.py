@@ -102,3 +102,54 @@ def test_qemu_disk_path_and_binary_kinds_at_plan(tmp_path: Path, capsys: pytest.
     assert code == 2 and "[qemu] binary" in text and "x permission" in text
     code, text = plan(tmp_path, BASE + '[qemu]\nbinary = "qemu-system-x86_64"\n', capsys)  # a name on PATH
     assert code == 0, text
+
+
+# --- DiskSpd XML: a present but bad count is an error naming the file and tag, an absent one falls back --
+
+DISKSPD = (Path(__file__).parent / "data" / "diskspd" / "diskspd_randread_64k_qd8_t1.xml").read_text()
+TARGET_QD = "<RequestCount>8</RequestCount>"
+SETTINGS = "<ThreadCount>0</ThreadCount>\n        <RequestCount>0</RequestCount>"
+
+
+def diskspd(text: str, name: str = "diskspd_randread_64k_qd8_t1.xml") -> dict:
+    from stormatrix.analysis.diskspd import parse_diskspd_xml
+
+    return parse_diskspd_xml(text, name)
+
+
+@pytest.mark.parametrize("tag,good", [("BlockSize", "<BlockSize>65536</BlockSize>"), ("RequestCount", TARGET_QD),
+                                      ("ThreadsPerFile", "<ThreadsPerFile>1</ThreadsPerFile>"),
+                                      ("ThreadCount", "<ThreadCount>0</ThreadCount>"),
+                                      ("TestTimeSeconds", "<TestTimeSeconds>60.00</TestTimeSeconds>")])
+@pytest.mark.parametrize("value", ["abc", "NaN", "-1", "1" + "0" * 40, "", "4294967296"])
+def test_a_present_but_bad_diskspd_number_is_an_error_naming_file_and_tag(tag: str, good: str, value: str) -> None:
+    from stormatrix.core.errors import DataFileError
+
+    assert DISKSPD.count(good) == 1
+    if tag == "TestTimeSeconds" and value == "4294967296":
+        value = "4.3e9"  # seconds are a decimal number in DiskSpd's XML
+    with pytest.raises(DataFileError) as exc:
+        diskspd(DISKSPD.replace(good, f"<{tag}>{value}</{tag}>"), "run7/diskspd_randread_64k_qd8_t1.xml")
+    text = str(exc.value)
+    assert "run7/diskspd_randread_64k_qd8_t1.xml" in text and f"<{tag}>" in text and "diskspd -Rxml" in text
+
+
+def test_diskspd_counts_read_as_written_and_absent_tags_fall_back_as_documented() -> None:
+    row = diskspd(DISKSPD)
+    assert (row["bs"], row["iodepth"], row["numjobs"]) == (65536, 8, 1)
+    # absent: the file name says bs/iodepth; without ThreadsPerFile and no numjobs in the name: blank, with why
+    bare = (DISKSPD.replace("<BlockSize>65536</BlockSize>", "").replace(TARGET_QD, "")
+            .replace("<ThreadsPerFile>1</ThreadsPerFile>", ""))
+    row = diskspd(bare, "diskspd_randread_16k_qd4.xml")
+    assert (row["bs"], row["iodepth"], row["numjobs"]) == (16384, 4, None) and "ThreadsPerFile" in row["null_reasons"]
+    # -F 4 -O 32: four threads share the target, 32 requests each in flight
+    fixed = diskspd(DISKSPD.replace(SETTINGS, "<ThreadCount>4</ThreadCount>\n<RequestCount>32</RequestCount>"))
+    assert (fixed["iodepth"], fixed["numjobs"]) == (32, 4)
+    assert diskspd(DISKSPD.replace("<BlockSize>65536</BlockSize>", "<BlockSize>4096</BlockSize>"))["bs"] == 4096
+
+
+def test_a_diskspd_block_size_of_zero_is_refused() -> None:
+    from stormatrix.core.errors import DataFileError
+
+    with pytest.raises(DataFileError, match="BlockSize"):
+        diskspd(DISKSPD.replace("<BlockSize>65536</BlockSize>", "<BlockSize>0</BlockSize>"))

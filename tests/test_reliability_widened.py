@@ -30,7 +30,8 @@ REPRESENTATIVES = [
     "run.output-empty", "run.journal-is-a-fifo", "run.journal-is-a-dir", "run.journal-binary", "run.side-newline",
     # report / compare / restore / suite / image paths
     "journal.is-loop", "journal.is-dir", "journal.per_mib.mib[1]=0", "journal.host.ctx_switches[2]=1.5",
-    "journal.cell.repeat[1]=-1", "journal.truncated-0.3", "report.output-loop", "report.csv-empty",
+    "journal.cell.repeat[1]=-1", "journal.truncated-0.3", "diskspd.RequestCount[0]=abc", "diskspd.BlockSize[4]=",
+    "diskspd.TestTimeSeconds[3]=100000", "report.output-loop", "report.csv-empty",
     "report.input-empty-string", "report.label-newline", "compare.output-loop", "compare.same-input-both-sides",
     "restore.journal-fifo", "restore/dev/zero", "restore.empty-arg", "restore.run-dir-loop",
     "suite-plan.output-fifo", "suite-plan.output-is-matrix", "image.cache-is-fifo", "image.cache-dev-null",
