@@ -7,6 +7,7 @@ everything would fail here too.
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -153,3 +154,13 @@ def test_a_diskspd_block_size_of_zero_is_refused() -> None:
 
     with pytest.raises(DataFileError, match="BlockSize"):
         diskspd(DISKSPD.replace("<BlockSize>65536</BlockSize>", "<BlockSize>0</BlockSize>"))
+
+
+@pytest.mark.parametrize("module", ["stormatrix.suite", "stormatrix.backends.proxmox_schema", "stormatrix.backends.qemu"])
+def test_the_modules_holding_these_checks_import_on_their_own(module: str) -> None:
+    """The host check lives with the CLI's types; a module importing it at import time closed a cycle
+    (commands -> suite -> proxmox_schema -> commands) that only a fresh interpreter shows."""
+    import subprocess
+
+    done = subprocess.run([sys.executable, "-c", f"import {module}"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
