@@ -164,3 +164,35 @@ def test_the_modules_holding_these_checks_import_on_their_own(module: str) -> No
 
     done = subprocess.run([sys.executable, "-c", f"import {module}"], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
+
+
+# --- [suite]: the side label, block sizes and size, refused as [[workload]] and --side refuse them -------
+
+SUITE = '[suite]\nside = {side}\nfilename = "/dev/vdb"\nguests = ["vm01=10.0.0.11:8765"]\nblock_sizes = {bs}\n'
+
+
+def suite_plan(tmp_path: Path, capsys: pytest.CaptureFixture[str], *, side: str = '"Proxmox VE 8.2"',
+               bs: str = '["4k"]', extra: str = "") -> tuple[int, str]:
+    path = tmp_path / "s.toml"
+    path.write_text(SUITE.format(side=side, bs=bs) + extra)
+    code = main(["suite", "plan", str(path)])
+    out = capsys.readouterr()
+    return code, out.out + out.err
+
+
+@pytest.mark.parametrize("side", ['""', '"  "', '"A\\nB"', '"' + "x" * 101 + '"', '"a\\u0000"'])
+def test_a_suite_side_that_is_no_label_is_refused(side: str, tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    code, text = suite_plan(tmp_path, capsys, side=side)
+    assert code == 2 and "[suite] side" in text and str(tmp_path / "s.toml") in text and "Fix:" in text
+
+
+def test_suite_block_sizes_and_size_limits(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, text = suite_plan(tmp_path, capsys, bs='["4k", "1g"]', extra=f"size = {2**63 - 1}\n")
+    assert code == 0 and "side 'Proxmox VE 8.2'" in text, text
+    for bs in ('["4k", "2g"]', f"[{2**30 + 512}]", f"[{2**70}]"):
+        code, text = suite_plan(tmp_path, capsys, bs=bs)
+        assert code == 2 and "[suite] block_sizes" in text and "above 1 GiB" in text, text
+    for size in (str(2**63), str(2**70), '"8388608t"'):
+        code, text = suite_plan(tmp_path, capsys, extra=f"size = {size}\n")
+        assert code == 2 and "[suite] size" in text and "2^63" in text, text

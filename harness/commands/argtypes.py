@@ -77,14 +77,24 @@ def port_number(text: str) -> int:
     return value
 
 
-def label(text: str) -> str:
-    """A data set's name (``--side``, ``--label``): it heads workbook columns and table rows, so one line
-    of at most 100 printable characters, not empty."""
+def label_problem(text: str) -> str | None:
+    """Why ``text`` cannot be a data set's name (``--side``, ``--label``, ``[suite] side``), or None: it
+    heads workbook columns and table rows, so one line of at most 100 printable characters, not empty."""
     if not text.strip():
-        raise argparse.ArgumentTypeError("is empty: give a name such as 'Proxmox VE 8.2', or leave the option out")
+        return "is empty"
     if any(not c.isprintable() for c in text) or len(text) > 100:
-        raise argparse.ArgumentTypeError(f"{text[:60]!r}: a label is one line of at most 100 printable characters "
-                                         "(it heads workbook columns); remove line breaks and control characters")
+        return (f"{text[:60]!r}: a label is one line of at most 100 printable characters (it heads workbook "
+                "columns); remove line breaks and control characters")
+    return None
+
+
+def label(text: str) -> str:
+    """A data set's name (``--side``, ``--label``): see :func:`label_problem`; surrounding blanks go."""
+    problem = label_problem(text)
+    if problem == "is empty":
+        raise argparse.ArgumentTypeError("is empty: give a name such as 'Proxmox VE 8.2', or leave the option out")
+    if problem:
+        raise argparse.ArgumentTypeError(problem)
     return text.strip()
 
 
