@@ -557,8 +557,6 @@ AWAITING = {
     "fio.fio version=": "analysis/fio.py: 'fio version' must be a string",
     "fio.jobs.0.usr_cpu=": "analysis/fio.py: usr_cpu/sys_cpu must be numbers >= 0",
     "fio.jobs.0.ctx=": "analysis/fio.py: ctx must be a count >= 0",
-    "demo.guests-zero": "harness/commands/demo.py: --guests must be 1 or more (0 hangs)",
-    "demo.output-is-file": "harness/commands/demo.py: -o that is a file: exit 2, not a traceback",
 }
 
 

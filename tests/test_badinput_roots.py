@@ -196,3 +196,37 @@ def test_suite_block_sizes_and_size_limits(tmp_path: Path, capsys: pytest.Captur
     for size in (str(2**63), str(2**70), '"8388608t"'):
         code, text = suite_plan(tmp_path, capsys, extra=f"size = {size}\n")
         assert code == 2 and "[suite] size" in text and "2^63" in text, text
+
+
+# --- demo: --guests outside 2-4 and an -o that is a file are exit 2 before anything boots --------------
+
+def cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    try:
+        code = main(argv)
+    except SystemExit as exc:  # argparse's own exit for a bad option value
+        code = int(exc.code or 0)
+    out = capsys.readouterr()
+    return code, out.out + out.err
+
+
+@pytest.mark.parametrize("guests", ["0", "1", "5", "-2", "two"])
+def test_demo_suite_guests_outside_2_to_4_is_exit_2(guests: str, tmp_path: Path,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    code, text = cli(["demo", "--suite", "--guests", guests, "-o", str(tmp_path / "d")], capsys)
+    assert code == 2 and "--guests" in text and "2 to 4" in text and "Traceback" not in text
+    assert not (tmp_path / "d").exists()
+
+
+def test_demo_guests_without_suite_is_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, text = cli(["demo", "--guests", "3", "-o", str(tmp_path / "d")], capsys)
+    assert code == 2 and "--guests" in text and "--suite" in text and not (tmp_path / "d").exists()
+
+
+@pytest.mark.parametrize("suite", [[], ["--suite"]])
+def test_demo_output_that_is_a_file_is_exit_2_and_untouched(suite: list[str], tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    target = tmp_path / "d"
+    target.write_text("keep me")
+    code, text = cli(["demo", *suite, "-o", str(target)], capsys)
+    assert code == 2 and f"-o {target} is a file" in text and "Fix:" in text and "Traceback" not in text
+    assert target.read_text() == "keep me"
