@@ -35,7 +35,8 @@ REPRESENTATIVES = [
     "report.input-empty-string", "report.label-newline", "compare.output-loop", "compare.same-input-both-sides",
     "restore.journal-fifo", "restore/dev/zero", "restore.empty-arg", "restore.run-dir-loop",
     "suite-plan.output-fifo", "suite-plan.output-is-matrix", 'suite-plan.side=""', "suite-plan.size[4]=118059162071",
-    "suite-plan.block_sizes[4]=118059162071", "image.cache-is-fifo", "image.cache-dev-null",
+    "suite-plan.block_sizes[4]=118059162071", "image.cache-is-fifo", "image.cache-dev-null", "demo.guests-zero",
+    "demo.output-is-file",
     # guest check options
     "guest.host='10.0.0.5\\n'", "guest.username-empty", "guest.ca-file-not-pem", "guest.ca-file-fifo",
     "guest.ca-file-without-tls", "guest.no-cert-validation-and-ca-file", "guest.host-ok=[::1]",
