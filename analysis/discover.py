@@ -90,14 +90,18 @@ def _what(mode: int) -> str:
     return "not a regular file"
 
 
+_KIND_BY_SUFFIX = {".json": "fio", ".xml": "diskspd", ".ndjson": "journal"}
+
+
 def _walk(root: str, out: Found) -> None:
     """Result files under ``root`` (sorted), like ``os.walk`` without following directory links; a
     FIFO or device among them is set aside, never opened (reading one would block or never end).
 
     The resolved path of each file (to find one given twice) is its folder's, resolved once, plus its
-    name: a realpath per file costs more than parsing it.
+    name: a realpath per file costs more than parsing it. The kind comes from the suffix the name was
+    picked by (:func:`kind_of` only for names that are all dots before it, which have no suffix).
     """
-    names: list[tuple[str, str]] = []
+    names: list[tuple[str, str, str]] = []
     stack = [(root, os.path.realpath(root))]
     while stack:
         folder, real_folder = stack.pop()
@@ -105,25 +109,28 @@ def _walk(root: str, out: Found) -> None:
             entries = list(os.scandir(folder))
         except OSError:
             continue
+        real_prefix = real_folder if real_folder.endswith(os.sep) else real_folder + os.sep  # os.path.join's
         for e in entries:
             if e.is_dir():
                 if not e.is_symlink():
-                    stack.append((e.path, os.path.join(real_folder, e.name)))
+                    stack.append((e.path, real_prefix + e.name))
                 continue
-            if not e.name.lower().endswith(RESULT_SUFFIXES):
+            lname = e.name.lower()
+            if not lname.endswith(RESULT_SUFFIXES):
                 continue
-            real = os.path.realpath(e.path) if e.is_symlink() else os.path.join(real_folder, e.name)
+            kind = _KIND_BY_SUFFIX[lname[lname.rindex("."):]] if not lname.startswith(".") else kind_of(e.path)
+            real = os.path.realpath(e.path) if e.is_symlink() else real_prefix + e.name
             if not e.is_file():
                 try:
                     mode = e.stat().st_mode
                 except OSError:  # a dangling link: opening it says what is wrong
-                    names.append((e.path, real))
+                    names.append((e.path, real, kind))
                     continue
                 out.irregular.append(f"{e.path}: {_what(mode)}, not a result file; skipped")
                 continue
-            names.append((e.path, real))
-    for name, real in sorted(names):
-        out.add(kind_of(name), name, real)
+            names.append((e.path, real, kind))
+    for name, real, kind in sorted(names):
+        out.add(kind, name, real)
 
 
 def discover(paths: Iterable[str | Path], out: Found | None = None) -> Found:
@@ -201,25 +208,33 @@ def perf_partner(path: str) -> str | None:
     return None
 
 
+_O_READ = os.O_RDONLY | getattr(os, "O_BINARY", 0)  # (Windows: no newline translation)
+
+
 def read_capped(path: str, limit: int) -> bytes:
     """The bytes of an input file, refusing one larger than ``limit`` without reading all of it (a
-    device or a runaway file must not exhaust memory). Raises OSError as ``open`` does."""
-    with open(path, "rb") as fh:
-        st = os.fstat(fh.fileno())
-        if stat.S_ISREG(st.st_mode):
-            size = st.st_size
-            data = fh.read() if size <= limit else b""  # (read(limit + 1) would allocate the whole limit)
-        else:
-            chunks: list[bytes] = []
+    device or a runaway file must not exhaust memory). Raises OSError as ``open`` does.
+
+    A plain descriptor, not a file object: a regular file is one ``fstat`` and one ``read`` of its size (and a
+    byte more, to see one that grew since), where ``open().read()`` adds buffering, a terminal check and
+    a second ``fstat`` to every one of thousands of small files.
+    """
+    fd = os.open(path, _O_READ)
+    try:
+        st = os.fstat(fd)
+        size = st.st_size if stat.S_ISREG(st.st_mode) else 0
+        chunks: list[bytes] = [os.read(fd, size + 1)] if size <= limit else []
+        total = len(chunks[0]) if chunks else size
+        while chunks and total <= limit and len(chunks[-1]) > size:  # (a device, a pipe, a file still growing)
             size = 0
-            while size <= limit:
-                chunk = fh.read(2**20)
-                if not chunk:
-                    break
-                chunks.append(chunk)
-                size += len(chunk)
-            data = b"".join(chunks)
-    if size > limit or len(data) > limit:
+            chunk = os.read(fd, 2**20)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+    finally:
+        os.close(fd)
+    if total > limit:
         raise DataFileError(path, f"larger than {limit // 2**20} MiB: not a result file or journal of this tool",
                             "give the run directory's journal.ndjson or the engine's own output files")
-    return data
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)

@@ -8,6 +8,8 @@ fio < 3.2 without ``bw_bytes``.
 from __future__ import annotations
 
 import json
+from itertools import compress, repeat
+from operator import is_
 from typing import Any, Iterable
 
 from ..core.errors import DataFileError
@@ -84,12 +86,7 @@ def _num(d: dict[str, Any], key: str, where: tuple[str, str, str] | None) -> flo
         if where is not None and not 0 <= v < _INF:
             raise _bad(where, f"{key} is {v!r}; a count or rate must be finite and not negative")
         return v
-    if where is not None:
-        raise _bad(where, f"{key} is {v!r}, not a number")
-    try:
-        return float(v)
-    except (TypeError, ValueError):
-        return None
+    return _float_of(v, key, "", where)
 
 
 def _lat_ns(direction: dict[str, Any], name: str, where: tuple[str, str, str] | None) -> dict[str, Any] | None:
@@ -117,15 +114,7 @@ def _lat_ns(direction: dict[str, Any], name: str, where: tuple[str, str, str] | 
 def _mean(block: dict[str, Any] | None, name: str, where: tuple[str, str, str] | None) -> float | None:
     if block is None or "mean" not in block:
         return None
-    v = block["mean"]
-    if type(v) in _NUM_TYPES:
-        return float(v)
-    if where is not None:
-        raise _bad(where, f"{name}.mean is {v!r}, not a number")
-    try:
-        return float(v)
-    except (TypeError, ValueError):
-        return None
+    return _float_of(block["mean"], name, ".mean", where)
 
 
 def _p99(block: dict[str, Any] | None, name: str, where: tuple[str, str, str] | None) -> float | None:
@@ -146,10 +135,16 @@ def _p99(block: dict[str, Any] | None, name: str, where: tuple[str, str, str] | 
                 continue
         if v is None:
             return None
+    return _float_of(v, name, ".percentile 99", where)
+
+
+def _float_of(v: Any, name: str, field: str, where: tuple[str, str, str] | None) -> float | None:
+    """A figure as a float. Strict (``where`` given): a number, else an error naming ``<name><field>``;
+    lenient: a number in text is read too, anything else is None."""
     if type(v) in _NUM_TYPES:
         return float(v)
     if where is not None:
-        raise _bad(where, f"{name}.percentile 99 is {v!r}, not a number")
+        raise _bad(where, f"{name}{field} is {v!r}, not a number")
     try:
         return float(v)
     except (TypeError, ValueError):
@@ -254,8 +249,8 @@ def _combine(blocks: list[tuple[str, dict[str, Any]]], prefix: str, why: dict[st
         if not out["total_ios"] and out["lat_mean_ns"] is not None:
             out["lat_mean_ns"] = None
             why[f"{prefix}lat_mean_ns"] = "no I/O count (total_ios) to weight the mean latency by"
-        for key, value in out.items():
-            if value is None and f"{prefix}{key}" not in why:
+        for key in compress(out, map(is_, out.values(), repeat(None))):  # the keys of the figures fio lacked
+            if f"{prefix}{key}" not in why:
                 why[f"{prefix}{key}"] = inner.get(f"{name}.{key}") or _ABSENT[key]
         return out
     out = {}
@@ -333,17 +328,21 @@ def summarize_jobs(jobs: Iterable[dict[str, Any]], source: str | None = None) ->
                     raise DataFileError(source, f"job {job.get('jobname')!r}: '{dname}' is a "
                                                 f"{type(d).__name__}, not an object")
                 continue
-            nbytes, bw, iops, rt, ios, mean, p99, cp99 = _figures(
-                d, (source, str(job.get("jobname")), dname) if source is not None else None)
+            if d.get("io_bytes").__class__ is int and d.get("total_ios").__class__ is int and \
+                    not d["io_bytes"] and not d["total_ios"]:
+                continue  # a direction the job did not use (what _figures would find, in fewer steps)
+            figures = _figures(d, (source, str(job.get("jobname")), dname) if source is not None else None)
+            nbytes, bw, iops, rt, ios, mean, p99, cp99 = figures
             if not nbytes and not ios:
                 continue
             name = f"job {job.get('jobname')!r}" + (f" #{i + 1}" if len(jobs) > 1 else "")
             blocks.append((name, {"io_bytes": nbytes, "total_ios": ios, "bw_bytes": bw, "iops": iops, "runtime_ms": rt,
                                   "lat_mean_ns": mean, "lat_p99_ns": p99, "clat_p99_ns": cp99}))
-            for key, field in _RAW_FIELDS:  # written, but not as a number (the lenient summary reads it as absent)
-                raw = d.get(field)
-                if raw is not None and blocks[-1][1][key] is None:
-                    said[f"{name}.{key}"] = f"{field} is {raw!r}, not a number, for {name}"
+            if None in figures[:5]:  # written, but not as a number (the lenient summary reads it as absent)?
+                for key, field in _RAW_FIELDS:
+                    raw = d.get(field)
+                    if raw is not None and blocks[-1][1][key] is None:
+                        said[f"{name}.{key}"] = f"{field} is {raw!r}, not a number, for {name}"
         if not blocks:
             continue
         out[dname] = _combine(blocks, f"{dname}.", why, said)

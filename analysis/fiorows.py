@@ -11,7 +11,7 @@ from typing import Any
 
 from ..core.errors import DataFileError
 from .fio import summarize_jobs
-from .params import SHAPE_KEYS, params_from_name, workload_params
+from .params import params_from_name, workload_params
 from .tidy import reasons_text
 
 ALL_CLIENTS = "All clients"
@@ -49,7 +49,7 @@ def job_groups(doc: Any, source: str, client_mode: bool) -> dict[str, list[dict[
             raise DataFileError(source, f"job #{i + 1} has no 'jobname' string")
         if "job options" in job and not isinstance(job["job options"], dict):
             raise DataFileError(source, f"job {name!r}: 'job options' is not an object")
-        if "error" in job and not _is_number(job["error"]):
+        if "error" in job and job["error"].__class__ is not int and not _is_number(job["error"]):
             raise DataFileError(source, f"job {name!r}: 'error' is {job['error']!r}, not a number")
         if "read" not in job and "write" not in job and "trim" not in job and "mixed" not in job:
             raise DataFileError(source, f"job {name!r} has no read/write/trim results")
@@ -78,8 +78,7 @@ def fio_rows(doc: Any, source: str) -> list[dict[str, Any]]:
         if errors:
             raise DataFileError(source, f"fio reported error {errors[0]} in job {name!r}",
                                 "look at the fio output; the run did not complete")
-        params = workload_params(doc.get("global options"), group[0].get("job options"))
-        missing = tuple(k for k in SHAPE_KEYS if params[k] is None)
+        params, missing = workload_params(doc.get("global options"), group[0].get("job options"))
         from_name = names.get(missing)
         if from_name is None:
             from_name = names[missing] = params_from_name(source, missing)
@@ -96,7 +95,8 @@ def fio_rows(doc: Any, source: str) -> list[dict[str, Any]]:
             numjobs, why = _counted_numjobs(doc, group, client_mode)
             if why:
                 extra["numjobs"] = why
-        hosts = sorted({f"{j.get('hostname')}:{j.get('port')}" for j in group if j.get("hostname")})
+        hosts = sorted({f"{j.get('hostname')}:{j.get('port')}" for j in group if j.get("hostname")}) \
+            if len(group) > 1 or group[0].get("hostname") else []  # (plain fio names no host)
         read, write = s.get("read", {}), s.get("write", {})
         rows.append({
             "source": source,
@@ -148,10 +148,10 @@ def _counted_numjobs(doc: dict[str, Any], group: list[dict[str, Any]],
     single clone per job section, and without group_reporting each clone is its own entry in ``jobs``: the
     entries of the name are the clones. That count is read from the file; anything else is not known.
     """
-    opts = {**(doc.get("global options") or {}), **(group[0].get("job options") or {})}
     if client_mode:
         return None, ("not in fio's options or the file name (in client/server output each entry is a client, "
                       "so the entries do not count the clones)")
-    if "group_reporting" in opts:
+    if "group_reporting" in (group[0].get("job options") or {}) or \
+            "group_reporting" in (doc.get("global options") or {}):
         return None, "not in fio's options or the file name (group_reporting folds the clones into one entry)"
     return len(group), None

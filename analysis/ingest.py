@@ -161,7 +161,7 @@ def _ingest(paths: Iterable[str | Path], *, strict: bool, label: str | None, wor
             problems += j_problems
             notes += j_notes
             continue
-        partner = explicit_by_stem.get(stem(path)) or perf_partner(path)
+        partner = (explicit_by_stem.get(stem(path)) if explicit_by_stem else None) or perf_partner(path)
         if partner is not None:
             paired.add(partner)
         work.append((kind, path, partner))

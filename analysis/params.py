@@ -62,25 +62,29 @@ def normalize_rw(text: str | None) -> str | None:
 _OPTION_NAMES = ("rw", "readwrite", "bs", "blocksize", "iodepth", "numjobs", "rwmixread", "rate", "ioengine")
 
 
-def workload_params(global_opts: dict[str, Any] | None, job_opts: dict[str, Any] | None) -> dict[str, Any]:
-    """rw, bs, iodepth, numjobs, rwmixread and rate from fio's own options (the job's win over global).
+def workload_params(global_opts: dict[str, Any] | None,
+                    job_opts: dict[str, Any] | None) -> tuple[dict[str, Any], tuple[str, ...]]:
+    """rw, bs, iodepth, numjobs, rwmixread and rate from fio's own options (the job's win over global), and
+    which of the workload's shape (:data:`SHAPE_KEYS`) they leave unknown.
 
     Values fio could not have accepted come back as None, so the caller can fall back to the file name.
-    Thousands of files share a few option sets: each distinct set is worked out once.
+    Thousands of files share a few option sets: each distinct set is worked out once (the dict returned
+    is the caller's own).
     """
     opts = {**(global_opts or {}), **(job_opts or {})}
     values = tuple(map(opts.get, _OPTION_NAMES))
     try:
-        return dict(_params_of(values))
+        params, missing = _params_of(values)
     except TypeError:  # an unhashable option value (a list): not worth caching
-        return _params_of.__wrapped__(values)
+        params, missing = _params_of.__wrapped__(values)
+    return dict(params), missing
 
 
 @lru_cache(maxsize=1024)
-def _params_of(values: tuple[Any, ...]) -> dict[str, Any]:
+def _params_of(values: tuple[Any, ...]) -> tuple[dict[str, Any], tuple[str, ...]]:
     opts = dict(zip(_OPTION_NAMES, values))
     rate = _size_or_none(_option(opts, "rate"))
-    return {
+    params = {
         "rw": normalize_rw(_option(opts, "rw", "readwrite")),
         "bs": _size_or_none(_option(opts, "bs", "blocksize")),
         "iodepth": _int_or_none(_option(opts, "iodepth")),
@@ -89,6 +93,7 @@ def _params_of(values: tuple[Any, ...]) -> dict[str, Any]:
         "rate_mib_s": (rate / 2**20) if rate else None,
         "ioengine": _option(opts, "ioengine"),
     }
+    return params, tuple(k for k in SHAPE_KEYS if params[k] is None)
 
 
 _CONTROLLER_NAMES = sorted(set(CONTROLLERS) | set(CONTROLLER_ALIASES), key=len, reverse=True)

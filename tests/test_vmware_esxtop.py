@@ -391,7 +391,8 @@ def test_abort_stops_a_running_esxtop(esx: EsxLab, esx_backend: Any) -> None:
         time.sleep(0.05)
     t0 = time.monotonic()
     collector.abort()
-    assert time.monotonic() - t0 < 5 and proc is not None and proc.poll() is not None
+    # a relation, not a speed: the stand-in's capture runs 3 x 5 s, and abort ends it well before that
+    assert time.monotonic() - t0 < 15 and proc is not None and proc.poll() is not None
     assert collector.proc is None
 
 
