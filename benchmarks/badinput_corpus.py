@@ -233,6 +233,15 @@ def run_cmd_cases() -> Iterable[Case]:
                ("journal.ndjson",))
     yield Case("run.journal-binary", ["run", "{m}", "-o", "{tmp}/r"],
                {**good, "r/journal.ndjson": bytes(range(256)) * 8}, ("journal.ndjson",))
+    # -o holding ANOTHER run's journal: resuming would append this matrix's cells to it (refused before a VM)
+    suite_run = json.dumps({**json.loads(JLINES[0]), "suite": "s", "side": None})
+    for label, text in (("another-matrix", JOURNAL.replace('"side": "Proxmox VE 8.2 (A)"', '"side": null')),
+                        ("a-suite", suite_run + "\n"),
+                        ("another-side", JLINES[0].replace('"side": "Proxmox VE 8.2 (A)"', '"side": "B"') + "\n")):
+        yield Case(f"run.journal-of-{label}", ["run", "{m}", "-o", "{tmp}/r"], {**good, "r/journal.ndjson": text},
+                   ("{m}", "another run", "new run directory"))
+    yield Case("demo.output-holds-another-matrix", ["demo", "--matrix", "{m}", "-o", "{tmp}/r"],
+               {**good, "r/journal.ndjson": JOURNAL}, ("{m}", "another run", "new run directory"))
     for key, value in (("repeats", "0"), ("backend", '"hyperv"'), ("measure_seconds", "nan")):
         yield Case(f"run.bad-matrix.{key}", ["run", "{m}", "-o", "{tmp}/r"],
                    {"m.toml": matrix({"run": {key: value}})}, ("{m}", f"[run] {key}"))

@@ -224,9 +224,10 @@ class Runner:
     # --- the run --------------------------------------------------------------------------------------
     def run(self) -> dict[str, Any]:
         plan = self.plan()
-        self.journal.open()
-        records_before = self.journal.records()
+        self.journal.check_existing()  # then read, and refused before open() could cut another run's torn tail
+        records_before = self.journal.records() if self.journal.path.is_file() else []
         check_same_run(records_before, self.spec, self.run_dir, side=self.side, suite="suite" in self.run_extra)
+        self.journal.open()
         done = {r["key"] for r in records_before if r.get("type") == "cell" and "key" in r}
         pending = [c for c in plan.cells if c.key not in done]
         summary = {"run_dir": str(self.run_dir), "run_id": self.run_id, "cells": len(plan.cells),

@@ -230,3 +230,15 @@ def test_demo_output_that_is_a_file_is_exit_2_and_untouched(suite: list[str], tm
     code, text = cli(["demo", *suite, "-o", str(target)], capsys)
     assert code == 2 and f"-o {target} is a file" in text and "Fix:" in text and "Traceback" not in text
     assert target.read_text() == "keep me"
+
+
+def test_qemu_version_names_a_binary_that_cannot_run(tmp_path: Path) -> None:
+    """The run-time side of [qemu] binary (a file changed after plan): an EnvironmentProblem with the fix,
+    not an OSError traceback; the package hint only for the default name."""
+    from stormatrix.backends.qemu_vm import qemu_version
+    from stormatrix.core.errors import EnvironmentProblem
+
+    with pytest.raises(EnvironmentProblem, match=r"cannot be run .*\[qemu\]|\[qemu\] binary .* cannot be run"):
+        qemu_version(str(tmp_path))
+    with pytest.raises(EnvironmentProblem, match=r"set \[qemu\] binary"):
+        qemu_version(str(tmp_path / "no-such-qemu"))

@@ -168,12 +168,14 @@ def test_resuming_into_another_matrix_journal_is_refused_and_appends_nothing(
 
     run_dir = tmp_path / "run"
     assert _run(run_dir, _matrix())["measured"] == 1
+    with open(run_dir / "journal.ndjson", "ab") as fh:
+        fh.write(b'{"type": "cell", "key": "torn", "fio": {')  # that run was killed mid-write
     before = (run_dir / "journal.ndjson").read_bytes()
     with pytest.raises(MatrixError) as exc:
         _run(run_dir, _with(_matrix(), section, **keys))
     text = str(exc.value)
     assert named in text and str(run_dir) in text and "new run directory" in text and "another run" in text
-    assert (run_dir / "journal.ndjson").read_bytes() == before  # not a record appended, not a line cut
+    assert (run_dir / "journal.ndjson").read_bytes() == before  # not a record appended, not its torn tail cut
 
 
 def test_resuming_with_more_repeats_or_other_credentials_is_the_same_run(tmp_path: Path) -> None:

@@ -27,7 +27,8 @@ REPRESENTATIVES = [
     'matrix.proxmox.host="pve host"', 'matrix.qemu.disk_path-path=zero"', 'matrix.qemu.binary-path=adir"',
     'matrix.qemu.disk_path-path=fifo"', "matrix.proxmox.ca_file-fifo",
     # run before a VM starts
-    "run.output-empty", "run.journal-is-a-fifo", "run.journal-is-a-dir", "run.journal-binary", "run.side-newline",
+    "run.output-empty", "run.journal-of-another-matrix", "run.journal-of-a-suite",
+    "run.journal-is-a-fifo", "run.journal-is-a-dir", "run.journal-binary", "run.side-newline",
     # report / compare / restore / suite / image paths
     "journal.is-loop", "journal.is-dir", "journal.per_mib.mib[1]=0", "journal.host.ctx_switches[2]=1.5",
     "journal.cell.repeat[1]=-1", "journal.truncated-0.3", "diskspd.RequestCount[0]=abc", "diskspd.BlockSize[4]=",
