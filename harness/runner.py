@@ -97,8 +97,7 @@ def check_executor_spec(spec: MatrixSpec) -> None:
     executor_class(executor_name_for(spec)).check_spec(spec)
 
 
-#: Keys a resumed run may change (docs/journal.md, "Resuming"): how many repeats, how patiently, how the
-#: machines are reached. Every other key says what a cell measures: another value is another run.
+#: Keys a resumed run may change (docs/journal.md, Resuming); every other key says what a cell measures.
 MAY_CHANGE_ON_RESUME: dict[str, set[str]] = {
     "run": {"repeats", "max_repeats", "cv_limit_pct", "time_budget_minutes", "on_error", "retries", "allow_write",
             "boot_timeout_seconds", "rate_tolerance_pct", "crosscheck_tolerance_pct", "guest_drivers"},
@@ -116,9 +115,11 @@ MAY_CHANGE_ON_RESUME: dict[str, set[str]] = {
 
 
 def run_differences(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
-    """``[section] key: was X, now Y`` for each key outside :data:`MAY_CHANGE_ON_RESUME` that differs between
-    two matrices, defaults filled in (leaving a default out is no difference)."""
+    """``[section] key: was X, now Y`` per key outside MAY_CHANGE_ON_RESUME that differs, defaults filled in."""
     schema = {"run": RUN_SECTION, "matrix": MATRIX_SECTION, "workload": WORKLOAD_SECTION, **extra_sections()}
+
+    def shown(value: Any) -> str:  # TOML has no null: None is a key or section the matrix does not have
+        return "(absent)" if value is None else json.dumps(value)[:40]
 
     def view(name: str, table: Any) -> Any:  # as JSON holds it (the journal's copy went through JSON)
         sec, keep = schema.get(name), MAY_CHANGE_ON_RESUME.get(name, set())
@@ -129,7 +130,7 @@ def run_differences(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
 
     out: list[str] = []
     for name in sorted(set(old) | set(new), key=lambda n: (n != "run", n != "matrix", n)):
-        a, b = old.get(name, {}), new.get(name, {})
+        a, b = old.get(name, {} if name in schema else None), new.get(name, {} if name in schema else None)
         if name == "workload" and isinstance(a, list) and isinstance(b, list):
             out += [f"[[workload]]: was {len(a)} workloads, now {len(b)}"] if len(a) != len(b) else []
             pairs = [(f"workload[{i}]", view(name, x), view(name, y)) for i, (x, y) in enumerate(zip(a, b), 1)]
@@ -137,15 +138,14 @@ def run_differences(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
             pairs = [(f"[{name}]", view(name, a), view(name, b))]
         for where, x, y in pairs:
             x, y = (x, y) if isinstance(x, dict) and isinstance(y, dict) else ({"": x}, {"": y})
-            out += [f"{where} {k}".rstrip() + f": was {str(x.get(k))[:40]!r}, now {str(y.get(k))[:40]!r}"
+            out += [f"{where} {k}".rstrip() + f": was {shown(x.get(k))}, now {shown(y.get(k))}"
                     for k in sorted(set(x) | set(y)) if x.get(k) != y.get(k)]
     return out
 
 
 def check_same_run(records_before: list[dict[str, Any]], spec: MatrixSpec, run_dir: Path, *,
                    side: str | None, suite: bool) -> None:
-    """Refuse to resume into another run's journal (docs/journal.md, "Resuming"): a suite's for a matrix or
-    the reverse, another side, or a matrix that measures something else. Nothing is appended to it."""
+    """Refuse (before anything is appended) to resume into another run's journal: docs/journal.md, Resuming."""
     for rec in (r for r in records_before if r.get("type") == "run"):
         fix = f"give -o a new run directory (e.g. {run_dir}-2), or resume with the matrix that run was measured with"
         if bool(rec.get("suite")) != suite:
@@ -157,9 +157,9 @@ def check_same_run(records_before: list[dict[str, Any]], spec: MatrixSpec, run_d
         else:  # a suite checks its own guests (suiterun.check_resumable)
             diff = [] if suite or not isinstance(rec.get("matrix"), dict) else run_differences(rec["matrix"], spec.raw)
         if diff:
-            more = f" (and {len(diff) - 3} more)" if len(diff) > 3 else ""
             raise MatrixError(spec.path, "", f"{run_dir} holds the journal of another run ({rec.get('run_id')}, "
-                              f"matrix {rec.get('matrix_path')}): {'; '.join(diff[:3])}{more}; resuming would mix "
+                              f"matrix {rec.get('matrix_path')}): {'; '.join(diff[:3])}"
+                              f"{f' (and {len(diff) - 3} more)' if len(diff) > 3 else ''}; resuming would mix "
                               "two runs in one journal", fix)
 
 

@@ -213,5 +213,5 @@ def test_run_command_refuses_another_matrix_journal_with_exit_2(tmp_path: Path,
                  '[[workload]]\nname = "w"\nrw = "randread"\nbs = "4k"\n')
     assert main(["run", str(m), "-o", str(run_dir), "--no-progress"]) == 2
     err = capsys.readouterr().err
-    assert str(m) in err and "[run] name: was 'same', now 'other'" in err and "Traceback" not in err
+    assert str(m) in err and '[run] name: was "same", now "other"' in err and "Traceback" not in err
     assert (run_dir / "journal.ndjson").read_bytes() == before
