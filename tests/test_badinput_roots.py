@@ -242,3 +242,11 @@ def test_qemu_version_names_a_binary_that_cannot_run(tmp_path: Path) -> None:
         qemu_version(str(tmp_path))
     with pytest.raises(EnvironmentProblem, match=r"set \[qemu\] binary"):
         qemu_version(str(tmp_path / "no-such-qemu"))
+
+
+def test_proxmox_guest_host_is_checked_like_host(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    text = BASE + PROXMOX.format(host='"10.0.0.2"')
+    code, out = plan(tmp_path, text + 'guest_host = "http://10.0.0.9:5985/wsman"\n', capsys)
+    assert code == 2 and "[proxmox] guest_host" in out and "is a URL" in out and "guest_port" in out
+    code, out = plan(tmp_path, text + 'guest_host = "10.0.0.9"\n', capsys)
+    assert code == 0, out

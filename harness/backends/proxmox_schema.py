@@ -29,8 +29,9 @@ REMOTE_COLLECTOR_DIR = ".cache/stormatrix/linux-host"
 
 
 def _check_host(value: str) -> None:
-    """``[proxmox] host``: a name or an IP address (empty: transport = "local", or said by check_section);
-    a URL would become a host name with a slash in it and fail only at the first API request."""
+    """``[proxmox] host`` and ``guest_host``: a name or an IP address (empty: transport = "local" or the
+    backend's own address, or said by check_section); a URL would become a host name with a slash in it
+    and fail only at the first connection, after plan said yes."""
     from ..commands.argtypes import host_problem  # at call time: the commands package imports this module
 
     problem = host_problem(value) if value else None
@@ -93,7 +94,9 @@ PROXMOX_SECTION = Section("proxmox", {
                           "on its bus"),
     "ready": Field(str, "auto", choices=("auto", "agent", "tcp", "executor"),
                    help="readiness: guest agent ping, a TCP port (guest_host:guest_port), or the executor's own"),
-    "guest_host": Field(str, "", help="address of the guest for fio-server/WinRM executors"),
+    "guest_host": Field(str, "", check=_check_host,
+                        help="the guest's host name or IP address only, for fio-server/WinRM executors; the port "
+                             "goes in guest_port"),
     "guest_port": Field(int, 0, min=0, max=65535,
                         help="port the guest executor listens on (fio server 8765, WinRM 5985/5986)"),
     "guest_channel": Field(str, "", check=_check_serial,
