@@ -156,7 +156,8 @@ def matrix_cases() -> Iterable[Case]:
                    ("{m}", "workload[1]"))
     for key, value in (("port", "0"), ("port", "70000"), ("port", "-1"), ("vmid", "0"), ("vmid", "-100"),
                        ("timeout", "0"), ("task_timeout", "-1"), ("host", '"http://pve:8006"'),
-                       ("host", '"pve host"'), ("transport", '"telnet"'), ("reboot_timeout", "-1")):
+                       ("host", '"pve host"'), ("host", '"pve:8006"'), ("guest_host", '"http://10.0.0.9:5985"'),
+                       ("guest_host", '"guest one"'), ("transport", '"telnet"'), ("reboot_timeout", "-1")):
         yield Case(f"matrix.proxmox.{key}={value}", ["plan", "{m}"],
                    {"m.toml": matrix({"proxmox": {key: value}})}, ("{m}", f"[proxmox] {key}"))
     for key, value in (("port", "70000"), ("port", "-1"), ("host", '"http://10.0.0.5:5985/wsman"'),
