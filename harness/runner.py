@@ -148,8 +148,8 @@ def check_same_run(records_before: list[dict[str, Any]], spec: MatrixSpec, run_d
     """Refuse (before anything is appended) to resume into another run's journal: docs/journal.md, Resuming."""
     for rec in (r for r in records_before if r.get("type") == "run"):
         fix = f"give -o a new run directory (e.g. {run_dir}-2), or resume with the matrix that run was measured with"
-        if bool(rec.get("suite")) != suite:
-            diff = [f"it holds a {'suite' if rec.get('suite') else 'matrix'} run's journal, this is a "
+        if (rec.get("suite") is not None) != suite:
+            diff = [f"it holds a {'matrix' if suite else 'suite'} run's journal, this is a "
                     f"{'suite' if suite else 'matrix'} run"]
         elif rec.get("side") != side:
             diff = [f"it was measured as side {rec.get('side')!r}, this run is side {side!r}"]

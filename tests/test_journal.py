@@ -215,3 +215,18 @@ def test_run_command_refuses_another_matrix_journal_with_exit_2(tmp_path: Path,
     err = capsys.readouterr().err
     assert str(m) in err and '[run] name: was "same", now "other"' in err and "Traceback" not in err
     assert (run_dir / "journal.ndjson").read_bytes() == before
+
+
+def test_a_suite_journal_and_a_matrix_journal_do_not_mix(tmp_path: Path) -> None:
+    from stormatrix.core.errors import MatrixError
+    from stormatrix.runner import check_same_run
+    from stormatrix.spec import spec_from_dict
+
+    spec = spec_from_dict(_matrix())
+    suite_rec = {"type": "run", "run_id": "s1", "suite": "", "side": None, "matrix": {}}  # even a suite named ""
+    matrix_rec = {"type": "run", "run_id": "m1", "side": None, "matrix": spec.raw}
+    with pytest.raises(MatrixError, match="suite run's journal, this is a matrix run"):
+        check_same_run([suite_rec], spec, tmp_path, side=None, suite=False)
+    with pytest.raises(MatrixError, match="matrix run's journal, this is a suite run"):
+        check_same_run([matrix_rec], spec, tmp_path, side=None, suite=True)
+    check_same_run([matrix_rec, {"type": "cell", "key": "k"}], spec, tmp_path, side=None, suite=False)  # the same run
