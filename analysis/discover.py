@@ -15,7 +15,7 @@ import stat
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Iterable
+from typing import Callable, Iterable
 
 from ..core.errors import DataFileError, InputError
 from ..core.journalfile import JOURNAL_NAME
@@ -93,6 +93,15 @@ def _what(mode: int) -> str:
 _KIND_BY_SUFFIX = {".json": "fio", ".xml": "diskspd", ".ndjson": "journal"}
 
 
+def _followed(test: Callable[[], bool]) -> bool:
+    """``DirEntry.is_dir``/``is_file`` through a link, False where the link cannot be followed: a loop
+    (ELOOP) raises where a dangling link only answers False. Opening it later says what is wrong."""
+    try:
+        return test()
+    except OSError:
+        return False
+
+
 def _walk(root: str, out: Found) -> None:
     """Result files under ``root`` (sorted), like ``os.walk`` without following directory links; a
     FIFO or device among them is set aside, never opened (reading one would block or never end).
@@ -111,7 +120,7 @@ def _walk(root: str, out: Found) -> None:
             continue
         real_prefix = real_folder if real_folder.endswith(os.sep) else real_folder + os.sep  # os.path.join's
         for e in entries:
-            if e.is_dir():
+            if _followed(e.is_dir):
                 if not e.is_symlink():
                     stack.append((e.path, real_prefix + e.name))
                 continue
@@ -120,7 +129,7 @@ def _walk(root: str, out: Found) -> None:
                 continue
             kind = _KIND_BY_SUFFIX[lname[lname.rindex("."):]] if not lname.startswith(".") else kind_of(e.path)
             real = os.path.realpath(e.path) if e.is_symlink() else real_prefix + e.name
-            if not e.is_file():
+            if not _followed(e.is_file):
                 try:
                     mode = e.stat().st_mode
                 except OSError:  # a dangling link: opening it says what is wrong

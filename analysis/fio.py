@@ -67,7 +67,7 @@ _INF = float("inf")
 
 def _bad(where: tuple[str, str, str], problem: str) -> DataFileError:
     source, job, direction = where
-    return DataFileError(source, f"job {job!r}: {direction}.{problem}")
+    return DataFileError(source, f"job {job!r}: {direction + '.' if direction else ''}{problem}")
 
 
 def _num(d: dict[str, Any], key: str, where: tuple[str, str, str] | None) -> float | int | None:
@@ -304,9 +304,10 @@ def summarize_jobs(jobs: Iterable[dict[str, Any]], source: str | None = None) ->
             e = int(_num(job, "error", None) or 0)
         error = max(error, e)
         for key, values in cpu.items():
-            v = job.get(key)
-            if v.__class__ is not float and v.__class__ is not int:
-                v = _num(job, key, None)
+            v: Any = job.get(key)  # a JSON value, narrowed by the class checks
+            if (v.__class__ is not float and v.__class__ is not int) or not 0 <= v < _INF:
+                # strict (ingest): text, a negative or an infinite figure is a damaged file, named
+                v = _num(job, key, (source, str(job.get("jobname")), "") if source is not None else None)
             if v is None:
                 raw = job.get(key)
                 why[key] = (f"fio wrote no {key}" if raw is None else f"{key} is {raw!r}, not a number") + \

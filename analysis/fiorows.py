@@ -11,7 +11,7 @@ from typing import Any
 
 from ..core.errors import DataFileError
 from .fio import summarize_jobs
-from .params import params_from_name, workload_params
+from .params import params_from_name, unreadable_options, workload_params
 from .tidy import reasons_text
 
 ALL_CLIENTS = "All clients"
@@ -71,6 +71,9 @@ def fio_rows(doc: Any, source: str) -> list[dict[str, Any]]:
     if not groups:
         raise DataFileError(source, "only an 'All clients' aggregate, no per-client results")
     version = doc.get("fio version")
+    if version is not None and not isinstance(version, str):
+        raise DataFileError(source, f"'fio version' is {version!r}, not fio's version text (like \"fio-3.33\")",
+                            "use the unedited output of fio --output-format=json")
     rows: list[dict[str, Any]] = []
     names: dict[tuple[str, ...], dict[str, Any]] = {}  # the path's parameters, by the shape keys looked for
     for name, group in groups.items():
@@ -79,6 +82,12 @@ def fio_rows(doc: Any, source: str) -> list[dict[str, Any]]:
             raise DataFileError(source, f"fio reported error {errors[0]} in job {name!r}",
                                 "look at the fio output; the run did not complete")
         params, missing = workload_params(doc.get("global options"), group[0].get("job options"))
+        if missing:
+            bad = unreadable_options(doc.get("global options"), group[0].get("job options"), missing)
+            if bad:
+                raise DataFileError(source, f"job {name!r}: the option {', '.join(bad)} is not one fio runs with "
+                                            "(fio refuses such a job, so its output never holds it)",
+                                    "use the unedited output of fio --output-format=json")
         from_name = names.get(missing)
         if from_name is None:
             from_name = names[missing] = params_from_name(source, missing)

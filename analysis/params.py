@@ -96,6 +96,27 @@ def _params_of(values: tuple[Any, ...]) -> tuple[dict[str, Any], tuple[str, ...]
     return params, tuple(k for k in SHAPE_KEYS if params[k] is None)
 
 
+# the options that give a workload's shape, by the parameter they fill
+_SHAPE_OPTIONS = {"rw": ("rw", "readwrite"), "bs": ("bs", "blocksize"), "iodepth": ("iodepth",),
+                  "numjobs": ("numjobs",)}
+
+
+def unreadable_options(global_opts: dict[str, Any] | None, job_opts: dict[str, Any] | None,
+                       missing: tuple[str, ...]) -> list[str]:
+    """``name='value'`` of each shape option fio's output holds but no fio could have run with (``bs=4q``,
+    ``rw=frobnicate``): of the parameters :func:`workload_params` left unknown (``missing``), the ones
+    whose option is there. fio refuses such a job before it starts, so its output never holds one: an
+    edited or damaged file, not a value to replace from the file name."""
+    opts = {**(global_opts or {}), **(job_opts or {})}
+    bad = []
+    for key in missing:
+        value = _option(opts, *_SHAPE_OPTIONS[key])
+        if value is not None:
+            name = next(n for n in _SHAPE_OPTIONS[key] if _option(opts, n) is not None)
+            bad.append(f"{name}={value!r}")
+    return bad
+
+
 _CONTROLLER_NAMES = sorted(set(CONTROLLERS) | set(CONTROLLER_ALIASES), key=len, reverse=True)
 _B = r"(?<![a-z0-9])"  # token boundary on the left
 _E = r"(?![a-z0-9])"   # ... and on the right

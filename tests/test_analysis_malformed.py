@@ -54,3 +54,25 @@ def test_cli_skips_malformed_files_with_warnings_and_strict_fails(tmp_path: Path
 def test_cli_exits_2_when_nothing_is_usable(tmp_path: Path, capsys):
     assert main(["report", str(CORPUS / "diskspd"), "-o", str(tmp_path / "z.xlsx")]) == 2
     assert "no usable results" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("edit, named", [
+    (lambda d: d["jobs"][0]["job options"].update(bs="4q"), "bs='4q'"),
+    (lambda d: d["jobs"][0]["job options"].update(rw="frobnicate"), "rw='frobnicate'"),
+    (lambda d: d.update({"fio version": 3}), "'fio version' is 3"),
+    (lambda d: d["jobs"][0].update(usr_cpu="lots"), "usr_cpu is 'lots'"),
+    (lambda d: d["jobs"][0].update(ctx=-5), "ctx is -5"),
+    (lambda d: d["jobs"][0].update(sys_cpu=float("nan")), "sys_cpu is nan"),
+], ids=["bs", "rw", "version", "usr_cpu", "ctx", "sys_cpu-nan"])
+def test_an_edited_field_fio_never_writes_is_named_not_replaced(tmp_path: Path, edit, named: str):
+    """fio refuses to run bs=4q and never writes a text CPU figure or a negative count: such a file was edited
+    or damaged, and the value is named, not replaced from the file name nor dropped to null."""
+    import json
+
+    doc = json.loads((DATA / "fio" / "fio3_randread_bs4k_qd1.json").read_text())
+    edit(doc)
+    path = tmp_path / "read-rand-bs4096-qd1.json"   # the name could fill bs/rw: it must not hide the damage
+    path.write_text(json.dumps(doc))
+    result = ingest([path])
+    assert result.frame.empty and len(result.problems) == 1
+    assert result.problems[0].source == str(path) and named in result.problems[0].reason

@@ -42,3 +42,20 @@ def test_a_missing_file_or_a_directory_raise_oserror_as_open_does(tmp_path: Path
             with open(path, "rb") as fh:
                 fh.read()
         assert got.value.strerror == expected.value.strerror
+
+
+def test_a_link_loop_inside_a_run_folder_is_named_not_a_crash(tmp_path: Path) -> None:
+    """A link that points at itself (ELOOP) among the results: the good file is read, the loop is a problem
+    naming it, and the walk does not stop."""
+    import shutil
+
+    from stormatrix.analysis.ingest import ingest
+
+    folder = tmp_path / "run"
+    folder.mkdir()
+    shutil.copy(Path(__file__).parent / "data" / "fio" / "fio3_randread_bs4k_qd1.json", folder / "good.json")
+    (folder / "loop.json").symlink_to(folder / "loop.json")
+    (folder / "sub").symlink_to(folder / "sub")
+    result = ingest([folder])
+    assert len(result.frame) == 1
+    assert [p.source for p in result.problems] == [str(folder / "loop.json")]
