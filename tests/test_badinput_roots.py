@@ -101,6 +101,8 @@ def test_qemu_disk_path_and_binary_kinds_at_plan(tmp_path: Path, capsys: pytest.
     assert code == 2 and "[qemu] binary" in text and "not an executable file" in text
     code, text = plan(tmp_path, BASE + f'[qemu]\nbinary = "{image}"\n', capsys)  # no x bit
     assert code == 2 and "[qemu] binary" in text and "x permission" in text
+    code, text = plan(tmp_path, BASE + '[qemu]\nbinary = "qemu-system-x86_64 -enable-kvm"\n', capsys)
+    assert code == 2 and "[qemu] binary" in text and "command line" in text
     code, text = plan(tmp_path, BASE + '[qemu]\nbinary = "qemu-system-x86_64"\n', capsys)  # a name on PATH
     assert code == 0, text
 

@@ -38,6 +38,9 @@ def _check_binary(value: str) -> None:
     executable regular file now (a directory fails only at the first VM start, after plan said yes)."""
     if not value.strip():
         raise ValueError("is empty")
+    if "/" not in value and any(c.isspace() for c in value):
+        raise ValueError(f"{value[:80]!r} is a command line, not a program name: QEMU's options come from the "
+                         "matrix")
     if "/" in value:
         problem = executable_problem(os.path.expanduser(value))
         if problem:
