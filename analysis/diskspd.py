@@ -10,7 +10,13 @@ What we read (DiskSpd 2.x, ``diskspd ... -L -Rxml``):
 - ``Results/TimeSpan/CpuUtilization/Average``: guest CPU, reported as the guest's, not the host's.
 - ``Results/Profile/TimeSpans/TimeSpan/Targets/Target``: the workload (``BlockSize``, ``RequestCount``
   = outstanding I/O per thread, i.e. ``-o``; ``WriteRatio``; ``Random`` for ``-r``;
-  ``ThreadsPerFile`` = ``-t``).
+  ``ThreadsPerFile`` = ``-t``). With ``-F`` the profile's ``TimeSpan`` has ``ThreadCount`` > 0 (threads
+  shared by all targets) and ``RequestCount`` = ``-O``; those then give numjobs and iodepth.
+
+An absent tag leaves its column to the file name (``bs``, ``iodepth``, ``numjobs``) or blank with the
+reason (latency, CPU). A tag that is present but empty, not a number, negative, NaN, or past DiskSpd's
+32-bit fields (2^32) is a :class:`DataFileError` naming the file and the tag: such a file was edited or
+cut, and a figure silently replaced by a default would be a wrong row, not a missing one.
 
 Only ElementTree from the standard library: it does not fetch external entities.
 """
@@ -35,21 +41,53 @@ def _text(node: ET.Element | None, path: str) -> str | None:
     return found.text.strip()
 
 
-def _float(node: ET.Element | None, path: str, source: str, required: bool = False) -> float | None:
-    raw = _text(node, path)
-    if raw is None or raw == "":
+# DiskSpd keeps its duration (-d), block size (-b), request counts (-o, -O) and thread counts (-t, -F) in
+# 32-bit fields: a value at or past 2^32 in one of these tags was not written by DiskSpd.
+DWORD = 2**32
+FIX = "give the unedited output of diskspd -Rxml (DiskSpd writes a number in every such tag)"
+
+
+def _raw(node: ET.Element | None, path: str, source: str, required: bool) -> str | None:
+    """The text of a tag; None when the tag is absent (the caller's documented fallback applies). A tag
+    that is present but empty is an error, not an absence: nothing DiskSpd writes is empty."""
+    found = node.find(path) if node is not None else None
+    if found is None:
         if required:
-            raise DataFileError(source, f"DiskSpd XML has no <{path}>",
-                                "give the complete output of diskspd -Rxml")
+            raise DataFileError(source, f"DiskSpd XML has no <{path}>", "give the complete output of diskspd -Rxml")
+        return None
+    raw = (found.text or "").strip()
+    if not raw:
+        raise DataFileError(source, f"<{path}> is present but empty", FIX)
+    return raw
+
+
+def _float(node: ET.Element | None, path: str, source: str, required: bool = False,
+           below: float | None = None) -> float | None:
+    raw = _raw(node, path, source, required)
+    if raw is None:
         return None
     try:
         value = float(raw)
     except ValueError:
-        raise DataFileError(source, f"<{path}> is {raw!r}, not a number") from None
+        raise DataFileError(source, f"<{path}> is {raw[:40]!r}, not a number", FIX) from None
     if not math.isfinite(value) or value < 0:  # every DiskSpd figure is a count, size, time or percentage
-        raise DataFileError(source, f"<{path}> is {raw!r}, not a finite number >= 0",
-                            "give the unedited output of diskspd -Rxml")
+        raise DataFileError(source, f"<{path}> is {raw[:40]!r}, not a finite number >= 0", FIX)
+    if below is not None and value >= below:
+        raise DataFileError(source, f"<{path}> is {raw[:40]!r}, at or past DiskSpd's limit of {below:.0f}", FIX)
     return value
+
+
+def _count(node: ET.Element | None, path: str, source: str) -> int | None:
+    """A DiskSpd setting kept in a 32-bit field (a block size, request or thread count): a whole number
+    0 <= n < 2^32, or None when the tag is absent. "8.0", "-1", "NaN" or 1e40 mean an edited file."""
+    raw = _raw(node, path, source, False)
+    if raw is None:
+        return None
+    if not raw.isdigit() or not raw.isascii():
+        raise DataFileError(source, f"<{path}> is {raw[:40]!r}, not a whole number >= 0", FIX)
+    if int(raw) >= DWORD:
+        raise DataFileError(source, f"<{path}> is {raw[:40]!r}, past DiskSpd's 32-bit limit ({DWORD - 1})", FIX)
+    return int(raw)
 
 
 def parse_diskspd_xml(text: str, source: str = "<diskspd xml>") -> dict[str, Any]:
@@ -66,9 +104,11 @@ def parse_diskspd_xml(text: str, source: str = "<diskspd xml>") -> dict[str, Any
     span = root.find("TimeSpan")
     if span is None:
         raise DataFileError(source, "DiskSpd XML has no <TimeSpan> result")
-    seconds = _float(span, "TestTimeSeconds", source, required=True)
+    seconds = _float(span, "TestTimeSeconds", source, required=True, below=DWORD)
     if not seconds or seconds <= 0:
         raise DataFileError(source, f"TestTimeSeconds is {seconds}: the test did not run")
+    _count(span, "ThreadCount", source)  # threads that ran and the -O requests: checked, the profile's are used
+    _count(span, "RequestCount", source)
     targets = span.findall("Thread/Target")
     if not targets:
         raise DataFileError(source, "DiskSpd XML has no <Thread>/<Target> results")
@@ -100,11 +140,22 @@ def parse_diskspd_xml(text: str, source: str = "<diskspd xml>") -> dict[str, Any
             pct = _float(bucket, "Percentile", source)
             if pct is not None and abs(pct - 99.0) < 1e-9:
                 p99 = _float(bucket, "TotalMilliseconds", source)
+    settings = root.find("Profile/TimeSpans/TimeSpan")
     profile = root.find("Profile/TimeSpans/TimeSpan/Targets/Target")
-    bs = _float(profile, "BlockSize", source)
-    qd = _float(profile, "RequestCount", source)
+    bs = _count(profile, "BlockSize", source)
+    if bs == 0:
+        raise DataFileError(source, "<BlockSize> is 0, which is no block size", FIX)
+    # -F (ThreadCount > 0): that many threads share every target, each with -O (RequestCount) requests
+    # in flight; otherwise -t (ThreadsPerFile) threads per target with -o (the target's RequestCount)
+    fixed_threads = _count(settings, "ThreadCount", source)
+    fixed_requests = _count(settings, "RequestCount", source)
+    qd = _count(profile, "RequestCount", source)
+    if fixed_threads and fixed_requests:
+        qd = fixed_requests
     write_ratio = _float(profile, "WriteRatio", source)
-    threads = _float(profile, "ThreadsPerFile", source)
+    threads = _count(profile, "ThreadsPerFile", source)
+    if fixed_threads:
+        threads = fixed_threads
     random = _text(profile, "Random") is not None
     from_name = params_from_name(source)
     rw = None

@@ -321,6 +321,7 @@ def read_journal_rows(path: str | Path) -> tuple[list[dict[str, Any]], list[dict
         return [], [], [Problem(source, "binary data, not a journal (a journal is text, one JSON record per "
                                         "line). Fix: give the run directory's own journal.ndjson")], []
     schemas: dict[Any, list[int]] = {}  # unknown schema -> its line numbers: one problem per file, not per line
+    skipped: dict[str, str] = {}  # cell key -> why it was not booted (the latest cell-skipped record's reason)
     for line in read_lines(data):
         number = line.number
         where = f"{source}:{number}"
@@ -340,6 +341,9 @@ def read_journal_rows(path: str | Path) -> tuple[list[dict[str, Any]], list[dict
         kind = rec.get("type")
         if kind == "run":
             runs.append(rec)
+        elif kind == "cell-skipped" and isinstance(rec.get("key"), str):
+            reason = rec.get("reason")
+            skipped[rec["key"]] = str(reason) if isinstance(reason, str) and reason.strip() else "no reason recorded"
         elif kind == "cell":
             try:
                 row = journal_cell_row(rec, where)
@@ -370,6 +374,23 @@ def read_journal_rows(path: str | Path) -> tuple[list[dict[str, Any]], list[dict
     for row in rows:  # how the guest ran (kvm, tcg): the I/O-path lens says when the vCPU was the emulated guest
         a = accel.get(row.get("run_id"))
         row["accel"] = str(a) if a is not None else None
+    notes += skipped_notes(source, {k: r for k, r in skipped.items() if k not in seen})
     if not rows and not problems:
         notes.append(f"{source}: no finished cells in the journal")
     return rows, runs, problems, notes
+
+
+def skipped_notes(source: str, skipped: dict[str, str], shown: int = 12) -> list[str]:
+    """One note per reason for the cells a run skipped and never measured (``cell-skipped`` records: the
+    guest lacked the controller's virtio-win driver), naming their keys. Without it a controller would
+    just be missing from the workbook, as if it had never been planned. A cell measured later (a resumed
+    run found the driver) is not listed."""
+    by_reason: dict[str, list[str]] = {}
+    for key, reason in skipped.items():
+        by_reason.setdefault(reason, []).append(key)
+    out = []
+    for reason, keys in by_reason.items():
+        more = f" and {len(keys) - shown} more" if len(keys) > shown else ""
+        out.append(f"{source}: {len(keys)} cell{'s' if len(keys) != 1 else ''} skipped, not measured "
+                   f"(cell-skipped records): {reason} — cells: {', '.join(keys[:shown])}{more}")
+    return out

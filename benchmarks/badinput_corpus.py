@@ -156,7 +156,8 @@ def matrix_cases() -> Iterable[Case]:
                    ("{m}", "workload[1]"))
     for key, value in (("port", "0"), ("port", "70000"), ("port", "-1"), ("vmid", "0"), ("vmid", "-100"),
                        ("timeout", "0"), ("task_timeout", "-1"), ("host", '"http://pve:8006"'),
-                       ("host", '"pve host"'), ("transport", '"telnet"'), ("reboot_timeout", "-1")):
+                       ("host", '"pve host"'), ("host", '"pve:8006"'), ("guest_host", '"http://10.0.0.9:5985"'),
+                       ("guest_host", '"guest one"'), ("transport", '"telnet"'), ("reboot_timeout", "-1")):
         yield Case(f"matrix.proxmox.{key}={value}", ["plan", "{m}"],
                    {"m.toml": matrix({"proxmox": {key: value}})}, ("{m}", f"[proxmox] {key}"))
     for key, value in (("port", "70000"), ("port", "-1"), ("host", '"http://10.0.0.5:5985/wsman"'),
@@ -172,8 +173,10 @@ def matrix_cases() -> Iterable[Case]:
     for key, value in (("disk_path", '"{tmp}/no-such-disk.img"'), ("disk_path", '"{tmp}/adir"'),
                        ("disk_path", '"{tmp}/fifo"'), ("disk_path", '"{tmp}/loop"'), ("disk_path", '"/dev/zero"'),
                        ("binary", '"{tmp}/adir"')):
+        # the files are laid out under {tmp}; the command runs in {tmp}/cwd, so ../ reaches them
         yield Case(f"matrix.qemu.{key}-path={value.split('/')[-1]}", ["plan", "{m}"],
-                   {"adir": DIR, "fifo": FIFO, "loop": LOOP, "m.toml": matrix({"qemu": {key: value}})},
+                   {"adir": DIR, "fifo": FIFO, "loop": LOOP,
+                    "m.toml": matrix({"qemu": {key: value.replace("{tmp}/", "../")}})},
                    ("{m}", f"[qemu] {key}"))
     for key in ("ca_file",):
         for label, value in (("missing", '"{tmp}/nope.pem"'), ("dir", '"{tmp}/adir"'), ("fifo", '"{tmp}/fifo"'),
@@ -181,7 +184,8 @@ def matrix_cases() -> Iterable[Case]:
             for section in ("proxmox", "winrm"):
                 yield Case(f"matrix.{section}.{key}-{label}", ["plan", "{m}"],
                            {"adir": DIR, "fifo": FIFO, "loop": LOOP,
-                            "m.toml": matrix({section: {key: value, **({"use_tls": "true"} if section == "winrm" else {})}})},
+                            "m.toml": matrix({section: {key: value.replace("{tmp}/", "../"),
+                                                        **({"use_tls": "true"} if section == "winrm" else {})}})},
                            ("{m}", f"[{section}] {key}"))
 
 
@@ -230,6 +234,15 @@ def run_cmd_cases() -> Iterable[Case]:
                ("journal.ndjson",))
     yield Case("run.journal-binary", ["run", "{m}", "-o", "{tmp}/r"],
                {**good, "r/journal.ndjson": bytes(range(256)) * 8}, ("journal.ndjson",))
+    # -o holding ANOTHER run's journal: resuming would append this matrix's cells to it (refused before a VM)
+    suite_run = json.dumps({**json.loads(JLINES[0]), "suite": "s", "side": None})
+    for label, text in (("another-matrix", JOURNAL.replace('"side": "Proxmox VE 8.2 (A)"', '"side": null')),
+                        ("a-suite", suite_run + "\n"),
+                        ("another-side", JLINES[0].replace('"side": "Proxmox VE 8.2 (A)"', '"side": "B"') + "\n")):
+        yield Case(f"run.journal-of-{label}", ["run", "{m}", "-o", "{tmp}/r"], {**good, "r/journal.ndjson": text},
+                   ("{m}", "another run", "new run directory"))
+    yield Case("demo.output-holds-another-matrix", ["demo", "--matrix", "{m}", "-o", "{tmp}/r"],
+               {**good, "r/journal.ndjson": JOURNAL}, ("{m}", "another run", "new run directory"))
     for key, value in (("repeats", "0"), ("backend", '"hyperv"'), ("measure_seconds", "nan")):
         yield Case(f"run.bad-matrix.{key}", ["run", "{m}", "-o", "{tmp}/r"],
                    {"m.toml": matrix({"run": {key: value}})}, ("{m}", f"[run] {key}"))
@@ -550,19 +563,10 @@ FAMILIES = {
 #: failing cases whose root cause is in a file the corpus' author does not own: the change asked of its
 #: owner (the table counts them apart; they still fail)
 AWAITING = {
-    "matrix.proxmox.host=": "harness/backends/proxmox_schema.py: check [proxmox] host (no URL, no spaces)",
-    "matrix.qemu.disk_path-path=zero": "harness/backends/qemu.py: [qemu] disk_path must be a regular file",
-    "matrix.qemu.binary-path=adir": "harness/backends/qemu.py: [qemu] binary must be an executable file",
     "fio.jobs.0.job options.": "analysis/params.py/fio.py: refuse a bs/rw in 'job options' that does not parse",
     "fio.fio version=": "analysis/fio.py: 'fio version' must be a string",
     "fio.jobs.0.usr_cpu=": "analysis/fio.py: usr_cpu/sys_cpu must be numbers >= 0",
     "fio.jobs.0.ctx=": "analysis/fio.py: ctx must be a count >= 0",
-    "diskspd.": "analysis/diskspd.py: a present but unparsable or negative number is an error, not a fallback",
-    "suite-plan.side=": "harness/suite.py: [suite] side must not be empty",
-    "suite-plan.block_sizes[4]": "harness/suite.py: block sizes above 1 GiB refused (as [[workload]] bs)",
-    "suite-plan.size[4]": "harness/suite.py: [suite] size past 2^63 refused",
-    "demo.guests-zero": "harness/commands/demo.py: --guests must be 1 or more (0 hangs)",
-    "demo.output-is-file": "harness/commands/demo.py: -o that is a file: exit 2, not a traceback",
 }
 
 

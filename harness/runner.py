@@ -17,6 +17,7 @@ executor drives many fio servers (:mod:`stormatrix.suiterun`). The measurement w
 
 from __future__ import annotations
 
+import json
 import logging
 import secrets
 import sys
@@ -28,14 +29,15 @@ from typing import Any, Callable, TextIO
 
 from . import __version__, records, repeats
 from .backends.base import Backend, GuestEndpoint
-from .core.errors import AuthenticationFailed, BackendError, CollectorError, StormatrixError, UnsafeWrite
+from .core.errors import (AuthenticationFailed, BackendError, CollectorError, MatrixError, StormatrixError,
+                          UnsafeWrite)
 from .executors.base import GuestExecutor
 from .executors.winrm_facts import DriverGate, with_storage_drivers
 from .core.model import Cell, DiskConfig, Plan
 from .journal import Journal, JournalWriteError
 from .progress import DEFAULT_OVERHEAD_S, Progress, estimate_seconds, fmt_duration
 from .registry import backend_class, executor_class
-from .spec import MatrixSpec, expand
+from .spec import MATRIX_SECTION, RUN_SECTION, WORKLOAD_SECTION, MatrixSpec, expand, extra_sections
 from .window import Window, default_collector_factory  # noqa: F401 - backends.base's default imports it from here
 
 log = logging.getLogger("stormatrix.runner")
@@ -93,6 +95,72 @@ def executor_name_for(spec: MatrixSpec) -> str:
 def check_executor_spec(spec: MatrixSpec) -> None:
     """The executor's own plan-time checks (e.g. WinRM's shell memory quota), before any VM is touched."""
     executor_class(executor_name_for(spec)).check_spec(spec)
+
+
+#: Keys a resumed run may change (docs/journal.md, Resuming); every other key says what a cell measures.
+MAY_CHANGE_ON_RESUME: dict[str, set[str]] = {
+    "run": {"repeats", "max_repeats", "cv_limit_pct", "time_budget_minutes", "on_error", "retries", "allow_write",
+            "boot_timeout_seconds", "rate_tolerance_pct", "crosscheck_tolerance_pct", "guest_drivers"},
+    "qemu": {"boot_ahead"},
+    "proxmox": {"transport", "host", "port", "user", "token_id", "token_secret_env", "token_secret_file", "verify_tls",
+                "ca_file", "timeout", "task_timeout", "ready", "guest_host", "guest_port", "guest_channel",
+                "qemu_server_dir", "ssh", "ssh_config", "ssh_dir", "reboot_timeout", "check_cmdline"},
+    "winrm": {"host", "port", "transport", "use_tls", "username", "password_env", "password_file", "cert_validation",
+              "ca_file", "operation_timeout_seconds", "read_timeout_seconds", "command_timeout_seconds",
+              "connect_retries", "reboot_timeout_seconds", "fio_path", "diskspd_path", "max_memory_per_shell_mb"},
+    "vmware": {"server", "credential_source", "user_env", "password_env", "password_file", "credential_store_user",
+               "verify_tls", "guest_host", "guest_port", "pwsh", "call_timeout", "stats_wait_seconds", "esxtop_ssh",
+               "esxtop_delay_seconds"},
+}
+
+
+def run_differences(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    """``[section] key: was X, now Y`` per key outside MAY_CHANGE_ON_RESUME that differs, defaults filled in."""
+    schema = {"run": RUN_SECTION, "matrix": MATRIX_SECTION, "workload": WORKLOAD_SECTION, **extra_sections()}
+
+    def shown(value: Any) -> str:  # TOML has no null: None is a key or section the matrix does not have
+        return "(absent)" if value is None else json.dumps(value)[:40]
+
+    def view(name: str, table: Any) -> Any:  # as JSON holds it (the journal's copy went through JSON)
+        sec, keep = schema.get(name), MAY_CHANGE_ON_RESUME.get(name, set())
+        if isinstance(table, dict):
+            table = {k: v for k, v in {**({k: f.default for k, f in sec.fields.items() if not f.required}
+                                          if sec else {}), **table}.items() if k not in keep}
+        return json.loads(json.dumps(table, default=str))
+
+    out: list[str] = []
+    for name in sorted(set(old) | set(new), key=lambda n: (n != "run", n != "matrix", n)):
+        a, b = old.get(name, {} if name in schema else None), new.get(name, {} if name in schema else None)
+        if name == "workload" and isinstance(a, list) and isinstance(b, list):
+            out += [f"[[workload]]: was {len(a)} workloads, now {len(b)}"] if len(a) != len(b) else []
+            pairs = [(f"workload[{i}]", view(name, x), view(name, y)) for i, (x, y) in enumerate(zip(a, b), 1)]
+        else:
+            pairs = [(f"[{name}]", view(name, a), view(name, b))]
+        for where, x, y in pairs:
+            x, y = (x, y) if isinstance(x, dict) and isinstance(y, dict) else ({"": x}, {"": y})
+            out += [f"{where} {k}".rstrip() + f": was {shown(x.get(k))}, now {shown(y.get(k))}"
+                    for k in sorted(set(x) | set(y)) if x.get(k) != y.get(k)]
+    return out
+
+
+def check_same_run(records_before: list[dict[str, Any]], spec: MatrixSpec, run_dir: Path, *,
+                   side: str | None, suite: bool) -> None:
+    """Refuse (before anything is appended) to resume into another run's journal: docs/journal.md, Resuming."""
+    for rec in (r for r in records_before if r.get("type") == "run"):
+        fix = f"give -o a new run directory (e.g. {run_dir}-2), or resume with the matrix that run was measured with"
+        if (rec.get("suite") is not None) != suite:
+            diff = [f"it holds a {'matrix' if suite else 'suite'} run's journal, this is a "
+                    f"{'suite' if suite else 'matrix'} run"]
+        elif rec.get("side") != side:
+            diff = [f"it was measured as side {rec.get('side')!r}, this run is side {side!r}"]
+            fix = f"resume with {'--side ' + repr(rec['side']) if rec.get('side') else 'no --side'}, or {fix}"
+        else:  # a suite checks its own guests (suiterun.check_resumable)
+            diff = [] if suite or not isinstance(rec.get("matrix"), dict) else run_differences(rec["matrix"], spec.raw)
+        if diff:
+            raise MatrixError(spec.path, "", f"{run_dir} holds the journal of another run ({rec.get('run_id')}, "
+                              f"matrix {rec.get('matrix_path')}): {'; '.join(diff[:3])}"
+                              f"{f' (and {len(diff) - 3} more)' if len(diff) > 3 else ''}; resuming would mix "
+                              "two runs in one journal", fix)
 
 
 class Runner:
@@ -156,8 +224,10 @@ class Runner:
     # --- the run --------------------------------------------------------------------------------------
     def run(self) -> dict[str, Any]:
         plan = self.plan()
+        self.journal.check_existing()  # then read, and refused before open() could cut another run's torn tail
+        records_before = self.journal.records() if self.journal.path.is_file() else []
+        check_same_run(records_before, self.spec, self.run_dir, side=self.side, suite="suite" in self.run_extra)
         self.journal.open()
-        records_before = self.journal.records()
         done = {r["key"] for r in records_before if r.get("type") == "cell" and "key" in r}
         pending = [c for c in plan.cells if c.key not in done]
         summary = {"run_dir": str(self.run_dir), "run_id": self.run_id, "cells": len(plan.cells),

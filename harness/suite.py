@@ -70,10 +70,24 @@ SEED_QUEUE_DEPTHS = [1, 2, 4, 8, 16, 32, 64, 128]
 
 
 def _size_ok(value: Any) -> None:
-    try:
-        parse_size(value)
-    except ValueError as exc:
-        raise ValueError(str(exc)) from None
+    """``[suite] size``: bytes fio can address (fio keeps sizes in 64-bit signed integers)."""
+    if parse_size(value) >= 2**63:
+        raise ValueError(f"{str(value)[:40]} is past 2^63 bytes, more than fio (or any disk) can address")
+
+
+def _block_size_ok(value: Any) -> None:
+    """One of ``[suite] block_sizes``: at most 1 GiB, as a ``[[workload]] bs``."""
+    if parse_size(value) > 2**30:
+        raise ValueError(f"{str(value)[:40]} is above 1 GiB; use a block size like 4k, 64k or 1m")
+
+
+def _side_ok(value: str) -> None:
+    """``[suite] side`` heads the comparison's columns and every point's record: a label, as ``--side``."""
+    from .commands.argtypes import label_problem  # at call time: the commands package imports this module
+
+    problem = label_problem(value)
+    if problem:
+        raise ValueError(problem)
 
 
 def _controller_ok(value: str) -> None:
@@ -83,16 +97,18 @@ def _controller_ok(value: str) -> None:
 
 SUITE_SECTION = Section("suite", {
     "name": Field(str, "suite", help="a name for the suite"),
-    "side": Field(str, "A", help="the side label, e.g. \"Proxmox VE 7.2\" or \"iSCSI\""),
+    "side": Field(str, "A", check=_side_ok,
+                  help="the side label, one line of at most 100 characters, e.g. \"Proxmox VE 7.2\" or \"iSCSI\""),
     "rw": Field(str, ["randread"], list_of=True, choices=RW_MODES),
-    "block_sizes": Field((str, int), list(SEED_BLOCK_SIZES), list_of=True, check=_size_ok,
-                         help="block sizes like 512, 4k, 64k"),
+    "block_sizes": Field((str, int), list(SEED_BLOCK_SIZES), list_of=True, check=_block_size_ok,
+                         help="block sizes like 512, 4k, 64k (at most 1 GiB)"),
     "queue_depths": Field(int, list(SEED_QUEUE_DEPTHS), list_of=True, min=1, max=65536),
     "numjobs": Field(int, 1, min=1, max=256),
     "ramp_seconds": Field(float, 60.0, min=0, max=86400, help="warm-up before each point's window"),
     "measure_seconds": Field(float, 1200.0, min=0.5, max=86400, help="each point's measurement window"),
     "filename": Field(str, help="the test device or file inside every guest, e.g. /dev/sdb"),
-    "size": Field((str, int), None, check=_size_ok, help="bytes of the target to use; omit for the whole device"),
+    "size": Field((str, int), None, check=_size_ok,
+                  help="bytes of the target to use, like 10g (below 2^63); omit for the whole device"),
     "direct": Field(bool, True, help="O_DIRECT, as in the seeds"),
     "ioengine": Field(str, "libaio", choices=("libaio", "io_uring", "psync", "sync", "posixaio", "null")),
     "rwmixread": Field(int, 50, min=0, max=100, help="read share for rw/randrw"),

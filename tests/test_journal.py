@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+from typing import Any
 from pathlib import Path
 
 import pytest
@@ -123,3 +124,109 @@ def test_a_diskspd_cell_is_journaled_with_its_engine(tmp_path: Path) -> None:
     assert cell["per_mib"]["ctx"] == pytest.approx(1000 / row["mib"])
     frame = ingest([str(tmp_path / "run")]).frame
     assert len(frame) == 1 and frame["io_bytes"].iloc[0] == row["io_bytes"]
+
+
+# --- resuming: only into the same run's journal (docs/journal.md, "Resuming") ---------------------------
+
+def _matrix(**run: Any) -> dict[str, Any]:
+    return {"run": {"name": "same", "ramp_seconds": 0, "measure_seconds": 1, **run},
+            "matrix": {"controllers": ["virtio-blk"], "aio": ["io_uring"], "cache": ["none"]},
+            "workload": [{"name": "w", "rw": "randread", "bs": "4k"}]}
+
+
+def _run(run_dir: Path, raw: dict[str, Any], side: str | None = None) -> dict[str, Any]:
+    from standins.agent import FakeCollector, FakeVmBackend
+
+    from stormatrix.runner import Runner
+    from stormatrix.spec import spec_from_dict
+
+    spec = spec_from_dict(raw)
+    spec.run["boot_timeout_seconds"] = 1.0
+    return Runner(spec, run_dir, side=side, progress=False, backend=FakeVmBackend(spec, run_dir, {}),
+                  collector_factory=FakeCollector).run()
+
+
+def _with(raw: dict[str, Any], section: str, **keys: Any) -> dict[str, Any]:
+    out = json.loads(json.dumps(raw))
+    if section == "workload":
+        out["workload"][0].update(keys)
+    else:
+        out.setdefault(section, {}).update(keys)
+    return out
+
+
+@pytest.mark.parametrize("section, keys, named", [
+    ("run", {"name": "other"}, "[run] name"),
+    ("matrix", {"controllers": ["sata"]}, "[matrix] controllers"),
+    ("workload", {"bs": "64k"}, "workload[1] bs"),
+    ("run", {"measure_seconds": 2}, "[run] measure_seconds"),
+    ("qemu", {"vcpus": 2}, "[qemu] vcpus"),
+])
+def test_resuming_into_another_matrix_journal_is_refused_and_appends_nothing(
+        tmp_path: Path, section: str, keys: dict[str, Any], named: str) -> None:
+    from stormatrix.core.errors import MatrixError
+
+    run_dir = tmp_path / "run"
+    assert _run(run_dir, _matrix())["measured"] == 1
+    with open(run_dir / "journal.ndjson", "ab") as fh:
+        fh.write(b'{"type": "cell", "key": "torn", "fio": {')  # that run was killed mid-write
+    before = (run_dir / "journal.ndjson").read_bytes()
+    with pytest.raises(MatrixError) as exc:
+        _run(run_dir, _with(_matrix(), section, **keys))
+    text = str(exc.value)
+    assert named in text and str(run_dir) in text and "new run directory" in text and "another run" in text
+    assert (run_dir / "journal.ndjson").read_bytes() == before  # not a record appended, not its torn tail cut
+
+
+def test_resuming_with_more_repeats_or_other_credentials_is_the_same_run(tmp_path: Path) -> None:
+    """How many repeats and how the machines are reached may change; defaults written out are no change."""
+    run_dir = tmp_path / "run"
+    _run(run_dir, _matrix())
+    more = _with(_with(_matrix(repeats=2, retries=3, ramp_seconds=0.0), "qemu", boot_ahead=False, vcpus=1),
+                 "workload", iodepth=1)
+    summary = _run(run_dir, more)
+    assert summary["already_done"] == 1 and summary["measured"] == 1
+    keys = [r["key"] for r in read_journal(run_dir / "journal.ndjson").records if r["type"] == "cell"]
+    assert len(keys) == 2 and keys[0].endswith("rep1") and keys[1].endswith("rep2")
+
+
+def test_resuming_as_another_side_is_refused(tmp_path: Path) -> None:
+    from stormatrix.core.errors import MatrixError
+
+    run_dir = tmp_path / "run"
+    _run(run_dir, _matrix(), side="Proxmox VE 8.2")
+    with pytest.raises(MatrixError, match="side 'Proxmox VE 8.2'.*--side"):
+        _run(run_dir, _matrix(repeats=2), side="iSCSI")
+    assert _run(run_dir, _matrix(repeats=2), side="Proxmox VE 8.2")["measured"] == 1
+
+
+def test_run_command_refuses_another_matrix_journal_with_exit_2(tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """Through the CLI: exit 2, the matrix file and the differing key named, the journal unchanged."""
+    from stormatrix.cli import main
+
+    run_dir = tmp_path / "run"
+    _run(run_dir, _matrix())
+    before = (run_dir / "journal.ndjson").read_bytes()
+    m = tmp_path / "other.toml"
+    m.write_text('[run]\nname = "other"\n[matrix]\ncontrollers = ["virtio-blk"]\n'
+                 '[[workload]]\nname = "w"\nrw = "randread"\nbs = "4k"\n')
+    assert main(["run", str(m), "-o", str(run_dir), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert str(m) in err and '[run] name: was "same", now "other"' in err and "Traceback" not in err
+    assert (run_dir / "journal.ndjson").read_bytes() == before
+
+
+def test_a_suite_journal_and_a_matrix_journal_do_not_mix(tmp_path: Path) -> None:
+    from stormatrix.core.errors import MatrixError
+    from stormatrix.runner import check_same_run
+    from stormatrix.spec import spec_from_dict
+
+    spec = spec_from_dict(_matrix())
+    suite_rec = {"type": "run", "run_id": "s1", "suite": "", "side": None, "matrix": {}}  # even a suite named ""
+    matrix_rec = {"type": "run", "run_id": "m1", "side": None, "matrix": spec.raw}
+    with pytest.raises(MatrixError, match="suite run's journal, this is a matrix run"):
+        check_same_run([suite_rec], spec, tmp_path, side=None, suite=False)
+    with pytest.raises(MatrixError, match="matrix run's journal, this is a suite run"):
+        check_same_run([matrix_rec], spec, tmp_path, side=None, suite=True)
+    check_same_run([matrix_rec, {"type": "cell", "key": "k"}], spec, tmp_path, side=None, suite=False)  # the same run

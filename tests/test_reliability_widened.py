@@ -23,15 +23,21 @@ REPRESENTATIVES = [
     # matrix values
     "matrix.workload.name[5]", "matrix.workload.same-name-other-case", "matrix.winrm.ca_file-dir",
     "matrix.winrm.ca_file-missing", 'matrix.winrm.host="guest one"', 'matrix.winrm.disk_serial="S 1"',
-    "matrix.run.as-value", "matrix.qemu.unknown-key",
+    "matrix.run.as-value", "matrix.qemu.unknown-key", 'matrix.proxmox.host="http://pve:8006"',
+    'matrix.proxmox.host="pve host"', 'matrix.qemu.disk_path-path=zero"', 'matrix.qemu.binary-path=adir"',
+    'matrix.qemu.disk_path-path=fifo"', "matrix.proxmox.ca_file-fifo",
     # run before a VM starts
-    "run.output-empty", "run.journal-is-a-fifo", "run.journal-is-a-dir", "run.journal-binary", "run.side-newline",
+    "run.output-empty", "run.journal-of-another-matrix", "run.journal-of-a-suite",
+    "run.journal-is-a-fifo", "run.journal-is-a-dir", "run.journal-binary", "run.side-newline",
     # report / compare / restore / suite / image paths
     "journal.is-loop", "journal.is-dir", "journal.per_mib.mib[1]=0", "journal.host.ctx_switches[2]=1.5",
-    "journal.cell.repeat[1]=-1", "journal.truncated-0.3", "report.output-loop", "report.csv-empty",
+    "journal.cell.repeat[1]=-1", "journal.truncated-0.3", "diskspd.RequestCount[0]=abc", "diskspd.BlockSize[4]=",
+    "diskspd.TestTimeSeconds[3]=100000", "report.output-loop", "report.csv-empty",
     "report.input-empty-string", "report.label-newline", "compare.output-loop", "compare.same-input-both-sides",
     "restore.journal-fifo", "restore/dev/zero", "restore.empty-arg", "restore.run-dir-loop",
-    "suite-plan.output-fifo", "suite-plan.output-is-matrix", "image.cache-is-fifo", "image.cache-dev-null",
+    "suite-plan.output-fifo", "suite-plan.output-is-matrix", 'suite-plan.side=""', "suite-plan.size[4]=118059162071",
+    "suite-plan.block_sizes[4]=118059162071", "image.cache-is-fifo", "image.cache-dev-null", "demo.guests-zero",
+    "demo.output-is-file",
     # guest check options
     "guest.host='10.0.0.5\\n'", "guest.username-empty", "guest.ca-file-not-pem", "guest.ca-file-fifo",
     "guest.ca-file-without-tls", "guest.no-cert-validation-and-ca-file", "guest.host-ok=[::1]",

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from .. import secrets
+from ..core.paths import ca_bundle_problem
 from ..spec import Field, Section
 from ..ssh import check_target
 from . import pve_config as pc
@@ -25,6 +26,17 @@ log = logging.getLogger("stormatrix.backend.proxmox")
 # Where linux-host/ goes on the node: the ssh user's home (a fixed /tmp path could be pre-created by
 # another local user and its scripts run as root).
 REMOTE_COLLECTOR_DIR = ".cache/stormatrix/linux-host"
+
+
+def _check_host(value: str) -> None:
+    """``[proxmox] host`` and ``guest_host``: a name or an IP address (empty: transport = "local" or the
+    backend's own address, or said by check_section); a URL would become a host name with a slash in it
+    and fail only at the first connection, after plan said yes."""
+    from ..commands.argtypes import host_problem  # at call time: the commands package imports this module
+
+    problem = host_problem(value) if value else None
+    if problem:
+        raise ValueError(problem)  # the fix is the key's help: host name or IP only, the port in port
 
 
 def _check_disk_key(value: str) -> None:
@@ -46,18 +58,21 @@ def _check_remote_dir(value: str) -> None:
         raise ValueError(f"{value!r} is not a plain directory path (no spaces, quotes or $)")
 
 
-def _check_existing_file(value: str) -> None:
-    """A CA bundle or ssh_config must exist now: a missing one would fail the first connection, after plan."""
+def _check_ca_file(value: str) -> None:
+    """A CA bundle must exist now and hold PEM certificates: a missing or wrong one would fail the first
+    connection (as an opaque SSL error), after plan said yes. Looked at without opening a FIFO or device."""
     if value:
-        path = Path(value).expanduser()
-        if not path.is_file():
-            raise ValueError(f"{value!r} is not a file" + (" (it is a directory)" if path.is_dir() else ""))
+        problem = ca_bundle_problem(Path(value).expanduser())
+        if problem:
+            raise ValueError(f"{value!r} is not a file of PEM certificates: it {problem}")
 
 
 PROXMOX_SECTION = Section("proxmox", {
     "transport": Field(str, "api", choices=("api", "local"),
                        help="api: REST API over HTTPS with a token; local: pvesh on the node itself"),
-    "host": Field(str, "", help="the node's address for the API (transport = \"api\")"),
+    "host": Field(str, "", check=_check_host,
+                  help="the node's host name or IP address only, e.g. \"10.0.0.2\", for the API (transport = \"api\"); "
+                       "the port goes in port (8006 by default), and the API is always HTTPS"),
     "port": Field(int, 8006, min=1, max=65535),
     "node": Field(str, help="the Proxmox node name, as in /nodes/{node}"),
     "vmid": Field(int, min=100, max=999999999, help="the VM under test"),
@@ -69,7 +84,7 @@ PROXMOX_SECTION = Section("proxmox", {
     "token_secret_file": Field(str, "", check=secrets.check_secret_file,
                                help="PATH of a file holding the token secret (never the secret itself)"),
     "verify_tls": Field(bool, True, help="verify the node's certificate; false only if you accept MITM risk"),
-    "ca_file": Field(str, "", check=_check_existing_file,
+    "ca_file": Field(str, "", check=_check_ca_file,
                      help="give the path of the CA bundle (or the node's /etc/pve/pve-root-ca.pem, copied here) that "
                           "verifies the node's certificate, or leave it empty for the system's CAs"),
     "timeout": Field(float, 60.0, min=1, max=3600, help="seconds per API request (proxmoxer's 5 s is too short)"),
@@ -79,7 +94,9 @@ PROXMOX_SECTION = Section("proxmox", {
                           "on its bus"),
     "ready": Field(str, "auto", choices=("auto", "agent", "tcp", "executor"),
                    help="readiness: guest agent ping, a TCP port (guest_host:guest_port), or the executor's own"),
-    "guest_host": Field(str, "", help="address of the guest for fio-server/WinRM executors"),
+    "guest_host": Field(str, "", check=_check_host,
+                        help="the guest's host name or IP address only, for fio-server/WinRM executors; the port "
+                             "goes in guest_port"),
     "guest_port": Field(int, 0, min=0, max=65535,
                         help="port the guest executor listens on (fio server 8765, WinRM 5985/5986)"),
     "guest_channel": Field(str, "", check=_check_serial,

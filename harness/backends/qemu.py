@@ -10,6 +10,7 @@ other modules import from here (``disk_devices``, ``QemuVm``, ``VmSpec``, ...) s
 from __future__ import annotations
 
 import logging
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ from typing import Any
 from .. import guestimage
 from ..core.errors import EnvironmentProblem, VmStartError
 from ..core.model import CONTROLLERS, DiskConfig
+from ..core.paths import disk_image_problem, executable_problem
 from ..spec import Field, MatrixSpec, Section
 from .base import Backend, BlockStats, GuestEndpoint, HostScope, format_cpuset
 from .qemu_devices import PCI_ADDR, disk_devices, drive_option, pci_addr
@@ -30,13 +32,42 @@ __all__ = ["QEMU_SECTION", "QemuBackend", "PCI_ADDR", "disk_devices", "drive_opt
 
 log = logging.getLogger("stormatrix.qemu")
 
+
+def _check_binary(value: str) -> None:
+    """``[qemu] binary``: a name looked up on PATH when QEMU starts, or a path, which must be an
+    executable regular file now (a directory fails only at the first VM start, after plan said yes)."""
+    if not value.strip():
+        raise ValueError("is empty")
+    if "/" not in value and any(c.isspace() for c in value):
+        raise ValueError(f"{value[:80]!r} is a command line, not a program name: QEMU's options come from the "
+                         "matrix")
+    if "/" in value:
+        problem = executable_problem(os.path.expanduser(value))
+        if problem:
+            raise ValueError(f"{value!r} {problem}")
+
+
+def _check_disk_path(value: str) -> None:
+    """``[qemu] disk_path``: a regular file (a raw image) or a block device. A missing one is said by
+    spec.check_guest_backend, with the backend in view; what exists must be usable as a disk now."""
+    path = os.path.expanduser(value)
+    if value and os.path.lexists(path):
+        problem = disk_image_problem(path)
+        if problem:
+            raise ValueError(f"{value!r} {problem}")
+
+
 QEMU_SECTION = Section("qemu", {
-    "binary": Field(str, QEMU_BINARY),
+    "binary": Field(str, QEMU_BINARY, check=_check_binary,
+                    help="the QEMU program: a name looked up on PATH (qemu-system-x86_64), or the path of an "
+                         "executable file"),
     "accel": Field(str, "tcg", choices=("tcg", "kvm"), help="tcg: software emulation (KVM hangs nested)"),
     "vcpus": Field(int, 1, min=1, max=64),
     "memory_mib": Field(int, 512, min=256, max=65536),
     "disk_size_mib": Field(int, 256, min=16, max=1048576, help="size of the raw test disk"),
-    "disk_path": Field(str, "", help="raw image or block device for the test disk (default: a file in the cache)"),
+    "disk_path": Field(str, "", check=_check_disk_path,
+                       help="give the path of a raw image file or a block device for the test disk, or leave it "
+                            "empty for a disk image in the cache"),
     "firmware": Field(str, "qboot", choices=("qboot", "seabios")),
     "boot_ahead": Field(bool, True, help="boot the next configuration's VM during the current cell's "
                         "warm-up, paused while the measurement window is open"),

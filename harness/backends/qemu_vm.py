@@ -363,9 +363,15 @@ def ensure_test_disk(path: Path, size_mib: int) -> Path:
 
 
 def qemu_version(binary: str = QEMU_BINARY) -> str:
+    """QEMU's version, which also proves ``binary`` runs before any VM is prepared."""
     try:
         out = subprocess.run([binary, "--version"], capture_output=True, text=True, check=False).stdout
     except FileNotFoundError:
-        raise EnvironmentProblem(f"{binary} not found: install the Debian package qemu-system-x86") from None
+        fix = ("install the Debian package qemu-system-x86" if binary == QEMU_BINARY
+               else "set [qemu] binary to the path of qemu-system-x86_64, or remove it to use the one on PATH")
+        raise EnvironmentProblem(f"{binary} not found: {fix}") from None
+    except OSError as exc:  # a directory, no x bit: the matrix check said so at plan, unless it changed since
+        raise EnvironmentProblem(f"[qemu] binary {binary} cannot be run ({exc.strerror}): give the path of the "
+                                 "qemu-system-x86_64 program, or remove binary to use the one on PATH") from None
     first = out.splitlines()[0] if out else ""
     return first.replace("QEMU emulator version ", "").strip()

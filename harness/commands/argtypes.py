@@ -34,26 +34,36 @@ def positive_seconds(text: str) -> float:
 _HOST = re.compile(r"\[[0-9A-Fa-f:.]+\]|[0-9A-Fa-f:]*:[0-9A-Fa-f:.]+|[A-Za-z0-9][A-Za-z0-9_.-]{0,252}")
 
 
-def host_name(text: str) -> str:
-    """A host name or an IPv4/IPv6 address (brackets optional) — not a URL (the port and transport have
-    their own options), nothing with spaces; brackets are removed."""
+def host_problem(text: str) -> str | None:
+    """Why ``text`` is not a host name or an IPv4/IPv6 address (brackets optional), in words, or None.
+
+    The one definition of "a host" for ``--host`` and the matrix keys that name a host (``[proxmox]
+    host``): a URL (the port and scheme have their own option or key), spaces, a name with a port. The
+    caller adds where the port goes, which differs between an option and a key."""
     if "://" in text or "/" in text:
-        raise argparse.ArgumentTypeError(f"{text!r} is a URL, not a host: give only the name or address "
-                                         "(e.g. --host 10.0.0.5) and the port with --port, TLS with --tls")
+        return f"{text[:80]!r} is a URL, not a host name or IP address"
     if not _HOST.fullmatch(text):  # fullmatch: '$' would let a trailing newline through
-        raise argparse.ArgumentTypeError(f"{text!r} is not a host name or address (letters, digits, '.', '-'; "
-                                         "an IPv6 address as fe80::1 or [fe80::1]; no spaces)")
-    if text.startswith("["):
-        text = text[1:-1]
-    if ":" in text:
+        return (f"{text[:80]!r} is not a host name or IP address (letters, digits, '.', '-'; an IPv6 address "
+                "as fe80::1 or [fe80::1]; no spaces)")
+    bare = text[1:-1] if text.startswith("[") else text
+    if ":" in bare:
         import ipaddress
 
         try:
-            ipaddress.IPv6Address(text.split("%")[0])
+            ipaddress.IPv6Address(bare.split("%")[0])
         except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} looks like an IPv6 address but is not one; a host "
-                                             "name with a port? give the port with --port") from None
-    return text
+            return f"{text[:80]!r} looks like an IPv6 address but is not one (a host name with a port?)"
+    return None
+
+
+def host_name(text: str) -> str:
+    """A host name or an IPv4/IPv6 address (brackets optional) — not a URL (the port and transport have
+    their own options), nothing with spaces; brackets are removed."""
+    problem = host_problem(text)
+    if problem:
+        raise argparse.ArgumentTypeError(f"{problem}: give only the name or address (e.g. --host 10.0.0.5), "
+                                         "the port with --port, TLS with --tls")
+    return text[1:-1] if text.startswith("[") else text
 
 
 def port_number(text: str) -> int:
@@ -67,14 +77,24 @@ def port_number(text: str) -> int:
     return value
 
 
-def label(text: str) -> str:
-    """A data set's name (``--side``, ``--label``): it heads workbook columns and table rows, so one line
-    of at most 100 printable characters, not empty."""
+def label_problem(text: str) -> str | None:
+    """Why ``text`` cannot be a data set's name (``--side``, ``--label``, ``[suite] side``), or None: it
+    heads workbook columns and table rows, so one line of at most 100 printable characters, not empty."""
     if not text.strip():
-        raise argparse.ArgumentTypeError("is empty: give a name such as 'Proxmox VE 8.2', or leave the option out")
+        return "is empty"
     if any(not c.isprintable() for c in text) or len(text) > 100:
-        raise argparse.ArgumentTypeError(f"{text[:60]!r}: a label is one line of at most 100 printable characters "
-                                         "(it heads workbook columns); remove line breaks and control characters")
+        return (f"{text[:60]!r}: a label is one line of at most 100 printable characters (it heads workbook "
+                "columns); remove line breaks and control characters")
+    return None
+
+
+def label(text: str) -> str:
+    """A data set's name (``--side``, ``--label``): see :func:`label_problem`; surrounding blanks go."""
+    problem = label_problem(text)
+    if problem == "is empty":
+        raise argparse.ArgumentTypeError("is empty: give a name such as 'Proxmox VE 8.2', or leave the option out")
+    if problem:
+        raise argparse.ArgumentTypeError(problem)
     return text.strip()
 
 

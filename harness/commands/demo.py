@@ -27,6 +27,22 @@ ends within 8.5 min ([run] time_budget_minutes): with the workbook the demo stay
 --full runs every controller x aio mode with iothread variants and 2 repeats."""
 
 
+def guests_per_side(text: str) -> int:
+    """``--guests``: 2-4 (the bounds the demo suite's configuration holds). Checked when parsed, so that
+    no value, 0 included, is replaced by the default or reaches a booted guest."""
+    from ..demosuite import MAX_GUESTS, MIN_GUESTS
+
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a whole number: give {MIN_GUESTS} to "
+                                         f"{MAX_GUESTS} guests per side, e.g. --guests 2") from None
+    if not MIN_GUESTS <= n <= MAX_GUESTS:
+        raise argparse.ArgumentTypeError(f"{n}: the demo suite boots {MIN_GUESTS} to {MAX_GUESTS} guests per side "
+                                         f"(each a QEMU process under software emulation); give --guests 2 to 4")
+    return n
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("demo", help="run the demo matrix on local QEMU and write the efficiency workbook",
                        description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -41,7 +57,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--suite", action="store_true",
                    help="the platform-comparison demo: fio servers in 2-4 local guests per side, side A "
                         "virtio-blk io_uring vs side B virtio-scsi-single native iothread, comparison workbook")
-    p.add_argument("--guests", type=int, default=2, metavar="N",
+    p.add_argument("--guests", type=guests_per_side, metavar="N",
                    help="with --suite: guests per side, 2-4 (default 2)")
     p.add_argument("--no-progress", action="store_true",
                    help="no progress bar or ETA on stderr")
@@ -49,10 +65,20 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..core.errors import InputError
+    from .argtypes import check_run_dir
+
+    if args.output is not None:  # a file, FIFO or loop at -o: exit 2 before anything is created or booted
+        check_run_dir("-o", args.output)
+    else:
+        check_run_dir("the default run directory", "runs/demo-suite" if args.suite else "runs/demo")
     if args.suite:
         from ..demosuite import run_demo_suite
 
         return run_demo_suite(args)
+    if args.guests is not None:
+        raise InputError(f"--guests {args.guests} applies only to the suite demo. Fix: add --suite, or drop "
+                         "--guests (the matrix demo boots one guest per cell)")
     run_dir = Path(args.output or "runs/demo")
     run_dir.mkdir(parents=True, exist_ok=True)
     matrix = Path(args.matrix) if args.matrix else run_dir / "matrix.toml"

@@ -47,6 +47,12 @@ def run(args: argparse.Namespace) -> int:
     summary = execute(args.matrix, args.output, side=args.side, progress=not args.no_progress)
     print(f"{summary['measured']} cells measured, {summary['already_done']} already in the journal, "
           f"{len(summary['failed'])} failed; journal: {Path(args.output) / 'journal.ndjson'}")
+    skipped = summary.get("driver_skipped") or []
+    if skipped:  # the runner's driver gate (executors/winrm_facts.py): not failures, not measured
+        print(f"  {len(skipped)} cells skipped: the guest lacks their controller's virtio-win driver (the "
+              "cell-skipped records in the journal say which; a resumed run asks the guest again)")
+        for reason in dict.fromkeys(r for _, r in skipped):
+            print(f"    {sum(r == reason for _, r in skipped)} x {reason}")
     if summary.get("extra_repeats"):
         print(f"  {len(summary['extra_repeats'])} of them extra repeats asked for by [run] cv_limit_pct "
               "(each record's extra_repeat says why)")

@@ -50,6 +50,32 @@ def input_problem(path: str | Path) -> str | None:
     return None
 
 
+def disk_image_problem(path: str | Path) -> str | None:
+    """Why ``path`` cannot hold a VM's test disk, or None: it must be a regular file (a raw image) or a
+    block device. A character device such as /dev/zero "works" for QEMU and measures nothing; a FIFO
+    or a directory fails only when the VM starts, after plan said yes."""
+    problem = input_problem(path)
+    if problem is None:
+        return None
+    try:
+        if stat.S_ISBLK(os.stat(str(path)).st_mode):
+            return None
+    except (OSError, ValueError):
+        return problem
+    return problem.replace("not a regular file", "not a raw image file or a block device")
+
+
+def executable_problem(path: str | Path) -> str | None:
+    """Why ``path`` cannot be run as a program (an executable regular file), or None, without running it:
+    a directory or a file without the x bit fails at exec with an errno, after plan said yes."""
+    problem = input_problem(path)
+    if problem:
+        return problem.replace("not a regular file", "not an executable file")
+    if not os.access(str(path), os.X_OK):
+        return "is a file this user may not execute (no x permission)"
+    return None
+
+
 class TooLarge(Exception):
     """The file is larger than the reader allows; ``size`` is how many bytes were seen."""
 
