@@ -562,12 +562,7 @@ FAMILIES = {
 
 #: failing cases whose root cause is in a file the corpus' author does not own: the change asked of its
 #: owner (the table counts them apart; they still fail)
-AWAITING = {
-    "fio.jobs.0.job options.": "analysis/params.py/fio.py: refuse a bs/rw in 'job options' that does not parse",
-    "fio.fio version=": "analysis/fio.py: 'fio version' must be a string",
-    "fio.jobs.0.usr_cpu=": "analysis/fio.py: usr_cpu/sys_cpu must be numbers >= 0",
-    "fio.jobs.0.ctx=": "analysis/fio.py: ctx must be a count >= 0",
-}
+AWAITING: dict[str, str] = {}
 
 
 def awaiting(case_id: str) -> str:

@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from .core.errors import MatrixError
+from .core.names import label_problem
 from .core.model import (
     AIO_MODES,
     CACHE_MODES,
@@ -83,8 +84,6 @@ def _block_size_ok(value: Any) -> None:
 
 def _side_ok(value: str) -> None:
     """``[suite] side`` heads the comparison's columns and every point's record: a label, as ``--side``."""
-    from .commands.argtypes import label_problem  # at call time: the commands package imports this module
-
     problem = label_problem(value)
     if problem:
         raise ValueError(problem)

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from stormatrix.cli import main
-from stormatrix.commands.argtypes import host_problem
+from stormatrix.core.names import host_problem
 from stormatrix.core.paths import disk_image_problem, executable_problem
 
 BASE = """[run]

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from .. import secrets
+from ..core.names import host_problem
 from ..core.paths import ca_bundle_problem
 from ..spec import Field, Section
 from ..ssh import check_target
@@ -32,8 +33,6 @@ def _check_host(value: str) -> None:
     """``[proxmox] host`` and ``guest_host``: a name or an IP address (empty: transport = "local" or the
     backend's own address, or said by check_section); a URL would become a host name with a slash in it
     and fail only at the first connection, after plan said yes."""
-    from ..commands.argtypes import host_problem  # at call time: the commands package imports this module
-
     problem = host_problem(value) if value else None
     if problem:
         raise ValueError(problem)  # the fix is the key's help: host name or IP only, the port in port

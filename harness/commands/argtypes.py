@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import argparse
 import math
-import re
+
+from ..core.names import host_problem, label_problem
 
 
 def positive_number(text: str, *, unit: str = "", example: str = "0.10") -> float:
@@ -29,31 +30,6 @@ def positive_number(text: str, *, unit: str = "", example: str = "0.10") -> floa
 def positive_seconds(text: str) -> float:
     """A finite number of seconds above 0: a deadline that can pass."""
     return positive_number(text, unit="seconds", example="300")
-
-
-_HOST = re.compile(r"\[[0-9A-Fa-f:.]+\]|[0-9A-Fa-f:]*:[0-9A-Fa-f:.]+|[A-Za-z0-9][A-Za-z0-9_.-]{0,252}")
-
-
-def host_problem(text: str) -> str | None:
-    """Why ``text`` is not a host name or an IPv4/IPv6 address (brackets optional), in words, or None.
-
-    The one definition of "a host" for ``--host`` and the matrix keys that name a host (``[proxmox]
-    host``): a URL (the port and scheme have their own option or key), spaces, a name with a port. The
-    caller adds where the port goes, which differs between an option and a key."""
-    if "://" in text or "/" in text:
-        return f"{text[:80]!r} is a URL, not a host name or IP address"
-    if not _HOST.fullmatch(text):  # fullmatch: '$' would let a trailing newline through
-        return (f"{text[:80]!r} is not a host name or IP address (letters, digits, '.', '-'; an IPv6 address "
-                "as fe80::1 or [fe80::1]; no spaces)")
-    bare = text[1:-1] if text.startswith("[") else text
-    if ":" in bare:
-        import ipaddress
-
-        try:
-            ipaddress.IPv6Address(bare.split("%")[0])
-        except ValueError:
-            return f"{text[:80]!r} looks like an IPv6 address but is not one (a host name with a port?)"
-    return None
 
 
 def host_name(text: str) -> str:
@@ -75,17 +51,6 @@ def port_number(text: str) -> int:
     if not 0 <= value <= 65535:
         raise argparse.ArgumentTypeError(f"{text} is not a TCP port (1-65535, or 0 for the default)")
     return value
-
-
-def label_problem(text: str) -> str | None:
-    """Why ``text`` cannot be a data set's name (``--side``, ``--label``, ``[suite] side``), or None: it
-    heads workbook columns and table rows, so one line of at most 100 printable characters, not empty."""
-    if not text.strip():
-        return "is empty"
-    if any(not c.isprintable() for c in text) or len(text) > 100:
-        return (f"{text[:60]!r}: a label is one line of at most 100 printable characters (it heads workbook "
-                "columns); remove line breaks and control characters")
-    return None
 
 
 def label(text: str) -> str:

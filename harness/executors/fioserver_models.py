@@ -17,6 +17,7 @@ from typing import Sequence
 from ..backends.base import GuestEndpoint
 from ..core.errors import EnvironmentProblem
 from ..core.model import RW_MODES
+from ..core.names import host_problem
 
 DEFAULT_PORT = 8765
 ALL_CLIENTS = "All clients"
@@ -24,7 +25,6 @@ PROBE_JOB_NAME = "stormatrix-probe"
 #: fio gives up on a hung server after ~7 missed ETA replies (5 s each); our own deadline is later.
 FIO_HUNG_CLIENT_S = 40.0
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
-_HOST_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9.-]{0,252}$")
 
 
 @dataclass(frozen=True)
@@ -40,8 +40,12 @@ class FioGuest:
         if not NAME_RE.match(self.name):
             raise ValueError(f"guest name {self.name!r}: use letters, digits, '.', '_' or '-' "
                              "(it names log files), at most 64 characters")
-        if not _HOST_RE.match(self.host) or ".." in self.host:
-            raise ValueError(f"guest {self.name}: {self.host!r} is not a host name or IPv4 address")
+        problem = host_problem(self.host) or (
+            f"{self.host!r} is not a host name" if ".." in self.host else
+            f"{self.host!r}: give a host name or IPv4 address (fio's --client takes IPv6 only in its own ip6: form)"
+            if ":" in self.host else None)
+        if problem:
+            raise ValueError(f"guest {self.name}: {problem}")
         if not 1 <= int(self.port) <= 65535:
             raise ValueError(f"guest {self.name}: port {self.port} is not between 1 and 65535")
         if self.filename is not None:

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
 from ..core.errors import EnvironmentProblem, InputError
+from ..core.names import host_problem
 from ..core.paths import ca_bundle_problem
 from ..core.model import Workload
 from ..secrets import check_env_name, check_secret_file, reference, resolve
@@ -90,19 +91,14 @@ CLI_OPTIONS = {
 }
 
 _SERIAL_RE = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
-_HOST_RE = re.compile(r"[A-Za-z0-9]([A-Za-z0-9_.-]{0,252})")
 
 
 def _check_host(value: str) -> None:
     """A ``[winrm] host`` (empty = the backend's address): a name or an IP address, not a URL."""
-    if not value:
-        return
-    if "://" in value or "/" in value:
-        raise ValueError(f"{value[:80]!r} is a URL, not a host: write only the name or address; the port has its own "
-                         "key (port), TLS too (use_tls)")
-    if not (_HOST_RE.fullmatch(value) or _is_ip_address(value)):
-        raise ValueError(f"{value[:80]!r} is not a host name or address (letters, digits, '.', '-'; no spaces; "
-                         "an IPv6 address as fe80::1)")
+    problem = host_problem(value) if value else None
+    if problem:
+        raise ValueError(f"{problem}: write only the name or address; the port has its own key (port), TLS too "
+                         "(use_tls)")
 
 
 def _check_username(value: str) -> None:
