@@ -24,6 +24,8 @@ from stormatrix.core.model import Timing, Workload
 from stormatrix.executors.fioserver_models import FioJob
 from stormatrix.executors.localagent import fio_job
 
+from qemumatrix import small_matrix
+
 needs_fio = pytest.mark.skipif(shutil.which("fio") is None, reason="fio is not installed")
 
 
@@ -76,28 +78,7 @@ def test_fio_server_job_gives_fio_both_percentile_sets(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_a_real_local_qemu_cell_records_and_reports_both_p99s(tmp_path: Path) -> None:
     matrix = tmp_path / "m.toml"
-    matrix.write_text("""
-[run]
-name = "p99"
-ramp_seconds = 1
-measure_seconds = 3
-retries = 0
-
-[matrix]
-controllers = ["virtio-blk"]
-aio = ["native"]
-cache = ["none"]
-
-[[workload]]
-name = "rr"
-rw = "randread"
-bs = "64k"
-iodepth = 4
-rate_mib_s = 16
-
-[qemu]
-disk_size_mib = 64
-""")
+    matrix.write_text(small_matrix("p99", ["virtio-blk"], measure_seconds=3))
     run_dir = tmp_path / "run"
     res = subprocess.run([sys.executable, "-m", "stormatrix", "run", str(matrix), "-o", str(run_dir), "--no-progress"],
                          capture_output=True, text=True, timeout=900)

@@ -18,31 +18,14 @@ from stormatrix.executors.localagent import LocalAgentExecutor
 from stormatrix.core.model import DiskConfig
 from stormatrix.spec import load_spec
 
+from qemumatrix import small_matrix
+
 pytestmark = [pytest.mark.qemu, pytest.mark.slow]
 
-MATRIX = """
-[run]
-name = "ahead"
-ramp_seconds = 3
-measure_seconds = 5
-retries = 0
 
-[matrix]
-controllers = ["virtio-blk", "sata", "virtio-scsi-single"]
-aio = ["native"]
-cache = ["none"]
-
-[[workload]]
-name = "rr"
-rw = "randread"
-bs = "64k"
-iodepth = 4
-rate_mib_s = 16
-
-[qemu]
-disk_size_mib = 64
-boot_ahead = {boot_ahead}
-"""
+def matrix_text(boot_ahead: bool, controllers: tuple[str, ...] = ("virtio-blk", "sata", "virtio-scsi-single")) -> str:
+    return small_matrix("ahead", list(controllers), ramp_seconds=3,
+                        qemu_extra=f"boot_ahead = {'true' if boot_ahead else 'false'}\n")
 
 
 def cells(run_dir: Path) -> list[dict]:
@@ -52,7 +35,7 @@ def cells(run_dir: Path) -> list[dict]:
 
 def test_next_vm_boots_ahead_and_is_paused_in_the_window(tmp_path: Path) -> None:
     matrix = tmp_path / "m.toml"
-    matrix.write_text(MATRIX.format(boot_ahead="true"))
+    matrix.write_text(matrix_text(True))
     run_dir = tmp_path / "run"
     summary = execute(matrix, run_dir, progress=False)
     assert summary["measured"] == 3 and not summary["failed"]
@@ -81,8 +64,7 @@ def test_next_vm_boots_ahead_and_is_paused_in_the_window(tmp_path: Path) -> None
 
 def test_boot_ahead_off_runs_one_vm_at_a_time(tmp_path: Path) -> None:
     matrix = tmp_path / "m.toml"
-    matrix.write_text(MATRIX.format(boot_ahead="false").replace(
-        '"virtio-blk", "sata", "virtio-scsi-single"', '"virtio-blk", "sata"'))
+    matrix.write_text(matrix_text(False, ("virtio-blk", "sata")))
     run_dir = tmp_path / "run"
     execute(matrix, run_dir, progress=False)
     recs = cells(run_dir)
@@ -93,7 +75,7 @@ def test_boot_ahead_off_runs_one_vm_at_a_time(tmp_path: Path) -> None:
 
 def test_a_retry_keeps_the_vm_booted_ahead_for_its_turn(tmp_path: Path) -> None:
     matrix = tmp_path / "m.toml"
-    matrix.write_text(MATRIX.format(boot_ahead="true"))
+    matrix.write_text(matrix_text(True))
     backend = QemuBackend(load_spec(matrix), tmp_path / "run")
     a = DiskConfig("virtio-blk", "native", False, "none")
     b = DiskConfig("sata", "native", False, "none")

@@ -14,32 +14,14 @@ import time
 from pathlib import Path
 
 import pytest
+from qemumatrix import small_matrix
 from standins.processes import qemu_processes
 
 pytestmark = [pytest.mark.qemu, pytest.mark.slow]
 
-MATRIX = """
-[run]
-name = "e2e"
-ramp_seconds = 1
-measure_seconds = 5
-retries = 0
 
-[matrix]
-controllers = {controllers}
-aio = ["native"]
-cache = ["none"]
-
-[[workload]]
-name = "rr"
-rw = "randread"
-bs = "64k"
-iodepth = 4
-rate_mib_s = 16
-
-[qemu]
-disk_size_mib = 64
-"""
+def matrix_text(controllers: list[str]) -> str:
+    return small_matrix("e2e", controllers)
 
 
 def stormatrix(*args: str, **kw) -> subprocess.CompletedProcess[str]:
@@ -53,7 +35,7 @@ def cells(run_dir: Path) -> list[dict]:
 
 def test_two_cells_end_to_end_then_resume(tmp_path: Path) -> None:
     matrix = tmp_path / "m.toml"
-    matrix.write_text(MATRIX.format(controllers='["virtio-blk", "sata"]'))
+    matrix.write_text(matrix_text(["virtio-blk", "sata"]))
     run_dir = tmp_path / "run"
     res = stormatrix("run", str(matrix), "-o", str(run_dir), "--no-progress")
     assert res.returncode == 0, res.stderr + res.stdout
@@ -98,7 +80,7 @@ def test_two_cells_end_to_end_then_resume(tmp_path: Path) -> None:
 
 def test_sigkill_mid_matrix_then_rerun_finishes_each_cell_once(tmp_path: Path) -> None:
     matrix = tmp_path / "m.toml"
-    matrix.write_text(MATRIX.format(controllers='["virtio-blk", "ide", "pvscsi"]'))
+    matrix.write_text(matrix_text(["virtio-blk", "ide", "pvscsi"]))
     run_dir = tmp_path / "run"
     proc = subprocess.Popen([sys.executable, "-m", "stormatrix", "run", str(matrix), "-o", str(run_dir),
                              "--no-progress"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

@@ -23,6 +23,8 @@ from pathlib import Path
 
 import pytest
 
+from qemumatrix import small_matrix
+
 pytestmark = [pytest.mark.qemu, pytest.mark.slow]
 
 HERE = Path(__file__).resolve().parent
@@ -32,28 +34,7 @@ PHASES = ["qemu-start", "warm-up", "measure", "journal-write", "report"]
 # seconds after entering the phase where the kill may land (the phase's length in this matrix)
 WINDOW = {"qemu-start": (0.0, 2.5), "warm-up": (0.0, 0.9), "measure": (0.1, 4.8), "journal-write": (0.05, 0.4),
           "report": (0.2, 4.0)}
-MATRIX = """
-[run]
-name = "crash"
-ramp_seconds = 1
-measure_seconds = 5
-retries = 0
-
-[matrix]
-controllers = ["virtio-blk", "sata", "ide"]
-aio = ["io_uring"]
-cache = ["none"]
-
-[[workload]]
-name = "rr"
-rw = "randread"
-bs = "64k"
-iodepth = 4
-rate_mib_s = 16
-
-[qemu]
-disk_size_mib = 64
-"""
+MATRIX = small_matrix("crash", ["virtio-blk", "sata", "ide"], aio="io_uring")
 CELLS = 3
 
 
