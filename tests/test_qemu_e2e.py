@@ -55,7 +55,11 @@ def test_two_cells_end_to_end_then_resume(tmp_path: Path) -> None:
         assert r["rate"]["target_mib_s"] == 16.0 and r["rate"]["achieved_mib_s"] > 0
         assert r["guest"]["disk"] in ("/dev/vda", "/dev/sda")
         assert isinstance(r["guest"]["clocksource"], str) and r["guest"]["clocksource"]  # recorded, whatever it is
-        assert r["clock"]["flag"] is False, r["clock"]  # guest time agrees with the host's window
+        # guest time inside the host's window (its clock does not run fast); how much longer the window is
+        # depends on the host's load, so the flag is checked against its own figures, not assumed off
+        clock = r["clock"]
+        assert 0 < clock["fio_runtime_s"] <= clock["host_window_s"] * 1.01, clock
+        assert clock["flag"] == (clock["diff_pct"] > 10 and clock["host_window_s"] - clock["fio_runtime_s"] > 0.5)
     assert not qemu_processes(str(run_dir))
     # the real journal feeds the workbook: every valid cell is scored and ranked
     wb_path = tmp_path / "e2e.xlsx"
