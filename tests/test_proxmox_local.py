@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import sys
 import textwrap
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
@@ -48,11 +49,11 @@ FAKE_PVESH = textwrap.dedent("""\
 """)
 
 
-@pytest.fixture
-def node(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[PveStandin]:
-    s = PveStandin(tmp_path / "pve", tokens={"root@pam!local": SECRET})
-    vol = s.add_volume(100, "vm-100-disk-1.raw")
-    s.add_vm(100, {"scsihw": "lsi", "scsi1": f"{vol},cache=none", "boot": "order=scsi1"})
+@contextmanager
+def on_the_node(s: PveStandin, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                secret: str = SECRET) -> Iterator[PveStandin]:
+    """The stand-in running, seen as from its node: the fake ``pvesh`` (logging in with the token ``secret``)
+    and the node's ``qm`` first on PATH."""
     bindir = tmp_path / "bin"
     bindir.mkdir()
     fake = bindir / "pvesh"
@@ -63,7 +64,16 @@ def node(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[PveStandin
         monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ['PATH']}")
         monkeypatch.setenv("FAKE_PVE_PORT", str(s.port))
         monkeypatch.setenv("FAKE_PVE_CA", str(s.ca_file))
-        monkeypatch.setenv("FAKE_PVE_SECRET", SECRET)
+        monkeypatch.setenv("FAKE_PVE_SECRET", secret)
+        yield s
+
+
+@pytest.fixture
+def node(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[PveStandin]:
+    s = PveStandin(tmp_path / "pve", tokens={"root@pam!local": SECRET})
+    vol = s.add_volume(100, "vm-100-disk-1.raw")
+    s.add_vm(100, {"scsihw": "lsi", "scsi1": f"{vol},cache=none", "boot": "order=scsi1"})
+    with on_the_node(s, tmp_path, monkeypatch):
         yield s
 
 

@@ -15,14 +15,13 @@ import json
 import os
 import shlex
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
 
 from standins.pve import PveStandin, SleepLauncher
-from test_proxmox_local import FAKE_PVESH
+from test_proxmox_local import on_the_node
 
 from stormatrix.backends import proxmox as pmx
 from stormatrix.backends import pve_config as pc
@@ -39,16 +38,7 @@ def node(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[PveStandin
     s = PveStandin(tmp_path / "pve", tokens={"root@pam!local": SECRET})
     vol = s.add_volume(100, "vm-100-disk-1.raw")
     s.add_vm(100, {"name": "bench", "scsihw": "lsi", "scsi1": f"{vol},cache=none", "boot": "order=scsi1"})
-    bindir = tmp_path / "bin"
-    bindir.mkdir()
-    (bindir / "pvesh").write_text(FAKE_PVESH.format(python=sys.executable))
-    (bindir / "pvesh").chmod(0o755)
-    with s:
-        s.install_node_tools(bindir)
-        monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ['PATH']}")
-        monkeypatch.setenv("FAKE_PVE_PORT", str(s.port))
-        monkeypatch.setenv("FAKE_PVE_CA", str(s.ca_file))
-        monkeypatch.setenv("FAKE_PVE_SECRET", SECRET)
+    with on_the_node(s, tmp_path, monkeypatch, SECRET):
         yield s
 
 

@@ -10,9 +10,7 @@ behaviour, not against the product's model of it.
 
 from __future__ import annotations
 
-import os
 import shlex
-import sys
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -21,7 +19,7 @@ import requests
 
 from standins import pve_cmdline
 from standins.pve import PveStandin
-from test_proxmox_local import FAKE_PVESH
+from test_proxmox_local import on_the_node
 from test_proxmox_standin import CFG2CMD, _conf
 
 from stormatrix.backends import proxmox as pmx
@@ -71,16 +69,7 @@ def node(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[PveStandin
     # the test disk with neither cache nor aio: qemu-server's defaults for the storage decide both
     s.add_vm(100, {"name": "bench", "scsihw": "virtio-scsi-single", "scsi1": f"{vol},discard=on",
                    "boot": "order=scsi1"})
-    bindir = tmp_path / "bin"
-    bindir.mkdir()
-    (bindir / "pvesh").write_text(FAKE_PVESH.format(python=sys.executable))
-    (bindir / "pvesh").chmod(0o755)
-    with s:
-        s.install_node_tools(bindir)
-        monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ['PATH']}")
-        monkeypatch.setenv("FAKE_PVE_PORT", str(s.port))
-        monkeypatch.setenv("FAKE_PVE_CA", str(s.ca_file))
-        monkeypatch.setenv("FAKE_PVE_SECRET", SECRET)
+    with on_the_node(s, tmp_path, monkeypatch, SECRET):
         yield s
 
 
