@@ -240,23 +240,12 @@ def _ctx_switches(rec: dict[str, Any], host: dict[str, Any], key: str, where: st
             raise DataFileError(where, f"cell {key}: 'host.ctx_switches' is {value!r}: a count of context switches "
                                        "is a whole number", _CTX_FIX)
         return float(value), None
-    reason = _host_reason(host, "ctx_switches")
+    reason = metrics.host_reason(host, "ctx_switches")
     if reason is None:
         raise DataFileError(where, f"cell {key}: 'host.ctx_switches' is null and 'host.unmatched.ctx_switches' "
                                    "gives no reason (nor 'host.null_reasons.ctx_switches'; a collector without a "
                                    "context-switch count must say why)", _CTX_FIX)
     return None, reason
-
-
-def _host_reason(host: dict[str, Any], key: str) -> str | None:
-    """Why the host collector left ``host.<key>`` null: its own ``null_reasons`` (the Linux collector: a
-    thread without its counter, named) or ``unmatched`` (the ESXi collectors: no such counter at all)."""
-    for source in ("null_reasons", "unmatched"):
-        reasons = host.get(source)
-        why = reasons.get(key) if isinstance(reasons, dict) else None
-        if isinstance(why, str) and why.strip():
-            return why.strip()
-    return None
 
 
 def _us(ns: float | None) -> float | None:
@@ -288,7 +277,7 @@ def _explain_blanks(rec: dict[str, Any], total: dict[str, Any], row: dict[str, A
     host = rec.get("host")
     if isinstance(host, dict):  # the collector's own reasons for what it could not measure
         for col in ("cpu_user", "cpu_system", "ctx_switches"):
-            why = _host_reason(host, col) if host.get(col) is None else None
+            why = metrics.host_reason(host, col) if host.get(col) is None else None
             if why is not None:
                 extra.setdefault(col, why)
     for col, key in _RECORD_KEYS.items():

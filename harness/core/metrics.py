@@ -53,6 +53,17 @@ def cpu_total_of(host: Mapping[str, Any]) -> float | None:
     return None
 
 
+def host_reason(host: Mapping[str, Any], key: str) -> str | None:
+    """Why the host collector left ``host.<key>`` null: its own ``null_reasons`` (the Linux collector: a
+    thread without its counter, named) or ``unmatched`` (the ESXi collectors: no such counter at all)."""
+    for source in ("null_reasons", "unmatched"):
+        reasons = host.get(source)
+        why = reasons.get(key) if isinstance(reasons, Mapping) else None
+        if isinstance(why, str) and why.strip():
+            return why.strip()
+    return None
+
+
 def per_mib(io_bytes: Any, host: Mapping[str, Any] | None) -> dict[str, Any]:
     """The journal's ``per_mib`` object for ``io_bytes`` moved under the ``host`` measurement.
 
@@ -85,16 +96,9 @@ def per_mib(io_bytes: Any, host: Mapping[str, Any] | None) -> dict[str, Any]:
             out["ctx"] = ctx / mib
         else:
             raw = host.get("ctx_switches")
-            # the collector's own reason (a thread without its counter, ...) first, then the multi-VM
-            # collector's "unmatched" one
-            reason: str | None = None
-            for source in ("null_reasons", "unmatched"):
-                given = host.get(source)
-                if isinstance(given, Mapping) and isinstance(given.get("ctx_switches"), str):
-                    reason = given["ctx_switches"]
-                    break
-            if raw is None and isinstance(reason, str) and reason.strip():
-                missing["ctx"] = reason.strip()
+            reason = host_reason(host, "ctx_switches")
+            if raw is None and reason is not None:
+                missing["ctx"] = reason
             elif raw is None:
                 missing["ctx"] = "the host collector counted no context switches"
             else:
