@@ -19,6 +19,7 @@ from typing import Callable, Iterable
 
 from ..core.errors import DataFileError, InputError
 from ..core.journalfile import JOURNAL_NAME
+from ..core.paths import kind as file_type
 
 RESULT_SUFFIXES = (".json", ".xml", ".ndjson")
 # Far above any real input (fio JSON of many clients is a few MB; a night's journal with raw outputs a few
@@ -82,14 +83,6 @@ def kind_of(path: str) -> str:
     return _sniff(path)
 
 
-def _what(mode: int) -> str:
-    for test, name in ((stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
-                       (stat.S_ISFIFO, "a named pipe"), (stat.S_ISSOCK, "a socket")):
-        if test(mode):
-            return name
-    return "not a regular file"
-
-
 _KIND_BY_SUFFIX = {".json": "fio", ".xml": "diskspd", ".ndjson": "journal"}
 
 
@@ -135,7 +128,7 @@ def _walk(root: str, out: Found) -> None:
                 except OSError:  # a dangling link: opening it says what is wrong
                     names.append((e.path, real, kind))
                     continue
-                out.irregular.append(f"{e.path}: {_what(mode)}, not a result file; skipped")
+                out.irregular.append(f"{e.path}: {file_type(mode)}, not a result file; skipped")
                 continue
             names.append((e.path, real, kind))
     for name, real, kind in sorted(names):
@@ -184,7 +177,7 @@ def _discover_one(p: str | Path, out: Found) -> None:
             _walk(path, out)
         return
     if not stat.S_ISREG(st.st_mode):
-        raise InputError(f"{path}: {_what(st.st_mode)}, not a result file or run directory. Fix: {FIX_INPUT}")
+        raise InputError(f"{path}: {file_type(st.st_mode)}, not a result file or run directory. Fix: {FIX_INPUT}")
     out.add(kind_of(path), path)
 
 
