@@ -6,9 +6,7 @@ the inputs are still processed. :func:`check_row` refuses numbers no real measur
 
 from __future__ import annotations
 
-import functools
 import math
-import operator
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -43,8 +41,7 @@ INT64_MAX = 2**63 - 1
 RATE_TOLERANCE_PCT = 1.0
 _INF = float("inf")
 _FIX = "use the unedited output of the run, or remove the file"
-_NOT_NONE = functools.partial(operator.is_not, None)
-_PLAIN = {float, int}
+_PLAIN = {float, int, type(None)}
 
 
 def _bad_measure(value: Any) -> bool:
@@ -67,13 +64,39 @@ def check_row(row: dict[str, Any], where: str) -> None:
     """
     # A row's values are whatever the file held; _number() narrows them, which mypy cannot follow.
     get: Callable[[str], Any] = row.get
-    present = list(filter(_NOT_NONE, map(get, MEASURED)))
-    try:  # the common case at C speed: plain numbers, none negative, their sum finite (no NaN, no inf)
-        plain = set(map(type, present)) <= _PLAIN and min(present, default=0) >= 0 and \
+    values = list(map(get, MEASURED))
+    try:  # the common case at C speed: plain numbers or None, none negative, their sum finite (no NaN, no inf)
+        present: list[Any] = list(filter(None, values))  # (zeros go too: they pass every test here)
+        plain = set(map(type, values)) <= _PLAIN and min(present, default=0) >= 0 and \
             math.isfinite(math.fsum(present))
     except (OverflowError, ValueError):  # an int beyond any float
         plain = False
-    for name in () if plain else MEASURED:  # otherwise value by value, to name the one that is wrong
+    if not plain:  # value by value, to name the one that is wrong
+        _check_measured(get, where)
+    for name in SHAPE:
+        value = get(name)
+        if value is not None and (value.__class__ is not int or not 0 < value <= 2**40) and \
+                (not is_number(value) or _bad_measure(value) or value <= 0 or value > 2**40):
+            raise DataFileError(where, f"'{name}' is {value!r}: not a workload {name}", _FIX)
+    # where the values are plain, a number is what is not None; otherwise text or true/false may be there
+    io_bytes, runtime_ms = get("io_bytes"), get("runtime_ms")
+    has_bytes = io_bytes is not None if plain else _number(io_bytes)
+    has_runtime = runtime_ms is not None if plain else _number(runtime_ms)
+    if has_bytes and io_bytes == 0:
+        raise DataFileError(where, "no I/O was measured (0 bytes)", _FIX)
+    if has_bytes and io_bytes > 0 and has_runtime and runtime_ms <= 0:
+        raise DataFileError(where, f"{io_bytes} bytes in a runtime of {runtime_ms} ms: no rate can be computed", _FIX)
+    for name in COUNTS:
+        value = get(name)
+        if (value is not None if plain else _number(value)) and value > INT64_MAX:
+            raise DataFileError(where, f"'{name}' is {value!r} (2^{math.log2(value):.1f}): more than any run can "
+                                       "move; the file was damaged or edited", _FIX)
+    if has_bytes and has_runtime and runtime_ms > 0:
+        _check_rates(row, io_bytes, runtime_ms / 1000.0, where, plain)
+
+
+def _check_measured(get: Callable[[str], Any], where: str) -> None:
+    for name in MEASURED:
         value = get(name)
         if value is None:
             continue
@@ -83,24 +106,6 @@ def check_row(row: dict[str, Any], where: str) -> None:
         if _bad_measure(value):
             raise DataFileError(where, f"'{name}' is {value!r}: a measurement cannot be negative, NaN or "
                                        "infinite", _FIX)
-    for name in SHAPE:
-        value = get(name)
-        if value is not None and (value.__class__ is not int or not 0 < value <= 2**40) and \
-                (not is_number(value) or _bad_measure(value) or value <= 0 or value > 2**40):
-            raise DataFileError(where, f"'{name}' is {value!r}: not a workload {name}", _FIX)
-    io_bytes, runtime_ms = get("io_bytes"), get("runtime_ms")
-    has_bytes, has_runtime = _number(io_bytes), _number(runtime_ms)
-    if has_bytes and io_bytes == 0:
-        raise DataFileError(where, "no I/O was measured (0 bytes)", _FIX)
-    if has_bytes and io_bytes > 0 and has_runtime and runtime_ms <= 0:
-        raise DataFileError(where, f"{io_bytes} bytes in a runtime of {runtime_ms} ms: no rate can be computed", _FIX)
-    for name in COUNTS:
-        value = get(name)
-        if _number(value) and value > INT64_MAX:
-            raise DataFileError(where, f"'{name}' is {value!r} (2^{math.log2(value):.1f}): more than any run can "
-                                       "move; the file was damaged or edited", _FIX)
-    if has_bytes and has_runtime and runtime_ms > 0:
-        _check_rates(row, io_bytes, runtime_ms / 1000.0, where)
 
 
 def _number(value: Any) -> bool:
@@ -109,9 +114,9 @@ def _number(value: Any) -> bool:
     return kind is float or kind is int or (kind is not bool and isinstance(value, (int, float)))
 
 
-def _check_rates(row: dict[str, Any], io_bytes: float, seconds: float, where: str) -> None:
+def _check_rates(row: dict[str, Any], io_bytes: float, seconds: float, where: str, plain: bool) -> None:
     bw: Any = row.get("bw_mib_s")  # narrowed by _number(), as in check_row
-    if _number(bw):
+    if (bw is not None) if plain else _number(bw):
         expected = io_bytes / seconds / 2**20
         # fio < 3.2 wrote bandwidth in whole KiB/s: allow that rounding on top of the tolerance
         if abs(bw - expected) > expected * RATE_TOLERANCE_PCT / 100.0 + 1.0 / 1024:
@@ -120,7 +125,7 @@ def _check_rates(row: dict[str, Any], io_bytes: float, seconds: float, where: st
                                        f"{RATE_TOLERANCE_PCT:g} %: an impossible rate", _FIX)
     iops: Any = row.get("iops")
     ios: Any = row.get("total_ios")
-    if _number(iops) and _number(ios):
+    if (iops is not None and ios is not None) if plain else (_number(iops) and _number(ios)):
         expected = ios / seconds
         if abs(iops - expected) > expected * RATE_TOLERANCE_PCT / 100.0 + 1.0:  # fio 2 wrote whole IOPS
             raise DataFileError(where, f"IOPS {iops:.6g} disagrees with {ios} I/Os in {seconds:g} s "

@@ -8,8 +8,7 @@ fio < 3.2 without ``bw_bytes``.
 from __future__ import annotations
 
 import json
-from itertools import compress, repeat
-from operator import is_
+from functools import lru_cache
 from typing import Any, Iterable
 
 from ..core.errors import DataFileError
@@ -75,7 +74,7 @@ def _num(d: dict[str, Any], key: str, where: tuple[str, str, str] | None) -> flo
 
     Strict (``where`` given, ingest): anything but a finite, non-negative number is a damaged or foreign
     file, and the DataFileError names the field. Lenient (the runner, over fio's own fresh output): a
-    number in text is read, anything else is None.
+    number in text is read, anything else (an infinite or NaN figure too) is None.
     """
     v = d.get(key)
     if v is None:
@@ -83,8 +82,11 @@ def _num(d: dict[str, Any], key: str, where: tuple[str, str, str] | None) -> flo
             raise _bad(where, f"{key} is None, not a number")
         return None
     if type(v) in _NUM_TYPES:
-        if where is not None and not 0 <= v < _INF:
-            raise _bad(where, f"{key} is {v!r}; a count or rate must be finite and not negative")
+        if not 0 <= v < _INF:
+            if where is not None:
+                raise _bad(where, f"{key} is {v!r}; a count or rate must be finite and not negative")
+            if not -_INF < v < _INF:  # NaN or infinite: no figure (a negative one is read as it is)
+                return None
         return v
     return _float_of(v, key, "", where)
 
@@ -146,15 +148,26 @@ def _float_of(v: Any, name: str, field: str, where: tuple[str, str, str] | None)
     if where is not None:
         raise _bad(where, f"{name}{field} is {v!r}, not a number")
     try:
-        return float(v)
+        f = float(v)
     except (TypeError, ValueError):
         return None
+    return f if -_INF < f < _INF else None
 
 
 def _is_fio2_direction(direction: dict[str, Any]) -> bool:
     """fio < 3.0: latencies in usec (``clat``, not ``clat_ns``) and no ``io_kbytes`` next to ``io_bytes``."""
     return ("io_kbytes" not in direction and "clat_ns" not in direction and "lat_ns" not in direction
             and isinstance(direction.get("clat") or direction.get("lat"), dict))
+
+
+def _kib(kib: Any, key: str, where: tuple[str, str, str] | None) -> Any:
+    """Bytes (or bytes/s) of a figure fio wrote in KiB; one so large that it has no value in bytes as a float
+    is a damaged file (strict) or no figure (lenient)."""
+    if kib * 1024 < _INF:
+        return kib * 1024
+    if where is not None:
+        raise _bad(where, f"{key} is {kib!r} (KiB): beyond any real figure")
+    return None
 
 
 _NO_IO = (0, 0.0, 0.0, 0.0, 0, None, None, None)
@@ -185,7 +198,8 @@ def _figures(d: dict[str, Any], where: tuple[str, str, str] | None) -> tuple[Any
     ``clat_p99_ns`` the completion latency's (fio's default percentiles): two quantities, kept apart. A
     rate, runtime or latency fio did not write is None, never 0. Every field it reads is checked as it is
     read (strict: anything but a finite, non-negative number is an error naming the field); plain fio 3
-    numbers take the short path. Called once per direction of every job of every file, hence the shape.
+    numbers take the short path, written out rather than through a helper per field: this runs for every
+    direction of every job of every file ingested.
     """
     get = d.get
     # JSON values, narrowed by class checks that mypy cannot follow: typed Any on purpose
@@ -198,17 +212,19 @@ def _figures(d: dict[str, Any], where: tuple[str, str, str] | None) -> tuple[Any
         ios = int(ios) if ios is not None else None
     if "io_kbytes" not in d:
         if io_bytes is not None and _is_fio2_direction(d):
-            io_bytes *= 1024  # fio 2.x wrote KiB into "io_bytes" (stat.c: io_bytes >> 10)
+            io_bytes = _kib(io_bytes, "io_bytes", where)  # fio 2.x wrote KiB into "io_bytes" (stat.c: io_bytes >> 10)
     elif "io_bytes" not in d:  # io_kbytes is io_bytes >> 10: only a stand-in when io_bytes is absent
         kib = _num(d, "io_kbytes", where)
-        io_bytes = kib * 1024 if kib is not None else None
+        io_bytes = _kib(kib, "io_kbytes", where) if kib is not None else None
     if not io_bytes and not ios:
         return _NO_IO  # a direction the job did not use (or of which fio wrote no count): nothing is summed
-    if "bw_bytes" in d:
-        bw = _rate(d, "bw_bytes", where)
-    else:
-        kib = _rate(d, "bw", where)  # fio < 3.2: KiB/s
-        bw = kib * 1024 if kib is not None else None
+    bw: Any = get("bw_bytes")
+    if (bw.__class__ is not float and bw.__class__ is not int) or not 0 <= bw < _INF:
+        if "bw_bytes" in d:
+            bw = _rate(d, "bw_bytes", where)
+        else:
+            kib = _rate(d, "bw", where)  # fio < 3.2: KiB/s
+            bw = _kib(kib, "bw", where) if kib is not None else None
     lat = get("lat_ns")
     if lat.__class__ is not dict:
         lat = _lat_ns(d, "lat", where)
@@ -218,23 +234,32 @@ def _figures(d: dict[str, Any], where: tuple[str, str, str] | None) -> tuple[Any
     mean: Any = lat.get("mean") if lat is not None else None
     if mean.__class__ is not float:
         mean = _mean(lat, "lat_ns" if "lat_ns" in d else "lat", where)
-    return (int(io_bytes) if io_bytes is not None else None, bw, _rate(d, "iops", where),
-            _rate(d, "runtime", where), ios, mean,
+    # (read in the order a damaged file's first bad field has always been named in)
+    iops: Any = get("iops")
+    if (iops.__class__ is not float and iops.__class__ is not int) or not 0 <= iops < _INF:
+        iops = _rate(d, "iops", where)
+    runtime: Any = get("runtime")
+    if (runtime.__class__ is not int and runtime.__class__ is not float) or not 0 <= runtime < _INF:
+        runtime = _rate(d, "runtime", where)
+    return (int(io_bytes) if io_bytes is not None else None, float(bw) if bw is not None else None,
+            float(iops) if iops is not None else None, float(runtime) if runtime is not None else None, ios, mean,
             _p99(lat, "lat_ns", where), _p99(clat, "clat_ns", where))
 
 
 def summarize_direction(direction: dict[str, Any], where: tuple[str, str, str] | None = None) -> dict[str, Any]:
     """One direction block (``read``/``write``/``trim``) of one job, in the journal's units."""
-    b, bw, iops, rt, ios, mean, p99, cp99 = _figures(direction, where)
-    return {"io_bytes": b, "bw_bytes": bw, "iops": iops, "runtime_ms": rt, "total_ios": ios,
-            "lat_mean_ns": mean, "lat_p99_ns": p99, "clat_p99_ns": cp99}
+    return dict(zip(_FIGURES, _figures(direction, where)))
 
 
+_FIGURES = ("io_bytes", "bw_bytes", "iops", "runtime_ms", "total_ios", "lat_mean_ns", "lat_p99_ns", "clat_p99_ns")
 _RAW_FIELDS = (("io_bytes", "io_bytes"), ("total_ios", "total_ios"), ("bw_bytes", "bw_bytes"), ("iops", "iops"),
                ("runtime_ms", "runtime"))
 _COUNTS = ("io_bytes", "total_ios")     # add up over jobs, as integers; unknown when any job's is
 _SUMMED = ("bw_bytes", "iops")          # add up over jobs; unknown when any job's is
 _WORST = ("runtime_ms", "lat_p99_ns", "clat_p99_ns")  # the largest over jobs; unknown when any job's is
+_NO_IOS = "no I/O count (total_ios) to weight the mean latency by"
+# the reasons' keys (``read.lat_p99_ns``), spelled once rather than for every figure missing in every file
+_PREFIXED = {f"{p}.": {key: f"{p}.{key}" for key in _FIGURES} for p in (*DIRECTIONS, "total")}
 
 
 def _combine(blocks: list[tuple[str, dict[str, Any]]], prefix: str, why: dict[str, str],
@@ -242,24 +267,27 @@ def _combine(blocks: list[tuple[str, dict[str, Any]]], prefix: str, why: dict[st
     """Sum (bytes, I/Os, IOPS, bandwidth) or take the worst (runtime, p99) of ``(name, figures)`` blocks, and
     weight the mean latency by I/Os. A figure one block lacks makes the result null, and ``why`` says which
     block lacked it (the block's own reason, ``inner[<block>.<key>]``, where it has one): a sum or a maximum
-    over part of the jobs would be a different, smaller number."""
-    inner = inner or {}
-    if len(blocks) == 1:  # the common case (one job, one direction): the block is its own summary
-        name, out = blocks[0][0], dict(blocks[0][1])
+    over part of the jobs would be a different, smaller number. A single block is its own summary: the
+    caller hands over a dict of its own, which is returned (not copied)."""
+    if len(blocks) == 1:  # the common case (one job, one direction)
+        name, out = blocks[0]
         if not out["total_ios"] and out["lat_mean_ns"] is not None:
             out["lat_mean_ns"] = None
-            why[f"{prefix}lat_mean_ns"] = "no I/O count (total_ios) to weight the mean latency by"
-        for key in compress(out, map(is_, out.values(), repeat(None))):  # the keys of the figures fio lacked
-            if f"{prefix}{key}" not in why:
-                why[f"{prefix}{key}"] = inner.get(f"{name}.{key}") or _ABSENT[key]
+            why[f"{prefix}lat_mean_ns"] = _NO_IOS
+        if None in out.values():  # the figures fio lacked, and why
+            keys = _PREFIXED.get(prefix) or {key: f"{prefix}{key}" for key in out}
+            for key, value in out.items():
+                if value is None and keys[key] not in why:
+                    why[keys[key]] = (inner and inner.get(f"{name}.{key}")) or _ABSENT[key]
         return out
+    inner = inner or {}
     out = {}
     for key in ("io_bytes", "bw_bytes", "iops", "total_ios", "runtime_ms", "lat_mean_ns", "lat_p99_ns",
                 "clat_p99_ns"):
         lacking = [name for name, b in blocks if b[key] is None]
         if key == "lat_mean_ns" and not lacking and any(b["total_ios"] is None for _, b in blocks):
             out[key] = None  # the I/O count that weights the means is not known
-            why[f"{prefix}{key}"] = "no I/O count (total_ios) to weight the mean latency by"
+            why[f"{prefix}{key}"] = _NO_IOS
             continue
         if lacking:
             out[key] = None
@@ -276,7 +304,93 @@ def _combine(blocks: list[tuple[str, dict[str, Any]]], prefix: str, why: dict[st
         else:
             ios = sum(b["total_ios"] for _, b in blocks)
             out[key] = sum(b[key] * b["total_ios"] for _, b in blocks) / ios if ios else None
+        if out[key].__class__ is float and not -_INF < out[key] < _INF:  # (figures near the largest double)
+            out[key] = None
+            why[f"{prefix}{key}"] = f"the {'I/O-weighted mean' if key == 'lat_mean_ns' else 'sum'} over the jobs " \
+                                    "is beyond any real figure"
     return out
+
+
+def _error_code(job: dict[str, Any], source: str | None) -> int:
+    """A job's ``error`` that is not a plain int (fio writes one): a number in text is read, anything else
+    that is no finite number counts as no error, except under ``source`` (ingest), where a non-finite one is
+    a damaged file, named."""
+    v = _num(job, "error", None)
+    if v is None or not -_INF < v < _INF:
+        if v is not None and source is not None:
+            raise _bad((source, str(job.get("jobname")), ""), f"error is {v!r}, not fio's error code")
+        return 0
+    return int(v)
+
+
+def _cpu_figure(job: dict[str, Any], key: str, source: str | None, why: dict[str, str]) -> Any:
+    """``job[key]`` (usr_cpu, sys_cpu, ctx) when it is not a plain finite non-negative number: strict, text or
+    a negative or infinite figure is a damaged file, named; None (and the reason in ``why``) when absent."""
+    v = _num(job, key, (source, str(job.get("jobname")), "") if source is not None else None)
+    if v is None:
+        raw = job.get(key)
+        why[key] = (f"fio wrote no {key}" if raw is None else f"{key} is {raw!r}, not a number") + \
+            f" for job {job.get('jobname')!r}"
+    return v
+
+
+def _one_job(job: dict[str, Any], source: str | None) -> dict[str, Any] | None:
+    """The summary of a single job in the plain case, or None for :func:`summarize_jobs` to work it out.
+
+    Over one job the sums, maxima and I/O-weighted means are the job's own figures, so the summary is the
+    job's one used direction, copied as the total: this is that summary, built directly (ingest meets
+    thousands of such files). The plain case: an integer ``error``, CPU figures that are finite non-negative
+    numbers, no ``mixed`` block to check, exactly one direction used, read by :func:`_figures` (the one
+    reader of a direction, which raises what the full summary would raise) with its counts, rates and
+    runtime all there. Anything else, and every reason but a missing latency, is left to the full summary.
+    """
+    e: Any = job.get("error")
+    usr: Any = job.get("usr_cpu")
+    sys_: Any = job.get("sys_cpu")
+    ctx: Any = job.get("ctx")
+    if e.__class__ is not int or not _NUMERIC.issuperset(map(type, (usr, sys_, ctx))) or \
+            not (0 <= usr < _INF and 0 <= sys_ < _INF and 0 <= ctx < _INF) or (source is not None and "mixed" in job):
+        return None  # (NaN fails the comparisons too)
+    used = None
+    for dname in DIRECTIONS:
+        d = job.get(dname)
+        if d is None:
+            continue
+        if d.__class__ is not dict:
+            return None
+        b: Any = d.get("io_bytes")
+        if b.__class__ is int and not b:
+            n: Any = d.get("total_ios")
+            if n.__class__ is int and not n:
+                continue  # a direction the job did not use
+        figures = _figures(d, (source, str(job.get("jobname")), dname) if source is not None else None)
+        nbytes, bw, iops, rt, ios, mean, p99, cp99 = figures
+        if not nbytes and not ios:
+            continue
+        if used is not None or None in figures[:5] or not ios:
+            return None
+        used = dname
+        block = {"io_bytes": nbytes, "total_ios": ios, "bw_bytes": bw, "iops": iops, "runtime_ms": rt,
+                 "lat_mean_ns": mean, "lat_p99_ns": p99, "clat_p99_ns": cp99}
+    if used is None:
+        return None
+    out = {used: block, "total": dict(block), "usr_cpu": usr + 0.0, "sys_cpu": sys_ + 0.0, "ctx": int(ctx),
+           "error": max(e, 0), "jobs": 1}
+    lacking = (block["lat_mean_ns"] is None, block["lat_p99_ns"] is None, block["clat_p99_ns"] is None)
+    if True in lacking:
+        out["null_reasons"] = dict(_latency_reasons(used, *lacking))
+    return out
+
+
+@lru_cache(maxsize=None)
+def _latency_reasons(dname: str, *missing: bool) -> dict[str, str]:
+    """``null_reasons`` of a one-job summary whose direction ``dname`` lacks the latency figures flagged in
+    ``missing`` (mean, lat p99, clat p99): the direction's and the total's, sorted as the full summary sorts."""
+    keys = [key for key, lacking in zip(("lat_mean_ns", "lat_p99_ns", "clat_p99_ns"), missing) if lacking]
+    return dict(sorted([(f"{where}.{key}", _ABSENT[key]) for key in keys for where in (dname, "total")]))
+
+
+_NUMERIC = frozenset((int, float))
 
 
 def summarize_jobs(jobs: Iterable[dict[str, Any]], source: str | None = None) -> dict[str, Any]:
@@ -292,30 +406,42 @@ def summarize_jobs(jobs: Iterable[dict[str, Any]], source: str | None = None) ->
     ``source`` (ingest) makes it strict: a field of the wrong type, negative or infinite raises
     DataFileError naming the file, job and field. Without it (the runner, over fio's fresh output),
     an unreadable field counts as absent.
+
+    Ingest calls this for each of thousands of files, nearly all holding one job with one direction used:
+    the plain path is written out (no helper call per figure), and the words of a reason are only put
+    together when a figure is missing.
     """
     jobs = list(jobs)
+    if len(jobs) == 1:
+        single = _one_job(jobs[0], source)
+        if single is not None:
+            return single
+    many = len(jobs) > 1
     out: dict[str, Any] = {}
     why: dict[str, str] = {}
-    cpu: dict[str, list[float]] = {"usr_cpu": [], "sys_cpu": [], "ctx": []}
+    usr: list[Any] = []
+    sys_: list[Any] = []
+    ctx: list[Any] = []
     error = 0
     for job in jobs:
         e: Any = job.get("error")  # a JSON value, narrowed by the class check below
         if e.__class__ is not int:
-            e = int(_num(job, "error", None) or 0)
-        error = max(error, e)
-        for key, values in cpu.items():
+            e = _error_code(job, source)
+        if e > error:
+            error = e
+        for key, values in (("usr_cpu", usr), ("sys_cpu", sys_), ("ctx", ctx)):
             v: Any = job.get(key)  # a JSON value, narrowed by the class checks
             if (v.__class__ is not float and v.__class__ is not int) or not 0 <= v < _INF:
-                # strict (ingest): text, a negative or an infinite figure is a damaged file, named
-                v = _num(job, key, (source, str(job.get("jobname")), "") if source is not None else None)
-            if v is None:
-                raw = job.get(key)
-                why[key] = (f"fio wrote no {key}" if raw is None else f"{key} is {raw!r}, not a number") + \
-                    f" for job {job.get('jobname')!r}"
-            else:
-                values.append(v)
+                v = _cpu_figure(job, key, source, why)
+                if v is None:
+                    continue
+            values.append(v)
         if source is not None and "mixed" in job:  # unified_rw_reporting: checked, not summed
-            _figures(job["mixed"], (source, str(job.get("jobname")), "mixed"))
+            mixed = job["mixed"]
+            if mixed.__class__ is not dict:
+                raise DataFileError(source, f"job {job.get('jobname')!r}: 'mixed' is a {type(mixed).__name__}, "
+                                            "not an object")
+            _figures(mixed, (source, str(job.get("jobname")), "mixed"))
     used: list[tuple[str, dict[str, Any]]] = []
     said: dict[str, str] = {}
     for dname in DIRECTIONS:
@@ -324,35 +450,51 @@ def summarize_jobs(jobs: Iterable[dict[str, Any]], source: str | None = None) ->
             d = job.get(dname)
             if d is None:
                 continue
-            if type(d) is not dict:
+            if d.__class__ is not dict:
                 if source is not None:
                     raise DataFileError(source, f"job {job.get('jobname')!r}: '{dname}' is a "
                                                 f"{type(d).__name__}, not an object")
                 continue
-            if d.get("io_bytes").__class__ is int and d.get("total_ios").__class__ is int and \
-                    not d["io_bytes"] and not d["total_ios"]:
-                continue  # a direction the job did not use (what _figures would find, in fewer steps)
+            b: Any = d.get("io_bytes")
+            if b.__class__ is int and not b:
+                n: Any = d.get("total_ios")
+                if n.__class__ is int and not n:
+                    continue  # a direction the job did not use (what _figures would find, in fewer steps)
             figures = _figures(d, (source, str(job.get("jobname")), dname) if source is not None else None)
             nbytes, bw, iops, rt, ios, mean, p99, cp99 = figures
             if not nbytes and not ios:
                 continue
-            name = f"job {job.get('jobname')!r}" + (f" #{i + 1}" if len(jobs) > 1 else "")
-            blocks.append((name, {"io_bytes": nbytes, "total_ios": ios, "bw_bytes": bw, "iops": iops, "runtime_ms": rt,
-                                  "lat_mean_ns": mean, "lat_p99_ns": p99, "clat_p99_ns": cp99}))
+            name = ""  # a block is named only where its name is said: in a reason of its own, or beside others
             if None in figures[:5]:  # written, but not as a number (the lenient summary reads it as absent)?
+                name = f"job {job.get('jobname')!r}" + (f" #{i + 1}" if many else "")
                 for key, field in _RAW_FIELDS:
                     raw = d.get(field)
-                    if raw is not None and blocks[-1][1][key] is None:
+                    if raw is not None and figures[_FIGURES.index(key)] is None:
                         said[f"{name}.{key}"] = f"{field} is {raw!r}, not a number, for {name}"
+            elif many and None in figures:
+                name = f"job {job.get('jobname')!r} #{i + 1}"
+            blocks.append((name, {"io_bytes": nbytes, "total_ios": ios, "bw_bytes": bw, "iops": iops,
+                                  "runtime_ms": rt, "lat_mean_ns": mean, "lat_p99_ns": p99, "clat_p99_ns": cp99}))
         if not blocks:
             continue
         out[dname] = _combine(blocks, f"{dname}.", why, said)
         used.append((dname, out[dname]))
-    out["total"] = _combine(used, "total.", why, dict(why))  # a direction's own reason stands for it
-    n = max(len(jobs), 1)
-    out.update(usr_cpu=sum(cpu["usr_cpu"]) / n if not why.get("usr_cpu") else None,
-               sys_cpu=sum(cpu["sys_cpu"]) / n if not why.get("sys_cpu") else None,
-               ctx=int(sum(cpu["ctx"])) if not why.get("ctx") else None, error=error, jobs=len(jobs))
+    if len(used) == 1:  # the total of one direction is a copy of it (the reasons are already the direction's)
+        total = dict(used[0][1])
+        if None in total.values():
+            mine, its = _PREFIXED["total."], _PREFIXED[f"{used[0][0]}."]
+            for key, value in total.items():
+                if value is None:
+                    why.setdefault(mine[key], why.get(its[key]) or _ABSENT[key])
+        out["total"] = total
+    else:
+        out["total"] = _combine(used, "total.", why, dict(why))  # a direction's own reason stands for it
+    n = len(jobs) or 1
+    out["usr_cpu"] = sum(usr) / n if "usr_cpu" not in why else None
+    out["sys_cpu"] = sum(sys_) / n if "sys_cpu" not in why else None
+    out["ctx"] = int(sum(ctx)) if "ctx" not in why else None
+    out["error"] = error
+    out["jobs"] = len(jobs)
     if why:
         out["null_reasons"] = dict(sorted(why.items()))
     return out

@@ -7,11 +7,12 @@ in its strict mode); this module checks the document's shape around it and names
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from ..core.errors import DataFileError
 from .fio import summarize_jobs
-from .params import params_from_name, workload_params
+from .params import params_from_name, workload_label, workload_params
 from .tidy import reasons_text
 
 ALL_CLIENTS = "All clients"
@@ -49,8 +50,12 @@ def job_groups(doc: Any, source: str, client_mode: bool) -> dict[str, list[dict[
             raise DataFileError(source, f"job #{i + 1} has no 'jobname' string")
         if "job options" in job and not isinstance(job["job options"], dict):
             raise DataFileError(source, f"job {name!r}: 'job options' is not an object")
-        if "error" in job and job["error"].__class__ is not int and not _is_number(job["error"]):
-            raise DataFileError(source, f"job {name!r}: 'error' is {job['error']!r}, not a number")
+        if "error" in job and job["error"].__class__ is not int:
+            if not _is_number(job["error"]):
+                raise DataFileError(source, f"job {name!r}: 'error' is {job['error']!r}, not a number")
+            if not math.isfinite(job["error"]):
+                raise DataFileError(source, f"job {name!r}: 'error' is {job['error']!r}, not fio's error code",
+                                    "use the unedited output of fio --output-format=json")
         if "read" not in job and "write" not in job and "trim" not in job and "mixed" not in job:
             raise DataFileError(source, f"job {name!r} has no read/write/trim results")
         if client_mode and name == ALL_CLIENTS:
@@ -64,23 +69,24 @@ def fio_rows(doc: Any, source: str) -> list[dict[str, Any]]:
 
     In client/server output the ``All clients`` entry is fio's own sum of the per-client entries; we
     sum the per-client entries ourselves (so a single client, which has no ``All clients``, is treated
-    the same way) and never count the aggregate twice.
+    the same way) and never count the aggregate twice. ``job`` is the job's name, ``workload`` the
+    cell's (``randread-4k-qd32``, from rw, block size and queue depth).
     """
     client_mode = "client_stats" in doc if isinstance(doc, dict) else False
     groups = job_groups(doc, source, client_mode)
     if not groups:
         raise DataFileError(source, "only an 'All clients' aggregate, no per-client results")
     version = doc.get("fio version")
-    if version is not None and not isinstance(version, str):
+    if version is not None and version.__class__ is not str:
         raise DataFileError(source, f"'fio version' is {version!r}, not fio's version text (like \"fio-3.33\")",
                             "use the unedited output of fio --output-format=json")
     rows: list[dict[str, Any]] = []
     names: dict[tuple[str, ...], dict[str, Any]] = {}  # the path's parameters, by the shape keys looked for
     for name, group in groups.items():
-        errors = [int(j.get("error", 0)) for j in group if j.get("error")]
-        if errors:
-            raise DataFileError(source, f"fio reported error {errors[0]} in job {name!r}",
-                                "look at the fio output; the run did not complete")
+        for job in group:
+            if job.get("error"):
+                raise DataFileError(source, f"fio reported error {int(job['error'])} in job {name!r}",
+                                    "look at the fio output; the run did not complete")
         params, missing, unreadable = workload_params(doc.get("global options"), group[0].get("job options"))
         if unreadable:
             raise DataFileError(source, f"job {name!r}: the option {', '.join(unreadable)} is not one fio runs "
@@ -89,35 +95,36 @@ def fio_rows(doc: Any, source: str) -> list[dict[str, Any]]:
         from_name = names.get(missing)
         if from_name is None:
             from_name = names[missing] = params_from_name(source, missing)
-        for key in missing:
-            if from_name.get(key) is not None:
-                params[key] = from_name[key]
+        if missing:  # (the shared parameters stay as they are: a copy with what the path gives)
+            params = {**params, **{key: from_name[key] for key in missing if from_name.get(key) is not None}}
         s = summarize_jobs(group, source)
         total = s["total"]
-        if not total["io_bytes"] and not total["total_ios"]:
+        io_bytes, bw_bytes, lat_mean, lat_p99, clat_p99 = (total["io_bytes"], total["bw_bytes"], total["lat_mean_ns"],
+                                                           total["lat_p99_ns"], total["clat_p99_ns"])
+        if not io_bytes and not total["total_ios"]:
             raise DataFileError(source, f"job {name!r} completed no I/O (read, write and trim are all 0)")
-        extra: dict[str, str] = {}
         numjobs = params["numjobs"]
+        why = None
         if numjobs is None:
             numjobs, why = _counted_numjobs(doc, group, client_mode)
-            if why:
-                extra["numjobs"] = why
         hosts = sorted({f"{j.get('hostname')}:{j.get('port')}" for j in group if j.get("hostname")}) \
-            if len(group) > 1 or group[0].get("hostname") else []  # (plain fio names no host)
-        read, write = s.get("read", {}), s.get("write", {})
+            if len(group) > 1 or group[0].get("hostname") else None  # (plain fio names no host)
+        read, write = s.get("read"), s.get("write")
+        rw, bs, iodepth = params["rw"], params["bs"], params["iodepth"]
         rows.append({
             "source": source,
             "source_format": "fio-client" if client_mode else "fio",
             "engine": "fio",
-            "engine_version": str(version) if version is not None else None,
-            "workload": name,
+            "engine_version": version,
+            "job": name,
+            "workload": workload_label(rw, bs, iodepth),
             "controller": from_name.get("controller"),
             "aio": from_name.get("aio"),
             "iothread": from_name.get("iothread"),
             "cache": from_name.get("cache"),
-            "rw": params["rw"],
-            "bs": params["bs"],
-            "iodepth": params["iodepth"],
+            "rw": rw,
+            "bs": bs,
+            "iodepth": iodepth,
             "numjobs": numjobs,
             "rwmixread": params["rwmixread"],
             "rate_mib_s": params["rate_mib_s"],
@@ -125,24 +132,24 @@ def fio_rows(doc: Any, source: str) -> list[dict[str, Any]]:
             "started": None,
             "_epoch": doc.get("timestamp"),  # converted to ISO text once per frame (tidy.frame_from_rows)
             "vm": ",".join(hosts) if hosts else None,
-            "clients": len(hosts) if client_mode else None,
+            "clients": len(hosts or ()) if client_mode else None,
             "error": 0,
             "iops": total["iops"],
-            "read_iops": read.get("iops"),
-            "write_iops": write.get("iops"),
-            "bw_mib_s": total["bw_bytes"] / 2**20 if total["bw_bytes"] is not None else None,
-            "io_bytes": total["io_bytes"],
-            "mib": total["io_bytes"] / 2**20 if total["io_bytes"] is not None else None,
+            "read_iops": read["iops"] if read else None,
+            "write_iops": write["iops"] if write else None,
+            "bw_mib_s": bw_bytes / 2**20 if bw_bytes is not None else None,
+            "io_bytes": io_bytes,
+            "mib": io_bytes / 2**20 if io_bytes is not None else None,
             "total_ios": total["total_ios"],
             "runtime_ms": total["runtime_ms"],
-            "lat_mean_us": total["lat_mean_ns"] / 1000.0 if total["lat_mean_ns"] is not None else None,
-            "read_lat_mean_us": (read["lat_mean_ns"] / 1000.0) if read.get("lat_mean_ns") is not None else None,
-            "write_lat_mean_us": (write["lat_mean_ns"] / 1000.0) if write.get("lat_mean_ns") is not None else None,
-            "lat_p99_us": total["lat_p99_ns"] / 1000.0 if total["lat_p99_ns"] is not None else None,
-            "clat_p99_us": total["clat_p99_ns"] / 1000.0 if total["clat_p99_ns"] is not None else None,
+            "lat_mean_us": lat_mean / 1000.0 if lat_mean is not None else None,
+            "read_lat_mean_us": read["lat_mean_ns"] / 1000.0 if read and read["lat_mean_ns"] is not None else None,
+            "write_lat_mean_us": write["lat_mean_ns"] / 1000.0 if write and write["lat_mean_ns"] is not None else None,
+            "lat_p99_us": lat_p99 / 1000.0 if lat_p99 is not None else None,
+            "clat_p99_us": clat_p99 / 1000.0 if clat_p99 is not None else None,
             "guest_usr_cpu": s["usr_cpu"],
             "guest_sys_cpu": s["sys_cpu"],
-            "null_reasons": reasons_text(s.get("null_reasons"), extra),
+            "null_reasons": reasons_text(s.get("null_reasons"), {"numjobs": why} if why else None),
         })
     return rows
 

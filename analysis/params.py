@@ -70,16 +70,15 @@ def workload_params(global_opts: dict[str, Any] | None,
     with (``bs=4q``, ``rw=frobnicate``: fio refuses such a job before it starts, so its output holding one
     was edited or damaged).
 
-    Thousands of files share a few option sets: each distinct set is worked out once (the dict returned
-    is the caller's own).
+    Thousands of files share a few option sets: each distinct set is worked out once, and the parameters
+    returned are shared by every file of that set: read them, never change them.
     """
-    opts = {**(global_opts or {}), **(job_opts or {})}
+    opts = {**global_opts, **job_opts} if global_opts and job_opts else (job_opts or global_opts or {})
     values = tuple(map(opts.get, _OPTION_NAMES))
     try:
-        params, missing, unreadable = _params_of(values)
+        return _params_of(values)
     except TypeError:  # an unhashable option value (a list): not worth caching
-        params, missing, unreadable = _params_of.__wrapped__(values)
-    return dict(params), missing, unreadable
+        return _params_of.__wrapped__(values)
 
 
 # the options that give a workload's shape, by the parameter they fill

@@ -112,8 +112,9 @@ def parse_files(work: list[tuple[str, str, str | None]]) -> tuple[list[dict[str,
         except OSError as exc:
             problems.append(Problem(source, f"cannot be read ({exc.strerror})"))
             continue
-        for row in file_rows:
-            row["job"] = row.get("workload")
-            row["workload"] = workload_label(row.get("rw"), row.get("bs"), row.get("iodepth"))
+        if kind == "diskspd":  # (fio rows come with the job's name and the cell's workload)
+            for row in file_rows:
+                row["job"] = row.get("workload")
+                row["workload"] = workload_label(row.get("rw"), row.get("bs"), row.get("iodepth"))
         rows += file_rows
     return rows, problems
