@@ -184,4 +184,4 @@ def _ingest(paths: Iterable[str | Path], *, strict: bool, label: str | None, wor
                             "fix or remove these files, or run without --strict to skip them")
     frame = frame_from_rows(rows)
     return IngestResult(frame=frame, problems=problems, notes=notes,
-                        environment=environment_frame(runs, rows), files=len(found.files))
+                        environment=environment_frame(runs, frame), files=len(found.files))

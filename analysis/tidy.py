@@ -161,35 +161,34 @@ def _epoch_iso(value: Any) -> str | None:
     return time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime(math.floor(value)))
 
 
-def _epochs_to_iso(rows: list[dict[str, Any]]) -> None:
-    """fio's epoch ``timestamp`` -> ISO text, once per distinct value (10,000 files share few seconds)."""
-    seen: dict[Any, str | None] = {}
-    for row in rows:
-        if row.get("started") is None:
-            epoch = row.get("_epoch")
-            if epoch is not None:
-                text = seen.get(epoch, _MISSING)
-                if text is _MISSING:
-                    text = seen[epoch] = _epoch_iso(epoch)
-                row["started"] = text
-
-
-_MISSING: Any = object()
+def _started(started: Sequence[Any], epochs: Sequence[Any]) -> Sequence[Any]:
+    """The ``started`` column: each row's own, else fio's epoch ``timestamp`` as ISO text, worked out once
+    per distinct epoch (10,000 files share few seconds)."""
+    if None not in started or epochs.count(None) == len(epochs):
+        return started
+    iso: dict[Any, str | None] = {}
+    try:
+        for epoch in set(epochs):
+            iso[epoch] = _epoch_iso(epoch) if epoch is not None else None
+    except TypeError:  # a list or an object where fio writes a number: no time
+        return [s if s is not None else _epoch_iso(e) if e is not None else None for s, e in zip(started, epochs)]
+    return [s if s is not None else iso[e] for s, e in zip(started, epochs)]
 
 
 def frame_from_rows(rows: list[dict[str, Any]]) -> pd.DataFrame:
     """The tidy frame with every column of :data:`COLUMNS`, typed, in that order.
 
     Built column by column: the rows are transposed into one list per column and each list becomes its
-    typed array in one call. (``DataFrame.from_records`` followed by a cast per column made an object frame,
-    merged its blocks and converted every cell twice: 87,000 instructions a row against 41,000 now, at
-    10,000 fio files a quarter of what ingest spent beyond reading and decoding the JSON.)
+    typed array in one call, and the frame takes the arrays as they are (no copy). (``DataFrame.from_records``
+    followed by a cast per column made an object frame, merged its blocks and converted every cell twice:
+    87,000 instructions a row against 41,000, at 10,000 fio files a quarter of what ingest spent beyond
+    reading and decoding the JSON.) ``started`` is filled from fio's epoch where a row has no time of its own.
     """
-    _epochs_to_iso(rows)
     n = len(rows)
-    columns = _columns(rows, COLUMNS)
+    columns = _columns(rows, (*COLUMNS, "_epoch"))
+    columns["started"] = _started(columns["started"], columns["_epoch"])
     return pd.DataFrame({col: _typed(columns[col], dtype, n) for col, dtype in COLUMNS.items()},
-                        index=pd.RangeIndex(n) if n else pd.Index([], dtype=object))
+                        index=pd.RangeIndex(n) if n else pd.Index([], dtype=object), copy=False)
 
 
 def _columns(rows: list[dict[str, Any]], names: Iterable[str]) -> dict[str, Sequence[Any]]:
@@ -262,8 +261,9 @@ def _flatten(prefix: str, value: Any, out: list[tuple[str, str]]) -> None:
         out.append((prefix, str(value)))
 
 
-def environment_frame(runs: list[dict[str, Any]], rows: list[dict[str, Any]]) -> pd.DataFrame:
-    """(scope, item, value) rows for the Environment sheet: every run record, then plain-file facts."""
+def environment_frame(runs: list[dict[str, Any]], frame: pd.DataFrame | None = None) -> pd.DataFrame:
+    """(scope, item, value) rows for the Environment sheet: every run record, then the facts of the plain
+    result files among the tidy ``frame``'s rows (read from its columns, not row by row)."""
     items: list[tuple[str, str, str]] = []
     for run in runs:
         scope = f"run {run.get('run_id', '?')}"
@@ -274,15 +274,22 @@ def environment_frame(runs: list[dict[str, Any]], rows: list[dict[str, Any]]) ->
         _flatten("environment", run.get("environment") or {}, flat)
         _flatten("matrix", run.get("matrix") or {}, flat)
         items += [(scope, k, v) for k, v in flat]
-    plain = [r for r in rows if r.get("source_format") != "journal"]
-    if plain:
+    if frame is None or not len(frame):
+        return pd.DataFrame(items, columns=["scope", "item", "value"])
+    keep = frame["source_format"].ne("journal").to_numpy(dtype=bool, na_value=True)
+    if keep.any():
+        rows = frame if keep.all() else frame[keep]
+
+        def present(col: str) -> set[str]:  # (distinct values found in C, by way of an object array)
+            return {str(v) for v in set(rows[col].to_numpy(dtype=object).tolist()) if v is not pd.NA}
+
         def distinct(col: str) -> str:
-            return ", ".join(sorted({str(r[col]) for r in plain if r.get(col) is not None})) or "(none)"
-        starts = sorted(str(r["started"]) for r in plain if r.get("started"))
-        items += [("result files", "files", str(len({r['source'] for r in plain}))),
+            return ", ".join(sorted(present(col))) or "(none)"
+        starts = {s for s in present("started") if s}
+        items += [("result files", "files", str(len(present("source")))),
                   ("result files", "formats", distinct("source_format")),
                   ("result files", "engine versions", distinct("engine_version")),
                   ("result files", "hosts / clients", distinct("vm")),
-                  ("result files", "first result", starts[0] if starts else "(none)"),
-                  ("result files", "last result", starts[-1] if starts else "(none)")]
+                  ("result files", "first result", min(starts) if starts else "(none)"),
+                  ("result files", "last result", max(starts) if starts else "(none)")]
     return pd.DataFrame(items, columns=["scope", "item", "value"])
