@@ -53,7 +53,7 @@ def _bad_measure(value: Any) -> bool:
     return is_number(value) and not 0 <= value < _INF
 
 
-def check_row(row: dict[str, Any], where: str) -> None:
+def check_row(row: dict[str, Any], where: str, measured: tuple[str, ...] = MEASURED) -> None:
     """Refuse a row whose numbers cannot come from a real measurement (raises DataFileError).
 
     Besides single values (negative, NaN, infinite, a workload shape that is not a positive whole number),
@@ -61,23 +61,29 @@ def check_row(row: dict[str, Any], where: str) -> None:
     runtime it writes next to them, so a bandwidth or IOPS more than :data:`RATE_TOLERANCE_PCT` away from
     ``io_bytes / runtime`` or ``total_ios / runtime`` (beyond the rounding of the unit fio wrote) is an
     edited or corrupted file, flagged rather than written into a workbook as data.
+
+    ``measured`` names the values to look at one by one (all of :data:`MEASURED`). A reader whose every
+    measured value was refused as it was read unless it is None or a finite, non-negative number (the
+    strict fio summary, :func:`~stormatrix.analysis.fio.summarize_jobs`) passes ``()``: the workload's
+    shape, the counts and the rates are still checked here.
     """
     # A row's values are whatever the file held; _number() narrows them, which mypy cannot follow.
     get: Callable[[str], Any] = row.get
-    values = list(map(get, MEASURED))
-    try:  # the common case at C speed: plain numbers or None, none negative, their sum finite (no NaN, no inf)
-        present: list[Any] = list(filter(None, values))  # (zeros go too: they pass every test here)
-        plain = set(map(type, values)) <= _PLAIN and min(present, default=0) >= 0 and \
-            math.isfinite(math.fsum(present))
-    except (OverflowError, ValueError):  # an int beyond any float
-        plain = False
-    if not plain:  # value by value, to name the one that is wrong
-        _check_measured(get, where)
-    for name in SHAPE:
-        value = get(name)
-        if value is not None and (value.__class__ is not int or not 0 < value <= 2**40) and \
-                (not is_number(value) or _bad_measure(value) or value <= 0 or value > 2**40):
-            raise DataFileError(where, f"'{name}' is {value!r}: not a workload {name}", _FIX)
+    plain = True
+    if measured:
+        values = list(map(get, measured))
+        try:  # the common case at C speed: plain numbers or None, none negative, their sum finite (no NaN/inf)
+            present: list[Any] = list(filter(None, values))  # (zeros go too: they pass every test here)
+            plain = set(map(type, values)) <= _PLAIN and min(present, default=0) >= 0 and \
+                math.isfinite(math.fsum(present))
+        except (OverflowError, ValueError):  # an int beyond any float
+            plain = False
+        if not plain:  # value by value, to name the one that is wrong
+            _check_measured(get, measured, where)
+    bs, iodepth, numjobs = get("bs"), get("iodepth"), get("numjobs")
+    if not (bs.__class__ is int and iodepth.__class__ is int and numjobs.__class__ is int and
+            0 < bs <= 2**40 and 0 < iodepth <= 2**40 and 0 < numjobs <= 2**40):
+        _check_shape(get, where)
     # where the values are plain, a number is what is not None; otherwise text or true/false may be there
     io_bytes, runtime_ms = get("io_bytes"), get("runtime_ms")
     has_bytes = io_bytes is not None if plain else _number(io_bytes)
@@ -95,8 +101,17 @@ def check_row(row: dict[str, Any], where: str) -> None:
         _check_rates(row, io_bytes, runtime_ms / 1000.0, where, plain)
 
 
-def _check_measured(get: Callable[[str], Any], where: str) -> None:
-    for name in MEASURED:
+def _check_shape(get: Callable[[str], Any], where: str) -> None:
+    """The workload's shape, value by value: absent, or a whole number above 0 (a float that is one too)."""
+    for name in SHAPE:
+        value = get(name)
+        if value is not None and (value.__class__ is not int or not 0 < value <= 2**40) and \
+                (not is_number(value) or _bad_measure(value) or value <= 0 or value > 2**40):
+            raise DataFileError(where, f"'{name}' is {value!r}: not a workload {name}", _FIX)
+
+
+def _check_measured(get: Callable[[str], Any], measured: tuple[str, ...], where: str) -> None:
+    for name in measured:
         value = get(name)
         if value is None:
             continue

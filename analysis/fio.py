@@ -61,7 +61,9 @@ def parse_fio_json(text: str, source: str = "<fio output>") -> dict[str, Any]:
 
 
 _NUM_TYPES = (int, float)
-_INF = float("inf")
+# Any figure fio can write is far below 2^1023 (and every float above it is one step from inf); a JSON integer
+# above it has no float at all (float() raises). Refused as damage (strict) or read as absent (lenient).
+_MAX = float(2**1023)
 
 
 def _bad(where: tuple[str, str, str], problem: str) -> DataFileError:
@@ -82,10 +84,11 @@ def _num(d: dict[str, Any], key: str, where: tuple[str, str, str] | None) -> flo
             raise _bad(where, f"{key} is None, not a number")
         return None
     if type(v) in _NUM_TYPES:
-        if not 0 <= v < _INF:
+        if not 0 <= v < _MAX:
             if where is not None:
-                raise _bad(where, f"{key} is {v!r}; a count or rate must be finite and not negative")
-            if not -_INF < v < _INF:  # NaN or infinite: no figure (a negative one is read as it is)
+                raise _bad(where, f"{key} is {_shown(v)}; a count or rate must be finite and not negative"
+                           if not 0 <= v < float("inf") else f"{key} is {_shown(v)}: beyond any real figure")
+            if not -_MAX < v < _MAX:  # NaN or infinite: no figure (a negative one is read as it is)
                 return None
         return v
     return _float_of(v, key, "", where)
@@ -106,10 +109,11 @@ def _lat_ns(direction: dict[str, Any], name: str, where: tuple[str, str, str] | 
         if where is not None:
             raise _bad(where, f"{name} is not an object")
         return None
-    scaled = {k: (v * 1000.0 if type(v) in _NUM_TYPES and k in ("min", "max", "mean", "stddev") else v)
-              for k, v in old.items()}
+    scaled = {k: (v * 1000.0 if type(v) in _NUM_TYPES and -_MAX < v < _MAX and k in ("min", "max", "mean", "stddev")
+                  else v) for k, v in old.items()}  # (a figure beyond any float stays as it is: refused when read)
     if isinstance(old.get("percentile"), dict):
-        scaled["percentile"] = {k: v * 1000.0 for k, v in old["percentile"].items() if type(v) in _NUM_TYPES}
+        scaled["percentile"] = {k: v * 1000.0 if -_MAX < v < _MAX else v for k, v in old["percentile"].items()
+                                if type(v) in _NUM_TYPES}
     return scaled
 
 
@@ -140,18 +144,28 @@ def _p99(block: dict[str, Any] | None, name: str, where: tuple[str, str, str] | 
     return _float_of(v, name, ".percentile 99", where)
 
 
+def _shown(v: Any) -> str:
+    """A value for a message: a number of hundreds of digits as its magnitude."""
+    return f"{v!r}" if len(text := repr(v)) <= 40 else f"{text[:12]}... ({len(text)} digits)"
+
+
 def _float_of(v: Any, name: str, field: str, where: tuple[str, str, str] | None) -> float | None:
-    """A figure as a float. Strict (``where`` given): a number, else an error naming ``<name><field>``;
-    lenient: a number in text is read too, anything else is None."""
+    """A figure (a latency) as a float. Strict (``where`` given): a finite, non-negative number, else an error
+    naming ``<name><field>``; lenient: a number in text is read too, anything else (NaN, infinite) is None."""
     if type(v) in _NUM_TYPES:
-        return float(v)
+        if 0 <= v < _MAX:
+            return float(v)
+        if where is not None:
+            raise _bad(where, f"{name}{field} is {_shown(v)}; a latency must be finite and not negative"
+                       if not 0 <= v < float("inf") else f"{name}{field} is {_shown(v)}: beyond any real figure")
+        return float(v) if -_MAX < v < _MAX else None
     if where is not None:
         raise _bad(where, f"{name}{field} is {v!r}, not a number")
     try:
         f = float(v)
     except (TypeError, ValueError):
         return None
-    return f if -_INF < f < _INF else None
+    return f if -_MAX < f < _MAX else None
 
 
 def _is_fio2_direction(direction: dict[str, Any]) -> bool:
@@ -163,7 +177,7 @@ def _is_fio2_direction(direction: dict[str, Any]) -> bool:
 def _kib(kib: Any, key: str, where: tuple[str, str, str] | None) -> Any:
     """Bytes (or bytes/s) of a figure fio wrote in KiB; one so large that it has no value in bytes as a float
     is a damaged file (strict) or no figure (lenient)."""
-    if kib * 1024 < _INF:
+    if kib * 1024 < _MAX:
         return kib * 1024
     if where is not None:
         raise _bad(where, f"{key} is {kib!r} (KiB): beyond any real figure")
@@ -185,7 +199,7 @@ def _rate(d: dict[str, Any], key: str, where: tuple[str, str, str] | None) -> fl
     """A float field on the common path: a plain finite non-negative number as it is, else the slow reader
     (None when fio did not write it, or, lenient, wrote something that is not a number)."""
     v: Any = d.get(key)  # a JSON value: the class checks below narrow it (mypy cannot follow __class__)
-    if (v.__class__ is float or v.__class__ is int) and 0 <= v < _INF:
+    if (v.__class__ is float or v.__class__ is int) and 0 <= v < _MAX:
         return float(v)
     n = _num(d, key, where)
     return float(n) if n is not None else None
@@ -204,10 +218,10 @@ def _figures(d: dict[str, Any], where: tuple[str, str, str] | None) -> tuple[Any
     get = d.get
     # JSON values, narrowed by class checks that mypy cannot follow: typed Any on purpose
     io_bytes: Any = get("io_bytes")
-    if io_bytes.__class__ is not int or io_bytes < 0:
+    if io_bytes.__class__ is not int or not 0 <= io_bytes < _MAX:
         io_bytes = _num(d, "io_bytes", where)  # None when fio did not write it
     ios: Any = get("total_ios")
-    if ios.__class__ is not int or ios < 0:
+    if ios.__class__ is not int or not 0 <= ios < _MAX:
         ios = _num(d, "total_ios", where)
         ios = int(ios) if ios is not None else None
     if "io_kbytes" not in d:
@@ -219,7 +233,7 @@ def _figures(d: dict[str, Any], where: tuple[str, str, str] | None) -> tuple[Any
     if not io_bytes and not ios:
         return _NO_IO  # a direction the job did not use (or of which fio wrote no count): nothing is summed
     bw: Any = get("bw_bytes")
-    if (bw.__class__ is not float and bw.__class__ is not int) or not 0 <= bw < _INF:
+    if (bw.__class__ is not float and bw.__class__ is not int) or not 0 <= bw < _MAX:
         if "bw_bytes" in d:
             bw = _rate(d, "bw_bytes", where)
         else:
@@ -232,14 +246,14 @@ def _figures(d: dict[str, Any], where: tuple[str, str, str] | None) -> tuple[Any
     if clat.__class__ is not dict:
         clat = _lat_ns(d, "clat", where)
     mean: Any = lat.get("mean") if lat is not None else None
-    if mean.__class__ is not float:
+    if mean.__class__ is not float or not 0 <= mean < _MAX:
         mean = _mean(lat, "lat_ns" if "lat_ns" in d else "lat", where)
     # (read in the order a damaged file's first bad field has always been named in)
     iops: Any = get("iops")
-    if (iops.__class__ is not float and iops.__class__ is not int) or not 0 <= iops < _INF:
+    if (iops.__class__ is not float and iops.__class__ is not int) or not 0 <= iops < _MAX:
         iops = _rate(d, "iops", where)
     runtime: Any = get("runtime")
-    if (runtime.__class__ is not int and runtime.__class__ is not float) or not 0 <= runtime < _INF:
+    if (runtime.__class__ is not int and runtime.__class__ is not float) or not 0 <= runtime < _MAX:
         runtime = _rate(d, "runtime", where)
     return (int(io_bytes) if io_bytes is not None else None, float(bw) if bw is not None else None,
             float(iops) if iops is not None else None, float(runtime) if runtime is not None else None, ios, mean,
@@ -304,7 +318,7 @@ def _combine(blocks: list[tuple[str, dict[str, Any]]], prefix: str, why: dict[st
         else:
             ios = sum(b["total_ios"] for _, b in blocks)
             out[key] = sum(b[key] * b["total_ios"] for _, b in blocks) / ios if ios else None
-        if out[key].__class__ is float and not -_INF < out[key] < _INF:  # (figures near the largest double)
+        if out[key].__class__ is float and not -_MAX < out[key] < _MAX:  # (figures near the largest double)
             out[key] = None
             why[f"{prefix}{key}"] = f"the {'I/O-weighted mean' if key == 'lat_mean_ns' else 'sum'} over the jobs " \
                                     "is beyond any real figure"
@@ -316,7 +330,7 @@ def _error_code(job: dict[str, Any], source: str | None) -> int:
     that is no finite number counts as no error, except under ``source`` (ingest), where a non-finite one is
     a damaged file, named."""
     v = _num(job, "error", None)
-    if v is None or not -_INF < v < _INF:
+    if v is None or not -_MAX < v < _MAX:
         if v is not None and source is not None:
             raise _bad((source, str(job.get("jobname")), ""), f"error is {v!r}, not fio's error code")
         return 0
@@ -349,7 +363,7 @@ def _one_job(job: dict[str, Any], source: str | None) -> dict[str, Any] | None:
     sys_: Any = job.get("sys_cpu")
     ctx: Any = job.get("ctx")
     if e.__class__ is not int or not _NUMERIC.issuperset(map(type, (usr, sys_, ctx))) or \
-            not (0 <= usr < _INF and 0 <= sys_ < _INF and 0 <= ctx < _INF) or (source is not None and "mixed" in job):
+            not (0 <= usr < _MAX and 0 <= sys_ < _MAX and 0 <= ctx < _MAX) or (source is not None and "mixed" in job):
         return None  # (NaN fails the comparisons too)
     used = None
     for dname in DIRECTIONS:
@@ -431,7 +445,7 @@ def summarize_jobs(jobs: Iterable[dict[str, Any]], source: str | None = None) ->
             error = e
         for key, values in (("usr_cpu", usr), ("sys_cpu", sys_), ("ctx", ctx)):
             v: Any = job.get(key)  # a JSON value, narrowed by the class checks
-            if (v.__class__ is not float and v.__class__ is not int) or not 0 <= v < _INF:
+            if (v.__class__ is not float and v.__class__ is not int) or not 0 <= v < _MAX:
                 v = _cpu_figure(job, key, source, why)
                 if v is None:
                     continue

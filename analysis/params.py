@@ -96,7 +96,7 @@ def _params_of(values: tuple[Any, ...]) -> tuple[dict[str, Any], tuple[str, ...]
         "iodepth": _int_or_none(_option(opts, "iodepth")),
         "numjobs": _int_or_none(_option(opts, "numjobs")),
         "rwmixread": _int_or_none(_option(opts, "rwmixread")),
-        "rate_mib_s": (rate / 2**20) if rate else None,
+        "rate_mib_s": (rate / 2**20) if rate and rate < 2**64 else None,  # (beyond that, no rate fio runs at)
         "ioengine": _option(opts, "ioengine"),
     }
     missing = tuple(k for k in SHAPE_KEYS if params[k] is None)

@@ -15,7 +15,7 @@ from typing import Any
 from ..core import metrics
 from ..core.errors import DataFileError
 from . import diskspd, fio, perfcsv
-from .checks import Problem, check_row, is_number
+from .checks import MEASURED, Problem, check_row, is_number
 from .discover import MAX_RESULT_BYTES, read_capped
 from .fiorows import fio_rows
 from .params import workload_label
@@ -102,10 +102,12 @@ def parse_files(work: list[tuple[str, str, str | None]]) -> tuple[list[dict[str,
             if partner is not None:
                 for row in file_rows:
                     attach_perf(row, Path(partner))
-            for row in file_rows:
-                check_row(row, str(partner) if partner is not None and any(
-                    is_number(row.get(k)) and (not math.isfinite(row[k]) or row[k] < 0)
-                    for k in ("cpu_total", "ctx_switches", "cpu_user", "cpu_system")) else source)
+                    check_row(row, partner if any(
+                        is_number(row.get(k)) and (not math.isfinite(row[k]) or row[k] < 0)
+                        for k in ("cpu_total", "ctx_switches", "cpu_user", "cpu_system")) else source)
+            else:  # a fio row's measured values passed the strict summary's checks as they were read
+                for row in file_rows:
+                    check_row(row, source, () if kind == "fio" else MEASURED)
         except DataFileError as exc:
             problems.append(Problem(exc.path, exc.problem))
             continue
