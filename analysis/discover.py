@@ -19,6 +19,7 @@ from typing import Callable, Iterable
 
 from ..core.errors import DataFileError, InputError
 from ..core.journalfile import JOURNAL_NAME
+from ..core.paths import TooLarge, read_bounded
 from ..core.paths import kind as file_type
 
 RESULT_SUFFIXES = (".json", ".xml", ".ndjson")
@@ -210,33 +211,11 @@ def perf_partner(path: str) -> str | None:
     return None
 
 
-_O_READ = os.O_RDONLY | getattr(os, "O_BINARY", 0)  # (Windows: no newline translation)
-
-
 def read_capped(path: str, limit: int) -> bytes:
-    """The bytes of an input file, refusing one larger than ``limit`` without reading all of it (a
-    device or a runaway file must not exhaust memory). Raises OSError as ``open`` does.
-
-    A plain descriptor, not a file object: a regular file is one ``fstat`` and one ``read`` of its size (and a
-    byte more, to see one that grew since), where ``open().read()`` adds buffering, a terminal check and
-    a second ``fstat`` to every one of thousands of small files.
-    """
-    fd = os.open(path, _O_READ)
+    """The bytes of an input file (:func:`~stormatrix.core.paths.read_bounded`), one larger than ``limit``
+    refused as a DataFileError naming it. Raises OSError as ``open`` does."""
     try:
-        st = os.fstat(fd)
-        size = st.st_size if stat.S_ISREG(st.st_mode) else 0
-        chunks: list[bytes] = [os.read(fd, size + 1)] if size <= limit else []
-        total = len(chunks[0]) if chunks else size
-        while chunks and total <= limit and len(chunks[-1]) > size:  # (a device, a pipe, a file still growing)
-            size = 0
-            chunk = os.read(fd, 2**20)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            total += len(chunk)
-    finally:
-        os.close(fd)
-    if total > limit:
+        return read_bounded(path, limit)
+    except TooLarge:
         raise DataFileError(path, f"larger than {limit // 2**20} MiB: not a result file or journal of this tool",
-                            "give the run directory's journal.ndjson or the engine's own output files")
-    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+                            "give the run directory's journal.ndjson or the engine's own output files") from None
