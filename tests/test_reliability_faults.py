@@ -108,35 +108,36 @@ def check_common(tmp_path: Path, backend: FakeVmBackend, key: str, stage: str, e
     return records
 
 
-@pytest.mark.parametrize("name", sorted(FAULTS))
-def test_fault_with_on_error_skip_goes_on(name: str, tmp_path: Path, caplog: pytest.LogCaptureFixture,
-                                          winrm_fake: type[FakeWinRMExecutor]) -> None:
+def run_fault(name: str, on_error: str, tmp_path: Path, caplog: pytest.LogCaptureFixture,
+              winrm_fake: type[FakeWinRMExecutor]) -> tuple[Any, ...]:
+    """The two-cell matrix with fault ``name`` injected into its first cell under ``on_error``: the runner,
+    the backend, the outcome, the failing cell's key and the journal records (after the common checks)."""
     faults, winrm_fault, stage, etype, retried = FAULTS[name]
-    raw = matrix("skip", retries=1, executor="winrm" if winrm_fault else "auto")
+    raw = matrix(on_error, retries=1, executor="winrm" if winrm_fault else "auto")
     attempts = 2 if retried else 1
     winrm_fake.fault, winrm_fake.count = winrm_fault, attempts
     caplog.set_level(logging.WARNING)
     runner, backend, outcome = run_inprocess(tmp_path, raw, limit_faults(faults, attempts))
     key = first_key(raw)
+    if on_error == "stop":  # (checked before the journal: the outcome is what the caller sees first)
+        assert isinstance(outcome, StormatrixError) and type(outcome).__name__ == etype
+    return runner, outcome, key, check_common(tmp_path, backend, key, stage, etype, attempts, caplog)
+
+
+@pytest.mark.parametrize("name", sorted(FAULTS))
+def test_fault_with_on_error_skip_goes_on(name: str, tmp_path: Path, caplog: pytest.LogCaptureFixture,
+                                          winrm_fake: type[FakeWinRMExecutor]) -> None:
+    runner, outcome, key, records = run_fault(name, "skip", tmp_path, caplog, winrm_fake)
     assert isinstance(outcome, dict), outcome
     assert outcome["failed"] == [key] and outcome["measured"] == 1  # the second cell still ran
-    records = check_common(tmp_path, backend, key, stage, etype, attempts, caplog)
     assert [r["key"] for r in records if r["type"] == "cell"] == [runner.plan().cells[1].key]
 
 
 @pytest.mark.parametrize("name", sorted(FAULTS))
 def test_fault_with_on_error_stop_stops_naming_the_cell(name: str, tmp_path: Path, caplog: pytest.LogCaptureFixture,
                                                         winrm_fake: type[FakeWinRMExecutor]) -> None:
-    faults, winrm_fault, stage, etype, retried = FAULTS[name]
-    raw = matrix("stop", retries=1, executor="winrm" if winrm_fault else "auto")
-    attempts = 2 if retried else 1
-    winrm_fake.fault, winrm_fake.count = winrm_fault, attempts
-    caplog.set_level(logging.WARNING)
-    runner, backend, outcome = run_inprocess(tmp_path, raw, limit_faults(faults, attempts))
-    key = first_key(raw)
-    assert isinstance(outcome, StormatrixError) and type(outcome).__name__ == etype
+    _, outcome, key, records = run_fault(name, "stop", tmp_path, caplog, winrm_fake)
     assert outcome.cell == key and str(outcome).startswith(f"[{key}] ")
-    records = check_common(tmp_path, backend, key, stage, etype, attempts, caplog)
     assert not [r for r in records if r["type"] == "cell"]  # stopped: the second cell never ran
 
 
