@@ -2,7 +2,7 @@
 
 Pure functions over text and dicts. They survive what real fio output contains: warnings printed
 before the JSON, client/server status lines (some starting with ``<``), fio 2.x usec latency fields,
-fio < 3.2 without ``bw_bytes``.
+fio < 3.2 without ``bw_bytes`` (each job's directions are read by :mod:`.fiofigures`).
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from functools import lru_cache
 from typing import Any, Iterable
 
 from ..core.errors import DataFileError
+from .fiofigures import ABSENT, MAX, bad, direction_figures, number
 
 DIRECTIONS = ("read", "write", "trim")
 
@@ -60,209 +61,9 @@ def parse_fio_json(text: str, source: str = "<fio output>") -> dict[str, Any]:
                         "give fio's own --output-format=json output")
 
 
-_NUM_TYPES = (int, float)
-# Any figure fio can write is far below 2^1023 (and every float above it is one step from inf); a JSON integer
-# above it has no float at all (float() raises). Refused as damage (strict) or read as absent (lenient).
-_MAX = float(2**1023)
-
-
-def _bad(where: tuple[str, str, str], problem: str) -> DataFileError:
-    source, job, direction = where
-    return DataFileError(source, f"job {job!r}: {direction + '.' if direction else ''}{problem}")
-
-
-def _num(d: dict[str, Any], key: str, where: tuple[str, str, str] | None) -> float | int | None:
-    """``d[key]`` as a number, or None when absent.
-
-    Strict (``where`` given, ingest): anything but a finite, non-negative number is a damaged or foreign
-    file, and the DataFileError names the field. Lenient (the runner, over fio's own fresh output): a
-    number in text is read, anything else (an infinite or NaN figure too) is None.
-    """
-    v = d.get(key)
-    if v is None:
-        if where is not None and key in d:
-            raise _bad(where, f"{key} is None, not a number")
-        return None
-    if type(v) in _NUM_TYPES:
-        if not 0 <= v < _MAX:
-            if where is not None:
-                raise _bad(where, f"{key} is {_shown(v)}; a count or rate must be finite and not negative"
-                           if not 0 <= v < float("inf") else f"{key} is {_shown(v)}: beyond any real figure")
-            if not -_MAX < v < _MAX:  # NaN or infinite: no figure (a negative one is read as it is)
-                return None
-        return v
-    return _float_of(v, key, "", where)
-
-
-def _lat_ns(direction: dict[str, Any], name: str, where: tuple[str, str, str] | None) -> dict[str, Any] | None:
-    """A latency block in nanoseconds: fio 3 ``<name>_ns`` or fio 2 ``<name>`` in usec."""
-    block = direction.get(f"{name}_ns")
-    if block is not None:
-        if type(block) is dict:
-            return block
-        if where is not None:
-            raise _bad(where, f"{name}_ns is not an object")
-    old = direction.get(name)
-    if old is None:
-        return None
-    if type(old) is not dict:
-        if where is not None:
-            raise _bad(where, f"{name} is not an object")
-        return None
-    scaled = {k: (v * 1000.0 if type(v) in _NUM_TYPES and -_MAX < v < _MAX and k in ("min", "max", "mean", "stddev")
-                  else v) for k, v in old.items()}  # (a figure beyond any float stays as it is: refused when read)
-    if isinstance(old.get("percentile"), dict):
-        scaled["percentile"] = {k: v * 1000.0 if -_MAX < v < _MAX else v for k, v in old["percentile"].items()
-                                if type(v) in _NUM_TYPES}
-    return scaled
-
-
-def _mean(block: dict[str, Any] | None, name: str, where: tuple[str, str, str] | None) -> float | None:
-    if block is None or "mean" not in block:
-        return None
-    return _float_of(block["mean"], name, ".mean", where)
-
-
-def _p99(block: dict[str, Any] | None, name: str, where: tuple[str, str, str] | None) -> float | None:
-    """The 99th percentile of a latency block (fio writes the key as ``99.000000``)."""
-    if block is None:
-        return None
-    pct = block.get("percentile")
-    if type(pct) is not dict:
-        return None
-    v = pct.get("99.000000")
-    if v is None:  # another spelling of the key (``99.00``)
-        for key, val in pct.items():
-            try:
-                if abs(float(key) - 99.0) < 1e-6:
-                    v = val
-                    break
-            except ValueError:
-                continue
-        if v is None:
-            return None
-    return _float_of(v, name, ".percentile 99", where)
-
-
-def _shown(v: Any) -> str:
-    """A value for a message: a number of hundreds of digits as its magnitude."""
-    return f"{v!r}" if len(text := repr(v)) <= 40 else f"{text[:12]}... ({len(text)} digits)"
-
-
-def _float_of(v: Any, name: str, field: str, where: tuple[str, str, str] | None) -> float | None:
-    """A figure (a latency) as a float. Strict (``where`` given): a finite, non-negative number, else an error
-    naming ``<name><field>``; lenient: a number in text is read too, anything else (NaN, infinite) is None."""
-    if type(v) in _NUM_TYPES:
-        if 0 <= v < _MAX:
-            return float(v)
-        if where is not None:
-            raise _bad(where, f"{name}{field} is {_shown(v)}; a latency must be finite and not negative"
-                       if not 0 <= v < float("inf") else f"{name}{field} is {_shown(v)}: beyond any real figure")
-        return float(v) if -_MAX < v < _MAX else None
-    if where is not None:
-        raise _bad(where, f"{name}{field} is {v!r}, not a number")
-    try:
-        f = float(v)
-    except (TypeError, ValueError):
-        return None
-    return f if -_MAX < f < _MAX else None
-
-
-def _is_fio2_direction(direction: dict[str, Any]) -> bool:
-    """fio < 3.0: latencies in usec (``clat``, not ``clat_ns``) and no ``io_kbytes`` next to ``io_bytes``."""
-    return ("io_kbytes" not in direction and "clat_ns" not in direction and "lat_ns" not in direction
-            and isinstance(direction.get("clat") or direction.get("lat"), dict))
-
-
-def _kib(kib: Any, key: str, where: tuple[str, str, str] | None) -> Any:
-    """Bytes (or bytes/s) of a figure fio wrote in KiB; one so large that it has no value in bytes as a float
-    is a damaged file (strict) or no figure (lenient)."""
-    if kib * 1024 < _MAX:
-        return kib * 1024
-    if where is not None:
-        raise _bad(where, f"{key} is {kib!r} (KiB): beyond any real figure")
-    return None
-
-
-_NO_IO = (0, 0.0, 0.0, 0.0, 0, None, None, None)
-
-# What fio did not write, in the words the record keeps (``null_reasons``): a missing figure is null, never 0.
-_ABSENT = {"io_bytes": "fio wrote neither io_bytes nor io_kbytes", "total_ios": "fio wrote no total_ios",
-           "bw_bytes": "fio wrote neither bw_bytes nor bw", "iops": "fio wrote no iops",
-           "runtime_ms": "fio wrote no runtime", "lat_mean_ns": "fio wrote no lat mean",
-           "lat_p99_ns": "fio reported no total-latency (lat) percentiles (it does only with lat_percentiles=1, "
-                         "clat_p99_ns holds the completion-latency p99)",
-           "clat_p99_ns": "fio reported no completion-latency (clat) percentiles"}
-
-
-def _rate(d: dict[str, Any], key: str, where: tuple[str, str, str] | None) -> float | None:
-    """A float field on the common path: a plain finite non-negative number as it is, else the slow reader
-    (None when fio did not write it, or, lenient, wrote something that is not a number)."""
-    v: Any = d.get(key)  # a JSON value: the class checks below narrow it (mypy cannot follow __class__)
-    if (v.__class__ is float or v.__class__ is int) and 0 <= v < _MAX:
-        return float(v)
-    n = _num(d, key, where)
-    return float(n) if n is not None else None
-
-
-def _figures(d: dict[str, Any], where: tuple[str, str, str] | None) -> tuple[Any, ...]:
-    """(io_bytes, bw_bytes, iops, runtime_ms, total_ios, lat_mean_ns, lat_p99_ns, clat_p99_ns) of one direction.
-
-    ``lat_p99_ns`` is the total latency's (``lat_ns`` percentiles, written only with lat_percentiles=1),
-    ``clat_p99_ns`` the completion latency's (fio's default percentiles): two quantities, kept apart. A
-    rate, runtime or latency fio did not write is None, never 0. Every field it reads is checked as it is
-    read (strict: anything but a finite, non-negative number is an error naming the field); plain fio 3
-    numbers take the short path, written out rather than through a helper per field: this runs for every
-    direction of every job of every file ingested.
-    """
-    get = d.get
-    # JSON values, narrowed by class checks that mypy cannot follow: typed Any on purpose
-    io_bytes: Any = get("io_bytes")
-    if io_bytes.__class__ is not int or not 0 <= io_bytes < _MAX:
-        io_bytes = _num(d, "io_bytes", where)  # None when fio did not write it
-    ios: Any = get("total_ios")
-    if ios.__class__ is not int or not 0 <= ios < _MAX:
-        ios = _num(d, "total_ios", where)
-        ios = int(ios) if ios is not None else None
-    if "io_kbytes" not in d:
-        if io_bytes is not None and _is_fio2_direction(d):
-            io_bytes = _kib(io_bytes, "io_bytes", where)  # fio 2.x wrote KiB into "io_bytes" (stat.c: io_bytes >> 10)
-    elif "io_bytes" not in d:  # io_kbytes is io_bytes >> 10: only a stand-in when io_bytes is absent
-        kib = _num(d, "io_kbytes", where)
-        io_bytes = _kib(kib, "io_kbytes", where) if kib is not None else None
-    if not io_bytes and not ios:
-        return _NO_IO  # a direction the job did not use (or of which fio wrote no count): nothing is summed
-    bw: Any = get("bw_bytes")
-    if (bw.__class__ is not float and bw.__class__ is not int) or not 0 <= bw < _MAX:
-        if "bw_bytes" in d:
-            bw = _rate(d, "bw_bytes", where)
-        else:
-            kib = _rate(d, "bw", where)  # fio < 3.2: KiB/s
-            bw = _kib(kib, "bw", where) if kib is not None else None
-    lat = get("lat_ns")
-    if lat.__class__ is not dict:
-        lat = _lat_ns(d, "lat", where)
-    clat = get("clat_ns")
-    if clat.__class__ is not dict:
-        clat = _lat_ns(d, "clat", where)
-    mean: Any = lat.get("mean") if lat is not None else None
-    if mean.__class__ is not float or not 0 <= mean < _MAX:
-        mean = _mean(lat, "lat_ns" if "lat_ns" in d else "lat", where)
-    # (read in the order a damaged file's first bad field has always been named in)
-    iops: Any = get("iops")
-    if (iops.__class__ is not float and iops.__class__ is not int) or not 0 <= iops < _MAX:
-        iops = _rate(d, "iops", where)
-    runtime: Any = get("runtime")
-    if (runtime.__class__ is not int and runtime.__class__ is not float) or not 0 <= runtime < _MAX:
-        runtime = _rate(d, "runtime", where)
-    return (int(io_bytes) if io_bytes is not None else None, float(bw) if bw is not None else None,
-            float(iops) if iops is not None else None, float(runtime) if runtime is not None else None, ios, mean,
-            _p99(lat, "lat_ns", where), _p99(clat, "clat_ns", where))
-
-
 def summarize_direction(direction: dict[str, Any], where: tuple[str, str, str] | None = None) -> dict[str, Any]:
     """One direction block (``read``/``write``/``trim``) of one job, in the journal's units."""
-    return dict(zip(_FIGURES, _figures(direction, where)))
+    return dict(zip(_FIGURES, direction_figures(direction, where)))
 
 
 _FIGURES = ("io_bytes", "bw_bytes", "iops", "runtime_ms", "total_ios", "lat_mean_ns", "lat_p99_ns", "clat_p99_ns")
@@ -292,7 +93,7 @@ def _combine(blocks: list[tuple[str, dict[str, Any]]], prefix: str, why: dict[st
             keys = _PREFIXED.get(prefix) or {key: f"{prefix}{key}" for key in out}
             for key, value in out.items():
                 if value is None and keys[key] not in why:
-                    why[keys[key]] = (inner and inner.get(f"{name}.{key}")) or _ABSENT[key]
+                    why[keys[key]] = (inner and inner.get(f"{name}.{key}")) or ABSENT[key]
         return out
     inner = inner or {}
     out = {}
@@ -307,8 +108,8 @@ def _combine(blocks: list[tuple[str, dict[str, Any]]], prefix: str, why: dict[st
             out[key] = None
             given = [inner[f"{n}.{key}"] for n in lacking if f"{n}.{key}" in inner]
             why[f"{prefix}{key}"] = (given[0] if len(set(given)) == 1 and len(given) == len(lacking)
-                                     else _ABSENT[key] if len(lacking) == len(blocks)
-                                     else f"{_ABSENT[key]} for {', '.join(lacking)}")
+                                     else ABSENT[key] if len(lacking) == len(blocks)
+                                     else f"{ABSENT[key]} for {', '.join(lacking)}")
         elif key in _COUNTS:
             out[key] = sum(b[key] for _, b in blocks)  # exact integers (fio counts in unsigned 64-bit)
         elif key in _SUMMED:
@@ -318,7 +119,7 @@ def _combine(blocks: list[tuple[str, dict[str, Any]]], prefix: str, why: dict[st
         else:
             ios = sum(b["total_ios"] for _, b in blocks)
             out[key] = sum(b[key] * b["total_ios"] for _, b in blocks) / ios if ios else None
-        if out[key].__class__ is float and not -_MAX < out[key] < _MAX:  # (figures near the largest double)
+        if out[key].__class__ is float and not -MAX < out[key] < MAX:  # (figures near the largest double)
             out[key] = None
             why[f"{prefix}{key}"] = f"the {'I/O-weighted mean' if key == 'lat_mean_ns' else 'sum'} over the jobs " \
                                     "is beyond any real figure"
@@ -329,10 +130,10 @@ def _error_code(job: dict[str, Any], source: str | None) -> int:
     """A job's ``error`` that is not a plain int (fio writes one): a number in text is read, anything else
     that is no finite number counts as no error, except under ``source`` (ingest), where a non-finite one is
     a damaged file, named."""
-    v = _num(job, "error", None)
-    if v is None or not -_MAX < v < _MAX:
+    v = number(job, "error", None)
+    if v is None or not -MAX < v < MAX:
         if v is not None and source is not None:
-            raise _bad((source, str(job.get("jobname")), ""), f"error is {v!r}, not fio's error code")
+            raise bad((source, str(job.get("jobname")), ""), f"error is {v!r}, not fio's error code")
         return 0
     return int(v)
 
@@ -340,7 +141,7 @@ def _error_code(job: dict[str, Any], source: str | None) -> int:
 def _cpu_figure(job: dict[str, Any], key: str, source: str | None, why: dict[str, str]) -> Any:
     """``job[key]`` (usr_cpu, sys_cpu, ctx) when it is not a plain finite non-negative number: strict, text or
     a negative or infinite figure is a damaged file, named; None (and the reason in ``why``) when absent."""
-    v = _num(job, key, (source, str(job.get("jobname")), "") if source is not None else None)
+    v = number(job, key, (source, str(job.get("jobname")), "") if source is not None else None)
     if v is None:
         raw = job.get(key)
         why[key] = (f"fio wrote no {key}" if raw is None else f"{key} is {raw!r}, not a number") + \
@@ -354,7 +155,7 @@ def _one_job(job: dict[str, Any], source: str | None) -> dict[str, Any] | None:
     Over one job the sums, maxima and I/O-weighted means are the job's own figures, so the summary is the
     job's one used direction, copied as the total: this is that summary, built directly (ingest meets
     thousands of such files). The plain case: an integer ``error``, CPU figures that are finite non-negative
-    numbers, no ``mixed`` block to check, exactly one direction used, read by :func:`_figures` (the one
+    numbers, no ``mixed`` block to check, exactly one direction used, read by :func:`direction_figures` (the one
     reader of a direction, which raises what the full summary would raise) with its counts, rates and
     runtime all there. Anything else, and every reason but a missing latency, is left to the full summary.
     """
@@ -363,7 +164,7 @@ def _one_job(job: dict[str, Any], source: str | None) -> dict[str, Any] | None:
     sys_: Any = job.get("sys_cpu")
     ctx: Any = job.get("ctx")
     if e.__class__ is not int or not _NUMERIC.issuperset(map(type, (usr, sys_, ctx))) or \
-            not (0 <= usr < _MAX and 0 <= sys_ < _MAX and 0 <= ctx < _MAX) or (source is not None and "mixed" in job):
+            not (0 <= usr < MAX and 0 <= sys_ < MAX and 0 <= ctx < MAX) or (source is not None and "mixed" in job):
         return None  # (NaN fails the comparisons too)
     used = None
     for dname in DIRECTIONS:
@@ -377,7 +178,7 @@ def _one_job(job: dict[str, Any], source: str | None) -> dict[str, Any] | None:
             n: Any = d.get("total_ios")
             if n.__class__ is int and not n:
                 continue  # a direction the job did not use
-        figures = _figures(d, (source, str(job.get("jobname")), dname) if source is not None else None)
+        figures = direction_figures(d, (source, str(job.get("jobname")), dname) if source is not None else None)
         nbytes, bw, iops, rt, ios, mean, p99, cp99 = figures
         if not nbytes and not ios:
             continue
@@ -401,7 +202,7 @@ def _latency_reasons(dname: str, *missing: bool) -> dict[str, str]:
     """``null_reasons`` of a one-job summary whose direction ``dname`` lacks the latency figures flagged in
     ``missing`` (mean, lat p99, clat p99): the direction's and the total's, sorted as the full summary sorts."""
     keys = [key for key, lacking in zip(("lat_mean_ns", "lat_p99_ns", "clat_p99_ns"), missing) if lacking]
-    return dict(sorted([(f"{where}.{key}", _ABSENT[key]) for key in keys for where in (dname, "total")]))
+    return dict(sorted([(f"{where}.{key}", ABSENT[key]) for key in keys for where in (dname, "total")]))
 
 
 _NUMERIC = frozenset((int, float))
@@ -445,7 +246,7 @@ def summarize_jobs(jobs: Iterable[dict[str, Any]], source: str | None = None) ->
             error = e
         for key, values in (("usr_cpu", usr), ("sys_cpu", sys_), ("ctx", ctx)):
             v: Any = job.get(key)  # a JSON value, narrowed by the class checks
-            if (v.__class__ is not float and v.__class__ is not int) or not 0 <= v < _MAX:
+            if (v.__class__ is not float and v.__class__ is not int) or not 0 <= v < MAX:
                 v = _cpu_figure(job, key, source, why)
                 if v is None:
                     continue
@@ -455,7 +256,7 @@ def summarize_jobs(jobs: Iterable[dict[str, Any]], source: str | None = None) ->
             if mixed.__class__ is not dict:
                 raise DataFileError(source, f"job {job.get('jobname')!r}: 'mixed' is a {type(mixed).__name__}, "
                                             "not an object")
-            _figures(mixed, (source, str(job.get("jobname")), "mixed"))
+            direction_figures(mixed, (source, str(job.get("jobname")), "mixed"))
     used: list[tuple[str, dict[str, Any]]] = []
     said: dict[str, str] = {}
     for dname in DIRECTIONS:
@@ -473,8 +274,8 @@ def summarize_jobs(jobs: Iterable[dict[str, Any]], source: str | None = None) ->
             if b.__class__ is int and not b:
                 n: Any = d.get("total_ios")
                 if n.__class__ is int and not n:
-                    continue  # a direction the job did not use (what _figures would find, in fewer steps)
-            figures = _figures(d, (source, str(job.get("jobname")), dname) if source is not None else None)
+                    continue  # a direction the job did not use (what direction_figures would find, in fewer steps)
+            figures = direction_figures(d, (source, str(job.get("jobname")), dname) if source is not None else None)
             nbytes, bw, iops, rt, ios, mean, p99, cp99 = figures
             if not nbytes and not ios:
                 continue
@@ -499,7 +300,7 @@ def summarize_jobs(jobs: Iterable[dict[str, Any]], source: str | None = None) ->
             mine, its = _PREFIXED["total."], _PREFIXED[f"{used[0][0]}."]
             for key, value in total.items():
                 if value is None:
-                    why.setdefault(mine[key], why.get(its[key]) or _ABSENT[key])
+                    why.setdefault(mine[key], why.get(its[key]) or ABSENT[key])
         out["total"] = total
     else:
         out["total"] = _combine(used, "total.", why, dict(why))  # a direction's own reason stands for it
