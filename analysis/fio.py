@@ -90,7 +90,7 @@ def _combine(blocks: list[tuple[str, dict[str, Any]]], prefix: str, why: dict[st
             out["lat_mean_ns"] = None
             why[f"{prefix}lat_mean_ns"] = _NO_IOS
         if None in out.values():  # the figures fio lacked, and why
-            keys = _PREFIXED.get(prefix) or {key: f"{prefix}{key}" for key in out}
+            keys = _PREFIXED[prefix]
             for key, value in out.items():
                 if value is None and keys[key] not in why:
                     why[keys[key]] = (inner and inner.get(f"{name}.{key}")) or ABSENT[key]
@@ -124,6 +124,26 @@ def _combine(blocks: list[tuple[str, dict[str, Any]]], prefix: str, why: dict[st
             why[f"{prefix}{key}"] = f"the {'I/O-weighted mean' if key == 'lat_mean_ns' else 'sum'} over the jobs " \
                                     "is beyond any real figure"
     return out
+
+
+def _used(job: dict[str, Any], dname: str, d: dict[str, Any], source: str | None) -> tuple[Any, ...] | None:
+    """The figures of direction ``dname`` (the dict ``d``) of ``job``, or None for a direction the job did not
+    use (no bytes and no I/Os: nothing to sum). An unused direction written as plain zeros is known without
+    reading the rest of it."""
+    b: Any = d.get("io_bytes")
+    if b.__class__ is int and not b:
+        n: Any = d.get("total_ios")
+        if n.__class__ is int and not n:
+            return None
+    figures = direction_figures(d, (source, str(job.get("jobname")), dname) if source is not None else None)
+    return figures if figures[0] or figures[4] else None
+
+
+def _block(figures: tuple[Any, ...]) -> dict[str, Any]:
+    """A direction's figures keyed as the journal writes them."""
+    nbytes, bw, iops, rt, ios, mean, p99, cp99 = figures
+    return {"io_bytes": nbytes, "total_ios": ios, "bw_bytes": bw, "iops": iops, "runtime_ms": rt,
+            "lat_mean_ns": mean, "lat_p99_ns": p99, "clat_p99_ns": cp99}
 
 
 def _error_code(job: dict[str, Any], source: str | None) -> int:
@@ -173,20 +193,13 @@ def _one_job(job: dict[str, Any], source: str | None) -> dict[str, Any] | None:
             continue
         if d.__class__ is not dict:
             return None
-        b: Any = d.get("io_bytes")
-        if b.__class__ is int and not b:
-            n: Any = d.get("total_ios")
-            if n.__class__ is int and not n:
-                continue  # a direction the job did not use
-        figures = direction_figures(d, (source, str(job.get("jobname")), dname) if source is not None else None)
-        nbytes, bw, iops, rt, ios, mean, p99, cp99 = figures
-        if not nbytes and not ios:
+        figures = _used(job, dname, d, source)
+        if figures is None:
             continue
-        if used is not None or None in figures[:5] or not ios:
+        if used is not None or None in figures[:5] or not figures[4]:
             return None
         used = dname
-        block = {"io_bytes": nbytes, "total_ios": ios, "bw_bytes": bw, "iops": iops, "runtime_ms": rt,
-                 "lat_mean_ns": mean, "lat_p99_ns": p99, "clat_p99_ns": cp99}
+        block = _block(figures)
     if used is None:
         return None
     out = {used: block, "total": dict(block), "usr_cpu": usr + 0.0, "sys_cpu": sys_ + 0.0, "ctx": int(ctx),
@@ -223,8 +236,8 @@ def summarize_jobs(jobs: Iterable[dict[str, Any]], source: str | None = None) ->
     an unreadable field counts as absent.
 
     Ingest calls this for each of thousands of files, nearly all holding one job with one direction used:
-    the plain path is written out (no helper call per figure), and the words of a reason are only put
-    together when a figure is missing.
+    that summary is built directly (:func:`_one_job`), and the words of a reason are only put together when
+    a figure is missing.
     """
     jobs = list(jobs)
     if len(jobs) == 1:
@@ -270,14 +283,8 @@ def summarize_jobs(jobs: Iterable[dict[str, Any]], source: str | None = None) ->
                     raise DataFileError(source, f"job {job.get('jobname')!r}: '{dname}' is a "
                                                 f"{type(d).__name__}, not an object")
                 continue
-            b: Any = d.get("io_bytes")
-            if b.__class__ is int and not b:
-                n: Any = d.get("total_ios")
-                if n.__class__ is int and not n:
-                    continue  # a direction the job did not use (what direction_figures would find, in fewer steps)
-            figures = direction_figures(d, (source, str(job.get("jobname")), dname) if source is not None else None)
-            nbytes, bw, iops, rt, ios, mean, p99, cp99 = figures
-            if not nbytes and not ios:
+            figures = _used(job, dname, d, source)
+            if figures is None:
                 continue
             name = ""  # a block is named only where its name is said: in a reason of its own, or beside others
             if None in figures[:5]:  # written, but not as a number (the lenient summary reads it as absent)?
@@ -288,8 +295,7 @@ def summarize_jobs(jobs: Iterable[dict[str, Any]], source: str | None = None) ->
                         said[f"{name}.{key}"] = f"{field} is {raw!r}, not a number, for {name}"
             elif many and None in figures:
                 name = f"job {job.get('jobname')!r} #{i + 1}"
-            blocks.append((name, {"io_bytes": nbytes, "total_ios": ios, "bw_bytes": bw, "iops": iops,
-                                  "runtime_ms": rt, "lat_mean_ns": mean, "lat_p99_ns": p99, "clat_p99_ns": cp99}))
+            blocks.append((name, _block(figures)))
         if not blocks:
             continue
         out[dname] = _combine(blocks, f"{dname}.", why, said)

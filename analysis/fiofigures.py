@@ -38,8 +38,7 @@ def number(d: dict[str, Any], key: str, where: tuple[str, str, str] | None) -> f
     if type(v) in _NUM_TYPES:
         if not 0 <= v < MAX:
             if where is not None:
-                raise bad(where, f"{key} is {_shown(v)}; a count or rate must be finite and not negative"
-                          if not 0 <= v < float("inf") else f"{key} is {_shown(v)}: beyond any real figure")
+                raise _out_of_range(where, key, v, "a count or rate")
             if not -MAX < v < MAX:  # NaN or infinite: no figure (a negative one is read as it is)
                 return None
         return v
@@ -96,9 +95,13 @@ def _p99(block: dict[str, Any] | None, name: str, where: tuple[str, str, str] | 
     return _float_of(v, name, ".percentile 99", where)
 
 
-def _shown(v: Any) -> str:
-    """A value for a message: a number of hundreds of digits as its magnitude."""
-    return f"{v!r}" if len(text := repr(v)) <= 40 else f"{text[:12]}... ({len(text)} digits)"
+def _out_of_range(where: tuple[str, str, str], field: str, v: float | int, what: str) -> DataFileError:
+    """The error for a number no fio figure can be: negative, NaN, infinite, or beyond 2^1023 (shown by its
+    magnitude when it has hundreds of digits)."""
+    shown = f"{v!r}" if len(text := repr(v)) <= 40 else f"{text[:12]}... ({len(text)} digits)"
+    if 0 <= v < float("inf"):
+        return bad(where, f"{field} is {shown}: beyond any real figure")
+    return bad(where, f"{field} is {shown}; {what} must be finite and not negative")
 
 
 def _float_of(v: Any, name: str, field: str, where: tuple[str, str, str] | None) -> float | None:
@@ -108,8 +111,7 @@ def _float_of(v: Any, name: str, field: str, where: tuple[str, str, str] | None)
         if 0 <= v < MAX:
             return float(v)
         if where is not None:
-            raise bad(where, f"{name}{field} is {_shown(v)}; a latency must be finite and not negative"
-                      if not 0 <= v < float("inf") else f"{name}{field} is {_shown(v)}: beyond any real figure")
+            raise _out_of_range(where, f"{name}{field}", v, "a latency")
         return float(v) if -MAX < v < MAX else None
     if where is not None:
         raise bad(where, f"{name}{field} is {v!r}, not a number")

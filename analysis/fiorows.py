@@ -108,7 +108,7 @@ def fio_rows(doc: Any, source: str) -> list[dict[str, Any]]:
         if numjobs is None:
             numjobs, why = _counted_numjobs(doc, group, client_mode)
         hosts = sorted({f"{j.get('hostname')}:{j.get('port')}" for j in group if j.get("hostname")}) \
-            if len(group) > 1 or group[0].get("hostname") else None  # (plain fio names no host)
+            if len(group) > 1 or group[0].get("hostname") else []  # (plain fio names no host)
         read, write = s.get("read"), s.get("write")
         rw, bs, iodepth = params["rw"], params["bs"], params["iodepth"]
         rows.append({
@@ -132,7 +132,7 @@ def fio_rows(doc: Any, source: str) -> list[dict[str, Any]]:
             "started": None,
             "_epoch": doc.get("timestamp"),  # converted to ISO text once per frame (tidy.frame_from_rows)
             "vm": ",".join(hosts) if hosts else None,
-            "clients": len(hosts or ()) if client_mode else None,
+            "clients": len(hosts) if client_mode else None,
             "error": 0,
             "iops": total["iops"],
             "read_iops": read["iops"] if read else None,
