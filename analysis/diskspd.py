@@ -29,7 +29,7 @@ import xml.etree.ElementTree as ET
 from typing import Any
 
 from ..core.errors import DataFileError
-from .params import params_from_name
+from .params import params_from_name, workload_label
 
 
 def _text(node: ET.Element | None, path: str) -> str | None:
@@ -175,19 +175,23 @@ def parse_diskspd_xml(text: str, source: str = "<diskspd xml>") -> dict[str, Any
     if numjobs is None:
         why.append("numjobs: the DiskSpd XML has no <Profile/TimeSpans/TimeSpan/Targets/Target/ThreadsPerFile> "
                    "(-t) and the file name gives no numjobs (e.g. numjobs4 or nj4)")
+    rw = rw or from_name.get("rw")
+    bs = int(bs) if bs else from_name.get("bs")
+    qd = int(qd) if qd else from_name.get("iodepth")
     return {
         "source": source,
         "source_format": "diskspd",
         "engine": "diskspd",
         "engine_version": _text(root, "System/Tool/Version"),
-        "workload": None,
+        "job": None,  # (DiskSpd has no job names: the workload is the cell's)
+        "workload": workload_label(rw, bs, qd),
         "controller": from_name.get("controller"),
         "aio": from_name.get("aio"),
         "iothread": from_name.get("iothread"),
         "cache": from_name.get("cache"),
-        "rw": rw or from_name.get("rw"),
-        "bs": int(bs) if bs else from_name.get("bs"),
-        "iodepth": int(qd) if qd else from_name.get("iodepth"),
+        "rw": rw,
+        "bs": bs,
+        "iodepth": qd,
         "numjobs": numjobs,
         "rwmixread": (int(100 - write_ratio) if write_ratio is not None and write_ratio not in (0.0, 100.0)
                       else None),

@@ -18,7 +18,6 @@ from . import diskspd, fio, perfcsv
 from .checks import MEASURED, Problem, check_row, is_number
 from .discover import MAX_RESULT_BYTES, read_capped
 from .fiorows import fio_rows
-from .params import workload_label
 from .tidy import CPU_PER_MIB_UNIT
 
 DISKSPD_NO_CLAT = "clat_p99_us: DiskSpd reports no completion-latency percentile (its p99 is total latency)"
@@ -121,9 +120,5 @@ def parse_files(work: list[tuple[str, str, str | None]]) -> tuple[list[dict[str,
         except OSError as exc:
             problems.append(Problem(source, f"cannot be read ({exc.strerror})"))
             continue
-        if kind == "diskspd":  # (fio rows come with the job's name and the cell's workload)
-            for row in file_rows:
-                row["job"] = row.get("workload")
-                row["workload"] = workload_label(row.get("rw"), row.get("bs"), row.get("iodepth"))
         rows += file_rows
     return rows, problems
