@@ -1,7 +1,7 @@
-"""The guest module's preparation and disk handling on the PowerShell engine, in a fake Windows guest
+"""The guest module's preparation and disk handling on real pwsh, in a fake Windows guest
 (tests/pwsh/FakeWindows), where WinRM adds nothing: Initialize-StormatrixGuest end to end (wipe,
 offline, power plan, fio install, HTTPS listener with a certificate naming the IP addresses), -WhatIf,
-and the workload's validation. Each script runs in its own engine process, as in the guest."""
+and the workload's validation. Each script runs in its own pwsh process, as in the guest."""
 
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 
-from tests.standins.wsman import ENGINE, _fakewindows
+from tests.pwshengine import pwsh_path
+from tests.standins.wsman import _fakewindows
 
 MODULE = Path(__file__).resolve().parents[1] / "windows" / "StormatrixGuest" / "StormatrixGuest.psd1"
 pytestmark = [pytest.mark.pwsh]
@@ -26,7 +27,8 @@ def guest(tmp_path: Path, **changes: Any) -> Path:
 def run(root: Path, script: str) -> subprocess.CompletedProcess[str]:
     env = _fakewindows().engine_env(root, {"LANG": "C.UTF-8"})
     text = f"$ErrorActionPreference='Stop'; Import-Module '{MODULE}'; " + script
-    return subprocess.run([str(ENGINE), "-NoProfile", "-NonInteractive", "-Command", text], env=env,
+    argv = _fakewindows().powershell_argv(pwsh_path(), ["-NoProfile", "-NonInteractive", "-Command", text])
+    return subprocess.run(argv, env=env,
                           capture_output=True, text=True, encoding="utf-8", timeout=300)
 
 

@@ -40,10 +40,13 @@ Describe 'Invoke-StormatrixFio with Linux fio' -Skip:(-not $script:fio) {
 
     It 'Should write start and end markers to stdout when asked' {
         $file = Join-Path $TestDrive 'marker.dat'
-        $pwsh = (Get-Process -Id $PID).Path
+        # a new pwsh of the same installation, however this one was started: a native install has its
+        # pwsh beside the engine ($PSHOME); the .NET tool (`pwsh` -> `dotnet pwsh.dll`) has pwsh.dll there
+        $native = Join-Path $PSHOME 'pwsh'
+        $pwsh = @(if (Test-Path -LiteralPath $native -PathType Leaf) { $native } else { (Get-Command -Name dotnet -CommandType Application)[0].Source; Join-Path $PSHOME 'pwsh.dll' })
         $module = Join-Path $PSScriptRoot '../../windows/StormatrixGuest/StormatrixGuest.psd1'
         $script = "Import-Module '$module'; `$null = Invoke-StormatrixFio -FileName '$file' -FileSizeMiB 1 -IoEngine psync -Direct 0 -FioPath '$($script:fioPath)' -Workload @{ ReadWrite = 'read'; BlockSize = 4096; RuntimeSeconds = 1 } -WriteMarkers"
-        $out = & $pwsh -NoProfile -NonInteractive -Command $script
+        $out = & $pwsh[0] @($pwsh | Select-Object -Skip 1) -NoProfile -NonInteractive -Command $script
         $LASTEXITCODE | Should -Be 0
         ($out -join "`n") | Should -Match '##stormatrix:engine-started '
         ($out -join "`n") | Should -Match '##stormatrix:engine-ended '

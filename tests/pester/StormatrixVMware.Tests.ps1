@@ -88,7 +88,7 @@ Describe 'Get-StormatrixVMwareHostInfo' {
         $h.CpuPackages | Should -Be $lab.hosts[0].cpu.sockets
     }
     It 'Should refuse a host name that is not exactly one host' {
-        { Get-StormatrixVMwareHostInfo -VMName bench01 -VMHost 'esx*' } | Should -Throw -ErrorId 'Stormatrix.VMware.HostNotFound*'
+        { Get-StormatrixVMwareHostInfo -VMName bench01 -VMHost 'esx*' } | Should -Throw -ErrorId 'Stormatrix.VMware.HostNotFound'
     }
 }
 
