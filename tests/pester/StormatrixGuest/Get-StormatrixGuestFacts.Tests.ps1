@@ -1,39 +1,50 @@
-# Get-StormatrixGuestFacts: the virtio-win storage drivers installed in the guest, read from the driver
-# store (%SystemRoot%\System32\DriverStore\FileRepository, one folder per staged package holding its INF),
-# whatever controller the VM has now. The driver store here is a real folder tree under TestDrive with
-# $env:SystemRoot pointing at it; the Windows-only cmdlets are stubbed and mocked as in
-# StormatrixGuest.Tests.ps1. The same function runs against the data-described fake Windows guest in
-# tests/test_winrm_guest_module.py and tests/test_winrm_e2e.py.
+# Unit tests of Get-StormatrixGuestFacts (StormatrixGuest); the shared set-up is Guest.TestSetup.ps1. The
+# installed storage drivers are read from the driver store, whatever controller the VM has now. The same
+# function runs against the data-described fake Windows guest in tests/test_winrm_guest_module.py and
+# tests/test_winrm_e2e.py.
 BeforeAll {
-    $script:ModuleManifest = Join-Path $PSScriptRoot '../../windows/StormatrixGuest/StormatrixGuest.psd1'
-    Import-Module -Name $script:ModuleManifest -Force
-    $stubs = Join-Path $PSScriptRoot 'Stubs.ps1'
-    InModuleScope StormatrixGuest -Parameters @{ Stubs = $stubs } {
-        param($Stubs)
-        . $Stubs
-        function script:Get-StorageSetting { [CmdletBinding()] param() throw 'stub Get-StorageSetting called without a mock' }
-    }
-    $PSDefaultParameterValues['Mock:ModuleName'] = 'StormatrixGuest'
-    $PSDefaultParameterValues['Should:ModuleName'] = 'StormatrixGuest'
-    $script:savedSystemRoot = $env:SystemRoot
-
-    function script:New-DriverPackage {
-        # a staged package as Windows keeps it: <inf>_<arch>_<hash>\<inf>
-        param([string]$Root, [string]$Folder, [string]$Inf)
-        $path = Join-Path (Join-Path $Root 'System32/DriverStore/FileRepository') $Folder
-        $null = New-Item -ItemType Directory -Path $path -Force
-        if ($Inf) { Set-Content -LiteralPath (Join-Path $path $Inf) -Value "; $Inf" }
-    }
+    . (Join-Path $PSScriptRoot 'Guest.TestSetup.ps1')
 }
 
 AfterAll {
-    $env:SystemRoot = $script:savedSystemRoot
-    $PSDefaultParameterValues.Remove('Mock:ModuleName')
-    $PSDefaultParameterValues.Remove('Should:ModuleName')
-    Remove-Module -Name StormatrixGuest -Force -ErrorAction SilentlyContinue
+    Remove-GuestTestSetup
+}
+
+Describe 'Get-StormatrixGuestFacts' {
+    It 'Should report the OS build, controllers and disks with partitions' {
+        Mock Get-CimInstance { [pscustomobject]@{ Caption = 'Microsoft Windows Server 2022 Standard'; Version = '10.0.20348'; BuildNumber = '20348'; LastBootUpTime = [datetime]'2026-01-01T00:00:00Z' } }
+        Mock Get-Disk { @((New-TestDisk -Number 0 -Serial 'BOOT' -PartitionStyle 'GPT' -IsOffline $false -IsBoot $true), (New-TestDisk -Number 1)) }
+        Mock Get-Partition { @([pscustomobject]@{ PartitionNumber = 1; DriveLetter = 'C'; Size = 100GB; Type = 'Basic' }) }
+        Mock Get-StormatrixStorageController { [pscustomobject]@{ Name = 'sata'; DriverBound = $true } }
+        Mock Get-StorageSetting { [pscustomobject]@{ NewDiskPolicy = 'OfflineShared' } }
+        $facts = Get-StormatrixGuestFacts -Serial 'STORMATRIX01'
+        $facts.SanPolicy | Should -Be 'OfflineShared'
+        $facts.OsBuild | Should -Be '20348'
+        $facts.TestDisk | Should -Be 1
+        $facts.Disks | Should -HaveCount 2
+        $facts.Disks[1].SerialNumber | Should -Be 'STORMATRIX01'
+        $facts.Disks[0].Partitions[0].DriveLetter | Should -Be 'C'
+        $facts.Controllers[0].Name | Should -Be 'sata'
+        Should -Invoke Get-Partition -Exactly -Times 1 -Scope It -ParameterFilter { $DiskNumber -eq 0 }
+    }
 }
 
 Describe 'Get-StormatrixGuestFacts installed storage drivers' {
+    # the driver store (%SystemRoot%\System32\DriverStore\FileRepository, one folder per staged package
+    # holding its INF) is a real folder tree under TestDrive with $env:SystemRoot pointing at it
+    BeforeAll {
+        $script:savedSystemRoot = $env:SystemRoot
+        function script:New-DriverPackage {
+            # a staged package as Windows keeps it: <inf>_<arch>_<hash>\<inf>
+            param([string]$Root, [string]$Folder, [string]$Inf)
+            $path = Join-Path (Join-Path $Root 'System32/DriverStore/FileRepository') $Folder
+            $null = New-Item -ItemType Directory -Path $path -Force
+            if ($Inf) { Set-Content -LiteralPath (Join-Path $path $Inf) -Value "; $Inf" }
+        }
+    }
+    AfterAll {
+        $env:SystemRoot = $script:savedSystemRoot
+    }
     BeforeEach {
         Mock Get-CimInstance { [pscustomobject]@{ Caption = 'Microsoft Windows Server 2022 Standard'; Version = '10.0.20348'; BuildNumber = '20348'; LastBootUpTime = [datetime]'2026-01-01T00:00:00Z' } }
         Mock Get-Disk { @() }

@@ -5,7 +5,7 @@ BeforeDiscovery {
 }
 
 BeforeAll {
-    Import-Module -Name (Join-Path $PSScriptRoot '../../windows/StormatrixGuest/StormatrixGuest.psd1') -Force
+    Import-Module -Name (Join-Path $PSScriptRoot '../../../windows/StormatrixGuest/StormatrixGuest.psd1') -Force
     $script:fioPath = (Get-Command -Name fio -CommandType Application -ErrorAction SilentlyContinue | Select-Object -First 1).Source
 }
 
@@ -44,7 +44,7 @@ Describe 'Invoke-StormatrixFio with Linux fio' -Skip:(-not $script:fio) {
         # pwsh beside the engine ($PSHOME); the .NET tool (`pwsh` -> `dotnet pwsh.dll`) has pwsh.dll there
         $native = Join-Path $PSHOME 'pwsh'
         $pwsh = @(if (Test-Path -LiteralPath $native -PathType Leaf) { $native } else { (Get-Command -Name dotnet -CommandType Application)[0].Source; Join-Path $PSHOME 'pwsh.dll' })
-        $module = Join-Path $PSScriptRoot '../../windows/StormatrixGuest/StormatrixGuest.psd1'
+        $module = Join-Path $PSScriptRoot '../../../windows/StormatrixGuest/StormatrixGuest.psd1'
         $script = "Import-Module '$module'; `$null = Invoke-StormatrixFio -FileName '$file' -FileSizeMiB 1 -IoEngine psync -Direct 0 -FioPath '$($script:fioPath)' -Workload @{ ReadWrite = 'read'; BlockSize = 4096; RuntimeSeconds = 1 } -WriteMarkers"
         $out = & $pwsh[0] @($pwsh | Select-Object -Skip 1) -NoProfile -NonInteractive -Command $script
         $LASTEXITCODE | Should -Be 0
