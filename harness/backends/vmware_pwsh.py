@@ -124,7 +124,8 @@ TOOL_DIRS = (Path("~/.dotnet/tools"), MODULE_DIR.parents[1] / ".tools" / "pwsh")
 
 INSTALL_HINT = ("install PowerShell 7 (`dotnet tool install -g PowerShell --version 7.6.9`, or Microsoft's "
                 "`powershell` package) and VMware.PowerCLI from the PowerShell Gallery (`pwsh -Command "
-                "'Install-Module VMware.PowerCLI -Scope CurrentUser'`), or set [vmware] pwsh to its path (docs/esxi.md)")
+                "'Install-Module VMware.PowerCLI -Scope CurrentUser'`), or set [vmware] pwsh to its path "
+                "(docs/esxi.md)")
 
 
 def find_pwsh(pwsh: str, tool_dirs: tuple[Path, ...] | None = None) -> tuple[str | None, list[str]]:

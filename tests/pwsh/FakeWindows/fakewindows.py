@@ -77,9 +77,12 @@ def engine_env(root: Path, base: dict[str, str] | None = None, temp: Path | None
     env = dict(base or {})
     env.update({
         STATE_ENV: str(root / "state.json"),
-        "PSModulePath": str(HERE / "Modules"),  # pwsh adds its own module folders to it
+        # the fake cmdlets, and the guest's own module folder (C:\Program Files\WindowsPowerShell\Modules,
+        # where Initialize-StormatrixGuest -PesterSource installs Pester); pwsh adds its own folders
+        "PSModulePath": os.pathsep.join([str(HERE / "Modules"), str(root / "C" / "Program Files" / "WindowsPowerShell" / "Modules")]),
         "PATH": f"{HERE / 'bin'}:/usr/bin:/bin",
         "SystemRoot": "C:\\Windows",  # as on Windows; C: is the guest's drive (Enter-FakeWindowsGuest)
+        "ProgramFiles": "C:\\Program Files",
         "TMPDIR": str(temp) + "/",
         "HOME": str(temp),
         "DOTNET_CLI_TELEMETRY_OPTOUT": "1",
