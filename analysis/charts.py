@@ -235,7 +235,7 @@ def efficiency_charts(wb: Workbook, result: EfficiencyResult) -> None:
 
 def _score_bars(data: Worksheet, first: int, last: int, ordered: pd.DataFrame, title: str) -> BarChart:
     """Horizontal score bars, best at the top: every bar labelled with its configuration and its score,
-    coloured by aio mode, with the CI of the repeat scores as error bars where there are repeats."""
+    coloured by aio mode, with the 95 % bootstrap interval of the score as error bars where there are repeats."""
     bar = BarChart()
     bar.type = "bar"
     bar.style = 10
