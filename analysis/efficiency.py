@@ -154,7 +154,7 @@ def cell_statistics(frame: pd.DataFrame) -> pd.DataFrame:
             rec[f"{m}_ci_high"] = mean + half
         rec["repeats"] = ", ".join(str(r) for r in grp["repeat"].dropna().astype(int).tolist())
         rec["engine"] = _engines(grp)
-        rec["_rows"] = list(grp.index)  # the frame rows of its repeats, for the repeat values behind the tests and the bootstrap
+        rec["_rows"] = list(grp.index)  # its repeats, for the tests and the bootstrap
         rows.append(rec)
     return pd.DataFrame(rows)
 
