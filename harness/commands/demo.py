@@ -9,7 +9,7 @@ import shutil
 from importlib import resources
 from pathlib import Path
 
-from .report import write_report
+from .report import output_paths, write_report
 from .run import execute
 
 DESCRIPTION = """\
@@ -81,15 +81,17 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"--guests {args.guests} applies only to the suite demo. Fix: add --suite, or drop "
                          "--guests (the matrix demo boots one guest per cell)")
     run_dir = Path(args.output or "runs/demo")
-    run_dir.mkdir(parents=True, exist_ok=True)
     matrix = Path(args.matrix) if args.matrix else run_dir / "matrix.toml"
+    default_name = "stormatrix-demo-full.xlsx" if args.full else "stormatrix-demo.xlsx"
+    workbook = Path(args.workbook) if args.workbook else run_dir / default_name
+    # the workbook is written after minutes of measuring: what would refuse it then is refused now
+    output_paths(str(workbook), None, [str(matrix), str(run_dir / "journal.ndjson")])
+    run_dir.mkdir(parents=True, exist_ok=True)
     if not args.matrix:
         name = "demo-full.toml" if args.full else "demo.toml"
         with resources.as_file(resources.files("stormatrix").joinpath("matrices", name)) as src:
             shutil.copyfile(src, matrix)
     summary = execute(matrix, run_dir, progress=not args.no_progress)
-    default_name = "stormatrix-demo-full.xlsx" if args.full else "stormatrix-demo.xlsx"
-    workbook = Path(args.workbook) if args.workbook else run_dir / default_name
     write_report([str(run_dir)], str(workbook))
     print(f"workbook: {workbook.resolve()}")
     if summary["failed"]:
