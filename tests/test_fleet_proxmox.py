@@ -251,3 +251,72 @@ def test_kill_9_at_each_stage_then_destroy_leaves_nothing(standin: PveStandin, t
     assert main(["fleet", "destroy", str(path), "-o", str(run)]) == 0
     assert set(standin.vms) == before_vms and standin.volumes() == before_volumes
     assert FleetJournal(run).state().empty
+
+
+# --- a suite on the fleet: two storages as two sides, the comparison, nothing left ----------------------
+
+def _host_ipv4() -> str | None:
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        try:
+            s.connect(("192.0.2.1", 9))  # no packet is sent: this only picks the route's source address
+            addr = s.getsockname()[0]
+        except OSError:
+            return None
+    return None if addr.startswith("127.") else addr
+
+
+@pytest.mark.slow
+def test_suite_run_on_a_fleet_runs_each_storage_as_a_side_and_removes_everything(
+        standin: PveStandin, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import openpyxl
+    from standins.fioservers import free_port
+    from standins.pve import guest_interface
+    from stormatrix.executors.fioserver import find_fio
+    from stormatrix.journal import Journal
+
+    host = _host_ipv4()
+    if host is None:
+        pytest.skip("no non-loopback IPv4 address on this machine")
+    port = free_port()
+    home = tmp_path / "guest"
+    home.mkdir()
+    server = subprocess.Popen([find_fio(), f"--server=ip:{host},{port}"], cwd=home, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL, start_new_session=True)
+    standin.add_vm(150, {"name": "smx-w01", "memory": "512", "tags": TAG})  # decoy
+    before_vms, before_volumes = set(standin.vms), standin.volumes()
+    # the worker the fleet will clone as VMID 300: its agent reports this machine's address
+    standin.guest_interfaces[300] = [guest_interface("lo", "00:00:00:00:00:00", "127.0.0.1/8"),
+                                     guest_interface("ens18", "bc:24:11:00:03:00", f"{host}/24")]
+    path = fleet_file(standin, tmp_path, workers=1)
+    path.write_text(path.read_text() + f'[suite]\nfilename = "target.dat"\nsize = "4m"\nblock_sizes = ["4k"]\n'
+                                       f'queue_depths = [1, 2]\nramp_seconds = 0\nmeasure_seconds = 1\nport = {port}\n')
+    run = tmp_path / "run"
+    try:
+        assert main(["suite", "plan", str(path)]) == 0
+        out = capsys.readouterr().out
+        assert "sides: bb-iscsi, bb-nvme" in out and "300 smx-w01" in out
+        assert not _creating(standin)
+        code = main(["suite", "run", str(path), "-o", str(run)])
+        err = capsys.readouterr().err
+        assert code == 0, err
+    finally:
+        os.killpg(server.pid, signal.SIGKILL)
+        server.wait()
+    for storage in ("bb-iscsi", "bb-nvme"):
+        records = list(Journal(run / storage).records())
+        rec = next(r for r in records if r["type"] == "run")
+        assert rec["side"] == storage and rec["storage"]["kind"] == storage
+        assert rec["storage"]["volumes"] == [f"{storage}:vm-300-disk-smx{1 if storage == 'bb-iscsi' else 2}"]
+        cells = [r for r in records if r["type"] == "cell"]
+        assert [c["cell"]["workload"]["iodepth"] for c in cells] == [1, 2]
+        assert all(c["clients"][0]["name"] == "smx-w01" and c["fio"]["total"]["io_bytes"] > 0 for c in cells)
+    wb = openpyxl.load_workbook(run / "comparison.xlsx")
+    header = [c.value for c in wb["Comparison"][1]]
+    assert "IOPS bb-iscsi" in header and "IOPS bb-nvme" in header and wb["Comparison"].max_row == 3
+    # the workers were power-cycled once per side: a stop and a start task each
+    starts = [r for r in standin.requests if r["method"] == "POST" and r["path"].endswith("/300/status/start")]
+    assert len(starts) == 2
+    assert set(standin.vms) == before_vms and standin.volumes() == before_volumes
+    assert FleetJournal(run).state().empty and standin.destroyed_vms == [300]

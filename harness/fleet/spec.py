@@ -154,12 +154,18 @@ def fleet_from_dict(raw: dict[str, Any], path: str, node: str) -> FleetSpec:
 
 def load_fleet_file(path: str | Path) -> tuple[dict[str, Any], FleetSpec, dict[str, Any]]:
     """The file's raw tables, its ``[fleet]`` and its ``[proxmox]`` (connection keys only)."""
-    from ..backends import proxmox_schema
     from ..spec import _load_toml
+
+    raw = _load_toml(Path(path))
+    spec, proxmox = load_fleet_tables(raw, str(path))
+    return raw, spec, proxmox
+
+
+def load_fleet_tables(raw: dict[str, Any], path: str) -> tuple[FleetSpec, dict[str, Any]]:
+    """``[fleet]`` and ``[proxmox]`` (connection keys only) of a file already read."""
+    from ..backends import proxmox_schema
     from ..suitevms import PER_VM_KEYS, suite_proxmox_section
 
-    path = str(path)
-    raw = _load_toml(Path(path))
     if "proxmox" not in raw or not isinstance(raw["proxmox"], dict):
         raise MatrixError(path, "[proxmox]", "is missing: the fleet is deployed on a Proxmox node",
                           "add [proxmox] with host, node, token_id and token_secret_env (or transport = \"local\")")
@@ -168,4 +174,9 @@ def load_fleet_file(path: str | Path) -> tuple[dict[str, Any], FleetSpec, dict[s
                           "matrix run", f"remove {key}; the fleet's VMs are described in [fleet]")
     proxmox = parse_section(path, suite_proxmox_section(), raw["proxmox"])
     proxmox_schema.check_section(proxmox, path)
-    return raw, fleet_from_dict(raw, path, proxmox["node"]), proxmox
+    spec = fleet_from_dict(raw, path, proxmox["node"])
+    if spec.power_cycle == "point":
+        raise MatrixError(path, "[fleet] power_cycle", "\"point\" (a power cycle before every point) is not "
+                          "supported yet: the runner has no per-point hook for it",
+                          "use \"side\" (before each storage's run, as the seeds do) or \"never\"")
+    return spec, proxmox
