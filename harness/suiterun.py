@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .backends.base import Backend, GuestEndpoint, HostScope
-from .core.errors import GuestDisconnected, GuestNotReady, MatrixError
+from .core.errors import GuestDisconnected, GuestNotReady, InputError, MatrixError
 from .core.model import CONTROLLERS, DiskConfig, Plan
 from .executors.base import GuestExecutor
 from .executors.fioserver import FioServerExecutor
@@ -171,7 +171,8 @@ def run_suite(suite: Suite, run_dir: str | Path, *, collector: Any = None, fio: 
               backend: str | None = None, progress: bool = False,
               host_collector: dict[str, Any] | None = None,
               vms: list[dict[str, Any]] | None = None,
-              host_inventory: HostInventory | None = None) -> SuiteOutcome:
+              host_inventory: HostInventory | None = None,
+              storage: dict[str, Any] | None = None) -> SuiteOutcome:
     """Run every point not yet journaled in ``run_dir`` on all of ``suite.guests`` at once.
 
     For each point: probe every fio server (a real job through client mode), run the point with one
@@ -183,7 +184,8 @@ def run_suite(suite: Suite, run_dir: str | Path, *, collector: Any = None, fio: 
     "none"|"off", "detail": ...}``; by default derived from ``collector``); ``vms`` the VM list behind
     the guests (:meth:`stormatrix.suitevms.ProxmoxSuiteVms.record`); ``host_inventory`` what describes
     the host that runs them (:meth:`SuiteBackend.host_inventory`; by default read where the host
-    collector measures, :func:`inventory_for`).
+    collector measures, :func:`inventory_for`); ``storage`` what served the side's test disks
+    (:meth:`stormatrix.fleet.localstore.LocalStorage.describe`), for the run record.
     """
     if not suite.guests:
         raise MatrixError(suite.path, "[suite] vms", "no guest addresses: the VM list was not resolved",
@@ -211,7 +213,8 @@ def run_suite(suite: Suite, run_dir: str | Path, *, collector: Any = None, fio: 
         policy=RunPolicy(stop_on=(GuestDisconnected, GuestNotReady)),
         run_extra={"suite": suite.name, "executor": "fio-server", "points": len(points),
                    "guests": [{"name": g.name, "host": g.host, "port": g.port} for g in suite.guests],
-                   "host_collector": host_collector, "vms": vms},
+                   "host_collector": host_collector, "vms": vms,
+                   **({"storage": storage} if storage is not None else {})},
         cell_extra={"suite": suite.name})
     journal = Journal(run_dir)
     done_keys = journal.done_keys() if journal.path.exists() else set()
@@ -221,3 +224,31 @@ def run_suite(suite: Suite, run_dir: str | Path, *, collector: Any = None, fio: 
     summary = runner.run()
     return SuiteOutcome(run_id=runner.run_id, measured=summary["measured_keys"],
                         already_done=summary["already_done_keys"], failed=summary["errors"])
+
+
+def write_comparison(a: tuple[str, Path], b: tuple[str, Path], workbook: Path) -> Path:
+    """The A-vs-B workbook of two sides' run directories (``(label, run_dir)``), and its tidy CSV beside
+    it, from the analysis functions ``stormatrix compare`` uses: ingest each side, compare, findings,
+    workbook. Written at the end of a suite of sides (``demo --suite``, a fleet's storages)."""
+    import pandas as pd
+
+    from .analysis.compare import compare
+    from .analysis.findings import comparison_findings
+    from .analysis.ingest import ingest
+    from .analysis.workbook import write_comparison_workbook, write_tidy_csv
+
+    data = []
+    for label, run_dir in (a, b):
+        side = ingest([str(run_dir)])
+        if side.frame.empty:
+            raise InputError(f"side {label} has no usable results in {run_dir}. Fix: run the same command again; "
+                             "it resumes where it stopped")
+        side.frame["side"] = pd.Series(label, index=side.frame.index, dtype="string")
+        data.append(side)
+    result = compare(data[0].frame, data[1].frame, label_a=a[0], label_b=b[0])
+    for note in result.notes + data[0].problems + data[1].problems:
+        log.warning("%s", note)
+    write_comparison_workbook(workbook, data[0], data[1], result, comparison_findings(result),
+                              inputs_a=[str(a[1])], inputs_b=[str(b[1])])
+    write_tidy_csv(pd.concat([data[0].frame, data[1].frame], ignore_index=True), workbook.with_suffix(".csv"))
+    return workbook
