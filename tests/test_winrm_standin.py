@@ -1,5 +1,5 @@
-"""The executor end to end over real HTTP: pywinrm -> the WS-Man stand-in -> the PowerShell engine
-(tests/pwsh/pwsh) running exactly the command lines the executor sent, in a fake Windows guest
+"""The executor end to end over real HTTP: pywinrm -> the WS-Man stand-in -> the real pwsh 7.6.9
+(tests/pwshengine.py) running the command lines the executor sent, in a fake Windows guest
 (tests/pwsh/FakeWindows: disks, controllers, drivers, power plan as data; fio.exe/diskspd.exe doing
 real I/O with the Linux fio on the disks' images). Nothing here recognises the executor's scripts:
 the upload, the SHA-256 check, Import-Module, splatting and the guest module itself really run."""
@@ -154,7 +154,7 @@ def test_guest_errors_carry_the_error_id_and_the_disks_seen(guest: FakeWindowsGu
 # --- output encoding: UTF-8 end to end ---------------------------------------------------------------------
 
 def test_non_ascii_disk_and_plan_names_arrive_intact(tmp_path: Path, guest_temp: Path) -> None:
-    """The guest's console writes OEM code page 437 until the prelude sets UTF-8 (FakeWindows/Boot.ps1)."""
+    """The guest's console writes OEM code page 437 until the prelude sets UTF-8 (Enter-FakeWindowsGuest)."""
     from tests.standins.wsman import _fakewindows
 
     data = _fakewindows().load_description()
