@@ -129,7 +129,8 @@ INSTALL_HINT = ("install PowerShell 7 (`dotnet tool install -g PowerShell --vers
                 "(docs/esxi.md)")
 
 
-def run_pwsh_process(argv: list[str], request: str, timeout: float, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+def run_pwsh_process(argv: list[str], request: str, timeout: float,
+                     env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     """Run one pwsh call in a process group of its own; on timeout kill the whole group.
 
     Why the group: pwsh installed as a .NET tool (``dotnet tool install PowerShell``) is a launcher that
