@@ -1,8 +1,10 @@
 """``stormatrix guest check``: run the guest validation inside a Windows guest over WinRM.
 
 Prints one line per check (passed, failed or skipped, and for a failure the message that says how to
-fix it) and exits 0 only when every check passed. The checks run in the guest without Pester (the
-module's built-in runner); docs/windows.md lists what a guest needs. The password comes from ``--password-env`` or
+fix it) and exits 0 only when every check passed. ``--runner`` chooses how the checks run in the guest:
+under Pester 5 where the guest has it (``auto``, the default), always the module's built-in runner
+(``builtin``, no Pester needed), or only under Pester (``pester``); the first line names the runner
+used. docs/windows.md lists what a guest needs. The password comes from ``--password-env`` or
 ``--password-file``; there is deliberately no ``--password`` (it would sit in the shell history and
 in ``ps`` output).
 """
@@ -16,7 +18,7 @@ from ..core.errors import GuestNotReady, InputError, RemoteTimeout
 from ..core.model import CONTROLLER_ALIASES, CONTROLLERS
 from ..secrets import check_option
 from .argtypes import ca_bundle, host_name, non_empty, port_number, positive_seconds
-from ..executors.winrm import TRANSPORTS, TestDiskMissing, WinRMExecutor, WinRMSettings
+from ..executors.winrm import TRANSPORTS, VALIDATION_RUNNERS, TestDiskMissing, WinRMExecutor, WinRMSettings
 from ..executors.winrm_settings import _check_serial
 
 
@@ -53,6 +55,10 @@ def register(subparsers: Any) -> None:
                        help="fio.exe in the guest (default %(default)s)")
     check.add_argument("--diskspd-path", default="C:\\Program Files\\DiskSpd\\diskspd.exe",
                        help="diskspd.exe in the guest (default %(default)s)")
+    check.add_argument("--runner", choices=tuple(VALIDATION_RUNNERS), default="auto",
+                       help="how the checks run in the guest: auto (under Pester 5 where the guest has it, else the "
+                            "built-in runner; the default), builtin (no Pester needed) or pester (Pester 5 required: "
+                            "Initialize-StormatrixGuest -PesterSource installs it); the output names the runner used")
     check.add_argument("--timeout", type=check_timeout, default=300.0,
                        help="deadline in seconds for the whole check: waiting for WinRM to answer, retries, the "
                             "module upload and the checks (default 300)")
@@ -146,7 +152,7 @@ def run_check(args: argparse.Namespace, *, protocol_factory: Any = None, environ
                                 "transport given, and that no firewall drops it; a guest still booting may need "
                                 "a longer --timeout") from None
         try:
-            report = executor.validate(args.controller)
+            report = executor.validate(args.controller, args.runner)
         except RemoteTimeout as exc:
             raise RemoteTimeout(f"{exc.message} (--timeout {args.timeout:g}: the deadline covers the module "
                                 "upload and the checks too). Fix: give a longer --timeout") from None
