@@ -47,8 +47,10 @@ def fmt_hours(seconds: float) -> str:
 class Progress:
     """A progress bar with ETA on a terminal; one line per cell otherwise (logs, CI)."""
 
-    def __init__(self, total: int, estimate_per_cell: float, stream: TextIO = sys.stderr,
+    def __init__(self, total: int, estimate_per_cell: float, stream: TextIO | None = None,
                  extra_max: int = 0) -> None:
+        # sys.stderr as it is now, not as it was when this module was imported (it may have been replaced since)
+        stream = stream if stream is not None else sys.stderr
         self.total, self.done, self.stream = total, 0, stream
         self.extra_max = extra_max  # extra repeats cv_limit_pct may still add (shown beside the ETA)
         self.t0 = time.monotonic()
