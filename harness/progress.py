@@ -49,13 +49,12 @@ class Progress:
 
     def __init__(self, total: int, estimate_per_cell: float, stream: TextIO | None = None,
                  extra_max: int = 0) -> None:
-        # sys.stderr as it is now, not as it was when this module was imported (it may have been replaced since)
-        stream = stream if stream is not None else sys.stderr
-        self.total, self.done, self.stream = total, 0, stream
+        self.total, self.done = total, 0
+        self.stream: TextIO = stream if stream is not None else sys.stderr  # (of the moment, not of the import)
         self.extra_max = extra_max  # extra repeats cv_limit_pct may still add (shown beside the ETA)
         self.t0 = time.monotonic()
         self.estimate = estimate_per_cell
-        self.tty = stream.isatty()
+        self.tty = self.stream.isatty()
 
     def eta(self) -> float:
         left = self.total - self.done

@@ -184,7 +184,7 @@ class Runner:
         self.run_dir = Path(run_dir)
         self.side = side
         self.show_progress = progress
-        self.stream = stream if stream is not None else sys.stderr  # the one now, not at import time
+        self.stream = stream if stream is not None else sys.stderr  # (bound when run, not when imported)
         self.backend_cls = type(backend) if backend else backend_class(spec.run["backend"])
         self.backend = backend
         self._collector_factory = collector_factory
