@@ -27,7 +27,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, TextIO
 
-from . import __version__, records, repeats
+from . import __version__, records, repeats, runorder
 from .backends.base import Backend, GuestEndpoint
 from .core.errors import (AuthenticationFailed, BackendError, CollectorError, MatrixError, StormatrixError,
                           UnsafeWrite)
@@ -99,8 +99,9 @@ def check_executor_spec(spec: MatrixSpec) -> None:
 
 #: Keys a resumed run may change (docs/journal.md, Resuming); every other key says what a cell measures.
 MAY_CHANGE_ON_RESUME: dict[str, set[str]] = {
+    # seed: 0 keeps the journal's; another value is checked against it (runorder.seed_conflict)
     "run": {"repeats", "max_repeats", "cv_limit_pct", "time_budget_minutes", "on_error", "retries", "allow_write",
-            "boot_timeout_seconds", "rate_tolerance_pct", "crosscheck_tolerance_pct", "guest_drivers"},
+            "boot_timeout_seconds", "rate_tolerance_pct", "crosscheck_tolerance_pct", "guest_drivers", "seed"},
     "qemu": {"boot_ahead"},
     "proxmox": {"transport", "host", "port", "user", "token_id", "token_secret_env", "token_secret_file", "verify_tls",
                 "ca_file", "timeout", "task_timeout", "ready", "guest_host", "guest_port", "guest_channel",
@@ -156,6 +157,8 @@ def check_same_run(records_before: list[dict[str, Any]], spec: MatrixSpec, run_d
             fix = f"resume with {'--side ' + repr(rec['side']) if rec.get('side') else 'no --side'}, or {fix}"
         else:  # a suite checks its own guests (suiterun.check_resumable)
             diff = [] if suite or not isinstance(rec.get("matrix"), dict) else run_differences(rec["matrix"], spec.raw)
+            conflict = runorder.seed_conflict(spec.run, [rec])
+            diff += [conflict] if conflict else []
         if diff:
             raise MatrixError(spec.path, "", f"{run_dir} holds the journal of another run ({rec.get('run_id')}, "
                               f"matrix {rec.get('matrix_path')}): {'; '.join(diff[:3])}"
@@ -204,6 +207,9 @@ class Runner:
         self._extra_reasons: dict[str, dict[str, Any]] = {}  # cell key -> why this extra repeat runs
         self._t_run0 = time.monotonic()
         self._gate: DriverGate | None = None  # a Windows guest's virtio-win drivers, as far as known
+        self.order: str = spec.run.get("order", "rounds")
+        self.seed: int = int(spec.run.get("seed") or 0)  # decided in run(): the journal's, the matrix's, or drawn
+        self._round = ""  # "round 2: " in the progress line while a round runs
         self.driver_skipped: list[tuple[str, str]] = []  # (cell key, reason): skipped for a missing driver
 
     def plan(self) -> Plan:
@@ -229,8 +235,12 @@ class Runner:
         check_same_run(records_before, self.spec, self.run_dir, side=self.side, suite="suite" in self.run_extra)
         self.journal.open()
         done = {r["key"] for r in records_before if r.get("type") == "cell" and "key" in r}
+        self.seed, seed_source = runorder.run_seed(self.spec.run, records_before)
+        if self.order == "rounds":
+            log.info("cells run in shuffled rounds, seed %d (%s)", self.seed, seed_source)
         pending = [c for c in plan.cells if c.key not in done]
         summary = {"run_dir": str(self.run_dir), "run_id": self.run_id, "cells": len(plan.cells),
+                   "order": self.order, "seed": self.seed,
                    "already_done": len(plan.cells) - len(pending),
                    "already_done_keys": [c.key for c in plan.cells if c.key in done],
                    "measured": 0, "measured_keys": [], "failed": [], "errors": [],
@@ -271,13 +281,18 @@ class Runner:
         return summary
 
     def _run_groups(self, backend: Backend, cells: list[Cell], progress: Progress | None) -> None:
-        groups, gate = group_cells(cells), self._gate
-        if gate is not None:
+        groups, gate = runorder.ordered_groups(cells, self.order, self.seed), self._gate
+        if gate is not None and self.order == "grouped":
             # a Windows guest: controllers that need no virtio-win driver first, so the guest's driver facts
             # are known before any virtio cell boots (resume and extra repeats go by key, not by order)
             groups.sort(key=gate.group_order)
-        for i, ((disk, _repeat), group) in enumerate(groups):
+        elif gate is not None:
+            # in rounds, one such configuration first is enough for the facts; the rest keep their places
+            first = next((i for i, g in enumerate(groups) if not gate.group_order(g)), 0)
+            groups.insert(0, groups.pop(first))
+        for i, ((disk, repeat), group) in enumerate(groups):
             next_disk = groups[i + 1][0][0] if i + 1 < len(groups) else None
+            self._round = f"round {repeat}: " if self.order == "rounds" else ""
             self._run_group(backend, disk, group, progress, next_disk)
 
     def _run_extra_repeats(self, backend: Backend, plan: Plan, progress: Progress | None,
@@ -317,7 +332,8 @@ class Runner:
         env = {**run_environment(backend), **facts, "stormatrix": __version__}
         self.journal.append({"type": "run", "run_id": self.run_id, "started": records.now_iso(),
                              "matrix_path": self.spec.path, "matrix": self.spec.raw,
-                             "backend": backend.name, "side": self.side, "environment": env,
+                             "backend": backend.name, "side": self.side, "order": self.order, "seed": self.seed,
+                             "environment": env,
                              "original_config": backend.original_config(), "cells": cells, "todo": pending,
                              **self.run_extra})
 
@@ -341,7 +357,7 @@ class Runner:
                 t_started = records.now_iso()
                 t0 = time.monotonic()
                 if progress:
-                    progress.update(f"{disk.key}: starting VM")
+                    progress.update(f"{self._round}{disk.key}: starting VM")
                 backend.apply(disk)
                 booted_ahead = backend.booted_ahead
                 stage = "ready"
@@ -357,7 +373,7 @@ class Runner:
                 while remaining:
                     current = remaining[0]
                     if progress:
-                        progress.update(f"{current.key}: measuring")
+                        progress.update(f"{self._round}{current.key}: measuring")
                     if not first:
                         stage = "ready"
                         executor.check_ready(current)
@@ -493,8 +509,4 @@ def run_environment(backend: Backend) -> dict[str, Any]:
     return {**host, "workstation": here}
 
 
-def group_cells(cells: list[Cell]) -> list[tuple[tuple[DiskConfig, int], list[Cell]]]:
-    groups: dict[tuple[DiskConfig, int], list[Cell]] = {}
-    for c in cells:
-        groups.setdefault((c.disk, c.repeat), []).append(c)
-    return list(groups.items())
+group_cells = runorder.group_cells

@@ -79,6 +79,13 @@ RUN_SECTION = Section("run", {
                                 help="flag cells that miss their fixed rate by more than this"),
     "crosscheck_tolerance_pct": Field(float, 2.0, min=0, max=100,
                                       help="flag cells where fio and QEMU disagree on bytes"),
+    "order": Field(str, "rounds", choices=("rounds", "grouped"),
+                   help="rounds: every configuration once per round (round n = repeat n), in a seeded shuffled "
+                        "order per round, so a slow drift of the host lands on every configuration; grouped: "
+                        "a configuration's repeats one after another, configurations in matrix order"),
+    "seed": Field(int, 0, min=0, max=2**63 - 1,
+                  help="the seed of the rounds' shuffled order; 0 (the default): drawn when the run starts and "
+                       "kept in the journal's run record, so a resumed run keeps the order"),
     "on_error": Field(str, "skip", choices=("skip", "stop")),
     "retries": Field(int, 1, min=0, max=10, help="re-tries of a failed cell before on_error applies"),
     "boot_timeout_seconds": Field(float, 180.0, min=5, max=7200),
