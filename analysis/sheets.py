@@ -40,9 +40,10 @@ SCORE_COLUMNS: list[Column] = [
     ("ctx/MiB note", "ctx_note", "@"),          # why the ctx columns are blank (ESXi: no such counter)
     ("Normalized CPU", "norm_cpu", "0.000"), ("Normalized ctx", "norm_ctx", "0.000"),
     ("Efficiency score", "score", "0.000"),
-    ("Score CI95 +/- (repeat scores)", "score_ci_half", "0.000"),   # blank for a single repeat
-    ("Evidence vs next rank", "evidence", "@"),  # significant | within noise | indicative (Welch, 95 %)
-    ("Test vs next rank", "vs_next", "@"),       # the numbers: repeat scores and p
+    ("Score 95 % low (bootstrap)", "score_ci_low", "0.000"),   # the interval through the whole normalization
+    ("Score 95 % high (bootstrap)", "score_ci_high", "0.000"),
+    ("Evidence vs next rank", "evidence", "@"),  # significant | within noise | indicative (bootstrap, 95 %)
+    ("Test vs next rank", "vs_next", "@"),       # the words and the share of resamples, from one verdict
     ("Score basis", "score_basis", "@"),         # CPU/MiB and ctx/MiB, or CPU/MiB alone and why
     ("Rank in controller", "rank_in_controller", "0"), ("Rank in aio mode", "rank_in_aio", "0"),
     ("Rank by CPU", "rank_cpu", "0"), ("Rank by ctx", "rank_ctx", "0"),

@@ -89,10 +89,12 @@ def check_run_dir(flag: str, value: str) -> None:
 
     from ..core.errors import InputError
     from ..core.paths import input_problem
+    from .outputs import check_output_name
 
     if not value.strip():
         raise InputError(f"{flag} is empty. Fix: give the run directory, e.g. {flag} runs/today (it is created "
                          "if missing)")
+    check_output_name(flag, os.path.join(value, "journal.ndjson"))  # the longest name written in it is shorter
     if os.path.lexists(value) and not os.path.isdir(value):
         problem = (input_problem(value) or "is a file").replace("not a regular file", "not a directory")
         raise InputError(f"{flag} {value} {problem}, so it cannot be the run directory. Fix: give the path of a "
