@@ -101,7 +101,8 @@ def check_executor_spec(spec: MatrixSpec) -> None:
 MAY_CHANGE_ON_RESUME: dict[str, set[str]] = {
     # seed: 0 keeps the journal's; another value is checked against it (runorder.seed_conflict)
     "run": {"repeats", "max_repeats", "cv_limit_pct", "time_budget_minutes", "on_error", "retries", "allow_write",
-            "boot_timeout_seconds", "rate_tolerance_pct", "crosscheck_tolerance_pct", "guest_drivers", "seed"},
+            "boot_timeout_seconds", "rate_tolerance_pct", "crosscheck_tolerance_pct", "guest_drivers", "seed",
+            "repeat_policy"},
     "qemu": {"boot_ahead"},
     "proxmox": {"transport", "host", "port", "user", "token_id", "token_secret_env", "token_secret_file", "verify_tls",
                 "ca_file", "timeout", "task_timeout", "ready", "guest_host", "guest_port", "guest_channel",
@@ -246,7 +247,8 @@ class Runner:
                    "measured": 0, "measured_keys": [], "failed": [], "errors": [],
                    "skipped": [(s.disk.key, s.reason) for s in plan.skipped], "extra_repeats": []}
         # a resumed run may owe extra repeats although every planned cell is journaled
-        extra_first = repeats.next_extra(plan, self.spec.run, records_before, set()) if not pending else []
+        extra_first = (repeats.next_extra(plan, self.spec.run, records_before, set(), self.journal.path)
+                       if not pending else [])
         if not pending and not extra_first:
             log.info("all %d cells are in the journal already", len(plan.cells))
             return summary
@@ -257,7 +259,9 @@ class Runner:
                                boot_ahead=boot_ahead) / len(todo)
         self._cell_estimate = est
         extra_max = repeats.possible_extra(plan, self.spec.run)
-        progress = Progress(len(pending), est, self.stream, extra_max=extra_max) if self.show_progress else None
+        budget_s = float(self.spec.run.get("time_budget_minutes") or 0.0) * 60
+        progress = (Progress(len(pending), est, self.stream, extra_max=extra_max, budget_s=budget_s)
+                    if self.show_progress else None)
         backend = self.backend or self.backend_cls(self.spec, self.run_dir)
         self.backend = backend
         self._t_run0 = time.monotonic()
@@ -297,26 +301,32 @@ class Runner:
 
     def _run_extra_repeats(self, backend: Backend, plan: Plan, progress: Progress | None,
                            summary: dict[str, Any]) -> None:
-        """Rounds of extra repeats for the configurations whose CV is above ``[run] cv_limit_pct``
-        (:mod:`stormatrix.repeats`), decided from the journal after each round, until every
-        configuration is stable, at ``max_repeats``, or the time budget would be exceeded."""
+        """Rounds of extra repeats (:mod:`stormatrix.repeats`: open verdicts first, then CV above
+        ``[run] cv_limit_pct``), decided from the journal after each round, until none is wanted, each
+        configuration is at ``max_repeats``, or the time budget is spent: a round takes as many of its
+        repeats, most needed first, as fit in what is left of the budget at the pace measured so far."""
         budget_min = float(self.spec.run.get("time_budget_minutes") or 0.0)
         given_up: set[str] = set()
         while True:
-            extra = repeats.next_extra(plan, self.spec.run, self.journal.records(), given_up)
+            extra = repeats.next_extra(plan, self.spec.run, self.journal.records(), given_up, self.journal.path)
             if not extra:
                 return
+            spent = False
             if budget_min > 0:
                 elapsed = time.monotonic() - self._t_run0
-                timing = self.spec.timing
-                need = estimate_seconds(Plan([c for c, _ in extra]), timing.ramp_s, timing.measure_s,
-                                        overhead_s=self.overhead_s)
-                if elapsed + need > budget_min * 60:
-                    msg = (f"{len(extra)} extra repeat(s) still wanted by cv_limit_pct, not run: they would take "
-                           f"about {fmt_duration(need)} after {fmt_duration(elapsed)}, beyond [run] "
-                           f"time_budget_minutes = {budget_min:g}")
+                pace = elapsed / self.measured if self.measured else self._cell_estimate
+                fit = max(int((budget_min * 60 - elapsed) // pace), 0)
+                if fit < len(extra):
+                    spent, left, extra = True, extra[fit:], extra[:fit]
+                    kinds = ", ".join(f"{sum(w['basis'] == b for _, w in left)} for {b}"
+                                      for b in dict.fromkeys(w["basis"] for _, w in left))
+                    msg = (f"{len(left)} extra repeat(s) still wanted ({kinds}), not run: at {pace:.1f} s per cell "
+                           f"they would end beyond [run] time_budget_minutes = {budget_min:g} "
+                           f"({fmt_duration(elapsed)} spent)")
                     log.warning(msg)
                     summary["extra_not_run"] = msg
+                    summary["extra_not_run_keys"] = [c.key for c, _ in left]
+                if not extra:
                     return
             for cell, why in extra:
                 self._extra_reasons[cell.key] = why
@@ -327,6 +337,8 @@ class Runner:
             self._run_groups(backend, [c for c, _ in extra], progress)
             summary["extra_repeats"] += [c.key for c, _ in extra if c.key in self.measured_keys]
             given_up |= set(self.failed) - failed_before
+            if spent:
+                return  # the budget ran out in this round
 
     def _journal_run_header(self, facts: dict[str, Any], backend: Backend, cells: int, pending: int) -> None:
         env = {**run_environment(backend), **facts, "stormatrix": __version__}

@@ -72,6 +72,10 @@ RUN_SECTION = Section("run", {
     "max_repeats": Field(int, 0, min=0, max=100,
                          help="repeat a configuration whose CV is above cv_limit_pct up to this many times; "
                               "0 (the default) or the value of repeats means no extra repeats"),
+    "repeat_policy": Field(str, "verdicts", choices=("verdicts", "cv"),
+                           help="which extra repeats run first: verdicts = both sides of every comparison the "
+                                "findings rest on that is still within noise (best vs runner-up, aio modes per "
+                                "controller), then by CV; cv = by cv_limit_pct alone"),
     "time_budget_minutes": Field(float, 0.0, min=0, max=525600,
                                  help="extra repeats start only while the run (this invocation) stays within "
                                       "this many minutes; 0 means no limit"),

@@ -74,10 +74,16 @@ def run(args: argparse.Namespace) -> int:
         budget = run["time_budget_minutes"]
         most = eta + per_cell * extra
         capped = f", capped by time_budget_minutes = {budget:g}" if budget and most > budget * 60 else ""
-        print(f"extra repeats: a configuration whose CV of CPU or ctx per MiB is above cv_limit_pct = "
-              f"{run['cv_limit_pct']:g} % gets more repeats, up to max_repeats = {run['max_repeats']}: up to "
-              f"{extra} more cells ({configs_n} configurations x {run['max_repeats'] - run['repeats']}); "
-              f"ETA up to {fmt_duration(max(eta, min(most, budget * 60)) if capped else most)}{capped}", file=out)
+        first = ("first to both sides of every comparison the findings rest on that is still within noise (the "
+                 "best vs the runner-up, each controller's aio modes; the workbook's bootstrap share), then "
+                 if run["repeat_policy"] == "verdicts" else "")
+        print(f"extra repeats ([run] repeat_policy = {run['repeat_policy']}): {first}to a configuration whose CV of "
+              f"CPU or ctx per MiB is above cv_limit_pct = {run['cv_limit_pct']:g} %, up to max_repeats = "
+              f"{run['max_repeats']}: up to {extra} more cells ({configs_n} configurations x "
+              f"{run['max_repeats'] - run['repeats']}); ETA up to "
+              f"{fmt_duration(max(eta, min(most, budget * 60)) if capped else most)}{capped}"
+              + (f"; budget: as many as fit in time_budget_minutes = {budget:g} at the measured pace, most needed "
+                 "first" if budget else ""), file=out)
     return 0
 
 
