@@ -103,7 +103,7 @@ MAY_CHANGE_ON_RESUME: dict[str, set[str]] = {
     "run": {"repeats", "max_repeats", "cv_limit_pct", "time_budget_minutes", "on_error", "retries", "allow_write",
             "boot_timeout_seconds", "rate_tolerance_pct", "crosscheck_tolerance_pct", "guest_drivers", "seed",
             "repeat_policy"},
-    "qemu": {"boot_ahead"},
+    "qemu": {"boot_ahead", "overlap"},
     "proxmox": {"transport", "host", "port", "user", "token_id", "token_secret_env", "token_secret_file", "verify_tls",
                 "ca_file", "timeout", "task_timeout", "ready", "guest_host", "guest_port", "guest_channel",
                 "qemu_server_dir", "ssh", "ssh_config", "ssh_dir", "reboot_timeout", "check_cmdline"},
@@ -211,6 +211,9 @@ class Runner:
         self.order: str = spec.run.get("order", "rounds")
         self.seed: int = int(spec.run.get("seed") or 0)  # decided in run(): the journal's, the matrix's, or drawn
         self._round = ""  # "round 2: " in the progress line while a round runs
+        #: per cell key, the monotonic time of each stage it passed (benchmarks/bench_cell_overhead.py reads it):
+        #: apply, applied, ready, sent, measure_start, measure_end, result, record, journaled, stopped
+        self.timeline: dict[str, dict[str, float]] = {}
         self.driver_skipped: list[tuple[str, str]] = []  # (cell key, reason): skipped for a missing driver
 
     def plan(self) -> Plan:
@@ -368,9 +371,14 @@ class Runner:
             try:
                 t_started = records.now_iso()
                 t0 = time.monotonic()
+                self._mark(current.key, "apply", t0)
                 if progress:
                     progress.update(f"{self._round}{disk.key}: starting VM")
                 backend.apply(disk)
+                self._mark(current.key, "applied")
+                if next_disk is not None and backend.overlaps:
+                    # at once: the next VM boots while this one gets ready and warms up (paused in windows)
+                    backend.boot_ahead(next_disk)
                 booted_ahead = backend.booted_ahead
                 stage = "ready"
                 executor = self.make_executor(backend)
@@ -380,6 +388,7 @@ class Runner:
                     self._gate.learn(guest, current.key)
                 guest = with_storage_drivers(guest, self._gate)
                 boot_s = time.monotonic() - t0
+                self._mark(current.key, "ready")
                 t_ready = records.now_iso()
                 first = True
                 while remaining:
@@ -393,11 +402,12 @@ class Runner:
                     stage = "safety"
                     check_write_allowed(current, guest, self.spec.run["allow_write"])
                     stage = "run"
-                    if next_disk is not None and len(remaining) == 1:
+                    if next_disk is not None and len(remaining) == 1 and not backend.overlaps:
                         backend.boot_ahead(next_disk)
                     record = self._measure(backend, executor, current, t_started, t_ready, boot_s, guest,
                                            booted_ahead)
                     self.journal.append(record)
+                    self._mark(current.key, "journaled")
                     self.measured += 1
                     self.measured_keys.append(current.key)
                     remaining.pop(0)
@@ -444,6 +454,7 @@ class Runner:
                 if executor is not None:
                     executor.close()
                 backend.stop()
+                self._mark(current.key, "stopped")
 
     def _skip_for_driver(self, disk: DiskConfig, cells: list[Cell], progress: Progress | None,
                          evidence: str = "") -> bool:
@@ -471,6 +482,7 @@ class Runner:
         window = Window(backend, factory, point_collector=self._collector)
         try:
             result = executor.run(cell, timing, window)
+            self._mark(cell.key, "result")
         except BaseException:
             window.abort()
             raise
@@ -493,9 +505,16 @@ class Runner:
             cross=records.crosscheck(fio, window.bs0, window.bs1, run["crosscheck_tolerance_pct"]),
             overlap=window.overlap)
         record.update(self.cell_extra)
+        marks = self.timeline.setdefault(cell.key, {})
+        marks.update({k: v for k, v in (("sent", window.mono_sent), ("measure_start", window.mono_start),
+                                        ("measure_end", window.mono_end)) if v})
+        self._mark(cell.key, "record")
         if cell.key in self._extra_reasons:
             record["extra_repeat"] = self._extra_reasons[cell.key]
         return record
+
+    def _mark(self, key: str, stage: str, when: float | None = None) -> None:
+        self.timeline.setdefault(key, {})[stage] = time.monotonic() if when is None else when
 
     def _journal_error(self, cell: Cell, stage: str, attempt: int, exc: BaseException, backend: Backend) -> None:
         tail = backend.console_tail()
