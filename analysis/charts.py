@@ -7,7 +7,8 @@ points into would silently re-pair points and labels. One chart per printed page
 from __future__ import annotations
 
 import math
-from typing import Any
+from functools import partial
+from typing import Any, Callable
 
 import pandas as pd
 from openpyxl import Workbook
@@ -136,7 +137,7 @@ def _marker_series(values: Reference, xvalues: Reference, title: str, symbol: st
     return s
 
 
-def efficiency_charts(wb: Workbook, result: EfficiencyResult) -> None:
+def efficiency_charts(wb: Workbook, result: EfficiencyResult) -> dict[str, Callable[[], BarChart]]:
     """Per group: measured and normalized CPU vs ctx/MiB scatters (95 % CI error bars both ways where there
     are repeats) and the score bars (every bar labelled, its value on it, CI error bars); the I/O-path lens
     and the Method lines on significance are the workbook's (:mod:`.trustsheets`)."""
@@ -149,6 +150,7 @@ def efficiency_charts(wb: Workbook, result: EfficiencyResult) -> None:
     symbol = {c: MARKERS[i % len(MARKERS)] for i, c in enumerate(controllers)}
     r = 1
     at = 1  # the next free row on the Charts sheet
+    score_charts: dict[str, Callable[[], BarChart]] = {}  # group -> another score chart
     for group, g in cells.groupby("norm_group", sort=False):
         unit = g["cpu_per_mib_unit"].iloc[0]
         has_ctx = g["ctx_per_mib_mean"].notna()
@@ -157,6 +159,9 @@ def efficiency_charts(wb: Workbook, result: EfficiencyResult) -> None:
         mark = SOME_INDICATIVE if mixed else INDICATIVE_TITLE if single else ""
         bars_note = "" if single and not mixed else "; error bars: 95 % CI of the mean"
         scatter_notes = _scatter_notes(str(group), g)
+        metric = str(g["cpu_metric"].iloc[0])
+        metric = {"cpu_time": "CPU time", "cycles": "cycles"}.get(metric, metric)
+        unitless = f"{g['workload'].iloc[0]} ({metric})"
         data.cell(row=r, column=1, value=safe_value(f"Group: {group}")).font = Font(bold=True)
         r += 1
         header(data, r, ["Series (controller / aio)", "Configuration", f"CPU/MiB ({unit})", "ctx/MiB",
@@ -166,7 +171,9 @@ def efficiency_charts(wb: Workbook, result: EfficiencyResult) -> None:
         raw = ScatterChart()
         norm = ScatterChart()
         for ch, what in ((raw, "Measured"), (norm, "Normalized")):
-            _title(ch, f"{what} CPU and context switches per MiB - {group}" + (mark if ch is raw or single else ""))
+            # a normalized chart has no unit: its title names the workload and the CPU metric, not "[CPU-ms/MiB]"
+            _title(ch, f"{what} CPU and context switches per MiB - {group if ch is raw else unitless}"
+                   + (mark if ch is raw or single else ""))
             ch.style = 13
             ch.scatterStyle = "lineMarker"
             ch.x_axis.title = f"CPU per MiB ({unit}{bars_note})" if ch is raw else "Normalized CPU per MiB"
@@ -219,8 +226,10 @@ def efficiency_charts(wb: Workbook, result: EfficiencyResult) -> None:
             data.cell(row=r, column=5, value=safe_value(row.get("evidence") or None))
             r += 1
         last = r - 1
-        bar = _score_bars(data, first, last, ordered, f"Efficiency score (lower is better) - {group}"
-                          + (SOME_INDICATIVE if mixed else INDICATIVE_TITLE if single else ""))
+        bar_title = (f"Efficiency score (lower is better) - {unitless}"
+                     + (SOME_INDICATIVE if mixed else INDICATIVE_TITLE if single else ""))
+        bar = _score_bars(data, first, last, ordered, bar_title)
+        score_charts[str(group)] = partial(_score_bars, data, first, last, ordered, bar_title)
         r += 2
         if "raw" in scatter_notes:  # above its chart, so that it prints on the same page
             at = _note_at(charts, scatter_notes["raw"], at)
@@ -231,6 +240,7 @@ def efficiency_charts(wb: Workbook, result: EfficiencyResult) -> None:
         else:
             at = _place_at(charts, norm, at)
         at = _place_at(charts, bar, at)
+    return score_charts
 
 
 def _score_bars(data: Worksheet, first: int, last: int, ordered: pd.DataFrame, title: str) -> BarChart:

@@ -151,6 +151,9 @@ def _ingest(paths: Iterable[str | Path], *, strict: bool, label: str | None, wor
     runs: list[dict[str, Any]] = []
     problems: list[Problem] = []
     notes: list[str] = list(found.notes) + found.irregular
+    for folder, why in found.unlisted:  # (a path past PATH_MAX is thousands of characters: shown by its ends)
+        shown = folder if len(folder) <= 200 else f"{folder[:80]}...{folder[-60:]}"
+        problems.append(Problem(shown, f"{shown}: a folder under the inputs: {why}"))
     paired: set[str] = set()
     explicit_by_stem = {os.path.basename(c)[: -len(".perf.csv")] if c.endswith(".perf.csv") else stem(c): c
                         for c in found.explicit_csv}

@@ -150,7 +150,7 @@ def cycles_supported() -> bool:
     global _cycles_supported
     if _cycles_supported is None:
         try:
-            res = subprocess.run([PERF, "stat", "-x,", "-e", "cycles:u", "true"],
+            res = subprocess.run([PERF, "stat", "-x,", "-e", "cycles:u", "true"], env=perfstat.perf_env(),
                                  capture_output=True, text=True, timeout=30, check=False)
             events = perfstat.parse(res.stderr).events
             _cycles_supported = res.returncode == 0 and any(
@@ -162,7 +162,7 @@ def cycles_supported() -> bool:
 
 def perf_available() -> bool:
     try:
-        res = subprocess.run([PERF, "stat", "-x,", "-e", "context-switches", "true"],
+        res = subprocess.run([PERF, "stat", "-x,", "-e", "context-switches", "true"], env=perfstat.perf_env(),
                              capture_output=True, text=True, timeout=30, check=False)
     except (OSError, subprocess.TimeoutExpired):
         return False
@@ -244,7 +244,8 @@ class WindowCollector:
             os.close(fd)
             self._perf = subprocess.Popen(
                 [PERF, "stat", "-x,", "-e", ",".join(events), "-p", str(self.pid), "-o", self._perf_out],
-                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                env=perfstat.perf_env())  # LC_ALL=C: 42.52, never a decimal comma inside the CSV
             wait_for_sigint_handler(self._perf.pid)
         self._first = sample_process(self.pid)
         self._last = dict(self._first)

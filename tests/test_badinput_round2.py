@@ -305,3 +305,233 @@ def test_compare_of_two_different_measurements_says_nothing_of_sharing(tmp_path:
     code, text = cli(["compare", str(sides / "A"), str(sides / "B"), "-o", str(tmp_path / "c.xlsx"), "--strict"],
                      capsys)
     assert code == 0 and "both sides" not in text, text
+
+
+# --- readers: a number that cannot be read exactly is refused, never guessed ------------------------------
+
+R2 = DATA / "badinput2"
+
+
+def report(paths: list[Path], tmp_path: Path, capsys: pytest.CaptureFixture[str], *extra: str) -> tuple[int, str]:
+    return cli(["report", *map(str, paths), "-o", str(tmp_path / "r.xlsx"), *extra], capsys)
+
+
+def test_status_interval_output_is_read_at_its_final_report(tmp_path: Path) -> None:
+    from stormatrix.analysis.fio import extract_json_documents, parse_fio_json
+
+    text = (R2 / "fio333-status-interval-1s.json").read_text()
+    docs = extract_json_documents(text)
+    assert len(docs) >= 3  # interim reports, then the final one
+    doc = parse_fio_json(text, "x")
+    final = docs[-1]["jobs"][0]["read"]
+    assert doc["jobs"][0]["read"]["io_bytes"] == final["io_bytes"] > docs[0]["jobs"][0]["read"]["io_bytes"]
+    from stormatrix.analysis.ingest import ingest
+
+    frame = ingest([R2 / "fio333-status-interval-1s.json"]).frame
+    assert int(frame["io_bytes"].iloc[0]) == final["io_bytes"]
+
+
+def test_status_interval_is_read_from_a_fresh_fio_run_too(tmp_path: Path) -> None:
+    import shutil as sh
+
+    if sh.which("fio") is None:
+        pytest.skip("fio is not installed")
+    out = tmp_path / "si.json"
+    subprocess.run(["fio", "--name=si", f"--filename={tmp_path / 'f'}", "--size=1m", "--rw=randread", "--bs=4k",
+                    "--runtime=2", "--time_based", "--output-format=json", "--status-interval=1", f"--output={out}"],
+                   check=True, capture_output=True, timeout=60)
+    from stormatrix.analysis.fio import extract_json_documents
+    from stormatrix.analysis.ingest import ingest
+
+    docs = extract_json_documents(out.read_text())
+    frame = ingest([out]).frame
+    assert len(docs) >= 2 and int(frame["io_bytes"].iloc[0]) == docs[-1]["jobs"][0]["read"]["io_bytes"]
+
+
+def test_two_runs_pasted_into_one_file_are_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pasted = tmp_path / "two.json"
+    pasted.write_text(FIO_FILE.read_text() + "\n" + FIO_WRITE.read_text())
+    code, text = report([pasted], tmp_path, capsys, "--strict")
+    assert code == 2 and "two.json" in text and "different jobs" in text
+
+
+@pytest.mark.parametrize("bs,rw,says", [("4k-64k", "randread", "range"), ("4k,64k", "randrw", "reads 4k, writes 64k"),
+                                        ("4k-8k,16k", "randread", "range")])
+def test_block_sizes_that_are_not_one_size_are_refused(bs: str, rw: str, says: str, tmp_path: Path,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    doc = json.loads(FIO_FILE.read_text())
+    doc["jobs"][0]["job options"].update(bs=bs, rw=rw)
+    path = tmp_path / "read-rand-bs4096-qd1.json"  # a name that would give 4k if the option were skipped
+    path.write_text(json.dumps(doc))
+    code, text = report([path], tmp_path, capsys, "--strict")
+    assert code == 2 and says in text and path.name in text
+
+
+@pytest.mark.parametrize("option", [{"bsrange": "4k-64k"}, {"bssplit": "4k/50:64k/50"}])
+def test_bsrange_and_bssplit_are_refused_not_taken_from_the_name(option: dict[str, str], tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    doc = json.loads(FIO_FILE.read_text())
+    doc["jobs"][0]["job options"].pop("bs", None)
+    doc["jobs"][0]["job options"].update(option)
+    path = tmp_path / "randread-bs4k-qd1.json"
+    path.write_text(json.dumps(doc))
+    code, text = report([path], tmp_path, capsys, "--strict")
+    assert code == 2 and next(iter(option)) in text
+
+
+def test_a_real_fio_range_capture_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, text = report([R2 / "fio333-randread-bs4k-64k.json"], tmp_path, capsys, "--strict")
+    assert code == 2 and "range" in text
+
+
+@pytest.mark.parametrize("bs,rw,expected", [("4k,64k", "randread", 4096), ("4k,64k", "randwrite", 65536),
+                                            (",64k", "write", 65536), ("64k,64k", "randrw", 65536),
+                                            ("65536", "randrw", 65536), ("8k,32k,", "randrw", None)])
+def test_per_direction_block_sizes_are_read_for_the_directions_used(bs: str, rw: str, expected: int | None) -> None:
+    from stormatrix.analysis.params import block_size
+
+    value, why = block_size(bs, rw)
+    assert value == expected and (why is None) == (expected is not None)
+
+
+def test_diskspd_targets_with_different_workloads_are_refused(tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    code, text = report([R2 / "diskspd_two_targets_64k_4k.xml"], tmp_path, capsys, "--strict")
+    assert code == 2 and "2 targets" in text and "65536" in text and "4096" in text
+
+
+def test_diskspd_targets_of_one_workload_are_summed() -> None:
+    from stormatrix.analysis.diskspd import parse_diskspd_xml
+
+    one = parse_diskspd_xml((DATA / "diskspd" / "diskspd_randread_64k_qd8_t1.xml").read_text(), "one")
+    two = parse_diskspd_xml((R2 / "diskspd_two_targets_64k_64k.xml").read_text(), "two")
+    assert two["bs"] == one["bs"] == 65536 and two["iodepth"] == one["iodepth"]
+    assert two["io_bytes"] == 2 * one["io_bytes"] and two["numjobs"] == 2 * one["numjobs"]
+
+
+@pytest.mark.parametrize("name", ["perf_stat_de_DE.csv", "perf_stat_de_DE_interval.csv",
+                                  "perf_stat_de_DE_per_cpu.csv"])
+def test_a_decimal_comma_perf_csv_is_refused_with_the_fix(name: str, tmp_path: Path,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "r.json").write_bytes(FIO_FILE.read_bytes())
+    (tmp_path / "in" / "r.perf.csv").write_bytes((R2 / name).read_bytes())
+    code, text = report([tmp_path / "in" / "r.json"], tmp_path, capsys, "--strict")
+    assert code == 2 and "decimal comma" in text and "LC_ALL=C" in text and "r.perf.csv" in text
+
+
+def test_perf_csvs_in_the_c_locale_still_read() -> None:
+    from stormatrix.analysis.perfcsv import host_metrics, parse_perf_csv
+
+    for path in (DATA / "perf").glob("*.csv"):
+        parse_perf_csv(path.read_text(), str(path))  # none refused
+    m = host_metrics(parse_perf_csv((DATA / "perf" / "perf_stat_fio_process.csv").read_text()))
+    assert m["ctx_switches"] > 0
+
+
+@pytest.fixture(scope="module")
+def de_locale(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    import shutil as sh
+
+    if sh.which("localedef") is None or not Path("/usr/share/i18n/locales/de_DE").exists():
+        pytest.skip("localedef or the de_DE locale source is not installed")
+    where = tmp_path_factory.mktemp("locale")
+    r = subprocess.run(["localedef", "-i", "de_DE", "-f", "UTF-8", str(where / "de_DE.UTF-8")], capture_output=True)
+    if not (where / "de_DE.UTF-8").exists():
+        pytest.skip(f"localedef failed: {r.stderr[:200]!r}")
+    return where
+
+
+def test_the_collector_runs_perf_in_the_c_locale(de_locale: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from stormatrix.host import collector
+
+    if not collector.perf_available():
+        pytest.skip("perf stat cannot count software events here")
+    monkeypatch.setenv("LOCPATH", str(de_locale))
+    monkeypatch.setenv("LC_ALL", "de_DE.UTF-8")
+    probe = subprocess.run(["perf", "stat", "-x,", "-e", "task-clock", "--", "sleep", "0.01"],
+                           capture_output=True, text=True)
+    assert any(line.split(",")[1:2] and line.split(",")[1].isdigit() for line in probe.stderr.splitlines()
+               if "task-clock" in line), probe.stderr  # this perf does print decimal commas under de_DE
+    busy = subprocess.Popen([PY, "-c", "import time\nt=time.time()\nwhile time.time()-t<30: pass"])
+    try:
+        c = collector.WindowCollector(busy.pid, {}, use_perf=True)
+        c.start()
+        import time
+
+        time.sleep(1.0)
+        res = c.stop()
+    finally:
+        busy.kill()
+        busy.wait()
+    task_clock_s = res["perf"]["task-clock"]["value"] / 1000.0  # msec
+    proc_s = res["cpu_time_s"]["user"] + res["cpu_time_s"]["system"]  # /proc's ticks, read apart from perf
+    assert res["cpu_total_source"] == "perf task-clock (ns)"
+    assert abs(task_clock_s - proc_s) <= 0.2 * proc_s + 0.05, (task_clock_s, proc_s)
+
+
+# --- the walk reports what it cannot read ------------------------------------------------------------------
+
+def deep_folder(parent: Path, depth: int = 22) -> None:
+    """A folder whose path is longer than PATH_MAX (4096), holding one result file, made with dir fds."""
+    fd = os.open(parent, os.O_RDONLY)
+    try:
+        for _ in range(depth):
+            os.mkdir("d" * 200, dir_fd=fd)
+            nfd = os.open("d" * 200, os.O_RDONLY, dir_fd=fd)
+            os.close(fd)
+            fd = nfd
+        f = os.open("deep.json", os.O_WRONLY | os.O_CREAT, dir_fd=fd)
+        os.write(f, FIO_WRITE.read_bytes())
+        os.close(f)
+    finally:
+        os.close(fd)
+
+
+def test_the_walk_follows_a_linked_folder_once_and_names_a_loop(tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "real").mkdir()
+    (tmp_path / "real" / "a.json").write_bytes(FIO_FILE.read_bytes())
+    top = tmp_path / "top"
+    top.mkdir()
+    (top / "w.json").write_bytes(FIO_WRITE.read_bytes())
+    (top / "linked").symlink_to(tmp_path / "real")
+    (top / "again").symlink_to(tmp_path / "real")
+    (top / "loop").symlink_to(top)
+    from stormatrix.analysis.ingest import ingest
+
+    data = ingest([top])
+    assert len(data.frame) == 2  # w.json, and a.json once (through the first link)
+    said = " ".join(data.notes)
+    assert "loop" in said and "again" in said and "already read" in said
+
+
+def test_the_walk_names_a_folder_past_the_path_limit(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "a.json").write_bytes(FIO_FILE.read_bytes())
+    deep_folder(tmp_path / "in")
+    code, text = report([tmp_path / "in"], tmp_path, capsys)
+    assert code == 0 and "more than this system allows" in text and len(text) < 3000
+    code, text = report([tmp_path / "in"], tmp_path, capsys, "--strict")
+    assert code == 2 and "more than this system allows" in text
+    import shutil as sh
+
+    for _ in range(3):  # (rmtree cannot reach past PATH_MAX by path: remove the chain bottom-up by fd)
+        sh.rmtree(tmp_path / "in", ignore_errors=True)
+
+
+def test_the_walk_names_a_folder_it_may_not_list(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    if os.geteuid() == 0:
+        pytest.skip("root may list any folder")
+    (tmp_path / "in" / "locked").mkdir(parents=True)
+    (tmp_path / "in" / "a.json").write_bytes(FIO_FILE.read_bytes())
+    (tmp_path / "in" / "locked").chmod(0)
+    try:
+        code, text = report([tmp_path / "in"], tmp_path, capsys)
+    finally:
+        (tmp_path / "in" / "locked").chmod(0o755)
+    assert code == 0 and "locked" in text and "cannot be listed" in text
