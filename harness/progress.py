@@ -47,14 +47,15 @@ def fmt_hours(seconds: float) -> str:
 class Progress:
     """A progress bar with ETA on a terminal; one line per cell otherwise (logs, CI)."""
 
-    def __init__(self, total: int, estimate_per_cell: float, stream: TextIO = sys.stderr,
+    def __init__(self, total: int, estimate_per_cell: float, stream: TextIO | None = None,
                  extra_max: int = 0, budget_s: float = 0.0) -> None:
-        self.total, self.done, self.stream = total, 0, stream
+        self.total, self.done = total, 0
+        self.stream: TextIO = stream if stream is not None else sys.stderr  # (of the moment, not of the import)
         self.extra_max = extra_max  # extra repeats cv_limit_pct may still add (shown beside the ETA)
         self.budget_s = budget_s  # [run] time_budget_minutes: extra repeats start only within it (0: none)
         self.t0 = time.monotonic()
         self.estimate = estimate_per_cell
-        self.tty = stream.isatty()
+        self.tty = self.stream.isatty()
 
     def eta(self) -> float:
         left = self.total - self.done

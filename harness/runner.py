@@ -179,7 +179,7 @@ class Runner:
     def __init__(self, spec: MatrixSpec, run_dir: str | Path, *, side: str | None = None,
                  progress: bool = True, backend: Backend | None = None,
                  collector_factory: Callable[[Any], Any] | None = None,
-                 stream: TextIO = sys.stderr, plan: Plan | None = None,
+                 stream: TextIO | None = None, plan: Plan | None = None,
                  executor_factory: Callable[[list[GuestEndpoint]], GuestExecutor] | None = None,
                  collector: Any = None, run_extra: dict[str, Any] | None = None,
                  cell_extra: dict[str, Any] | None = None,
@@ -188,7 +188,7 @@ class Runner:
         self.run_dir = Path(run_dir)
         self.side = side
         self.show_progress = progress
-        self.stream = stream
+        self.stream = stream if stream is not None else sys.stderr  # (bound when run, not when imported)
         self.backend_cls = type(backend) if backend else backend_class(spec.run["backend"])
         self.backend = backend
         self._collector_factory = collector_factory
