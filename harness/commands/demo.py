@@ -10,6 +10,7 @@ from importlib import resources
 from pathlib import Path
 
 from .report import output_paths, write_report
+from .runlock import hold_run_dir
 from .run import execute
 
 DESCRIPTION = """\
@@ -76,7 +77,8 @@ def run(args: argparse.Namespace) -> int:
     if args.suite:
         from ..demosuite import run_demo_suite
 
-        return run_demo_suite(args)
+        with hold_run_dir(args.output or "runs/demo-suite", "demo --suite"):
+            return run_demo_suite(args)
     if args.guests is not None:
         raise InputError(f"--guests {args.guests} applies only to the suite demo. Fix: add --suite, or drop "
                          "--guests (the matrix demo boots one guest per cell)")
@@ -86,13 +88,13 @@ def run(args: argparse.Namespace) -> int:
     workbook = Path(args.workbook) if args.workbook else run_dir / default_name
     # the workbook is written after minutes of measuring: what would refuse it then is refused now
     output_paths(str(workbook), None, [str(matrix), str(run_dir / "journal.ndjson")])
-    run_dir.mkdir(parents=True, exist_ok=True)
-    if not args.matrix:
-        name = "demo-full.toml" if args.full else "demo.toml"
-        with resources.as_file(resources.files("stormatrix").joinpath("matrices", name)) as src:
-            shutil.copyfile(src, matrix)
-    summary = execute(matrix, run_dir, progress=not args.no_progress)
-    write_report([str(run_dir)], str(workbook))
+    with hold_run_dir(run_dir, "demo"):  # (before the matrix is copied in: another demo may be reading it)
+        if not args.matrix:
+            name = "demo-full.toml" if args.full else "demo.toml"
+            with resources.as_file(resources.files("stormatrix").joinpath("matrices", name)) as src:
+                shutil.copyfile(src, matrix)
+        summary = execute(matrix, run_dir, progress=not args.no_progress)
+        write_report([str(run_dir)], str(workbook))
     print(f"workbook: {workbook.resolve()}")
     if summary["failed"]:
         print(f"{len(summary['failed'])} cells failed; see the cell-error records in {run_dir / 'journal.ndjson'}")
