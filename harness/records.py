@@ -11,27 +11,18 @@ point has (per-guest results, skew, the fio client process) comes from the execu
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
 from typing import Any
 
 from .analysis.diskspd import parse_diskspd_xml
 from .analysis.fio import jobs_named, summarize_jobs
-from .backends.base import BlockStats
 from .core.errors import DataFileError, StormatrixError, WorkloadFailed
 from .core.metrics import MIB, per_mib
-from .core.model import Cell
+from .core.model import MIXED_MODES, WRITE_MODES, Cell, now_iso
+from .core.scope import BlockStats
 from .executors.base import WorkloadResult
-
-# fio rw modes that change the disk's contents
-WRITE_MODES = frozenset({"write", "randwrite", "rw", "readwrite", "randrw", "trim", "randtrim"})
-MIXED_MODES = frozenset({"rw", "readwrite", "randrw"})
 
 __all__ = ["MIB", "WRITE_MODES", "MIXED_MODES", "now_iso", "summarize", "fio_summary", "diskspd_summary",
            "per_mib", "rate_check", "crosscheck", "clock_check", "cell_record", "error_record"]
-
-
-def now_iso() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
 
 
 def summarize(result: WorkloadResult, cell: Cell) -> dict[str, Any]:

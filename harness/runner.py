@@ -28,21 +28,21 @@ from pathlib import Path
 from typing import Any, Callable, TextIO
 
 from . import __version__, records, repeats
-from .backends.base import Backend, GuestEndpoint
+from .backends.base import Backend
 from .core.errors import (AuthenticationFailed, BackendError, CollectorError, MatrixError, StormatrixError,
                           UnsafeWrite)
+from .core.model import WRITE_MODES, Cell, DiskConfig, Plan, now_iso
+from .core.scope import GuestEndpoint
 from .executors.base import GuestExecutor
 from .executors.winrm_facts import DriverGate, with_storage_drivers
-from .core.model import Cell, DiskConfig, Plan
+from .host.inventory import inventory
 from .journal import Journal, JournalWriteError
 from .progress import DEFAULT_OVERHEAD_S, Progress, estimate_seconds, fmt_duration
-from .registry import backend_class, executor_class
-from .spec import MATRIX_SECTION, RUN_SECTION, WORKLOAD_SECTION, MatrixSpec, expand, extra_sections
-from .window import Window, default_collector_factory  # noqa: F401 - backends.base's default imports it from here
+from .registry import backend_class, executor_class, sections
+from .spec import MATRIX_SECTION, RUN_SECTION, WORKLOAD_SECTION, MatrixSpec, expand
+from .window import Window
 
 log = logging.getLogger("stormatrix.runner")
-
-WRITE_MODES = records.WRITE_MODES
 
 
 def check_write_allowed(cell: Cell, guest: dict[str, Any], allow_write: bool) -> None:
@@ -116,7 +116,7 @@ MAY_CHANGE_ON_RESUME: dict[str, set[str]] = {
 
 def run_differences(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     """``[section] key: was X, now Y`` per key outside MAY_CHANGE_ON_RESUME that differs, defaults filled in."""
-    schema = {"run": RUN_SECTION, "matrix": MATRIX_SECTION, "workload": WORKLOAD_SECTION, **extra_sections()}
+    schema = {"run": RUN_SECTION, "matrix": MATRIX_SECTION, "workload": WORKLOAD_SECTION, **sections()}
 
     def shown(value: Any) -> str:  # TOML has no null: None is a key or section the matrix does not have
         return "(absent)" if value is None else json.dumps(value)[:40]
@@ -264,7 +264,7 @@ class Runner:
                            errors=self.errors, driver_skipped=self.driver_skipped)
             try:
                 backend.restore()
-                self.journal.append({"type": "restored", "run_id": self.run_id, "time": records.now_iso(),
+                self.journal.append({"type": "restored", "run_id": self.run_id, "time": now_iso(),
                                      "backend": backend.name})
             finally:
                 backend.close()
@@ -315,7 +315,7 @@ class Runner:
 
     def _journal_run_header(self, facts: dict[str, Any], backend: Backend, cells: int, pending: int) -> None:
         env = {**run_environment(backend), **facts, "stormatrix": __version__}
-        self.journal.append({"type": "run", "run_id": self.run_id, "started": records.now_iso(),
+        self.journal.append({"type": "run", "run_id": self.run_id, "started": now_iso(),
                              "matrix_path": self.spec.path, "matrix": self.spec.raw,
                              "backend": backend.name, "side": self.side, "environment": env,
                              "original_config": backend.original_config(), "cells": cells, "todo": pending,
@@ -338,7 +338,7 @@ class Runner:
             current = remaining[0]
             executor: GuestExecutor | None = None
             try:
-                t_started = records.now_iso()
+                t_started = now_iso()
                 t0 = time.monotonic()
                 if progress:
                     progress.update(f"{disk.key}: starting VM")
@@ -352,7 +352,7 @@ class Runner:
                     self._gate.learn(guest, current.key)
                 guest = with_storage_drivers(guest, self._gate)
                 boot_s = time.monotonic() - t0
-                t_ready = records.now_iso()
+                t_ready = now_iso()
                 first = True
                 while remaining:
                     current = remaining[0]
@@ -376,7 +376,7 @@ class Runner:
                     attempt = 0
                     if progress:
                         progress.update(current.key, advance=True)
-                    t_started, boot_s, booted_ahead = records.now_iso(), 0.0, False
+                    t_started, boot_s, booted_ahead = now_iso(), 0.0, False
             except JournalWriteError:
                 raise  # nothing can be recorded any more: stop, the VM is restored by run()
             except (StormatrixError, OSError) as exc:
@@ -428,7 +428,7 @@ class Runner:
         log.warning("skipping %d cell(s) of %s: %s", len(cells), disk.key, reason)
         for cell in cells:
             self.journal.append({"type": "cell-skipped", "run_id": self.run_id, "key": cell.key, "cell": cell.to_dict(),
-                                 "side": self.side, "time": records.now_iso(), "reason": reason,
+                                 "side": self.side, "time": now_iso(), "reason": reason,
                                  "drivers": gate.describe(), **({"readiness": evidence} if evidence else {})})
             self.driver_skipped.append((cell.key, reason))
             if progress:
@@ -454,7 +454,7 @@ class Runner:
         fio = records.summarize(result, cell)
         result.guest = {**guest, **result.guest}
         times = {"started": t_started, "ready": t_ready, "measure_start": window.t_start,
-                 "measure_end": window.t_end, "finished": records.now_iso(), "boot_s": boot_s,
+                 "measure_end": window.t_end, "finished": now_iso(), "boot_s": boot_s,
                  "ramp_s": timing.ramp_s, "measure_s": timing.measure_s,
                  "window_s": window.mono_end - window.mono_start, "booted_ahead": booted_ahead}
         run = self.spec.run
@@ -481,8 +481,6 @@ def run_environment(backend: Backend) -> dict[str, Any]:
     (``cpu_model``, ``kernel``, ``qemu``, ``perf``, ...), and, when the host is not this machine, this
     machine's own under ``workstation`` — never the workstation's facts as the host's. When the backend
     could not read its host, ``host_inventory_error`` says why and no host keys are filled in."""
-    from .host.inventory import inventory
-
     here = inventory()
     try:
         host = backend.host_inventory()

@@ -22,9 +22,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from .backends.base import Backend, GuestEndpoint, HostScope
+from .backends.base import Backend
+from .backends.proxmox_node import NodeShell, node_inventory
+from .backends.proxmox_schema import REMOTE_COLLECTOR_DIR
 from .core.errors import GuestDisconnected, GuestNotReady, MatrixError
 from .core.model import CONTROLLERS, DiskConfig, Plan
+from .core.scope import GuestEndpoint, HostScope
 from .executors.base import GuestExecutor
 from .executors.fioserver import FioServerExecutor
 from .journal import Journal
@@ -124,9 +127,6 @@ def inventory_for(host_collector: dict[str, Any], vms: list[dict[str, Any]] | No
         return lambda: None
     target = str(host_collector.get("ssh") or "")
     if mode == "ssh" and target:
-        from .backends.proxmox_node import NodeShell, node_inventory
-        from .backends.proxmox_schema import REMOTE_COLLECTOR_DIR
-
         config = str(host_collector.get("ssh_config") or "")
         remote_dir = str(host_collector.get("ssh_dir") or REMOTE_COLLECTOR_DIR)
         return lambda: node_inventory(NodeShell(target, config), remote_dir)

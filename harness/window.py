@@ -15,10 +15,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from . import records
-from .backends.base import Backend, BlockStats
+from .backends.base import Backend
 from .collect import merge_hosts
-from .core.errors import CollectorError
+from .core.model import now_iso
+from .core.scope import BlockStats
 
 log = logging.getLogger("stormatrix.runner")
 
@@ -47,7 +47,7 @@ class Window:
 
     def measure_started(self) -> None:
         self.mono_start = time.monotonic()
-        self.t_start = records.now_iso()
+        self.t_start = now_iso()
         try:
             # The guest's fio waits for GO (sent when this returns), so nothing here races its I/O.
             self._opened = True
@@ -66,7 +66,7 @@ class Window:
 
     def measure_ended(self) -> None:
         self.mono_end = time.monotonic()
-        self.t_end = records.now_iso()
+        self.t_end = now_iso()
         if self.error:
             self.abort()
             return
@@ -95,11 +95,3 @@ class Window:
             self.overlap = self.backend.window_closed()
         except Exception as exc:  # any failure: the next apply() finds a VM that cannot resume
             log.warning("resuming the VM booting ahead failed: %s", exc)
-
-
-def default_collector_factory(scope: Any) -> Any:
-    from .host.collector import WindowCollector
-
-    if scope.ssh:
-        raise CollectorError(f"remote collection over SSH ({scope.ssh}) needs the backend's collector")
-    return WindowCollector(scope.pid, dict(scope.threads))

@@ -15,7 +15,6 @@ from typing import Any, Iterator
 import pytest
 
 from stormatrix.core.errors import GuestDisconnected, GuestNotReady
-from stormatrix.executors import executor_class
 from stormatrix.executors.fioserver import (
     FioJob,
     FioServerExecutor,
@@ -26,7 +25,7 @@ from stormatrix.executors.fioserver import (
 from stormatrix.journal import Journal
 from standins.fioservers import LocalFioServers, processes_in
 from stormatrix.core.model import Cell, DiskConfig, Timing, Workload
-from stormatrix.suite import suite_from_dict
+from stormatrix.registry import executor_class, suite_from_dict
 from stormatrix.suiterun import run_suite
 
 pytestmark = pytest.mark.skipif(shutil.which("fio") is None, reason="fio is not installed")

@@ -138,7 +138,7 @@ def test_a_host_that_could_not_be_read_has_no_host_facts() -> None:
 
 def test_proxmox_over_the_api_only_says_it_cannot_describe_the_node(tmp_path: Path,
                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
-    from stormatrix.spec import spec_from_dict
+    from stormatrix.registry import spec_from_dict
 
     if shutil.which("pveversion"):
         pytest.skip("this machine is a Proxmox node")

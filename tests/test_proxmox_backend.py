@@ -28,7 +28,7 @@ from stormatrix.backends.pve_api import PveAuthError
 from stormatrix.core.errors import BackendError, ConfigConflict, GuestNotReady, TaskFailed
 from stormatrix.journal import Journal
 from stormatrix.core.model import DiskConfig
-from stormatrix.spec import spec_from_dict
+from stormatrix.registry import spec_from_dict
 
 SECRET = "9f1c2d3e-aaaa-4bbb-8ccc-0123456789ab"
 TOKEN = "root@pam!stormatrix"
@@ -274,7 +274,7 @@ HARNESS = textwrap.dedent("""
     from stormatrix.backends import proxmox
     from stormatrix.journal import Journal
     from stormatrix.core.model import DiskConfig
-    from stormatrix.spec import spec_from_dict
+    from stormatrix.registry import spec_from_dict
     raw = json.loads(Path(sys.argv[1]).read_text())
     run_dir = Path(sys.argv[2])
     b = proxmox.ProxmoxBackend(spec_from_dict(raw), run_dir)

@@ -19,7 +19,7 @@ from stormatrix.backends import proxmox as pmx
 from stormatrix.backends.pve_api import PveshTransport
 from stormatrix.core.errors import ConfigConflict
 from stormatrix.core.model import DiskConfig
-from stormatrix.spec import spec_from_dict
+from stormatrix.registry import spec_from_dict
 
 SECRET = "local-transport-secret-77"
 

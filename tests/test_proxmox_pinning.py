@@ -20,7 +20,7 @@ from stormatrix.core.errors import CollectorError
 from stormatrix.host.collector import WindowCollector
 from stormatrix.journal import Journal
 from stormatrix.runner import Runner
-from stormatrix.spec import spec_from_dict
+from stormatrix.registry import spec_from_dict
 
 SECRET = "pin-secret-4f2a9c81d0e3"
 ONLINE = pmx.parse_cpuset(Path("/sys/devices/system/cpu/online").read_text().strip())

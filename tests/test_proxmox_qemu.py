@@ -19,7 +19,7 @@ from standins.pve import PveStandin, QemuVmLauncher
 from stormatrix.backends import proxmox as pmx
 from stormatrix.journal import Journal
 from stormatrix.runner import Runner
-from stormatrix.spec import spec_from_dict
+from stormatrix.registry import spec_from_dict
 
 pytestmark = pytest.mark.qemu
 

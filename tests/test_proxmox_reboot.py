@@ -27,7 +27,7 @@ from stormatrix.host.collector import WindowCollector
 from stormatrix.journal import Journal
 from stormatrix.core.model import DiskConfig
 from stormatrix.runner import Runner
-from stormatrix.spec import spec_from_dict
+from stormatrix.registry import spec_from_dict
 
 SECRET = "reboot-secret-7c1d2e3f4a5b"
 TOKEN = "root@pam!smx"

@@ -19,7 +19,7 @@ from test_proxmox_backend import (SECRET, TOKEN, VMID, assert_pristine, matrix, 
 from stormatrix.backends import proxmox as pmx
 from stormatrix.core.model import DiskConfig
 from stormatrix.journal import Journal
-from stormatrix.spec import spec_from_dict
+from stormatrix.registry import spec_from_dict
 
 
 def boot_on_scsi0(standin: PveStandin) -> None:

@@ -28,7 +28,7 @@ from stormatrix.backends import pve_config as pc
 from stormatrix.backends.qemu import disk_devices
 from stormatrix.core.errors import BackendError
 from stormatrix.core.model import CONTROLLERS, DiskConfig
-from stormatrix.spec import spec_from_dict
+from stormatrix.registry import spec_from_dict
 
 SECRET = "showcmd-secret-0a1b2c3d4e"
 

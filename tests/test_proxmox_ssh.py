@@ -156,7 +156,7 @@ def test_ssh_end_to_end_with_real_qemu(tmp_path: Path, monkeypatch: pytest.Monke
     from stormatrix.backends.base import ROLE_IOTHREAD, ROLE_MAIN, ROLE_VCPU, HostScope
     from stormatrix.journal import Journal
     from stormatrix.runner import Runner
-    from stormatrix.spec import spec_from_dict
+    from stormatrix.registry import spec_from_dict
 
     secret = "ssh-e2e-secret-31415926"
     online = pmx.parse_cpuset(Path("/sys/devices/system/cpu/online").read_text().strip())

@@ -25,7 +25,7 @@ from test_proxmox_standin import CFG2CMD, _conf
 from stormatrix.backends import proxmox as pmx
 from stormatrix.backends import pve_config as pc
 from stormatrix.core.model import DiskConfig
-from stormatrix.spec import spec_from_dict
+from stormatrix.registry import spec_from_dict
 
 SECRET = "storage-secret-5e6f7a8b"
 

@@ -25,7 +25,8 @@ from stormatrix.core.errors import UnsafeWrite
 from stormatrix.journal import read_journal
 from stormatrix.core.model import Cell, DiskConfig, Workload
 from stormatrix.runner import WRITE_MODES, Runner, check_write_allowed
-from stormatrix.spec import RUN_SECTION, spec_from_dict
+from stormatrix.spec import RUN_SECTION
+from stormatrix.registry import spec_from_dict
 
 ROOT = Path(__file__).resolve().parent.parent
 PY_DIRS = ["harness", "analysis", "linux-host", "tests", "benchmarks", "scripts"]

@@ -23,7 +23,7 @@ from stormatrix.cli import main
 from stormatrix.core.errors import InputError, MatrixError
 from stormatrix.executors.fioserver import FioGuest
 from stormatrix.journal import Journal
-from stormatrix.suite import suite_from_dict
+from stormatrix.registry import suite_from_dict
 from stormatrix.suitevms import ProxmoxSuiteVms, guest_names, pick_address
 
 

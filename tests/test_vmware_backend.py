@@ -16,12 +16,11 @@ from typing import Any, Iterator
 
 import pytest
 
-from stormatrix.backends import backend_class
 from stormatrix.backends import vmware as vm
 from stormatrix.backends import vmware_pwsh
 from stormatrix.core.errors import EnvironmentProblem, GuestNotReady, InputError, MatrixError
 from stormatrix.core.model import DiskConfig
-from stormatrix.spec import spec_from_dict
+from stormatrix.registry import backend_class, spec_from_dict
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_vmware_pwsh import PASSWORD, FakeVCenter, engine_available, matrix  # noqa: E402

@@ -20,7 +20,7 @@ import pytest
 from stormatrix.backends import vmware as vm
 from stormatrix.core.errors import InputError
 from stormatrix.core.model import DiskConfig
-from stormatrix.spec import spec_from_dict
+from stormatrix.registry import spec_from_dict
 
 from tests.pwshengine import LAUNCHER, PwshUnavailable, build_host, real_pwsh, run_pwsh_command
 

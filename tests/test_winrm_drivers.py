@@ -30,7 +30,7 @@ from stormatrix.executors.winrm_facts import (
 )
 from stormatrix.journal import read_journal
 from stormatrix.runner import Runner
-from stormatrix.spec import spec_from_dict
+from stormatrix.registry import spec_from_dict
 
 SERIAL = "STORMATRIX01"
 # matrix controller -> (the name the guest module gives the PCI device, its driver service)

@@ -39,12 +39,16 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ..collect import RemoteProcessesCollector
 from ..core.errors import BackendError, GuestNotReady, InputError, MatrixError, TaskFailed
 from ..core.model import CONTROLLERS, DiskConfig
+from ..core.scope import (ROLE_IOTHREAD, ROLE_MAIN, ROLE_VCPU, BlockStats, GuestEndpoint, HostScope, format_cpuset,
+                          parse_cpuset)
+from ..host.collector import WindowCollector
+from ..qmp import Qmp
 from . import proxmox_sharing as sharing
 from . import pve_config as pc
-from .base import (ROLE_IOTHREAD, ROLE_MAIN, ROLE_VCPU, Backend, BlockStats, GuestEndpoint, HostScope, format_cpuset,
-                   parse_cpuset)
+from .base import Backend
 from .proxmox_cmdline import CmdlineCheck
 from .proxmox_monitor import parse_hmp_blockstats, parse_hmp_threads
 from .proxmox_node import (NodeShell, Pinner, collector_files, ensure_remote_collector, node_cpus, node_inventory,
@@ -348,8 +352,6 @@ class ProxmoxBackend(Backend):
 
     def _qmp(self, command: str) -> Any:
         """One QMP command on the node's socket (connect, run, close: the way qemu-server does it)."""
-        from ..qmp import Qmp
-
         q = Qmp(self._qmp_path(), timeout=10).connect(time.monotonic() + 10)
         try:
             return q.execute(command)
@@ -411,12 +413,8 @@ class ProxmoxBackend(Backend):
         """The host collector for ``scope``: on this machine, or ``linux-host/multicollector.py`` run on the
         node over one ssh session (copied there by :meth:`prepare`), the same remote path as a suite's."""
         if scope.ssh:
-            from ..collect import RemoteProcessesCollector
-
             return RemoteProcessesCollector(self.node, lambda: [scope], remote_dir=self.opts["ssh_dir"],
                                             name_vms=False)
-        from ..host.collector import WindowCollector
-
         return WindowCollector(scope.pid, dict(scope.threads))
 
     # --- the QEMU command line ------------------------------------------------------------------

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 from ..core.errors import BackendError
-from .base import ROLE_IOTHREAD, ROLE_VCPU, BlockStats
+from ..core.scope import ROLE_IOTHREAD, ROLE_VCPU, BlockStats
 
 _HMP_CPU = re.compile(r"CPU #(\d+):.*?thread_id=(\d+)")
 _HMP_IOTHREAD = re.compile(r"^(\S+):\s*\n\s*thread_id=(\d+)", re.M)

@@ -17,9 +17,10 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..core.errors import BackendError
+from ..core.scope import parse_cpuset
 from ..ssh import Shell
-from .base import parse_cpuset
 from .proxmox_schema import REMOTE_COLLECTOR_DIR
+import stormatrix.host as host
 
 log = logging.getLogger("stormatrix.backend.proxmox")
 
@@ -40,8 +41,6 @@ class NodeShell(Shell):
 def collector_files(local_dir: Path | None = None) -> list[Path]:
     """The files of ``linux-host/`` that go to the node (standard library only, so python3 there runs them)."""
     if local_dir is None:
-        import stormatrix.host as host
-
         local_dir = Path(host.__file__).resolve().parent
     return sorted(local_dir.glob("*.py"))
 

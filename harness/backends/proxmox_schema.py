@@ -17,10 +17,11 @@ from typing import Any, Mapping
 from .. import secrets
 from ..core.names import host_problem
 from ..core.paths import ca_bundle_problem
+from ..core.scope import parse_cpuset
 from ..spec import Field, Section
 from ..ssh import check_target
 from . import pve_config as pc
-from .base import parse_cpuset
+from .pve_api import ProxmoxerTransport, PveshTransport
 
 log = logging.getLogger("stormatrix.backend.proxmox")
 
@@ -150,8 +151,6 @@ def check_section(o: Mapping[str, Any], path: str) -> None:
 def make_transport(o: Mapping[str, Any], path: str = "") -> Any:
     """The API transport a ``[proxmox]`` section describes: ``pvesh`` on the node, or HTTPS with a token
     (secret by reference, TLS verified unless turned off). Also used by the suite's VM discovery."""
-    from .pve_api import PveshTransport, ProxmoxerTransport
-
     secrets.install_log_scrubber()
     if o["transport"] == "local":
         return PveshTransport(timeout=o["timeout"])

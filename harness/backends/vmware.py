@@ -39,7 +39,8 @@ from typing import Any
 from .. import secrets
 from ..core.errors import BackendError, InputError, MatrixError
 from ..core.model import DiskConfig
-from .base import Backend, GuestEndpoint, HostScope
+from ..core.scope import GuestEndpoint, HostScope
+from .base import Backend
 from .vmware_cpu import EsxtopCollector, VmwareCpuCollector, iso_utc
 from .vmware_pwsh import (ENTRY_SCRIPT, MODULE_DIR, PYTHON_CALLS, RESPONSE_PREFIX, SCHEMA, PowerCLIConnectError,
                           PowerCLIContractError, PowerCLIError, PowerCLIGuestNotReady, PowerCLINotFound,

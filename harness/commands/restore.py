@@ -22,7 +22,7 @@ from typing import Any
 from ..core.errors import InputError
 from ..core.paths import input_problem
 from ..journal import Journal, read_journal, JOURNAL_NAME
-from ..spec import spec_from_dict
+from ..registry import backend_class, spec_from_dict
 
 log = logging.getLogger("stormatrix.restore")
 
@@ -75,8 +75,6 @@ def restore_run(run_dir: Path, *, force: bool = False) -> str:
     if not isinstance(original, dict):
         raise InputError(f"{journal_path}: run {run.get('run_id')}: original_config is {type(original).__name__}, "
                          "not an object. Fix: the journal was edited or damaged; restore it from a backup")
-    from ..registry import backend_class
-
     if not isinstance(run.get("matrix"), dict):
         raise InputError(f"{journal_path}: run {run.get('run_id')}: the run record has no matrix, so the backend "
                          "cannot be rebuilt. Fix: the journal was edited or damaged; restore it from a backup")

@@ -6,9 +6,13 @@ import argparse
 import sys
 from typing import Any
 
-from ..suite import Suite, eta, load_suite
-from .argtypes import check_run_dir
+from ..core.model import format_size
+from ..journal import Journal
+from ..registry import load_suite
+from ..suite import Suite, eta
 from ..suiterun import run_suite
+from ..suitevms import ProxmoxSuiteVms
+from .argtypes import check_run_dir
 
 
 def register(subparsers: Any) -> None:
@@ -43,8 +47,6 @@ def register(subparsers: Any) -> None:
 
 
 def _describe(suite: Suite) -> list[str]:
-    from ..core.model import format_size
-
     lines = [f"suite {suite.name!r}, side {suite.side!r}, disk {suite.disk_key}",
              f"  rw: {', '.join(suite.rw)}; block sizes: {', '.join(format_size(b) for b in suite.block_sizes)}; "
              f"queue depths: {', '.join(map(str, suite.queue_depths))}; numjobs {suite.numjobs}; "
@@ -64,8 +66,6 @@ def _describe(suite: Suite) -> list[str]:
 def _resolve(suite: Suite) -> tuple[Suite, Any, Any, dict[str, Any]]:
     """For a VM list: (suite with the discovered guests, the VM list, its collector, the collector status).
     The caller closes the VM list."""
-    from ..suitevms import ProxmoxSuiteVms
-
     vms = ProxmoxSuiteVms(suite)
     try:
         guests = vms.discover()
@@ -82,8 +82,6 @@ def cmd_plan(args: argparse.Namespace) -> int:
     suite = load_suite(args.matrix)
     done = 0
     if args.output is not None:
-        from ..journal import Journal
-
         check_run_dir("-o", args.output)
         Journal(args.output).check_existing()  # a FIFO there would block the read below
 

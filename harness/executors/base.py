@@ -12,8 +12,8 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..backends.base import GuestEndpoint
 from ..core.model import Cell, Timing
+from ..core.scope import GuestEndpoint
 
 if TYPE_CHECKING:
     from ..spec import MatrixSpec

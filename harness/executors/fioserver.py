@@ -46,9 +46,9 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from ..analysis.fio import extract_json_documents
-from ..backends.base import GuestEndpoint
 from ..core.errors import DataFileError, GuestDisconnected, GuestNotReady, WorkloadFailed
 from ..core.model import Cell, Timing, parse_size
+from ..core.scope import GuestEndpoint
 from .base import GuestExecutor, WindowListener, WorkloadResult
 from .fioserver_client import FioClientRun, run_fio_client
 from .fioserver_models import (

@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
-from ..backends.base import GuestEndpoint
+from ..analysis.fio import parse_fio_json
 from ..core.errors import (
     AuthenticationFailed,
     GuestDisconnected,
@@ -37,6 +37,7 @@ from ..core.errors import (
     WorkloadFailed,
 )
 from ..core.model import Cell, Timing
+from ..core.scope import GuestEndpoint
 from .base import GuestExecutor, WindowListener, WorkloadResult
 from .winrm_channel import ProtocolFactory, WinRMChannel, WSManServiceError, _default_protocol, map_transport_error
 from .winrm_encoding import (
@@ -322,7 +323,6 @@ class WinRMExecutor(GuestExecutor):
             except xml.parsers.expat.ExpatError as exc:
                 raise WorkloadFailed(f"DiskSpd XML does not parse: {exc}", cell=cell.key, stdout=raw[:2000]) from None
             return WorkloadResult(engine="diskspd", raw=raw, data=data, guest=guest, window_source="timed")
-        from ..analysis.fio import parse_fio_json
 
         data = parse_fio_json(raw, source=f"fio in {self.settings.host}")
         return WorkloadResult(engine="fio", raw=raw, data=data, guest=guest, window_source="timed")
