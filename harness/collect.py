@@ -25,10 +25,9 @@ import subprocess
 import threading
 from typing import Any, Callable, Protocol, Sequence
 
-from .core.errors import CollectorError, VmStartError
+from .core.errors import CollectorError, QmpError, VmStartError
 from .core.scope import HostScope
 from .host.collector import CollectorProblem, WindowCollector, perf_available
-from .qmp import QmpError
 from .ssh import Shell
 
 

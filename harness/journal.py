@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
-from .core.errors import DataFileError, InputError, StormatrixError
+from .core.errors import DataFileError, InputError, JournalWriteError
 from .core.journalfile import looks_binary, read_lines
 from .core.paths import input_problem
 
@@ -32,10 +32,6 @@ log = logging.getLogger("stormatrix.journal")
 
 SCHEMA = "stormatrix/record-1"
 JOURNAL_NAME = "journal.ndjson"
-
-
-class JournalWriteError(StormatrixError):
-    """The journal could not be written (disk full, permissions): the run must stop, nothing is lost."""
 
 
 def _json_default(value: Any) -> Any:

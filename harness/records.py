@@ -15,7 +15,7 @@ from typing import Any
 
 from .analysis.diskspd import parse_diskspd_xml
 from .analysis.fio import jobs_named, summarize_jobs
-from .core.errors import DataFileError, StormatrixError, WorkloadFailed
+from .core.errors import DataFileError, ErrorDetails, StormatrixError, WorkloadFailed
 from .core.metrics import MIB, per_mib
 from .core.model import MIXED_MODES, WRITE_MODES, Cell, now_iso
 from .core.scope import BlockStats
@@ -252,12 +252,12 @@ def error_record(*, run_id: str, cell: Cell, stage: str, attempt: int, exc: Base
                  side: str | None = None, console_tail: str = "") -> dict[str, Any]:
     """One failed attempt. A multi-guest point's error names the guests that dropped out
     (``error.guests``) and keeps what the others measured (``partial_clients``)."""
-    details = exc.details if isinstance(exc, StormatrixError) else {}
-    partial = details.get("partial")
+    details = exc.details if isinstance(exc, StormatrixError) else ErrorDetails()
+    partial = details.partial
     error: dict[str, Any] = {"type": type(exc).__name__, "message": str(exc),
                              "console_tail": console_tail[-800:] if console_tail else None}
-    if details.get("guests") is not None:
-        error["guests"] = details["guests"]
+    if details.guests is not None:
+        error["guests"] = details.guests
     rec: dict[str, Any] = {"type": "cell-error", "run_id": run_id, "key": cell.key, "cell": cell.to_dict(),
                            "side": side, "stage": stage, "attempt": attempt, "time": now_iso(), "error": error}
     if partial:

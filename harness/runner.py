@@ -29,14 +29,14 @@ from typing import Any, Callable, TextIO
 
 from . import __version__, records, repeats
 from .backends.base import Backend
-from .core.errors import (AuthenticationFailed, BackendError, CollectorError, MatrixError, StormatrixError,
-                          UnsafeWrite)
+from .core.errors import (AuthenticationFailed, BackendError, CollectorError, JournalWriteError, MatrixError,
+                          StormatrixError, UnsafeWrite)
 from .core.model import WRITE_MODES, Cell, DiskConfig, Plan, now_iso
 from .core.scope import GuestEndpoint
 from .executors.base import GuestExecutor
 from .executors.winrm_facts import DriverGate, with_storage_drivers
 from .host.inventory import inventory
-from .journal import Journal, JournalWriteError
+from .journal import Journal
 from .progress import DEFAULT_OVERHEAD_S, Progress, estimate_seconds, fmt_duration
 from .registry import backend_class, executor_class, sections
 from .spec import MATRIX_SECTION, RUN_SECTION, WORKLOAD_SECTION, MatrixSpec, expand
@@ -382,11 +382,11 @@ class Runner:
             except (StormatrixError, OSError) as exc:
                 if isinstance(exc, StormatrixError) and exc.cell is None:
                     exc.cell = current.key
-                if isinstance(exc, CollectorError) and stage == "run" and exc.details.get("window") == "start":
+                if isinstance(exc, CollectorError) and stage == "run" and exc.details.window == "start":
                     stage = "collect"  # the window never opened: nothing was measured
-                if self._gate is not None and isinstance(exc, StormatrixError) and exc.details.get("guest_facts"):
+                if self._gate is not None and isinstance(exc, StormatrixError) and exc.details.guest_facts:
                     # not ready, but the guest said what it has: a missing driver skips, not fails, the cells
-                    self._gate.learn(exc.details["guest_facts"], current.key)
+                    self._gate.learn(exc.details.guest_facts, current.key)
                     if self._skip_for_driver(disk, remaining, progress, evidence=str(exc)):
                         remaining = []
                         continue

@@ -56,9 +56,9 @@ from typing import Any, Callable
 from .backends.proxmox_monitor import parse_hmp_threads
 from .backends.proxmox_node import NodeShell, ensure_remote_collector
 from .backends.proxmox_schema import PROXMOX_SECTION, REMOTE_COLLECTOR_DIR, make_transport
-from .backends.pve_api import PveApiError, PveAuthError, PveClient
+from .backends.pve_api import PveClient
 from .collect import HostCollector, ProcessesCollector, RemoteProcessesCollector
-from .core.errors import CollectorError, MatrixError, StormatrixError
+from .core.errors import CollectorError, MatrixError, PveApiError, PveAuthError, StormatrixError
 from .core.scope import ROLE_IOTHREAD, ROLE_MAIN, ROLE_VCPU, HostScope
 from .executors.fioserver import NAME_RE, FioGuest
 from .qmp import Qmp
@@ -219,7 +219,7 @@ class ProxmoxSuiteVms:
                 answer = c.t.request("GET", f"{c.vm_path}/agent/network-get-interfaces")
             except PveAuthError as exc:
                 raise PveAuthError(f"{exc.message}; reading guest addresses needs VM.GuestAgent.Audit "
-                                   "(Proxmox VE 9) or VM.Monitor (8.x) on each VM", status=exc.status) from None
+                                   "(Proxmox VE 9) or VM.Monitor (8.x) on each VM", status=exc.details.status) from None
             except PveApiError as exc:
                 text = exc.message
                 if "No QEMU guest agent configured" in text:

@@ -25,7 +25,7 @@ from standins.pve import PveStandin
 
 from stormatrix.backends import proxmox as pmx
 from stormatrix.backends.pve_api import PveAuthError
-from stormatrix.core.errors import BackendError, ConfigConflict, GuestNotReady, TaskFailed
+from stormatrix.core.errors import BackendError, ConfigConflictError, GuestNotReady, TaskFailed
 from stormatrix.journal import Journal
 from stormatrix.core.model import DiskConfig
 from stormatrix.registry import spec_from_dict
@@ -179,7 +179,7 @@ def test_digest_conflict_is_an_error_not_a_retry(standin: PveStandin, tmp_path: 
     b.prepare()
     standin.transient_edit("lock", "backup")
     writes_before = sum(1 for r in standin.requests if r["method"] == "PUT")
-    with pytest.raises(ConfigConflict, match="changed while stormatrix"):
+    with pytest.raises(ConfigConflictError, match="changed while stormatrix"):
         b.apply(DiskConfig("ide", "native", False, "none"))
     assert sum(1 for r in standin.requests if r["method"] == "PUT") == writes_before + 1
     b.restore()

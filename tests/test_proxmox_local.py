@@ -17,7 +17,7 @@ from standins.pve import PveStandin
 
 from stormatrix.backends import proxmox as pmx
 from stormatrix.backends.pve_api import PveshTransport
-from stormatrix.core.errors import ConfigConflict
+from stormatrix.core.errors import ConfigConflictError
 from stormatrix.core.model import DiskConfig
 from stormatrix.registry import spec_from_dict
 
@@ -95,7 +95,7 @@ def test_local_transport_applies_and_restores(node: PveStandin, tmp_path: Path) 
     b.apply(DiskConfig("megasas", "threads", False, "none"))
     assert node.launch_spec(node.vms[100]).controller == "megasas"
     node.transient_edit("lock", "backup")
-    with pytest.raises(ConfigConflict):
+    with pytest.raises(ConfigConflictError):
         b.apply(DiskConfig("sata", "threads", False, "none"))
     b.restore()
     b.close()

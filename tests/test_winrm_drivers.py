@@ -211,7 +211,7 @@ def test_test_disk_missing_carries_what_the_guest_reported() -> None:
     facts = guest_facts("virtio-blk", set())
     with pytest.raises(TestDiskMissing) as info:
         check_test_disk(facts, SERIAL, "W2022-BENCH")
-    assert info.value.details["guest_facts"] is facts and not info.value.retryable
+    assert info.value.details.guest_facts is facts and not info.value.retryable
 
 
 def test_the_gate_decides_nothing_before_it_has_facts() -> None:

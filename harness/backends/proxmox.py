@@ -7,7 +7,7 @@ One cell, in order (Proxmox VE API: /nodes/{node}/qemu/{vmid}/config, status/*, 
 2. stop the VM (API ``stop`` task) so every change applies at once and a bus move is safe;
    with ``restart = "reboot"`` a change that does not move the disk is written while the VM runs
    (it stays pending) and applied by an API ``reboot``;
-3. write with ``digest`` each time; a conflict is a :class:`~stormatrix.core.errors.ConfigConflict`, never
+3. write with ``digest`` each time; a conflict is a :class:`~stormatrix.core.errors.ConfigConflictError`, never
    retried. A bus move deletes the old key without ``force`` (the volume becomes ``unusedN``) and
    sets the new key with options valid on the new bus; ``unusedN`` is never deleted; ``boot`` is re-set
    when the delete dropped the disk from it;
@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from ..collect import RemoteProcessesCollector
-from ..core.errors import BackendError, GuestNotReady, InputError, MatrixError, TaskFailed
+from ..core.errors import BackendError, GuestNotReady, InputError, MatrixError, PveAuthError, TaskFailed
 from ..core.model import CONTROLLERS, DiskConfig
 from ..core.scope import (ROLE_IOTHREAD, ROLE_MAIN, ROLE_VCPU, BlockStats, GuestEndpoint, HostScope, format_cpuset,
                           parse_cpuset)
@@ -56,7 +56,7 @@ from .proxmox_node import (NodeShell, Pinner, collector_files, ensure_remote_col
 from .proxmox_restore import check_original, restore_vm
 from .proxmox_schema import PROXMOX_SECTION, REMOTE_COLLECTOR_DIR, check_section, make_transport
 from .proxmox_storage import read_storage, storage_facts
-from .pve_api import PveAuthError, PveClient, upid_starttime
+from .pve_api import PveClient, upid_starttime
 
 log = logging.getLogger("stormatrix.backend.proxmox")
 
@@ -247,14 +247,14 @@ class ProxmoxBackend(Backend):
         try:
             c.wait_task(upid, what=f"reboot to apply {what}", timeout=wait + float(self.opts["task_timeout"]))
         except TaskFailed as exc:
-            if "powerdown failed" not in str(exc.details.get("exitstatus") or exc.message):
+            if "powerdown failed" not in str(exc.details.exitstatus or exc.message):
                 raise
             raise TaskFailed(
                 f"{exc.message}\n  the guest did not shut down within [proxmox] reboot_timeout = {wait} s. An API "
                 "reboot is a clean shutdown (guest agent 'guest-shutdown', else the ACPI power button) and a "
                 "guest with neither a running agent nor ACPI handling ignores it: use [proxmox] restart = "
                 "\"stop-start\", or give the guest the QEMU guest agent (agent: 1) or acpid",
-                **exc.details) from None
+                details=exc.details) from None
         self._wait_restart(pid0, upid_starttime(upid), what)
 
     def _wait_restart(self, pid0: int, since: int, what: str) -> None:

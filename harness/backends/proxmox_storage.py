@@ -14,8 +14,9 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from ..core.errors import PveAuthError
 from . import pve_config as pc
-from .pve_api import PveAuthError, PveClient
+from .pve_api import PveClient
 
 log = logging.getLogger("stormatrix.backend.proxmox")
 

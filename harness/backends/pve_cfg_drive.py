@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from typing import Any, Mapping
 
-from ..core.errors import BackendError
+from ..core.errors import UnsafeChange
 from ..core.model import BUS_MAX_SLOTS, DiskConfig
 from .pve_cfg_storage import StorageInfo, effective_aio, storage_id_of, storage_implications
 
@@ -44,10 +44,6 @@ UNUSED_KEY_RE = re.compile(r"^unused(\d+)$")
 # pve_cfg_storage.default_aio. And the schema's default for scsihw.
 DEFAULT_AIO = "io_uring"
 DEFAULT_SCSIHW = "lsi"
-
-
-class UnsafeChange(BackendError):
-    """The requested change would put a volume at risk or clobber a disk the harness does not own."""
 
 
 def parse_bool(value: str | int | bool) -> bool:

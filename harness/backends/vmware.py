@@ -37,15 +37,15 @@ from pathlib import Path
 from typing import Any
 
 from .. import secrets
-from ..core.errors import BackendError, InputError, MatrixError
+from ..core.errors import (BackendError, InputError, MatrixError, PowerCLIConnectError, PowerCLIContractError,
+                           PowerCLIError, PowerCLIGuestNotReady, PowerCLINotFound, PowerCLIStatsError,
+                           PowerCLIUnavailable)
 from ..core.model import DiskConfig
 from ..core.scope import GuestEndpoint, HostScope
 from .base import Backend
 from .vmware_cpu import EsxtopCollector, VmwareCpuCollector, iso_utc
-from .vmware_pwsh import (ENTRY_SCRIPT, MODULE_DIR, PYTHON_CALLS, RESPONSE_PREFIX, SCHEMA, PowerCLIConnectError,
-                          PowerCLIContractError, PowerCLIError, PowerCLIGuestNotReady, PowerCLINotFound,
-                          PowerCLIStatsError, PowerCLIUnavailable, PwshRunner, build_request, error_from_response,
-                          parse_response, pwsh_argv)
+from .vmware_pwsh import (ENTRY_SCRIPT, MODULE_DIR, PYTHON_CALLS, RESPONSE_PREFIX, SCHEMA, PwshRunner, build_request,
+                          error_from_response, parse_response, pwsh_argv)
 from .vmware_settings import CONTROLLER_TYPES, VMWARE_SECTION
 
 __all__ = ["CONTROLLER_TYPES", "ENTRY_SCRIPT", "EsxtopCollector", "MODULE_DIR", "PYTHON_CALLS", "PowerCLIConnectError",

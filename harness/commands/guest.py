@@ -12,10 +12,10 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ..core.errors import GuestNotReady, InputError, RemoteTimeout
+from ..core.errors import GuestNotReady, InputError, RemoteTimeout, TestDiskMissing
 from ..secrets import check_option
 from .argtypes import ca_bundle, host_name, non_empty, port_number, positive_seconds
-from ..executors.winrm import TRANSPORTS, TestDiskMissing, WinRMExecutor, WinRMSettings
+from ..executors.winrm import TRANSPORTS, WinRMExecutor, WinRMSettings
 from ..executors.winrm_settings import _check_serial
 
 

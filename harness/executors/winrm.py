@@ -27,19 +27,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from ..analysis.fio import parse_fio_json
-from ..core.errors import (
-    AuthenticationFailed,
-    GuestDisconnected,
-    GuestNotReady,
-    InputError,
-    RemoteCommandError,
-    RemoteTimeout,
-    WorkloadFailed,
-)
+from ..core.errors import (AuthenticationFailed, GuestDisconnected, GuestNotReady, InputError, RemoteCommandError,
+                           RemoteTimeout, TestDiskMissing, WSManServiceError, WorkloadFailed)
 from ..core.model import Cell, Timing
 from ..core.scope import GuestEndpoint
 from .base import GuestExecutor, WindowListener, WorkloadResult
-from .winrm_channel import ProtocolFactory, WinRMChannel, WSManServiceError, _default_protocol, map_transport_error
+from .winrm_channel import ProtocolFactory, WinRMChannel, _default_protocol, map_transport_error
 from .winrm_encoding import (
     CMD_LIMIT,
     CMD_MARGIN,
@@ -56,7 +49,7 @@ from .winrm_encoding import (
     restart_script,
     upload_scripts,
 )
-from .winrm_facts import TestDiskMissing, check_test_disk, storage_drivers
+from .winrm_facts import check_test_disk, storage_drivers
 from .winrm_output import (
     STARTED_MARK,
     CheckReport,
@@ -302,8 +295,7 @@ class WinRMExecutor(GuestExecutor):
         if "error" in box:
             exc = box["error"]
             if isinstance(exc, RemoteCommandError) and not isinstance(exc, (AuthenticationFailed, RemoteTimeout)):
-                raise WorkloadFailed(str(exc), cell=cell.key, stdout=exc.stdout, stderr=exc.stderr,
-                                     exit_status=exc.exit_status, error_id=exc.details.get("error_id", "")) from exc
+                raise WorkloadFailed(str(exc), cell=cell.key, details=exc.details) from exc
             raise exc
         if "started_at" not in box:
             raise WorkloadFailed(f"{function} returned without the engine-started marker", cell=cell.key)

@@ -17,7 +17,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..core.errors import GuestNotReady
+from ..core.errors import TestDiskMissing
 from ..core.model import Cell, DiskConfig
 from ..spec import WINDOWS_VIRTIO_DRIVER, MatrixSpec, declared_guest_drivers
 
@@ -39,13 +39,6 @@ CONTROLLER_DRIVERS = {
     "lsi": "symmpi/lsi_scsi (53C895A: in-box in Server 2022 unverified)",
     "lsilogic-sas": "lsi_sas (in-box)",
 }
-
-
-class TestDiskMissing(GuestNotReady):
-    """The test disk is not visible in the guest; restarting the VM will not change that."""
-
-    retryable = False
-    __test__ = False  # not a pytest class, whatever its name
 
 
 def _as_list(value: Any) -> list[Any]:
