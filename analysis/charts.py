@@ -6,7 +6,9 @@ points into would silently re-pair points and labels. One chart per printed page
 
 from __future__ import annotations
 
-from typing import Any
+import math
+from functools import partial
+from typing import Any, Callable
 
 import pandas as pd
 from openpyxl import Workbook
@@ -68,13 +70,16 @@ def _title(chart: Any, text: str) -> None:
             r.rPr = CharacterProperties(sz=1200, b=True)
 
 
-def _error_bars(ref: Reference, direction: str | None) -> ErrorBars:
-    """Custom +/- error bars from a column of CI half-widths (the 95 % confidence interval of the mean)."""
-    src = NumDataSource(numRef=NumRef(f=ref))
-    bars = ErrorBars(errDir=direction, errBarType="both", errValType="cust", plus=src,
-                     minus=NumDataSource(numRef=NumRef(f=ref)), noEndCap=False)
+def _error_bars(ref: Reference, direction: str | None, colour: str = "404040",
+                minus: Reference | None = None) -> ErrorBars:
+    """Custom error bars: +/- a column of CI half-widths (the 95 % confidence interval of the mean), or
+    ``ref`` up and ``minus`` down (an interval that is not symmetric about its value); drawn in the series'
+    colour, 1.5 pt, so that they read as part of their point and not as grid lines."""
+    bars = ErrorBars(errDir=direction, errBarType="both", errValType="cust", plus=NumDataSource(numRef=NumRef(f=ref)),
+                     minus=NumDataSource(numRef=NumRef(f=minus or ref)), noEndCap=False)
     bars.spPr = GraphicalProperties()
-    bars.spPr.line.solidFill = "404040"
+    bars.spPr.line.solidFill = colour
+    bars.spPr.line.width = 19050  # EMU: 1.5 pt
     return bars
 
 
@@ -132,7 +137,7 @@ def _marker_series(values: Reference, xvalues: Reference, title: str, symbol: st
     return s
 
 
-def efficiency_charts(wb: Workbook, result: EfficiencyResult) -> None:
+def efficiency_charts(wb: Workbook, result: EfficiencyResult) -> dict[str, Callable[[], BarChart]]:
     """Per group: measured and normalized CPU vs ctx/MiB scatters (95 % CI error bars both ways where there
     are repeats) and the score bars (every bar labelled, its value on it, CI error bars); the I/O-path lens
     and the Method lines on significance are the workbook's (:mod:`.trustsheets`)."""
@@ -145,6 +150,7 @@ def efficiency_charts(wb: Workbook, result: EfficiencyResult) -> None:
     symbol = {c: MARKERS[i % len(MARKERS)] for i, c in enumerate(controllers)}
     r = 1
     at = 1  # the next free row on the Charts sheet
+    score_charts: dict[str, Callable[[], BarChart]] = {}  # group -> another score chart
     for group, g in cells.groupby("norm_group", sort=False):
         unit = g["cpu_per_mib_unit"].iloc[0]
         has_ctx = g["ctx_per_mib_mean"].notna()
@@ -153,6 +159,9 @@ def efficiency_charts(wb: Workbook, result: EfficiencyResult) -> None:
         mark = SOME_INDICATIVE if mixed else INDICATIVE_TITLE if single else ""
         bars_note = "" if single and not mixed else "; error bars: 95 % CI of the mean"
         scatter_notes = _scatter_notes(str(group), g)
+        metric = str(g["cpu_metric"].iloc[0])
+        metric = {"cpu_time": "CPU time", "cycles": "cycles"}.get(metric, metric)
+        unitless = f"{g['workload'].iloc[0]} ({metric})"
         data.cell(row=r, column=1, value=safe_value(f"Group: {group}")).font = Font(bold=True)
         r += 1
         header(data, r, ["Series (controller / aio)", "Configuration", f"CPU/MiB ({unit})", "ctx/MiB",
@@ -162,7 +171,9 @@ def efficiency_charts(wb: Workbook, result: EfficiencyResult) -> None:
         raw = ScatterChart()
         norm = ScatterChart()
         for ch, what in ((raw, "Measured"), (norm, "Normalized")):
-            _title(ch, f"{what} CPU and context switches per MiB - {group}" + (mark if ch is raw or single else ""))
+            # a normalized chart has no unit: its title names the workload and the CPU metric, not "[CPU-ms/MiB]"
+            _title(ch, f"{what} CPU and context switches per MiB - {group if ch is raw else unitless}"
+                   + (mark if ch is raw or single else ""))
             ch.style = 13
             ch.scatterStyle = "lineMarker"
             ch.x_axis.title = f"CPU per MiB ({unit}{bars_note})" if ch is raw else "Normalized CPU per MiB"
@@ -193,15 +204,15 @@ def efficiency_charts(wb: Workbook, result: EfficiencyResult) -> None:
             point = _marker_series(ys, xs, title, symbol[ctrl], colour)
             raw.series.append(point)
             if gs["n"].min() >= 2:  # the CI both ways
-                point.errBars = [_error_bars(Reference(data, min_col=7, min_row=first, max_row=last), "x"),
-                                 _error_bars(Reference(data, min_col=8, min_row=first, max_row=last), "y")]
+                point.errBars = [_error_bars(Reference(data, min_col=7, min_row=first, max_row=last), "x", colour),
+                                 _error_bars(Reference(data, min_col=8, min_row=first, max_row=last), "y", colour)]
             norm.series.append(_marker_series(Reference(data, min_col=6, min_row=first, max_row=last),
                                               Reference(data, min_col=5, min_row=first, max_row=last),
                                               title, symbol[ctrl], colour))
         r += 1
         # score bars, best first, coloured by aio mode
-        header(data, r, ["Configuration (by score)", "Efficiency score", "Score CI95 +/- (repeat scores)",
-                         "Evidence vs next rank"])
+        header(data, r, ["Configuration (by score)", "Efficiency score", "Interval below the score",
+                         "Interval above the score", "Evidence vs next rank"])
         r += 1
         first = r
         ordered = g.sort_values(["score", "config"], kind="stable")
@@ -209,12 +220,16 @@ def efficiency_charts(wb: Workbook, result: EfficiencyResult) -> None:
             label = str(row["config"]) + (ONE_REPEAT if mixed and row["n"] < 2 else "")
             data.cell(row=r, column=1, value=safe_value(label))
             data.cell(row=r, column=2, value=safe_value(row["score"])).number_format = "0.000"
-            data.cell(row=r, column=3, value=safe_value(row.get("score_ci_half")))
-            data.cell(row=r, column=4, value=safe_value(row.get("evidence") or None))
+            if row["n"] >= 2:  # a single repeat has no spread of its own: no bar
+                data.cell(row=r, column=3, value=safe_value(row["score"] - row["score_ci_low"]))
+                data.cell(row=r, column=4, value=safe_value(row["score_ci_high"] - row["score"]))
+            data.cell(row=r, column=5, value=safe_value(row.get("evidence") or None))
             r += 1
         last = r - 1
-        bar = _score_bars(data, first, last, ordered, f"Efficiency score (lower is better) - {group}"
-                          + (SOME_INDICATIVE if mixed else INDICATIVE_TITLE if single else ""))
+        bar_title = (f"Efficiency score (lower is better) - {unitless}"
+                     + (SOME_INDICATIVE if mixed else INDICATIVE_TITLE if single else ""))
+        bar = _score_bars(data, first, last, ordered, bar_title)
+        score_charts[str(group)] = partial(_score_bars, data, first, last, ordered, bar_title)
         r += 2
         if "raw" in scatter_notes:  # above its chart, so that it prints on the same page
             at = _note_at(charts, scatter_notes["raw"], at)
@@ -225,21 +240,26 @@ def efficiency_charts(wb: Workbook, result: EfficiencyResult) -> None:
         else:
             at = _place_at(charts, norm, at)
         at = _place_at(charts, bar, at)
+    return score_charts
 
 
 def _score_bars(data: Worksheet, first: int, last: int, ordered: pd.DataFrame, title: str) -> BarChart:
     """Horizontal score bars, best at the top: every bar labelled with its configuration and its score,
-    coloured by aio mode, with the CI of the repeat scores as error bars where there are repeats."""
+    coloured by aio mode, with the 95 % bootstrap interval of the score as error bars where there are repeats."""
     bar = BarChart()
     bar.type = "bar"
     bar.style = 10
     _title(bar, title)
-    bar.y_axis.title = "Efficiency score" + ("; error bars: 95 % CI of the repeat scores"
+    bar.y_axis.title = "Efficiency score" + ("; error bars: 95 % bootstrap interval"
                                              if (ordered["n"] >= 2).any() else "")
     bar.x_axis.scaling.orientation = "maxMin"  # best at the top
     bar.x_axis.tickLblSkip = bar.x_axis.tickMarkSkip = 1  # a label on every bar, not every other one
     bar.x_axis.delete = bar.y_axis.delete = False
     bar.y_axis.scaling.min = 0
+    # the axis contains every interval and leaves room for the value labels beyond the longest bar
+    top = float(max(ordered["score"].max(), ordered["score_ci_high"].max(skipna=True)
+                    if ordered["score_ci_high"].notna().any() else 0.0))
+    bar.y_axis.scaling.max = max(0.1, math.ceil(top * 11.5) / 10)
     bar.gapWidth = 40
     bar.legend = None
     bar.add_data(Reference(data, min_col=2, min_row=first - 1, max_row=last), titles_from_data=True)
@@ -251,7 +271,8 @@ def _score_bars(data: Worksheet, first: int, last: int, ordered: pd.DataFrame, t
     series.dLbls.numFmt = "0.000"
     series.dLbls.position = "outEnd"
     if (ordered["n"] >= 2).any():
-        series.errBars = _error_bars(Reference(data, min_col=3, min_row=first, max_row=last), None)
+        series.errBars = _error_bars(Reference(data, min_col=4, min_row=first, max_row=last), None,
+                                     minus=Reference(data, min_col=3, min_row=first, max_row=last))
     for i, aio in enumerate(ordered["aio"].tolist()):
         pt = DataPoint(idx=i)
         pt.graphicalProperties = GraphicalProperties(solidFill=AIO_COLOURS.get(str(aio), OTHER_COLOUR))

@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import errno
 import glob
 import os
 import stat
@@ -39,6 +40,7 @@ class Found:
     explicit_csv: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     irregular: list[str] = field(default_factory=list)  # inside a directory: not a regular file (FIFO, device)
+    unlisted: list[tuple[str, str]] = field(default_factory=list)  # (folder, why): could not be walked into
     repeated: list[tuple[str, str]] = field(default_factory=list)  # (path, the path it was first found as)
     _seen: dict[str, str] = field(default_factory=dict)
 
@@ -97,26 +99,45 @@ def _followed(test: Callable[[], bool]) -> bool:
 
 
 def _walk(root: str, out: Found) -> None:
-    """Result files under ``root`` (sorted), like ``os.walk`` without following directory links; a
-    FIFO or device among them is set aside, never opened (reading one would block or never end).
+    """Result files under ``root`` (sorted); a FIFO or device among them is set aside, never opened (reading
+    one would block or never end).
+
+    A linked folder is followed once: a link to a folder already walked (a loop back to an ancestor, or a
+    second way to the same folder) is said in a note, not walked again. A folder that cannot be listed (no
+    permission, a path longer than the system allows) is named in :attr:`Found.unlisted`, never skipped in
+    silence: its results would be missing from the workbook without a word.
 
     The resolved path of each file (to find one given twice) is its folder's, resolved once, plus its
     name: a realpath per file costs more than parsing it. The kind comes from the suffix the name was
     picked by (:func:`kind_of` only for names that are all dots before it, which have no suffix).
     """
     names: list[tuple[str, str, str]] = []
-    stack = [(root, os.path.realpath(root))]
+    real_root = os.path.realpath(root)
+    walked = {real_root: root}
+    stack = [(root, real_root)]
     while stack:
         folder, real_folder = stack.pop()
         try:
             entries = list(os.scandir(folder))
-        except OSError:
+        except OSError as exc:
+            out.unlisted.append((folder, _why_unlisted(folder, exc)))
             continue
         real_prefix = real_folder if real_folder.endswith(os.sep) else real_folder + os.sep  # os.path.join's
         for e in entries:
             if _followed(e.is_dir):
                 if not e.is_symlink():
+                    if real_prefix + e.name in walked:  # already walked through a link to it
+                        continue
                     stack.append((e.path, real_prefix + e.name))
+                    walked[real_prefix + e.name] = e.path
+                    continue
+                target = os.path.realpath(e.path)
+                if target in walked or real_prefix.startswith(target + os.sep):
+                    out.notes.append(f"{e.path}: a link to the folder {walked.get(target, target)}, which is already "
+                                     "read; not walked again (each file counts once)")
+                    continue
+                walked[target] = e.path
+                stack.append((e.path, target))
                 continue
             lname = e.name.lower()
             if not lname.endswith(RESULT_SUFFIXES):
@@ -134,6 +155,13 @@ def _walk(root: str, out: Found) -> None:
             names.append((e.path, real, kind))
     for name, real, kind in sorted(names):
         out.add(kind, name, real)
+
+
+def _why_unlisted(folder: str, exc: OSError) -> str:
+    if exc.errno == errno.ENAMETOOLONG:
+        return (f"its path is {len(os.fsencode(folder))} bytes long, more than this system allows, so its files "
+                "were not read. Fix: move the results to a shorter path")
+    return f"cannot be listed ({exc.strerror or exc}), so its files were not read. Fix: make it readable"
 
 
 def discover(paths: Iterable[str | Path], out: Found | None = None) -> Found:

@@ -90,8 +90,36 @@ def _count(node: ET.Element | None, path: str, source: str) -> int | None:
     return int(raw)
 
 
+# what makes a target's workload: its block size (-b), outstanding I/O (-o), write ratio (-w), random or
+# sequential access (-r, -s) and threads per target (-t)
+_WORKLOAD_TAGS = (("BlockSize", "block size"), ("RequestCount", "outstanding I/Os"), ("WriteRatio", "write %"),
+                  ("Random", "random access"), ("ThreadsPerFile", "threads"))
+
+
+def _one_workload(targets: list[ET.Element], source: str) -> None:
+    """Several targets (``diskspd ... #1 #2``) are one row only when they ran one workload: their counts
+    then add up like fio's jobs. Targets with different block sizes, depths or mixes are different
+    measurements in one file: refused, naming the targets and what differs (a row labelled with the first
+    target's block size would be a misread)."""
+    if len(targets) < 2:
+        return
+    first = targets[0]
+    for other in targets[1:]:
+        for tag, words in _WORKLOAD_TAGS:
+            a, b = _text(first, tag), _text(other, tag)
+            if a != b:
+                def shown(node: ET.Element, value: str | None) -> str:
+                    return f"{_text(node, 'Path') or '?'} {value if value is not None else '(none)'}"
+                raise DataFileError(source, f"DiskSpd ran {len(targets)} targets with different workloads "
+                                            f"({words}: {shown(first, a)}, {shown(other, b)}), so no one row "
+                                            "describes the file",
+                                    "run DiskSpd once per workload (one target, or the same -b/-o/-w/-r/-t for "
+                                    "every target), and report each run's XML")
+
+
 def parse_diskspd_xml(text: str, source: str = "<diskspd xml>") -> dict[str, Any]:
-    """One tidy row from a DiskSpd XML result (all threads and targets summed)."""
+    """One tidy row from a DiskSpd XML result (all threads and targets summed; targets must share one
+    workload, :func:`_one_workload`)."""
     if not text.strip():
         raise DataFileError(source, "the file is empty")
     try:
@@ -141,7 +169,9 @@ def parse_diskspd_xml(text: str, source: str = "<diskspd xml>") -> dict[str, Any
             if pct is not None and abs(pct - 99.0) < 1e-9:
                 p99 = _float(bucket, "TotalMilliseconds", source)
     settings = root.find("Profile/TimeSpans/TimeSpan")
-    profile = root.find("Profile/TimeSpans/TimeSpan/Targets/Target")
+    profiles = root.findall("Profile/TimeSpans/TimeSpan/Targets/Target")
+    profile = profiles[0] if profiles else None
+    _one_workload(profiles, source)
     bs = _count(profile, "BlockSize", source)
     if bs == 0:
         raise DataFileError(source, "<BlockSize> is 0, which is no block size", FIX)
@@ -156,6 +186,8 @@ def parse_diskspd_xml(text: str, source: str = "<diskspd xml>") -> dict[str, Any
     threads = _count(profile, "ThreadsPerFile", source)
     if fixed_threads:
         threads = fixed_threads
+    elif threads and len(profiles) > 1:  # -t threads on each of the targets (one workload: checked above)
+        threads *= len(profiles)
     random = _text(profile, "Random") is not None
     from_name = params_from_name(source)
     rw = None

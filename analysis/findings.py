@@ -11,10 +11,14 @@ sentences compare CPU only where a cell has no ctx/MiB, naming that cell.
 Wording follows technote 004 ("virtio-scsi is 4% more CPU intensive than virtio-blk but generates 25%
 fewer context switches") and 000 ("Proxmox VE beat VMware ESXi in 56 of 57 tests").
 
-Only where the data says so: a sentence that one configuration is better, more or less CPU
-intensive, or the best or worst, rests on Welch's t-test at 95 % over the repeats (:mod:`.stats`; the
-score claims on each repeat's own score under the group's normalization, ``EfficiencyResult.repeats``).
-A difference that is not significant is said to be within noise, with the means, CIs and p. A
+Only where the data says so: a sentence that one configuration is more or less CPU intensive, or
+generates more or fewer context switches, rests on Welch's t-test at 95 % over the repeats (:mod:`.stats`);
+a sentence that one ranks above another by score (the best, the worst, the best aio mode) rests on the
+bootstrap of the whole normalization (:mod:`.bootstrap`: lower in >= 95 % of the resamples). Each claim's
+words and its Evidence come from one :class:`.stats.Verdict`, so they cannot point different ways; a
+finding whose halves differ (CPU within noise, context switches significant) is ``partly significant``
+and its Evidence says which half is. A difference that is not significant is said to be within noise,
+with the means, CIs and p. A
 comparison with a single-repeat side is *indicative*: its sentence starts "Indicative (single repeat,
 not tested)" and its ``status`` says so, on the Summary sheet and wherever the finding is shown.
 """
@@ -30,7 +34,8 @@ import pandas as pd
 from ..core.model import NOT_APPLICABLE, format_size
 from .compare import ComparisonResult
 from .efficiency import EfficiencyResult
-from .stats import INDICATIVE, SIGNIFICANT, WITHIN_NOISE, Test, combine, format_p, welch, welch_p
+from .stats import (INDICATIVE, PARTLY, SIGNIFICANT, WITHIN_NOISE, Test, Verdict, combine, welch,
+                    welch_p)
 
 
 @dataclass
@@ -41,8 +46,10 @@ class Finding:
     numbers: dict[str, float] = field(default_factory=dict)
     group: str = ""
     # for a finding that says one thing beats another: significant, within noise or indicative (stats.py);
-    # "" for a finding that compares nothing (a note on the data)
+    # "" for a finding that compares nothing (a note on the data); PARTLY where one half of it is significant
     status: str = ""
+    # what the Evidence column says beside the status, e.g. which half is significant ("" when the status says it)
+    detail: str = ""
 
     @property
     def basis(self) -> str:
@@ -88,13 +95,19 @@ class _Tests:
         self.values: dict[tuple[str, str, str], list[float]] = {}
         if len(reps):
             for (group, config), g in reps.groupby(["norm_group", "config"], sort=False):
-                for col in ("cpu_per_mib", "ctx_per_mib", "score"):
+                for col in ("cpu_per_mib", "ctx_per_mib"):
                     self.values[(str(group), str(config), col)] = [float(v) for v in g[col] if pd.notna(v)]
 
+        self.draws = result.draws
+
     def __call__(self, group: str, a: pd.Series, b: pd.Series, col: str) -> Test:
-        va = self.values.get((group, str(a["config"]), col)) or [float(a[f"{col}_mean" if col != "score" else "score"])]
-        vb = self.values.get((group, str(b["config"]), col)) or [float(b[f"{col}_mean" if col != "score" else "score"])]
+        va = self.values.get((group, str(a["config"]), col)) or [float(a[f"{col}_mean"])]
+        vb = self.values.get((group, str(b["config"]), col)) or [float(b[f"{col}_mean"])]
         return welch(va, vb)
+
+    def score(self, group: str, a: pd.Series, b: pd.Series) -> Verdict:
+        """A's score against B's, through the bootstrap of the group's whole normalization."""
+        return self.draws.verdict(group, str(a["config"]), str(b["config"]))
 
 
 def _p(t: Test) -> str:
@@ -147,7 +160,12 @@ def _pair(a: pd.Series, b: pd.Series, name_a: str, name_b: str, group: str, lead
     halves.append(f"{name_a} generates {_more_less(ctx, 'more', 'fewer')} context switches ({_p(tx)})" if tx.significant
                   else f"their context switches per MiB are the same within noise ({abs(ctx):.1f}% apart: "
                        f"{tx.numbers(name_a, name_b, 'ctx/MiB')})")
-    return Finding(f"{lead}{halves[0]}; {halves[1]}.", cpu, "% CPU/MiB", numbers, group, status)
+    detail = ""
+    if tc.significant != tx.significant and INDICATIVE not in (tc.verdict, tx.verdict):
+        status = PARTLY
+        sig, noise = ("CPU/MiB", "ctx/MiB") if tc.significant else ("ctx/MiB", "CPU/MiB")
+        detail = f"{sig} significant ({_p(tc if tc.significant else tx)}); {noise} within noise"
+    return Finding(f"{lead}{halves[0]}; {halves[1]}.", cpu, "% CPU/MiB", numbers, group, status, detail)
 
 
 def _name(row: pd.Series) -> str:
@@ -163,7 +181,7 @@ def _iothread(on: pd.Series, off: pd.Series, controller: str, aio: str, group: s
     lead = f"{prefix}With {controller} and aio={aio}, "
     f = _pair(on, off, "an iothread", "none", group, lead, tests)
     cpu = f.value
-    if f.status == WITHIN_NOISE:
+    if f.status in (WITHIN_NOISE, PARTLY):
         return f   # its own words: "an iothread and none need the same CPU per MiB within noise ..."
     cpu_txt = f"a CPU overhead of {cpu:.1f}%" if cpu >= 0 else f"a CPU saving of {-cpu:.1f}%"
     ps = ""
@@ -198,35 +216,58 @@ def _cpu_only(g: pd.DataFrame, group: str, prefix: str) -> Finding:
                    {"configurations without ctx/MiB": float(k), "configurations": float(n)}, group)
 
 
+def _interval(row: pd.Series) -> str:
+    """"0.301 [0.102, 0.655]": a score and its 95 % bootstrap interval."""
+    lo, hi = float(row["score_ci_low"]), float(row["score_ci_high"])
+    return f"{row['score']:.3f} [{lo:.3f}, {hi:.3f}]"
+
+
+def _scores(a: pd.Series, b: pd.Series, v: Verdict) -> str:
+    """"X 0.000 [0.000, 0.214] vs Y 0.301 [0.102, 0.655] (score, 95 % bootstrap interval); X lower in 97.1 %
+    of 2,000 resamples": both scores with their intervals and the verdict's own number."""
+    return (f"{a['config']} {_interval(a)} vs {b['config']} {_interval(b)} (score, 95 % "
+            f"bootstrap interval); {a['config']} {v.test}")
+
+
+def _score_numbers(a: pd.Series, b: pd.Series, v: Verdict) -> dict[str, float]:
+    numbers = {f"{a['config']} score": float(a["score"]), f"{b['config']} score": float(b["score"])}
+    if v.direction != "untested":
+        numbers[f"resamples with {a['config']} lower (%)"] = 100.0 * v.number
+    return numbers
+
+
 def _top(g: pd.DataFrame, group: str, tests: _Tests, what: str, prefix: str, tail: str = "") -> Finding:
-    """"X achieves the best <what> (score)" when X's repeat scores are significantly lower than the
-    runner-up's; "X and Y are tied within noise for the best <what>" otherwise, with the numbers."""
+    """"X achieves the best <what> (score)" where X's score is lower than the runner-up's in >= 95 % of the
+    resamples; "X and Y are tied within noise for the best <what>" otherwise, with the numbers."""
     best = g.iloc[0]
-    numbers = {f"{best['config']} score": float(best["score"])}
     if len(g) < 2:
         status = INDICATIVE if int(best["n"]) < 2 else ""
         text = f"{prefix}{best['config']} achieves the best {what} ({best['score']:.3f}; lower is better){tail}."
+        numbers = {f"{best['config']} score": float(best["score"])}
         return Finding(_mark(text, status), float(best["score"]), "score", numbers, group, status)
     second = g.iloc[1]
-    t = tests(group, best, second, "score")
-    numbers[f"{second['config']} score"] = float(second["score"])
-    if math.isfinite(t.p):
-        numbers["repeat scores Welch p"] = t.p
-    if t.verdict == WITHIN_NOISE or best["score"] == second["score"]:
+    v = tests.score(group, best, second)
+    numbers = _score_numbers(best, second, v)
+    if v.direction == "untested":
+        text = f"{prefix}{best['config']} achieves the best {what} ({best['score']:.3f}; lower is better){tail}."
+        return Finding(_mark(text, INDICATIVE), float(best["score"]), "score", numbers, group, INDICATIVE)
+    if v.direction != "lower" or best["score"] == second["score"]:
         text = (f"{prefix}{best['config']} and {second['config']} are tied within noise for the best {what} "
                 f"({best['score']:.3f} and {second['score']:.3f}; lower is better{tail.replace(', ', '; ')}): "
-                f"{t.numbers(str(best['config']), str(second['config']), 'repeat scores', '{:.3f}')}.")
+                f"{_scores(best, second, v)}.")
         return Finding(text, float(best["score"]), "score", numbers, group, WITHIN_NOISE)
-    ps = f"; significantly lower than {second['config']}'s {second['score']:.3f}, {_p(t)}" if t.significant else ""
-    text = f"{prefix}{best['config']} achieves the best {what} ({best['score']:.3f}; lower is better{ps}){tail}."
-    return Finding(_mark(text, t.verdict), float(best["score"]), "score", numbers, group, t.verdict)
+    text = (f"{prefix}{best['config']} achieves the best {what} ({best['score']:.3f}; lower is better; below "
+            f"{second['config']}'s {second['score']:.3f} in {v.number:.1%} of the resamples){tail}.")
+    return Finding(text, float(best["score"]), "score", numbers, group, v.status)
 
 
 def _aio_findings(g: pd.DataFrame, group: str, prefix: str, tests: _Tests) -> tuple[list[Finding], dict, dict]:
-    """Which aio mode is best (and worst) for each controller, each claim tested against the runner-up."""
+    """Which aio mode is best (and worst) for each controller, each claim tested against the runner-up
+    (bootstrap of the scores); and the technote's roll-up "aio=X is the most efficient aio mode for each
+    controller type" where it holds, or for how many controllers it does (and beyond noise for how many)."""
     best_aio: dict[str, pd.Series] = {}
     worst_aio: dict[str, pd.Series] = {}
-    verdicts: dict[str, tuple[Test, Test]] = {}
+    verdicts: dict[str, tuple[Verdict, Verdict]] = {}
     for c in [c for c in dict.fromkeys(g["controller"]) if isinstance(c, str)]:
         gc = g[(g["controller"] == c) & (g["aio"] != NOT_APPLICABLE).fillna(True)]  # ESXi has no aio mode
         if gc.empty:
@@ -236,59 +277,76 @@ def _aio_findings(g: pd.DataFrame, group: str, prefix: str, tests: _Tests) -> tu
         if gc["aio"].nunique() >= 2:
             gc = gc.sort_values(["score", "config"], kind="stable")
             best_aio[c], worst_aio[c] = gc.iloc[0], gc.iloc[-1]
-            verdicts[c] = (tests(group, gc.iloc[0], gc.iloc[1], "score"),
-                           tests(group, gc.iloc[-2], gc.iloc[-1], "score"))
+            verdicts[c] = (tests.score(group, gc.iloc[0], gc.iloc[1]), tests.score(group, gc.iloc[-2], gc.iloc[-1]))
     out: list[Finding] = []
     if not best_aio:
         return out, best_aio, worst_aio
-    winners = {r["aio"] for r in best_aio.values()}
-    losers = {r["aio"] for r in worst_aio.values()}
-    status = combine(*(t.verdict for pair in verdicts.values() for t in pair))
-    if len(best_aio) >= 2 and len(winners) == 1 and status != WITHIN_NOISE:
-        text = f"{prefix}aio={next(iter(winners))} is the most efficient aio mode for each controller type"
-        if len(losers) == 1:
-            text += f"; aio={next(iter(losers))} is the least efficient"
-        numbers = {f"{c} aio={r['aio']} score": float(r["score"]) for c, r in best_aio.items()}
-        if status == SIGNIFICANT:
-            worst_p = max(t.p for pair in verdicts.values() for t in pair)
-            numbers["highest Welch p of the claims"] = worst_p
-            text += f" (each against its runner-up: Welch p <= {format_p(worst_p).lstrip('< ')})"
-        out.append(Finding(_mark(text + ".", status), float(len(best_aio)), "controllers", numbers, group, status))
-        return out, best_aio, worst_aio
+    if len(best_aio) >= 2:
+        out.append(_aio_rollup(best_aio, verdicts, group, prefix))
     for c, r in best_aio.items():
         wr = worst_aio[c]
         tb, tw = verdicts[c]
-        st = combine(tb.verdict, tw.verdict)
+        st = combine(tb.status, tw.status)
         numbers = {f"{r['config']} score": float(r["score"]), f"{wr['config']} score": float(wr["score"])}
-        if st == WITHIN_NOISE:
+        if st == INDICATIVE or (tb.direction == "lower" and tw.direction == "lower"):
+            ps = "" if st == INDICATIVE else \
+                f" (each below the next in {min(tb.number, tw.number):.1%} or more of the resamples)"
+            text = (f"{prefix}For {c}, aio={r['aio']} is the most efficient aio mode (score {r['score']:.3f}); "
+                    f"aio={wr['aio']} is the least efficient ({wr['score']:.3f}){ps}.")
+        else:
+            st = WITHIN_NOISE if tb.direction != "lower" and tw.direction != "lower" else PARTLY
             parts = []
-            for t, claim in ((tb, f"aio={r['aio']} as the most efficient"),
+            for v, claim in ((tb, f"aio={r['aio']} as the most efficient"),
                              (tw, f"aio={wr['aio']} as the least efficient")):
-                parts.append(f"{claim}: {'significant' if t.significant else 'within noise'} ({_p(t)})")
+                parts.append(f"{claim}: {'beyond noise' if v.direction == 'lower' else 'within noise'} ({v.test})")
             text = (f"{prefix}For {c}, the aio modes are not all separated beyond noise (scores "
                     f"{r['score']:.3f} for aio={r['aio']} to {wr['score']:.3f} for aio={wr['aio']}; "
                     f"{'; '.join(parts)}).")
-        else:
-            ps = f" (against the runner-up: {_p(tb)}; {_p(tw)})" if st == SIGNIFICANT else ""
-            text = (f"{prefix}For {c}, aio={r['aio']} is the most efficient aio mode (score {r['score']:.3f}); "
-                    f"aio={wr['aio']} is the least efficient ({wr['score']:.3f}){ps}.")
-        out.append(Finding(_mark(text, st), float(r["score"]), "score", numbers, group, st))
+        detail = "" if st != PARTLY else ("best beyond noise, worst within noise" if tb.direction == "lower"
+                                          else "worst beyond noise, best within noise")
+        out.append(Finding(_mark(text, st), float(r["score"]), "score", numbers, group, st, detail))
     return out, best_aio, worst_aio
+
+
+def _aio_rollup(best_aio: dict[str, pd.Series], verdicts: dict[str, tuple[Verdict, Verdict]], group: str,
+                prefix: str) -> Finding:
+    """Technote 004's "aio=native is the most efficient aio mode for each controller type", counted: for how
+    many controllers each aio mode is the best, and for how many of those beyond noise."""
+    counts: dict[str, int] = {}
+    sure: dict[str, int] = {}
+    for c, r in best_aio.items():
+        counts[str(r["aio"])] = counts.get(str(r["aio"]), 0) + 1
+        sure[str(r["aio"])] = sure.get(str(r["aio"]), 0) + (verdicts[c][0].direction == "lower")
+    top = max(counts, key=lambda k: (counts[k], sure[k]))
+    n, k, m = len(best_aio), counts[top], sure[top]
+    untested = all(verdicts[c][0].direction == "untested" for c in best_aio)
+    if k == n:
+        text = f"{prefix}aio={top} is the most efficient aio mode for each of the {n} controller types"
+    else:
+        text = f"{prefix}aio={top} is the most efficient aio mode for {k} of {n} controller types"
+    status = INDICATIVE if untested else (SIGNIFICANT if m == k else WITHIN_NOISE if m == 0 else PARTLY)
+    if not untested:
+        text += (f", beyond noise for {m} of them" if m < k else ", each beyond noise") + \
+            " (lower score than the runner-up in >= 95 % of the resamples)"
+    numbers = {f"controllers where aio={top} is best": float(k), "controllers": float(n),
+               "of them beyond noise": float(m)}
+    detail = f"beyond noise for {m} of {k}" if status == PARTLY else ""
+    return Finding(_mark(text + ".", status), float(k), "controllers", numbers, group, status, detail)
 
 
 def _worst(g: pd.DataFrame, group: str, prefix: str, tests: _Tests, cpu_only: bool) -> Finding:
     worst, before = g.iloc[-1], g.iloc[-2]
-    t = tests(group, before, worst, "score")
-    numbers = {f"{worst['config']} score": float(worst["score"]),
-               f"{worst['config']} normalized CPU": float(worst["norm_cpu"])}
-    if math.isfinite(t.p):
-        numbers["repeat scores Welch p"] = t.p
-    if t.verdict == WITHIN_NOISE:
+    v = tests.score(group, before, worst)
+    numbers = _score_numbers(before, worst, v)
+    numbers[f"{worst['config']} normalized CPU"] = float(worst["norm_cpu"])
+    if v.direction in ("tied", "higher"):
         return Finding(f"{prefix}{before['config']} and {worst['config']} are tied within noise for the worst "
                        f"efficiency score ({before['score']:.3f} and {worst['score']:.3f}): "
-                       f"{t.numbers(str(before['config']), str(worst['config']), 'repeat scores', '{:.3f}')}.",
+                       f"{_scores(before, worst, v)}.",
                        float(worst["score"]), "score", numbers, group, WITHIN_NOISE)
-    ps = f"; {_p(t)} against {before['config']}" if t.significant else ""
+    status = v.status
+    ps = f"; above {before['config']}'s {before['score']:.3f} in {v.number:.1%} of the resamples" \
+        if v.direction == "lower" else ""
     if cpu_only:
         text = (f"{prefix}{worst['config']} achieves the worst efficiency score ({worst['score']:.3f}), on CPU/MiB "
                 f"alone (normalized CPU {worst['norm_cpu']:.3f}{ps}).")
@@ -298,7 +356,7 @@ def _worst(g: pd.DataFrame, group: str, prefix: str, tests: _Tests, cpu_only: bo
         text = (f"{prefix}{worst['config']} achieves the worst efficiency score ({worst['score']:.3f}), primarily "
                 f"due to {cause} (normalized CPU {worst['norm_cpu']:.3f}, context switches "
                 f"{worst['norm_ctx']:.3f}{ps}).")
-    return Finding(_mark(text, t.verdict), float(worst["score"]), "score", numbers, group, t.verdict)
+    return Finding(_mark(text, status), float(worst["score"]), "score", numbers, group, status)
 
 
 def efficiency_findings(result: EfficiencyResult, *, what: str = "overall efficiency score") -> list[Finding]:

@@ -53,12 +53,52 @@ def extract_json_documents(text: str, source: str = "<fio output>") -> list[dict
 
 
 def parse_fio_json(text: str, source: str = "<fio output>") -> dict[str, Any]:
-    """The fio JSON document in ``text`` (the one with ``jobs`` or ``client_stats``)."""
-    for doc in extract_json_documents(text, source):
-        if "jobs" in doc or "client_stats" in doc:
-            return doc
-    raise DataFileError(source, "JSON found but it has no 'jobs' or 'client_stats' list",
-                        "give fio's own --output-format=json output")
+    """The fio JSON document in ``text`` (the one with ``jobs`` or ``client_stats``).
+
+    ``fio --status-interval=N --output-format=json`` writes a full report every N seconds and the final
+    one last, all in one file: the final report is the measurement (the interim ones hold the first
+    seconds only). Several reports that are not one run's series (other jobs, or time going backwards: two
+    outputs pasted together) are refused, naming the file, rather than one of them picked.
+    """
+    reports = [doc for doc in extract_json_documents(text, source) if "jobs" in doc or "client_stats" in doc]
+    if not reports:
+        raise DataFileError(source, "JSON found but it has no 'jobs' or 'client_stats' list",
+                            "give fio's own --output-format=json output")
+    if len(reports) == 1:
+        return reports[0]
+    return _final_report(reports, source)
+
+
+def _jobs_of(doc: dict[str, Any]) -> tuple[tuple[str, str], ...]:
+    """Which jobs (and, in client mode, which hosts) a report is about."""
+    jobs = doc.get("client_stats") if "client_stats" in doc else doc.get("jobs")
+    if not isinstance(jobs, list):
+        return ()
+    return tuple((str(j.get("jobname")), str(j.get("hostname", ""))) for j in jobs if isinstance(j, dict))
+
+
+def _clock(doc: dict[str, Any]) -> float | None:
+    value = doc.get("timestamp_ms", doc.get("timestamp"))
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _final_report(reports: list[dict[str, Any]], source: str) -> dict[str, Any]:
+    """The last of a ``--status-interval`` series of reports: the same jobs in each, written in time order."""
+    first = _jobs_of(reports[0])
+    clocks = [_clock(doc) for doc in reports]
+    for i, doc in enumerate(reports[1:], start=2):
+        if _jobs_of(doc) != first:
+            raise DataFileError(source, f"holds {len(reports)} fio reports of different jobs (report 1: "
+                                        f"{', '.join(j for j, _ in first[:3]) or 'none'}; report {i}: "
+                                        f"{', '.join(j for j, _ in _jobs_of(doc)[:3]) or 'none'}), so it is not "
+                                        "one run's --status-interval series",
+                                "give each fio run's output its own file")
+    known = [c for c in clocks if c is not None]
+    if known != sorted(known):
+        raise DataFileError(source, f"holds {len(reports)} fio reports of the same jobs whose timestamps go "
+                                    "backwards: two runs' outputs in one file, not one run's --status-interval "
+                                    "series", "give each fio run's output its own file")
+    return reports[-1]
 
 
 def summarize_direction(direction: dict[str, Any], where: tuple[str, str, str] | None = None) -> dict[str, Any]:

@@ -89,9 +89,11 @@ def fio_rows(doc: Any, source: str) -> list[dict[str, Any]]:
                                     "look at the fio output; the run did not complete")
         params, missing, unreadable = workload_params(doc.get("global options"), group[0].get("job options"))
         if unreadable:
-            raise DataFileError(source, f"job {name!r}: the option {', '.join(unreadable)} is not one fio runs "
-                                        "with (fio refuses such a job, so its output never holds it)",
-                                "use the unedited output of fio --output-format=json")
+            edited = unreadable[0].startswith("the option ")
+            raise DataFileError(source, f"job {name!r}: {'; '.join(unreadable)}",
+                                "use the unedited output of fio --output-format=json" if edited else
+                                "measure one block size per job (bs=4k, the same for reads and writes) and "
+                                "report each job's file")
         from_name = names.get(missing)
         if from_name is None:
             from_name = names[missing] = params_from_name(source, missing)

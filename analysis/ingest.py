@@ -64,6 +64,9 @@ class IngestResult:
     notes: list[str] = field(default_factory=list)
     environment: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=["scope", "item", "value"]))
     files: int = 0
+    #: every file read: journals, result files and the perf CSVs that went with them (the output planner
+    #: refuses to write over any of them)
+    inputs: list[str] = field(default_factory=list)
 
 
 PARALLEL_MIN_FILES = 1000  # below this a process pool costs more than it saves
@@ -148,6 +151,9 @@ def _ingest(paths: Iterable[str | Path], *, strict: bool, label: str | None, wor
     runs: list[dict[str, Any]] = []
     problems: list[Problem] = []
     notes: list[str] = list(found.notes) + found.irregular
+    for folder, why in found.unlisted:  # (a path past PATH_MAX is thousands of characters: shown by its ends)
+        shown = folder if len(folder) <= 200 else f"{folder[:80]}...{folder[-60:]}"
+        problems.append(Problem(shown, f"{shown}: a folder under the inputs: {why}"))
     paired: set[str] = set()
     explicit_by_stem = {os.path.basename(c)[: -len(".perf.csv")] if c.endswith(".perf.csv") else stem(c): c
                         for c in found.explicit_csv}
@@ -183,5 +189,6 @@ def _ingest(paths: Iterable[str | Path], *, strict: bool, label: str | None, wor
                             f"cannot be used under --strict: {listing}{more}",
                             "fix or remove these files, or run without --strict to skip them")
     frame = frame_from_rows(rows)
+    inputs = [path for _, path in found.files] + sorted(paired | set(found.explicit_csv))
     return IngestResult(frame=frame, problems=problems, notes=notes,
-                        environment=environment_frame(runs, frame), files=len(found.files))
+                        environment=environment_frame(runs, frame), files=len(found.files), inputs=inputs)

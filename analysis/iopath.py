@@ -11,7 +11,8 @@ process's threads by role (``host.by_role``: ``vcpu``, ``main-loop``, ``iothread
   split is /proc CPU time, so this lens is in CPU time even where the whole process was counted in cycles;
 - I/O-path context switches per MiB = (voluntary + involuntary switches of those threads) / MiB (/proc);
 
-scored exactly like the whole process (:func:`stormatrix.analysis.efficiency.score_cells`: normalized,
+scored exactly like the whole process (:func:`stormatrix.analysis.efficiency.score_cells`, which hands
+itself to :func:`score_iopath`: normalized,
 sqrt of the sum of squares, ranked, tested). A record without the split (an ESXi cell, a plain fio file, a
 record from before the split, a split without a ``vcpu`` role to leave out) gets blank I/O-path values and
 the reason, never 0.
@@ -27,11 +28,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import pandas as pd
 
 from ..core.journalfile import SCHEMA, read_lines
+from .labels import config_label
 
 VCPU = "vcpu"
 UNIT = "CPU-ms/MiB"
@@ -142,12 +144,11 @@ def iopath_frame(frame: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
     return out, accels
 
 
-def score_iopath(frame: pd.DataFrame, *, cv_limit: float) -> IOPathResult:
-    """The I/O-path lens of a tidy frame, scored the way :func:`score_cells` scores the whole process."""
-    from .efficiency import config_label, score_cells  # efficiency imports this module lazily
-
+def score_iopath(frame: pd.DataFrame, score: Callable[[pd.DataFrame], Any]) -> IOPathResult:
+    """The I/O-path lens of a tidy frame, scored by ``score`` (the whole process's own scoring,
+    :func:`stormatrix.analysis.efficiency.score_cells`, handed in by it: this module is below it)."""
     io, accels = iopath_frame(frame)
-    scored = score_cells(io.drop(columns=["io_note"]), cv_limit=cv_limit, with_iopath=False)
+    scored = score(io.drop(columns=["io_note"]))
     # configurations (of the whole-process table) the I/O path cannot score, with the reason
     lacking = io[io["cpu_per_mib"].isna() & frame["cpu_per_mib"].notna()]
     rows = []

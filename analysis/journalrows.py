@@ -214,8 +214,23 @@ def journal_cell_row(rec: dict[str, Any], where: str) -> dict[str, Any]:
             "ctx_per_mib": ctx_per_mib,
             "host_source": host.get("source"),
             "host_scope": host.get("scope"),
+            "cpu_total_source": _total_source(host, metric),
+            "cpu_split_note": host.get("cpu_split_note") if isinstance(host.get("cpu_split_note"), str) else None,
         })
     return row
+
+
+def _total_source(host: dict[str, Any], metric: str) -> str | None:
+    """What ``cpu_total`` is: the collector's ``cpu_total_source``, or for an older record what its
+    collector (``source``) counted it with."""
+    named = host.get("cpu_total_source")
+    if isinstance(named, str):
+        return named
+    source = str(host.get("source") or "")
+    if metric == "cycles":
+        return "perf cycles:u + cycles:k" if "perf" in source else None
+    return "perf task-clock (ns)" if source == "perf+proc" else \
+        "/proc/PID/stat utime + stime (clock ticks)" if source == "proc" else None
 
 
 _CTX_FIX = ("a host collector that counted context switches writes the number in host.ctx_switches; one that has "

@@ -59,7 +59,51 @@ def normalize_rw(text: str | None) -> str | None:
     return rw if rw in _RW_VALUES else None
 
 
-_OPTION_NAMES = ("rw", "readwrite", "bs", "blocksize", "iodepth", "numjobs", "rwmixread", "rate", "ioengine")
+_OPTION_NAMES = ("rw", "readwrite", "bs", "blocksize", "iodepth", "numjobs", "rwmixread", "rate", "ioengine",
+                 "bsrange", "blocksize_range", "bssplit")
+# the directions (read, write, trim) each rw value moves data in: per-direction values (bs=4k,64k) are read
+# for these alone
+_DIRECTIONS_OF = {"read": (0,), "randread": (0,), "write": (1,), "randwrite": (1,), "trim": (2,),
+                  "randtrim": (2,), "rw": (0, 1), "randrw": (0, 1), "trimwrite": (2, 1)}
+_DIRECTION_NAMES = ("reads", "writes", "trims")
+FIO_DEFAULT_BS = 4096
+
+
+def block_size(text: str | None, rw: str | None) -> tuple[int | None, str | None]:
+    """(the one block size of a job's ``bs``, None) or (None, why it has none).
+
+    fio's ``bs`` is ``read[,write[,trim]]`` (HOWTO: a value not ending in a comma applies to the types
+    after it, an empty one is the default, 4k); each may be a range (``4k-64k``), and then fio picks sizes
+    in between. Exact here means: the directions ``rw`` moves data in all use one size. A range, or reads
+    and writes of different sizes, has no one block size: said, never the first number guessed."""
+    if text is None:
+        return None, None
+    if text.isdigit():  # fio's JSON usually holds plain byte counts
+        return int(text) or None, None
+    raw = str(text).strip()
+    parts = raw.split(",")
+    sizes: list[int | None] = []
+    for i in range(3):
+        part = parts[i].strip() if i < len(parts) else parts[-1].strip()
+        if "-" in part or ":" in part:
+            return None, (f"bs={raw!r} is a range of block sizes: fio picked sizes between, so no one block size "
+                          "describes the measurement")
+        if not part:
+            sizes.append(FIO_DEFAULT_BS)
+            continue
+        try:
+            sizes.append(parse_size(part))
+        except ValueError:
+            sizes.append(None)
+    used = _DIRECTIONS_OF.get(rw or "", (0, 1, 2))
+    picked = {sizes[i] for i in used}
+    if None in picked:
+        return None, None  # not a size: the caller names it as an option no fio runs with
+    if len(picked) > 1:
+        each = ", ".join(f"{_DIRECTION_NAMES[i]} {format_size(sizes[i] or 0)}" for i in used)
+        return None, (f"bs={raw!r} gives {each}: one row has one block size, and this job moved data in more "
+                      "than one")
+    return picked.pop(), None
 
 
 def workload_params(global_opts: dict[str, Any] | None,
@@ -90,9 +134,15 @@ _SHAPE_OPTIONS = {"rw": ("rw", "readwrite"), "bs": ("bs", "blocksize"), "iodepth
 def _params_of(values: tuple[Any, ...]) -> tuple[dict[str, Any], tuple[str, ...], tuple[str, ...]]:
     opts = dict(zip(_OPTION_NAMES, values))
     rate = _size_or_none(_option(opts, "rate"))
+    rw = normalize_rw(_option(opts, "rw", "readwrite"))
+    bs, inexact = block_size(_option(opts, "bs", "blocksize"), rw)
+    mixed = next((n for n in ("bsrange", "blocksize_range", "bssplit") if _option(opts, n) is not None), None)
+    if mixed is not None:
+        inexact = (f"{mixed}={opts[mixed]!r}: fio mixed several block sizes, so no one block size describes the "
+                   "measurement")
     params = {
-        "rw": normalize_rw(_option(opts, "rw", "readwrite")),
-        "bs": _size_or_none(_option(opts, "bs", "blocksize")),
+        "rw": rw,
+        "bs": bs,
         "iodepth": _int_or_none(_option(opts, "iodepth")),
         "numjobs": _int_or_none(_option(opts, "numjobs")),
         "rwmixread": _int_or_none(_option(opts, "rwmixread")),
@@ -100,8 +150,11 @@ def _params_of(values: tuple[Any, ...]) -> tuple[dict[str, Any], tuple[str, ...]
         "ioengine": _option(opts, "ioengine"),
     }
     missing = tuple(k for k in SHAPE_KEYS if params[k] is None)
+    if inexact:  # refused as it is, never filled in from the file name
+        return params, missing, (inexact,)
     given = (next((n for n in _SHAPE_OPTIONS[key] if _option(opts, n) is not None), None) for key in missing)
-    unreadable = tuple(f"{name}={opts[name]!r}" for name in given if name is not None)
+    unreadable = tuple(f"the option {name}={opts[name]!r} is not one fio runs with (fio refuses such a job, so its "
+                       "output never holds it)" for name in given if name is not None)
     return params, missing, unreadable
 
 

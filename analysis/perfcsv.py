@@ -35,6 +35,13 @@ def parse_perf_csv(text: str, source: str = "<perf csv>") -> PerfStat:
     """
     parsed = perfstat.parse(text)
     stat = PerfStat(events=parsed.events, bad_lines=parsed.bad_lines, source=source)
+    if parsed.decimal_comma_lines:
+        n = parsed.decimal_comma_lines[0]
+        line = text.splitlines()[n - 1].strip()[:60]
+        raise DataFileError(source, f"line {n} ({line!r}) holds a number written with a decimal comma (perf ran "
+                                    "under a locale such as de_DE), so its value cannot be told from the next column",
+                            "record again with LC_ALL=C: LC_ALL=C perf stat -x, -o <file> -e "
+                            "context-switches,cpu-clock ...")
     if stat.bad_lines:
         bad = stat.bad_lines
         lines = ", ".join(str(n) for n in bad[:5]) + (" ..." if len(bad) > 5 else "")

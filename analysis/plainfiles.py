@@ -64,8 +64,8 @@ def read_fio_file(text: str, source: str) -> list[dict[str, Any]]:
     except ValueError as first:
         try:
             doc = fio.parse_fio_json(text, source)
-        except DataFileError:
-            if text.lstrip().startswith("{"):
+        except DataFileError as exc:
+            if text.lstrip().startswith("{") and exc.problem.startswith("no fio JSON document"):
                 raise DataFileError(source, f"invalid or truncated JSON ({first})",
                                     "re-run fio or copy the complete file") from None
             raise
@@ -115,7 +115,7 @@ def parse_files(work: list[tuple[str, str, str | None]]) -> tuple[list[dict[str,
                 for row in file_rows:
                     check_row(row, source, () if kind == "fio" else MEASURED)
         except DataFileError as exc:
-            problems.append(Problem(exc.path, exc.problem))
+            problems.append(Problem(exc.path, exc.problem + (f". Fix: {exc.fix}" if exc.fix else "")))
             continue
         except OSError as exc:
             problems.append(Problem(source, f"cannot be read ({exc.strerror})"))

@@ -24,6 +24,33 @@ TITLE_FONT = Font(bold=True, size=14)
 WRAP = Alignment(wrap_text=True, vertical="top")
 
 
+LINE_PT = 15.0      # the height of one line of 11-pt text (LibreOffice does not grow the rows of a file it opens)
+CHARS_PER_WIDTH = 1.1  # characters of average text per unit of column width (a unit is one '0' of the font)
+
+
+def lines_needed(text: Any, width: float) -> int:
+    """How many lines ``text`` wraps to in a column ``width`` units wide (each paragraph on its own)."""
+    per_line = max(1.0, (width - 1.0) * CHARS_PER_WIDTH)
+    return sum(max(1, math.ceil(len(part) / per_line)) for part in str(text).split("\n")) if text else 1
+
+
+def fit_height(ws: Worksheet, row: int, texts: Iterable[tuple[Any, float]]) -> None:
+    """Make ``row`` as tall as the tallest of its wrapped ``(text, width)`` cells."""
+    ws.row_dimensions[row].height = LINE_PT * max([1] + [lines_needed(t, w) for t, w in texts])
+
+
+def print_setup(ws: Worksheet, *, landscape: bool = True, one_page: bool = False) -> None:
+    """A4, 1 cm margins, fit to the page width (and height with ``one_page``); a title row repeated on
+    every printed page is set by the caller where the sheet has one."""
+    ws.page_setup.orientation = "landscape" if landscape else "portrait"
+    ws.page_setup.paperSize = ws.PAPERSIZE_A4
+    ws.page_margins.left = ws.page_margins.right = ws.page_margins.top = ws.page_margins.bottom = 0.4
+    ws.page_margins.header = ws.page_margins.footer = 0.2
+    ws.sheet_properties.pageSetUpPr.fitToPage = True
+    ws.page_setup.fitToWidth = 1
+    ws.page_setup.fitToHeight = 1 if one_page else 0
+
+
 # Column = (header, field, number format). Formats: Excel codes, chosen per quantity.
 Column = tuple[str, str, str]
 
@@ -40,9 +67,10 @@ SCORE_COLUMNS: list[Column] = [
     ("ctx/MiB note", "ctx_note", "@"),          # why the ctx columns are blank (ESXi: no such counter)
     ("Normalized CPU", "norm_cpu", "0.000"), ("Normalized ctx", "norm_ctx", "0.000"),
     ("Efficiency score", "score", "0.000"),
-    ("Score CI95 +/- (repeat scores)", "score_ci_half", "0.000"),   # blank for a single repeat
-    ("Evidence vs next rank", "evidence", "@"),  # significant | within noise | indicative (Welch, 95 %)
-    ("Test vs next rank", "vs_next", "@"),       # the numbers: repeat scores and p
+    ("Score 95 % low (bootstrap)", "score_ci_low", "0.000"),   # the interval through the whole normalization
+    ("Score 95 % high (bootstrap)", "score_ci_high", "0.000"),
+    ("Evidence vs next rank", "evidence", "@"),  # significant | within noise | indicative (bootstrap, 95 %)
+    ("Test vs next rank", "vs_next", "@"),       # the words and the share of resamples, from one verdict
     ("Score basis", "score_basis", "@"),         # CPU/MiB and ctx/MiB, or CPU/MiB alone and why
     ("Rank in controller", "rank_in_controller", "0"), ("Rank in aio mode", "rank_in_aio", "0"),
     ("Rank by CPU", "rank_cpu", "0"), ("Rank by ctx", "rank_ctx", "0"),

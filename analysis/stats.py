@@ -12,6 +12,11 @@ at alpha = 0.05: the same test ``compare`` uses per point. Three outcomes, each 
 Two sides with two or more repeats each and no variance at all (every repeat identical on both sides)
 have an undefined t statistic: equal means are within noise (p = 1), different means are separated in
 every repeat (p = 0).
+
+A verdict has a *direction* as well as a significance: :class:`Verdict` is the one object a sentence's
+words ("lower", "higher", "tied within noise") and its Evidence column are both read from, so that the two
+cannot disagree (issue 21: "better than" was written whenever p < 0.05, whichever way the difference
+pointed). A finding with one significant half and one within noise is ``partly significant``.
 """
 
 from __future__ import annotations
@@ -27,6 +32,8 @@ ALPHA = 0.05
 SIGNIFICANT = "significant"
 WITHIN_NOISE = "within noise"
 INDICATIVE = "indicative"
+PARTLY = "partly significant"
+LOWER, HIGHER, TIED, UNTESTED = "lower", "higher", "tied", "untested"
 TEST_NAME = "Welch's t-test (two-sided, unequal variances) at 95 % (p < 0.05)"
 
 
@@ -56,6 +63,46 @@ class Test:
         a = side(name_a, self.mean_a, self.half_a, self.n_a)
         b = side(name_b, self.mean_b, self.half_b, self.n_b)
         return f"{a} vs {b} {what} (mean ± 95 % CI){tail}"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A comparison of A against B on a quantity where lower is better, as one object: ``direction`` (A is
+    ``lower``, ``higher``, ``tied`` within noise, or ``untested``) from the sign of the difference *and* the
+    test; ``status`` (significant, within noise, indicative) for the Evidence column; ``test`` the test's
+    words with its number ("Welch p = 0.021", "lower in 97.3 % of 2,000 resamples"); ``number`` that number
+    (p, or the share of resamples in which A is lower)."""
+
+    direction: str
+    status: str
+    test: str
+    number: float
+
+    @classmethod
+    def of_test(cls, t: "Test") -> "Verdict":
+        """From Welch's test: the direction of the means where p < alpha, tied otherwise."""
+        if t.verdict == INDICATIVE:
+            return cls(UNTESTED, INDICATIVE, "single repeat: not tested", float("nan"))
+        if t.verdict == SIGNIFICANT and t.mean_a != t.mean_b:
+            return cls(LOWER if t.mean_a < t.mean_b else HIGHER, SIGNIFICANT, welch_p(t.p), t.p)
+        return cls(TIED, WITHIN_NOISE, welch_p(t.p), t.p)
+
+    @classmethod
+    def of_share(cls, share: float, resamples: int, *, tested: bool, level: float = 1 - ALPHA) -> "Verdict":
+        """From the share of resamples in which A's value is lower than B's: lower where it is at least
+        ``level``, higher where at most 1 - ``level``, tied within noise between."""
+        test = f"lower in {share:.1%} of {resamples:,} resamples"
+        if not tested:
+            return cls(UNTESTED, INDICATIVE, "single repeat: not tested", float("nan"))
+        if share >= level:
+            return cls(LOWER, SIGNIFICANT, test, share)
+        if share <= 1 - level:
+            return cls(HIGHER, SIGNIFICANT, test, share)
+        return cls(TIED, WITHIN_NOISE, test, share)
+
+    def words(self, lower: str, higher: str, tied: str, untested: str | None = None) -> str:
+        """The phrase for this direction: the caller names all of them, so none is chosen by the status alone."""
+        return {LOWER: lower, HIGHER: higher, TIED: tied}.get(self.direction, untested or tied)
 
 
 def welch_p(p: float) -> str:

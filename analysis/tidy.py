@@ -77,6 +77,8 @@ COLUMNS: dict[str, str] = {
     "io_path_note": "string",    # why the two are blank (no per-thread split, no vCPU role, ...)
     "accel": "string",           # the run's environment.accel (kvm, tcg): tcg's vCPU CPU is the emulated guest
     "host_source": "string",
+    "cpu_total_source": "string",  # what cpu_total (the scored CPU figure) is: perf task-clock, cycles, /proc
+    "cpu_split_note": "string",  # why cpu_user + cpu_system differs from cpu_total by > 3 % (the collector's)
     "host_scope": "string",
     "rate_target_mib_s": "float64",
     "rate_achieved_mib_s": "float64",

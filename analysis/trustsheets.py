@@ -18,6 +18,7 @@ from .findings import efficiency_findings
 from .iopath import UNIT, IOPathResult
 from .safe import safe_value
 from .sheets import WRAP, Column, header, write_lines, write_table
+from .bootstrap import RESAMPLES
 from .stats import TEST_NAME
 
 IOPATH_SHEET = "IO path"
@@ -33,7 +34,8 @@ IOPATH_COLUMNS: list[Column] = [
     ("I/O-path ctx/MiB CI95 high", "ctx_per_mib_ci_high", "0.00"),
     ("I/O-path ctx/MiB CV", "ctx_per_mib_cv", "0.0%"),
     ("Normalized CPU", "norm_cpu", "0.000"), ("Normalized ctx", "norm_ctx", "0.000"),
-    ("I/O-path score", "score", "0.000"), ("Score CI95 +/- (repeat scores)", "score_ci_half", "0.000"),
+    ("I/O-path score", "score", "0.000"), ("Score 95 % low (bootstrap)", "score_ci_low", "0.000"),
+    ("Score 95 % high (bootstrap)", "score_ci_high", "0.000"),
     ("Evidence vs next rank", "evidence", "@"), ("Test vs next rank", "vs_next", "@"),
     ("Whole-process rank", "process_rank", "0"),
     ("Why blank", "io_note", "@"), ("Group", "norm_group", "@"),
@@ -42,21 +44,33 @@ IOPATH_COLUMNS: list[Column] = [
 
 def method_lines(result: EfficiencyResult) -> list[str | tuple[str, str]]:
     """What the Method sheet adds: the significance test, what 'indicative' means, the I/O-path lens."""
-    # EfficiencyResult.iopath is typed object there (efficiency cannot import iopath's type back)
-    io: IOPathResult | None = result.iopath  # type: ignore[assignment]
+    io: IOPathResult | None = result.iopath
     lines: list[str | tuple[str, str]] = [
         "# When a difference counts (findings)",
         ("Significance test", f"{TEST_NAME}, over the repeats of the two configurations compared. A finding says "
                               "that one configuration is better, more or less CPU intensive, or generates more or "
                               "fewer context switches only where p < 0.05; otherwise it says the difference is "
                               "within noise and gives both means with their 95 % confidence intervals and p."),
-        ("Scores tested", "a score is computed from the configuration means; to test it, every repeat gets its own "
-                          "score under the same normalization (the group's min and max of the means), and the "
-                          "repeat scores are tested. 'Score CI95 +/-' is their 95 % CI half-width: the error bars "
-                          "of the score chart."),
-        ("Rank 1", "the ranks stay as the method computes them; the best-score finding claims rank 1 only when "
-                   "rank 1 is significantly better than rank 2, and says they are tied within noise otherwise. "
-                   "'Evidence vs next rank' on the Scores sheet gives the test of every rank against the next."),
+        ("Score interval", f"a score depends on every configuration's mean (the min and max of the normalization "
+                           f"come from all of them), so its uncertainty is found by redrawing all the means together "
+                           f"and scoring again, {RESAMPLES:,} times (fixed seed: the same data gives the same "
+                           "interval): each configuration's CPU/MiB and ctx/MiB means are drawn as mean + t(n - 1) x "
+                           "standard error (jointly, with the repeats' own covariance), min-max normalized within "
+                           "the group and scored exactly as the plotted score. 'Score 95 % low/high' is the 2.5th "
+                           "to 97.5th percentile of a configuration's resampled scores, widened where needed to "
+                           "contain the plotted score, never below 0: the error bars of the score chart."),
+        ("Why not resample the repeats", "with 2-3 repeats, resampling them with replacement gives only 3-10 "
+                                         "distinct means, none outside the repeats' range: two configurations whose "
+                                         "repeats overlap would still be 'lower in 100 % of resamples'. The t draw "
+                                         "has the spread the repeats imply for their mean (the same t as the 95 % "
+                                         "CI of the mean)."),
+        ("Ranks above", "configuration A 'ranks above' B where A's resampled score is lower than B's in at least "
+                        "95 % of the resamples, 'below' where in at most 5 %, and they are 'tied within noise' "
+                        "between. The words and the Evidence column come from the same verdict. The ranks stay as "
+                        "the method computes them from the means; 'Evidence vs next rank' on the Scores sheet gives "
+                        "every rank against the next, the best-score finding claims rank 1 only where it ranks "
+                        "above rank 2. Per-metric claims (more or less CPU, more or fewer context switches) are "
+                        "Welch's t-test on the repeats, as above."),
         ("Indicative", "a comparison with a configuration measured once has no variance and cannot be tested: its "
                        "finding starts 'Indicative (single repeat, not tested)', its Evidence is 'indicative', and "
                        "charts of such data say so in their titles. Run at least 2 repeats (3 or more to separate "
@@ -90,8 +104,7 @@ def method_lines(result: EfficiencyResult) -> list[str | tuple[str, str]]:
 
 
 def write_iopath_sheet(wb: Workbook, result: EfficiencyResult) -> None:
-    # EfficiencyResult.iopath is typed object there (efficiency cannot import iopath's type back)
-    io: IOPathResult | None = result.iopath  # type: ignore[assignment]
+    io: IOPathResult | None = result.iopath
     if io is None:
         return
     ws = wb.create_sheet(IOPATH_SHEET)

@@ -16,15 +16,17 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 import pandas as pd
 from openpyxl import Workbook
 from openpyxl.formatting.rule import ColorScaleRule
+from openpyxl.styles import Font
 from openpyxl.utils import get_column_letter
 
 from ..core import __version__
 from ..core.model import NOT_APPLICABLE, format_size
+from .answer import QUESTION, answer_rows, answer_sentence, conditions, main_group
 from .bulk import no_cyclic_gc
 from .charts import comparison_charts, efficiency_charts
 from .compare import ComparisonResult
@@ -32,9 +34,13 @@ from .efficiency import EfficiencyResult
 from .findings import Finding
 from .ingest import IngestResult
 from .output import save_workbook, write_tidy_csv
-from .sheets import (HOST_POINT_COLUMNS, MEASUREMENT_FORMATS, POINT_COLUMNS, SCORE_COLUMNS, Column, run_dates,
-                     write_environment, write_frame, write_lines, write_summary, write_table)
+from .safe import safe_value
+from .sheets import (HOST_POINT_COLUMNS, MEASUREMENT_FORMATS, POINT_COLUMNS, SCORE_COLUMNS, TITLE_FONT, WRAP, Column,
+                     fit_height, header, print_setup, run_dates, write_environment, write_frame, write_lines,
+                     write_summary, write_table)
 from .trustsheets import IOPATH_SHEET, add_trust_sheets
+
+ANSWER_SHEET = "Answer"
 
 __all__ = ["write_comparison_workbook", "write_efficiency_workbook", "write_tidy_csv"]
 
@@ -112,6 +118,65 @@ def _method_efficiency(result: EfficiencyResult, frame: pd.DataFrame) -> list[st
     ]
 
 
+# 120 units: one A4-landscape width at about 90 % (a unit prints about 0.25 cm wide in LibreOffice)
+ANSWER_WIDTHS = {"A": 14.0, "B": 50.0, "C": 9.0, "D": 10.0, "E": 15.0, "F": 22.0}
+ANSWER_SPAN = sum(ANSWER_WIDTHS.values())
+CM_PER_UNIT = 0.25
+
+
+def _answer_sheet(ws: Any, data: IngestResult, result: EfficiencyResult, score_chart: Any | None) -> None:
+    """The Answer page (:mod:`.answer`): question, answer, conditions, findings with their numbers in their
+    own columns, and the score chart, on one A4-landscape page."""
+    for col, w in ANSWER_WIDTHS.items():
+        ws.column_dimensions[col].width = w
+    print_setup(ws, one_page=True)
+    group = main_group(result)
+    ws.cell(row=1, column=1, value=safe_value(QUESTION)).font = TITLE_FONT
+    r = 2
+    if group is None:
+        ws.cell(row=r, column=1, value="No configuration could be scored: see the Summary sheet's notes.")
+        return
+    sentence = answer_sentence(result, group)
+    others = [g for g in result.groups if g != group]
+    if others:
+        sentence += f" (Workload {group}; {len(others)} other group(s) on the Summary and Scores sheets.)"
+    cell = ws.cell(row=r, column=1, value=safe_value(sentence))
+    cell.font, cell.alignment = Font(bold=True, size=11), WRAP
+    ws.merge_cells(start_row=r, start_column=1, end_row=r, end_column=6)
+    fit_height(ws, r, [(sentence, ANSWER_SPAN)])
+    r += 2
+    ws.cell(row=r, column=1, value="Conditions").font = Font(bold=True, size=12)
+    for label, text in conditions(data, result):
+        r += 1
+        ws.cell(row=r, column=1, value=safe_value(label)).font = Font(bold=True)
+        ws.cell(row=r, column=1).alignment = WRAP
+        ws.cell(row=r, column=2, value=safe_value(text)).alignment = WRAP
+        ws.merge_cells(start_row=r, start_column=2, end_row=r, end_column=6)
+        fit_height(ws, r, [(text, ANSWER_SPAN - ANSWER_WIDTHS["A"])])
+    r += 2
+    ws.cell(row=r, column=1, value="Findings").font = Font(bold=True, size=12)
+    r += 1
+    header(ws, r, ["Topic", "Finding", "Value", "Compared with", "Unit", "Evidence"])
+    fit_height(ws, r, [("Compared with", ANSWER_WIDTHS["D"])])
+    for row in answer_rows(result, group):
+        r += 1
+        values = [row.topic, row.text, row.value, row.of, row.unit, row.evidence or None]
+        for j, v in enumerate(values, start=1):
+            c = ws.cell(row=r, column=j, value=safe_value(v))
+            c.alignment = WRAP
+            if j in (3, 4) and v is not None:
+                c.number_format = row.fmt
+        fit_height(ws, r, [(row.topic, ANSWER_WIDTHS["A"]), (row.text, ANSWER_WIDTHS["B"]),
+                           (row.unit, ANSWER_WIDTHS["E"]), (row.evidence, ANSWER_WIDTHS["F"])])
+    r += 2
+    if score_chart is not None:
+        chart = score_chart()
+        chart.width, chart.height = ANSWER_SPAN * CM_PER_UNIT, 7.5
+        ws.add_chart(chart, f"A{r}")
+        r += 17  # rows of the default height (0.45 cm) the chart covers, so that the print area holds it
+    ws.print_area = f"A1:F{r}"
+
+
 def write_efficiency_workbook(path: str | Path, data: IngestResult, result: EfficiencyResult,
                               findings: list[Finding], *, label: str | None = None,
                               inputs: Sequence[str] = ()) -> Path:
@@ -123,8 +188,9 @@ def write_efficiency_workbook(path: str | Path, data: IngestResult, result: Effi
 def _efficiency_workbook(path: str | Path, data: IngestResult, result: EfficiencyResult,
                          findings: list[Finding], *, label: str | None, inputs: Sequence[str]) -> Path:
     wb = Workbook()
-    ws = wb.active
-    ws.title = "Summary"
+    answer = wb.active
+    answer.title = ANSWER_SHEET
+    ws = wb.create_sheet("Summary")
     frame = data.frame
     metrics = sorted({str(m) for m in result.cells["cpu_metric"].dropna()}) if len(result.cells) else []
     units = sorted({str(u) for u in result.cells["cpu_per_mib_unit"].dropna()}) if len(result.cells) else []
@@ -149,10 +215,13 @@ def _efficiency_workbook(path: str | Path, data: IngestResult, result: Efficienc
         scores.conditional_formatting.add(f"{col}2:{col}{last}", ColorScaleRule(
             start_type="min", start_color="63BE7B", mid_type="percentile", mid_value=50, mid_color="FFEB84",
             end_type="max", end_color="F8696B"))
-        efficiency_charts(wb, result)
+        score_charts = efficiency_charts(wb, result)
+    group = main_group(result)
+    _answer_sheet(answer, data, result, score_charts.get(group) if group and len(result.cells) else None)
     write_environment(wb.create_sheet("Environment"), data.environment, _report_facts(frame, inputs))
     add_trust_sheets(wb, result)  # the significance Method lines and the I/O-path sheet
-    _order(wb, ["Summary", "Method", "Measurements", "Scores", IOPATH_SHEET, "Charts", "Environment", "Chart data"])
+    _order(wb, [ANSWER_SHEET, "Summary", "Method", "Scores", IOPATH_SHEET, "Charts", "Measurements", "Environment",
+                "Chart data"])
     return save_workbook(wb, path)
 
 

@@ -10,6 +10,28 @@ The package maps the product's fixed top-level folders onto one import namespace
 
 from __future__ import annotations
 
-from .core import __version__  # one version, kept in the leaf layer analysis may import
+import os as _os
+import sys as _sys
+
+from .core import __version__
+
+
+def _quiet_interrupt_hook(kind: type[BaseException], value: BaseException, tb: object) -> None:
+    """Ctrl-C while the command is still importing (before ``cli.main`` can catch it): one line, no
+    traceback; the interpreter then ends with the SIGINT status (130) as for any uncaught Ctrl-C."""
+    if issubclass(kind, KeyboardInterrupt):
+        try:
+            print("stormatrix: interrupted while starting; nothing was done", file=_sys.stderr)
+        except (OSError, ValueError):
+            pass
+        return
+    _previous_hook(kind, value, tb)  # type: ignore[arg-type]
+
+
+# Only for the command itself (the console script, or ``python -m stormatrix``), never a library user's
+# program: the hook is the earliest point package code can reach while the command's imports run.
+_previous_hook = _sys.excepthook
+if _sys.argv and _os.path.basename(_sys.argv[0]) in ("stormatrix", "-m"):
+    _sys.excepthook = _quiet_interrupt_hook  # one version, kept in the leaf layer analysis may import
 
 __all__ = ["__version__"]

@@ -65,6 +65,11 @@ def merge_hosts(results: Sequence[dict[str, Any] | None]) -> dict[str, Any] | No
     if len(metrics) != 1:
         raise CollectorError("VMs were measured with different CPU metrics; cannot add them up")
     out = dict(measured[0])
+    # each process's own note on its user + system vs task-clock, never the first one's for all of them
+    notes = [f"pid {r.get('pid')}: {r['cpu_split_note']}" for r in measured if r.get("cpu_split_note")]
+    out.pop("cpu_split_note", None)
+    if notes:
+        out["cpu_split_note"] = "; ".join(notes)
     for k in _SUMMED:
         out[k] = _add([r.get(k) for r in measured])
     # per_mib() reads the cycles split when the metric is cycles: it must cover every VM, not the first

@@ -1,25 +1,29 @@
-"""``stormatrix demo --suite``: the platform-comparison method of the seeds (``000_*``, ``003_*``) in
-miniature, on this machine.
+"""``stormatrix demo --suite``: the protocol comparison of the seeds (``003_*``: iSCSI vs NVMe/TCP on
+Proxmox) in miniature, on this machine.
 
-The seeds run 32 VMs, each a ``fio --server`` worker, drive every point of a block-size x queue-depth
-grid on all of them at once from one controller, once per side (platform or protocol), and compare
-the two sides point by point. Here:
+The seeds run 32 VMs, each a ``fio --server`` worker with one test disk on the storage under test, drive
+every point of a block-size x queue-depth grid on all of them at once from one controller, once per
+storage, and compare the two sides point by point. Here:
 
-- a side is a disk configuration of the local QEMU backend (A: virtio-blk with aio=io_uring,
-  B: virtio-scsi-single with aio=native and an iothread);
-- each side boots N (2-4) guests of the tiny image in ``mode="server"``: virtio-net with QEMU
-  user networking and a host port forwarded from ``127.0.0.1:<port>`` to the guest's fio server;
-  every guest has its own raw test disk (one file per guest index, reused by both sides, since
-  a side's guests are stopped before the other side's boot);
-- the runner (:func:`stormatrix.suiterun.run_suite`) runs a reduced grid into ``<out>/A`` and
-  ``<out>/B``, with the host collector measuring all the side's QEMU processes during each
+- a side is a storage under test of the local backend (:mod:`stormatrix.fleet.localstore`), served
+  for real on 127.0.0.1: side ``iscsi`` is a ``tgtd`` target with one LUN per worker, opened by QEMU's
+  own initiator (libiscsi), side ``nbd`` a ``qemu-storage-daemon`` NBD export per worker; both sides
+  attach it the same way (virtio-scsi-single, aio=native, iothread, cache=none), so the protocol is
+  what differs;
+- each side boots N (2-4) workers of the tiny image in ``mode="server"``: virtio-net with QEMU user
+  networking and a host port forwarded from ``127.0.0.1:<port>`` to the guest's fio server; every
+  worker's volume is its own raw file (one per worker index, served by each side's target in turn:
+  a side's storage and guests are stopped before the next side's start);
+- the runner (:func:`stormatrix.suiterun.run_suite`) runs a reduced grid into ``<out>/iscsi`` and
+  ``<out>/nbd``, with the host collector measuring all the side's QEMU processes during each
   point's window (:class:`~stormatrix.collect.ProcessesCollector`), so each point has host CPU and context
-  switches per MiB;
+  switches per MiB; the run record says which server served the disks (``storage``);
 - the comparison workbook is written by the same code as ``stormatrix compare``.
 
-Resumable like the rest: a re-run skips journaled points and boots no guest for a side that is
-complete. The guests are always stopped (``finally``); QEMU also dies with the harness
-(PR_SET_PDEATHSIG), which is tied to the thread that started it: start VMs from the main thread.
+Resumable like the rest: a re-run skips journaled points and starts no storage and boots no guest for a
+side that is complete. Storage servers and guests are always stopped (``finally``); they also die with
+the harness (PR_SET_PDEATHSIG), which is tied to the thread that started them: start them from the
+main thread.
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ from .core.errors import GuestNotReady, InputError, StormatrixError, VmStartErro
 from .core.model import DiskConfig
 from .core.scope import HostScope
 from .executors.fioserver import FioGuest, find_fio, probe_servers
+from .fleet.localstore import local_storage
 from .executors.localagent import AgentChannel, parse_event
 from .journal import Journal
 from .suite import Suite, SuitePoint, suite_for_guests
@@ -60,16 +65,21 @@ MIN_GUESTS, MAX_GUESTS = 2, 4
 
 @dataclass(frozen=True)
 class DemoSide:
-    """One side of the comparison: where its journal goes, its label, the disk configuration."""
+    """One side of the comparison: where its journal goes, its label, how the workers attach their
+    disk, and the storage that serves it (:data:`stormatrix.fleet.localstore.STORAGE_KINDS`)."""
 
-    key: str  # run sub-directory: "A" or "B"
+    key: str  # run sub-directory
     label: str  # the journal's side and the workbook's column label
     disk: DiskConfig
+    storage: str = "file"
 
 
+#: both sides attach the disk the same way (the seeds' virtio-scsi-single with an iothread): only the
+#: protocol between the worker's QEMU and its volume differs
+DEMO_DISK = DiskConfig("virtio-scsi-single", "native", True, "none")
 DEMO_SIDES: tuple[DemoSide, ...] = (
-    DemoSide("A", "virtio-blk io_uring", DiskConfig("virtio-blk", "io_uring", False, "none")),
-    DemoSide("B", "virtio-scsi-single native iothread", DiskConfig("virtio-scsi-single", "native", True, "none")),
+    DemoSide("iscsi", "iSCSI", DEMO_DISK, "iscsi"),
+    DemoSide("nbd", "NBD", DEMO_DISK, "nbd"),
 )
 
 
@@ -137,7 +147,7 @@ class SideGuests:
     PORT_ATTEMPTS = 3
 
     def __init__(self, side: DemoSide, config: DemoSuiteConfig, image: guestimage.GuestImage,
-                 disks: Sequence[Path]) -> None:
+                 disks: Sequence[Path | str]) -> None:
         self.side = side
         self.config = config
         self.image = image
@@ -153,13 +163,13 @@ class SideGuests:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
-    def _spec(self, name: str, disk: Path, port: int) -> VmSpec:
+    def _spec(self, name: str, disk: Path | str, port: int) -> VmSpec:
         c = self.config
         return VmSpec(name=f"{self.side.key}-{name}", disk=self.side.disk, disk_image=disk, run_dir=self.workdir,
                       image=self.image, slot=0, vcpus=c.vcpus, memory_mib=c.memory_mib, mode="server",
                       fio_port=port)
 
-    def _boot(self, name: str, disk: Path) -> tuple[QemuVm, AgentChannel]:
+    def _boot(self, name: str, disk: Path | str) -> tuple[QemuVm, AgentChannel]:
         """Start one VM and connect to its agent socket at once: QEMU drops what the guest writes
         to a socket chardev while nobody is connected, and READY comes only once."""
         last: VmStartError | None = None
@@ -331,18 +341,22 @@ def demo_suite(config: DemoSuiteConfig, *, progress: bool = True, stream: Any = 
             print(f"side {side.key} ({side.label}): every point is journaled; not booting its guests", file=stream)
             outcome.sides[side.key] = None
             continue
-        print(f"side {side.key} ({side.label}): booting {config.guests} guests for {len(todo)} points", file=stream)
+        print(f"side {side.key} ({side.label}): serving {config.guests} volumes over {side.storage}, booting "
+              f"{config.guests} guests for {len(todo)} points", file=stream)
         t0 = time.monotonic()
-        with SideGuests(side, config, image, disks) as guests:
-            fio_guests = guests.start()
-            outcome.boot_s[side.key] = time.monotonic() - t0
-            suite = side_suite(config, side, fio_guests)
-            collector = ProcessesCollector(guests.scopes)
+        with local_storage(side.storage, config.run_dir / side.key / "storage") as storage:
+            urls = storage.start(disks)
+            with SideGuests(side, config, image, urls) as guests:
+                fio_guests = guests.start()
+                outcome.boot_s[side.key] = time.monotonic() - t0
+                suite = side_suite(config, side, fio_guests)
+                collector = ProcessesCollector(guests.scopes)
 
-            status = {"mode": "local", "processes": len(guests.vms),
-                      "detail": f"{len(guests.vms)} local QEMU processes (side {side.key})"}
-            outcome.sides[side.key] = run_suite(suite, config.run_dir / side.key, collector=collector, fio=fio,
-                                                backend="qemu", progress=progress, host_collector=status)
+                status = {"mode": "local", "processes": len(guests.vms),
+                          "detail": f"{len(guests.vms)} local QEMU processes (side {side.key})"}
+                outcome.sides[side.key] = run_suite(suite, config.run_dir / side.key, collector=collector,
+                                                    fio=fio, backend="qemu", progress=progress,
+                                                    host_collector=status, storage=storage.describe())
     outcome.workbook = write_workbook(config)
     return outcome
 
@@ -360,6 +374,6 @@ def run_demo_suite(args: argparse.Namespace) -> int:
     print(f"workbook: {Path(outcome.workbook or workbook).resolve()}")
     if outcome.failed:
         print(f"{len(outcome.failed)} points failed; see the cell-error records in "
-              f"{run_dir / 'A' / 'journal.ndjson'} and {run_dir / 'B' / 'journal.ndjson'}")
+              + " and ".join(str(run_dir / side.key / "journal.ndjson") for side in config.sides))
         return 1
     return 0

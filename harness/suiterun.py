@@ -171,7 +171,8 @@ def run_suite(suite: Suite, run_dir: str | Path, *, collector: Any = None, fio: 
               backend: str | None = None, progress: bool = False,
               host_collector: dict[str, Any] | None = None,
               vms: list[dict[str, Any]] | None = None,
-              host_inventory: HostInventory | None = None) -> SuiteOutcome:
+              host_inventory: HostInventory | None = None,
+              storage: dict[str, Any] | None = None) -> SuiteOutcome:
     """Run every point not yet journaled in ``run_dir`` on all of ``suite.guests`` at once.
 
     For each point: probe every fio server (a real job through client mode), run the point with one
@@ -183,7 +184,8 @@ def run_suite(suite: Suite, run_dir: str | Path, *, collector: Any = None, fio: 
     "none"|"off", "detail": ...}``; by default derived from ``collector``); ``vms`` the VM list behind
     the guests (:meth:`stormatrix.suitevms.ProxmoxSuiteVms.record`); ``host_inventory`` what describes
     the host that runs them (:meth:`SuiteBackend.host_inventory`; by default read where the host
-    collector measures, :func:`inventory_for`).
+    collector measures, :func:`inventory_for`); ``storage`` what served the side's test disks
+    (:meth:`stormatrix.fleet.localstore.LocalStorage.describe`), for the run record.
     """
     if not suite.guests:
         raise MatrixError(suite.path, "[suite] vms", "no guest addresses: the VM list was not resolved",
@@ -211,7 +213,8 @@ def run_suite(suite: Suite, run_dir: str | Path, *, collector: Any = None, fio: 
         policy=RunPolicy(stop_on=(GuestDisconnected, GuestNotReady)),
         run_extra={"suite": suite.name, "executor": "fio-server", "points": len(points),
                    "guests": [{"name": g.name, "host": g.host, "port": g.port} for g in suite.guests],
-                   "host_collector": host_collector, "vms": vms},
+                   "host_collector": host_collector, "vms": vms,
+                   **({"storage": storage} if storage is not None else {})},
         cell_extra={"suite": suite.name})
     journal = Journal(run_dir)
     done_keys = journal.done_keys() if journal.path.exists() else set()

@@ -26,6 +26,13 @@ Nothing is invented (issue 15, honest values): a figure that was not measured is
   dead threads included, in clock ticks). ``cpu_total`` is then perf's ``task-clock`` (nanosecond
   accounting) where perf ran, so ``cpu_user + cpu_system`` may differ from it by the tick granularity:
   the split is never made by scaling ``cpu_total`` with a ratio. ``cpu_split`` names the source.
+- ``cpu_total_source`` names what ``cpu_total`` (the one CPU figure every per-MiB value and score uses)
+  is: perf's ``cycles:u + cycles:k``, perf's ``task-clock``, or ``/proc utime + stime`` where perf did not
+  run. Where ``cpu_user + cpu_system`` (clock ticks) misses a task-clock total by more than
+  ``SPLIT_TOLERANCE``, ``cpu_split_note`` says by how much and which accounting agrees with which: the
+  threads' own run time (``schedstat``, nanoseconds) is summed too, so the note tells tick granularity
+  (schedstat agrees with the task-clock) from a task-clock that counted less than the threads ran
+  (schedstat agrees with user + system).
 - A thread whose ``schedstat`` (run time) or ``status`` context-switch lines are missing (a kernel without
   CONFIG_SCHEDSTATS, a thread that exited between two reads) has null for that figure, with the reason. A
   sum over threads (``by_role``, the process's ``ctx_voluntary``/``ctx_involuntary``) with one such thread
@@ -56,6 +63,7 @@ except ImportError:  # pragma: no cover - the script case is exercised through s
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 PERF = "perf"
+SPLIT_TOLERANCE = 0.03  # user + system vs task-clock: beyond this the record says why they differ
 
 
 class CollectorProblem(Exception):
@@ -142,7 +150,7 @@ def cycles_supported() -> bool:
     global _cycles_supported
     if _cycles_supported is None:
         try:
-            res = subprocess.run([PERF, "stat", "-x,", "-e", "cycles:u", "true"],
+            res = subprocess.run([PERF, "stat", "-x,", "-e", "cycles:u", "true"], env=perfstat.perf_env(),
                                  capture_output=True, text=True, timeout=30, check=False)
             events = perfstat.parse(res.stderr).events
             _cycles_supported = res.returncode == 0 and any(
@@ -154,7 +162,7 @@ def cycles_supported() -> bool:
 
 def perf_available() -> bool:
     try:
-        res = subprocess.run([PERF, "stat", "-x,", "-e", "context-switches", "true"],
+        res = subprocess.run([PERF, "stat", "-x,", "-e", "context-switches", "true"], env=perfstat.perf_env(),
                              capture_output=True, text=True, timeout=30, check=False)
     except (OSError, subprocess.TimeoutExpired):
         return False
@@ -183,6 +191,27 @@ def wait_for_sigint_handler(pid: int, timeout: float = 10.0) -> None:
         if state is None or state:
             return
         time.sleep(0.005)
+
+
+def split_note(task_clock_s: float, user_s: float, system_s: float, runtimes: list[Any]) -> str | None:
+    """Why ``cpu_user + cpu_system`` differs from the task-clock total by more than ``SPLIT_TOLERANCE``, or
+    None. The threads' own run times (schedstat, ns) say which of the two the kernel's accounting backs."""
+    split = user_s + system_s
+    if task_clock_s <= 0 or abs(split / task_clock_s - 1) <= SPLIT_TOLERANCE:
+        return None
+    pct = (split / task_clock_s - 1) * 100
+    text = (f"user + system ({split:.3f} s, /proc clock ticks of {1000 / CLK_TCK:.0f} ms) is {abs(pct):.1f} % "
+            f"{'above' if pct > 0 else 'below'} perf's task-clock ({task_clock_s:.3f} s, ns); cpu_total and every "
+            "per-MiB figure use the task-clock")
+    if runtimes and all(isinstance(r, (int, float)) for r in runtimes):
+        run = float(sum(runtimes))
+        near = "user + system" if abs(run - split) < abs(run - task_clock_s) else "the task-clock"
+        why = ("so the gap is not tick granularity: perf's task-clock counted less time than the threads ran"
+               if near == "user + system" and pct > 0 else
+               "so the gap is the ticks' granularity and sampling" if near == "the task-clock" else
+               "so the task-clock counted more time than the threads' own run time")
+        text += f"; the threads' own run time (schedstat, ns) is {run:.3f} s, nearer {near}, {why}"
+    return text
 
 
 @dataclass
@@ -215,7 +244,8 @@ class WindowCollector:
             os.close(fd)
             self._perf = subprocess.Popen(
                 [PERF, "stat", "-x,", "-e", ",".join(events), "-p", str(self.pid), "-o", self._perf_out],
-                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                env=perfstat.perf_env())  # LC_ALL=C: 42.52, never a decimal comma inside the CSV
             wait_for_sigint_handler(self._perf.pid)
         self._first = sample_process(self.pid)
         self._last = dict(self._first)
@@ -296,6 +326,7 @@ class WindowCollector:
             why["ctx_switches"] = "; ".join(why[k] for k in ("ctx_voluntary", "ctx_involuntary") if k in why)
         cpu_time = user_s + system_s
         cycles = None
+        task_clock = False  # cpu_time is perf's task-clock (else /proc's user + system)
         if perf:
             source = "perf+proc"
             cs = perf.get("context-switches")
@@ -305,16 +336,19 @@ class WindowCollector:
             tc = perf.get("task-clock")
             if tc and tc.value is not None:
                 cpu_time = tc.value / 1000.0  # msec -> s
+                task_clock = True
             cu, ck = perf.get("cycles:u"), perf.get("cycles:k")
             if cu and ck and cu.value is not None and ck.value is not None:
                 cycles = {"user": cu.value, "kernel": ck.value}
         if cycles:
             metric, unit, split = "cycles", "cycles", "perf cycles:u / cycles:k"
             total, cu_v, ck_v = cycles["user"] + cycles["kernel"], cycles["user"], cycles["kernel"]
+            total_source = "perf cycles:u + cycles:k"
         else:
             # the kernel's own split of the process's time (ticks), never task-clock scaled by a ratio
             metric, unit, split = "cpu_time", "s", "/proc/PID/stat utime / stime (clock ticks)"
             total, cu_v, ck_v = cpu_time, user_s, system_s
+            total_source = "perf task-clock (ns)" if task_clock else "/proc/PID/stat utime + stime (clock ticks)"
         out: dict[str, Any] = {
             "cpu_metric": metric, "cpu_unit": unit, "cpu_total": total, "cpu_user": cu_v, "cpu_system": ck_v,
             "cpu_split": split,
@@ -327,6 +361,11 @@ class WindowCollector:
             "split_approximate": bool(gone) or any(t["new"] for t in threads),
             "perf": {k: {"value": v.value, "unit": v.unit, "status": v.status} for k, v in perf.items()},
         }
+        out["cpu_total_source"] = total_source
+        if not cycles and task_clock:
+            note = split_note(cpu_time, user_s, system_s, [t.get("runtime_s") for t in threads])
+            if note:
+                out["cpu_split_note"] = note
         if why:
             out["null_reasons"] = dict(sorted(why.items()))
         return out

@@ -24,7 +24,7 @@ def test_efficiency_findings_match_the_scores():
     assert texts[0].startswith("virtio-blk aio=native and virtio-scsi-single aio=native iothread are tied within "
                                "noise for the best overall efficiency score")
     assert findings[0].value == cells.loc["virtio-blk aio=native", "score"] and findings[0].status == "within noise"
-    assert "Welch p = " in texts[0]
+    assert "of 2,000 resamples" in texts[0]
     # not every controller's aio order is beyond noise: no "most efficient for each controller type" claim
     assert not any("for each controller type" in t for t in texts)
     # 004-style named pair: virtio-scsi-single vs virtio-blk with aio=native, by hand from the sheet numbers

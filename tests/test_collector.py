@@ -106,9 +106,28 @@ def test_window_measures_real_process(busy: subprocess.Popen[bytes], use_perf: b
         assert res["cpu_split"].startswith("/proc/PID/stat")
         if not use_perf:
             assert res["cpu_user"] + res["cpu_system"] == pytest.approx(res["cpu_total"])
+            assert res["cpu_total_source"].startswith("/proc") and "cpu_split_note" not in res
+        else:
+            assert res["cpu_total_source"] == "perf task-clock (ns)"
+            split = res["cpu_user"] + res["cpu_system"]
+            # the note is there exactly when the two readings of the process's CPU differ by more than 3 %
+            assert ("cpu_split_note" in res) == (abs(split / res["cpu_total"] - 1) > collector.SPLIT_TOLERANCE)
     else:
         assert (res["cpu_user"], res["cpu_system"]) == (res["cycles"]["user"], res["cycles"]["kernel"])
     assert "null_reasons" not in res  # this kernel has schedstat and the status counters
+
+
+def test_split_note_says_which_accounting_agrees() -> None:
+    """user + system 10 % above the task-clock: the threads' ns run time decides what the gap is."""
+    assert collector.split_note(2.0, 1.5, 0.5, [1.0, 1.0]) is None                    # equal: nothing to say
+    assert collector.split_note(2.0, 1.52, 0.5, [2.02]) is None                       # 1 % apart: within 3 %
+    missed = collector.split_note(2.0, 1.7, 0.5, [1.6, 0.6])                          # threads ran 2.2 s
+    assert missed is not None and "10.0 % above perf's task-clock" in missed
+    assert "nearer user + system" in missed and "not tick granularity" in missed
+    ticks = collector.split_note(2.0, 1.7, 0.5, [1.5, 0.5])                           # threads ran 2.0 s
+    assert ticks is not None and "nearer the task-clock" in ticks and "granularity" in ticks
+    unknown = collector.split_note(2.0, 1.7, 0.5, [1.5, None])                        # a thread without schedstat
+    assert unknown is not None and "schedstat" not in unknown
 
 
 def test_vanished_process_is_a_clear_error() -> None:

@@ -1,8 +1,9 @@
 """``stormatrix demo --suite``: fio servers in local QEMU guests, two sides, the comparison workbook.
 
 The fast tests check the pieces on real processes (the multi-VM host collector, merging host
-blocks); the ``qemu``-marked test boots the guests for real: 2 guests per side, 1 block size x 2
-queue depths, short windows, then a resume that boots nothing.
+blocks); the ``qemu``-marked test boots the guests for real: 2 guests per side, their test disks over
+iSCSI (tgtd + QEMU's libiscsi) on one side and NBD (qemu-storage-daemon) on the other, 1 block size x
+2 queue depths, short windows, then a resume that boots nothing and starts no storage server.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import sys
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 from standins.processes import qemu_processes
 
@@ -125,8 +127,18 @@ def test_demo_suite_two_sides_on_real_guests_then_resume(tmp_path: Path) -> None
     try:
         outcome = demo_suite(config, progress=False)
         assert not outcome.failed
-        assert set(outcome.sides) == {"A", "B"}
+        assert set(outcome.sides) == {"iscsi", "nbd"}
         for side in DEMO_SIDES:
+            run = next(r for r in map(json.loads, (run_dir / side.key / "journal.ndjson").read_text().splitlines())
+                       if r["type"] == "run")
+            # the side's volumes were served over its protocol on loopback, one per guest, by a server
+            # that is gone now
+            storage = run["storage"]
+            assert storage["kind"] == side.storage and len(storage["volumes"]) == 2
+            assert all(u.startswith(f"{side.storage}://127.0.0.1:{storage['port']}/") for u in storage["urls"])
+            assert storage["server"] == {"iscsi": "tgtd", "nbd": "qemu-storage-daemon"}[side.storage]
+            assert not psutil.pid_exists(storage["pid"]) or \
+                psutil.Process(storage["pid"]).status() == psutil.STATUS_ZOMBIE
             cells = _cells(run_dir / side.key / "journal.ndjson")
             assert [c["cell"]["workload"]["iodepth"] for c in cells] == [1, 4]
             for c in cells:
@@ -144,9 +156,8 @@ def test_demo_suite_two_sides_on_real_guests_then_resume(tmp_path: Path) -> None
                 pm = c["per_mib"]
                 assert pm["mib"] == pytest.approx(c["fio"]["total"]["io_bytes"] / 2**20)
                 assert pm["cpu"] > 0 and pm["ctx"] > 0 and pm["cpu_unit"] in ("CPU-ms/MiB", "cycles/MiB")
-            # the guests' test device came from their READY line: vda for virtio-blk, sda for SCSI
-            want = "/dev/vda" if side.disk.controller == "virtio-blk" else "/dev/sda"
-            assert {c["guest"]["device"] for c in cells} == {want}
+            # the guests' test device came from their READY line: sda, the virtio-scsi disk
+            assert {c["guest"]["device"] for c in cells} == {"/dev/sda"}
         assert outcome.workbook is not None and outcome.workbook.exists()
         wb = openpyxl.load_workbook(outcome.workbook)
         for sheet in ("Summary", "Measurements", "Comparison", "Averages"):
@@ -172,7 +183,7 @@ def test_demo_suite_two_sides_on_real_guests_then_resume(tmp_path: Path) -> None
             assert env["host_inventory_source"] == "this machine (the measured host)"
             assert env["kernel"] == platform.release() and env["cpus"] == os.cpu_count()
         env_rows = list(wb["Environment"].iter_rows(values_only=True))
-        for side in ("A", "B"):  # the comparison workbook shows each side's host
+        for side in ("A", "B"):  # the comparison workbook shows each side's host (A and B: its own naming)
             items = {r[1]: r[2] for r in env_rows if str(r[0]).startswith(f"{side}: ")}
             assert items["environment.host_inventory_source"] == "this machine (the measured host)"
             assert items["environment.kernel"] == platform.release()
@@ -184,7 +195,7 @@ def test_demo_suite_two_sides_on_real_guests_then_resume(tmp_path: Path) -> None
 
         # resume: every point is journaled, so no guest boots and no point is measured again
         again = demo_suite(config, progress=False)
-        assert again.sides == {"A": None, "B": None} and again.boot_s == {}
+        assert again.sides == {"iscsi": None, "nbd": None} and again.boot_s == {}
         for side in DEMO_SIDES:
             assert len(_cells(run_dir / side.key / "journal.ndjson")) == 2
     finally:

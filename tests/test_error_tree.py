@@ -16,7 +16,7 @@ from stormatrix.core import errors
 from stormatrix.core.errors import ErrorDetails, StormatrixError, WorkloadFailed
 
 #: signals that never reach a user, named in the tree's docstring as outside it
-INTERNAL = {"TooLarge", "CollectorProblem", "_ConnectError"}
+INTERNAL = {"TooLarge", "CollectorProblem", "_ConnectError", "Terminated", "OutputFailed"}
 
 
 def all_modules() -> list[str]:

@@ -56,7 +56,10 @@ def test_charts_fit_an_a4_landscape_page_and_label_every_bar(books: dict[int, Pa
     raw, norm, bars = ws._charts
     assert raw.legend.position == "b"                                     # not beside the plot
     with zipfile.ZipFile(books[3]) as z:                                  # chart sizes: the drawing's anchors (EMU)
-        drawings = "".join(z.read(n).decode() for n in z.namelist() if n.startswith("xl/drawings/drawing"))
+        # the Charts sheet's drawing (the Answer page has its own, with the score chart)
+        name = next(n for n in z.namelist() if n.startswith("xl/drawings/drawing") and n.endswith(".xml")
+                    and len(re.findall(r"<(?:xdr:)?graphicFrame", z.read(n).decode())) == 3)
+        drawings = z.read(name).decode()
     sizes = [(int(cx) / 360000, int(cy) / 360000) for cx, cy in re.findall(r'<(?:xdr:)?ext cx="(\d+)" cy="(\d+)"', drawings)]
     assert len(sizes) == 3 and all(w >= 24 and h >= 14 for w, h in sizes)  # cm: most of a 29.7 x 21 cm page
     xml = chart_xml(books[3])
@@ -75,20 +78,31 @@ def test_error_bars_are_the_confidence_intervals(books: dict[int, Path]) -> None
     assert directions.count("x") == 15 and directions.count("y") == 15     # both ways, for every configuration
     bar_xml = next(x for x in xml if "<barChart>" in x)
     assert "<errBars>" in bar_xml and "<errValType val=\"cust\"/>" in bar_xml
-    # the bars' +/- values are the Scores sheet's score CI half-widths
+    # the bars go up to the Scores sheet's bootstrap high and down to its low: asymmetric, around the score
     wb = openpyxl.load_workbook(books[3])
-    plus = re.search(r"<plus>.*?<f>(.*?)</f>", bar_xml, re.S).group(1)
-    m = re.fullmatch(r"'Chart data'!\$C\$(\d+):\$C\$(\d+)", plus)
-    assert m
     data = wb["Chart data"]
-    halves = [data.cell(row=r, column=3).value for r in range(int(m.group(1)), int(m.group(2)) + 1)]
-    configs = [data.cell(row=r, column=1).value for r in range(int(m.group(1)), int(m.group(2)) + 1)]
     scores = wb["Scores"]
     head = [c.value for c in scores[1]]
-    by_config = {r[head.index("Configuration")]: r[head.index("Score CI95 +/- (repeat scores)")]
+    by_config = {r[head.index("Configuration")]: (r[head.index("Efficiency score")],
+                                                  r[head.index("Score 95 % low (bootstrap)")],
+                                                  r[head.index("Score 95 % high (bootstrap)")])
                  for r in scores.iter_rows(min_row=2, values_only=True)}
-    assert all(h > 0 for h in halves)
-    assert halves == [pytest.approx(by_config[c]) for c in configs]
+    bounds = {}
+    for side, col in (("plus", "D"), ("minus", "C")):
+        ref = re.search(rf"<{side}>.*?<f>(.*?)</f>", bar_xml, re.S).group(1)
+        m = re.fullmatch(rf"'Chart data'!\${col}\$(\d+):\${col}\$(\d+)", ref)
+        assert m
+        bounds[side] = range(int(m.group(1)), int(m.group(2)) + 1)
+    assert bounds["plus"] == bounds["minus"]
+    for r in bounds["plus"]:
+        score, low, high = by_config[data.cell(row=r, column=1).value]
+        assert data.cell(row=r, column=2).value == pytest.approx(score)
+        assert data.cell(row=r, column=3).value == pytest.approx(score - low)
+        assert data.cell(row=r, column=4).value == pytest.approx(high - score)
+        assert 0 <= low <= score <= high
+    # the value axis holds every interval
+    top = float(re.search(r"<valAx>.*?<max val=\"([0-9.]+)\"", bar_xml, re.S).group(1))
+    assert top >= max(h for _, _, h in by_config.values())
     # and the scatter's y half-widths are the ctx/MiB CIs: high - mean
     y_ref = re.findall(r"<errDir val=\"y\"/>.*?<plus>.*?<f>(.*?)</f>", scatter, re.S)[0]
     col, row = re.fullmatch(r"'Chart data'!\$([A-Z])\$(\d+)(?::\$[A-Z]\$\d+)?", y_ref).groups()

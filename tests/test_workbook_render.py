@@ -148,7 +148,7 @@ def test_demo_sized_report_labels_every_bar_on_its_page(tmp_path: Path):
     assert all(c in bar_page for c in configs), [c for c in configs if c not in bar_page]
     scatter_page = [p for p in pages if "Measured CPU and context switches per MiB" in p][-1]
     assert all(f"{c} / aio={a}" in scatter_page for c in CONTROLLERS for a in AIO)
-    assert "95 % CI" in scatter_page and "95 % CI" in bar_page          # the error bars are named
+    assert "95 % CI" in scatter_page and "95 % bootstrap interval" in bar_page   # the error bars are named
     # landscape: the PDF's chart pages are wider than tall
     info = subprocess.run(["pdfinfo", "-f", "1", "-l", str(len(pages)), str(tmp_path / "demo.pdf")],
                           capture_output=True, text=True).stdout if shutil.which("pdfinfo") else ""

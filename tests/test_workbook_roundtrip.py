@@ -19,7 +19,8 @@ from stormatrix.analysis.workbook import write_comparison_workbook, write_effici
 from stormatrix.cli import main
 
 DATA = Path(__file__).parent / "data"
-EFF_SHEETS = ["Summary", "Method", "Measurements", "Scores", "IO path", "Charts", "Environment", "Chart data"]
+EFF_SHEETS = ["Answer", "Summary", "Method", "Scores", "IO path", "Charts", "Measurements", "Environment",
+              "Chart data"]
 CMP_SHEETS = ["Summary", "Method", "Measurements", "Comparison", "Averages", "Charts", "Environment", "Chart data"]
 
 

@@ -46,7 +46,7 @@ class VmSpec:
 
     name: str
     disk: DiskConfig
-    disk_image: Path
+    disk_image: Path | str  # a file, or a URL QEMU's block layer opens (iscsi://, nbd://: fleet.localstore)
     run_dir: Path
     image: guestimage.GuestImage
     slot: int = 1

@@ -15,6 +15,7 @@ import math
 from ..core.errors import InputError
 from ..core.names import host_problem, label_problem
 from ..core.paths import ca_bundle_problem, input_problem
+from .outputs import check_output_name
 
 
 def positive_number(text: str, *, unit: str = "", example: str = "0.10") -> float:
@@ -90,6 +91,7 @@ def check_run_dir(flag: str, value: str) -> None:
     if not value.strip():
         raise InputError(f"{flag} is empty. Fix: give the run directory, e.g. {flag} runs/today (it is created "
                          "if missing)")
+    check_output_name(flag, os.path.join(value, "journal.ndjson"))  # the longest name written in it is shorter
     if os.path.lexists(value) and not os.path.isdir(value):
         problem = (input_problem(value) or "is a file").replace("not a regular file", "not a directory")
         raise InputError(f"{flag} {value} {problem}, so it cannot be the run directory. Fix: give the path of a "

@@ -8,12 +8,15 @@ on stderr, 2 under ``--strict`` or when a side has nothing usable.
 from __future__ import annotations
 
 import argparse
+import hashlib
+import os
 from pathlib import Path
 from typing import Any
 
 from ..core.errors import InputError
 from .argtypes import label
-from .report import _real, check_inputs, output_paths, probability, warn
+from .outputs import real, refuse_inputs
+from .report import check_inputs, output_paths, probability, warn
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -29,7 +32,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--label-a", type=label, help='name of A, e.g. "VMware ESXi 7.0U3c" (default: journal side or path)')
     p.add_argument("--label-b", type=label, help='name of B, e.g. "Proxmox VE 7.2"')
     p.add_argument("-o", "--output", required=True, help="workbook to write (.xlsx)")
-    p.add_argument("--strict", action="store_true", help="fail (exit 2) if any input cannot be used")
+    p.add_argument("--strict", action="store_true",
+                   help="fail (exit 2) if any input cannot be used, or if a measurement is on both sides")
     p.add_argument("--alpha", type=probability, default=0.05, help="significance level of the t-tests (default 0.05)")
     p.add_argument("--csv", help="where to write the tidy CSV (default: next to the workbook, .csv)")
     p.set_defaults(func=run)
@@ -40,6 +44,77 @@ def _label(given: str | None, frame: Any, first: str) -> str:  # frame: the inge
         return given
     sides = sorted({str(s) for s in frame["side"].dropna()})
     return sides[0] if len(sides) == 1 else (Path(first).name or first)
+
+
+def _measurements(files: list[str]) -> list[str]:
+    """The result files and journals among ``files`` (a perf CSV is read with the result file next to it)."""
+    return [f for f in files if not f.lower().endswith(".csv")]
+
+
+def _same_file_key(path: str) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+def _digest(path: str) -> str | None:
+    try:
+        with open(path, "rb") as fh:
+            return hashlib.sha256(fh.read()).hexdigest()
+    except OSError:
+        return None
+
+
+def shared_files(files_a: list[str], files_b: list[str]) -> list[tuple[str, str]]:
+    """(A's file, B's file) pairs that are one measurement: the same file (a link, a hard link, a folder
+    given on both sides) or byte-identical copies (fio's output carries its own timestamps, so two runs
+    never write the same bytes). Contents are compared only between files of the same size."""
+    a, b = _measurements(files_a), _measurements(files_b)
+    by_id = {k: f for f in a if (k := _same_file_key(f)) is not None}
+    sizes: dict[int, list[str]] = {}
+    for f in a:
+        try:
+            sizes.setdefault(os.path.getsize(f), []).append(f)
+        except OSError:
+            continue
+    digests: dict[str, str] = {}
+    out = []
+    for f in b:
+        key = _same_file_key(f)
+        if key in by_id:
+            out.append((by_id[key], f))
+            continue
+        try:
+            twins = sizes.get(os.path.getsize(f), [])
+        except OSError:
+            continue
+        if not twins:
+            continue
+        mine = _digest(f)
+        for other in twins:
+            if other not in digests:
+                digests[other] = _digest(other) or ""
+            if mine is not None and digests[other] == mine:
+                out.append((other, f))
+                break
+    return out
+
+
+def check_shared(files_a: list[str], files_b: list[str], *, strict: bool) -> None:
+    """A measurement on both sides (B's folder holds a link to, or a copy of, a file of A) is compared with
+    itself: named as a warning, refused under --strict."""
+    shared = shared_files(files_a, files_b)
+    if not shared:
+        return
+    first_a, first_b = shared[0]
+    also = f" (and {len(shared) - 1} more)" if len(shared) > 1 else ""
+    what = (f"{len(shared)} measurement(s) are on both sides: {first_b} (B) is the same as {first_a} (A){also}; "
+            "their points compare a measurement with itself")
+    if strict:
+        raise InputError(f"{what}. Fix: give each side its own measurements (or drop --strict to compare anyway)")
+    warn([f"{what}. Give each side its own measurements"])
 
 
 def run(args: argparse.Namespace) -> int:
@@ -54,11 +129,15 @@ def run(args: argparse.Namespace) -> int:
     inputs_a, inputs_b = [args.a, *args.add_a], [args.b, *args.add_b]
     check_inputs(inputs_a + inputs_b)
     out, csv = output_paths(args.output, args.csv, inputs_a + inputs_b)
-    if {_real(Path(p)) for p in inputs_a} == {_real(Path(p)) for p in inputs_b}:
+    same = {real(p) for p in inputs_a} == {real(p) for p in inputs_b}
+    if same:
         warn(["A and B are the same inputs: every difference will be 0 and no t-test can find one. Give the other "
               "data set as B"])
     a = ingest(inputs_a, strict=args.strict)
     b = ingest(inputs_b, strict=args.strict)
+    refuse_inputs([("-o", out), ("--csv", csv)], a.inputs + b.inputs)
+    if not same:
+        check_shared(a.inputs, b.inputs, strict=args.strict)
     warn([f"A: {p}" for p in a.problems] + [f"B: {p}" for p in b.problems] + a.notes + b.notes)
     for name, side, inputs in (("A", a, inputs_a), ("B", b, inputs_b)):
         if side.frame.empty:

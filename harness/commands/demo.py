@@ -12,7 +12,7 @@ from pathlib import Path
 from ..core.errors import InputError
 from ..demosuite import MAX_GUESTS, MIN_GUESTS, run_demo_suite
 from .argtypes import check_run_dir
-from .report import write_report
+from .report import output_paths, write_report
 from .run import execute
 
 DESCRIPTION = """\
@@ -48,7 +48,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("demo", help="run the demo matrix on local QEMU and write the efficiency workbook",
                        description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("-o", "--output", metavar="RUN_DIR",
-                   help="run directory (default: runs/demo, with --suite runs/demo-suite holding A/ and B/)")
+                   help="run directory (default: runs/demo, with --suite runs/demo-suite holding iscsi/ and nbd/)")
     p.add_argument("--workbook", help="workbook path (default: RUN_DIR/stormatrix-demo.xlsx, "
                                       "with --suite RUN_DIR/stormatrix-demo-suite.xlsx)")
     p.add_argument("--full", action="store_true",
@@ -56,8 +56,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "(`stormatrix plan` on the matrix prints the ETA)")
     p.add_argument("--matrix", help="use this matrix instead of the built-in demo matrix")
     p.add_argument("--suite", action="store_true",
-                   help="the platform-comparison demo: fio servers in 2-4 local guests per side, side A "
-                        "virtio-blk io_uring vs side B virtio-scsi-single native iothread, comparison workbook")
+                   help="the protocol-comparison demo (003 in miniature): fio servers in 2-4 local guests per "
+                        "side, each guest's test disk over iSCSI (tgtd, QEMU's libiscsi) then over NBD "
+                        "(qemu-storage-daemon) on 127.0.0.1, comparison workbook")
     p.add_argument("--guests", type=guests_per_side, metavar="N",
                    help="with --suite: guests per side, 2-4 (default 2)")
     p.add_argument("--no-progress", action="store_true",
@@ -76,15 +77,17 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"--guests {args.guests} applies only to the suite demo. Fix: add --suite, or drop "
                          "--guests (the matrix demo boots one guest per cell)")
     run_dir = Path(args.output or "runs/demo")
-    run_dir.mkdir(parents=True, exist_ok=True)
     matrix = Path(args.matrix) if args.matrix else run_dir / "matrix.toml"
+    default_name = "stormatrix-demo-full.xlsx" if args.full else "stormatrix-demo.xlsx"
+    workbook = Path(args.workbook) if args.workbook else run_dir / default_name
+    # the workbook is written after minutes of measuring: what would refuse it then is refused now
+    output_paths(str(workbook), None, [str(matrix), str(run_dir / "journal.ndjson")])
+    run_dir.mkdir(parents=True, exist_ok=True)
     if not args.matrix:
         name = "demo-full.toml" if args.full else "demo.toml"
         with resources.as_file(resources.files("stormatrix").joinpath("matrices", name)) as src:
             shutil.copyfile(src, matrix)
     summary = execute(matrix, run_dir, progress=not args.no_progress)
-    default_name = "stormatrix-demo-full.xlsx" if args.full else "stormatrix-demo.xlsx"
-    workbook = Path(args.workbook) if args.workbook else run_dir / default_name
     write_report([str(run_dir)], str(workbook))
     print(f"workbook: {workbook.resolve()}")
     if summary["failed"]:

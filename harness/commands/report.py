@@ -8,9 +8,7 @@ any input could not be used, and 2 when no input was usable at all.
 from __future__ import annotations
 
 import argparse
-import glob
 import os
-import stat
 import sys
 from pathlib import Path
 
@@ -18,6 +16,7 @@ from ..core.errors import InputError
 from ..core.paths import input_problem
 from ..core.journalfile import JOURNAL_NAME
 from .argtypes import label, positive_number
+from .outputs import plan_outputs, real, refuse_inputs
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -65,48 +64,6 @@ def probability(text: str) -> float:
     return value
 
 
-def _existing(inputs: list[str]) -> list[Path]:
-    """The input paths (globs expanded) that exist; unusable names are left to ingest to report."""
-    out = []
-    for given in inputs:
-        for name in glob.glob(given) or [given]:
-            try:
-                if Path(name).exists():
-                    out.append(Path(name))
-            except OSError:
-                continue
-    return out
-
-
-def _writable_place(flag: str, path: Path) -> None:
-    """Refuse, before anything is read, an output that cannot be a file: one under a path whose parent
-    is a regular file, or one that exists as a device, pipe or socket (renaming over it would replace
-    the device node, e.g. /dev/null)."""
-    parent = path.parent
-    while True:
-        try:
-            st = parent.stat()
-        except (FileNotFoundError, NotADirectoryError):
-            if parent.parent == parent:
-                return
-            parent = parent.parent
-            continue
-        except OSError as exc:
-            raise InputError(f"{flag} {path}: {parent} cannot be used ({exc.strerror}). "
-                             "Fix: write the output elsewhere") from None
-        if not stat.S_ISDIR(st.st_mode):
-            raise InputError(f"{flag} {path}: {parent} is a file, not a directory. "
-                             "Fix: give a path in a directory (or remove that file)")
-        break
-    try:
-        mode = path.lstat().st_mode
-    except OSError:
-        return
-    if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode) or stat.S_ISLNK(mode)):
-        raise InputError(f"{flag} {path} is not a regular file (a device, pipe or socket). "
-                         "Fix: give the name of a file to write")
-
-
 def check_inputs(inputs: list[str]) -> None:
     """Refuse, before ingest walks anything, an empty input (Path("") would be the current directory)
     and a run directory whose journal.ndjson is not a file (a directory, a FIFO, a link loop): the
@@ -123,17 +80,9 @@ def check_inputs(inputs: list[str]) -> None:
                                  f"directory whose {JOURNAL_NAME} is the journal file 'stormatrix run' wrote")
 
 
-def _real(path: Path) -> Path:
-    """``path`` with links resolved; a loop somewhere in it leaves it as given (absolute)."""
-    try:
-        return path.resolve()
-    except (OSError, RuntimeError):
-        return path.absolute()
-
-
 def output_paths(output: str, csv: str | None, inputs: list[str] | None = None) -> tuple[Path, Path]:
-    """The workbook and CSV paths, refused before anything is read if writing them could destroy an
-    input (a journal, a result file) or is impossible (a directory)."""
+    """The workbook and CSV paths, refused before anything is read if writing them could destroy an input
+    given on the command line or is impossible (:func:`.outputs.plan_outputs`)."""
     out = Path(output)
     if out.suffix.lower() != ".xlsx":
         raise InputError(f"-o {output!r}: the workbook must end in .xlsx. Fix: give -o a name like report.xlsx")
@@ -141,22 +90,9 @@ def output_paths(output: str, csv: str | None, inputs: list[str] | None = None) 
         raise InputError("--csv is empty. Fix: give the CSV's file name, or leave --csv out (it goes next to the "
                          "workbook)")
     csv_path = Path(csv) if csv else out.with_suffix(".csv")
-    for flag, path in (("-o", out), ("--csv", csv_path)):
-        if os.path.islink(path):  # a loop or a dangling link: resolving or renaming over it is no answer
-            problem = input_problem(path)
-            if problem and "symbolic link" in problem:
-                raise InputError(f"{flag} {path} {problem}. Fix: remove the link or give another file name")
-    if _real(csv_path) == _real(out):
+    if real(csv_path) == real(out):
         raise InputError(f"--csv {csv} is the workbook itself. Fix: give the CSV its own name (or leave --csv out)")
-    for flag, path in (("-o", out), ("--csv", csv_path)):
-        _writable_place(flag, path)
-        if path.is_dir():
-            raise InputError(f"{flag} {path} is a directory. Fix: give a file name")
-        if path.name == "journal.ndjson":
-            raise InputError(f"{flag} {path} would overwrite a run journal. Fix: write the output elsewhere")
-        if any(_real(path) == _real(g) for g in _existing(inputs or [])):
-            raise InputError(f"{flag} {path} is one of the input files and would be overwritten. "
-                             "Fix: write the output elsewhere")
+    plan_outputs([("-o", out), ("--csv", csv_path)], inputs or [])
     return out, csv_path
 
 
@@ -182,6 +118,7 @@ def write_report(inputs: list[str], output: str, *, csv: str | None = None, stri
     check_inputs(inputs)
     out, csv_path = output_paths(output, csv, inputs)
     data = ingest(inputs, strict=strict, label=label)
+    refuse_inputs([("-o", out), ("--csv", csv_path)], data.inputs)
     warn([str(p) for p in data.problems] + data.notes)
     if data.frame.empty:
         raise InputError("no usable results in " + ", ".join(inputs)

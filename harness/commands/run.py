@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ..console import Terminated
 from ..registry import load_spec
 from ..runner import Runner, check_executor_spec
 from ..spec import check_guest_backend
@@ -27,8 +28,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _on_sigterm(signum: int, frame: Any) -> None:
-    # Raise inside the main thread so every finally block runs: QEMU is stopped, the VM restored.
-    raise KeyboardInterrupt
+    # Raise inside the main thread so every finally block runs: QEMU is stopped, the VM restored (the CLI
+    # installs the same for every command; this covers execute() called as a library, by the demo too).
+    raise Terminated(signum)
 
 
 def execute(matrix: str | Path, run_dir: str | Path, *, side: str | None = None,

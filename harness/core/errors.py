@@ -44,7 +44,8 @@ every field here.
 Signals that never reach a user stay where they are raised and are not part of this tree:
 ``core.paths.TooLarge`` (a bounded read), ``linux-host``'s ``CollectorProblem`` (the host tools run on a
 node without stormatrix, so they cannot import this module; :mod:`stormatrix.collect` turns it into a
-:class:`CollectorError`) and the WinRM channel's private ``_ConnectError``.
+:class:`CollectorError`), the WinRM channel's private ``_ConnectError``, and the command line's own
+``console.Terminated`` (SIGTERM/SIGHUP, unwound like Ctrl-C) and ``console.OutputFailed`` (stdout failed).
 """
 
 from __future__ import annotations

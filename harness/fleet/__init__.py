@@ -1,0 +1,11 @@
+"""The worker fleet: the VMs a comparison suite runs on, and the storages under test they attach.
+
+The seeds' comparisons (``000_*``, ``003_*``) run the same grid on many worker VMs, once per storage
+(or platform), and compare the sides. This package owns what the suite needs around the workers:
+
+- :mod:`.localstore`: the local backend's storages, real network block protocols on loopback (an iSCSI
+  LUN served by ``tgtd`` and opened by QEMU's own libiscsi initiator, an NBD export from
+  ``qemu-storage-daemon``) or plain files; started and stopped by the harness;
+- :mod:`.template`: what a worker's guest needs (cloud-init user-data installing fio and a
+  ``fio --server`` unit).
+"""
