@@ -73,11 +73,8 @@ HEAVY = frozenset({"pandas", "numpy", "scipy", "openpyxl"})
 #: groups that may use the standard library only
 STDLIB_ONLY = frozenset({"core", "host"})
 
-#: known exceptions, each with the issue that removes it. A pair listed here is tolerated, not required.
-#: analysis.efficiency and analysis.iopath import each other (issue 21 owns both modules).
-ALLOWED_CYCLES: frozenset[frozenset[str]] = frozenset({
-    frozenset({"stormatrix.analysis.efficiency", "stormatrix.analysis.iopath"}),
-})
+#: known cycles, each with the issue that removes it (tolerated with their own late imports): none now
+ALLOWED_CYCLES: frozenset[frozenset[str]] = frozenset()
 
 
 @dataclass
