@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import spec as _spec
 from . import suite as _suite
-from .backends.proxmox_schema import PROXMOX_SECTION
+from .backends.proxmox.settings import PROXMOX_SECTION
 from .backends.qemu import QEMU_SECTION
 from .backends.vmware_settings import VMWARE_SECTION
 from .executors.winrm_settings import WINRM_SECTION
@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 #: ``[run] backend`` -> "module:Class"
 BACKENDS: dict[str, str] = {
     "qemu": "stormatrix.backends.qemu:QemuBackend",
-    "proxmox": "stormatrix.backends.proxmox:ProxmoxBackend",
+    "proxmox": "stormatrix.backends.proxmox.backend:ProxmoxBackend",
     "vmware": "stormatrix.backends.vmware:VmwareBackend",
 }
 

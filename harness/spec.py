@@ -31,23 +31,23 @@ from typing import Any, Iterable, Mapping
 
 from .core.errors import MatrixError
 from .core.model import (
-    AIO_MODES,
-    BUS_MAX_SLOTS,
-    CACHE_MODES,
-    CONTROLLER_ALIASES,
-    CONTROLLERS,
-    DIRECT_CACHE_MODES,
-    RW_MODES,
-    Cell,
-    DiskConfig,
-    Plan,
-    SkippedCell,
-    Timing,
-    Workload,
-    disk_options_apply,
-    iothread_effective,
-    parse_size,
-)
+                         AIO_MODES,
+                         BUS_MAX_SLOTS,
+                         CACHE_MODES,
+                         CONTROLLER_ALIASES,
+                         CONTROLLERS,
+                         DIRECT_CACHE_MODES,
+                         RW_MODES,
+                         Cell,
+                         DiskConfig,
+                         Plan,
+                         SkippedCell,
+                         Timing,
+                         Workload,
+                         disk_options_apply,
+                         iothread_effective,
+                         parse_size,
+                         )
 from .core.paths import TooLarge, input_problem, looks_utf16, read_bounded
 from .schema import Field, Section, _show, parse_section
 

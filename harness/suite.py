@@ -42,23 +42,23 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from .backends import proxmox_schema
+from .backends.proxmox import settings as proxmox_settings
 from .core.errors import MatrixError
 from .core.model import (
-    AIO_MODES,
-    CACHE_MODES,
-    CONTROLLER_ALIASES,
-    CONTROLLERS,
-    MIXED_MODES,
-    RW_MODES,
-    WRITE_MODES,
-    Cell,
-    DiskConfig,
-    Workload,
-    disk_options_apply,
-    format_size,
-    parse_size,
-)
+                         AIO_MODES,
+                         CACHE_MODES,
+                         CONTROLLER_ALIASES,
+                         CONTROLLERS,
+                         MIXED_MODES,
+                         RW_MODES,
+                         WRITE_MODES,
+                         Cell,
+                         DiskConfig,
+                         Workload,
+                         disk_options_apply,
+                         format_size,
+                         parse_size,
+                         )
 from .core.names import label_problem
 from .executors.fioserver import DEFAULT_PORT, FIO_HUNG_CLIENT_S, FioGuest, FioJob
 from .progress import fmt_hours
@@ -395,7 +395,7 @@ def _vm_list(path: str, raw: dict[str, Any], s: dict[str, Any]) -> tuple[list[in
                               "a matrix run", f"remove {key}; a suite's VMs are [suite] vms, which it never "
                               "reconfigures")
     proxmox = parse_section(path, suite_proxmox_section(), table)  # [proxmox] ssh is checked by its Field
-    proxmox_schema.check_section(proxmox, path)  # the checks across keys (token reference, host)
+    proxmox_settings.check_section(proxmox, path)  # the checks across keys (token reference, host)
     ids: list[int] = []
     for i, v in enumerate(s["vms"], start=1):
         text = str(v).strip()

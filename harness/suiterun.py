@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .backends.base import Backend
-from .backends.proxmox_node import NodeShell, node_inventory
-from .backends.proxmox_schema import REMOTE_COLLECTOR_DIR
+from .backends.proxmox.node import NodeShell, node_inventory
+from .backends.proxmox.settings import REMOTE_COLLECTOR_DIR
 from .core.errors import GuestDisconnected, GuestNotReady, MatrixError
 from .core.model import CONTROLLERS, DiskConfig, Plan
 from .core.scope import GuestEndpoint, HostScope

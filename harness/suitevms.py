@@ -53,10 +53,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from .backends.proxmox_monitor import parse_hmp_threads
-from .backends.proxmox_node import NodeShell, ensure_remote_collector
-from .backends.proxmox_schema import PROXMOX_SECTION, REMOTE_COLLECTOR_DIR, make_transport
-from .backends.pve_api import PveClient
+from .backends.proxmox.api import PveClient
+from .backends.proxmox.node import NodeShell, ensure_remote_collector, parse_hmp_threads
+from .backends.proxmox.settings import PROXMOX_SECTION, REMOTE_COLLECTOR_DIR, make_transport
 from .collect import HostCollector, ProcessesCollector, RemoteProcessesCollector
 from .core.errors import CollectorError, MatrixError, PveApiError, PveAuthError, StormatrixError
 from .core.scope import ROLE_IOTHREAD, ROLE_MAIN, ROLE_VCPU, HostScope

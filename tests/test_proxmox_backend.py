@@ -23,8 +23,8 @@ import pytest
 
 from standins.pve import PveStandin
 
-from stormatrix.backends import proxmox as pmx
-from stormatrix.backends.pve_api import PveAuthError
+from stormatrix.backends.proxmox import backend as pmx
+from stormatrix.backends.proxmox.api import PveAuthError
 from stormatrix.core.errors import BackendError, ConfigConflictError, GuestNotReady, TaskFailed
 from stormatrix.journal import Journal
 from stormatrix.core.model import DiskConfig
@@ -271,7 +271,7 @@ HARNESS = textwrap.dedent("""
     import sys, time
     from pathlib import Path
     import json
-    from stormatrix.backends import proxmox
+    from stormatrix.backends.proxmox import backend as proxmox
     from stormatrix.journal import Journal
     from stormatrix.core.model import DiskConfig
     from stormatrix.registry import spec_from_dict

@@ -15,8 +15,8 @@ import pytest
 
 from standins.pve import PveStandin
 
-from stormatrix.backends import proxmox as pmx
-from stormatrix.backends.pve_api import PveshTransport
+from stormatrix.backends.proxmox import backend as pmx
+from stormatrix.backends.proxmox.api import PveshTransport
 from stormatrix.core.errors import ConfigConflictError
 from stormatrix.core.model import DiskConfig
 from stormatrix.registry import spec_from_dict

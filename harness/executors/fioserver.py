@@ -52,27 +52,27 @@ from ..core.scope import GuestEndpoint
 from .base import GuestExecutor, WindowListener, WorkloadResult
 from .fioserver_client import FioClientRun, run_fio_client
 from .fioserver_models import (
-    ALL_CLIENTS,
-    DEFAULT_PORT,
-    FIO_HUNG_CLIENT_S,
-    NAME_RE,
-    PROBE_JOB_NAME,
-    FioGuest,
-    FioJob,
-    check_unique,
-    client_args,
-    find_fio,
-    fio_rate,
-)
+                               ALL_CLIENTS,
+                               DEFAULT_PORT,
+                               FIO_HUNG_CLIENT_S,
+                               NAME_RE,
+                               PROBE_JOB_NAME,
+                               FioGuest,
+                               FioJob,
+                               check_unique,
+                               client_args,
+                               find_fio,
+                               fio_rate,
+                               )
 from .fioserver_output import (
-    ClientOutput,
-    aggregate_check,
-    lost_hosts_in_text,
-    noise_lines,
-    parse_client_output,
-    read_iops_logs,
-    window_skew,
-)
+                               ClientOutput,
+                               aggregate_check,
+                               lost_hosts_in_text,
+                               noise_lines,
+                               parse_client_output,
+                               read_iops_logs,
+                               window_skew,
+                               )
 from .fioserver_probe import PROBE_JOB, ProbeResult, probe_servers, require_servers
 
 __all__ = ["ALL_CLIENTS", "DEFAULT_PORT", "FIO_HUNG_CLIENT_S", "NAME_RE", "PROBE_JOB", "PROBE_JOB_NAME",

@@ -34,40 +34,40 @@ from ..core.scope import GuestEndpoint
 from .base import GuestExecutor, WindowListener, WorkloadResult
 from .winrm_channel import ProtocolFactory, WinRMChannel, _default_protocol, map_transport_error
 from .winrm_encoding import (
-    CMD_LIMIT,
-    CMD_MARGIN,
-    MODULE_NAME,
-    POWERSHELL_PREFIX,
-    PRELUDE,
-    ModulePayload,
-    call_script,
-    default_module_dir,
-    encode_command,
-    encode_parameters,
-    max_chunk_chars,
-    present_script,
-    restart_script,
-    upload_scripts,
-)
+                             CMD_LIMIT,
+                             CMD_MARGIN,
+                             MODULE_NAME,
+                             POWERSHELL_PREFIX,
+                             PRELUDE,
+                             ModulePayload,
+                             call_script,
+                             default_module_dir,
+                             encode_command,
+                             encode_parameters,
+                             max_chunk_chars,
+                             present_script,
+                             restart_script,
+                             upload_scripts,
+                             )
 from .winrm_facts import check_test_disk, storage_drivers
 from .winrm_output import (
-    STARTED_MARK,
-    CheckReport,
-    CheckResult,
-    CommandOutput,
-    clean_clixml,
-    diskspd_document,
-    parse_call_output,
-)
+                           STARTED_MARK,
+                           CheckReport,
+                           CheckResult,
+                           CommandOutput,
+                           clean_clixml,
+                           diskspd_document,
+                           parse_call_output,
+                           )
 from .winrm_secrets import RedactingFilter, Secret, load_password, redact
 from .winrm_settings import (
-    DEFAULT_SHELL_MEMORY_MB,
-    TRANSPORTS,
-    WINRM_SECTION,
-    WinRMSettings,
-    check_transport_available,
-    check_workload_memory,
-)
+                             DEFAULT_SHELL_MEMORY_MB,
+                             TRANSPORTS,
+                             WINRM_SECTION,
+                             WinRMSettings,
+                             check_transport_available,
+                             check_workload_memory,
+                             )
 
 if TYPE_CHECKING:
     from ..spec import MatrixSpec

@@ -14,14 +14,14 @@ import re
 from pathlib import Path
 from typing import Any, Mapping
 
-from .. import secrets
-from ..core.names import host_problem
-from ..core.paths import ca_bundle_problem
-from ..core.scope import parse_cpuset
-from ..spec import Field, Section
-from ..ssh import check_target
-from . import pve_config as pc
-from .pve_api import ProxmoxerTransport, PveshTransport
+from ... import secrets
+from ...core.names import host_problem
+from ...core.paths import ca_bundle_problem
+from ...core.scope import parse_cpuset
+from ...spec import Field, Section
+from ...ssh import check_target
+from .api import ProxmoxerTransport, PveshTransport
+from .drives import split_drive_key
 
 log = logging.getLogger("stormatrix.backend.proxmox")
 
@@ -40,7 +40,7 @@ def _check_host(value: str) -> None:
 
 
 def _check_disk_key(value: str) -> None:
-    pc.split_drive_key(value)
+    split_drive_key(value)
 
 
 def _check_cpuset(value: str) -> None:

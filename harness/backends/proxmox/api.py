@@ -30,9 +30,9 @@ import time
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ..core.errors import (BackendError, ConfigConflictError, EnvironmentProblem, PveApiError, PveAuthError,
-                           TaskFailed)
-from ..secrets import register, scrub
+from ...core.errors import (BackendError, ConfigConflictError, EnvironmentProblem, PveApiError, PveAuthError,
+                            TaskFailed)
+from ...secrets import register, scrub
 
 log = logging.getLogger("stormatrix.backend.proxmox")
 
