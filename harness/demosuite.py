@@ -44,11 +44,11 @@ from .core.errors import GuestNotReady, InputError, StormatrixError, VmStartErro
 from .core.model import DiskConfig
 from .core.scope import HostScope
 from .executors.fioserver import FioGuest, find_fio, probe_servers
-from .fleet.localstore import local_storage
 from .executors.localagent import AgentChannel, parse_event
+from .fleet.localstore import local_storage
 from .journal import Journal
 from .suite import Suite, SuitePoint, suite_for_guests
-from .suiterun import SuiteOutcome, run_suite
+from .suiterun import SuiteOutcome, run_suite, write_comparison
 
 log = logging.getLogger("stormatrix.demosuite")
 
@@ -294,30 +294,10 @@ def todo_points(config: DemoSuiteConfig, side: DemoSide) -> list[SuitePoint]:
 
 
 def write_workbook(config: DemoSuiteConfig) -> Path:
-    """The comparison workbook (and its tidy CSV beside it) from the analysis functions that
-    ``stormatrix compare`` uses: ingest each side's journal, compare, findings, workbook."""
-    import pandas as pd
-
-    from .analysis.compare import compare
-    from .analysis.findings import comparison_findings
-    from .analysis.ingest import ingest
-    from .analysis.workbook import write_comparison_workbook, write_tidy_csv
-
+    """The comparison workbook of the two sides (:func:`stormatrix.suiterun.write_comparison`)."""
     a_side, b_side = config.sides
-    inputs = {s.key: [str(config.run_dir / s.key)] for s in config.sides}
-    a, b = ingest(inputs[a_side.key]), ingest(inputs[b_side.key])
-    for side, data in ((a_side, a), (b_side, b)):
-        if data.frame.empty:
-            raise InputError(f"side {side.key} has no usable results in {config.run_dir / side.key}. Fix: run the "
-                             "demo suite again; it resumes where it stopped")
-        data.frame["side"] = pd.Series(side.label, index=data.frame.index, dtype="string")
-    result = compare(a.frame, b.frame, label_a=a_side.label, label_b=b_side.label)
-    for note in result.notes + a.problems + b.problems:
-        log.warning("%s", note)
-    write_comparison_workbook(config.workbook, a, b, result, comparison_findings(result),
-                              inputs_a=inputs[a_side.key], inputs_b=inputs[b_side.key])
-    write_tidy_csv(pd.concat([a.frame, b.frame], ignore_index=True), config.workbook.with_suffix(".csv"))
-    return config.workbook
+    return write_comparison((a_side.label, config.run_dir / a_side.key), (b_side.label, config.run_dir / b_side.key),
+                            config.workbook)
 
 
 def demo_suite(config: DemoSuiteConfig, *, progress: bool = True, stream: Any = None) -> DemoSuiteOutcome:

@@ -61,6 +61,7 @@ from .core.model import (
                          )
 from .core.names import label_problem
 from .executors.fioserver import DEFAULT_PORT, FIO_HUNG_CLIENT_S, FioGuest, FioJob
+from .fleet.spec import load_fleet_tables
 from .progress import fmt_hours
 from .spec import RUN_SECTION, Field, Section, _load_toml, parse_section
 from .suitevms import HOST_METRICS, PER_VM_KEYS, check_network, suite_proxmox_section
@@ -285,8 +286,8 @@ def suite_from_dict(raw: dict[str, Any], path: str = "<suite>", *, sections: Map
         raise MatrixError(path, "[suite]", "is missing", "add a [suite] section (see `stormatrix suite --help`)")
     extra = sections
     for key in raw:
-        if key in ("proxmox", "vmware"):
-            continue  # a suite reads these itself, below
+        if key in ("proxmox", "vmware", "fleet"):
+            continue  # a suite reads these itself, below (the fleet: stormatrix.fleet.spec)
         if key in ("matrix", "workload"):
             raise MatrixError(path, f"[{key}]", "does not belong in a suite file",
                               "a suite's points come from [suite] rw/block_sizes/queue_depths; "
@@ -299,10 +300,16 @@ def suite_from_dict(raw: dict[str, Any], path: str = "<suite>", *, sections: Map
             parse_section(path, section, raw[key])  # validated here; used by whoever owns it
     run = parse_section(path, RUN_SECTION, raw.get("run", {}))
     s = parse_section(path, SUITE_SECTION, raw["suite"])
-    if (s["guests"] is None) == (s["vms"] is None):
+    if "fleet" in raw:
+        given = [k for k in ("guests", "vms") if s[k] is not None]
+        if given:
+            raise MatrixError(path, f"[suite] {given[0]}", "is given, but with [fleet] the workers are the fleet's "
+                              "(deployed by the suite)", f"remove {given[0]}, or remove [fleet] to use running guests")
+    elif (s["guests"] is None) == (s["vms"] is None):
         raise MatrixError(path, "[suite] guests", "give exactly one of guests or vms",
-                          'list the fio servers, guests = ["vm01=10.0.0.11:8765"], or the VMs, vms = [101, 102]')
-    vm_ids, proxmox = _vm_list(path, raw, s)
+                          'list the fio servers, guests = ["vm01=10.0.0.11:8765"], or the VMs, vms = [101, 102], '
+                          'or describe the workers to deploy in [fleet]')
+    vm_ids, proxmox = _fleet_proxmox(path, raw) if "fleet" in raw else _vm_list(path, raw, s)
     guests: list[FioGuest] = []
     for i, item in enumerate(s["guests"] or [], start=1):
         guests.append(_guest_from(path, f"[suite] guests[{i}]", item, s["port"]))
@@ -361,6 +368,12 @@ def suite_from_dict(raw: dict[str, Any], path: str = "<suite>", *, sections: Map
                  probe_timeout_s=s["probe_timeout_seconds"], grace_s=s["grace_seconds"],
                  run_name=run["name"], proxmox=proxmox, network=s["network"], host_metrics=s["host_metrics"],
                  raw=raw, run=run)
+
+
+def _fleet_proxmox(path: str, raw: dict[str, Any]) -> tuple[list[int], dict[str, Any]]:
+    """A suite on a fleet: ``[fleet]`` and ``[proxmox]`` checked now (the VMs exist only once deployed)."""
+    _spec, proxmox = load_fleet_tables(raw, path)
+    return [], proxmox
 
 
 def _vm_list(path: str, raw: dict[str, Any], s: dict[str, Any]) -> tuple[list[int], dict[str, Any] | None]:

@@ -44,19 +44,21 @@ LAYERS: list[tuple[int, str, tuple[str, ...]]] = [
     (2, "tools", ("stormatrix.schema", "stormatrix.spec", "stormatrix.secrets", "stormatrix.ssh", "stormatrix.qmp",
                   "stormatrix.journal", "stormatrix.progress", "stormatrix.guestimage", "stormatrix.repeats",
                   "stormatrix.console")),
-    # the worker fleet's parts that know no backend (local storages under test)
-    (3, "fleet", ("stormatrix.fleet", "stormatrix.fleet.*")),
+    # the worker fleet's parts that know no backend: its journal, the storages under test
+    (3, "fleet", ("stormatrix.fleet", "stormatrix.fleet.journal", "stormatrix.fleet.localstore")),
     # the contracts a backend and an executor fulfil, the collectors and the records they feed
     (4, "contracts", ("stormatrix.backends", "stormatrix.backends.base", "stormatrix.executors",
                       "stormatrix.executors.base", "stormatrix.collect", "stormatrix.records")),
     (5, "backends", ("stormatrix.backends.*",)),
     (5, "executors", ("stormatrix.executors.*",)),
-    # a suite of guests that exist already (the [suite] section and its VMs)
-    (6, "suite", ("stormatrix.suite", "stormatrix.suitevms")),
+    # a suite of guests (the [suite] section, its VMs, the [fleet] that deploys them)
+    (6, "suite", ("stormatrix.suite", "stormatrix.suitevms", "stormatrix.fleet.spec", "stormatrix.fleet.template",
+                  "stormatrix.fleet.proxmox")),
     # the one list of backends, executors and sections
     (7, "registry", ("stormatrix.registry",)),
     # the run loop
-    (8, "runner", ("stormatrix.window", "stormatrix.runner", "stormatrix.suiterun", "stormatrix.demosuite")),
+    (8, "runner", ("stormatrix.window", "stormatrix.runner", "stormatrix.suiterun", "stormatrix.demosuite",
+                   "stormatrix.fleet.suiterun")),
     # the command line
     (9, "commands", ("stormatrix.cli", "stormatrix.__main__", "stormatrix.commands", "stormatrix.commands.*")),
 ]

@@ -6,6 +6,6 @@ callable ``(args) -> int``.
 
 from __future__ import annotations
 
-from . import compare, demo, guest, image, plan, report, restore, run, suite
+from . import compare, demo, fleet, guest, image, plan, report, restore, run, suite
 
-COMMANDS = [plan, run, suite, report, compare, demo, guest, restore, image]
+COMMANDS = [plan, run, suite, fleet, report, compare, demo, guest, restore, image]

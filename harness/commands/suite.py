@@ -6,7 +6,11 @@ import argparse
 import sys
 from typing import Any
 
+from ..backends.proxmox.settings import make_transport
+from ..core.errors import InputError
 from ..core.model import format_size
+from ..fleet.proxmox import ProxmoxFleet
+from ..fleet.suiterun import fleet_spec, run_fleet_suite
 from ..journal import Journal
 from ..registry import load_suite
 from ..suite import Suite, eta
@@ -43,6 +47,9 @@ def register(subparsers: Any) -> None:
     run.add_argument("matrix", help="matrix file with a [suite] section")
     run.add_argument("-o", "--output", required=True, metavar="RUN_DIR", help="run directory (one per side)")
     run.add_argument("--fio", default="fio", help="the fio client binary (default: fio on PATH)")
+    run.add_argument("--keep", action="store_true",
+                     help="with [fleet]: keep the workers after the run (remove them later with "
+                          "`stormatrix fleet destroy FILE -o RUN_DIR`)")
     run.set_defaults(func=cmd_run)
 
 
@@ -54,6 +61,8 @@ def _describe(suite: Suite) -> list[str]:
              f"  each point: {suite.ramp_s:g} s warm-up + {suite.measure_s:g} s measured on {suite.filename}"]
     if suite.guests:
         lines.append(f"  guests ({len(suite.guests)}): " + ", ".join(g.describe() for g in suite.guests))
+    elif "fleet" in suite.raw:
+        lines.append("  workers: deployed by the suite ([fleet]); each storage under test is a side")
     else:
         net = f" in {suite.network}" if suite.network else ""
         node = suite.proxmox["node"] if suite.proxmox else "?"
@@ -89,6 +98,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
         done = sum(1 for p in suite.points() if p.key in keys)
     for line in _describe(suite):
         print(line)
+    if "fleet" in suite.raw:
+        _plan_fleet(suite, args.output)
     if args.discover and suite.vms:
         resolved, vms, _, status = _resolve(suite)
         vms.close()
@@ -102,9 +113,31 @@ def cmd_plan(args: argparse.Namespace) -> int:
     return 0
 
 
+def _plan_fleet(suite: Suite, run_dir: str | None) -> None:
+    """A suite on a fleet: the fleet it would deploy, checked now (exit 2 before anything is created)."""
+    assert suite.proxmox is not None
+    spec = fleet_spec(suite)
+    with ProxmoxFleet(spec, make_transport(suite.proxmox, suite.path), run_dir or ".") as fleet:
+        plan = fleet.plan()
+        for line in plan.describe():
+            print(line)
+        print(f"  sides: {', '.join(spec.storages)} (each storage in turn: allocate, attach, "
+              f"power-cycle: {spec.power_cycle}, run every point, detach, free)")
+        fleet.check(plan)
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     suite = load_suite(args.matrix)
     check_run_dir("-o", args.output)
+    if "fleet" in suite.raw:
+        for line in _describe(suite):
+            print(line, file=sys.stderr)
+        fleet_outcome = run_fleet_suite(suite, args.output, fio=args.fio, keep=args.keep, progress=True)
+        for key, message in fleet_outcome.failed:
+            print(f"  failed: {key}: {message}", file=sys.stderr)
+        return 1 if fleet_outcome.failed else 0
+    if args.keep:
+        raise InputError("--keep applies only to a suite with a [fleet] (workers the suite deploys). Fix: drop --keep")
     for line in _describe(suite):
         print(line, file=sys.stderr)
 

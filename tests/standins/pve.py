@@ -19,6 +19,8 @@ data, ``pve_cmdline.py``) so that a bug in the backend is not mirrored here:
   volume listed in ``unusedN`` removes that entry; deleting ``unusedN`` (or a disk with ``force``)
   destroys the volume's file. Deleting a disk drops it from ``boot: order=``; a boot order naming a
   device that does not exist is rejected.
+- the fleet's endpoints (clone, template, next free VMID, cluster resources, storages with content types
+  and capacity, volume allocation and deletion, destroy) are in ``pve_fleet.py``;
 - ``GET /storage/{storage}`` answers like pve-manager (``pve_storage.py``); :meth:`set_storage` makes the
   storage dir, lvm, lvmthin, btrfs, rbd, cifs..., which changes QEMU's command line as qemu-server does.
 - power actions return UPIDs of tasks that run in the background, finish with ``OK`` or fail with an
@@ -54,6 +56,7 @@ from .pve_node import NodeTools
 from .pve_power import PowerAndTasks, Task, Vm, guest_interface
 from .pve_schema import ApiError, Schema, param_error, print_propstring
 from .pve_storage import StorageConfig
+from .pve_fleet import FleetEndpoints
 
 DIGEST_ERROR = "detected modified configuration - file changed by other user? Try again."
 DRIVE_RE = re.compile(r"^(ide|sata|scsi|virtio)(\d+)$")
@@ -61,7 +64,7 @@ UNUSED_RE = re.compile(r"^unused(\d+)$")
 
 
 
-class PveStandin(PowerAndTasks, NodeTools, StorageConfig):
+class PveStandin(PowerAndTasks, NodeTools, StorageConfig, FleetEndpoints):
     """The Proxmox node ``node`` with its VMs, storage and task list, served over HTTPS on 127.0.0.1."""
 
     def __init__(self, workdir: Path, *, node: str = "pve", tokens: dict[str, str] | None = None,
@@ -85,6 +88,9 @@ class PveStandin(PowerAndTasks, NodeTools, StorageConfig):
         self.tasks: dict[str, Task] = {}
         self.requests: list[dict[str, Any]] = []
         self.destroyed: list[str] = []
+        self.destroyed_vms: list[int] = []  # VMs removed by DELETE /nodes/{node}/qemu/{vmid}
+        self.storage_capacity: dict[str, int] = {}  # storage -> bytes (pve_fleet; 1 TiB when not set)
+        self.volume_sizes: dict[str, int] = {}  # volid -> bytes it takes on its storage (pve_fleet)
         self.lock = threading.RLock()
         self._faults: list[dict[str, Any]] = []
         self._task_faults: dict[str, list[str]] = {}
@@ -115,17 +121,6 @@ class PveStandin(PowerAndTasks, NodeTools, StorageConfig):
             with open(path, "wb") as fh:
                 fh.truncate(size)
         return f"{self.storage}:{vmid}/{name}"
-
-    def volume_path(self, volid: str) -> Path:
-        storage, _, rel = volid.partition(":")
-        if storage != self.storage or not rel or "/" not in rel:
-            raise ApiError(500, f"unable to parse volume ID '{volid}'")
-        vmid, _, name = rel.partition("/")
-        return self.storage_dir / "images" / vmid / name
-
-    def volumes(self) -> set[str]:
-        base = self.storage_dir / "images"
-        return {f"{self.storage}:{p.parent.name}/{p.name}" for p in base.glob("*/*") if p.is_file()}
 
     def add_vm(self, vmid: int, conf: dict[str, str]) -> None:
         with self.lock:

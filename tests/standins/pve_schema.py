@@ -15,6 +15,8 @@ from typing import Any
 from urllib.parse import unquote
 
 SCHEMA_PATH = Path(__file__).resolve().parent.parent / "data" / "pve-api-qemu.json"
+#: the fleet endpoints (clone, template, nextid, resources, storages, volumes, destroy) of Proxmox's schema
+FLEET_SCHEMA_PATH = SCHEMA_PATH.with_name("pve-api-fleet.json")
 
 # Endpoints the backend uses that the subset schema lacks, with Proxmox's documented parameters.
 EXTRA_SCHEMA: dict[str, dict[str, Any]] = {
@@ -158,6 +160,8 @@ def check_value(raw: Any, spec: dict[str, Any]) -> tuple[str | None, Any]:
 class Schema:
     def __init__(self, path: Path = SCHEMA_PATH) -> None:
         data = json.loads(path.read_text(encoding="utf-8"))
+        for template, methods in json.loads(FLEET_SCHEMA_PATH.read_text(encoding="utf-8")).items():
+            data.setdefault(template, {}).update(methods)
         data.update(EXTRA_SCHEMA)
         self.routes: list[tuple[re.Pattern[str], str, dict[str, Any]]] = []
         for template, methods in data.items():

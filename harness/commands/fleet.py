@@ -1,0 +1,112 @@
+"""``stormatrix fleet plan|deploy|destroy|template``: the worker VMs of a comparison suite."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+from ..backends.proxmox.settings import make_transport
+from ..core.errors import InputError
+from ..executors.fioserver_models import DEFAULT_PORT
+from ..fleet.proxmox import ProxmoxFleet
+from ..fleet.spec import load_fleet_file
+from ..fleet.template import fio_package_version, user_data
+from ..suiterun import fio_version
+
+DESCRIPTION = """\
+Deploy the worker VMs a comparison suite runs on, and remove them afterwards.
+
+The [fleet] section of FILE names a Proxmox template (a Linux cloud image with the QEMU guest agent
+and fio; `stormatrix fleet template` prints cloud-init user-data for it), the number of workers, linked
+or full clones, vCPUs, memory, a name prefix, a VMID range (or "auto") and the storages under test;
+[proxmox] says how to reach the node (token by reference, never in the file).
+
+  plan     check everything a deploy needs and print the fleet; exit 2 naming every problem (template
+           that is not a template or has no agent, VMIDs in use, storage without 'images' content or
+           space) before anything is created
+  deploy   clone, tag (stormatrix) and configure the workers; every VM is journaled in
+           RUN_DIR/fleet.ndjson before its clone is requested; run again to resume
+  destroy  free the volumes and destroy the VMs that RUN_DIR/fleet.ndjson lists and that carry this
+           fleet's marker; nothing else is touched, even if its name or tag matches
+  template print cloud-init user-data that installs fio (the controller's version) and a fio --server unit"""
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser("fleet", help="deploy and remove the worker VMs of a comparison suite",
+                                   description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="fleet_command", metavar="ACTION", required=True)
+    for name, help_text in (("plan", "check and print the fleet a deploy would create (creates nothing)"),
+                            ("deploy", "clone and configure the workers (resumable)")):
+        p = sub.add_parser(name, help=help_text)
+        p.add_argument("file", help="TOML file with [fleet] and [proxmox]")
+        extra = " (plan: also show what it owns)" if name == "plan" else ""
+        p.add_argument("-o", "--output", metavar="RUN_DIR", required=(name == "deploy"),
+                       help="run directory holding fleet.ndjson" + extra)
+        p.set_defaults(func=cmd_plan if name == "plan" else cmd_deploy)
+    d = sub.add_parser("destroy", help="remove exactly what RUN_DIR/fleet.ndjson lists")
+    d.add_argument("file", help="TOML file with [fleet] and [proxmox] (how to reach the node)")
+    d.add_argument("-o", "--output", metavar="RUN_DIR", required=True, help="run directory holding fleet.ndjson")
+    d.set_defaults(func=cmd_destroy)
+    t = sub.add_parser("template", help="print cloud-init user-data for the workers' template")
+    t.add_argument("--port", type=int, default=None, help="the fio server port (default 8765)")
+    t.add_argument("--fio", default="fio", help="the controller's fio, whose version the guests must run")
+    t.set_defaults(func=cmd_template)
+
+
+def _fleet(args: argparse.Namespace) -> Any:
+    _raw, spec, proxmox = load_fleet_file(args.file)
+    run_dir = args.output or "."
+    return ProxmoxFleet(spec, make_transport(proxmox, args.file), run_dir)
+
+
+def _say(stage: str, vmid: int) -> None:
+    print(f"  {stage} VM {vmid}", file=sys.stderr)
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    with _fleet(args) as fleet:
+        return _plan(args, fleet)
+
+
+def _plan(args: argparse.Namespace, fleet: Any) -> int:
+    plan = fleet.plan()
+    for line in plan.describe():
+        print(line)
+    state = fleet.journal.state()
+    if args.output and not state.empty:
+        print(f"  {args.output} owns {len(state.vms)} VMs and {len(state.volumes)} volumes (fleet {fleet.fleet_id})")
+    fleet.check(plan)
+    return 0
+
+
+def cmd_deploy(args: argparse.Namespace) -> int:
+    with _fleet(args) as fleet:
+        vmids = fleet.deploy(on_step=_say)
+    print(f"fleet {fleet.fleet_id}: {len(vmids)} workers ready: {', '.join(map(str, vmids))} "
+          f"(remove them with: stormatrix fleet destroy {args.file} -o {args.output})")
+    return 0
+
+
+def cmd_destroy(args: argparse.Namespace) -> int:
+    with _fleet(args) as fleet:
+        if not fleet.journal.path.exists():
+            raise InputError(f"{fleet.journal.path} does not exist: this run directory deployed no fleet, so there "
+                             "is nothing of ours to remove. Fix: give the run directory of the deploy (-o)")
+        left = fleet.destroy(on_step=_say)
+    if not left.empty:
+        print(f"left: {len(left.vms)} VMs, {len(left.volumes)} volumes; run destroy again", file=sys.stderr)
+        return 1
+    print(f"fleet {fleet.fleet_id}: everything it created is gone")
+    return 0
+
+
+def cmd_template(args: argparse.Namespace) -> int:
+    port = DEFAULT_PORT if args.port is None else args.port
+    if not 1 <= port <= 65535:
+        raise InputError(f"--port {port}: give a TCP port from 1 to 65535")
+    version = fio_package_version(fio_version(args.fio))
+    if version is None:
+        print(f"# warning: {args.fio} --version gave no version: fio is not pinned; the guests' fio must "
+              "match the controller's (docs/fio-server.md)", file=sys.stderr)
+    sys.stdout.write(user_data(fio_version=version, port=port))
+    return 0

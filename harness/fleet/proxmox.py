@@ -1,0 +1,374 @@
+"""The fleet on Proxmox VE: plan, deploy, attach a storage's volumes, power-cycle, detach, destroy.
+
+Every call is one of Proxmox's documented API calls (``../shared/reference/pve-api-fleet.json``,
+docs REFERENCE §8): ``GET /cluster/nextid``, ``GET /cluster/resources``, ``POST .../qemu/{template}/clone``
+(a task), ``PUT .../config`` (tags, cores, memory, the test disk), ``POST /nodes/{node}/storage/{storage}/
+content`` (``pvesm alloc``), ``DELETE .../storage/{storage}/content/{volume}`` (a task), ``POST
+.../status/stop|start`` (tasks), ``POST .../agent/ping``, ``DELETE /nodes/{node}/qemu/{vmid}`` (a task).
+
+Ownership (issue 24, "nothing left behind, nothing touched that is not ours"): a VM is journaled
+(:mod:`.journal`, fsynced) before its clone is requested, a volume before its allocation; every worker
+carries the tag ``stormatrix`` and a description naming the fleet's id (:meth:`ProxmoxFleet.marker`).
+Removal goes by the journal only, and a journaled VMID whose VM does not carry this fleet's marker (the
+clone never happened and someone else took the VMID) is never stopped, changed or deleted.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from ..core.errors import BackendError, MatrixError, PveApiError, TaskFailed
+from ..core.model import CONTROLLERS
+from .journal import FleetJournal, FleetState, OwnedVolume
+from .spec import FleetSpec
+
+log = logging.getLogger("stormatrix.fleet")
+
+TAG = "stormatrix"
+#: the test disk's slot on every worker (the template's boot disk is slot 0)
+TEST_SLOT = 1
+
+
+def _digest(conf: dict[str, Any]) -> dict[str, str]:
+    """The config's digest for a guarded write (someone else's edit in between fails the write)."""
+    return {"digest": str(conf["digest"])} if conf.get("digest") else {}
+
+
+@dataclass
+class FleetPlan:
+    """What a deploy would create, and what it needs from the node; ``problems`` refuse it."""
+
+    node: str
+    template: int
+    vmids: list[int]
+    names: list[str]
+    storages: list[dict[str, Any]] = field(default_factory=list)  # per storage: id, type, avail, needed, content
+    problems: list[tuple[str, str]] = field(default_factory=list)  # (key, problem and fix)
+
+    def describe(self) -> list[str]:
+        lines = [f"node {self.node}: {len(self.vmids)} workers cloned from template {self.template}",
+                 "  " + ", ".join(f"{v} {n}" for v, n in zip(self.vmids, self.names))]
+        for s in self.storages:
+            lines.append(f"  storage {s['storage']} ({s.get('type', '?')}): needs {s['needed'] / 2**30:.1f} GiB, "
+                         f"{s.get('avail', 0) / 2**30:.1f} GiB free, content {s.get('content', '?')}")
+        return lines
+
+
+class ProxmoxFleet:
+    """One fleet (one run directory's ``fleet.ndjson``) on one Proxmox node."""
+
+    def __init__(self, spec: FleetSpec, transport: Any, run_dir: str | Path, *, poll: float = 0.1) -> None:
+        self.spec = spec
+        self.t = transport
+        self.node = spec.node
+        self.journal = FleetJournal(run_dir)
+        self.poll = poll
+        st = self.journal.state()
+        self.fleet_id = str(st.header["fleet_id"]) if st.header else uuid.uuid4().hex[:12]
+
+    def close(self) -> None:
+        close = getattr(self.t, "close", None)
+        if close is not None:
+            close()
+
+    def __enter__(self) -> "ProxmoxFleet":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- plain API calls --------------------------------------------------------------------------------
+    def _get(self, path: str, params: dict[str, Any] | None = None) -> Any:
+        return self.t.request("GET", path, params)
+
+    def _vm_path(self, vmid: int) -> str:
+        return f"/nodes/{self.node}/qemu/{vmid}"
+
+    def wait_task(self, upid: Any, what: str) -> None:
+        if not isinstance(upid, str) or not upid.startswith("UPID:"):
+            raise BackendError(f"{what}: Proxmox returned no task id ({upid!r})")
+        deadline = time.monotonic() + self.spec.task_timeout
+        while True:
+            st = self._get(f"/nodes/{self.node}/tasks/{upid}/status") or {}
+            if st.get("status") == "stopped":
+                exitstatus = str(st.get("exitstatus", ""))
+                if exitstatus == "OK" or exitstatus.startswith("WARNINGS"):
+                    return
+                raise TaskFailed(f"{what} failed: {exitstatus or 'no exit status'}", upid=upid, exitstatus=exitstatus)
+            if time.monotonic() > deadline:
+                raise TaskFailed(f"{what} (task {upid}) still running after {self.spec.task_timeout:g} s", upid=upid)
+            time.sleep(self.poll)
+
+    @property
+    def marker(self) -> str:
+        """The description every worker carries: how destroy recognises a VM as this fleet's."""
+        return f"stormatrix fleet {self.fleet_id}: a benchmark worker; `stormatrix fleet destroy` removes it"
+
+    def config(self, vmid: int) -> dict[str, Any] | None:
+        """The VM's config, or None when no VM has that VMID."""
+        try:
+            return dict(self._get(f"{self._vm_path(vmid)}/config") or {})
+        except PveApiError as exc:
+            if "does not exist" in exc.message:
+                return None
+            raise
+
+    def ours(self, conf: dict[str, Any] | None) -> bool:
+        return conf is not None and self.fleet_id in str(conf.get("description", ""))
+
+    # --- plan ------------------------------------------------------------------------------------------
+    def plan(self) -> FleetPlan:
+        """Everything a deploy needs, checked before anything is created; every problem is listed."""
+        s = self.spec
+        problems: list[tuple[str, str]] = []
+        resources = self._get("/cluster/resources", {"type": "vm"}) or []
+        taken = {int(r["vmid"]): r for r in resources if "vmid" in r}
+        template = taken.get(s.template)
+        if template is None:
+            problems.append(("template", f"VM {s.template} does not exist on the cluster; give the VMID of a "
+                                         "template (a Linux cloud image with the QEMU guest agent and fio)"))
+        else:
+            conf = self.config(s.template) or {}
+            if str(conf.get("template", "0")) != "1":
+                problems.append(("template", f"VM {s.template} ({template.get('name', '?')}) is not a template: "
+                                             f"convert it (qm template {s.template}) or name a template"))
+            if not str(conf.get("agent", "0")).split(",")[0] in ("1", "enabled=1"):
+                problems.append(("template", f"template {s.template} has no QEMU guest agent enabled (agent: "
+                                             f"{conf.get('agent', 'unset')}); the workers' addresses and readiness "
+                                             f"come from it: qm set {s.template} --agent enabled=1, with "
+                                             "qemu-guest-agent installed in the image"))
+        state = self.journal.state()
+        mine = set(state.vms)
+        wanted = s.vmid_range()
+        if state.header is not None:  # a fleet deployed (in part) already keeps its VMIDs
+            vmids = [int(v) for v in state.header["vmids"]]
+            clash = [v for v in vmids if v in taken and v not in mine]
+            if clash:
+                problems.append(("vmids", f"VMIDs {', '.join(map(str, clash))} of this fleet are in use by VMs it did "
+                                          "not create; run fleet destroy and deploy anew in another run directory"))
+        elif wanted is not None:
+            vmids = wanted[:s.workers]
+            clash = [v for v in vmids if v in taken and v not in mine]
+            if clash:
+                problems.append(("vmids", f"VMIDs {', '.join(map(str, clash))} of {s.vmids} are in use by VMs this "
+                                          "fleet did not create; give a free range, or vmids = \"auto\""))
+        else:
+            vmids = sorted(mine)[:s.workers]
+            candidate = int(self._get("/cluster/nextid") or 100)
+            while len(vmids) < s.workers:
+                if candidate not in taken and candidate not in vmids and candidate != s.template:
+                    vmids.append(candidate)
+                candidate += 1
+        plan = FleetPlan(self.node, s.template, vmids, s.names())
+        storages = {str(x.get("storage")): x for x in (self._get(f"/nodes/{self.node}/storage") or [])}
+        needed = s.workers * s.disk_size
+        for sid in s.storages:
+            st = storages.get(sid)
+            if st is None:
+                problems.append(("storages", f"storage {sid!r} does not exist on node {self.node} (it has: "
+                                             f"{', '.join(sorted(storages)) or 'none'})"))
+                continue
+            try:
+                status = dict(self._get(f"/nodes/{self.node}/storage/{sid}/status") or {})
+            except PveApiError as exc:
+                problems.append(("storages", f"storage {sid}: its status cannot be read: {exc.message}"))
+                continue
+            content = str(status.get("content", st.get("content", "")))
+            avail = int(status.get("avail", 0))
+            plan.storages.append({"storage": sid, "type": status.get("type"), "content": content, "avail": avail,
+                                  "needed": needed})
+            if "images" not in content.split(","):
+                problems.append(("storages", f"storage {sid} does not hold VM disks (content: {content or 'none'}); "
+                                             f"add 'images' to its content types, or name another storage"))
+            if not status.get("active", 1):
+                problems.append(("storages", f"storage {sid} is not active on node {self.node}"))
+            if avail < needed:
+                problems.append(("storages", f"storage {sid} has {avail / 2**30:.1f} GiB free, the fleet needs "
+                                             f"{needed / 2**30:.1f} GiB ({s.workers} x {s.disk_size / 2**30:g} GiB); "
+                                             "free space, or lower workers or disk_size"))
+        plan.problems = problems
+        return plan
+
+    def check(self, plan: FleetPlan) -> None:
+        if plan.problems:
+            keys = list(dict.fromkeys(k for k, _ in plan.problems))
+            raise MatrixError(self.spec.path, f"[fleet] {keys[0]}",
+                              f"{len(plan.problems)} problem(s) before anything is created: "
+                              + "; ".join(p for _, p in plan.problems),
+                              "fix each named problem, then run the same command again (nothing was created)")
+
+    # --- deploy ----------------------------------------------------------------------------------------
+    def deploy(self, *, on_step: Callable[[str, int], None] | None = None) -> list[int]:
+        """Clone and configure every worker not yet ready; resumes from the journal. Returns the VMIDs."""
+        plan = self.plan()
+        self.check(plan)
+        s = self.spec
+        state = self.journal.state()
+        if state.header is None:
+            self.journal.append({"type": "fleet", "fleet_id": self.fleet_id, "backend": "proxmox",
+                                 "node": self.node, "template": s.template, "workers": s.workers,
+                                 "vmids": plan.vmids, "marker": self.marker})
+        for vmid, name in zip(plan.vmids, plan.names):
+            if vmid in state.ready:
+                continue
+            step = on_step or (lambda _stage, _vmid: None)
+            conf = self.config(vmid) if vmid in state.vms else None
+            if conf is not None and not self.ours(conf):
+                conf = self._wait_unlocked(vmid)
+                if not self.ours(conf):
+                    other = (conf or {}).get("name")
+                    raise BackendError(f"VMID {vmid} holds a VM this fleet did not create ({other}); it is left "
+                                       "alone. Give [fleet] vmids a free range and run again")
+            if conf is None:
+                self.journal.append({"type": "vm", "vmid": vmid, "name": name, "node": self.node})
+                step("clone", vmid)
+                upid = self.t.request("POST", f"{self._vm_path(s.template)}/clone", {
+                    "newid": vmid, "name": name, "full": int(s.clone == "full"), "description": self.marker})
+                self.wait_task(upid, f"clone of template {s.template} as VM {vmid}")
+            step("configure", vmid)
+            conf = self.config(vmid) or {}
+            self.t.request("PUT", f"{self._vm_path(vmid)}/config",
+                           {"tags": TAG, "cores": s.vcpus, "memory": s.memory_mib, **_digest(conf)})
+            self.journal.append({"type": "vm-ready", "vmid": vmid})
+        return plan.vmids
+
+    def _wait_unlocked(self, vmid: int) -> dict[str, Any] | None:
+        """A journaled VM still locked by its clone (the harness died while the task ran): wait for it."""
+        deadline = time.monotonic() + self.spec.task_timeout
+        while True:
+            conf = self.config(vmid)
+            if conf is None or conf.get("lock") != "clone" or time.monotonic() > deadline:
+                return conf
+            time.sleep(self.poll)
+
+    # --- a storage's volumes ----------------------------------------------------------------------------
+    def disk_option(self, volid: str) -> dict[str, str]:
+        s = self.spec
+        bus, scsihw = CONTROLLERS[s.controller]
+        opts = [volid, f"aio={s.aio}", f"cache={s.cache}" if s.cache != "default" else ""]
+        if s.iothread and (bus == "virtio" or scsihw == "virtio-scsi-single"):
+            opts.append("iothread=1")
+        out = {f"{bus}{TEST_SLOT}": ",".join(o for o in opts if o)}
+        if scsihw:
+            out["scsihw"] = scsihw
+        return out
+
+    def attach(self, storage: str, vmids: list[int], *, on_step: Callable[[str, int], None] | None = None) -> None:
+        """Allocate each worker's volume on ``storage`` and attach it (as ``pvesm alloc`` + ``qm set``)."""
+        step = on_step or (lambda _stage, _vmid: None)
+        index = self.spec.storages.index(storage) + 1 if storage in self.spec.storages else 9
+        state = self.journal.state()
+        for vmid in vmids:
+            filename = f"vm-{vmid}-disk-smx{index}"
+            vol = state.volumes.get((storage, filename))
+            if vol is None or vol.volid is None:
+                if vol is None:
+                    self.journal.append({"type": "volume", "storage": storage, "vmid": vmid, "filename": filename})
+                    existing = None
+                else:
+                    existing = self._find_volume(storage, vmid, filename)
+                step("allocate", vmid)
+                volid = existing or str(self.t.request("POST", f"/nodes/{self.node}/storage/{storage}/content", {
+                    "vmid": vmid, "filename": filename, "size": f"{self.spec.disk_size // 2**20}M"}))
+                self.journal.append({"type": "volume-made", "storage": storage, "filename": filename, "volid": volid})
+                vol = OwnedVolume(storage, vmid, filename, volid)
+            if vol.attached:
+                continue
+            step("attach", vmid)
+            conf = self.config(vmid) or {}
+            assert vol.volid is not None
+            self.t.request("PUT", f"{self._vm_path(vmid)}/config",
+                           {**self.disk_option(vol.volid), **_digest(conf)})
+            self.journal.append({"type": "attached", "vmid": vmid, "slot": self._slot(), "volid": vol.volid})
+
+    def _slot(self) -> str:
+        return f"{CONTROLLERS[self.spec.controller][0]}{TEST_SLOT}"
+
+    def _find_volume(self, storage: str, vmid: int, filename: str) -> str | None:
+        """The volume an interrupted allocation may have made (its name starts with ``filename``)."""
+        for item in self._get(f"/nodes/{self.node}/storage/{storage}/content", {"vmid": vmid}) or []:
+            volid = str(item.get("volid", ""))
+            name = volid.partition(":")[2].rpartition("/")[2]
+            if name == filename or name.startswith(filename + "."):
+                return volid
+        return None
+
+    def detach(self, storage: str | None = None, *, on_step: Callable[[str, int], None] | None = None) -> None:
+        """Detach and free every journaled volume (of ``storage``, or all) that is not gone yet."""
+        step = on_step or (lambda _stage, _vmid: None)
+        for vol in self.journal.state().live_volumes():
+            if storage is not None and vol.storage != storage:
+                continue
+            volid = vol.volid or self._find_volume(vol.storage, vol.vmid, vol.filename)
+            conf = self.config(vol.vmid)
+            if volid is not None and self.ours(conf):
+                assert conf is not None
+                slot = next((k for k, v in conf.items()
+                             if str(v).split(",")[0] == volid and not k.startswith("unused")), None)
+                if slot is not None:
+                    step("detach", vol.vmid)
+                    self.t.request("PUT", f"{self._vm_path(vol.vmid)}/config",
+                                   {"delete": slot, **_digest(conf)})
+                    self.journal.append({"type": "detached", "vmid": vol.vmid, "slot": slot, "volid": volid})
+            if volid is not None and self._find_volume(vol.storage, vol.vmid, vol.filename) == volid:
+                step("free", vol.vmid)
+                upid = self.t.request("DELETE", f"/nodes/{self.node}/storage/{vol.storage}/content/{volid}")
+                if upid:
+                    self.wait_task(upid, f"freeing volume {volid}")
+            self.journal.append({"type": "gone", "kind": "volume", "volid": volid, "storage": vol.storage,
+                                 "filename": vol.filename})
+
+    # --- power ------------------------------------------------------------------------------------------
+    def power_cycle(self, vmids: list[int], *, agent_timeout: float = 300.0) -> None:
+        """Stop, then start every worker (so the attached disk takes effect), then wait for each agent."""
+        for action in ("stop", "start"):
+            upids = []
+            for vmid in vmids:
+                st = self._get(f"{self._vm_path(vmid)}/status/current") or {}
+                if (st.get("status") == "running") == (action == "start"):
+                    continue
+                upids.append((vmid, self.t.request("POST", f"{self._vm_path(vmid)}/status/{action}")))
+            for vmid, upid in upids:
+                self.wait_task(upid, f"{action} of VM {vmid}")
+        deadline = time.monotonic() + agent_timeout
+        for vmid in vmids:
+            while True:
+                try:
+                    self.t.request("POST", f"{self._vm_path(vmid)}/agent/ping")
+                    break
+                except PveApiError as exc:
+                    if time.monotonic() > deadline:
+                        raise BackendError(f"VM {vmid}: the guest agent did not answer within {agent_timeout:g} s "
+                                           f"after the start ({exc.message})") from None
+                    time.sleep(self.poll)
+
+    # --- destroy ----------------------------------------------------------------------------------------
+    def destroy(self, *, on_step: Callable[[str, int], None] | None = None) -> FleetState:
+        """Free the journal's volumes, then stop and destroy the journal's VMs that carry this fleet's
+        marker. A journaled VMID without the marker is reported and left alone. Returns what is left."""
+        step = on_step or (lambda _stage, _vmid: None)
+        self.detach(on_step=on_step)
+        for vmid in self.journal.state().live_vms():
+            conf = self._wait_unlocked(vmid)
+            if conf is None:
+                self.journal.append({"type": "gone", "kind": "vm", "vmid": vmid})
+                continue
+            if not self.ours(conf):
+                log.warning("VMID %d (%s) does not carry this fleet's marker: not ours, left alone", vmid,
+                            conf.get("name", "?"))
+                self.journal.append({"type": "gone", "kind": "vm", "vmid": vmid, "note": "not ours: left alone"})
+                continue
+            st = self._get(f"{self._vm_path(vmid)}/status/current") or {}
+            if st.get("status") == "running":
+                step("stop", vmid)
+                self.wait_task(self.t.request("POST", f"{self._vm_path(vmid)}/status/stop"), f"stop of VM {vmid}")
+            step("destroy", vmid)
+            upid = self.t.request("DELETE", self._vm_path(vmid), {"destroy-unreferenced-disks": 1, "purge": 1})
+            self.wait_task(upid, f"destroy of VM {vmid}")
+            self.journal.append({"type": "gone", "kind": "vm", "vmid": vmid})
+        return self.journal.state()

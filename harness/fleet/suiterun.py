@@ -1,0 +1,110 @@
+"""A suite on a fleet: deploy the workers, run every storage under test as a side, compare, remove.
+
+The seeds' method (``000_*``/``003_*``): "For each VM, we provision storage using ``pvesm alloc`` and
+attach it to the VM with ``qm set``. Before each test run, the VMs are power cycled". For each storage
+of ``[fleet] storages``, in order:
+
+1. allocate each worker's volume on it and attach it (:meth:`ProxmoxFleet.attach`);
+2. power-cycle the workers (``[fleet] power_cycle = "side"``, the default; ``"never"`` skips it), which
+   also makes the new disk's options take effect, and wait for every guest agent;
+3. find each worker's fio server through its agent (:class:`~stormatrix.suitevms.ProxmoxSuiteVms`) and run
+   every point not yet journaled into ``RUN_DIR/<storage>`` (:func:`~stormatrix.suiterun.run_suite`: the
+   side is the storage's id; the run record names the storage);
+4. detach and free the volumes.
+
+Then the A-vs-B workbook of the first two storages is written (``RUN_DIR/comparison.xlsx``) and, unless
+``--keep``, everything the fleet created is removed. Everything is journaled (``RUN_DIR/fleet.ndjson``):
+after a crash, the same command resumes (a side whose points are all journaled is not attached again),
+and ``stormatrix fleet destroy`` removes what was created.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from ..backends.proxmox.settings import make_transport
+from ..journal import Journal
+from ..suite import Suite
+from ..suiterun import SuiteOutcome, run_suite, write_comparison
+from ..suitevms import ProxmoxSuiteVms
+from .proxmox import ProxmoxFleet
+from .spec import FleetSpec, fleet_from_dict
+
+log = logging.getLogger("stormatrix.fleet")
+
+WORKBOOK = "comparison.xlsx"
+
+
+@dataclass
+class FleetSuiteOutcome:
+    fleet_id: str
+    vmids: list[int] = field(default_factory=list)
+    sides: dict[str, SuiteOutcome | None] = field(default_factory=dict)  # None: every point was journaled
+    workbook: Path | None = None
+    destroyed: bool = False
+
+    @property
+    def failed(self) -> list[tuple[str, str]]:
+        return [f for o in self.sides.values() if o is not None for f in o.failed]
+
+
+def fleet_spec(suite: Suite) -> FleetSpec:
+    assert suite.proxmox is not None
+    return fleet_from_dict(suite.raw, suite.path, suite.proxmox["node"])
+
+
+def run_fleet_suite(suite: Suite, run_dir: str | Path, *, fio: str = "fio", keep: bool = False,
+                    progress: bool = False, transport: Any = None, stream: Any = None) -> FleetSuiteOutcome:
+    """Deploy, run each storage as a side, write the comparison, destroy (unless ``keep``)."""
+    stream = stream or sys.stderr
+    run_dir = Path(run_dir)
+    spec = fleet_spec(suite)
+    assert suite.proxmox is not None
+    transport = transport if transport is not None else make_transport(suite.proxmox, suite.path)
+    fleet = ProxmoxFleet(spec, transport, run_dir)
+    outcome = FleetSuiteOutcome(fleet.fleet_id)
+    print(f"fleet {fleet.fleet_id}: deploying {spec.workers} workers from template {spec.template}", file=stream)
+    outcome.vmids = fleet.deploy()
+    for storage in spec.storages:
+        side_dir = run_dir / storage
+        side = replace(suite, side=storage, vms=tuple(str(v) for v in outcome.vmids))
+        journal = Journal(side_dir)
+        done = journal.done_keys() if journal.path.exists() else set()
+        if all(p.key in done for p in side.points()):
+            print(f"storage {storage}: every point is journaled; not attaching it again", file=stream)
+            outcome.sides[storage] = None
+            fleet.detach(storage)  # a crash after the last point may have left its volumes
+            continue
+        print(f"storage {storage}: allocating and attaching {len(outcome.vmids)} volumes", file=stream)
+        fleet.attach(storage, outcome.vmids)
+        if spec.power_cycle != "never":
+            print(f"storage {storage}: power-cycling the workers", file=stream)
+            fleet.power_cycle(outcome.vmids)
+        vms = ProxmoxSuiteVms(side, transport=transport)
+        guests = vms.discover()
+        collector, status = vms.host_collector()
+        storage_record = {"kind": storage, "server": "proxmox storage", "volumes": _volumes(fleet, storage)}
+        outcome.sides[storage] = run_suite(side.with_guests(guests), side_dir, fio=fio, progress=progress,
+                                           collector=collector, backend="proxmox", host_collector=status,
+                                           vms=vms.record(), storage=storage_record)
+        print(f"storage {storage}: detaching and freeing the volumes", file=stream)
+        fleet.detach(storage)
+    if len(spec.storages) >= 2:
+        a, b = spec.storages[:2]
+        outcome.workbook = write_comparison((a, run_dir / a), (b, run_dir / b), run_dir / WORKBOOK)
+        print(f"comparison workbook: {outcome.workbook}", file=stream)
+    if not keep:
+        left = fleet.destroy()
+        outcome.destroyed = left.empty
+        print(f"fleet {fleet.fleet_id}: " + ("everything it created is gone" if left.empty else
+              f"{len(left.vms)} VMs and {len(left.volumes)} volumes left; run fleet destroy"), file=stream)
+    fleet.close()
+    return outcome
+
+
+def _volumes(fleet: ProxmoxFleet, storage: str) -> list[str]:
+    return [v.volid for v in fleet.journal.state().live_volumes() if v.storage == storage and v.volid]
