@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from .core.errors import DataFileError, InputError, JournalWriteError
-from .core.journalfile import looks_binary, read_lines
+from .core.journalfile import CELL, looks_binary, read_lines
 from .core.paths import input_problem
 
 log = logging.getLogger("stormatrix.journal")
@@ -201,7 +201,7 @@ class Journal:
         return read_journal(self.path).records
 
     def iter_cells(self) -> Iterator[dict[str, Any]]:
-        return (r for r in self.records() if r.get("type") == "cell")
+        return (r for r in self.records() if r.get("type") == CELL)
 
     def done_keys(self) -> set[str]:
         return {r["key"] for r in self.iter_cells() if "key" in r}

@@ -19,6 +19,7 @@ import statistics
 from dataclasses import dataclass
 from typing import Any, Iterable
 
+from .core.journalfile import CELL
 from .core.metrics import per_mib
 from .core.model import Cell, Plan
 
@@ -60,7 +61,7 @@ def stability_by_config(records: Iterable[dict[str, Any]]) -> dict[str, Stabilit
     """Per configuration, from the journal's ``cell`` records: repeats and the CV of CPU and ctx per MiB."""
     values: dict[str, dict[int, tuple[float | None, float | None]]] = {}
     for rec in records:
-        if rec.get("type") != "cell" or not isinstance(rec.get("key"), str):
+        if rec.get("type") != CELL or not isinstance(rec.get("key"), str):
             continue
         fio: dict[str, Any] = rec["fio"] if isinstance(rec.get("fio"), dict) else {}
         total: dict[str, Any] = fio["total"] if isinstance(fio.get("total"), dict) else {}

@@ -31,6 +31,7 @@ from . import __version__, records, repeats
 from .backends.base import Backend
 from .core.errors import (AuthenticationFailed, BackendError, CollectorError, JournalWriteError, MatrixError,
                           StormatrixError, UnsafeWrite)
+from .core.journalfile import CELL, RUN
 from .core.model import WRITE_MODES, Cell, DiskConfig, Plan, now_iso
 from .core.scope import GuestEndpoint
 from .executors.base import GuestExecutor
@@ -146,7 +147,7 @@ def run_differences(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
 def check_same_run(records_before: list[dict[str, Any]], spec: MatrixSpec, run_dir: Path, *,
                    side: str | None, suite: bool) -> None:
     """Refuse (before anything is appended) to resume into another run's journal: docs/journal.md, Resuming."""
-    for rec in (r for r in records_before if r.get("type") == "run"):
+    for rec in (r for r in records_before if r.get("type") == RUN):
         fix = f"give -o a new run directory (e.g. {run_dir}-2), or resume with the matrix that run was measured with"
         if (rec.get("suite") is not None) != suite:
             diff = [f"it holds a {'matrix' if suite else 'suite'} run's journal, this is a "
@@ -228,7 +229,7 @@ class Runner:
         records_before = self.journal.records() if self.journal.path.is_file() else []
         check_same_run(records_before, self.spec, self.run_dir, side=self.side, suite="suite" in self.run_extra)
         self.journal.open()
-        done = {r["key"] for r in records_before if r.get("type") == "cell" and "key" in r}
+        done = {r["key"] for r in records_before if r.get("type") == CELL and "key" in r}
         pending = [c for c in plan.cells if c.key not in done]
         summary = {"run_dir": str(self.run_dir), "run_id": self.run_id, "cells": len(plan.cells),
                    "already_done": len(plan.cells) - len(pending),
@@ -264,8 +265,7 @@ class Runner:
                            errors=self.errors, driver_skipped=self.driver_skipped)
             try:
                 backend.restore()
-                self.journal.append({"type": "restored", "run_id": self.run_id, "time": now_iso(),
-                                     "backend": backend.name})
+                self.journal.append(records.restored_record(run_id=self.run_id, backend=backend.name))
             finally:
                 backend.close()
         return summary
@@ -315,11 +315,10 @@ class Runner:
 
     def _journal_run_header(self, facts: dict[str, Any], backend: Backend, cells: int, pending: int) -> None:
         env = {**run_environment(backend), **facts, "stormatrix": __version__}
-        self.journal.append({"type": "run", "run_id": self.run_id, "started": now_iso(),
-                             "matrix_path": self.spec.path, "matrix": self.spec.raw,
-                             "backend": backend.name, "side": self.side, "environment": env,
-                             "original_config": backend.original_config(), "cells": cells, "todo": pending,
-                             **self.run_extra})
+        self.journal.append(records.run_record(
+            run_id=self.run_id, matrix_path=self.spec.path, matrix=self.spec.raw, backend=backend.name,
+            side=self.side, environment=env, original_config=backend.original_config(), cells=cells, todo=pending,
+            extra=self.run_extra))
 
     def _run_group(self, backend: Backend, disk: DiskConfig, cells: list[Cell], progress: Progress | None,
                    next_disk: DiskConfig | None = None) -> None:
@@ -427,9 +426,8 @@ class Runner:
             return False
         log.warning("skipping %d cell(s) of %s: %s", len(cells), disk.key, reason)
         for cell in cells:
-            self.journal.append({"type": "cell-skipped", "run_id": self.run_id, "key": cell.key, "cell": cell.to_dict(),
-                                 "side": self.side, "time": now_iso(), "reason": reason,
-                                 "drivers": gate.describe(), **({"readiness": evidence} if evidence else {})})
+            self.journal.append(records.skipped_record(run_id=self.run_id, cell=cell, side=self.side, reason=reason,
+                                                       drivers=gate.describe(), readiness=evidence))
             self.driver_skipped.append((cell.key, reason))
             if progress:
                 progress.update(f"{cell.key}: skipped (driver)", advance=True)
@@ -446,24 +444,25 @@ class Runner:
         except BaseException:
             window.abort()
             raise
-        if window.error:
-            raise CollectorError(f"the host collector failed: {window.error}", cell=cell.key,
-                                 window="start" if window.failed_at_start else "end")
-        if window.t_start is None or window.t_end is None:
+        measured = window.result()
+        if measured.error:
+            raise CollectorError(f"the host collector failed: {measured.error}", cell=cell.key,
+                                 window="start" if measured.failed_at_start else "end")
+        if not measured.complete:
             raise CollectorError("the measurement window never opened or closed", cell=cell.key)
         fio = records.summarize(result, cell)
         result.guest = {**guest, **result.guest}
-        times = {"started": t_started, "ready": t_ready, "measure_start": window.t_start,
-                 "measure_end": window.t_end, "finished": now_iso(), "boot_s": boot_s,
+        times = {"started": t_started, "ready": t_ready, "measure_start": measured.t_start,
+                 "measure_end": measured.t_end, "finished": now_iso(), "boot_s": boot_s,
                  "ramp_s": timing.ramp_s, "measure_s": timing.measure_s,
-                 "window_s": window.mono_end - window.mono_start, "booted_ahead": booted_ahead}
+                 "window_s": measured.seconds, "booted_ahead": booted_ahead}
         run = self.spec.run
         record = records.cell_record(
             run_id=self.run_id, cell=cell, backend=backend.name, side=self.side,
-            vm=", ".join(s.vm for s in window.scopes), times=times, fio=fio, host=window.host,
+            vm=", ".join(measured.vms), times=times, fio=fio, host=measured.host,
             result=result, rate=records.rate_check(cell, fio, run["rate_tolerance_pct"]),
-            cross=records.crosscheck(fio, window.bs0, window.bs1, run["crosscheck_tolerance_pct"]),
-            overlap=window.overlap)
+            cross=records.crosscheck(fio, measured.bs0, measured.bs1, run["crosscheck_tolerance_pct"]),
+            overlap=measured.overlap)
         record.update(self.cell_extra)
         if cell.key in self._extra_reasons:
             record["extra_repeat"] = self._extra_reasons[cell.key]

@@ -26,6 +26,7 @@ from .backends.base import Backend
 from .backends.proxmox.node import NodeShell, node_inventory
 from .backends.proxmox.settings import REMOTE_COLLECTOR_DIR
 from .core.errors import GuestDisconnected, GuestNotReady, InputError, MatrixError
+from .core.journalfile import RUN
 from .core.model import CONTROLLERS, DiskConfig, Plan
 from .core.scope import GuestEndpoint, HostScope
 from .executors.base import GuestExecutor
@@ -142,7 +143,7 @@ def check_resumable(journal: Journal, suite: Suite) -> None:
     if not journal.path.exists():
         return
     for rec in journal.records():
-        if rec.get("type") != "run" or rec.get("suite") is None:
+        if rec.get("type") != RUN or rec.get("suite") is None:
             continue
         if rec.get("side") != suite.side:
             raise MatrixError(suite.path, "[suite] side",

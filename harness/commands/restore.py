@@ -13,7 +13,6 @@ calls as the end of a run).
 from __future__ import annotations
 
 import argparse
-import datetime
 import logging
 import os
 from pathlib import Path
@@ -22,6 +21,7 @@ from typing import Any
 from ..core.errors import InputError
 from ..core.paths import input_problem
 from ..journal import Journal, read_journal, JOURNAL_NAME
+from ..records import restored_record
 from ..registry import backend_class, spec_from_dict
 
 log = logging.getLogger("stormatrix.restore")
@@ -90,9 +90,7 @@ def restore_run(run_dir: Path, *, force: bool = False) -> str:
     finally:
         backend.close()
     what = RESTORABLE[backend_name](original)
-    Journal(run_dir).open().append({"type": "restored", "run_id": run.get("run_id"), "vm": what["vm"],
-                                    "time": datetime.datetime.now(datetime.timezone.utc).isoformat(),
-                                    "by": "stormatrix restore"})
+    Journal(run_dir).open().append(restored_record(run_id=run.get("run_id"), vm=what["vm"], by="stormatrix restore"))
     return f"{what['text']} restored to its original configuration"
 
 
