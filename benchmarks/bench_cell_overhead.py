@@ -31,7 +31,7 @@ import time
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 from stormatrix import guestimage
 from stormatrix.backends.qemu import QemuVm, VmSpec, ensure_test_disk
@@ -101,6 +101,68 @@ def cell_start(spec: VmSpec) -> tuple[float, float]:
         return ready, running
 
 
+STAGES = (("start or resume", "apply", "applied"), ("ready", "applied", "ready"), ("job sent", "ready", "sent"),
+          ("warm-up", "sent", "measure_start"), ("window", "measure_start", "measure_end"),
+          ("result back", "measure_end", "result"), ("cross-check + record", "result", "record"),
+          ("journal", "record", "journaled"), ("stop", "journaled", "stopped"))
+
+
+def with_settings(matrix_text: str, section: str, settings: dict[str, str]) -> str:
+    """The matrix with ``settings`` (key -> TOML value) set in ``[section]``, replacing what it had."""
+    text = matrix_text
+    for key in settings:
+        text = re.sub(rf"(?m)^{key}\s*=.*$", "", text)
+    lines = "\n".join(f"{k} = {v}" for k, v in settings.items())
+    if re.search(rf"(?m)^\[{section}\]", text):
+        return re.sub(rf"(?m)^\[{section}\]\s*$", f"[{section}]\n{lines}", text, count=1)
+    return text + f"\n[{section}]\n{lines}\n"
+
+
+def run_matrix(workdir: Path, matrix_text: str, tag: str) -> tuple[Any, dict[str, Any], float]:
+    """A whole run of the matrix through the runner: (runner, summary, wall seconds)."""
+    from stormatrix.runner import Runner
+    from stormatrix.spec import check_guest_backend, load_spec
+
+    matrix = workdir / f"m-{tag}.toml"
+    matrix.write_text(matrix_text)
+    spec = load_spec(matrix)
+    check_guest_backend(spec)
+    runner = Runner(spec, workdir / f"run-{tag}", progress=False)
+    t0 = time.monotonic()
+    summary = runner.run()
+    return runner, summary, time.monotonic() - t0
+
+
+def breakdown(runner: Any, ramp_s: float, measure_s: float) -> dict[str, Any]:
+    """Per stage, the median and total seconds over the measured cells; the matrix overhead
+    (span - sum(warm-up + window)) / sum(warm-up + window), the span from the first cell's start to the last
+    one's stop; and the gap between one cell's stop and the next one's start."""
+    cells = [m for k, m in runner.timeline.items() if k in set(runner.measured_keys) and "record" in m]
+    cells.sort(key=lambda m: m["apply"] if "apply" in m else m["sent"])
+    stages: dict[str, dict[str, float]] = {}
+    for name, a, b in STAGES:
+        vals = [m[b] - m[a] for m in cells if a in m and b in m]
+        if vals:
+            stages[name] = {"median_s": statistics.median(vals), "total_s": sum(vals), "cells": len(vals)}
+    starts = [m.get("apply", m.get("sent", 0.0)) for m in cells]
+    ends = [m.get("stopped", m.get("journaled", 0.0)) for m in cells]
+    gaps = [s - e for e, s in zip(ends, starts[1:])]
+    if gaps:
+        stages["between cells"] = {"median_s": statistics.median(gaps), "total_s": sum(gaps), "cells": len(gaps)}
+    active = len(cells) * (ramp_s + measure_s)
+    span = max(ends) - min(starts) if cells else 0.0
+    return {"cells": len(cells), "span_s": span, "active_s": active,
+            "overhead_pct": (span - active) / active * 100 if active else float("nan"), "stages": stages}
+
+
+def print_breakdown(title: str, b: dict[str, Any], ramp_s: float) -> None:
+    print(f"{title}: {b['cells']} cells, span {b['span_s']:.1f} s vs {b['active_s']:.0f} s of warm-up + window: "
+          f"matrix overhead {b['overhead_pct']:.1f} %  goal <= 5 %  {'OK' if b['overhead_pct'] <= 5 else 'MISSED'}")
+    for name, st in b["stages"].items():
+        extra = f"  ({st['median_s'] - ramp_s:+.2f} s beyond the {ramp_s:g} s warm-up)" if name == "warm-up" else ""
+        print(f"    {name:<22} median {st['median_s']:7.3f} s   total {st['total_s']:7.1f} s{extra}")
+
+
 def matrix_overhead(workdir: Path, matrix_text: str, boot_ahead: bool) -> tuple[float, float, int]:
     """Wall time of a whole `stormatrix run` of the matrix, against its cells' warm-up + measure time."""
     import tomllib
@@ -108,12 +170,7 @@ def matrix_overhead(workdir: Path, matrix_text: str, boot_ahead: bool) -> tuple[
     from stormatrix.commands.run import execute
 
     tag = "ahead" if boot_ahead else "serial"
-    setting = f"boot_ahead = {'true' if boot_ahead else 'false'}"
-    if re.search(r"(?m)^\[qemu\]", matrix_text):
-        text = re.sub(r"(?m)^boot_ahead\s*=.*$", "", matrix_text)
-        text = re.sub(r"(?m)^\[qemu\]\s*$", "[qemu]\n" + setting, text, count=1)
-    else:
-        text = matrix_text + "\n[qemu]\n" + setting + "\n"
+    text = with_settings(matrix_text, "qemu", {"boot_ahead": "true" if boot_ahead else "false"})
     matrix = workdir / f"m-{tag}.toml"
     matrix.write_text(text)
     run = tomllib.loads(text)["run"]
@@ -122,6 +179,30 @@ def matrix_overhead(workdir: Path, matrix_text: str, boot_ahead: bool) -> tuple[
     wall = time.monotonic() - t0
     n = summary["measured"]
     return wall, n * (run.get("ramp_seconds", 0) + run["measure_seconds"]), n
+
+
+def breakdown_main(args: argparse.Namespace) -> int:
+    """``--breakdown``: the matrix run twice, one setting each way, each cell's wall time in its stages."""
+    import tomllib
+
+    text = args.matrix.read_text()
+    if args.repeats:
+        text = with_settings(text, "run", {"repeats": str(args.repeats), "max_repeats": "0"})
+    run = tomllib.loads(text)["run"]
+    ramp_s, measure_s = float(run.get("ramp_seconds", 5)), float(run.get("measure_seconds", 10))
+    guestimage.build()
+    results = {}
+    with tempfile.TemporaryDirectory(prefix="stormatrix-bench-") as tmp:
+        for tag, value in (("before", "false"), ("after", "true")) if args.compare else (("now", None),):
+            mtext = with_settings(text, "qemu", {args.compare: value}) if args.compare and value else text
+            runner, _summary, wall = run_matrix(Path(tmp), mtext, tag)
+            b = breakdown(runner, ramp_s, measure_s)
+            b["wall_s"] = wall
+            results[tag] = b
+            label = f"{args.compare} = {value}" if args.compare else "as configured"
+            print_breakdown(f"[{tag}] {label}", b, ramp_s)
+    print(json.dumps(results), file=sys.stderr)
+    return 0
 
 
 def main() -> int:
@@ -133,7 +214,16 @@ def main() -> int:
                     help="matrix for the wall-time measurement (default: the `make demo` matrix, 15 cells)")
     ap.add_argument("--skip-serial", action="store_true",
                     help="do not also run the matrix with boot_ahead = false for comparison")
+    ap.add_argument("--breakdown", action="store_true",
+                    help="instead: each cell's wall time in its stages (start or resume, ready, job sent, warm-up, "
+                         "window, result back, cross-check, journal, stop) and the matrix overhead")
+    ap.add_argument("--compare", metavar="QEMU_KEY",
+                    help="with --breakdown: run the matrix twice, [qemu] QEMU_KEY = false, then true, side by side")
+    ap.add_argument("--repeats", type=int, default=0,
+                    help="with --breakdown: override [run] repeats (and no extra repeats), e.g. 1 for 10 cells")
     args = ap.parse_args()
+    if args.breakdown:
+        return breakdown_main(args)
     image = guestimage.build()  # built before timing anything
     disk = ensure_test_disk(guestimage.cache_root() / "disks" / "test-256m.raw", 256)
     with tempfile.TemporaryDirectory(prefix="stormatrix-bench-") as tmp:

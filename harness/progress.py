@@ -47,13 +47,15 @@ def fmt_hours(seconds: float) -> str:
 class Progress:
     """A progress bar with ETA on a terminal; one line per cell otherwise (logs, CI)."""
 
-    def __init__(self, total: int, estimate_per_cell: float, stream: TextIO = sys.stderr,
-                 extra_max: int = 0) -> None:
-        self.total, self.done, self.stream = total, 0, stream
+    def __init__(self, total: int, estimate_per_cell: float, stream: TextIO | None = None,
+                 extra_max: int = 0, budget_s: float = 0.0) -> None:
+        self.total, self.done = total, 0
+        self.stream: TextIO = stream if stream is not None else sys.stderr  # (of the moment, not of the import)
         self.extra_max = extra_max  # extra repeats cv_limit_pct may still add (shown beside the ETA)
+        self.budget_s = budget_s  # [run] time_budget_minutes: extra repeats start only within it (0: none)
         self.t0 = time.monotonic()
         self.estimate = estimate_per_cell
-        self.tty = stream.isatty()
+        self.tty = self.stream.isatty()
 
     def eta(self) -> float:
         left = self.total - self.done
@@ -75,8 +77,13 @@ class Progress:
         eta = f"ETA {fmt_duration(self.eta())}"
         if self.extra_max:
             per_cell = (time.monotonic() - self.t0) / self.done if self.done else self.estimate
-            most = fmt_duration(self.eta() + per_cell * self.extra_max)
-            eta += f" (up to {most} with {self.extra_max} extra repeats)"
+            most = self.eta() + per_cell * self.extra_max
+            if self.budget_s:
+                left = max(self.budget_s - (time.monotonic() - self.t0), 0.0)
+                eta += (f" (up to {fmt_duration(min(most, max(left, self.eta())))} with extra repeats: budget "
+                        f"{fmt_duration(left)} of {fmt_duration(self.budget_s)} left)")
+            else:
+                eta += f" (up to {fmt_duration(most)} with {self.extra_max} extra repeats)"
         text = f"[{bar}] {self.done}/{self.total} cells  {eta}  {label}"
         if self.tty:
             self.stream.write("\r\033[K" + text)

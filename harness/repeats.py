@@ -9,6 +9,15 @@ budget would be exceeded. The values are recomputed from the journal's cell reco
 :func:`stormatrix.core.metrics.per_mib`, the same formula analysis uses, so a resumed run decides
 exactly as the interrupted one would have: the journal is the only memory.
 
+**Open verdicts first** (``[run] repeat_policy = "verdicts"``, the default): before any CV-driven repeat,
+both sides of every comparison the findings rest on that is still undecided get one: the best
+configuration of each workload against its runner-up, and per controller its best aio mode against the
+next (native against threads). A comparison is decided when the workbook's own test says so — the share
+of the bootstrap's resamples (:mod:`stormatrix.analysis.bootstrap`, through ``score_cells`` exactly as
+``stormatrix report`` runs it) in which one score is lower is at least 95 % or at most 5 %; with a single
+repeat it is untested, so open. ``"cv"`` gives extra repeats by CV alone. Within
+``time_budget_minutes`` the runner takes as many as fit at the measured pace, in this priority order.
+
 Each extra repeat's record says why it ran (``extra_repeat``, docs/journal.md).
 """
 
@@ -17,11 +26,12 @@ from __future__ import annotations
 import math
 import statistics
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Iterable
 
 from .core.journalfile import CELL
 from .core.metrics import per_mib
-from .core.model import Cell, Plan
+from .core.model import NOT_APPLICABLE, Cell, Plan
 
 
 @dataclass(frozen=True)
@@ -94,21 +104,138 @@ def possible_extra(plan: Plan, run: dict[str, Any]) -> int:
     return len(configs) * (int(run["max_repeats"]) - int(run["repeats"]))
 
 
-def next_extra(plan: Plan, run: dict[str, Any], records: Iterable[dict[str, Any]],
-               given_up: set[str]) -> list[tuple[Cell, dict[str, Any]]]:
-    """The next round of extra repeats: one cell per unstable configuration, with the reason to journal.
+@dataclass(frozen=True)
+class Comparison:
+    """One comparison a finding rests on, as the workbook tests it: A's score against B's in one
+    normalization group (``share``: of the bootstrap resamples, those with A's score lower)."""
 
-    A configuration is unstable when its CV of CPU or ctx per MiB is above ``cv_limit_pct``, or when it
-    has a single measured repeat (no CV can be stated: one more repeat is the only way to know). It gets
-    repeat ``last + 1`` while that stays within ``max_repeats``. ``given_up`` holds cell keys that failed
-    in this invocation: their configuration is not tried again now (a resume tries again).
+    kind: str  # "best vs runner-up" | "aio modes of <controller>"
+    group: str  # the workbook's normalization group, e.g. "randread-64k [cpu_ms]"
+    a: str  # configuration labels as the workbook writes them (analysis.labels.config_label)
+    b: str
+    share: float | None  # None: untested (a side has a single repeat)
+    resamples: int
+
+    @property
+    def decided(self) -> bool:
+        from .analysis.bootstrap import LEVEL  # analysis (pandas, numpy) loads only when verdicts are read
+
+        return self.share is not None and (self.share >= LEVEL or self.share <= 1 - LEVEL)
+
+    def describe(self) -> str:
+        if self.share is None:
+            state = "untested (a single repeat)"
+        else:
+            state = (f"A lower in {self.share:.1%} of {self.resamples:,} resamples, within noise (decided at "
+                     ">= 95 % or <= 5 %)")
+        return f"{self.kind} in {self.group}: {self.a} vs {self.b}, {state}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "group": self.group, "a": self.a, "b": self.b, "share_a_lower": self.share,
+                "resamples": self.resamples}
+
+
+def comparisons(journal: Path) -> tuple[list[Comparison], dict[tuple[str, str], tuple[str, str]]]:
+    """The comparisons the findings rest on, from the journal as ``stormatrix report`` reads it, and which
+    (workload, configuration label) each (group, label) is.
+
+    The same ingest and ``score_cells`` the report runs, so each share is the workbook's own number:
+    per group the best against the runner-up; per controller its best aio mode against the next (with
+    iothread as the group's first row of that controller, as the findings pick them).
+    """
+    from .analysis.ingest import ingest
+    from .analysis.efficiency import score_cells
+
+    data = ingest([journal])
+    if data.frame.empty:
+        return [], {}
+    result = score_cells(data.frame, with_iopath=False)
+    cells = result.cells
+    if cells.empty:
+        return [], {}
+    where = {(str(r.norm_group), str(r.config)): (str(r.workload), str(r.config)) for r in cells.itertuples()}
+    out: list[Comparison] = []
+
+    def compare(kind: str, group: str, a: str, b: str) -> None:
+        draws = result.draws.groups[group]
+        v = draws.verdict(a, b)
+        out.append(Comparison(kind, group, a, b, None if v.direction == "untested" else draws.share_lower(a, b),
+                              len(draws.scores)))
+
+    for group, g in cells.groupby("norm_group", sort=False):
+        g = g.sort_values(["score", "config"], kind="stable")
+        if len(g) >= 2:
+            compare("best vs runner-up", str(group), str(g.iloc[0]["config"]), str(g.iloc[1]["config"]))
+        for controller in dict.fromkeys(g["controller"]):
+            gc = g[g["controller"] == controller]
+            if gc["iothread"].nunique(dropna=False) > 1:
+                gc = gc[gc["iothread"].fillna(False) == gc["iothread"].fillna(False).iloc[0]]
+            if gc["aio"].nunique() >= 2:
+                compare(f"aio modes of {controller}", str(group), str(gc.iloc[0]["config"]), str(gc.iloc[1]["config"]))
+    return out, where
+
+
+def next_extra(plan: Plan, run: dict[str, Any], records: Iterable[dict[str, Any]],
+               given_up: set[str], journal: Path | None = None) -> list[tuple[Cell, dict[str, Any]]]:
+    """The next round of extra repeats, most needed first: one cell per configuration, with the reason.
+
+    First (``repeat_policy = "verdicts"`` and a ``journal`` to read) both sides of every open comparison
+    (:func:`comparisons`); then every configuration that is unstable: its CV of CPU or ctx per MiB is above
+    ``cv_limit_pct``, or it has a single measured repeat (no CV can be stated: one more repeat is the only
+    way to know). A configuration gets repeat ``last + 1`` while that stays within ``max_repeats``.
+    ``given_up`` holds cell keys that failed in this invocation: their configuration is not tried again
+    now (a resume tries again).
     """
     if not enabled(run):
         return []
-    limit, most = float(run["cv_limit_pct"]), int(run["max_repeats"])
+    records = list(records)
+    most = int(run["max_repeats"])
     by_config = stability_by_config(records)
     out: list[tuple[Cell, dict[str, Any]]] = []
     seen: set[str] = set()
+    if run.get("repeat_policy", "verdicts") == "verdicts" and journal is not None and journal.is_file():
+        out += _for_open_verdicts(plan, journal, by_config, given_up, most, seen)
+    out += _for_cv(plan, run, by_config, given_up, seen)
+    return out
+
+
+def _label(cell: Cell) -> str:
+    from .analysis.labels import config_label
+
+    d = cell.disk
+    if not d.has_options:  # ESXi: the controller alone, as the workbook labels it
+        return config_label(d.controller, NOT_APPLICABLE, None, NOT_APPLICABLE)
+    return config_label(d.controller, d.aio, d.iothread, d.cache)
+
+
+def _for_open_verdicts(plan: Plan, journal: Path, by_config: dict[str, Stability], given_up: set[str], most: int,
+                       seen: set[str]) -> list[tuple[Cell, dict[str, Any]]]:
+    found, where = comparisons(journal)
+    by_label = {(c.workload.name, _label(c)): c for c in plan.cells}
+    out: list[tuple[Cell, dict[str, Any]]] = []
+    for comp in (c for c in found if not c.decided):
+        for side in (comp.a, comp.b):
+            cell = by_label.get(where.get((comp.group, side), ("", "")))
+            if cell is None:
+                continue
+            cfg = config_key(cell.key)
+            st = by_config.get(cfg)
+            if cfg in seen or st is None:
+                continue
+            nxt = Cell(cell.disk, cell.workload, st.last_repeat + 1)
+            if nxt.repeat > most or nxt.key in given_up:
+                continue
+            seen.add(cfg)
+            out.append((nxt, {"basis": "open verdict", "reason": f"open verdict: {comp.describe()}",
+                              "comparison": comp.to_dict(),
+                              "cv_pct": dict(st.cv_pct), "after_repeats": st.repeats, "max_repeats": most}))
+    return out
+
+
+def _for_cv(plan: Plan, run: dict[str, Any], by_config: dict[str, Stability], given_up: set[str],
+            seen: set[str]) -> list[tuple[Cell, dict[str, Any]]]:
+    limit, most = float(run["cv_limit_pct"]), int(run["max_repeats"])
+    out: list[tuple[Cell, dict[str, Any]]] = []
     for c in plan.cells:
         cfg = config_key(c.key)
         if cfg in seen:
@@ -128,6 +255,6 @@ def next_extra(plan: Plan, run: dict[str, Any], records: Iterable[dict[str, Any]
         nxt = Cell(c.disk, c.workload, st.last_repeat + 1)
         if nxt.repeat > most or nxt.key in given_up:
             continue
-        out.append((nxt, {"reason": why, "cv_pct": dict(st.cv_pct), "cv_limit_pct": limit,
+        out.append((nxt, {"basis": "cv_limit_pct", "reason": why, "cv_pct": dict(st.cv_pct), "cv_limit_pct": limit,
                           "after_repeats": st.repeats, "max_repeats": most}))
     return out

@@ -27,7 +27,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, TextIO
 
-from . import __version__, records, repeats
+from . import __version__, records, repeats, runorder
 from .backends.base import Backend
 from .core.errors import (AuthenticationFailed, BackendError, CollectorError, JournalWriteError, MatrixError,
                           StormatrixError, UnsafeWrite)
@@ -100,9 +100,11 @@ def check_executor_spec(spec: MatrixSpec) -> None:
 
 #: Keys a resumed run may change (docs/journal.md, Resuming); every other key says what a cell measures.
 MAY_CHANGE_ON_RESUME: dict[str, set[str]] = {
+    # seed: 0 keeps the journal's; another value is checked against it (runorder.seed_conflict)
     "run": {"repeats", "max_repeats", "cv_limit_pct", "time_budget_minutes", "on_error", "retries", "allow_write",
-            "boot_timeout_seconds", "rate_tolerance_pct", "crosscheck_tolerance_pct", "guest_drivers"},
-    "qemu": {"boot_ahead"},
+            "boot_timeout_seconds", "rate_tolerance_pct", "crosscheck_tolerance_pct", "guest_drivers", "seed",
+            "repeat_policy"},
+    "qemu": {"boot_ahead", "overlap"},
     "proxmox": {"transport", "host", "port", "user", "token_id", "token_secret_env", "token_secret_file", "verify_tls",
                 "ca_file", "timeout", "task_timeout", "ready", "guest_host", "guest_port", "guest_channel",
                 "qemu_server_dir", "ssh", "ssh_config", "ssh_dir", "reboot_timeout", "check_cmdline"},
@@ -157,6 +159,8 @@ def check_same_run(records_before: list[dict[str, Any]], spec: MatrixSpec, run_d
             fix = f"resume with {'--side ' + repr(rec['side']) if rec.get('side') else 'no --side'}, or {fix}"
         else:  # a suite checks its own guests (suiterun.check_resumable)
             diff = [] if suite or not isinstance(rec.get("matrix"), dict) else run_differences(rec["matrix"], spec.raw)
+            conflict = runorder.seed_conflict(spec.run, [rec])
+            diff += [conflict] if conflict else []
         if diff:
             raise MatrixError(spec.path, "", f"{run_dir} holds the journal of another run ({rec.get('run_id')}, "
                               f"matrix {rec.get('matrix_path')}): {'; '.join(diff[:3])}"
@@ -176,7 +180,7 @@ class Runner:
     def __init__(self, spec: MatrixSpec, run_dir: str | Path, *, side: str | None = None,
                  progress: bool = True, backend: Backend | None = None,
                  collector_factory: Callable[[Any], Any] | None = None,
-                 stream: TextIO = sys.stderr, plan: Plan | None = None,
+                 stream: TextIO | None = None, plan: Plan | None = None,
                  executor_factory: Callable[[list[GuestEndpoint]], GuestExecutor] | None = None,
                  collector: Any = None, run_extra: dict[str, Any] | None = None,
                  cell_extra: dict[str, Any] | None = None,
@@ -185,7 +189,7 @@ class Runner:
         self.run_dir = Path(run_dir)
         self.side = side
         self.show_progress = progress
-        self.stream = stream
+        self.stream = stream if stream is not None else sys.stderr  # (bound when run, not when imported)
         self.backend_cls = type(backend) if backend else backend_class(spec.run["backend"])
         self.backend = backend
         self._collector_factory = collector_factory
@@ -205,6 +209,12 @@ class Runner:
         self._extra_reasons: dict[str, dict[str, Any]] = {}  # cell key -> why this extra repeat runs
         self._t_run0 = time.monotonic()
         self._gate: DriverGate | None = None  # a Windows guest's virtio-win drivers, as far as known
+        self.order: str = spec.run.get("order", "rounds")
+        self.seed: int = int(spec.run.get("seed") or 0)  # decided in run(): the journal's, the matrix's, or drawn
+        self._round = ""  # "round 2: " in the progress line while a round runs
+        #: per cell key, the monotonic time of each stage it passed (benchmarks/bench_cell_overhead.py reads it):
+        #: apply, applied, ready, sent, measure_start, measure_end, result, record, journaled, stopped
+        self.timeline: dict[str, dict[str, float]] = {}
         self.driver_skipped: list[tuple[str, str]] = []  # (cell key, reason): skipped for a missing driver
 
     def plan(self) -> Plan:
@@ -230,14 +240,19 @@ class Runner:
         check_same_run(records_before, self.spec, self.run_dir, side=self.side, suite="suite" in self.run_extra)
         self.journal.open()
         done = {r["key"] for r in records_before if r.get("type") == CELL and "key" in r}
+        self.seed, seed_source = runorder.run_seed(self.spec.run, records_before)
+        if self.order == "rounds":
+            log.info("cells run in shuffled rounds, seed %d (%s)", self.seed, seed_source)
         pending = [c for c in plan.cells if c.key not in done]
         summary = {"run_dir": str(self.run_dir), "run_id": self.run_id, "cells": len(plan.cells),
+                   "order": self.order, "seed": self.seed,
                    "already_done": len(plan.cells) - len(pending),
                    "already_done_keys": [c.key for c in plan.cells if c.key in done],
                    "measured": 0, "measured_keys": [], "failed": [], "errors": [],
                    "skipped": [(s.disk.key, s.reason) for s in plan.skipped], "extra_repeats": []}
         # a resumed run may owe extra repeats although every planned cell is journaled
-        extra_first = repeats.next_extra(plan, self.spec.run, records_before, set()) if not pending else []
+        extra_first = (repeats.next_extra(plan, self.spec.run, records_before, set(), self.journal.path)
+                       if not pending else [])
         if not pending and not extra_first:
             log.info("all %d cells are in the journal already", len(plan.cells))
             return summary
@@ -248,7 +263,9 @@ class Runner:
                                boot_ahead=boot_ahead) / len(todo)
         self._cell_estimate = est
         extra_max = repeats.possible_extra(plan, self.spec.run)
-        progress = Progress(len(pending), est, self.stream, extra_max=extra_max) if self.show_progress else None
+        budget_s = float(self.spec.run.get("time_budget_minutes") or 0.0) * 60
+        progress = (Progress(len(pending), est, self.stream, extra_max=extra_max, budget_s=budget_s)
+                    if self.show_progress else None)
         backend = self.backend or self.backend_cls(self.spec, self.run_dir)
         self.backend = backend
         self._t_run0 = time.monotonic()
@@ -271,37 +288,48 @@ class Runner:
         return summary
 
     def _run_groups(self, backend: Backend, cells: list[Cell], progress: Progress | None) -> None:
-        groups, gate = group_cells(cells), self._gate
-        if gate is not None:
+        groups, gate = runorder.ordered_groups(cells, self.order, self.seed), self._gate
+        if gate is not None and self.order == "grouped":
             # a Windows guest: controllers that need no virtio-win driver first, so the guest's driver facts
             # are known before any virtio cell boots (resume and extra repeats go by key, not by order)
             groups.sort(key=gate.group_order)
-        for i, ((disk, _repeat), group) in enumerate(groups):
+        elif gate is not None:
+            # in rounds, one such configuration first is enough for the facts; the rest keep their places
+            first = next((i for i, g in enumerate(groups) if not gate.group_order(g)), 0)
+            groups.insert(0, groups.pop(first))
+        for i, ((disk, repeat), group) in enumerate(groups):
             next_disk = groups[i + 1][0][0] if i + 1 < len(groups) else None
+            self._round = f"round {repeat}: " if self.order == "rounds" else ""
             self._run_group(backend, disk, group, progress, next_disk)
 
     def _run_extra_repeats(self, backend: Backend, plan: Plan, progress: Progress | None,
                            summary: dict[str, Any]) -> None:
-        """Rounds of extra repeats for the configurations whose CV is above ``[run] cv_limit_pct``
-        (:mod:`stormatrix.repeats`), decided from the journal after each round, until every
-        configuration is stable, at ``max_repeats``, or the time budget would be exceeded."""
+        """Rounds of extra repeats (:mod:`stormatrix.repeats`: open verdicts first, then CV above
+        ``[run] cv_limit_pct``), decided from the journal after each round, until none is wanted, each
+        configuration is at ``max_repeats``, or the time budget is spent: a round takes as many of its
+        repeats, most needed first, as fit in what is left of the budget at the pace measured so far."""
         budget_min = float(self.spec.run.get("time_budget_minutes") or 0.0)
         given_up: set[str] = set()
         while True:
-            extra = repeats.next_extra(plan, self.spec.run, self.journal.records(), given_up)
+            extra = repeats.next_extra(plan, self.spec.run, self.journal.records(), given_up, self.journal.path)
             if not extra:
                 return
+            spent = False
             if budget_min > 0:
                 elapsed = time.monotonic() - self._t_run0
-                timing = self.spec.timing
-                need = estimate_seconds(Plan([c for c, _ in extra]), timing.ramp_s, timing.measure_s,
-                                        overhead_s=self.overhead_s)
-                if elapsed + need > budget_min * 60:
-                    msg = (f"{len(extra)} extra repeat(s) still wanted by cv_limit_pct, not run: they would take "
-                           f"about {fmt_duration(need)} after {fmt_duration(elapsed)}, beyond [run] "
-                           f"time_budget_minutes = {budget_min:g}")
+                pace = elapsed / self.measured if self.measured else self._cell_estimate
+                fit = max(int((budget_min * 60 - elapsed) // pace), 0)
+                if fit < len(extra):
+                    spent, left, extra = True, extra[fit:], extra[:fit]
+                    kinds = ", ".join(f"{sum(w['basis'] == b for _, w in left)} for {b}"
+                                      for b in dict.fromkeys(w["basis"] for _, w in left))
+                    msg = (f"{len(left)} extra repeat(s) still wanted ({kinds}), not run: at {pace:.1f} s per cell "
+                           f"they would end beyond [run] time_budget_minutes = {budget_min:g} "
+                           f"({fmt_duration(elapsed)} spent)")
                     log.warning(msg)
                     summary["extra_not_run"] = msg
+                    summary["extra_not_run_keys"] = [c.key for c, _ in left]
+                if not extra:
                     return
             for cell, why in extra:
                 self._extra_reasons[cell.key] = why
@@ -312,13 +340,15 @@ class Runner:
             self._run_groups(backend, [c for c, _ in extra], progress)
             summary["extra_repeats"] += [c.key for c, _ in extra if c.key in self.measured_keys]
             given_up |= set(self.failed) - failed_before
+            if spent:
+                return  # the budget ran out in this round
 
     def _journal_run_header(self, facts: dict[str, Any], backend: Backend, cells: int, pending: int) -> None:
         env = {**run_environment(backend), **facts, "stormatrix": __version__}
         self.journal.append(records.run_record(
             run_id=self.run_id, matrix_path=self.spec.path, matrix=self.spec.raw, backend=backend.name,
             side=self.side, environment=env, original_config=backend.original_config(), cells=cells, todo=pending,
-            extra=self.run_extra))
+            extra={"order": self.order, "seed": self.seed, **self.run_extra}))
 
     def _run_group(self, backend: Backend, disk: DiskConfig, cells: list[Cell], progress: Progress | None,
                    next_disk: DiskConfig | None = None) -> None:
@@ -339,9 +369,14 @@ class Runner:
             try:
                 t_started = now_iso()
                 t0 = time.monotonic()
+                self._mark(current.key, "apply", t0)
                 if progress:
-                    progress.update(f"{disk.key}: starting VM")
+                    progress.update(f"{self._round}{disk.key}: starting VM")
                 backend.apply(disk)
+                self._mark(current.key, "applied")
+                if next_disk is not None and backend.overlaps:
+                    # at once: the next VM boots while this one gets ready and warms up (paused in windows)
+                    backend.boot_ahead(next_disk)
                 booted_ahead = backend.booted_ahead
                 stage = "ready"
                 executor = self.make_executor(backend)
@@ -351,12 +386,13 @@ class Runner:
                     self._gate.learn(guest, current.key)
                 guest = with_storage_drivers(guest, self._gate)
                 boot_s = time.monotonic() - t0
+                self._mark(current.key, "ready")
                 t_ready = now_iso()
                 first = True
                 while remaining:
                     current = remaining[0]
                     if progress:
-                        progress.update(f"{current.key}: measuring")
+                        progress.update(f"{self._round}{current.key}: measuring")
                     if not first:
                         stage = "ready"
                         executor.check_ready(current)
@@ -364,11 +400,12 @@ class Runner:
                     stage = "safety"
                     check_write_allowed(current, guest, self.spec.run["allow_write"])
                     stage = "run"
-                    if next_disk is not None and len(remaining) == 1:
+                    if next_disk is not None and len(remaining) == 1 and not backend.overlaps:
                         backend.boot_ahead(next_disk)
                     record = self._measure(backend, executor, current, t_started, t_ready, boot_s, guest,
                                            booted_ahead)
                     self.journal.append(record)
+                    self._mark(current.key, "journaled")
                     self.measured += 1
                     self.measured_keys.append(current.key)
                     remaining.pop(0)
@@ -415,6 +452,7 @@ class Runner:
                 if executor is not None:
                     executor.close()
                 backend.stop()
+                self._mark(current.key, "stopped")
 
     def _skip_for_driver(self, disk: DiskConfig, cells: list[Cell], progress: Progress | None,
                          evidence: str = "") -> bool:
@@ -441,6 +479,7 @@ class Runner:
         window = Window(backend, factory, point_collector=self._collector)
         try:
             result = executor.run(cell, timing, window)
+            self._mark(cell.key, "result")
         except BaseException:
             window.abort()
             raise
@@ -464,9 +503,16 @@ class Runner:
             cross=records.crosscheck(fio, measured.bs0, measured.bs1, run["crosscheck_tolerance_pct"]),
             overlap=measured.overlap)
         record.update(self.cell_extra)
+        marks = self.timeline.setdefault(cell.key, {})
+        marks.update({k: v for k, v in (("sent", window.mono_sent), ("measure_start", window.mono_start),
+                                        ("measure_end", window.mono_end)) if v})
+        self._mark(cell.key, "record")
         if cell.key in self._extra_reasons:
             record["extra_repeat"] = self._extra_reasons[cell.key]
         return record
+
+    def _mark(self, key: str, stage: str, when: float | None = None) -> None:
+        self.timeline.setdefault(key, {})[stage] = time.monotonic() if when is None else when
 
     def _journal_error(self, cell: Cell, stage: str, attempt: int, exc: BaseException, backend: Backend) -> None:
         tail = backend.console_tail()
@@ -490,8 +536,4 @@ def run_environment(backend: Backend) -> dict[str, Any]:
     return {**host, "workstation": here}
 
 
-def group_cells(cells: list[Cell]) -> list[tuple[tuple[DiskConfig, int], list[Cell]]]:
-    groups: dict[tuple[DiskConfig, int], list[Cell]] = {}
-    for c in cells:
-        groups.setdefault((c.disk, c.repeat), []).append(c)
-    return list(groups.items())
+group_cells = runorder.group_cells

@@ -74,6 +74,10 @@ RUN_SECTION = Section("run", {
     "max_repeats": Field(int, 0, min=0, max=100,
                          help="repeat a configuration whose CV is above cv_limit_pct up to this many times; "
                               "0 (the default) or the value of repeats means no extra repeats"),
+    "repeat_policy": Field(str, "verdicts", choices=("verdicts", "cv"),
+                           help="which extra repeats run first: verdicts = both sides of every comparison the "
+                                "findings rest on that is still within noise (best vs runner-up, aio modes per "
+                                "controller), then by CV; cv = by cv_limit_pct alone"),
     "time_budget_minutes": Field(float, 0.0, min=0, max=525600,
                                  help="extra repeats start only while the run (this invocation) stays within "
                                       "this many minutes; 0 means no limit"),
@@ -81,6 +85,13 @@ RUN_SECTION = Section("run", {
                                 help="flag cells that miss their fixed rate by more than this"),
     "crosscheck_tolerance_pct": Field(float, 2.0, min=0, max=100,
                                       help="flag cells where fio and QEMU disagree on bytes"),
+    "order": Field(str, "rounds", choices=("rounds", "grouped"),
+                   help="rounds: every configuration once per round (round n = repeat n), in a seeded shuffled "
+                        "order per round, so a slow drift of the host lands on every configuration; grouped: "
+                        "a configuration's repeats one after another, configurations in matrix order"),
+    "seed": Field(int, 0, min=0, max=2**63 - 1,
+                  help="the seed of the rounds' shuffled order; 0 (the default): drawn when the run starts and "
+                       "kept in the journal's run record, so a resumed run keeps the order"),
     "on_error": Field(str, "skip", choices=("skip", "stop")),
     "retries": Field(int, 1, min=0, max=10, help="re-tries of a failed cell before on_error applies"),
     "boot_timeout_seconds": Field(float, 180.0, min=5, max=7200),

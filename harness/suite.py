@@ -279,6 +279,46 @@ def _guest_from(path: str, where: str, item: Any, port: int) -> FioGuest:
                           ) from None
 
 
+def _distinct_guests(path: str, guests: list[FioGuest]) -> None:
+    """Every guest once: names and addresses compared without letter case (host names are not case
+    sensitive, so BENCH-VM1.lab:8765 and bench-vm1.LAB:8765 are one fio server measured twice, and guest
+    names become file names on file systems that ignore case)."""
+    seen_names: dict[str, str] = {}
+    seen_addrs: dict[str, str] = {}
+    for g in guests:
+        other = seen_names.get(g.name.casefold())
+        if other is not None:
+            same = "more than once" if other == g.name else f"twice: {other!r} and {g.name!r} differ only in case"
+            raise MatrixError(path, "[suite] guests", f"names {g.name!r} {same}", "give every guest its own name")
+        seen_names[g.name.casefold()] = g.name
+        other = seen_addrs.get(g.address.casefold())
+        if other is not None:
+            same = "" if other == g.address else f" ({other} and {g.address} differ only in letter case)"
+            raise MatrixError(path, "[suite] guests", f"two guests share one host:port{same}",
+                              "each fio server listens on its own host:port: list each guest once")
+        seen_addrs[g.address.casefold()] = g.address
+
+
+def _network_fits(path: str, network: str | None, vms: int) -> None:
+    """``[suite] network`` for a VM list: the network each guest's address is picked from. Loopback is every
+    VM's own (the controller cannot reach a guest there); a network with fewer addresses than VMs would
+    give two VMs one address."""
+    if not network or not vms:
+        return
+    import ipaddress
+
+    net = ipaddress.ip_network(network, strict=False)
+    if net.is_loopback or net.is_unspecified and net.prefixlen == 32 or net.is_multicast:
+        kind = "loopback" if net.is_loopback else "multicast" if net.is_multicast else "unspecified"
+        raise MatrixError(path, "[suite] network", f"{network} is a {kind} network: no guest can be reached "
+                          "there from the controller", "give the network the guests' fio servers listen on, e.g. "
+                          "10.0.0.0/24")
+    hosts = net.num_addresses if net.prefixlen >= 31 else net.num_addresses - 2
+    if hosts < vms:
+        raise MatrixError(path, "[suite] network", f"{network} holds {hosts} address(es) for {vms} VMs, so two VMs "
+                          "would have to share one", "give the network all the VMs are on, e.g. 10.0.0.0/24")
+
+
 def suite_from_dict(raw: dict[str, Any], path: str = "<suite>", *, sections: Mapping[str, Section]) -> Suite:
     """Validate ``[run]`` and ``[suite]`` (and any other of ``sections``, the caller's list, e.g.
     :data:`stormatrix.registry.SECTIONS`) into a :class:`Suite`."""
@@ -313,14 +353,8 @@ def suite_from_dict(raw: dict[str, Any], path: str = "<suite>", *, sections: Map
     guests: list[FioGuest] = []
     for i, item in enumerate(s["guests"] or [], start=1):
         guests.append(_guest_from(path, f"[suite] guests[{i}]", item, s["port"]))
-    names = [g.name for g in guests]
-    if len(set(names)) != len(names):
-        raise MatrixError(path, "[suite] guests", f"names {sorted({n for n in names if names.count(n) > 1})} "
-                          "more than once", "give every guest its own name")
-    addrs = [g.address for g in guests]
-    if len(set(addrs)) != len(addrs):
-        raise MatrixError(path, "[suite] guests", "two guests share one host:port",
-                          "each fio server listens on its own host:port")
+    _distinct_guests(path, guests)
+    _network_fits(path, s["network"], len(vm_ids))
     try:
         FioJob(name="check", rw="read", bs=4096, iodepth=1, ramp_s=0, measure_s=1, filename=s["filename"])
     except ValueError as exc:

@@ -59,6 +59,7 @@ class Window:
     collector_factory: Callable[[Any], Any]
     t_start: str | None = None
     t_end: str | None = None
+    mono_sent: float = 0.0  # when the executor sent the job (job_sent), where it says so
     mono_start: float = 0.0
     mono_end: float = 0.0
     bs0: BlockStats | None = None
@@ -72,6 +73,10 @@ class Window:
     point_collector: Any = None
     overlap: dict[str, Any] | None = None  # what else ran (paused) on the host during the window
     _opened: bool = False
+
+    def job_sent(self) -> None:
+        """The executor handed the job to the guest: its warm-up runs from now (for the timing breakdown)."""
+        self.mono_sent = time.monotonic()
 
     def measure_started(self) -> None:
         self.mono_start = time.monotonic()

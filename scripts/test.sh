@@ -1,75 +1,54 @@
 #!/usr/bin/env bash
-# All tests: pytest, flake8 and mypy (scripts/lint.sh), then the PowerShell tests on the hosted PowerShell 7.6 engine (tests/pwsh/host,
-# with PesterLite), then Pester 5 under a real pwsh where one can be had. Prints each summary; fails if
-# any fails. When pwsh/Pester cannot be installed here it says exactly why and does not pretend.
+# All tests: install PowerShell 7.6.9 + Pester 5.7.1 (scripts/install-pwsh.sh, pinned, into .tools/),
+# pytest (its PowerShell-driving tests on that same pwsh), flake8 and mypy (scripts/lint.sh), then every
+# PowerShell test under Pester 5 (tests/pester/Invoke-StormatrixPester.ps1). Prints each summary and ends
+# with Pester's own summary line. Fails if any part fails; when pwsh or Pester cannot be installed it
+# fails at once, naming the command that failed (no fallback).
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 
+echo "== PowerShell $(sed -n 's/^PWSH_VERSION="\(.*\)"/\1/p' scripts/install-pwsh.sh) and Pester $(sed -n 's/^PESTER_VERSION="\(.*\)"/\1/p' scripts/install-pwsh.sh) (scripts/install-pwsh.sh) =="
+if ! bash scripts/install-pwsh.sh; then
+    echo "make test: cannot run the tests without PowerShell and Pester (see the failing command above)" >&2
+    exit 1
+fi
+# shellcheck disable=SC1091
+. .tools/env.sh
+export STORMATRIX_PWSH STORMATRIX_PESTER_PSD1
+export NO_COLOR=1 POWERSHELL_TELEMETRY_OPTOUT=1
+
 status=0
+echo
 echo "== pytest =="
-.venv/bin/python -m pytest -q -p no:cacheprovider
-rc=$?
-if [ $rc -ne 0 ] && [ $rc -ne 5 ]; then status=1; fi
+log="$(mktemp)"
+.venv/bin/python -m pytest -q -p no:cacheprovider | tee "$log"
+rc=${PIPESTATUS[0]}
+if [ "$rc" -ne 0 ] && [ "$rc" -ne 5 ]; then status=1; fi
+pytest_summary="pytest: $(grep -E '(passed|failed|error|no tests ran)' "$log" | tail -n 1 | sed 's/^=* *//; s/ *=*$//')"
+rm -f "$log"
 
 echo
 echo "== lint and type check (flake8, mypy) =="
-lint_log="$(mktemp)"
-bash scripts/lint.sh | tee "$lint_log"
+log="$(mktemp)"
+bash scripts/lint.sh | tee "$log"
 [ "${PIPESTATUS[0]}" -ne 0 ] && status=1
-lint_summary="$(sed -n '/== lint summary ==/,$p' "$lint_log" | tail -n +2)"
-rm -f "$lint_log"
+lint_summary="$(sed -n '/== lint summary ==/,$p' "$log" | tail -n +2)"
+rm -f "$log"
 
 echo
-echo "== PowerShell engine (hosted) =="
-engine_summary=""
-if bash scripts/build-pwsh-host.sh; then
-    log="$(mktemp)"
-    # always the hosted engine here, even where a real pwsh is configured: that one runs Pester below
-    env -u STORMATRIX_REAL_PWSH tests/pwsh/pwsh -NoLogo -NoProfile -NonInteractive \
-        -File tests/pwsh/Invoke-EngineTests.ps1 -Engine | tee "$log"
-    erc=${PIPESTATUS[0]}
-    engine_summary="$(grep -E '^PowerShell engine .*: [0-9]+ passed' "$log" | tail -n 1)"
-    rm -f "$log"
-    if [ "$erc" -ne 0 ] || [ -z "$engine_summary" ]; then status=1; fi
-    [ -z "$engine_summary" ] && engine_summary="PowerShell engine: did not finish (exit $erc)"
-else
-    engine_summary="PowerShell engine: not run (scripts/build-pwsh-host.sh failed, see above)"
-    status=1
-fi
-
-echo
-echo "== Pester 5 =="
-bash scripts/install-pwsh.sh > .tools-install.log 2>&1
-prc=$?
-pester_summary=""
-if [ $prc -eq 0 ]; then
-    # shellcheck disable=SC1091
-    . .tools/env.sh
-    export STORMATRIX_PESTER_PSD1 STORMATRIX_PSSA_PSD1
-    log="$(mktemp)"
-    # the same files as above (tests/pester and tests/pwsh); under a real pwsh with Pester 5,
-    # Invoke-EngineTests.ps1 hands them to Pester (tests/pester/Invoke-StormatrixPester.ps1)
-    "$STORMATRIX_PWSH" -NoProfile -NonInteractive -File tests/pwsh/Invoke-EngineTests.ps1 | tee "$log"
-    prc=${PIPESTATUS[0]}
-    pester_summary="Pester 5: $(grep -E '^Tests Passed:' "$log" | tail -n 1)"
-    rm -f "$log"
-    [ $prc -ne 0 ] && status=1
-elif [ $prc -eq 3 ]; then
-    reason="$(cat .tools/pwsh-install-reason.txt 2>/dev/null)"
-    pester_summary="Pester 5: not run (pwsh not installed: ${reason:-see scripts/install-pwsh.sh})"
-    sed 's/^/  /' .tools-install.log
-else
-    echo "Pester: install script failed unexpectedly (exit $prc):"
-    cat .tools-install.log
-    pester_summary="Pester 5: not run (scripts/install-pwsh.sh failed with exit $prc)"
-    status=1
-fi
-rm -f .tools-install.log
+echo "== Pester (PowerShell tests) =="
+log="$(mktemp)"
+"$STORMATRIX_PWSH" -NoLogo -NoProfile -NonInteractive -File tests/pester/Invoke-StormatrixPester.ps1 | tee "$log"
+prc=${PIPESTATUS[0]}
+[ "$prc" -ne 0 ] && status=1
+pester_summary="$(grep -E '^Tests Passed: ' "$log" | tail -n 1)"
+[ -z "$pester_summary" ] && pester_summary="Pester did not finish (exit $prc): see above"
+rm -f "$log"
 
 echo
 echo "== summary =="
+echo "$pytest_summary"
 echo "$lint_summary"
-echo "$engine_summary"
 echo "$pester_summary"
 exit $status

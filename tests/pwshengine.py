@@ -1,21 +1,18 @@
-"""Run PowerShell from pytest: the real ``pwsh`` when there is one, else the hosted PowerShell 7.6 engine.
+"""Run PowerShell from pytest: the real pwsh 7.6.9 that scripts/install-pwsh.sh puts in ``.tools/``.
 
-Why: pwsh cannot be installed on the development machines, but the real engine can
-(``tests/pwsh/host``, System.Management.Automation 7.6.9 in a console host with pwsh's command line).
-Tests that need PowerShell use this module instead of skipping: ``run_pwsh(...)`` runs a script on
-whichever is available and ``engine_name()`` says which one ran, so a report can name it.
+Why one pwsh: `make test` runs the Pester tests on that pwsh, and the Python tests that drive PowerShell
+(the WinRM stand-in's fake Windows guest, the VMware backend against the fake vCenter, the checks of the
+scripts the executor sends) must run on the same one, so a pass means the same thing in both.
 
-Choice of engine (``pwsh_argv``):
-1. ``$STORMATRIX_REAL_PWSH`` when set (an explicit real pwsh);
-2. a ``pwsh`` on PATH, or ``.tools/pwsh/pwsh`` installed by scripts/install-pwsh.sh;
-3. the hosted engine through ``tests/pwsh/pwsh``, built once per session by scripts/build-pwsh-host.sh.
-``STORMATRIX_PWSH_ENGINE=hosted`` forces 3 even where a real pwsh exists (the engine's own tests).
+Which pwsh (:func:`pwsh_path`): ``$STORMATRIX_PWSH`` when set (scripts/test.sh exports it), else
+``.tools/pwsh/pwsh``, installed on first use by scripts/install-pwsh.sh (pinned versions, no fallback).
+When it cannot be installed, :class:`PwshUnavailable` carries the script's message: the tests fail
+naming the failing command, they are not skipped.
 """
 from __future__ import annotations
 
 import base64
 import os
-import shutil
 import subprocess
 import tempfile
 import threading
@@ -23,70 +20,47 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 ROOT = Path(__file__).resolve().parent.parent
-LAUNCHER = ROOT / "tests" / "pwsh" / "pwsh"
-BUILD_SCRIPT = ROOT / "scripts" / "build-pwsh-host.sh"
-HOST_DLL = ROOT / ".tools" / "pwsh-host" / "StormatrixPwshHost.dll"
-ENGINE_VERSION = "7.6.9"
+INSTALL_SCRIPT = ROOT / "scripts" / "install-pwsh.sh"
+LOCAL_PWSH = ROOT / ".tools" / "pwsh" / "pwsh"
+PWSH_VERSION = "7.6.9"
 COMMON_ARGS = ["-NoLogo", "-NoProfile", "-NonInteractive"]
 
-_build_lock = threading.Lock()
-_built = False
+_install_lock = threading.Lock()
+_checked: str | None = None
 
 
 class PwshUnavailable(RuntimeError):
-    """Neither a real pwsh nor the hosted engine can run here (the message says why and what to do)."""
+    """pwsh could not be installed (the message is scripts/install-pwsh.sh's: the failing command)."""
 
 
-def real_pwsh() -> str | None:
-    """The real pwsh to use, or None (see the module docstring for the order)."""
-    if os.environ.get("STORMATRIX_PWSH_ENGINE", "").lower() == "hosted":
-        return None
-    explicit = os.environ.get("STORMATRIX_REAL_PWSH")
+def pwsh_path() -> str:
+    """The pwsh to run: ``$STORMATRIX_PWSH``, else ``.tools/pwsh/pwsh`` (installed here once if missing)."""
+    global _checked
+    explicit = os.environ.get("STORMATRIX_PWSH")
     if explicit:
         return explicit
-    found = shutil.which("pwsh")
-    if found:
-        return found
-    local = ROOT / ".tools" / "pwsh" / "pwsh"
-    if local.is_file() and os.access(local, os.X_OK):
-        return str(local)
-    return None
-
-
-def build_host() -> None:
-    """Build the hosted engine once per process (scripts/build-pwsh-host.sh skips an up-to-date build)."""
-    global _built
-    with _build_lock:
-        if _built:
-            return
-        proc = subprocess.run(["bash", str(BUILD_SCRIPT)], cwd=ROOT, capture_output=True, text=True)
-        if proc.returncode != 0 or not HOST_DLL.is_file():
-            raise PwshUnavailable(
-                f"building the hosted PowerShell engine failed (scripts/build-pwsh-host.sh, exit {proc.returncode}):\n"
-                f"{proc.stdout}{proc.stderr}")
-        _built = True
+    with _install_lock:
+        if _checked is None:
+            proc = subprocess.run(["bash", str(INSTALL_SCRIPT)], cwd=ROOT, capture_output=True, text=True)
+            if proc.returncode != 0 or not LOCAL_PWSH.is_file():
+                raise PwshUnavailable(f"scripts/install-pwsh.sh failed (exit {proc.returncode}):\n{proc.stdout}{proc.stderr}")
+            _checked = str(LOCAL_PWSH)
+        return _checked
 
 
 def pwsh_argv() -> list[str]:
-    """The command that starts PowerShell with pwsh's command line (add -File/-Command/... yourself)."""
-    real = real_pwsh()
-    if real:
-        return [real]
-    build_host()
-    return [str(LAUNCHER)]
+    """The command that starts pwsh (add -File/-Command/... yourself)."""
+    return [pwsh_path()]
 
 
 def engine_name() -> str:
-    """What :func:`pwsh_argv` runs, e.g. ``PowerShell engine 7.6.9 (hosted)`` or ``pwsh 7.4.6 (real)``."""
-    real = real_pwsh()
-    if not real:
-        return f"PowerShell engine {ENGINE_VERSION} (hosted)"
+    """What :func:`pwsh_argv` runs, e.g. ``pwsh 7.6.9``, read from the pwsh itself."""
     try:
-        out = subprocess.run([real, *COMMON_ARGS, "-Command", "$PSVersionTable.PSVersion.ToString()"],
+        out = subprocess.run([pwsh_path(), *COMMON_ARGS, "-Command", "$PSVersionTable.PSVersion.ToString()"],
                              capture_output=True, text=True, timeout=60).stdout.strip()
     except (OSError, subprocess.TimeoutExpired):
         out = "?"
-    return f"pwsh {out or '?'} (real)"
+    return f"pwsh {out or '?'}"
 
 
 def encode_command(script: str) -> str:
@@ -94,8 +68,12 @@ def encode_command(script: str) -> str:
     return base64.b64encode(script.encode("utf-16-le")).decode("ascii")
 
 
-def _environment(env: Mapping[str, str | None] | None) -> dict[str, str]:
+def environment(env: Mapping[str, str | None] | None = None) -> dict[str, str]:
+    """The current environment with ``env`` applied (a None value removes a variable). Output that tests
+    parse is plain text: pwsh writes ANSI colour to redirected output unless NO_COLOR is set."""
     merged = dict(os.environ)
+    merged.setdefault("NO_COLOR", "1")
+    merged.setdefault("POWERSHELL_TELEMETRY_OPTOUT", "1")
     for key, value in (env or {}).items():
         if value is None:
             merged.pop(key, None)
@@ -125,7 +103,7 @@ def run_pwsh(script: str | Path, *args: str, env: Mapping[str, str | None] | Non
         tmp = target = Path(name)
     try:
         return subprocess.run([*argv, *COMMON_ARGS, "-File", str(target), *args], cwd=cwd,
-                              env=_environment(env), capture_output=True, text=True, encoding="utf-8",
+                              env=environment(env), capture_output=True, text=True, encoding="utf-8",
                               errors="replace", timeout=timeout, input=input, check=check)
     finally:
         if tmp is not None:
@@ -140,5 +118,5 @@ def run_pwsh_command(command: str, *, encoded: bool = False, env: Mapping[str, s
     statement failed)."""
     argv = pwsh_argv()
     tail = ["-EncodedCommand", encode_command(command)] if encoded else ["-Command", command]
-    return subprocess.run([*argv, *COMMON_ARGS, *extra_args, *tail], cwd=cwd, env=_environment(env),
+    return subprocess.run([*argv, *COMMON_ARGS, *extra_args, *tail], cwd=cwd, env=environment(env),
                           capture_output=True, text=True, encoding="utf-8", errors="replace", timeout=timeout)

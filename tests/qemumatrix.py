@@ -5,8 +5,9 @@ from __future__ import annotations
 
 
 def small_matrix(name: str, controllers: list[str], *, aio: str = "native", ramp_seconds: float = 1,
-                 measure_seconds: float = 5, qemu_extra: str = "") -> str:
-    """The matrix file's text; ``qemu_extra`` adds lines to its ``[qemu]`` section."""
+                 measure_seconds: float = 5, qemu_extra: str = "", order: str = "grouped") -> str:
+    """The matrix file's text; ``qemu_extra`` adds lines to its ``[qemu]`` section. ``order`` is grouped:
+    the tests name their cells in matrix order (shuffled rounds are tests/test_run_order.py's)."""
     listed = ", ".join(f'"{c}"' for c in controllers)
     return f"""
 [run]
@@ -14,6 +15,7 @@ name = "{name}"
 ramp_seconds = {ramp_seconds:g}
 measure_seconds = {measure_seconds:g}
 retries = 0
+order = "{order}"
 
 [matrix]
 controllers = [{listed}]

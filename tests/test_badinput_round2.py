@@ -535,3 +535,194 @@ def test_the_walk_names_a_folder_it_may_not_list(tmp_path: Path, capsys: pytest.
     finally:
         (tmp_path / "in" / "locked").chmod(0o755)
     assert code == 0 and "locked" in text and "cannot be listed" in text
+
+
+# --- suite matrices that cannot run are refused before starting --------------------------------------------
+
+def suite_file(tmp_path: Path, body: str) -> Path:
+    path = tmp_path / "s.toml"
+    path.write_text(body)
+    return path
+
+
+@pytest.mark.parametrize("fio,says", [("/nonexistent/fio", "does not exist"), ("{dir}", "not an executable"),
+                                      ("no-such-fio-binary", "no such program on PATH"), ("", "--fio is empty")])
+def test_suite_run_refuses_a_fio_client_it_cannot_run_before_any_point(fio: str, says: str, tmp_path: Path,
+                                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    matrix = suite_file(tmp_path, SUITE)
+    (tmp_path / "adir").mkdir()
+    code, text = cli(["suite", "run", str(matrix), "-o", str(tmp_path / "run"),
+                      "--fio", fio.replace("{dir}", str(tmp_path / "adir"))], capsys)
+    assert code == 2 and says in text and "Fix:" in text
+    assert not (tmp_path / "run" / "journal.ndjson").exists()  # no point journaled as an error
+
+
+@pytest.mark.parametrize("guests", ['["a=BENCH-VM1.lab:8765", "b=bench-vm1.LAB:8765"]',
+                                    '["vm1=10.0.0.1:8765", "VM1=10.0.0.2:8765"]'])
+def test_one_guest_listed_twice_in_other_letter_case_is_refused(guests: str, tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    matrix = suite_file(tmp_path, SUITE.replace('["vm01=10.0.0.11:8765"]', guests))
+    code, text = cli(["suite", "plan", str(matrix)], capsys)
+    assert code == 2 and "[suite] guests" in text and "case" in text, text
+
+
+def test_different_guests_are_still_accepted(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    matrix = suite_file(tmp_path, SUITE.replace('["vm01=10.0.0.11:8765"]',
+                                                '["vm1=10.0.0.1:8765", "vm2=10.0.0.2:8765", "vm3=10.0.0.1:8766"]'))
+    code, text = cli(["suite", "plan", str(matrix)], capsys)
+    assert code == 0, text
+
+
+VMS_SUITE = """[suite]
+side = "A"
+filename = "/dev/sdb"
+vms = [101, 102, 103]
+network = "{net}"
+[proxmox]
+host = "10.0.0.2"
+node = "pve"
+token_id = "root@pam!t"
+token_secret_env = "PVE_TOKEN"
+"""
+
+
+@pytest.mark.parametrize("net,says", [("127.0.0.0/8", "loopback"), ("10.0.0.5/32", "1 address(es) for 3 VMs"),
+                                      ("10.0.0.4/31", "2 address(es)"), ("224.0.0.0/24", "multicast")])
+def test_a_network_that_cannot_hold_the_vms_is_refused(net: str, says: str, tmp_path: Path,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    code, text = cli(["suite", "plan", str(suite_file(tmp_path, VMS_SUITE.format(net=net)))], capsys)
+    assert code == 2 and "[suite] network" in text and says in text, text
+
+
+def test_a_network_with_room_for_the_vms_is_accepted(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, text = cli(["suite", "plan", str(suite_file(tmp_path, VMS_SUITE.format(net="10.0.0.0/29")))], capsys)
+    assert code == 0, text
+
+
+def test_suite_plan_output_refuses_what_suite_run_refuses(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "journal.ndjson").write_text(json.dumps({"schema": "stormatrix/record-1", "type": "run", "suite": "s",
+                                                        "side": "B", "guests": [{"name": "vm01"}]}) + "\n")
+    matrix = suite_file(tmp_path, SUITE)
+    code, plan_text = cli(["suite", "plan", str(matrix), "-o", str(run_dir)], capsys)
+    assert code == 2 and "side" in plan_text
+    code, run_text = cli(["suite", "run", str(matrix), "-o", str(run_dir)], capsys)
+    assert code == 2 and plan_text.splitlines()[-1] == run_text.splitlines()[-1]
+
+
+# --- guest check options are checked before connecting ------------------------------------------------------
+
+GUEST = ["guest", "check", "--host", "127.0.0.1", "--port", "1", "--username", "u", "--password-env", "SMX_PW",
+         "--disk-serial", "S1", "--timeout", "1"]
+
+
+@pytest.mark.parametrize("opt,value,says", [("--controller", "bogus", "not a controller"),
+                                            ("--controller", "virtio-scsi-singel", "not a controller"),
+                                            ("--timeout", "3600000", "hours"), ("--timeout", "86400", "hours")])
+def test_guest_check_options_are_refused_before_connecting(opt: str, value: str, says: str,
+                                                           monkeypatch: pytest.MonkeyPatch,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("SMX_PW", "pw")
+    from stormatrix.executors import winrm
+
+    def never(*a: object, **k: object) -> None:
+        raise AssertionError("connected before checking the options")
+
+    monkeypatch.setattr(winrm.WinRMExecutor, "wait_ready", never)
+    argv = list(GUEST)
+    if opt in argv:
+        argv[argv.index(opt) + 1] = value
+    else:
+        argv += [opt, value]
+    code, text = cli(argv, capsys)
+    assert code == 2 and opt in text and says in text
+
+
+@pytest.mark.parametrize("value,canonical", [("virtio-scsi", "virtio-scsi-pci"), ("VIRTIO-BLK", "virtio-blk"),
+                                             ("virtio", "virtio-blk"), ("pvscsi", "pvscsi"), ("nvme", "nvme")])
+def test_guest_check_takes_the_controllers_the_guest_module_knows(value: str, canonical: str) -> None:
+    from stormatrix.cli import build_parser
+
+    args = build_parser().parse_args(GUEST + ["--controller", value, "--timeout", "10800"])
+    assert args.controller == canonical and args.timeout == 10800
+
+
+# --- secrets in a URL are never echoed ------------------------------------------------------------------------
+
+MATRIX = """[run]
+name = "x"
+[matrix]
+controllers = ["virtio-blk"]
+[[workload]]
+name = "w"
+rw = "randread"
+bs = "4k"
+"""
+
+
+@pytest.mark.parametrize("host", [f"https://root:{SECRET}@pve.lab:8006", f"root:{SECRET}@pve.lab",
+                                  f"https://root@pam!tok={SECRET}@pve:8006/api2/json"])
+def test_a_secret_in_a_host_url_is_not_echoed(host: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    m = tmp_path / "m.toml"
+    m.write_text(MATRIX + f'[proxmox]\nhost = "{host}"\nnode = "pve"\nvmid = 100\ntest_disk = "scsi1"\n'
+                 'token_id = "root@pam!t"\ntoken_secret_env = "PVE_TOKEN"\n')
+    code, text = cli(["plan", str(m)], capsys)
+    assert code == 2 and "[proxmox] host" in text and SECRET not in text and "pve" in text
+
+
+def test_a_secret_in_a_guest_url_is_not_echoed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    matrix = suite_file(tmp_path, SUITE.replace('"vm01=10.0.0.11:8765"', f'"vm01=http://u:{SECRET}@10.0.0.11:8765"'))
+    code, text = cli(["suite", "plan", str(matrix)], capsys)
+    assert code == 2 and SECRET not in text
+    code, text = cli(GUEST[:2] + ["--host", f"http://u:{SECRET}@10.0.0.5:5985"] + GUEST[4:], capsys)
+    assert code == 2 and SECRET not in text and "--host" in text
+
+
+# --- one writer per run directory ----------------------------------------------------------------------------
+
+HOLD = textwrap.dedent("""
+    import sys, time
+    from stormatrix.commands.runlock import hold_run_dir
+    with hold_run_dir(sys.argv[1], "run"):
+        print("held", flush=True)
+        time.sleep(60)
+""")
+
+
+def test_a_second_writer_is_refused_naming_the_holder_and_kill_9_releases_it(tmp_path: Path,
+                                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    run_dir = tmp_path / "run"
+    holder = subprocess.Popen([PY, "-c", HOLD, str(run_dir)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        code, text = cli(["run", str(DEMO_MATRIX), "-o", str(run_dir)], capsys)
+        assert code == 2 and "in use by" in text and f"pid {holder.pid}" in text and "Fix:" in text
+        assert not (run_dir / "journal.ndjson").exists()
+        code, text = cli(["report", str(SAMPLE_RUN), "-o", str(tmp_path / "r.xlsx")], capsys)
+        assert code == 0  # readers are never held up
+    finally:
+        holder.kill()
+        holder.wait()
+        assert holder.stdout is not None
+        holder.stdout.close()
+    from stormatrix.commands.runlock import hold_run_dir
+
+    with hold_run_dir(run_dir, "run"):  # the kernel dropped the killed holder's lock: no stale lock
+        pass
+
+
+def test_suite_run_takes_the_same_lock(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run_dir = tmp_path / "run"
+    holder = subprocess.Popen([PY, "-c", HOLD, str(run_dir)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        code, text = cli(["suite", "run", str(suite_file(tmp_path, SUITE)), "-o", str(run_dir), "--fio", PY], capsys)
+        assert code == 2 and "in use by" in text
+    finally:
+        holder.kill()
+        holder.wait()
+        assert holder.stdout is not None
+        holder.stdout.close()

@@ -40,7 +40,12 @@ time.sleep(30)
 @pytest.fixture
 def busy() -> subprocess.Popen[bytes]:
     proc = subprocess.Popen([sys.executable, "-c", BUSY])
-    time.sleep(0.3)
+    # ready when both threads carry their names: how long the interpreter takes to get there depends on
+    # the machine's load, so wait for the state instead of a fixed sleep
+    deadline = time.monotonic() + 60
+    while not {"spin", "nap"} <= _thread_names(proc.pid):
+        assert proc.poll() is None and time.monotonic() < deadline, "the busy child never named its threads"
+        time.sleep(0.05)
     yield proc
     proc.kill()
     proc.wait()
@@ -192,6 +197,16 @@ def _without(monkeypatch: pytest.MonkeyPatch, tid: int, what: str, line: str | N
         return real(path)
 
     monkeypatch.setattr(collector, "_read", read)
+
+
+def _thread_names(pid: int) -> set[str]:
+    names = set()
+    for t in os.listdir(f"/proc/{pid}/task"):
+        try:
+            names.add(Path(f"/proc/{pid}/task/{t}/comm").read_text().strip())
+        except FileNotFoundError:  # a thread that ended between the listing and the read
+            pass
+    return names
 
 
 def _tid_named(pid: int, name: str) -> int:

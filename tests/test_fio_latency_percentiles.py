@@ -5,7 +5,7 @@ fio writes completion-latency percentiles (``clat_ns.percentile``) by default an
 ``lat_p99_ns`` was always blank. The job files of the local QEMU guest (``fio_job``) and of the fio-server
 suite (``FioJob.render``) run here with the real fio, and the one summary (analysis/fio.py) must find the
 two p99s apart. One ``qemu`` test shows a real local-QEMU cell record and its workbook row with both.
-The Windows guest module's arguments run with the real fio in tests/pester/Invoke-StormatrixFio.Linux.Tests.ps1.
+The Windows guest module's arguments run with the real fio in tests/pester/StormatrixGuest/Invoke-StormatrixFio.Linux.Tests.ps1.
 """
 
 from __future__ import annotations

@@ -43,7 +43,7 @@ LAYERS: list[tuple[int, str, tuple[str, ...]]] = [
     # the command's standard streams and signals
     (2, "tools", ("stormatrix.schema", "stormatrix.spec", "stormatrix.secrets", "stormatrix.ssh", "stormatrix.qmp",
                   "stormatrix.journal", "stormatrix.progress", "stormatrix.guestimage", "stormatrix.repeats",
-                  "stormatrix.console")),
+                  "stormatrix.console", "stormatrix.runorder")),
     # the worker fleet's parts that know no backend: its journal, the storages under test
     (3, "fleet", ("stormatrix.fleet", "stormatrix.fleet.journal", "stormatrix.fleet.localstore")),
     # the contracts a backend and an executor fulfil, the collectors and the records they feed

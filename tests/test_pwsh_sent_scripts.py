@@ -1,19 +1,19 @@
-"""Every script text the Python side sends to PowerShell, checked by the real PowerShell engine.
+"""Every script text the Python side sends to PowerShell, checked by pwsh 7.6.9.
 
 The WinRM executor builds PowerShell at run time (the presence check, the upload chunks, the module import
 and call scripts, the restart) and sends each as ``powershell ... -EncodedCommand <base64 UTF-16LE>``;
 the vmware backend runs ``stormatrix-vmware.ps1`` with a JSON request. None of that text is in a .ps1
-file, so only this test shows it to the engine. The scripts are obtained exactly as the product builds
+file, so only this test shows it to PowerShell. The scripts are obtained exactly as the product builds
 them, through its public entry points only: ``WinRMExecutor`` (constructor with ``protocol_factory``,
 ``ensure_module``, ``wait_ready``, ``run``, ``validate``, ``restart_guest``) with a recording pywinrm
 ``Protocol`` stand-in, so whatever the executor sends over WS-Man is what is checked; and
 ``vmware.pwsh_argv``, ``vmware.build_request`` and ``vmware.PYTHON_CALLS`` for the workstation side.
 
-The engine (tests/pwsh/pwsh, through tests/pwsh/Checks/Test-SentScript.ps1) then parses each script, looks
+pwsh (tests/pwshengine.py, through tests/pwsh/Checks/Test-SentScript.ps1) then parses each script, looks
 for what Windows PowerShell 5.1 lacks in the guest's scripts, checks that every command in them has a
-provider on the test engine (engine, stand-in, module, fake guest, PesterLite), binds every module call
-statically (for calls whose parameters travel as base64 JSON, the call with the names in that JSON), and
-reports stand-ins that nothing uses any more. Each failure names the script by what it is for.
+provider (pwsh, a module, the fake guest or PowerCLI, Inventory.psd1), and binds every module call
+statically (for calls whose parameters travel as base64 JSON, the call with the names in that JSON).
+Each failure names the script by what it is for.
 """
 
 from __future__ import annotations
@@ -184,7 +184,7 @@ DATA_CALLS = vmware_calls()
 
 
 def _drive(folder: Path) -> subprocess.CompletedProcess[str]:
-    """Test-SentScript.ps1 on the engine (a real pwsh where there is one, else the hosted engine)."""
+    """Test-SentScript.ps1 on the tests' pwsh (tests/pwshengine.py)."""
     try:
         return run_pwsh(DRIVER, str(folder), timeout=300)
     except PwshUnavailable as exc:
@@ -243,12 +243,8 @@ def test_module_call_binds(module: str, purpose: str, text: str, engine_findings
     assert _findings(engine_findings, "BIND", purpose) == []
 
 
-def test_stand_in_folders_exist(engine_findings: list[tuple[str, str, str]]) -> None:
+def test_fake_folders_exist(engine_findings: list[tuple[str, str, str]]) -> None:
     assert [d for k, _, d in engine_findings if k == "SOURCE"] == []
-
-
-def test_every_stand_in_is_used(engine_findings: list[tuple[str, str, str]]) -> None:
-    assert [d for k, _, d in engine_findings if k == "UNUSED"] == []
 
 
 def test_the_engine_check_catches_a_broken_script(tmp_path: Path) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from standins.processes import qemu_processes
@@ -15,6 +16,7 @@ from standins.processes import qemu_processes
 from stormatrix.backends.qemu import QemuBackend
 from stormatrix.commands.run import execute
 from stormatrix.executors.localagent import LocalAgentExecutor
+from stormatrix.runner import Runner
 from stormatrix.core.model import DiskConfig
 from stormatrix.registry import load_spec
 
@@ -62,6 +64,44 @@ def test_next_vm_boots_ahead_and_is_paused_in_the_window(tmp_path: Path) -> None
     assert header["environment"]["boot_ahead"] is True
     assert len(header["environment"]["test_disks"]) == 2
     assert not qemu_processes(str(run_dir))
+
+
+def test_with_overlap_the_next_vm_boots_at_once_and_no_teardown_runs_in_a_window(
+        tmp_path: Path) -> None:
+    """[qemu] overlap (the default): the previous cell's VM stops in the background and the VM booting ahead
+    starts as soon as the current one is taken over; before each window opens, every VM being stopped is gone
+    (and the VM booting ahead is paused: the test above)."""
+    matrix = tmp_path / "m.toml"
+    matrix.write_text(matrix_text(True))
+    spec = load_spec(matrix)
+    stopped: list[Any] = []
+    windows: list[tuple[int, list[bool]]] = []
+    ahead_at: list[float] = []
+
+    class Watched(QemuBackend):
+        def _stop_in_background(self, vm: Any) -> None:
+            stopped.append(vm)
+            super()._stop_in_background(vm)
+
+        def boot_ahead(self, disk: DiskConfig) -> None:
+            ahead_at.append(time.monotonic())
+            super().boot_ahead(disk)
+
+        def window_opened(self) -> None:
+            super().window_opened()
+            windows.append((len(self._stopping), [vm.alive() for vm in stopped]))
+
+    runner = Runner(spec, tmp_path / "run", progress=False, backend=Watched(spec, tmp_path / "run"))
+    summary = runner.run()
+    assert summary["measured"] == 3 and not summary["failed"]
+    assert len(stopped) >= 2  # the first two cells' VMs were stopped off the critical path
+    assert len(windows) == 3 and all(n == 0 and not any(alive) for n, alive in windows), windows
+    marks = [runner.timeline[k] for k in summary["measured_keys"]]
+    assert len(ahead_at) == 2  # booted ahead during the first two cells, as each one's VM was taken over
+    for m, t in zip(marks, ahead_at):
+        assert m["applied"] <= t <= m["ready"] < m["sent"] < m["measure_start"]
+    assert [r["times"]["booted_ahead"] for r in cells(tmp_path / "run")] == [False, True, True]
+    assert not qemu_processes(str(tmp_path / "run"))
 
 
 def test_boot_ahead_off_runs_one_vm_at_a_time(tmp_path: Path) -> None:

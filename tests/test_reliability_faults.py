@@ -38,8 +38,9 @@ CONTROLLERS = ["virtio-blk", "sata"]
 
 
 def matrix(on_error: str = "skip", retries: int = 1, rw: str = "randread", **run: Any) -> dict[str, Any]:
+    # grouped: the faults are aimed at the first cell in matrix order
     return {"run": {"name": "faults", "ramp_seconds": 0, "measure_seconds": 1, "on_error": on_error,
-                    "retries": retries, **run},
+                    "retries": retries, "order": "grouped", **run},
             "matrix": {"controllers": CONTROLLERS, "aio": ["io_uring"], "cache": ["none"]},
             "workload": [{"name": "w", "rw": rw, "bs": "4k"}]}
 

@@ -1,5 +1,5 @@
 """The vmware backend end to end: the Python backend, the real StormatrixVMware module on the PowerShell
-engine (tests/pwsh/pwsh) and the data-described fake PowerCLI (tests/pwsh/FakeVCenter, see
+pwsh (tests/pwshengine.py) and the data-described fake PowerCLI (tests/pwsh/FakeVCenter, see
 test_vmware_pwsh.FakeVCenter): argument and JSON building, the [vmware] section, error mapping, and restore
 from every half-done state. The fake keeps the lab in a file, so these tests fail if Python sends a name the
 module does not have, if a cell's change is not power-cycled in, or if restore leaves anything behind.
@@ -23,15 +23,13 @@ from stormatrix.core.model import DiskConfig
 from stormatrix.registry import backend_class, spec_from_dict
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_vmware_pwsh import PASSWORD, FakeVCenter, engine_available, matrix  # noqa: E402
+from test_vmware_pwsh import PASSWORD, FakeVCenter, matrix  # noqa: E402
 
 Lab = FakeVCenter
 
 
 @pytest.fixture()
 def lab(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Lab:
-    if not engine_available():
-        pytest.skip("no PowerShell engine: run scripts/build-pwsh-host.sh (make test does)")
     return Lab(tmp_path, monkeypatch)
 
 
@@ -380,10 +378,41 @@ def test_contract_error_when_python_sends_a_parameter_the_module_lacks(lab: Lab,
 
 def test_pwsh_missing_is_an_environment_problem(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setattr(vmware_pwsh, "TOOL_DIRS", (Path("~/.dotnet/tools"), tmp_path / ".tools" / "pwsh"))
     monkeypatch.setenv("STORMATRIX_VSPHERE_USER", "u")
     monkeypatch.setenv("STORMATRIX_VSPHERE_PASSWORD", "p")
-    with pytest.raises(EnvironmentProblem, match="pwsh not found"):
+    with pytest.raises(EnvironmentProblem, match="pwsh not found") as info:
         vm.VmwareBackend(spec_from_dict(matrix(pwsh="pwsh")), tmp_path).prepare()
+    message = str(info.value)
+    assert f"searched PATH, {tmp_path}/.dotnet/tools/pwsh, {tmp_path}/.tools/pwsh/pwsh" in message
+    assert "dotnet tool install -g PowerShell --version 7.6.9" in message and "PowerShell Gallery" in message
+
+
+def _executable(path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("#!/bin/sh\nexit 0\n")
+    path.chmod(0o755)
+    return path
+
+
+@pytest.mark.parametrize("where", ["dotnet-global-tool", "checkout-tools"])
+def test_pwsh_installed_as_a_dotnet_tool_is_found_off_path(where: str, tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """`dotnet tool install -g PowerShell` puts pwsh in ~/.dotnet/tools, which a service's PATH often lacks;
+    make test's pinned copy is in the checkout's .tools/pwsh. A bare [vmware] pwsh name finds either."""
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    checkout = tmp_path / "checkout" / ".tools" / "pwsh"
+    monkeypatch.setattr(vmware_pwsh, "TOOL_DIRS", (Path("~/.dotnet/tools"), checkout))
+    target = tmp_path / "home" / ".dotnet" / "tools" / "pwsh" if where == "dotnet-global-tool" else checkout / "pwsh"
+    _executable(target)
+    assert vmware_pwsh.find_pwsh("pwsh")[0] == str(target)
+    # PATH comes first; a path is taken as it is (and is not searched for elsewhere)
+    on_path = _executable(tmp_path / "bin" / "pwsh")
+    monkeypatch.setenv("PATH", str(on_path.parent))
+    assert vmware_pwsh.find_pwsh("pwsh")[0] == str(on_path)
+    assert vmware_pwsh.find_pwsh(str(tmp_path / "nowhere" / "pwsh")) == (None, [str(tmp_path / "nowhere" / "pwsh")])
 
 
 def test_pwsh_crash_without_an_answer_carries_stderr(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -100,15 +100,13 @@ def test_what_esxtop_does_not_have_is_absent_with_a_reason_never_zero() -> None:
 
 
 def test_same_keys_as_the_linux_collector_and_the_vsphere_record(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from test_vmware_pwsh import FakeVCenter, engine_available, runner
+    from test_vmware_pwsh import FakeVCenter, runner
 
     linux_keys = {"cpu_metric", "cpu_unit", "cpu_total", "cpu_user", "cpu_system", "cpu_time_s", "cycles",
                   "ctx_switches", "ctx_voluntary", "ctx_involuntary", "source", "scope", "pid", "window_s",
                   "threads", "by_role", "split_approximate"}
     host = vm_cpu_record(read_esxtop(GOOD), "bench01")
     assert linux_keys <= set(host)
-    if not engine_available():
-        pytest.skip("no PowerShell engine for the vSphere record: run scripts/build-pwsh-host.sh")
     lab = FakeVCenter(tmp_path, monkeypatch)  # the vSphere record from the real module (fake PowerCLI)
     lab.add_cpu_samples(datetime(2026, 11, 22, 3, 12, 15, tzinfo=timezone.utc))
     vsphere = runner().call("Get-StormatrixVMwareCpuUsage", {"VMName": "bench01", "Start": "2026-11-22T03:12:00.000Z",
@@ -273,10 +271,8 @@ class EsxLab:
     """The fake vCenter's lab (test_vmware_pwsh.FakeVCenter) plus a stand-in ``ssh`` for the ESXi host."""
 
     def __init__(self, tmp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-        from test_vmware_pwsh import FakeVCenter, engine_available
+        from test_vmware_pwsh import FakeVCenter
 
-        if not engine_available():
-            pytest.skip("no PowerShell engine: run scripts/build-pwsh-host.sh (make test does)")
         self.vsphere = FakeVCenter(tmp, monkeypatch)
         (tmp / "bin").mkdir(exist_ok=True)
         monkeypatch.setenv("PATH", f"{tmp / 'bin'}:{os.environ.get('PATH', '/usr/bin:/bin')}")

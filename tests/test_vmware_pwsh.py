@@ -1,6 +1,7 @@
 """The StormatrixVMware module for real: the Python backend builds each request, PwshRunner runs
-``windows/StormatrixVMware/stormatrix-vmware.ps1`` under PowerShell (the hosted 7.6 engine, tests/pwsh/pwsh,
-or a real pwsh through STORMATRIX_REAL_PWSH), and PowerCLI is the data-described fake in
+``windows/StormatrixVMware/stormatrix-vmware.ps1`` under the real pwsh 7.6.9 (tests/pwshengine.py; installed
+by scripts/install-pwsh.sh when missing, a failure to install fails these tests), and PowerCLI is the
+data-described fake in
 tests/pwsh/FakeVCenter found through PSModulePath. Nothing of the module is re-implemented in Python.
 
 :class:`FakeVCenter` is the lab those tests share: a copy of tests/pwsh/FakeVCenter/lab.json that every
@@ -22,29 +23,14 @@ from stormatrix.core.errors import InputError
 from stormatrix.core.model import DiskConfig
 from stormatrix.registry import spec_from_dict
 
-from tests.pwshengine import LAUNCHER, PwshUnavailable, build_host, real_pwsh, run_pwsh_command
+from tests.pwshengine import pwsh_path, run_pwsh_command
 
 ROOT = Path(__file__).resolve().parents[1]
 FAKE_DIR = ROOT / "tests" / "pwsh" / "FakeVCenter"
 PASSWORD = "s3cr3t-Pa55"
 USER = "administrator@vsphere.local"
-#: what [vmware] pwsh names in these tests: a real pwsh where there is one, else the hosted engine's launcher
-PWSH = real_pwsh() or str(LAUNCHER)
-
-
-def engine_available() -> bool:
-    """A real pwsh, or the hosted engine (built here once if needed, as make test does)."""
-    if real_pwsh():
-        return True
-    try:
-        build_host()
-    except PwshUnavailable:
-        return False
-    return True
-
-
-pytestmark = pytest.mark.skipif(not engine_available(),
-                                reason="no PowerShell engine: run scripts/build-pwsh-host.sh (make test does)")
+#: what [vmware] pwsh names in these tests: the tests' pwsh (the same one make test runs Pester on)
+PWSH = pwsh_path()
 
 
 class FakeVCenter:

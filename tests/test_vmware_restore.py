@@ -27,10 +27,9 @@ from stormatrix.cli import main
 from stormatrix.journal import Journal
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_vmware_pwsh import PASSWORD, PWSH, FakeVCenter, engine_available  # noqa: E402
+from test_vmware_pwsh import PASSWORD, PWSH, FakeVCenter  # noqa: E402
 
 Lab = FakeVCenter
-pytestmark = pytest.mark.skipif(not engine_available(), reason="no PowerShell engine: run scripts/build-pwsh-host.sh")
 
 TESTS = Path(__file__).resolve().parent
 MATRIX = textwrap.dedent("""

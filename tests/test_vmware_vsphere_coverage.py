@@ -2,7 +2,7 @@
 under 80 % the window is refused (not measured); above, the CPU total is scaled up to the whole window and
 the record says so (``vmware.coverage``, ``covered_s``, ``prorated``, ``scale``).
 
-The module runs for real on the PowerShell engine against the fake vCenter (tests/pwsh/FakeVCenter), whose
+The module runs for real on pwsh against the fake vCenter (tests/pwsh/FakeVCenter), whose
 lab holds 20-second realtime samples; samples are taken out of the lab to make a window the statistics do
 not fully cover (the last samples not yet written, as when stats_wait_seconds runs out).
 """
@@ -18,9 +18,8 @@ from stormatrix.backends import vmware as vm
 from stormatrix.backends.vmware_cpu import MIN_COVERAGE, check_coverage
 from stormatrix.core.errors import CollectorError
 
-from test_vmware_pwsh import FakeVCenter, backend_for, engine_available  # noqa: F401 (fixture's class)
+from test_vmware_pwsh import FakeVCenter, backend_for  # noqa: F401 (fixture's class)
 
-needs_engine = pytest.mark.skipif(not engine_available(), reason="no PowerShell engine: run scripts/build-pwsh-host.sh")
 
 #: the fake lab's VM uses 4000 ms of CPU in every 20 s sample (add_cpu_samples): 0.2 s per second
 RATE = 4.0 / 20
@@ -51,7 +50,6 @@ def _window_with_samples_until(vcenter: FakeVCenter, tmp_path: Path, window_s: f
     return collector.stop()
 
 
-@needs_engine
 def test_a_window_the_samples_mostly_cover_is_scaled_up_and_says_so(vcenter: FakeVCenter, tmp_path: Path) -> None:
     host = _window_with_samples_until(vcenter, tmp_path, 200.0, 190.0)
     v = host["vmware"]
@@ -66,14 +64,12 @@ def test_a_window_the_samples_mostly_cover_is_scaled_up_and_says_so(vcenter: Fak
     assert host["by_role"]["vcpu"]["runtime_s"] == pytest.approx(host["cpu_total"])
 
 
-@needs_engine
 def test_a_window_the_samples_cover_under_80_percent_is_refused(vcenter: FakeVCenter, tmp_path: Path) -> None:
     with pytest.raises(CollectorError, match=r"vSphere realtime statistics of VM 'bench01': it covers \d+% of the "
                                              r"1\d\d\.\d s window \(minimum 80%\).*Fix: .*stats_wait_seconds"):
         _window_with_samples_until(vcenter, tmp_path, 100.0, 50.0)
 
 
-@needs_engine
 def test_a_fully_covered_window_is_not_scaled(vcenter: FakeVCenter, tmp_path: Path) -> None:
     host = _window_with_samples_until(vcenter, tmp_path, 60.0, 400.0)
     v = host["vmware"]

@@ -1,14 +1,16 @@
 """From matrix to workbook with a Windows guest: the real Runner drives the real WinRM executor over
 pywinrm (transport "https": Basic inside TLS, the certificate validated against its CA file) to the
-WS-Man stand-in, where the PowerShell engine runs exactly what the executor sent in a fake Windows
-guest (tests/pwsh/FakeWindows); Invoke-StormatrixFio runs fio.exe (the Linux fio on the test disk's
+WS-Man stand-in, where the real pwsh runs what the executor sent in a fake Windows guest
+(tests/pwsh/FakeWindows); Invoke-StormatrixFio runs fio.exe (the Linux fio on the test disk's
 image) from C:\\Program Files\\fio; the cell is journaled and ``stormatrix report`` writes a workbook.
 The same for DiskSpd (a fake diskspd.exe doing real I/O and writing DiskSpd's -Rxml document), both
-cells in one workbook, and ``stormatrix guest check`` through the same path, each check's result printed."""
+cells in one workbook, and ``stormatrix guest check`` through the same path, each check's result printed,
+with the built-in runner and under Pester 5.7.1 installed in the guest."""
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 from typing import Any, Iterator
@@ -25,6 +27,10 @@ from stormatrix.registry import spec_from_dict
 from tests.standins.wsman import FakeWindowsGuest, _fakewindows, self_signed_cert
 
 PASSWORD = "e2e-pa$$ 'word\""
+ROOT = Path(__file__).resolve().parents[1]
+#: a generous limit, not a measurement: the first command uploads the module (~40 pwsh starts, each
+#: several seconds on a loaded 2-core machine)
+DEADLINE = 900
 pytestmark = [pytest.mark.pwsh, pytest.mark.slow,
               pytest.mark.skipif(shutil.which("fio") is None, reason="fio is not installed")]
 
@@ -129,10 +135,10 @@ def test_guest_check_prints_each_check_and_its_fix(guest: tuple[FakeWindowsGuest
     g, cert = guest
     argv = ["guest", "check", "--host", "127.0.0.1", "--port", str(g.server.port), "--transport", "https",
             "--ca-file", cert, "--username", "Administrator", "--password-env", "SMX_WINRM_PW",
-            "--disk-serial", "STORMATRIX01", "--controller", "virtio-scsi-single", "--timeout", "300"]
+            "--disk-serial", "STORMATRIX01", "--controller", "virtio-scsi-single", "--timeout", str(DEADLINE)]
     assert main(argv) == 1  # the guest runs the Balanced plan
-    out = capsys.readouterr().out
-    assert "(built-in runner)" in out
+    out, err = capsys.readouterr()
+    assert "(built-in runner)" in out, err
     for line in ("PASSED  Test disk / Should find exactly one disk with the serial",
                  "PASSED  Test disk / Should be raw (no partition table)",
                  "PASSED  Controller driver / Should have a driver bound for the controller under test",
@@ -153,6 +159,21 @@ def test_guest_check_prints_each_check_and_its_fix(guest: tuple[FakeWindowsGuest
     out = capsys.readouterr().out
     assert "PASSED  System state / Should use the High performance power plan" in out
     assert "FAILED  System state / Should have no reboot pending" in out and "PendingFileRenameOperations" in out
+    builtin = [line for line in out.splitlines() if line.startswith("  ")]
+
+    # --runner pester without Pester 5 in the guest: the fix is named; with it (as Initialize-StormatrixGuest
+    # -PesterSource installs it: the guest's Program Files module folder), the same checks run under Pester,
+    # and the default (auto) picks it; the first line says which runner ran
+    assert main([*argv, "--runner", "pester"]) == 1
+    out = capsys.readouterr().out
+    assert "Pester 5 is not installed in the guest" in out and "-PesterSource" in out
+    pester = Path(os.environ.get("STORMATRIX_PESTER_PSD1") or ROOT / ".tools/nuget/pester/5.7.1/tools/Pester.psd1").parent
+    shutil.copytree(pester, g.root / "C" / "Program Files" / "WindowsPowerShell" / "Modules" / "Pester" / "5.7.1")
+    for runner in ("pester", "auto"):
+        assert main([*argv, "--runner", runner]) == 1
+        out = capsys.readouterr().out
+        assert out.splitlines()[0].endswith("(Pester 5.7.1)"), out
+        assert [line for line in out.splitlines() if line.startswith("  ")] == builtin
 
 
 def test_guest_check_names_a_controller_without_driver(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
@@ -166,7 +187,7 @@ def test_guest_check_names_a_controller_without_driver(tmp_path: Path, monkeypat
                           keyfile=key) as g:
         rc = main(["guest", "check", "--host", "127.0.0.1", "--port", str(g.server.port), "--transport", "https",
                    "--ca-file", cert, "--username", "Administrator", "--password-env", "SMX_WINRM_PW",
-                   "--disk-serial", "STORMATRIX01", "--controller", "virtio-scsi-single", "--timeout", "300"])
+                   "--disk-serial", "STORMATRIX01", "--controller", "virtio-scsi-single", "--timeout", str(DEADLINE)])
     captured = capsys.readouterr()
     assert rc != 0
     text = captured.out + captured.err

@@ -1,11 +1,12 @@
-"""The guest module's preparation and disk handling on the PowerShell engine, in a fake Windows guest
+"""The guest module's preparation and disk handling on real pwsh, in a fake Windows guest
 (tests/pwsh/FakeWindows), where WinRM adds nothing: Initialize-StormatrixGuest end to end (wipe,
 offline, power plan, fio install, HTTPS listener with a certificate naming the IP addresses), -WhatIf,
-and the workload's validation. Each script runs in its own engine process, as in the guest."""
+and the workload's validation. Each script runs in its own pwsh process, as in the guest."""
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -13,9 +14,11 @@ from typing import Any
 
 import pytest
 
-from tests.standins.wsman import ENGINE, _fakewindows
+from tests.pwshengine import pwsh_path
+from tests.standins.wsman import _fakewindows
 
-MODULE = Path(__file__).resolve().parents[1] / "windows" / "StormatrixGuest" / "StormatrixGuest.psd1"
+ROOT = Path(__file__).resolve().parents[1]
+MODULE = ROOT / "windows" / "StormatrixGuest" / "StormatrixGuest.psd1"
 pytestmark = [pytest.mark.pwsh]
 
 
@@ -26,7 +29,8 @@ def guest(tmp_path: Path, **changes: Any) -> Path:
 def run(root: Path, script: str) -> subprocess.CompletedProcess[str]:
     env = _fakewindows().engine_env(root, {"LANG": "C.UTF-8"})
     text = f"$ErrorActionPreference='Stop'; Import-Module '{MODULE}'; " + script
-    return subprocess.run([str(ENGINE), "-NoProfile", "-NonInteractive", "-Command", text], env=env,
+    argv = _fakewindows().powershell_argv(pwsh_path(), ["-NoProfile", "-NonInteractive", "-Command", text])
+    return subprocess.run(argv, env=env,
                           capture_output=True, text=True, encoding="utf-8", timeout=300)
 
 
@@ -95,6 +99,49 @@ def test_initialize_refuses_the_system_disk_and_an_unasked_wipe(tmp_path: Path) 
     root = guest(tmp_path / "2", Disks=disks)
     done = run(root, "Initialize-StormatrixGuest -Serial STORMATRIX01 -ClearTestDisk -Confirm:$false")
     assert done.returncode != 0 and "boot or system disk" in done.stderr
+
+
+def pester_source() -> Path:
+    """The Pester 5.7.1 module folder that scripts/install-pwsh.sh restored (the one make test runs on)."""
+    manifest = Path(os.environ.get("STORMATRIX_PESTER_PSD1") or ROOT / ".tools" / "nuget" / "pester" / "5.7.1" / "tools" / "Pester.psd1")
+    pwsh_path()  # installs pwsh and Pester when they are missing
+    assert manifest.is_file(), f"{manifest} missing: run bash scripts/install-pwsh.sh"
+    return manifest.parent
+
+
+def test_pester_installed_from_pester_source_runs_the_same_checks_as_the_builtin_runner(tmp_path: Path) -> None:
+    """Initialize-StormatrixGuest -PesterSource installs Pester 5 where Windows PowerShell finds modules;
+    then the validation runs under Pester (Validation/Guest.Validation.Tests.ps1) with the same result,
+    check by check, as the built-in runner, and -Runner Auto picks Pester."""
+    root = guest(tmp_path)
+    validate = ("$r = @(foreach ($runner in {runners}) {{ Invoke-StormatrixGuestValidation -Serial STORMATRIX01 "
+                "-Controller virtio-scsi -Runner $runner }}); [Console]::Out.WriteLine((ConvertTo-Json -InputObject $r -Depth 5 -Compress))")
+    before = run(root, validate.format(runners="'Auto'"))
+    assert before.returncode == 0, before.stderr
+    assert json.loads(before.stdout.splitlines()[-1])[0]["Runner"] == "built-in runner"  # no Pester 5 in the guest yet
+
+    source = str(pester_source()).replace("'", "''")
+    done = run(root, f"Initialize-StormatrixGuest -Serial STORMATRIX01 -PesterSource '{source}' -SkipPowerPlan -Confirm:$false "
+                     "| ConvertTo-Json -Compress")
+    assert done.returncode == 0, done.stderr
+    steps = {s["Step"]: s for s in json.loads(done.stdout[done.stdout.index("["):])}
+    assert steps["pester"]["Status"] == "Changed" and "Pester 5.7.1" in steps["pester"]["Detail"]
+    assert (root / "C" / "Program Files" / "WindowsPowerShell" / "Modules" / "Pester" / "5.7.1" / "Pester.psd1").is_file()
+
+    both = run(root, validate.format(runners="'Builtin', 'Pester', 'Auto'"))
+    assert both.returncode == 0, both.stderr
+    builtin, pester, auto = json.loads(both.stdout.splitlines()[-1])
+    assert (builtin["Runner"], pester["Runner"], auto["Runner"]) == ("built-in runner", "Pester 5.7.1", "Pester 5.7.1")
+
+    def checks(result: dict[str, Any]) -> list[tuple[str, str, str, str]]:
+        return [(t["Block"], t["Name"], t["Result"], t["Message"] or "") for t in result["Tests"]]
+
+    assert checks(pester) == checks(builtin) == checks(auto)
+    assert {t[2] for t in checks(builtin)} == {"Passed", "Failed", "Skipped"}  # the power plan fails, DiskSpd is skipped
+    assert (pester["Passed"], pester["FailedCount"], pester["Total"]) == (builtin["Passed"], builtin["FailedCount"], builtin["Total"])
+    again = run(root, f"(Initialize-StormatrixGuest -Serial STORMATRIX01 -PesterSource '{source}' -SkipPowerPlan -Confirm:$false "
+                      "| Where-Object Step -eq pester).Status")
+    assert again.stdout.strip().splitlines()[-1] == "Unchanged", again.stdout + again.stderr
 
 
 @pytest.mark.parametrize("workload, error", [

@@ -1,5 +1,5 @@
-"""The executor end to end over real HTTP: pywinrm -> the WS-Man stand-in -> the PowerShell engine
-(tests/pwsh/pwsh) running exactly the command lines the executor sent, in a fake Windows guest
+"""The executor end to end over real HTTP: pywinrm -> the WS-Man stand-in -> the real pwsh 7.6.9
+(tests/pwshengine.py) running the command lines the executor sent, in a fake Windows guest
 (tests/pwsh/FakeWindows: disks, controllers, drivers, power plan as data; fio.exe/diskspd.exe doing
 real I/O with the Linux fio on the disks' images). Nothing here recognises the executor's scripts:
 the upload, the SHA-256 check, Import-Module, splatting and the guest module itself really run."""
@@ -28,6 +28,9 @@ from stormatrix.core.model import Cell, DiskConfig, Timing, Workload
 from stormatrix.executors import winrm as w
 from tests.standins.wsman import FakeWindowsGuest, WSManStandIn, self_signed_cert
 
+#: a generous limit, not a measurement: the first command uploads the module (~40 pwsh starts, each
+#: several seconds on a loaded 2-core machine)
+DEADLINE = 900
 PASSWORD = "Str0ng'pa$$\"word"
 ENV = {"STORMATRIX_PW": PASSWORD}
 pytestmark = [pytest.mark.pwsh, pytest.mark.skipif(shutil.which("fio") is None, reason="fio is not installed")]
@@ -100,7 +103,7 @@ class Window:
 def test_upload_in_chunks_with_a_margin_then_call(tmp_path: Path) -> None:
     with make_guest(tmp_path, None) as g:  # a guest of its own: an empty %TEMP%
         ex = executor(g)
-        facts = ex.wait_ready(time.monotonic() + 300)
+        facts = ex.wait_ready(time.monotonic() + DEADLINE)
         assert facts["OsBuild"] == "20348" and facts["TestDisk"] == 1
         assert facts["signature"] == "none" and facts["test_disk"]["PartitionStyle"] == "RAW"
         module = w.default_module_dir()
@@ -154,7 +157,7 @@ def test_guest_errors_carry_the_error_id_and_the_disks_seen(guest: FakeWindowsGu
 # --- output encoding: UTF-8 end to end ---------------------------------------------------------------------
 
 def test_non_ascii_disk_and_plan_names_arrive_intact(tmp_path: Path, guest_temp: Path) -> None:
-    """The guest's console writes OEM code page 437 until the prelude sets UTF-8 (FakeWindows/Boot.ps1)."""
+    """The guest's console writes OEM code page 437 until the prelude sets UTF-8 (Enter-FakeWindowsGuest)."""
     from tests.standins.wsman import _fakewindows
 
     data = _fakewindows().load_description()
@@ -164,7 +167,7 @@ def test_non_ascii_disk_and_plan_names_arrive_intact(tmp_path: Path, guest_temp:
     plans[0]["Name"] = "Économie d'énergie"
     with make_guest(tmp_path, guest_temp, {"Disks": disks, "PowerPlans": plans}) as g:
         ex = executor(g)
-        facts = ex.wait_ready(time.monotonic() + 300)
+        facts = ex.wait_ready(time.monotonic() + DEADLINE)
         assert facts["test_disk"]["FriendlyName"] == "Datenträger für Prüfung – 測試"
         assert ex.call("Get-StormatrixPowerPlan", {})["Name"] == "Économie d'énergie"
 
@@ -194,7 +197,7 @@ def test_wait_ready_retries_ws_man_faults_and_5xx_until_the_guest_answers(guest:
     """A WinRM service that is starting answers faults (HTTP 500) and 503 for a while."""
     guest.server.fault_next = 3
     guest.server.status_next = [503, 500]
-    facts = executor(guest, connect_retries=0).wait_ready(time.monotonic() + 300)
+    facts = executor(guest, connect_retries=0).wait_ready(time.monotonic() + DEADLINE)
     assert facts["TestDisk"] == 1 and guest.server.fault_next == 0 and guest.server.status_next == []
     assert w.storage_drivers(facts) == {"sata": "storahci", "virtio-scsi": "vioscsi"}
     # the driver store of the fake guest's description: both virtio-win storage drivers staged
@@ -208,7 +211,7 @@ def test_wait_ready_retries_ws_man_faults_and_5xx_until_the_guest_answers(guest:
 def test_wait_ready_gives_up_at_the_deadline(guest: FakeWindowsGuest) -> None:
     guest.server.down = True
     threading.Timer(0.6, lambda: setattr(guest.server, "down", False)).start()
-    assert executor(guest, connect_retries=0).wait_ready(time.monotonic() + 300)["OsBuild"] == "20348"
+    assert executor(guest, connect_retries=0).wait_ready(time.monotonic() + DEADLINE)["OsBuild"] == "20348"
     guest.server.fault_next = 10**6
     with pytest.raises(GuestNotReady, match="did not answer before the deadline.*fault"):
         executor(guest, connect_retries=0).wait_ready(time.monotonic() + 1.0)
@@ -256,8 +259,8 @@ def test_a_command_past_its_deadline_is_a_remote_timeout_and_is_stopped(guest: F
 
 def test_restart_waits_for_a_new_boot_time(guest: FakeWindowsGuest) -> None:
     ex = executor(guest, connect_retries=0)
-    before = ex.wait_ready(time.monotonic() + 300)["LastBootUpTime"]
-    facts = ex.restart_guest(time.monotonic() + 300)
+    before = ex.wait_ready(time.monotonic() + DEADLINE)["LastBootUpTime"]
+    facts = ex.restart_guest(time.monotonic() + DEADLINE)
     assert facts["LastBootUpTime"] != before
 
 
@@ -287,7 +290,7 @@ def test_a_write_on_a_partitioned_disk_is_refused_before_fio_starts(tmp_path: Pa
     disks[1].update(PartitionStyle="GPT", Partitions=[{"PartitionNumber": 1, "DriveLetter": "", "Size": 16777216, "Type": "Basic"}])
     with make_guest(tmp_path, guest_temp, {"Disks": disks}) as g:
         ex = executor(g)
-        facts = ex.wait_ready(time.monotonic() + 300)
+        facts = ex.wait_ready(time.monotonic() + DEADLINE)
         assert facts["signature"] == "partitions"  # the runner refuses writes on this (check_write_allowed)
         window = Window()
         with pytest.raises(WorkloadFailed, match="GPT partition table") as info:

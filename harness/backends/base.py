@@ -133,6 +133,10 @@ class Backend(ABC):
         """Will this backend boot each next VM during the current cell for ``spec``? (ETA, plan)"""
         return False
 
+    #: the next VM may start booting as soon as the current one is applied, while it gets ready, rather than
+    #: just before the measurement (the qemu backend's ``[qemu] overlap``)
+    overlaps: bool = False
+
     def boot_ahead(self, disk: DiskConfig) -> None:
         """Start booting the VM for ``disk`` now, while the current cell warms up, if this backend can.
 

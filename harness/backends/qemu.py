@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -72,6 +73,10 @@ QEMU_SECTION = Section("qemu", {
     "firmware": Field(str, "qboot", choices=("qboot", "seabios")),
     "boot_ahead": Field(bool, True, help="boot the next configuration's VM during the current cell's "
                         "warm-up, paused while the measurement window is open"),
+    "overlap": Field(bool, True, help="take what need not wait off the time between two cells: the previous "
+                     "cell's VM stops in the background, and the next configuration's VM starts booting as soon as "
+                     "the current one is taken over, while it gets ready; the stop is done before the window "
+                     "opens and the VM booting ahead is paused in it (nothing runs in a window)"),
     "pin_threads": Field(str, "auto", check=check_setting,
                          help="pin QEMU's threads for each measurement window: auto (where the host has two or "
                               "more CPUs: vCPUs on the last CPU, main loop, iothreads, aio workers and the harness "
@@ -90,6 +95,13 @@ class QemuBackend(Backend):
     the record says so (``overlap``), with the paused VM's CPU time in the window as evidence. This
     takes the ~3.5 s boot out of the time between two cells without shortening any window.
 
+    **Overlap** (``[qemu] overlap``, on by default): the cell's VM is stopped in a background thread
+    (QMP ``quit`` and the process reaped) while the next cell's VM is taken over, and the runner starts the
+    VM after that booting at once, while the current one gets ready (not just before its measurement):
+    on a CPU-bound host the boot that is not done when its turn comes is what a cell waits for. Before a
+    window opens every VM being stopped is reaped (:meth:`window_opened`), so no teardown runs in a
+    window, and the VM booting ahead is paused there, as before.
+
     **Pinning** (``[qemu] pin_threads``, auto by default): for each window the vCPU thread runs on its
     own host CPU and the rest of QEMU and the harness on the others, so a cell's context switches do not
     depend on where the scheduler happened to put the vCPU and the main loop; the record's
@@ -104,6 +116,7 @@ class QemuBackend(Backend):
     def __init__(self, spec: MatrixSpec, workdir: Path) -> None:
         super().__init__(spec, workdir)
         self.opts = self.options(spec)
+        self.overlaps = bool(self.opts["overlap"])  # teardown and the next boot off the critical path
         self.image: guestimage.GuestImage | None = None
         self.vm: QemuVm | None = None
         self.ahead: QemuVm | None = None  # the next configuration's VM, booting or booted
@@ -112,6 +125,7 @@ class QemuBackend(Backend):
         self.pin_plan: PinPlan | None = None
         self.pin_note = ""
         self._pinner: ThreadPinner | None = None
+        self._stopping: list[tuple[QemuVm, threading.Thread]] = []  # VMs being stopped off the critical path
 
     @staticmethod
     def options(spec: MatrixSpec) -> dict[str, Any]:
@@ -162,9 +176,25 @@ class QemuBackend(Backend):
                       vcpus=self.opts["vcpus"], memory_mib=self.opts["memory_mib"], accel=self.opts["accel"],
                       firmware=self.opts["firmware"], binary=self.opts["binary"])
 
+    def _stop_in_background(self, vm: QemuVm) -> None:
+        thread = threading.Thread(target=vm.stop, name=f"stop-{vm.spec.name}", daemon=True)
+        thread.start()
+        self._stopping.append((vm, thread))
+
+    def _reap(self) -> None:
+        """Wait until every VM stopping in the background is gone (its image free, its CPU time spent)."""
+        while self._stopping:
+            vm, thread = self._stopping.pop(0)
+            thread.join()
+            if vm.proc is not None:  # the thread failed: stop it here, where a failure is reported
+                vm.stop()
+
     def _start_vm(self, disk: DiskConfig) -> QemuVm:
         """Start a VM on a test-disk image no live VM holds, and listen to its agent at once."""
+        if len(self._stopping) + sum(vm is not None for vm in (self.vm, self.ahead)) >= len(self.disk_paths):
+            self._reap()  # the image the new VM needs is still held by a VM being stopped
         busy = {vm.spec.disk_image for vm in (self.vm, self.ahead) if vm is not None}
+        busy |= {vm.spec.disk_image for vm, _ in self._stopping}
         index = next(i for i, p in enumerate(self.disk_paths) if p not in busy)
         vm = QemuVm(self.vm_spec(disk, index))
         vm.start()
@@ -207,6 +237,7 @@ class QemuBackend(Backend):
             self.ahead = None
 
     def window_opened(self) -> None:
+        self._reap()  # nothing of the previous cell's VM runs in this window
         ahead = self.ahead
         if ahead is not None and ahead.alive():
             ahead.pause()
@@ -253,11 +284,15 @@ class QemuBackend(Backend):
     def _stop(self) -> None:
         self._unpin()  # a window a failure left open: the harness's threads get their own CPUs back
         if self.vm is not None:
-            self.vm.stop()
+            if self.overlaps:
+                self._stop_in_background(self.vm)
+            else:
+                self.vm.stop()
             self.vm = None
 
     def _close(self) -> None:
         self._stop()
+        self._reap()
         self._pinner = None
         if self.ahead is not None:
             self.ahead.stop()

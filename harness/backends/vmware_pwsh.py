@@ -85,6 +85,36 @@ def error_from_response(doc: dict[str, Any]) -> StormatrixError:
 
 # --- the pwsh call -------------------------------------------------------------------------------------------
 
+#: where a pwsh installed as a .NET tool lives when ``[vmware] pwsh`` is a bare name that PATH does not find:
+#: ``dotnet tool install -g PowerShell`` (often not on a service's PATH) and this checkout's pinned copy
+#: (``scripts/install-pwsh.sh``, what ``make test`` runs on)
+TOOL_DIRS = (Path("~/.dotnet/tools"), MODULE_DIR.parents[1] / ".tools" / "pwsh")
+
+INSTALL_HINT = ("install PowerShell 7 (`dotnet tool install -g PowerShell --version 7.6.9`, or Microsoft's "
+                "`powershell` package) and VMware.PowerCLI from the PowerShell Gallery (`pwsh -Command "
+                "'Install-Module VMware.PowerCLI -Scope CurrentUser'`), or set [vmware] pwsh to its path "
+                "(docs/esxi.md)")
+
+
+def find_pwsh(pwsh: str, tool_dirs: tuple[Path, ...] | None = None) -> tuple[str | None, list[str]]:
+    """The executable ``[vmware] pwsh`` names, and the places searched (for the error when there is none).
+
+    A path (with a slash) is used as it is; a bare name is looked up on PATH, then in ``tool_dirs``."""
+    if os.sep in pwsh or (os.altsep and os.altsep in pwsh):
+        path = os.path.expanduser(pwsh)
+        return (path if os.path.isfile(path) and os.access(path, os.X_OK) else None), [path]
+    found = shutil.which(pwsh)
+    if found:
+        return found, ["PATH"]
+    searched = ["PATH"]
+    for folder in TOOL_DIRS if tool_dirs is None else tool_dirs:
+        candidate = folder.expanduser() / pwsh
+        searched.append(str(candidate))
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return str(candidate), searched
+    return None, searched
+
+
 def pwsh_argv(pwsh: str, module_dir: Path = MODULE_DIR) -> list[str]:
     """The whole command line: no -Command, no value from the matrix other than the executable."""
     return [pwsh, "-NoLogo", "-NoProfile", "-NonInteractive", "-File", str(module_dir / ENTRY_SCRIPT)]
@@ -160,16 +190,18 @@ class PwshRunner:
 
     def call(self, command: str, parameters: dict[str, Any]) -> Any:
         request = build_request(command, parameters, self.connection)
-        exe = shutil.which(self.pwsh) or (self.pwsh if os.path.isfile(self.pwsh) else None)
+        exe, searched = find_pwsh(self.pwsh)
         if exe is None:
-            raise PowerCLIUnavailable(f"pwsh not found ({self.pwsh!r}): install PowerShell 7 and VMware.PowerCLI on "
-                                      "this workstation, or set [vmware] pwsh to its path", command=command)
+            raise PowerCLIUnavailable(f"pwsh not found ({self.pwsh!r}; searched {', '.join(searched)}): {INSTALL_HINT}",
+                                      command=command)
         argv = pwsh_argv(exe, self.module_dir)
         self.calls.append(command)
         log.debug("pwsh %s %s", command, sorted(parameters))
         try:
             proc = subprocess.run(argv, input=request, capture_output=True, text=True, timeout=self.timeout,
-                                  check=False, env={**os.environ, **self.child_env, "POWERSHELL_TELEMETRY_OPTOUT": "1"})
+                                  check=False, env={**os.environ, **self.child_env, "POWERSHELL_TELEMETRY_OPTOUT": "1",
+                                                    # plain text: pwsh 7 writes ANSI colour into redirected errors
+                                                    "NO_COLOR": "1"})
         except subprocess.TimeoutExpired:
             raise PowerCLIError(f"{command}: pwsh did not answer within {self.timeout:g} s ([vmware] call_timeout)",
                                 command=command) from None

@@ -59,7 +59,8 @@ VMWARE_SECTION = Section("vmware", {
                                   help="esxcli latencythreshold -t during the run (technote: 10); -1 = leave"),
     "guest_host": Field(str, "", help="address of the guest for fio-server/WinRM executors"),
     "guest_port": Field(int, 0, min=0, max=65535, help="port the guest executor listens on"),
-    "pwsh": Field(str, "pwsh", help="the PowerShell 7 executable (with VMware.PowerCLI installed for it)"),
+    "pwsh": Field(str, "pwsh", help="the PowerShell 7 executable (with VMware.PowerCLI installed for it): a path, "
+                  "or a name looked up on PATH, then in ~/.dotnet/tools and the checkout's .tools/pwsh"),
     "call_timeout": Field(float, 900.0, min=10, max=86400, help="seconds one PowerCLI call may take"),
     "stats_wait_seconds": Field(float, 60.0, min=0, max=3600,
                                 help="how long to wait for vSphere's realtime sample that covers the window end"),

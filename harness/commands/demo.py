@@ -13,6 +13,7 @@ from ..core.errors import InputError
 from ..demosuite import MAX_GUESTS, MIN_GUESTS, run_demo_suite
 from .argtypes import check_run_dir
 from .report import output_paths, write_report
+from .runlock import hold_run_dir
 from .run import execute
 
 DESCRIPTION = """\
@@ -72,7 +73,8 @@ def run(args: argparse.Namespace) -> int:
     else:
         check_run_dir("the default run directory", "runs/demo-suite" if args.suite else "runs/demo")
     if args.suite:
-        return run_demo_suite(args)
+        with hold_run_dir(args.output or "runs/demo-suite", "demo --suite"):
+            return run_demo_suite(args)
     if args.guests is not None:
         raise InputError(f"--guests {args.guests} applies only to the suite demo. Fix: add --suite, or drop "
                          "--guests (the matrix demo boots one guest per cell)")
@@ -87,8 +89,9 @@ def run(args: argparse.Namespace) -> int:
         name = "demo-full.toml" if args.full else "demo.toml"
         with resources.as_file(resources.files("stormatrix").joinpath("matrices", name)) as src:
             shutil.copyfile(src, matrix)
-    summary = execute(matrix, run_dir, progress=not args.no_progress)
-    write_report([str(run_dir)], str(workbook))
+    with hold_run_dir(run_dir, "demo"):
+        summary = execute(matrix, run_dir, progress=not args.no_progress)
+        write_report([str(run_dir)], str(workbook))
     print(f"workbook: {workbook.resolve()}")
     if summary["failed"]:
         print(f"{len(summary['failed'])} cells failed; see the cell-error records in {run_dir / 'journal.ndjson'}")

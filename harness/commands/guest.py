@@ -1,8 +1,10 @@
 """``stormatrix guest check``: run the guest validation inside a Windows guest over WinRM.
 
 Prints one line per check (passed, failed or skipped, and for a failure the message that says how to
-fix it) and exits 0 only when every check passed. The checks run in the guest without Pester (the
-module's built-in runner); docs/windows.md lists what a guest needs. The password comes from ``--password-env`` or
+fix it) and exits 0 only when every check passed. ``--runner`` chooses how the checks run in the guest:
+under Pester 5 where the guest has it (``auto``, the default), always the module's built-in runner
+(``builtin``, no Pester needed), or only under Pester (``pester``); the first line names the runner
+used. docs/windows.md lists what a guest needs. The password comes from ``--password-env`` or
 ``--password-file``; there is deliberately no ``--password`` (it would sit in the shell history and
 in ``ps`` output).
 """
@@ -13,9 +15,10 @@ import argparse
 from typing import Any
 
 from ..core.errors import GuestNotReady, InputError, RemoteTimeout, TestDiskMissing
+from ..core.model import CONTROLLER_ALIASES, CONTROLLERS
 from ..secrets import check_option
 from .argtypes import ca_bundle, host_name, non_empty, port_number, positive_seconds
-from ..executors.winrm import TRANSPORTS, WinRMExecutor, WinRMSettings
+from ..executors.winrm import TRANSPORTS, VALIDATION_RUNNERS, WinRMExecutor, WinRMSettings
 from ..executors.winrm_settings import _check_serial
 
 
@@ -44,18 +47,50 @@ def register(subparsers: Any) -> None:
     check.add_argument("--ca-file", type=ca_bundle,
                        help="CA bundle (PEM) that signed the guest's certificate (only with TLS)")
     check.add_argument("--disk-serial", required=True, type=disk_serial, help="serial number of the raw test disk")
-    check.add_argument("--controller", default=None, help="controller under test: its driver must be bound")
+    check.add_argument("--controller", default=None, type=controller_name,
+                       help="controller under test: its driver must be bound (" + ", ".join(GUEST_CONTROLLERS) + ")")
     check.add_argument("--engine", choices=("fio", "diskspd"), default="fio",
                        help="the I/O engine whose installation is checked (default fio)")
     check.add_argument("--fio-path", default="C:\\Program Files\\fio\\fio.exe",
                        help="fio.exe in the guest (default %(default)s)")
     check.add_argument("--diskspd-path", default="C:\\Program Files\\DiskSpd\\diskspd.exe",
                        help="diskspd.exe in the guest (default %(default)s)")
-    check.add_argument("--timeout", type=positive_seconds, default=300.0,
+    check.add_argument("--runner", choices=tuple(VALIDATION_RUNNERS), default="auto",
+                       help="how the checks run in the guest: auto (under Pester 5 where the guest has it, else the "
+                            "built-in runner; the default), builtin (no Pester needed) or pester (Pester 5 required: "
+                            "Initialize-StormatrixGuest -PesterSource installs it); the output names the runner used")
+    check.add_argument("--timeout", type=check_timeout, default=300.0,
                        help="deadline in seconds for the whole check: waiting for WinRM to answer, retries, the "
                             "module upload and the checks (default 300)")
     check.set_defaults(func=run_check)
     guest.set_defaults(func=lambda args: (guest.print_help(), 2)[1])
+
+
+# what the guest module's validation accepts (Invoke-StormatrixGuestValidation's ValidateSet): the
+# controllers a matrix can name, and the short name of the shared virtio-scsi controller
+GUEST_CONTROLLERS = sorted(set(CONTROLLERS) | {"virtio-scsi"})
+MAX_CHECK_TIMEOUT_S = 3 * 3600.0
+
+
+def controller_name(text: str) -> str:
+    """argparse type: a controller the guest check knows (aliases as the matrix takes them), checked before
+    anything connects: a name the module refuses would surface only after the upload, minutes later."""
+    name = CONTROLLER_ALIASES.get(text.strip().lower(), text.strip().lower())
+    if name == "virtio-scsi" or name in CONTROLLERS:
+        return name
+    raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a controller the guest check knows: give one of "
+                                     f"{', '.join(GUEST_CONTROLLERS)}")
+
+
+def check_timeout(text: str) -> float:
+    """argparse type: seconds above 0 and at most :data:`MAX_CHECK_TIMEOUT_S` (3 h): 3600000 reads like
+    milliseconds typed as seconds (41 days), and a guest that has not answered in hours will not."""
+    value = positive_seconds(text)
+    if value > MAX_CHECK_TIMEOUT_S:
+        raise argparse.ArgumentTypeError(f"{text!r} seconds is {value / 3600:,.1f} hours (milliseconds typed as "
+                                         f"seconds?): give seconds, at most {MAX_CHECK_TIMEOUT_S:g} (3 hours), "
+                                         "e.g. --timeout 300")
+    return value
 
 
 def section_from_args(args: argparse.Namespace) -> dict[str, Any]:
@@ -117,7 +152,7 @@ def run_check(args: argparse.Namespace, *, protocol_factory: Any = None, environ
                                 "transport given, and that no firewall drops it; a guest still booting may need "
                                 "a longer --timeout") from None
         try:
-            report = executor.validate(args.controller)
+            report = executor.validate(args.controller, args.runner)
         except RemoteTimeout as exc:
             raise RemoteTimeout(f"{exc.message} (--timeout {args.timeout:g}: the deadline covers the module "
                                 "upload and the checks too). Fix: give a longer --timeout") from None

@@ -10,6 +10,7 @@ from ..progress import estimate_seconds, fmt_duration
 from ..registry import backend_class, load_spec
 from ..repeats import possible_extra
 from ..runner import check_executor_spec
+from ..runorder import draw_seed, ordered_cells
 from ..spec import WINDOWS_VIRTIO_DRIVER, check_guest_backend, declared_guest_drivers, expand
 
 
@@ -30,9 +31,10 @@ def run(args: argparse.Namespace) -> int:
     plan = expand(spec, backend_controllers=cls.controllers)
     out = sys.stdout
     timing = spec.timing
+    order, seed = spec.run["order"], spec.run["seed"] or draw_seed()
     if not args.quiet:
         print(f"{'#':>4}  {'controller':<19} {'aio':<9} {'iothread':<8} {'cache':<11} {'workload':<24} rep", file=out)
-        for i, c in enumerate(plan.cells, 1):
+        for i, c in enumerate(ordered_cells(plan.cells, order, seed), 1):
             w, d = c.workload, c.disk
             iothread = NOT_APPLICABLE if d.iothread is None else "on" if d.iothread else "off"
             print(f"{i:>4}  {d.controller:<19} {d.aio or NOT_APPLICABLE:<9} {iothread:<8} "
@@ -63,6 +65,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"{len(virtio)} of them {need} a virtio-win driver ([run] guest_drivers not set): they run only "
                   "if the guest's driver store has it at the first boot, else they are skipped with the reason",
                   file=out)
+    print(order_line(order, seed, bool(spec.run["seed"]), max(c.repeat for c in plan.cells)), file=out)
     extra = possible_extra(plan, spec.run)
     if extra:
         run = spec.run
@@ -71,8 +74,26 @@ def run(args: argparse.Namespace) -> int:
         budget = run["time_budget_minutes"]
         most = eta + per_cell * extra
         capped = f", capped by time_budget_minutes = {budget:g}" if budget and most > budget * 60 else ""
-        print(f"extra repeats: a configuration whose CV of CPU or ctx per MiB is above cv_limit_pct = "
-              f"{run['cv_limit_pct']:g} % gets more repeats, up to max_repeats = {run['max_repeats']}: up to "
-              f"{extra} more cells ({configs_n} configurations x {run['max_repeats'] - run['repeats']}); "
-              f"ETA up to {fmt_duration(max(eta, min(most, budget * 60)) if capped else most)}{capped}", file=out)
+        first = ("first to both sides of every comparison the findings rest on that is still within noise (the "
+                 "best vs the runner-up, each controller's aio modes; the workbook's bootstrap share), then "
+                 if run["repeat_policy"] == "verdicts" else "")
+        print(f"extra repeats ([run] repeat_policy = {run['repeat_policy']}): {first}to a configuration whose CV of "
+              f"CPU or ctx per MiB is above cv_limit_pct = {run['cv_limit_pct']:g} %, up to max_repeats = "
+              f"{run['max_repeats']}: up to {extra} more cells ({configs_n} configurations x "
+              f"{run['max_repeats'] - run['repeats']}); ETA up to "
+              f"{fmt_duration(max(eta, min(most, budget * 60)) if capped else most)}{capped}"
+              + (f"; budget: as many as fit in time_budget_minutes = {budget:g} at the measured pace, most needed "
+                 "first" if budget else ""), file=out)
     return 0
+
+
+def order_line(order: str, seed: int, seed_set: bool, rounds: int) -> str:
+    """How the cells listed above will run (``[run] order`` and ``seed``: stormatrix.runorder)."""
+    if order == "grouped":
+        return ("order: grouped ([run] order): each configuration's repeats one after another, in matrix order, "
+                "as listed")
+    which = (f"seed {seed} ([run] seed)" if seed_set else
+             f"listed for seed {seed}; the run draws its own seed and journals it (set [run] seed = {seed} to run "
+             "exactly this order)")
+    return (f"order: rounds ([run] order): {rounds} round(s), each configuration once per round (round n = repeat "
+            f"n), shuffled per round; {which}; a resumed run keeps its order")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import signal
 import sys
 from pathlib import Path
@@ -13,6 +14,7 @@ from ..registry import load_spec
 from ..runner import Runner, check_executor_spec
 from ..spec import check_guest_backend
 from .argtypes import check_run_dir, label
+from .runlock import hold_run_dir
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -34,20 +36,24 @@ def _on_sigterm(signum: int, frame: Any) -> None:
 
 
 def execute(matrix: str | Path, run_dir: str | Path, *, side: str | None = None,
-            progress: bool = True) -> dict[str, Any]:
+            progress: bool = True, hold: str | None = None) -> dict[str, Any]:
+    """Run ``matrix`` into ``run_dir``; ``hold`` (the command's name) holds the run directory for this one
+    writer (:func:`.runlock.hold_run_dir`) once the matrix is known to be good, so that a bad matrix creates
+    nothing."""
     spec = load_spec(matrix)
     check_guest_backend(spec)
     check_executor_spec(spec)
     old = signal.signal(signal.SIGTERM, _on_sigterm)
     try:
-        return Runner(spec, run_dir, side=side, progress=progress).run()
+        with hold_run_dir(run_dir, hold) if hold else contextlib.nullcontext():
+            return Runner(spec, run_dir, side=side, progress=progress).run()
     finally:
         signal.signal(signal.SIGTERM, old)
 
 
 def run(args: argparse.Namespace) -> int:
     check_run_dir("-o", args.output)
-    summary = execute(args.matrix, args.output, side=args.side, progress=not args.no_progress)
+    summary = execute(args.matrix, args.output, side=args.side, progress=not args.no_progress, hold="run")
     print(f"{summary['measured']} cells measured, {summary['already_done']} already in the journal, "
           f"{len(summary['failed'])} failed; journal: {Path(args.output) / 'journal.ndjson'}")
     skipped = summary.get("driver_skipped") or []

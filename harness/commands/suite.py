@@ -9,14 +9,16 @@ from typing import Any
 from ..backends.proxmox.settings import make_transport
 from ..core.errors import InputError
 from ..core.model import format_size
+from ..core.paths import executable_problem
 from ..fleet.proxmox import ProxmoxFleet
 from ..fleet.suiterun import fleet_spec, run_fleet_suite
 from ..journal import Journal
 from ..registry import load_suite
 from ..suite import Suite, eta
-from ..suiterun import run_suite
+from ..suiterun import check_resumable, run_suite
 from ..suitevms import ProxmoxSuiteVms
 from .argtypes import check_run_dir
+from .runlock import hold_run_dir
 
 
 def register(subparsers: Any) -> None:
@@ -93,6 +95,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
     if args.output is not None:
         check_run_dir("-o", args.output)
         Journal(args.output).check_existing()  # a FIFO there would block the read below
+        if suite.guests:  # what `suite run` refuses (another side or guest set there) plan refuses too
+            check_resumable(Journal(args.output), suite)
 
         keys = Journal(args.output).done_keys() if Journal(args.output).path.exists() else set()
         done = sum(1 for p in suite.points() if p.key in keys)
@@ -113,6 +117,23 @@ def cmd_plan(args: argparse.Namespace) -> int:
     return 0
 
 
+def check_fio_client(fio: str) -> None:
+    """``--fio``: a program that exists and can be run, found before the first point (else every point would
+    fail twice at its probe and be journaled as an error)."""
+    import os
+    import shutil
+
+    if not fio.strip():
+        raise InputError("--fio is empty. Fix: give the fio client binary, e.g. --fio /usr/bin/fio (default: fio on "
+                         "PATH)")
+    if os.sep not in fio and shutil.which(fio) is None:
+        raise InputError(f"--fio {fio}: no such program on PATH. Fix: install fio (Debian: apt-get install fio) or "
+                         "give its path, e.g. --fio /usr/local/bin/fio")
+    problem = executable_problem(fio if os.sep in fio else str(shutil.which(fio)))
+    if problem:
+        raise InputError(f"--fio {fio} {problem}. Fix: give the fio client binary itself, e.g. --fio /usr/bin/fio")
+
+
 def _plan_fleet(suite: Suite, run_dir: str | None) -> None:
     """A suite on a fleet: the fleet it would deploy, checked now (exit 2 before anything is created)."""
     assert suite.proxmox is not None
@@ -129,10 +150,15 @@ def _plan_fleet(suite: Suite, run_dir: str | None) -> None:
 def cmd_run(args: argparse.Namespace) -> int:
     suite = load_suite(args.matrix)
     check_run_dir("-o", args.output)
+    check_fio_client(args.fio)
+    Journal(args.output).check_existing()  # (refused before the run directory is held: a refusal creates nothing)
+    if suite.guests:
+        check_resumable(Journal(args.output), suite)
     if "fleet" in suite.raw:
         for line in _describe(suite):
             print(line, file=sys.stderr)
-        fleet_outcome = run_fleet_suite(suite, args.output, fio=args.fio, keep=args.keep, progress=True)
+        with hold_run_dir(args.output, "suite run"):
+            fleet_outcome = run_fleet_suite(suite, args.output, fio=args.fio, keep=args.keep, progress=True)
         for key, message in fleet_outcome.failed:
             print(f"  failed: {key}: {message}", file=sys.stderr)
         return 1 if fleet_outcome.failed else 0
@@ -140,7 +166,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise InputError("--keep applies only to a suite with a [fleet] (workers the suite deploys). Fix: drop --keep")
     for line in _describe(suite):
         print(line, file=sys.stderr)
+    with hold_run_dir(args.output, "suite run"):
+        return _run_held(args, suite)
 
+
+def _run_held(args: argparse.Namespace, suite: Suite) -> int:
     if not suite.vms:
         outcome = run_suite(suite, args.output, fio=args.fio, progress=True)
     else:

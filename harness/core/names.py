@@ -11,6 +11,17 @@ import re
 _HOST = re.compile(r"\[[0-9A-Fa-f:.]+\]|[0-9A-Fa-f:]*:[0-9A-Fa-f:.]+|[A-Za-z0-9][A-Za-z0-9_.-]{0,252}")
 
 
+def shown_host(text: str) -> str:
+    """``text`` as a message may repeat it: at most 80 characters, and without the credentials of a URL
+    (``https://root:TOKEN@pve:8006`` -> ``https://<credentials hidden>@pve:8006``) — a host key is where a
+    pasted URL brings its password along."""
+    scheme, sep, rest = text.rpartition("://") if "://" in text else ("", "", text)
+    authority, slash, path = rest.partition("/")
+    if "@" in authority:
+        authority = "<credentials hidden>@" + authority.rpartition("@")[2]
+    return repr((scheme + sep + authority + slash + path)[:80])
+
+
 def host_problem(text: str) -> str | None:
     """Why ``text`` is not a host name or an IPv4/IPv6 address (brackets optional), in words, or None.
 
@@ -18,9 +29,9 @@ def host_problem(text: str) -> str | None:
     host``): a URL (the port and scheme have their own option or key), spaces, a name with a port. The
     caller adds where the port goes, which differs between an option and a key."""
     if "://" in text or "/" in text:
-        return f"{text[:80]!r} is a URL, not a host name or IP address"
+        return f"{shown_host(text)} is a URL, not a host name or IP address"
     if not _HOST.fullmatch(text):  # fullmatch: '$' would let a trailing newline through
-        return (f"{text[:80]!r} is not a host name or IP address (letters, digits, '.', '-'; an IPv6 address "
+        return (f"{shown_host(text)} is not a host name or IP address (letters, digits, '.', '-'; an IPv6 address "
                 "as fe80::1 or [fe80::1]; no spaces)")
     bare = text[1:-1] if text.startswith("[") else text
     if ":" in bare:
@@ -29,7 +40,7 @@ def host_problem(text: str) -> str | None:
         try:
             ipaddress.IPv6Address(bare.split("%")[0])
         except ValueError:
-            return f"{text[:80]!r} looks like an IPv6 address but is not one (a host name with a port?)"
+            return f"{shown_host(text)} looks like an IPv6 address but is not one (a host name with a port?)"
     return None
 
 

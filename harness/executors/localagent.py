@@ -173,6 +173,9 @@ class LocalAgentExecutor(GuestExecutor):
     def run(self, cell: Cell, timing: Timing, window: WindowListener) -> WorkloadResult:
         job = fio_job(cell.workload, timing, "@DISK@")
         self.channel.send("RUN " + base64.b64encode(job.encode()).decode())
+        sent = getattr(window, "job_sent", None)  # the runner's Window; a bare WindowListener has none
+        if sent is not None:
+            sent()
         limit = time.monotonic() + timing.ramp_s + timing.measure_s + 120
         starts = ends = 0
         result_meta: dict[str, str] | None = None

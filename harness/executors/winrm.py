@@ -75,7 +75,8 @@ if TYPE_CHECKING:
 __all__ = [
     "CMD_LIMIT", "CMD_MARGIN", "MODULE_NAME", "POWERSHELL_PREFIX", "PRELUDE", "PYTHON_CALLS", "TRANSPORTS",
     "WINRM_SECTION", "CheckReport", "CheckResult", "CommandOutput", "ModulePayload", "RedactingFilter", "Secret",
-    "TestDiskMissing", "WSManServiceError", "WinRMChannel", "WinRMExecutor", "WinRMSettings", "call_script",
+    "TestDiskMissing", "VALIDATION_RUNNERS", "WSManServiceError", "WinRMChannel", "WinRMExecutor", "WinRMSettings",
+    "call_script",
     "check_transport_available", "check_workload_memory", "clean_clixml", "default_module_dir", "encode_command",
     "encode_parameters", "load_password", "map_transport_error", "max_chunk_chars", "parse_call_output",
     "present_script", "redact", "storage_drivers", "upload_scripts", "workload_parameters",
@@ -90,8 +91,11 @@ PYTHON_CALLS: dict[str, tuple[str, ...]] = {
     "Invoke-StormatrixFio": ("Serial", "Workload", "IoEngine", "FioPath", "AllowPartitioned", "WriteMarkers"),
     "Invoke-StormatrixDiskSpd": ("Serial", "Workload", "DiskSpdPath", "AllowPartitioned", "WriteMarkers"),
     "Get-StormatrixGuestFacts": ("Serial",),
-    "Invoke-StormatrixGuestValidation": ("Serial", "Controller", "Engine", "FioPath", "DiskSpdPath"),
+    "Invoke-StormatrixGuestValidation": ("Serial", "Controller", "Engine", "FioPath", "DiskSpdPath", "Runner"),
 }
+
+#: ``stormatrix guest check --runner`` -> Invoke-StormatrixGuestValidation -Runner
+VALIDATION_RUNNERS = {"auto": "Auto", "builtin": "Builtin", "pester": "Pester"}
 
 _ENGINE_RW = ("read", "write", "randread", "randwrite", "rw", "readwrite", "randrw")
 # matrix controller names -> the names the guest module reports
@@ -326,10 +330,15 @@ class WinRMExecutor(GuestExecutor):
                 return
             thread.join(min(remaining, 0.5))
 
-    def validate(self, controller: str | None = None) -> CheckReport:
-        """Run the guest validation in the guest; never raises for a failed check."""
+    def validate(self, controller: str | None = None, runner: str = "builtin") -> CheckReport:
+        """Run the guest validation in the guest; never raises for a failed check. ``runner``: ``builtin``
+        (no Pester needed), ``pester`` (Pester 5 in the guest) or ``auto`` (Pester where the guest has
+        Pester 5); the report's ``runner`` says which one ran."""
+        if runner not in VALIDATION_RUNNERS:
+            raise ValueError(f"runner {runner!r}: one of {', '.join(VALIDATION_RUNNERS)}")
         params: dict[str, Any] = {"Serial": self.settings.disk_serial, "Engine": self.settings.engine,
-                                  "FioPath": self.settings.fio_path, "DiskSpdPath": self.settings.diskspd_path}
+                                  "FioPath": self.settings.fio_path, "DiskSpdPath": self.settings.diskspd_path,
+                                  "Runner": VALIDATION_RUNNERS[runner]}
         if controller:
             params["Controller"] = GUEST_CONTROLLER_NAMES.get(controller, controller)
         try:

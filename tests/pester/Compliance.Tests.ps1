@@ -1,24 +1,25 @@
 # The modules' own rules (STYLE.md, PowerShell), one suite for both modules: every file defines one
 # advanced function named after it, with comment-based help (public ones: synopsis, description, an
-# example, outputs and exactly their parameters; private ones: a synopsis) read by the engine's parser,
-# and every public function has a unit test; the manifest passes Test-ModuleManifest with the module's
+# example, outputs and exactly their parameters; private ones: a synopsis) read by PowerShell's parser,
+# and every public function has its own test file (tests/pester/<Module>/<Function>.Tests.ps1) with a
+# Describe named after it; every public function that changes state (writes a disk, clears read-only,
+# changes power, a controller or host tuning, installs something), directly or through the module's own
+# functions, supports -WhatIf/-Confirm and asks ShouldProcess; the manifest passes Test-ModuleManifest with the module's
 # PowerShell version and editions, the module imports, and it exports exactly the functions of Public/
-# (no private one); PSScriptAnalyzer is clean where it is installed.
+# (no private one); PSScriptAnalyzer is clean where it is installed (a PowerShell Gallery package that
+# NuGet does not serve, so make test cannot install it: the test says so and is skipped).
 # Parse errors, Windows PowerShell 5.1 compatibility, static binding and the command inventory are
 # checked by tests/pwsh/Checks; the parameters the Python side sends by tests/test_pwsh_sent_scripts.py.
-# Runs under real Pester 5 and under PesterLite on the hosted engine.
+# Runs under Pester 5.7.1 on pwsh 7.6.9 (scripts/install-pwsh.sh).
 BeforeDiscovery {
     $script:repo = [System.IO.Path]::GetFullPath([System.IO.Path]::Combine($PSScriptRoot, '..', '..'))
-    # Tests: the Pester files that hold the module's unit tests (a Describe named after each function)
-    $script:modules = @(
-        @{ Module = 'StormatrixGuest'; Tests = @('StormatrixGuest.Tests.ps1', 'Invoke-StormatrixFio.Linux.Tests.ps1') }
-        @{ Module = 'StormatrixVMware'; Tests = @('StormatrixVMware.Tests.ps1') }
-    )
+    $script:modules = @('StormatrixGuest', 'StormatrixVMware')
     $script:functionFiles = foreach ($m in $modules) {
         foreach ($kind in 'Public', 'Private') {
-            $folder = [System.IO.Path]::Combine($repo, 'windows', $m.Module, $kind)
+            $folder = [System.IO.Path]::Combine($repo, 'windows', $m, $kind)
             foreach ($path in [System.IO.Directory]::GetFiles($folder, '*.ps1')) {
-                @{ Module = $m.Module; Kind = $kind; Name = [System.IO.Path]::GetFileNameWithoutExtension($path); Path = $path; Tests = $m.Tests }
+                $name = [System.IO.Path]::GetFileNameWithoutExtension($path)
+                @{ Module = $m; Kind = $kind; Name = $name; Path = $path; TestFile = [System.IO.Path]::Combine($PSScriptRoot, $m, "$name.Tests.ps1") }
             }
         }
     }
@@ -85,9 +86,85 @@ Describe '<Kind> function <Name> of <Module>' -ForEach $functionFiles {
 
 Describe 'Unit test of <Name>' -ForEach @($functionFiles | Where-Object { $_.Kind -eq 'Public' }) {
     # private functions are tested through the public ones
-    It 'Should have a Describe named after the function' {
-        $text = foreach ($file in $Tests) { [System.IO.File]::ReadAllText([System.IO.Path]::Combine($PSScriptRoot, $file)) }
-        ($text -join "`n") | Should -Match ("Describe '" + [regex]::Escape($Name) + "'")
+    It 'Should have its own test file, tests/pester/<Module>/<Name>.Tests.ps1, with a Describe named after it' {
+        [System.IO.File]::Exists($TestFile) | Should -BeTrue -Because 'one test file per public function'
+        [System.IO.File]::ReadAllText($TestFile) | Should -Match ("(?m)^Describe '" + [regex]::Escape($Name) + "'")
+    }
+}
+
+Describe 'ShouldProcess in <Module>' -ForEach @(
+    # the public functions that change state, and what they change (the computed list below must equal it,
+    # so a function that starts changing state fails here until it supports -WhatIf/-Confirm and is named)
+    @{ Module = 'StormatrixGuest'; Expected = @('Initialize-StormatrixGuest', 'Invoke-StormatrixDiskSpd', 'Invoke-StormatrixFio') }
+    @{ Module = 'StormatrixVMware'; Expected = @('Invoke-StormatrixVMwareRequest', 'Restore-StormatrixVMwareLayout', 'Set-StormatrixVMwareController', 'Set-StormatrixVMwareHostTuning') }
+) {
+    BeforeAll {
+        # what changes state, where the module calls it: commands, an esxcli 'set' namespace, powercfg
+        # /setactive, the vSphere API's ReconfigVM, and running the I/O engine (it writes the test disk)
+        $changing = @{
+            'Set-Disk' = 'disk flags'; 'Clear-Disk' = 'erases a disk'; 'Set-HardDisk' = 'moves a virtual disk'
+            'New-ScsiController' = 'adds a controller'; 'New-NvmeController' = 'adds a controller'
+            'Start-VM' = 'power'; 'Stop-VM' = 'power'; 'Restart-Computer' = 'power'
+            'New-Item' = 'installs files'; 'Copy-Item' = 'installs files'
+            'New-WSManInstance' = 'WinRM listener'; 'New-SelfSignedCertificate' = 'certificate store'; 'New-NetFirewallRule' = 'firewall'
+            'Invoke-StormatrixEngineRun' = 'runs fio/DiskSpd on the target'
+        }
+        $defs = @{}
+        foreach ($kind in 'Public', 'Private') {
+            foreach ($path in [System.IO.Directory]::GetFiles([System.IO.Path]::Combine((Get-ModuleFolder $Module), $kind), '*.ps1')) {
+                foreach ($f in Get-TopLevelFunction -Path $path) { $defs[$f.Name] = $f }
+            }
+        }
+        $direct = @{}; $calls = @{}; $asks = @{}
+        foreach ($name in $defs.Keys) {
+            $ast = $defs[$name]
+            $found = [System.Collections.Generic.List[string]]::new()
+            $called = [System.Collections.Generic.HashSet[string]]::new()
+            foreach ($c in $ast.FindAll({ param($n) $n -is [System.Management.Automation.Language.CommandAst] }, $true)) {
+                $n = $c.GetCommandName()
+                if (-not $n) { continue }
+                if ($defs.ContainsKey($n)) { $null = $called.Add($n) }
+                if ($changing.ContainsKey($n)) { $found.Add("$n ($($changing[$n]))") }
+                if ($n -eq 'Invoke-StormatrixEsxCli' -and $c.Extent.Text -match "-Namespace\s+'[^']*\.set'") { $found.Add('esxcli set (host tuning)') }
+                if ($n -eq 'Invoke-StormatrixNative' -and $c.Extent.Text -match '/setactive') { $found.Add('powercfg /setactive (power plan)') }
+            }
+            foreach ($m in $ast.FindAll({ param($n) $n -is [System.Management.Automation.Language.InvokeMemberExpressionAst] }, $true)) {
+                if ($m.Member.Extent.Text -like 'ReconfigVM*') { $found.Add('ReconfigVM (controllers)') }
+                if ($m.Member.Extent.Text -eq 'ShouldProcess') { $asks[$name] = $true }
+            }
+            # a function named in a string constant is one the code dispatches to (the request allow-list)
+            foreach ($k in $ast.FindAll({ param($n) $n -is [System.Management.Automation.Language.StringConstantExpressionAst] }, $true)) {
+                if ($k.Value -ne $name -and $defs.ContainsKey($k.Value)) { $null = $called.Add($k.Value) }
+            }
+            $direct[$name] = $found; $calls[$name] = $called
+        }
+        function Get-Reach([string]$Name) {
+            $seen = [System.Collections.Generic.HashSet[string]]::new([string[]]@($Name))
+            $queue = [System.Collections.Generic.Queue[string]]::new([string[]]@($Name))
+            while ($queue.Count) { foreach ($c in $calls[$queue.Dequeue()]) { if ($seen.Add($c)) { $queue.Enqueue($c) } } }
+            , $seen
+        }
+        $script:stateChanging = @(foreach ($name in (Get-PublicName -Module $Module)) {
+                if (@((Get-Reach $name) | ForEach-Object { $direct[$_] }).Count) { $name }
+            })
+        $script:defs = $defs; $script:asks = $asks
+        $script:reach = @{}; foreach ($name in $script:stateChanging) { $script:reach[$name] = Get-Reach $name }
+    }
+
+    It 'Should find exactly the expected state-changing public functions' {
+        ($script:stateChanging | Sort-Object) -join ', ' | Should -Be (($Expected | Sort-Object) -join ', ')
+    }
+
+    It 'Should declare SupportsShouldProcess, have -WhatIf and -Confirm, and ask ShouldProcess: <Expected>' {
+        $module = Import-UnderTest -Module $Module
+        foreach ($name in $script:stateChanging) {
+            $binding = @($script:defs[$name].Body.ParamBlock.Attributes | Where-Object { $_.TypeName.Name -eq 'CmdletBinding' })[0]
+            @($binding.NamedArguments | ForEach-Object { $_.ArgumentName }) | Should -Contain 'SupportsShouldProcess' -Because "$name changes state"
+            $command = $module.ExportedFunctions[$name]
+            $command.Parameters.Keys | Should -Contain 'WhatIf' -Because "$name changes state"
+            $command.Parameters.Keys | Should -Contain 'Confirm' -Because "$name changes state"
+            @($script:reach[$name] | Where-Object { $script:asks.ContainsKey($_) }) | Should -Not -BeNullOrEmpty -Because "$name (or a function it calls) must call `$PSCmdlet.ShouldProcess"
+        }
     }
 }
 
@@ -150,7 +227,7 @@ Describe 'PSScriptAnalyzer on <Module>' -ForEach @(
 ) {
     It 'Should find nothing in any file of the module' {
         if (-not $script:haveAnalyzer) {
-            Set-ItResult -Skipped -Because 'PSScriptAnalyzer is not installed (the hosted engine has none; this runs under a real pwsh that has it)'
+            Set-ItResult -Skipped -Because 'PSScriptAnalyzer is not installed (PowerShell Gallery only, not on NuGet: Install-Module PSScriptAnalyzer runs this test; tests/pwsh/Checks stand in for it)'
             return
         }
         $settings = Import-PowerShellDataFile -Path ([System.IO.Path]::Combine($PSScriptRoot, 'PSScriptAnalyzerSettings.psd1'))

@@ -15,9 +15,9 @@ It stands in for a Windows guest's WinRM service (MS-WSMV, the cmd shell resourc
   connections without an answer (a guest going down), ``down`` refuses every request until lifted,
   ``silent`` reads every request and never answers (a hung service: only the client's timeout ends it).
 
-What runs a command is pluggable: :class:`GuestRunner` hands ``powershell ...`` to the PowerShell
-engine (tests/pwsh/pwsh) with exactly the arguments the client sent, inside a fake Windows guest
-(tests/pwsh/FakeWindows); a test of the protocol alone may pass a Python function.
+What runs a command is pluggable: :class:`GuestRunner` hands ``powershell ...`` to the real pwsh with the
+arguments the client sent, inside a fake Windows guest (tests/pwsh/FakeWindows: its module is imported
+before the command); a test of the protocol alone may pass a Python function.
 
 Faults a starting WinRM service answers can be injected: ``fault_next`` answers the next N requests
 with a WS-Man SOAP fault (HTTP 500), ``status_next`` with a bare HTTP status (e.g. 503).
@@ -36,6 +36,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Callable
+
+from tests.pwshengine import pwsh_path
 
 NS = {
     "s": "http://www.w3.org/2003/05/soap-envelope",
@@ -110,7 +112,6 @@ def cmd_exe(runner: Runner) -> Runner:
 
 
 REPO = Path(__file__).resolve().parents[2]
-ENGINE = REPO / "tests" / "pwsh" / "pwsh"
 
 
 def split_command_line(line: str) -> list[str]:
@@ -152,13 +153,14 @@ def split_command_line(line: str) -> list[str]:
 
 
 class GuestRunner:
-    """cmd.exe's view of ``powershell[.exe] <args>``: tests/pwsh/pwsh (the PowerShell engine) runs with
-    exactly those arguments, in the environment of a fake Windows guest (``env``, from
-    tests/pwsh/FakeWindows/fakewindows.py ``engine_env``). Any other program is "not recognized"."""
+    """cmd.exe's view of ``powershell[.exe] <args>``: the real pwsh (tests/pwshengine.py) runs with those
+    arguments, its command preceded by the fake Windows guest's start (FakeWindows module,
+    fakewindows.py ``powershell_argv``), in the guest's environment (``env``, from fakewindows.py
+    ``engine_env``). Any other program is "not recognized"."""
 
-    def __init__(self, env: dict[str, str], engine: Path = ENGINE) -> None:
+    def __init__(self, env: dict[str, str], pwsh: str | None = None) -> None:
         self.env = env
-        self.engine = engine
+        self.pwsh = pwsh
         self.processes: list[subprocess.Popen[bytes]] = []
 
     def __call__(self, command_line: str, r: CommandRun) -> None:
@@ -169,7 +171,8 @@ class GuestRunner:
                     "stderr")
             r.finish(1)
             return
-        proc = subprocess.Popen([str(self.engine), *parts[1:]], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+        argv = _fakewindows().powershell_argv(self.pwsh or pwsh_path(), parts[1:])
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, env=self.env)
         self.processes.append(proc)
 
@@ -465,7 +468,7 @@ def _fakewindows():  # tests/pwsh/FakeWindows is a folder of test data and progr
 
 class FakeWindowsGuest:
     """A fake Windows guest (tests/pwsh/FakeWindows, state under ``root``) behind a WS-Man stand-in:
-    what pywinrm reaches is the engine running exactly the command lines it sent."""
+    what pywinrm reaches is the real pwsh running the command lines it sent, in the guest."""
 
     def __init__(self, root: Path, changes: dict[str, object] | None = None, *, password: str,
                  username: str = "Administrator", temp: Path | None = None, **server: object) -> None:

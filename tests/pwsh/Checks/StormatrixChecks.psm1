@@ -1,12 +1,12 @@
-# Static checks of the project's PowerShell, run on the real PowerShell engine: parse errors, syntax and
-# .NET APIs that Windows PowerShell 5.1 lacks, static parameter binding of calls to module functions, and
-# the inventory of commands the code calls. The 5.1 rules are in Ps51Check.ps1 (dot-sourced below).
+# Static checks of the project's PowerShell, run on pwsh 7.6.9: parse errors, syntax and .NET APIs that
+# Windows PowerShell 5.1 lacks, static parameter binding of calls to module functions, and the inventory
+# of commands the code calls. The 5.1 rules are in Ps51Check.ps1 (dot-sourced below). They stand where
+# PSScriptAnalyzer would (a PowerShell Gallery package, not served by NuGet).
 #
 # Why a module of its own: the same checks run over the files under windows/ (tests in this folder) and
-# over the script texts the Python side sends (tests/test_pwsh_sent_scripts.py asks the engine through
-# tests/pwsh/pwsh). It uses only what the hosted engine has (the parser and its AST, StaticParameterBinder,
-# Microsoft.PowerShell.Core cmdlets, System.IO), never the Utility/Management stand-ins, so a defect in a
-# stand-in cannot hide a defect here. Every file is parsed once per session (cached by path and time).
+# over the script texts the Python side sends (tests/test_pwsh_sent_scripts.py runs Test-SentScript.ps1
+# through tests/pwshengine.py). It uses the parser and its AST, StaticParameterBinder and System.IO.
+# Every file is parsed once per session (cached by path and time).
 $script:RepoRoot = [System.IO.Path]::GetFullPath([System.IO.Path]::Combine($PSScriptRoot, '..', '..', '..'))
 # kept across re-imports (each test file imports the module with -Force): a file is parsed once per
 # session; entries are keyed by full path and checked against the file's write time
@@ -257,25 +257,24 @@ function Get-StormatrixBindingProblem {
 function Get-StormatrixCommandSource {
     <#
     .SYNOPSIS
-    Where each command the code may call comes from, read from the source of each provider: the engine's
-    own cmdlets and functions (Get-Command, excluding stand-ins), the cmdlet stand-ins (tests/pwsh/StandIns),
+    Where each command the code may call comes from, read from the source of each provider: pwsh's own
+    cmdlets and functions (Get-Command: the commands of pwsh's modules, not functions defined by a file),
     the two modules (windows/), the fake Windows guest (tests/pwsh/FakeWindows), the fake PowerCLI
-    (tests/pwsh/FakeVCenter), PesterLite (tests/pwsh/PesterLite, for the Pester commands of the guest's
-    validation suite) and the native executables and field-only commands listed in Inventory.psd1.
+    (tests/pwsh/FakeVCenter), Pester 5 (the guest's validation suite is a Pester file; read from the
+    Pester the tests run on: the loaded module, else $env:STORMATRIX_PESTER_PSD1, else the one
+    scripts/install-pwsh.sh restores into .tools/nuget), and the native executables and field-only
+    commands listed in Inventory.psd1.
     .OUTPUTS
-    Sources (name -> list of provider labels), StandIns (name -> file), Problems (missing folders).
+    Sources (name -> list of provider labels), Problems (missing folders).
     #>
     [CmdletBinding()] [OutputType([pscustomobject])] param()
     $sources = @{}
     $problems = [System.Collections.Generic.List[string]]::new()
     $note = { param($Name, $Label) if (-not $sources.ContainsKey($Name)) { $sources[$Name] = [System.Collections.Generic.List[string]]::new() }; if (-not $sources[$Name].Contains($Label)) { $sources[$Name].Add($Label) } }
-    $standIns = @{}
     $providers = [ordered]@{
-        'StandIn'     = @('tests/pwsh/StandIns', 'the cmdlet stand-ins (engine helper)')
         'Module'      = @('windows', 'the StormatrixGuest and StormatrixVMware modules')
         'FakeWindows' = @('tests/pwsh/FakeWindows', 'the fake Windows guest (guest helper)')
         'FakeVCenter' = @('tests/pwsh/FakeVCenter', 'the fake PowerCLI / vCenter (vmware helper)')
-        'PesterLite'  = @('tests/pwsh/PesterLite', 'the Pester 5 runner on the engine (engine helper)')
     }
     $defined = @{}
     foreach ($label in $providers.Keys) {
@@ -283,23 +282,42 @@ function Get-StormatrixCommandSource {
         try { $files = @(Get-StormatrixPowerShellFile -Folder $folder -Extension '.ps1', '.psm1') }
         catch { $problems.Add("$folder not found: $([System.IO.Path]::Combine($script:RepoRoot, $folder)) ($what)"); continue }
         foreach ($d in @(Get-StormatrixFunctionDefinition -Path $files)) {
-            # helpers (named _..., e.g. __StandInCallerPreference, __plRunBlock) are not commands the code calls
+            # helpers (named _...) are not commands the code calls
             if ($d.Name.StartsWith('_')) { continue }
             & $note $d.Name $label
             if (-not $defined.ContainsKey($d.Name)) { $defined[$d.Name] = $d.File }
-            if ($label -eq 'StandIn') { $standIns[$d.Name] = $d.File }
         }
     }
+    # pwsh's own: the cmdlets of its modules (listed without loading them) and its built-in functions and
+    # aliases; not a function a file defined (a test's helper) nor one of a module imported by a test
+    foreach ($m in (Get-Module -ListAvailable -Name Microsoft.PowerShell.* -ErrorAction SilentlyContinue)) {
+        foreach ($n in $m.ExportedCmdlets.Keys) { & $note $n 'Engine' }
+    }
     foreach ($c in (Get-Command -CommandType Cmdlet, Function, Alias -ErrorAction SilentlyContinue)) {
-        # a function that comes from a file (a stand-in loaded by the host, a test's helper) is not the engine's
         if ($c.CommandType -eq 'Function' -and $c.ScriptBlock.File) { continue }
-        if ($c.CommandType -eq 'Function' -and $c.Module) { continue }
-        if ($c.CommandType -eq 'Cmdlet' -or -not $standIns.ContainsKey($c.Name)) { & $note $c.Name 'Engine' }
+        if ($c.CommandType -ne 'Alias' -and $c.Module -and $c.Module.Name -notlike 'Microsoft.PowerShell.*') { continue }
+        & $note $c.Name 'Engine'
+    }
+    $pester = Get-Module -Name Pester | Where-Object { $_.Version.Major -ge 5 } | Select-Object -First 1
+    if ($pester) {
+        foreach ($n in @($pester.ExportedFunctions.Keys) + @($pester.ExportedAliases.Keys)) { & $note $n 'Pester' }
+    }
+    else {
+        $manifest = $env:STORMATRIX_PESTER_PSD1
+        if (-not $manifest) {
+            $manifest = @(Get-ChildItem -Path ([System.IO.Path]::Combine($script:RepoRoot, '.tools', 'nuget', 'pester', '5.*', 'tools', 'Pester.psd1')) -ErrorAction SilentlyContinue |
+                    Sort-Object -Property { [version]$_.Directory.Parent.Name } | Select-Object -Last 1 | ForEach-Object FullName)[0]
+        }
+        if ($manifest -and [System.IO.File]::Exists($manifest)) {
+            $data = Import-PowerShellDataFile -Path $manifest
+            foreach ($n in @($data.FunctionsToExport) + @($data.AliasesToExport)) { if ($n) { & $note $n 'Pester' } }
+        }
+        else { $problems.Add("Pester 5 not found (no loaded Pester, STORMATRIX_PESTER_PSD1, or .tools/nuget/pester): run bash scripts/install-pwsh.sh") }
     }
     $table = (Get-StormatrixParsedFile -Path ([System.IO.Path]::Combine($PSScriptRoot, 'Inventory.psd1'))).Ast.Find({ param($n) $n -is [System.Management.Automation.Language.HashtableAst] }, $false).SafeGetValue()
     foreach ($n in $table.NativeExecutables.Keys) { & $note $n 'Native' }
     foreach ($n in $table.ExternalCommands.Keys) { & $note $n 'External' }
-    [pscustomobject]@{ Sources = $sources; StandIns = $standIns; Problems = $problems.ToArray(); Natives = $table.NativeExecutables }
+    [pscustomobject]@{ Sources = $sources; Problems = $problems.ToArray(); Natives = $table.NativeExecutables }
 }
 
 function Get-StormatrixUnknownCommand {
@@ -315,7 +333,7 @@ function Get-StormatrixUnknownCommand {
     foreach ($u in @(Get-StormatrixCommandUse -Parsed $Parsed)) {
         if ($Source.Sources.ContainsKey($u.Name) -or $local.ContainsKey($u.Name)) { continue }
         if ($u.Kind -eq 'Native') { "$($u.Site): native executable $($u.Name) is not in tests/pwsh/Checks/Inventory.psd1 NativeExecutables"; continue }
-        "$($u.Site): $($u.Written) is not an engine cmdlet, a stand-in, a module function, a fake Windows/PowerCLI command, a PesterLite command or listed in tests/pwsh/Checks/Inventory.psd1"
+        "$($u.Site): $($u.Written) is not a pwsh cmdlet, a module function, a fake Windows/PowerCLI command, a Pester command or listed in tests/pwsh/Checks/Inventory.psd1"
     }
 }
 

@@ -1,4 +1,4 @@
-# Checks the script texts the Python side sends, on the engine; called by tests/test_pwsh_sent_scripts.py.
+# Checks the script texts the Python side sends, on pwsh; called by tests/test_pwsh_sent_scripts.py.
 #   Test-SentScript.ps1 <folder>
 # <folder>/index.tsv has one line per script: file <TAB> target (guest|workstation) <TAB> purpose; the
 # scripts are the files next to it, exactly as the product built them (decoded from -EncodedCommand).
@@ -6,7 +6,7 @@
 # parameters travel as data (JSON), so the call is only visible once the data is read.
 # Prints one finding per line, tab-separated: KIND, purpose, detail. KINDs: SCRIPT (one per script read),
 # PARSE, PS51 (guest scripts run on Windows PowerShell 5.1), UNKNOWN (a command nothing provides),
-# CALL (a module call found in a script), CALLDATA (a splatted call rebuilt from its JSON), BIND (a binding problem), UNUSED (a stand-in nothing uses),
+# CALL (a module call found in a script), CALLDATA (a splatted call rebuilt from its JSON), BIND (a binding problem),
 # SOURCE (a provider folder is missing).
 param([Parameter(Mandatory)][string]$Folder)
 $ErrorActionPreference = 'Stop'
@@ -85,14 +85,4 @@ foreach ($parsed in $sent) {
     }
 }
 
-# every stand-in is used by something that runs on the engine: the modules, the tests, the sent scripts
-$used = @{}
-$users = @(Get-StormatrixPowerShellFile -Folder 'windows', 'tests/pester', 'tests/pwsh' -Extension '.ps1', '.psm1' |
-        Where-Object { $_.Replace('\', '/') -notmatch '/tests/pwsh/(StandIns|Checks/samples)/' })
-foreach ($parsed in @($users | ForEach-Object { Get-StormatrixParsedFile -Path $_ }) + @($sent)) {
-    foreach ($use in @(Get-StormatrixCommandUse -Parsed $parsed)) { $used[$use.Name] = $true }
-}
-foreach ($name in @($source.StandIns.Keys)) {
-    if (-not $used.ContainsKey($name)) { Add-Finding 'UNUSED' $name "stand-in $name ($($source.StandIns[$name])) is used by no module, test or sent script: remove it" }
-}
 [Console]::Out.Write(($out -join "`n") + "`n")

@@ -12,16 +12,17 @@ A guest is a directory made by :func:`make_guest` from ``guest.json`` (plus the 
   diskspd.exe read and write when asked for ``\\\\.\\PhysicalDriveN`` / ``#N``;
 - ``tmp/``: the guest's %TEMP% (where the executor uploads the module).
 
-:func:`engine_env` is the environment that makes tests/pwsh/pwsh behave as this guest's powershell.exe.
-
-Limit: the hosted engine runs ``Boot.ps1`` at start (console code page 437, the cmdlet stand-ins, the
-fake module, the C: and HKLM: drives). A real pwsh (``STORMATRIX_REAL_PWSH``) has no such start-up
-hook under -NoProfile: there the fake cmdlets load only by module auto-loading from ``PSModulePath``,
-and the drives and the OEM console are missing, so the FakeWindows tests are meant for the hosted engine.
+:func:`engine_env` is the environment of this guest's powershell.exe, and :func:`powershell_argv` turns a
+powershell.exe command line into the real pwsh's: the same arguments, with the command preceded by
+``Import-Module FakeWindows -Global; Enter-FakeWindowsGuest`` (the fake cmdlets, the console's OEM code
+page 437 and plain-text output, the C: and HKLM: drives), so that the command runs in a session that
+looks like the guest's. Only the command forms the executor sends are supported (-Command,
+-EncodedCommand); anything else is refused by name rather than run without the guest.
 """
 
 from __future__ import annotations
 
+import base64
 import copy
 import fcntl
 import json
@@ -69,25 +70,49 @@ def make_guest(root: Path, changes: dict[str, Any] | None = None) -> Path:
 
 
 def engine_env(root: Path, base: dict[str, str] | None = None, temp: Path | None = None) -> dict[str, str]:
-    """The environment of a powershell.exe in this guest (run as tests/pwsh/pwsh). ``temp`` replaces
-    the guest's %TEMP%: guests that share one keep the uploaded module (an upload takes ~40 commands)."""
+    """The environment of a powershell.exe in this guest (run through :func:`powershell_argv`). ``temp``
+    replaces the guest's %TEMP%: guests that share one keep the uploaded module (an upload takes ~40
+    commands)."""
     temp = temp or root / "tmp"
     env = dict(base or {})
     env.update({
         STATE_ENV: str(root / "state.json"),
-        "STORMATRIX_PWSH_STANDINS": str(HERE / "Boot.ps1"),
-        "PSModulePath": str(HERE / "Modules"),
+        # the fake cmdlets, and the guest's own module folder (C:\Program Files\WindowsPowerShell\Modules,
+        # where Initialize-StormatrixGuest -PesterSource installs Pester); pwsh adds its own folders
+        "PSModulePath": os.pathsep.join([str(HERE / "Modules"), str(root / "C" / "Program Files" / "WindowsPowerShell" / "Modules")]),
         "PATH": f"{HERE / 'bin'}:/usr/bin:/bin",
-        "SystemRoot": "C:\\Windows",  # as on Windows; C: is the guest's drive (Boot.ps1)
+        "SystemRoot": "C:\\Windows",  # as on Windows; C: is the guest's drive (Enter-FakeWindowsGuest)
+        "ProgramFiles": "C:\\Program Files",
         "TMPDIR": str(temp) + "/",
         "HOME": str(temp),
         "DOTNET_CLI_TELEMETRY_OPTOUT": "1",
         "POWERSHELL_TELEMETRY_OPTOUT": "1",
     })
-    for name in ("DOTNET_ROOT", "STORMATRIX_REAL_PWSH"):
+    for name in ("DOTNET_ROOT",):
         if os.environ.get(name):
             env[name] = os.environ[name]
     return env
+
+
+#: what every command of this guest's powershell.exe runs first (FakeWindows.psm1 Enter-FakeWindowsGuest)
+BOOT = "Import-Module -Name FakeWindows -Global; Enter-FakeWindowsGuest\n"
+_ENCODED = {"-encodedcommand", "-enc", "-ec", "-e"}
+_COMMAND = {"-command", "-c"}
+
+
+def powershell_argv(pwsh: str, args: list[str]) -> list[str]:
+    """The real pwsh's argv for ``powershell.exe <args>`` in this guest: the same switches, and the command
+    (``-Command ...`` or ``-EncodedCommand <base64 UTF-16LE>``) with :data:`BOOT` before it. pwsh's -Command
+    rules then apply to the command as given (``exit N``; 1 when its last statement failed)."""
+    for i, arg in enumerate(args):
+        word = arg.lower()
+        if word in _ENCODED and i + 1 < len(args):
+            script = base64.b64decode(args[i + 1]).decode("utf-16-le")
+            encoded = base64.b64encode((BOOT + script).encode("utf-16-le")).decode("ascii")
+            return [pwsh, *args[:i], arg, encoded, *args[i + 2:]]
+        if word in _COMMAND and i + 1 < len(args):
+            return [pwsh, *args[:i], arg, BOOT + " ".join(args[i + 1:])]
+    raise ValueError(f"the fake Windows guest runs powershell -Command or -EncodedCommand only, not: {args}")
 
 
 # --- state access from the fake executables -------------------------------------------------------------

@@ -13,8 +13,10 @@ function Get-StormatrixTestDiskForRun {
     on an offline disk, and no volume can be mounted on it.
     The result says what was found and done (PartitionStyle, WasReadOnly, ReadOnlyCleared), so the
     controller journals it with the cell.
+    Clearing read-only is a change: it honours -WhatIf/-Confirm (the caller's, through the preference
+    variables); under -WhatIf the flag stays and ReadOnlyCleared is $false.
     #>
-    [CmdletBinding()]
+    [CmdletBinding(SupportsShouldProcess)]
     [OutputType([pscustomobject])]
     param(
         [Parameter(Mandatory)][string]$Serial,
@@ -37,7 +39,10 @@ function Get-StormatrixTestDiskForRun {
                         'destroys it. Fix: Initialize-StormatrixGuest -Serial ' + $Serial + ' -ClearTestDisk (erases it), or set ' +
                         '[winrm] allow_partitioned_disk = true if its contents may be destroyed'))
         }
-        if ($wasReadOnly) {
+        if ($wasReadOnly -and -not $PSCmdlet.ShouldProcess("disk $number (serial $Serial)", 'clear the read-only flag (Set-Disk -IsReadOnly $false)')) {
+            # declined (-WhatIf, or No to -Confirm): nothing changed; the caller decides whether to go on
+        }
+        elseif ($wasReadOnly) {
             try {
                 Set-Disk -Number $number -IsReadOnly $false
             }

@@ -5,10 +5,10 @@ function Invoke-StormatrixGuestValidationPester {
     result per check, in the shape of the built-in runner's.
 
     .NOTES
-    Not executed by the test suite: it needs Pester 5 (New-PesterConfiguration, New-PesterContainer with
-    -Data, Invoke-Pester), which cannot be installed on the development machines and which PesterLite
-    (tests/pwsh/PesterLite) does not provide. The checks it runs are Get-StormatrixGuestCheck's, the same
-    list the built-in runner runs end to end in tests/test_winrm_e2e.py.
+    Needs Pester 5 in the guest (Initialize-StormatrixGuest -PesterSource installs it). The checks it runs
+    are Get-StormatrixGuestCheck's, the same list the built-in runner runs; tests/test_winrm_guest_module.py
+    and tests/test_winrm_e2e.py run both against the fake Windows guest with Pester 5.7.1 installed there
+    and compare them check by check.
     #>
     [CmdletBinding()]
     [OutputType([pscustomobject])]

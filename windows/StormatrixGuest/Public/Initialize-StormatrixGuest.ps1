@@ -103,8 +103,7 @@ function Initialize-StormatrixGuest {
         }
 
         # --- Pester 5 ----------------------------------------------------------------------------
-        # (optional: the validation runs without it). The install from -PesterSource is not executed by
-        # the test suite: it copies a Pester 5 module, which the development machines cannot obtain.
+        # (optional: the validation runs without it; -Runner Pester/Auto of the validation uses it)
         $pester = @(Get-Module -ListAvailable -Name Pester | Where-Object { $_.Version.Major -ge 5 })
         if ($pester.Count -gt 0) {
             [pscustomobject]@{ Step = 'pester'; Status = 'Unchanged'; Detail = "Pester $($pester[0].Version) available" }

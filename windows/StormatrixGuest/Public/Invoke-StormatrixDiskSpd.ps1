@@ -34,8 +34,11 @@ function Invoke-StormatrixDiskSpd {
     .NOTES
     DiskSpd has no total IOPS field; the controller computes it from the per-target counts and
     TestTimeSeconds. The flags (-Su -n -Z1M) make DiskSpd's I/O match fio's direct=1.
+    -WhatIf says what would be done to the disk (clear its read-only flag, run DiskSpd on it) and changes
+    nothing; -Confirm asks before each. The confirm impact is Medium, so the controller's
+    non-interactive calls are not asked.
     #>
-    [CmdletBinding()]
+    [CmdletBinding(SupportsShouldProcess)]
     [OutputType([pscustomobject])]
     param(
         [Parameter(Mandatory)]
@@ -56,6 +59,10 @@ function Invoke-StormatrixDiskSpd {
     $testDisk = Get-StormatrixTestDiskForRun -Serial $Serial -Write $w.IsWrite -AllowPartitioned:$AllowPartitioned
     $diskNumber = $testDisk.Number
     $arguments = ConvertTo-StormatrixDiskSpdArgument -DiskNumber $diskNumber -Workload $w
+    $action = "run DiskSpd $($w.ReadWrite) $($w.BlockSize)-byte blocks for $($w.RuntimeSeconds) s" + $(if ($w.IsWrite) { ' (writes: destroys the data there)' } else { '' })
+    if (-not $PSCmdlet.ShouldProcess("disk $diskNumber (serial $Serial)", $action)) {
+        return
+    }
     $engine = Invoke-StormatrixEngineRun -FilePath $DiskSpdPath -ArgumentList $arguments -WriteMarkers:$WriteMarkers
     $run = $engine.Run
     if ($run.ExitCode -ne 0) {

@@ -55,8 +55,11 @@ function Invoke-StormatrixFio {
 
     .NOTES
     In a file path fio needs ':' escaped as '\:'; \\.\PhysicalDriveN has none.
+    -WhatIf says what would be done to the disk (clear its read-only flag, run fio on it) and changes
+    nothing: no flag is cleared, fio does not start, nothing is returned. -Confirm asks before each. The
+    confirm impact is Medium, so the controller's non-interactive calls are not asked.
     #>
-    [CmdletBinding(DefaultParameterSetName = 'Disk')]
+    [CmdletBinding(DefaultParameterSetName = 'Disk', SupportsShouldProcess)]
     [OutputType([pscustomobject])]
     param(
         [Parameter(Mandatory, ParameterSetName = 'Disk')]
@@ -105,6 +108,10 @@ function Invoke-StormatrixFio {
     if (-not (Test-Path -LiteralPath $OutputDirectory -PathType Container)) {
         throw (New-StormatrixError -ErrorId 'OutputDirectoryMissing' -ExceptionType 'ItemNotFound' -Category 'ObjectNotFound' `
                 -Message "output directory '$OutputDirectory' does not exist. Fix: create it or leave -OutputDirectory out")
+    }
+    $action = "run fio $($w.ReadWrite) $($w.BlockSize)-byte blocks for $($w.RuntimeSeconds) s" + $(if ($w.IsWrite) { ' (writes: destroys the data there)' } else { '' })
+    if (-not $PSCmdlet.ShouldProcess($(if ($testDisk) { "disk $diskNumber (serial $Serial, $target)" } else { $target }), $action)) {
+        return
     }
     $outputFile = Join-Path $OutputDirectory ('stormatrix-fio-' + [guid]::NewGuid().ToString('N') + '.json')
     $fioArguments = ConvertTo-StormatrixFioArgument -Target $target -OutputFile $outputFile -Workload $w -IoEngine $IoEngine `

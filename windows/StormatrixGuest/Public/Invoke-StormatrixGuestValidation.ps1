@@ -8,7 +8,9 @@ function Invoke-StormatrixGuestValidation {
     controller under test, the benchmark engine, the power plan and pending reboots. Returns whether
     every check passed plus, per check, its block, name, result (Passed, Failed, Skipped) and failure
     message (each failure message says how to fix it). Runs without Pester by default; -Runner Pester
-    runs the same checks as the Pester 5 suite Validation\Guest.Validation.Tests.ps1.
+    runs the same checks as the Pester 5 suite Validation\Guest.Validation.Tests.ps1, and -Runner Auto
+    uses Pester where Pester 5 is installed and the built-in runner elsewhere. Runner in the result
+    says which ran ('Pester 5.7.1' or 'built-in runner').
 
     .PARAMETER Serial
     Serial number of the test disk.
@@ -26,7 +28,8 @@ function Invoke-StormatrixGuestValidation {
     Path of diskspd.exe.
 
     .PARAMETER Runner
-    Builtin (default: no Pester needed) or Pester (Pester 5 must be installed; Windows ships 3.4).
+    Builtin (default: no Pester needed), Pester (Pester 5 must be installed; Windows ships 3.4), or
+    Auto (Pester when Pester 5 is installed, else Builtin).
 
     .EXAMPLE
     Invoke-StormatrixGuestValidation -Serial STORMATRIX01 -Controller virtio-scsi -Engine fio
@@ -54,10 +57,13 @@ function Invoke-StormatrixGuestValidation {
         [ValidateNotNullOrEmpty()]
         [string]$DiskSpdPath = 'C:\Program Files\DiskSpd\diskspd.exe',
 
-        [ValidateSet('Builtin', 'Pester')]
+        [ValidateSet('Builtin', 'Pester', 'Auto')]
         [string]$Runner = 'Builtin'
     )
     $settings = @{ Serial = $Serial; Controller = $Controller; Engine = $Engine; FioPath = $FioPath; DiskSpdPath = $DiskSpdPath }
+    if ($Runner -eq 'Auto') {
+        $Runner = if (@(Get-Module -ListAvailable -Name Pester | Where-Object { $_.Version.Major -ge 5 }).Count) { 'Pester' } else { 'Builtin' }
+    }
     if ($Runner -eq 'Pester') {
         $tests = @(Invoke-StormatrixGuestValidationPester -Settings $settings)
         $runnerName = 'Pester ' + (Get-Module -Name Pester).Version

@@ -2,8 +2,8 @@
 # -Runner Pester, or Invoke-Pester with a container holding these parameters). The checks themselves are
 # one list, Get-StormatrixGuestCheck, which Invoke-StormatrixGuestValidation also runs without Pester;
 # every failure message says how to fix it.
-# Not executed by the test suite (needs Pester 5 with containers and -Data; see
-# Private/Invoke-StormatrixGuestValidationPester.ps1).
+# Run under Pester 5.7.1 against the fake Windows guest by tests/test_winrm_guest_module.py and
+# tests/test_winrm_e2e.py (stormatrix guest check --runner pester).
 param(
     [Parameter(Mandatory)][string]$Serial,
     [string]$Controller = '',
@@ -14,12 +14,18 @@ param(
 )
 
 BeforeDiscovery {
-    $module = Import-Module -Name $ModulePath -Force -PassThru
+    # the module already loaded from that folder (Invoke-StormatrixGuestValidation -Runner Pester runs
+    # this file from inside it): re-importing it with -Force would replace the module that is running
+    $folder = Split-Path -Parent (Resolve-Path -LiteralPath $ModulePath).ProviderPath
+    $module = @(Get-Module -Name StormatrixGuest | Where-Object { $_.ModuleBase -eq $folder })[0]
+    if (-not $module) { $module = Import-Module -Name $ModulePath -PassThru }
     $checks = @(& $module { param($c, $e) Get-StormatrixGuestCheck -Controller $c -Engine $e } $Controller $Engine)
 }
 
 BeforeAll {
-    $module = Import-Module -Name $ModulePath -Force -PassThru
+    $folder = Split-Path -Parent (Resolve-Path -LiteralPath $ModulePath).ProviderPath
+    $module = @(Get-Module -Name StormatrixGuest | Where-Object { $_.ModuleBase -eq $folder })[0]
+    if (-not $module) { $module = Import-Module -Name $ModulePath -PassThru }
     $context = & $module { param($a) New-StormatrixCheckContext @a } @{
         Serial = $Serial; Controller = $Controller; Engine = $Engine; FioPath = $FioPath; DiskSpdPath = $DiskSpdPath }
 }

@@ -31,8 +31,12 @@ function Invoke-StormatrixVMwareRequest {
     Restore-StormatrixVMwareLayout, Get-StormatrixVMwareHostTuning, Set-StormatrixVMwareHostTuning,
     Get-StormatrixVMwareCpuUsage, Get-StormatrixVMwareHostInfo. Warnings (certificate checks off, PowerCLI notices) are returned in
     the response instead of being printed, so standard output stays one document.
+    A command that changes the VM or the host (it has -WhatIf/-Confirm itself) is confirmed here, once
+    per request, and then called with -Confirm:$false; under -WhatIf it is called with -WhatIf, says
+    what it would change and changes nothing (the response is ok with an empty result). The confirm
+    impact is Medium, so the backend's non-interactive calls are not asked.
     #>
-    [CmdletBinding()]
+    [CmdletBinding(SupportsShouldProcess)]
     [OutputType([pscustomobject])]
     param(
         [Parameter(Mandatory)][AllowEmptyString()][string]$RequestJson
@@ -70,7 +74,14 @@ function Invoke-StormatrixVMwareRequest {
             $server = Connect-StormatrixVMware @connection -WarningVariable +connectWarnings -WarningAction SilentlyContinue
             $response['server'] = $server
             if ((Get-Command -Name $command -Module 'StormatrixVMware').Parameters.ContainsKey('Confirm')) {
+                $action = "$command $(ConvertTo-Json -InputObject $parameters -Depth 4 -Compress)"
                 $parameters['Confirm'] = $false
+                if ($WhatIfPreference) {
+                    $parameters['WhatIf'] = $true  # the command itself says what it would change
+                }
+                elseif (-not $PSCmdlet.ShouldProcess([string]$connection['Server'], $action)) {
+                    throw (New-StormatrixVMwareError -ErrorId 'Declined' -Category 'OperationStopped' -TargetObject $command -Message "$command was not confirmed; nothing was changed")
+                }
             }
             $result = & $command @parameters -WarningVariable +commandWarnings -WarningAction SilentlyContinue
         }

@@ -7,7 +7,7 @@
     PowerShellVersion = '7.2'
     FunctionsToExport = @('Get-Disk', 'Set-Disk', 'Clear-Disk', 'Get-Partition', 'Get-StorageSetting', 'Get-CimInstance', 'Get-PnpDevice',
         'Get-PnpDeviceProperty', 'Get-NetIPAddress', 'Get-WSManInstance', 'New-WSManInstance', 'New-SelfSignedCertificate', 'Get-NetFirewallRule',
-        'New-NetFirewallRule', 'Get-ItemProperty', 'Initialize-FakeWindowsDrive', 'Restart-Computer')
+        'New-NetFirewallRule', 'Get-ItemProperty', 'Initialize-FakeWindowsDrive', 'Enter-FakeWindowsGuest', 'Restart-Computer')
     CmdletsToExport   = @()
     VariablesToExport = @()
     AliasesToExport   = @()

@@ -57,6 +57,18 @@ function Initialize-FakeWindowsDrive {
     }
 }
 
+function Enter-FakeWindowsGuest {
+    # What a powershell.exe of this guest is like from its first line (fakewindows.py powershell_argv puts
+    # `Import-Module FakeWindows -Global; Enter-FakeWindowsGuest` before the command it was given):
+    # 1. the console: a powershell.exe whose output is redirected (as under WinRM) writes in the OEM code
+    #    page of an en-US Windows, 437, until a script sets [Console]::OutputEncoding; and Windows
+    #    PowerShell 5.1 writes no ANSI colour sequences (pwsh 7 would, to redirected output too);
+    # 2. the guest's C: and HKLM: drives.
+    [Console]::OutputEncoding = [Text.Encoding]::GetEncoding(437)
+    if (Get-Variable -Name PSStyle -Scope Global -ErrorAction Ignore) { $global:PSStyle.OutputRendering = 'PlainText' }
+    Initialize-FakeWindowsDrive
+}
+
 function Get-FakeVisibleDisk {
     param([object]$State)
     $bound = @($State.Controllers | Where-Object { $_.DriverInstalled } | ForEach-Object { $_.InstanceId })
@@ -316,4 +328,4 @@ function Restart-Computer {
 
 Export-ModuleMember -Function Restart-Computer, Get-Disk, Set-Disk, Clear-Disk, Get-Partition, Get-StorageSetting, Get-CimInstance, Get-PnpDevice,
 Get-PnpDeviceProperty, Get-NetIPAddress, Get-WSManInstance, New-WSManInstance, New-SelfSignedCertificate, Get-NetFirewallRule,
-New-NetFirewallRule, Get-ItemProperty, Initialize-FakeWindowsDrive
+New-NetFirewallRule, Get-ItemProperty, Initialize-FakeWindowsDrive, Enter-FakeWindowsGuest

@@ -1,0 +1,74 @@
+"""One writer per run directory: ``run``, ``suite run`` and ``demo`` hold a lock on it while they write.
+
+Why: two runs started into one directory (a second terminal, a cron job that overlaps the first) would
+both read the journal, both decide which cells are left, and append the same cells twice, into one
+file, from two processes; each would also restore the VM under the other. The second one is refused at
+once (exit 2), naming the process that holds the directory.
+
+How: ``flock`` on ``RUN_DIR/.stormatrix.lock`` (an advisory lock the kernel drops when the holder exits,
+however it exits — a kill -9 leaves no stale lock to clean up). The file says who holds it, for the
+message. Readers (``report``, ``compare``, ``suite plan``) never take it: reading a journal while a run
+appends to it is safe (each record is one line, fsynced).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import json
+import os
+import socket
+import time
+from pathlib import Path
+from typing import Iterator
+
+from ..core.errors import InputError
+
+LOCK_NAME = ".stormatrix.lock"
+
+
+def _holder(fd: int) -> str:
+    """Who holds the lock, in words, from what the holder wrote into the file."""
+    try:
+        os.lseek(fd, 0, os.SEEK_SET)
+        info = json.loads(os.read(fd, 4096).decode("utf-8", "replace") or "{}")
+    except (OSError, ValueError):
+        return "another stormatrix process"
+    if not isinstance(info, dict):
+        return "another stormatrix process"
+    since = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(info["started"])) \
+        if isinstance(info.get("started"), (int, float)) else "?"
+    return (f"stormatrix {info.get('command', '?')} (pid {info.get('pid', '?')} on {info.get('host', '?')}, "
+            f"since {since})")
+
+
+@contextlib.contextmanager
+def hold_run_dir(run_dir: str | Path, command: str) -> Iterator[None]:
+    """Hold ``run_dir`` (created if missing) for one writer while the block runs; InputError (exit 2) when
+    another process holds it. Where the file system has no flock (some network mounts), nothing is held."""
+    import fcntl
+
+    folder = Path(run_dir)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / LOCK_NAME
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+    except OSError as exc:
+        raise InputError(f"{path}: cannot be created ({exc.strerror}), so the run directory cannot be held for "
+                         "this run. Fix: give -o a directory you may write to") from None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            if exc.errno not in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
+                yield  # (no flock here: the journal's own checks still apply)
+                return
+            raise InputError(f"{folder} is in use by {_holder(fd)}: two runs writing one journal would measure "
+                             "cells twice and restore the VM under each other. Fix: wait until it ends (or stop "
+                             "it), or give -o another run directory") from None
+        note = {"pid": os.getpid(), "host": socket.gethostname(), "started": time.time(), "command": command}
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, json.dumps(note).encode(), 0)
+        yield
+    finally:
+        os.close(fd)  # (closing drops the lock)
