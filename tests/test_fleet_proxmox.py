@@ -320,3 +320,58 @@ def test_suite_run_on_a_fleet_runs_each_storage_as_a_side_and_removes_everything
     assert len(starts) == 2
     assert set(standin.vms) == before_vms and standin.volumes() == before_volumes
     assert FleetJournal(run).state().empty and standin.destroyed_vms == [300]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("method", "suffix"), [("POST", "/storage/bb-nvme/content"),  # the second side's start
+                                                 ("DELETE", "/qemu/300")])             # the teardown
+def test_a_suite_on_a_fleet_killed_then_run_again_finishes_and_leaves_nothing(
+        standin: PveStandin, tmp_path: Path, method: str, suffix: str) -> None:
+    from standins.fioservers import free_port
+    from standins.pve import guest_interface
+    from stormatrix.executors.fioserver import find_fio
+    from stormatrix.journal import Journal
+
+    host = _host_ipv4()
+    if host is None:
+        pytest.skip("no non-loopback IPv4 address on this machine")
+    port = free_port()
+    home = tmp_path / "guest"
+    home.mkdir()
+    server = subprocess.Popen([find_fio(), f"--server=ip:{host},{port}"], cwd=home, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL, start_new_session=True)
+    before_vms, before_volumes = set(standin.vms), standin.volumes()
+    standin.guest_interfaces[300] = [guest_interface("ens18", "bc:24:11:00:03:00", f"{host}/24")]
+    path = fleet_file(standin, tmp_path, workers=1)
+    path.write_text(path.read_text() + f'[suite]\nfilename = "target.dat"\nsize = "4m"\nblock_sizes = ["4k"]\n'
+                                       f'queue_depths = [1]\nramp_seconds = 0\nmeasure_seconds = 1\nport = {port}\n'
+                                       '[run]\nname = "killed"\n')
+    run = tmp_path / "run"
+    env = {**os.environ, SECRET_ENV: SECRET}
+    release = standin.hold_request(method, suffix)
+    harness = subprocess.Popen([sys.executable, "-m", "stormatrix", "suite", "run", str(path), "-o", str(run)],
+                               env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        assert standin.held(120), "the run never reached the held request"
+        os.kill(harness.pid, signal.SIGKILL)
+        harness.wait()
+        release.set()
+        time.sleep(0.5)
+        done = subprocess.run([sys.executable, "-m", "stormatrix", "suite", "run", str(path), "-o", str(run)],
+                              env=env, capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stderr[-3000:]
+    finally:
+        release.set()
+        if harness.poll() is None:
+            harness.kill()
+            harness.wait()
+        assert harness.stderr is not None
+        harness.stderr.close()
+        os.killpg(server.pid, signal.SIGKILL)
+        server.wait()
+    for storage in ("bb-iscsi", "bb-nvme"):  # each side measured exactly once: the rerun resumed
+        cells = [r for r in Journal(run / storage).records() if r["type"] == "cell"]
+        assert len(cells) == 1
+    assert (run / "comparison.xlsx").exists()
+    assert set(standin.vms) == before_vms and standin.volumes() == before_volumes
+    assert FleetJournal(run).state().empty
