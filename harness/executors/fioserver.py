@@ -109,7 +109,7 @@ def run_point(guests: Sequence[FioGuest], job: FioJob, workdir: Path, *, fio: st
     """Run ``job`` on all ``guests`` at once with one fio client process; return every guest's result.
 
     Raises :class:`GuestDisconnected` naming each guest whose result is missing (with the results
-    of the others in ``details['partial']``), :class:`WorkloadFailed` when fio failed otherwise.
+    of the others in ``details.partial``), :class:`WorkloadFailed` when fio failed otherwise.
     ``workdir`` receives the job files, fio's stderr and the IOPS logs.
     """
     check_unique(guests)

@@ -4,7 +4,7 @@ A test disk that Windows does not show is almost always a controller without a b
 virtio controller before the virtio-win drivers are installed shows with ConfigManagerErrorCode 28,
 "drivers not installed"). That does not heal by restarting the VM, so :func:`check_test_disk`
 raises :class:`TestDiskMissing`, which says so (``retryable = False``) and names each controller,
-its PnP device and whether a driver is bound; it carries the facts (``details["guest_facts"]``).
+its PnP device and whether a driver is bound; it carries the facts (``details.guest_facts``).
 
 Which virtio-win storage drivers the guest has (``InstalledStorageDrivers``: the packages staged in its
 driver store, whatever controller the VM has now) decides, through :class:`DriverGate`, which virtio
