@@ -84,12 +84,11 @@ def run(args: argparse.Namespace) -> int:
     workbook = Path(args.workbook) if args.workbook else run_dir / default_name
     # the workbook is written after minutes of measuring: what would refuse it then is refused now
     output_paths(str(workbook), None, [str(matrix), str(run_dir / "journal.ndjson")])
-    run_dir.mkdir(parents=True, exist_ok=True)
-    if not args.matrix:
-        name = "demo-full.toml" if args.full else "demo.toml"
-        with resources.as_file(resources.files("stormatrix").joinpath("matrices", name)) as src:
-            shutil.copyfile(src, matrix)
-    with hold_run_dir(run_dir, "demo"):
+    with hold_run_dir(run_dir, "demo"):  # (before the matrix is copied in: another demo may be reading it)
+        if not args.matrix:
+            name = "demo-full.toml" if args.full else "demo.toml"
+            with resources.as_file(resources.files("stormatrix").joinpath("matrices", name)) as src:
+                shutil.copyfile(src, matrix)
         summary = execute(matrix, run_dir, progress=not args.no_progress)
         write_report([str(run_dir)], str(workbook))
     print(f"workbook: {workbook.resolve()}")
