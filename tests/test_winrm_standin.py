@@ -355,7 +355,7 @@ def test_no_password_in_logs_or_errors(guest: FakeWindowsGuest, caplog: pytest.L
         ex.close()
     assert PASSWORD not in caplog.text
     for err in (info.value, auth.value):
-        assert PASSWORD not in str(err) and PASSWORD not in err.stdout and PASSWORD not in err.stderr
+        assert PASSWORD not in str(err) and PASSWORD not in err.details.stdout and PASSWORD not in err.details.stderr
         assert PASSWORD not in repr(err.details)
 
 
