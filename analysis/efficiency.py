@@ -154,6 +154,9 @@ def cell_statistics(frame: pd.DataFrame) -> pd.DataFrame:
             rec[f"{m}_ci_high"] = mean + half
         rec["repeats"] = ", ".join(str(r) for r in grp["repeat"].dropna().astype(int).tolist())
         rec["engine"] = _engines(grp)
+        # the one CPU figure its CPU/MiB is (perf task-clock, cycles, /proc ticks): named on every sheet
+        rec["cpu_total_source"] = ", ".join(sorted({str(v) for v in grp["cpu_total_source"].dropna()})) or None \
+            if "cpu_total_source" in grp else None
         rec["_rows"] = list(grp.index)  # its repeats, for the tests and the bootstrap
         rows.append(rec)
     return pd.DataFrame(rows)
@@ -234,7 +237,8 @@ def score_cells(frame: pd.DataFrame, *, cv_limit: float = DEFAULT_CV_LIMIT,
         over = [name for name, cv in (("CPU", cpu_cv), ("ctx", ctx_cv)) if np.isfinite(cv) and cv > cv_limit]
         flags.append(", ".join(f"{name} CV > {cv_limit:.0%}" for name in over))
     out["cv_flag"] = [bool(f) for f in flags]
-    out["cv_note"] = flags
+    # "" where it repeats within the limit would leave an empty column: say so, where there were repeats to tell
+    out["cv_note"] = [f or (f"within {cv_limit:.0%}" if n >= 2 else "single repeat") for f, n in zip(flags, out["n"])]
     single = int((out["n"] < 2).sum())
     if single:
         notes.append(f"{single} cells have a single repeat: no standard deviation, CV or confidence interval, "

@@ -57,6 +57,8 @@ class Finding:
 
 
 INDICATIVE_LEAD = "Indicative (single repeat, not tested): "
+# the Value of a pair finding: how much more CPU/MiB the first-named needs than the second (negative: less)
+PCT_UNIT = "% CPU/MiB, 1st vs 2nd named"
 
 
 def _fmt(v: float) -> str:
@@ -142,7 +144,7 @@ def _pair(a: pd.Series, b: pd.Series, name_a: str, name_b: str, group: str, lead
             text = f"{lead}{cpu_noise}{_no_ctx(a, b)}."
         else:
             text = f"{lead}{cpu_sig}{_no_ctx(a, b)}" + (f" ({_p(tc)})." if status == SIGNIFICANT else ".")
-        return Finding(_mark(text, status), cpu, "% CPU/MiB", numbers, group, status)
+        return Finding(_mark(text, status), cpu, PCT_UNIT, numbers, group, status)
     ctx = pct_more(a["ctx_per_mib_mean"], b["ctx_per_mib_mean"])
     tx = tests(group, a, b, "ctx_per_mib")
     numbers.update({f"{a['config']} ctx/MiB mean": float(a["ctx_per_mib_mean"]),
@@ -155,7 +157,7 @@ def _pair(a: pd.Series, b: pd.Series, name_a: str, name_b: str, group: str, lead
         joiner = "but" if (cpu >= 0) != (ctx >= 0) else "and"
         ps = f" (CPU: {_p(tc)}; context switches: {_p(tx)})" if status == SIGNIFICANT else ""
         text = (f"{lead}{cpu_sig} {joiner} generates {_more_less(ctx, 'more', 'fewer')} context switches{ps}.")
-        return Finding(_mark(text, status), cpu, "% CPU/MiB", numbers, group, status)
+        return Finding(_mark(text, status), cpu, PCT_UNIT, numbers, group, status)
     halves = [cpu_sig + f" ({_p(tc)})" if tc.significant else cpu_noise]
     halves.append(f"{name_a} generates {_more_less(ctx, 'more', 'fewer')} context switches ({_p(tx)})" if tx.significant
                   else f"their context switches per MiB are the same within noise ({abs(ctx):.1f}% apart: "
@@ -165,7 +167,7 @@ def _pair(a: pd.Series, b: pd.Series, name_a: str, name_b: str, group: str, lead
         status = PARTLY
         sig, noise = ("CPU/MiB", "ctx/MiB") if tc.significant else ("ctx/MiB", "CPU/MiB")
         detail = f"{sig} significant ({_p(tc if tc.significant else tx)}); {noise} within noise"
-    return Finding(f"{lead}{halves[0]}; {halves[1]}.", cpu, "% CPU/MiB", numbers, group, status, detail)
+    return Finding(f"{lead}{halves[0]}; {halves[1]}.", cpu, PCT_UNIT, numbers, group, status, detail)
 
 
 def _name(row: pd.Series) -> str:

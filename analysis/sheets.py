@@ -54,27 +54,30 @@ def print_setup(ws: Worksheet, *, landscape: bool = True, one_page: bool = False
 # Column = (header, field, number format). Formats: Excel codes, chosen per quantity.
 Column = tuple[str, str, str]
 
+# what a reader compares first, then the statistics behind it (a printed page shows Rank and Configuration
+# on every page, so the later columns still say whose they are)
 SCORE_COLUMNS: list[Column] = [
-    ("Rank", "rank", "0"), ("Configuration", "config", "@"), ("Controller", "controller", "@"),
-    ("aio", "aio", "@"), ("iothread", "iothread", "@"), ("cache", "cache", "@"), ("Workload", "workload", "@"),
-    ("CPU metric", "cpu_metric", "@"), ("CPU unit", "cpu_per_mib_unit", "@"), ("Repeats", "n", "0"),
-    ("CPU/MiB mean", "cpu_per_mib_mean", "cpu"), ("CPU/MiB std", "cpu_per_mib_std", "cpu"),
-    ("CPU/MiB CV", "cpu_per_mib_cv", "0.0%"), ("CPU/MiB CI95 low", "cpu_per_mib_ci_low", "cpu"),
-    ("CPU/MiB CI95 high", "cpu_per_mib_ci_high", "cpu"),
-    ("ctx/MiB mean", "ctx_per_mib_mean", "0.00"), ("ctx/MiB std", "ctx_per_mib_std", "0.00"),
-    ("ctx/MiB CV", "ctx_per_mib_cv", "0.0%"), ("ctx/MiB CI95 low", "ctx_per_mib_ci_low", "0.00"),
-    ("ctx/MiB CI95 high", "ctx_per_mib_ci_high", "0.00"),
-    ("ctx/MiB note", "ctx_note", "@"),          # why the ctx columns are blank (ESXi: no such counter)
+    ("Rank", "rank", "0"), ("Configuration", "config", "@"), ("Repeats", "n", "0"),
+    ("CPU/MiB mean", "cpu_per_mib_mean", "cpu"), ("ctx/MiB mean", "ctx_per_mib_mean", "0.00"),
     ("Normalized CPU", "norm_cpu", "0.000"), ("Normalized ctx", "norm_ctx", "0.000"),
     ("Efficiency score", "score", "0.000"),
     ("Score 95 % low (bootstrap)", "score_ci_low", "0.000"),   # the interval through the whole normalization
     ("Score 95 % high (bootstrap)", "score_ci_high", "0.000"),
     ("Evidence vs next rank", "evidence", "@"),  # significant | within noise | indicative (bootstrap, 95 %)
     ("Test vs next rank", "vs_next", "@"),       # the words and the share of resamples, from one verdict
+    ("CV flag", "cv_note", "@"),
+    ("CPU/MiB std", "cpu_per_mib_std", "cpu"), ("CPU/MiB CV", "cpu_per_mib_cv", "0.0%"),
+    ("CPU/MiB CI95 low", "cpu_per_mib_ci_low", "cpu"), ("CPU/MiB CI95 high", "cpu_per_mib_ci_high", "cpu"),
+    ("ctx/MiB std", "ctx_per_mib_std", "0.00"), ("ctx/MiB CV", "ctx_per_mib_cv", "0.0%"),
+    ("ctx/MiB CI95 low", "ctx_per_mib_ci_low", "0.00"), ("ctx/MiB CI95 high", "ctx_per_mib_ci_high", "0.00"),
+    ("ctx/MiB note", "ctx_note", "@"),          # why the ctx columns are blank (ESXi: no such counter)
     ("Score basis", "score_basis", "@"),         # CPU/MiB and ctx/MiB, or CPU/MiB alone and why
     ("Rank in controller", "rank_in_controller", "0"), ("Rank in aio mode", "rank_in_aio", "0"),
     ("Rank by CPU", "rank_cpu", "0"), ("Rank by ctx", "rank_ctx", "0"),
-    ("CV flag", "cv_note", "@"), ("Group", "norm_group", "@"), ("Cells in group", "cells_in_group", "0"),
+    ("Controller", "controller", "@"), ("aio", "aio", "@"), ("iothread", "iothread", "@"), ("cache", "cache", "@"),
+    ("Workload", "workload", "@"), ("CPU metric", "cpu_metric", "@"), ("CPU unit", "cpu_per_mib_unit", "@"),
+    ("CPU figure", "cpu_total_source", "@"),     # what the CPU figure is: perf task-clock, cycles, /proc ticks
+    ("Group", "norm_group", "@"), ("Cells in group", "cells_in_group", "0"),
     ("Engine", "engine", "@"),                   # fio or DiskSpd: what measured the configuration
 ]
 
@@ -119,16 +122,79 @@ def _cpu_format(unit: Any) -> str:
     return "#,##0" if str(unit).startswith("cycles") else "0.000"
 
 
+MAX_WIDTH = 48.0      # a text column wider than this wraps (its rows grow) instead of running off the page
+ONE_PAGE_WIDTH = 150.0  # units of column width that still print legibly fitted to one A4-landscape width
+
+
+def _shown(value: Any, fmt: str) -> str:
+    """Roughly the text a cell shows: numbers as their format prints them, for the column's width."""
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return ""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return str(value)
+    if fmt.endswith("%"):
+        return f"{value * 100:.1f}%"
+    if fmt in ("#,##0", "0"):
+        return f"{value:,.0f}"
+    decimals = len(fmt.split(".")[1]) if "." in fmt else 3
+    return f"{value:,.{decimals}f}"
+
+
+def content_width(header_text: str, shown: Iterable[str]) -> float:
+    """A column as wide as its widest value (a long text wraps at ``MAX_WIDTH``), and at least as wide as
+    the longest word of its header (the header wraps over two or three lines)."""
+    longest = max([len(v) for v in shown] + [0])
+    words = max([len(w) for w in str(header_text).split()] + [4])
+    head = max(words, math.ceil(len(str(header_text)) / 3))
+    return float(min(MAX_WIDTH, max(longest, head) / CHARS_PER_WIDTH + 2.0))
+
+
+def header_letter(ws: Worksheet, text: str, row: int = 1) -> str | None:
+    """The column letter of the header cell reading ``text`` (None when the column was left out)."""
+    for c in ws[row]:
+        if c.value == text:
+            return str(c.column_letter)
+    return None
+
+
+def print_table(ws: Worksheet, last_col: int, last_row: int, *, title_cols: int = 1, header_row: int = 1) -> None:
+    """Print a table legibly: fitted to the page width when it is narrow enough to stay readable, else at
+    full size across as many pages as it needs, its first column(s) and header repeated on each."""
+    total = sum(ws.column_dimensions[get_column_letter(j)].width or 10.0 for j in range(1, last_col + 1))
+    print_setup(ws)
+    if total > ONE_PAGE_WIDTH:
+        ws.page_setup.fitToWidth = 0
+        ws.sheet_properties.pageSetUpPr.fitToPage = False
+        ws.print_title_cols = f"A:{get_column_letter(title_cols)}"
+    ws.print_title_rows = f"{header_row}:{header_row}"
+    ws.print_area = f"A1:{get_column_letter(last_col)}{max(last_row, header_row)}"
+
+
 def write_table(ws: Worksheet, frame: pd.DataFrame, columns: Sequence[Column], *, start_row: int = 1,
-                autofilter: bool = True, freeze: bool = True, widths: dict[str, float] | None = None) -> int:
+                autofilter: bool = True, freeze: bool = True, widths: dict[str, float] | None = None,
+                drop_empty: bool = False, title_cols: int = 1, explain: dict[str, str] | None = None) -> int:
     """A header row and one row per frame row; returns the last row written.
 
     The ``cpu`` format picks cycles (``#,##0``) or CPU-ms (``0.000``) per row from its unit, since one
-    column may hold both when a data set was split into groups.
+    column may hold both when a data set was split into groups. Columns are as wide as their content (a
+    long text wraps, and its row grows to hold it); ``drop_empty`` leaves out the columns no row has a value
+    in, and the first header cell's comment names them, except those ``explain`` gives a reason for: they
+    stay, with the reason as their header's comment.
     """
-    header(ws, start_row, [c[0] for c in columns])
-    units = frame["cpu_per_mib_unit"].tolist() if "cpu_per_mib_unit" in frame.columns else [None] * len(frame)
     data = {f: frame[f].tolist() for _, f, _ in columns if f in frame.columns}
+    explain = explain or {}
+    blank = [(h, f) for h, f, _ in columns if not any(_shown(v, "@") for v in data.get(f, []))] if len(frame) else []
+    empty = [h for h, f in blank if f not in explain] if drop_empty else []
+    columns = [c for c in columns if c[0] not in empty]
+    header(ws, start_row, [c[0] for c in columns])
+    if empty:
+        ws.cell(row=start_row, column=1).comment = Comment(
+            "Left out because no row has a value: " + ", ".join(empty), "stormatrix")
+    for j, (h, f, _) in enumerate(columns, start=1):
+        if (h, f) in blank and f in explain:
+            ws.cell(row=start_row, column=j).comment = Comment(f"Blank in every row: {explain[f]}", "stormatrix")
+    units = frame["cpu_per_mib_unit"].tolist() if "cpu_per_mib_unit" in frame.columns else [None] * len(frame)
+    shown: dict[int, list[str]] = {j: [] for j in range(1, len(columns) + 1)}
     for i in range(len(frame)):
         r = start_row + 1 + i
         for j, (_, f, fmt) in enumerate(columns, start=1):
@@ -136,15 +202,27 @@ def write_table(ws: Worksheet, frame: pd.DataFrame, columns: Sequence[Column], *
             cell = ws.cell(row=r, column=j, value=safe_value(value))
             if isinstance(cell.value, (int, float)) and not isinstance(cell.value, bool):
                 cell.number_format = _cpu_format(units[i]) if fmt == "cpu" else fmt
+            shown[j].append(_shown(cell.value, cell.number_format if cell.number_format != "General" else fmt))
     last = start_row + len(frame)
     if autofilter and len(frame):
         ws.auto_filter.ref = f"A{start_row}:{get_column_letter(len(columns))}{last}"
     if freeze:
         ws.freeze_panes = ws.cell(row=start_row + 1, column=1)
+    width: dict[int, float] = {}
     for j, (h, f, _) in enumerate(columns, start=1):
-        w = (widths or {}).get(f, max(10.0, min(40.0, len(h) + 2.0)))
-        ws.column_dimensions[get_column_letter(j)].width = w
-    ws.row_dimensions[start_row].height = 30
+        width[j] = (widths or {}).get(f) or content_width(h, shown[j])
+        letter = get_column_letter(j)
+        current = ws.column_dimensions[letter].width if letter in ws.column_dimensions else None
+        # a second table on the same sheet (Averages) keeps a column as wide as the widest of them
+        ws.column_dimensions[letter].width = max(width[j], current or 0.0)
+    fit_height(ws, start_row, [(h, width[j]) for j, (h, _, _) in enumerate(columns, start=1)])
+    for i in range(len(frame)):
+        texts = [(shown[j][i], width[j]) for j in shown if len(shown[j][i]) > width[j] * CHARS_PER_WIDTH - 2]
+        if texts:
+            for j in (j for j in shown if len(shown[j][i]) > width[j] * CHARS_PER_WIDTH - 2):
+                ws.cell(row=start_row + 1 + i, column=j).alignment = WRAP
+            fit_height(ws, start_row + 1 + i, texts)
+    print_table(ws, len(columns), last, title_cols=title_cols, header_row=start_row)
     return last
 
 
@@ -242,6 +320,12 @@ def write_frame(ws: Worksheet, frame: pd.DataFrame, formats: dict[str, str] | No
     blank measurement is blank."""
     formats = formats or {}
     frame = frame.assign(**{BLANK_HEADER: blank_reasons(frame)})
+    # a column no row has a value in says nothing: left out, and named in the first header's comment; a
+    # measured column stays (each row's blank_reasons says why it is blank), and so does blank_reasons
+    empty = [c for c in frame.columns if c not in MEASURED and c != BLANK_HEADER and not frame[c].notna().any()]
+    frame = frame.drop(columns=empty)
+    if "key" in frame.columns:  # first: it names the measurement on every printed page
+        frame = frame[["key"] + [c for c in frame.columns if c != "key"]]
     header(ws, 1, list(frame.columns))
     # ingest always gives a clat_p99_us column, so only the rows' own note tells whether lat_p99_us holds an
     # older record's mix (lat where fio reported it, else clat): then the header must say so, never "total"
@@ -263,58 +347,113 @@ def write_frame(ws: Worksheet, frame: pd.DataFrame, formats: dict[str, str] | No
     if len(frame):
         ws.auto_filter.ref = f"A1:{get_column_letter(len(frame.columns))}{last}"
     ws.freeze_panes = "A2"
+    if empty:
+        first = ws.cell(row=1, column=1)
+        first.comment = Comment("Left out because no measurement has a value: " + ", ".join(empty)
+                                + (f"\n\n{first.comment.text}" if first.comment else ""), "stormatrix")
     for j, c in enumerate(frame.columns, start=1):
-        ws.column_dimensions[get_column_letter(j)].width = max(9.0, min(30.0, len(str(c)) + 2.0))
-    ws.column_dimensions[get_column_letter(len(frame.columns))].width = 60
+        ws.column_dimensions[get_column_letter(j)].width = _frame_width(str(ws.cell(row=1, column=j).value),
+                                                                        frame[c], formats.get(c))
+    # the reasons wrap in a wide last column, and their rows grow to hold them
+    reasons_w = ws.column_dimensions[get_column_letter(len(frame.columns))].width = 60.0
+    for i, text in enumerate(frame[BLANK_HEADER].tolist(), start=2):
+        if text and len(text) > reasons_w * CHARS_PER_WIDTH - 2:
+            ws._cells[(i, len(frame.columns))].alignment = WRAP
+            fit_height(ws, i, [(text, reasons_w)])
+    fit_height(ws, 1, [(ws.cell(row=1, column=j).value, ws.column_dimensions[get_column_letter(j)].width)
+                       for j in range(1, len(frame.columns) + 1)])
+    print_table(ws, len(frame.columns), last)
     return last
 
 
-def write_lines(ws: Worksheet, lines: Iterable[str | tuple[str, str]], *, width: float = 110,
+def _frame_width(head: str, column: pd.Series, fmt: str | None) -> float:
+    """A Measurements column as wide as its longest value (a key or a file name is never cut), numbers as
+    wide as their format shows them; the header wraps over its words."""
+    if column.dtype == "float64" or column.dtype == "Float64" or column.dtype == "Int64":
+        values = column.dropna()
+        longest = max((len(_shown(float(v), fmt or "0.000")) for v in (values.min(), values.max())), default=0) \
+            if len(values) else 0
+    else:
+        lengths = column.dropna().astype(str).str.len()
+        longest = int(lengths.max()) if len(lengths) else 0
+    words = max([len(w) for w in head.split()] + [4])
+    return float(min(90.0, max(longest / CHARS_PER_WIDTH, min(words, 30), len(head) / 3) + 2.0))
+
+
+LABEL_WIDTH = 30.0   # the label column of the Method sheet
+TEXT_WIDTH = 100.0   # the text beside it: 130 units in all print on one A4-landscape width
+
+
+def write_lines(ws: Worksheet, lines: Iterable[str | tuple[str, str]], *, width: float = TEXT_WIDTH,
                 start_row: int = 1) -> int:
-    """Paragraphs in column A (or label/text pairs in A/B); a leading '# ' makes a bold heading.
-    Returns the next free row (to add more lines below)."""
-    ws.column_dimensions["A"].width = width
+    """Paragraphs across columns A and B (merged), or label/text pairs in A/B; a leading '# ' makes a bold
+    heading. Every text wraps and its row is as tall as it needs. Returns the next free row (to add more
+    lines below)."""
+    ws.column_dimensions["A"].width = LABEL_WIDTH
+    ws.column_dimensions["B"].width = width
     r = start_row
     for line in lines:
         if isinstance(line, tuple):
-            ws.cell(row=r, column=1, value=safe_value(line[0])).font = Font(bold=True)
+            label = ws.cell(row=r, column=1, value=safe_value(line[0]))
+            label.font, label.alignment = Font(bold=True), WRAP
             ws.cell(row=r, column=2, value=safe_value(line[1])).alignment = WRAP
-        elif line.startswith("# "):
-            ws.cell(row=r, column=1, value=safe_value(line[2:])).font = Font(bold=True, size=12)
+            fit_height(ws, r, [(line[0], LABEL_WIDTH), (line[1], width)])
         else:
-            ws.cell(row=r, column=1, value=safe_value(line)).alignment = WRAP
+            heading = line.startswith("# ")
+            cell = ws.cell(row=r, column=1, value=safe_value(line[2:] if heading else line))
+            cell.font = Font(bold=True, size=12) if heading else Font()
+            cell.alignment = WRAP
+            ws.merge_cells(start_row=r, start_column=1, end_row=r, end_column=2)
+            if heading:
+                ws.row_dimensions[r].height = LINE_PT * 1.4
+            else:
+                fit_height(ws, r, [(line, LABEL_WIDTH + width)])
         r += 1
+    print_setup(ws)
+    ws.print_area = f"A1:B{max(r - 1, 1)}"
     return r
+
+
+# the facts' labels (A) hold the finding numbers below them; 165 units print on one A4-landscape width at ~80 %
+SUMMARY_WIDTHS = {"A": 24.0, "B": 58.0, "C": 9.0, "D": 12.0, "E": 22.0, "F": 40.0}
 
 
 def write_summary(ws: Worksheet, title: str, facts: list[tuple[str, Any]], findings: list[Finding],
                   notes: list[str]) -> None:
+    """Facts (label in A, value in B), the findings with their numbers and evidence in their own columns,
+    and the notes; every text wraps within its column and its row is as tall as it needs."""
     ws.cell(row=1, column=1, value=safe_value(title)).font = TITLE_FONT
+    for col, w in SUMMARY_WIDTHS.items():
+        ws.column_dimensions[col].width = w
+    wide = sum(SUMMARY_WIDTHS.values()) - SUMMARY_WIDTHS["A"]
     r = 3
     for k, v in facts:
         ws.cell(row=r, column=1, value=safe_value(k)).font = Font(bold=True)
-        ws.cell(row=r, column=2, value=safe_value(v)).alignment = Alignment(wrap_text=False)
+        ws.cell(row=r, column=2, value=safe_value(v)).alignment = Alignment(wrap_text=True, horizontal="left",
+                                                                            vertical="top")
+        ws.merge_cells(start_row=r, start_column=2, end_row=r, end_column=6)
+        fit_height(ws, r, [(k, SUMMARY_WIDTHS["A"]), (v, wide)])
         r += 1
     r += 1
     ws.cell(row=r, column=1, value="Findings").font = Font(bold=True, size=12)
     r += 1
-    header(ws, r, ["#", "Finding", "Value", "Unit", "Based on (numbers on the other sheets)",
-                   "Evidence (Welch's t-test, 95 %)"])
+    head = ["#", "Finding", "Value", "Unit", "Evidence (Welch's t-test or bootstrap, 95 %)",
+            "Based on (numbers on the other sheets)"]
+    header(ws, r, head)
+    fit_height(ws, r, [(h, SUMMARY_WIDTHS[c]) for h, c in zip(head, "ABCDEF")])
     for i, f in enumerate(findings, start=1):
         r += 1
-        ws.cell(row=r, column=1, value=i)
-        ws.cell(row=r, column=2, value=safe_value(f.text)).alignment = WRAP
-        vc = ws.cell(row=r, column=3, value=safe_value(f.value))
-        vc.number_format = "0.000" if abs(f.value) < 10 else "0.0"
-        ws.cell(row=r, column=4, value=safe_value(f.unit))
-        ws.cell(row=r, column=5, value=safe_value(f.basis)).alignment = WRAP
-        # a row as tall as its wrapped text (LibreOffice does not grow rows of a file it opens: the
-        # findings, which carry their test numbers, overprinted each other)
-        lines = max(math.ceil(len(f.text) / 95), math.ceil(len(f.basis) / 72), 1)
-        ws.row_dimensions[r].height = 15 * lines
         status = getattr(f, "status", "")
-        sc = ws.cell(row=r, column=6, value=safe_value(status or None))
+        evidence = f"{status}: {f.detail}" if getattr(f, "detail", "") else status
+        for j, v in enumerate([i, f.text, f.value, f.unit, evidence or None, f.basis], start=1):
+            ws.cell(row=r, column=j, value=safe_value(v)).alignment = WRAP if j > 1 else \
+                Alignment(horizontal="center", vertical="top")
+        ws.cell(row=r, column=3).number_format = "0" if float(f.value).is_integer() and abs(f.value) >= 1 else \
+            "0.000" if abs(f.value) < 10 else "0.0"
+        fit_height(ws, r, [(f.text, SUMMARY_WIDTHS["B"]), (f.unit, SUMMARY_WIDTHS["D"]),
+                           (evidence, SUMMARY_WIDTHS["E"]), (f.basis, SUMMARY_WIDTHS["F"])])
         if status == "indicative":
+            sc = ws.cell(row=r, column=5)
             sc.font = Font(italic=True, color="9C5700")
             sc.fill = PatternFill("solid", fgColor="FFEB9C")
     if notes:
@@ -323,15 +462,17 @@ def write_summary(ws: Worksheet, title: str, facts: list[tuple[str, Any]], findi
         for n in notes:
             r += 1
             ws.cell(row=r, column=2, value=safe_value(n)).alignment = WRAP
-    for col, w in zip("ABCDEF", (22, 90, 12, 14, 70, 18)):
-        ws.column_dimensions[col].width = w
+            ws.merge_cells(start_row=r, start_column=2, end_row=r, end_column=6)
+            fit_height(ws, r, [(n, wide)])
+    print_setup(ws)
+    ws.print_area = f"A1:F{r}"
 
 
 def write_environment(ws: Worksheet, env: pd.DataFrame, extra: list[tuple[str, str, str]]) -> None:
     rows = pd.DataFrame(extra, columns=["scope", "item", "value"])
     frame = pd.concat([rows, env], ignore_index=True) if len(env) else rows
     write_table(ws, frame, [("Scope", "scope", "@"), ("Item", "item", "@"), ("Value", "value", "@")],
-                widths={"scope": 30, "item": 34, "value": 90})
+                widths={"scope": 30, "item": 34, "value": 80})
 
 
 def run_dates(frame: pd.DataFrame) -> str:

@@ -11,13 +11,12 @@ import pandas as pd
 from openpyxl import Workbook
 from openpyxl.formatting.rule import ColorScaleRule
 from openpyxl.styles import Font
-from openpyxl.utils import get_column_letter
 
 from .efficiency import EfficiencyResult
 from .findings import efficiency_findings
 from .iopath import UNIT, IOPathResult
 from .safe import safe_value
-from .sheets import WRAP, Column, header, write_lines, write_table
+from .sheets import WRAP, Column, header, header_letter, write_lines, write_table
 from .bootstrap import RESAMPLES
 from .stats import TEST_NAME
 
@@ -117,10 +116,9 @@ def write_iopath_sheet(wb: Workbook, result: EfficiencyResult) -> None:
     blank = io.missing.assign(rank=None) if len(io.missing) else pd.DataFrame()
     table = pd.concat([f for f in (cells, blank) if len(f)], ignore_index=True) if len(cells) or len(blank) \
         else pd.DataFrame(columns=[c[1] for c in IOPATH_COLUMNS])
-    last = write_table(ws, table, IOPATH_COLUMNS, widths={"config": 36, "vs_next": 50, "io_note": 50,
-                                                          "norm_group": 28})
-    if len(cells):
-        col = get_column_letter([c[1] for c in IOPATH_COLUMNS].index("score") + 1)
+    last = write_table(ws, table, IOPATH_COLUMNS, drop_empty=True, title_cols=2)
+    col = header_letter(ws, "I/O-path score")
+    if len(cells) and col:
         ws.conditional_formatting.add(f"{col}2:{col}{1 + len(cells)}", ColorScaleRule(
             start_type="min", start_color="63BE7B", mid_type="percentile", mid_value=50, mid_color="FFEB84",
             end_type="max", end_color="F8696B"))

@@ -22,11 +22,10 @@ import pandas as pd
 from openpyxl import Workbook
 from openpyxl.formatting.rule import ColorScaleRule
 from openpyxl.styles import Font
-from openpyxl.utils import get_column_letter
 
 from ..core import __version__
 from ..core.model import NOT_APPLICABLE, format_size
-from .answer import QUESTION, answer_rows, answer_sentence, conditions, main_group
+from .answer import QUESTION, answer_rows, answer_sentence, conditions, cpu_figure, main_group
 from .bulk import no_cyclic_gc
 from .charts import comparison_charts, efficiency_charts
 from .compare import ComparisonResult
@@ -36,8 +35,8 @@ from .ingest import IngestResult
 from .output import save_workbook, write_tidy_csv
 from .safe import safe_value
 from .sheets import (HOST_POINT_COLUMNS, MEASUREMENT_FORMATS, POINT_COLUMNS, SCORE_COLUMNS, TITLE_FONT, WRAP, Column,
-                     fit_height, header, print_setup, run_dates, write_environment, write_frame, write_lines,
-                     write_summary, write_table)
+                     fit_height, header, header_letter, print_setup, run_dates, write_environment, write_frame,
+                     write_lines, write_summary, write_table)
 from .trustsheets import IOPATH_SHEET, add_trust_sheets
 
 ANSWER_SHEET = "Answer"
@@ -80,15 +79,17 @@ def _method_efficiency(result: EfficiencyResult, frame: pd.DataFrame) -> list[st
         "window. Each configuration was measured one or more times (repeats); one Measurements row is one repeat.",
         *esxi,
         *_engine_lines(frame),
-        ("CPU metric", ", ".join(metrics) + ". cycles = user + kernel hardware CPU cycles (perf); cpu_time = user + "
-                       "system CPU time, used where hardware cycles are not available (VMs, CI machines). The unit "
-                       "of every CPU figure is in the 'CPU unit' column: cycles/MiB or CPU-ms/MiB."),
+        ("CPU metric", ", ".join(metrics) + ". cycles = user + kernel hardware CPU cycles (perf); cpu_time = CPU "
+                       "time, used where hardware cycles are not available (VMs, CI machines). The unit of every CPU "
+                       "figure is in the 'CPU unit' column: cycles/MiB or CPU-ms/MiB."),
+        ("CPU figure scored", _cpu_figure_text(frame)),
         ("Collector", ", ".join(sources)),
         ("Collector scope", ", ".join(scopes) + ". Only work on these CPUs/threads is counted (the guest, QEMU's "
                             "threads and the host I/O path); anything outside is not in the figures."),
         ("MiB", "bytes the guest's engine transferred in the window / 2^20."),
         "# Formulas",
-        ("CPU per MiB", "(user + kernel cycles) / MiB, or (user + system CPU seconds x 1000) / MiB."),
+        ("CPU per MiB", "cpu_total / MiB: (user + kernel cycles) / MiB, or (CPU seconds of the CPU figure above "
+                        "x 1000) / MiB."),
         ("Context switches per MiB", "context switches in the window / MiB."),
         ("Mean, std, CV", "mean over the repeats of a configuration; sample standard deviation (n - 1); "
                           "CV = std / mean."),
@@ -177,6 +178,24 @@ def _answer_sheet(ws: Any, data: IngestResult, result: EfficiencyResult, score_c
     ws.print_area = f"A1:F{r}"
 
 
+# ctx columns blank for every configuration (ESXi counts no context switches for a VM) stay, saying why
+NO_CTX = {f: "no configuration has context-switch counts; the 'ctx/MiB note' column says why" for f in
+          ("ctx_per_mib_mean", "ctx_per_mib_std", "ctx_per_mib_cv", "ctx_per_mib_ci_low", "ctx_per_mib_ci_high",
+           "norm_ctx", "rank_ctx")}
+
+
+def _cpu_figure_text(frame: pd.DataFrame) -> str:
+    """What cpu_total is, and what the collector recorded where user + system disagrees with it."""
+    text = (f"{cpu_figure(frame)}. Every CPU/MiB, normalized CPU and score uses this one figure (cpu_total on "
+            "the Measurements sheet). perf's task-clock is the time the process's threads ran, accounted in "
+            "nanoseconds; user + system (cpu_user, cpu_system) is the kernel's split of it, sampled in clock ticks.")
+    notes = frame["cpu_split_note"].dropna() if "cpu_split_note" in frame else pd.Series(dtype=object)
+    if len(notes):
+        text += (f" The collector noted a difference of more than 3 % for {len(notes)} of {len(frame)} measurements "
+                 f"(cpu_split_note), e.g.: {notes.iloc[0]}.")
+    return text
+
+
 def write_efficiency_workbook(path: str | Path, data: IngestResult, result: EfficiencyResult,
                               findings: list[Finding], *, label: str | None = None,
                               inputs: Sequence[str] = ()) -> Path:
@@ -208,10 +227,9 @@ def _efficiency_workbook(path: str | Path, data: IngestResult, result: Efficienc
     write_lines(wb.create_sheet("Method"), _method_efficiency(result, frame))
     write_frame(wb.create_sheet("Measurements"), frame, MEASUREMENT_FORMATS)
     scores = wb.create_sheet("Scores")
-    last = write_table(scores, result.cells, SCORE_COLUMNS,
-                       widths={"config": 36, "norm_group": 30, "cv_note": 22, "ctx_note": 40, "score_basis": 40})
-    if len(result.cells):
-        col = get_column_letter([c[1] for c in SCORE_COLUMNS].index("score") + 1)
+    last = write_table(scores, result.cells, SCORE_COLUMNS, drop_empty=True, title_cols=2, explain=NO_CTX)
+    col = header_letter(scores, "Efficiency score")
+    if len(result.cells) and col:
         scores.conditional_formatting.add(f"{col}2:{col}{last}", ColorScaleRule(
             start_type="min", start_color="63BE7B", mid_type="percentile", mid_value=50, mid_color="FFEB84",
             end_type="max", end_color="F8696B"))
@@ -270,10 +288,12 @@ def _comparison_workbook(path: str | Path, a: IngestResult, b: IngestResult, res
     cols = [(h.replace(" A (", f" {la} (").replace(" B (", f" {lb} (") if h.endswith(")") else
              (h[:-2] + f" {lb}" if h.endswith(" B") else h), f, fmt) for h, f, fmt in cols]
     cws = wb.create_sheet("Comparison")
-    last = write_table(cws, points, cols)
+    last = write_table(cws, points, cols, title_cols=4)  # a blank side is explained in its host note
     for field, good in (("iops_gain_pct", True), ("lat_reduction_pct", True), ("cpu_reduction_pct", True),
                         ("ctx_reduction_pct", True)):
-        col = get_column_letter([c[1] for c in cols].index(field) + 1)
+        col = header_letter(cws, next(h for h, f, _ in cols if f == field))
+        if col is None:
+            continue  # left out: no point has a value for it
         cws.conditional_formatting.add(f"{col}2:{col}{last}", ColorScaleRule(
             start_type="min", start_color="F8696B", mid_type="num", mid_value=0, mid_color="FFFFFF",
             end_type="max", end_color="63BE7B"))

@@ -23,7 +23,7 @@ from stormatrix.cli import main
 from stormatrix.executors import winrm as w
 from stormatrix.journal import read_journal
 from stormatrix.runner import Runner
-from stormatrix.spec import spec_from_dict
+from stormatrix.registry import spec_from_dict
 from tests.standins.wsman import FakeWindowsGuest, _fakewindows, self_signed_cert
 
 PASSWORD = "e2e-pa$$ 'word\""

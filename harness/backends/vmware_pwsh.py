@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from .. import secrets
-from ..core.errors import BackendError, CollectorError, EnvironmentProblem, GuestNotReady
+from ..core.errors import (PowerCLIConnectError, PowerCLIContractError, PowerCLIError, PowerCLIGuestNotReady,
+                           PowerCLINotFound, PowerCLIStatsError, PowerCLIUnavailable, StormatrixError)
 
 log = logging.getLogger("stormatrix.backend.vmware")
 
@@ -46,40 +47,7 @@ PYTHON_CALLS: dict[str, tuple[str, ...]] = {
 
 # --- errors ------------------------------------------------------------------------------------------------
 
-class PowerCLIError(BackendError):
-    """A module call failed; ``error_id`` is the FullyQualifiedErrorId, ``powercli`` PowerCLI's own message."""
-
-    def __init__(self, message: str, *, error_id: str = "", powercli: str | None = None, command: str = "",
-                 category: str = "", **kw: Any) -> None:
-        super().__init__(message, **kw)
-        self.error_id, self.powercli, self.command, self.category = error_id, powercli, command, category
-
-
-class PowerCLIConnectError(PowerCLIError):
-    """Connecting failed: credentials missing or rejected, certificate not trusted, server unreachable."""
-
-
-class PowerCLINotFound(PowerCLIError):
-    """The VM, disk, host or device named in [vmware] does not exist (or a name matched several)."""
-
-
-class PowerCLIGuestNotReady(PowerCLIError, GuestNotReady):
-    """VMware Tools did not start after the power-on."""
-
-
-class PowerCLIStatsError(PowerCLIError, CollectorError):
-    """vSphere had no usable realtime statistics for the window."""
-
-
-class PowerCLIContractError(PowerCLIError):
-    """Python and the module disagree (unknown command or parameter, malformed answer): a bug, not the lab."""
-
-
-class PowerCLIUnavailable(PowerCLIError, EnvironmentProblem):
-    """pwsh or PowerCLI is missing on this workstation."""
-
-
-_ERROR_TYPES: dict[str, type[PowerCLIError]] = {
+_ERROR_TYPES: dict[str, type[StormatrixError]] = {
     "Stormatrix.VMware.CredentialMissing": PowerCLIConnectError,
     "Stormatrix.VMware.ConnectFailed": PowerCLIConnectError,
     "Stormatrix.VMware.ConfigurationFailed": PowerCLIConnectError,
@@ -98,7 +66,7 @@ _ERROR_TYPES: dict[str, type[PowerCLIError]] = {
 }
 
 
-def error_from_response(doc: dict[str, Any]) -> PowerCLIError:
+def error_from_response(doc: dict[str, Any]) -> StormatrixError:
     """The typed error for a failed response: by the module's error id, else a contract error when
     PowerShell itself refused the call (a parameter binding problem is Python's bug), else the base."""
     err = doc.get("error") or {}

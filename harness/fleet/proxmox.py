@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from ..core.errors import BackendError, MatrixError, TaskFailed
+from ..core.errors import BackendError, MatrixError, PveApiError, TaskFailed
 from ..core.model import CONTROLLERS
 from .journal import FleetJournal, FleetState, OwnedVolume
 from .spec import FleetSpec
@@ -111,8 +111,6 @@ class ProxmoxFleet:
 
     def config(self, vmid: int) -> dict[str, Any] | None:
         """The VM's config, or None when no VM has that VMID."""
-        from ..backends.pve_api import PveApiError
-
         try:
             return dict(self._get(f"{self._vm_path(vmid)}/config") or {})
         except PveApiError as exc:
@@ -126,8 +124,6 @@ class ProxmoxFleet:
     # --- plan ------------------------------------------------------------------------------------------
     def plan(self) -> FleetPlan:
         """Everything a deploy needs, checked before anything is created; every problem is listed."""
-        from ..backends.pve_api import PveApiError
-
         s = self.spec
         problems: list[tuple[str, str]] = []
         resources = self._get("/cluster/resources", {"type": "vm"}) or []
@@ -305,9 +301,13 @@ class ProxmoxFleet:
     def detach(self, storage: str | None = None, *, on_step: Callable[[str, int], None] | None = None) -> None:
         """Detach and free every journaled volume (of ``storage``, or all) that is not gone yet."""
         step = on_step or (lambda _stage, _vmid: None)
+        present: dict[str, set[str]] = {}  # storage -> its volumes now: one listing per storage, not per volume
         for vol in self.journal.state().live_volumes():
             if storage is not None and vol.storage != storage:
                 continue
+            if vol.storage not in present:
+                present[vol.storage] = {str(item.get("volid")) for item in
+                                        self._get(f"/nodes/{self.node}/storage/{vol.storage}/content") or []}
             volid = vol.volid or self._find_volume(vol.storage, vol.vmid, vol.filename)
             conf = self.config(vol.vmid)
             if volid is not None and self.ours(conf):
@@ -316,10 +316,9 @@ class ProxmoxFleet:
                              if str(v).split(",")[0] == volid and not k.startswith("unused")), None)
                 if slot is not None:
                     step("detach", vol.vmid)
-                    self.t.request("PUT", f"{self._vm_path(vol.vmid)}/config",
-                                   {"delete": slot, **_digest(conf)})
+                    self.t.request("PUT", f"{self._vm_path(vol.vmid)}/config", {"delete": slot, **_digest(conf)})
                     self.journal.append({"type": "detached", "vmid": vol.vmid, "slot": slot, "volid": volid})
-            if volid is not None and self._find_volume(vol.storage, vol.vmid, vol.filename) == volid:
+            if volid is not None and volid in present[vol.storage]:
                 step("free", vol.vmid)
                 upid = self.t.request("DELETE", f"/nodes/{self.node}/storage/{vol.storage}/content/{volid}")
                 if upid:
@@ -330,8 +329,6 @@ class ProxmoxFleet:
     # --- power ------------------------------------------------------------------------------------------
     def power_cycle(self, vmids: list[int], *, agent_timeout: float = 300.0) -> None:
         """Stop, then start every worker (so the attached disk takes effect), then wait for each agent."""
-        from ..backends.pve_api import PveApiError
-
         for action in ("stop", "start"):
             upids = []
             for vmid in vmids:

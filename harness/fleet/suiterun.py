@@ -7,7 +7,8 @@ of ``[fleet] storages``, in order:
 1. allocate each worker's volume on it and attach it (:meth:`ProxmoxFleet.attach`);
 2. power-cycle the workers (``[fleet] power_cycle = "side"``, the default; ``"never"`` skips it), which
    also makes the new disk's options take effect, and wait for every guest agent;
-3. find each worker's fio server through its agent (:class:`~stormatrix.suitevms.ProxmoxSuiteVms`) and run
+3. find each worker's fio server through its agent (:class:`~stormatrix.suitevms.ProxmoxSuiteVms`), probe
+   them all with the controller's fio (a version mismatch is named with the template's fix), and run
    every point not yet journaled into ``RUN_DIR/<storage>`` (:func:`~stormatrix.suiterun.run_suite`: the
    side is the storage's id; the run record names the storage);
 4. detach and free the volumes.
@@ -26,9 +27,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from ..backends.proxmox.settings import make_transport
+from ..core.errors import GuestNotReady
+from ..executors.fioserver_probe import require_servers
 from ..journal import Journal
 from ..suite import Suite
 from ..suiterun import SuiteOutcome, run_suite, write_comparison
+from ..suitevms import ProxmoxSuiteVms
 from .proxmox import ProxmoxFleet
 from .spec import FleetSpec, fleet_from_dict
 
@@ -58,9 +63,6 @@ def fleet_spec(suite: Suite) -> FleetSpec:
 def run_fleet_suite(suite: Suite, run_dir: str | Path, *, fio: str = "fio", keep: bool = False,
                     progress: bool = False, transport: Any = None, stream: Any = None) -> FleetSuiteOutcome:
     """Deploy, run each storage as a side, write the comparison, destroy (unless ``keep``)."""
-    from ..backends.proxmox_schema import make_transport
-    from ..suitevms import ProxmoxSuiteVms
-
     stream = stream or sys.stderr
     run_dir = Path(run_dir)
     spec = fleet_spec(suite)
@@ -87,6 +89,7 @@ def run_fleet_suite(suite: Suite, run_dir: str | Path, *, fio: str = "fio", keep
             fleet.power_cycle(outcome.vmids)
         vms = ProxmoxSuiteVms(side, transport=transport)
         guests = vms.discover()
+        check_fio_servers(guests, side_dir / "points" / "fleet-probe", fio=fio)
         collector, status = vms.host_collector()
         storage_record = {"kind": storage, "server": "proxmox storage", "volumes": _volumes(fleet, storage)}
         outcome.sides[storage] = run_suite(side.with_guests(guests), side_dir, fio=fio, progress=progress,
@@ -105,6 +108,19 @@ def run_fleet_suite(suite: Suite, run_dir: str | Path, *, fio: str = "fio", keep
               f"{len(left.vms)} VMs and {len(left.volumes)} volumes left; run fleet destroy"), file=stream)
     fleet.close()
     return outcome
+
+
+def check_fio_servers(guests: list[Any], workdir: Path, *, fio: str) -> None:
+    """Every worker's fio server answers the controller's fio before the side's first point; a protocol
+    mismatch (the guest's fio is another version) is named with the template's fix."""
+    try:
+        require_servers(guests, workdir, fio=fio)
+    except GuestNotReady as exc:
+        if "protocol mismatch" in exc.message:
+            raise GuestNotReady(exc.message + ". Fix: rebuild the workers' template with the user-data of "
+                                "`stormatrix fleet template` (it installs the controller's fio version)",
+                                details=exc.details) from None
+        raise
 
 
 def _volumes(fleet: ProxmoxFleet, storage: str) -> list[str]:
