@@ -69,32 +69,41 @@ _DIRECTION_NAMES = ("reads", "writes", "trims")
 FIO_DEFAULT_BS = 4096
 
 
+def _per_direction(raw: str, default: int) -> list[int | None] | None:
+    """fio's ``value[,write[,trim]]`` (HOWTO: a value not ending in a comma applies to the types after it, an
+    empty one is ``default``) as [read, write, trim]; None for a range (``4k-64k``); None in a slot that is
+    not a size."""
+    parts = raw.split(",")
+    out: list[int | None] = []
+    for i in range(3):
+        part = parts[i].strip() if i < len(parts) else parts[-1].strip()
+        if "-" in part or ":" in part:
+            return None
+        if not part:
+            out.append(default)
+            continue
+        try:
+            out.append(parse_size(part))
+        except ValueError:
+            out.append(None)
+    return out
+
+
 def block_size(text: str | None, rw: str | None) -> tuple[int | None, str | None]:
     """(the one block size of a job's ``bs``, None) or (None, why it has none).
 
-    fio's ``bs`` is ``read[,write[,trim]]`` (HOWTO: a value not ending in a comma applies to the types
-    after it, an empty one is the default, 4k); each may be a range (``4k-64k``), and then fio picks sizes
-    in between. Exact here means: the directions ``rw`` moves data in all use one size. A range, or reads
-    and writes of different sizes, has no one block size: said, never the first number guessed."""
+    fio's ``bs`` is ``read[,write[,trim]]``, each may be a range (``4k-64k``), and then fio picks sizes in
+    between. Exact here means: the directions ``rw`` moves data in all use one size. A range, or reads and
+    writes of different sizes, has no one block size: said, never the first number guessed."""
     if text is None:
         return None, None
     if text.isdigit():  # fio's JSON usually holds plain byte counts
         return int(text) or None, None
     raw = str(text).strip()
-    parts = raw.split(",")
-    sizes: list[int | None] = []
-    for i in range(3):
-        part = parts[i].strip() if i < len(parts) else parts[-1].strip()
-        if "-" in part or ":" in part:
-            return None, (f"bs={raw!r} is a range of block sizes: fio picked sizes between, so no one block size "
-                          "describes the measurement")
-        if not part:
-            sizes.append(FIO_DEFAULT_BS)
-            continue
-        try:
-            sizes.append(parse_size(part))
-        except ValueError:
-            sizes.append(None)
+    sizes = _per_direction(raw, FIO_DEFAULT_BS)
+    if sizes is None:
+        return None, (f"bs={raw!r} is a range of block sizes: fio picked sizes between, so no one block size "
+                      "describes the measurement")
     used = _DIRECTIONS_OF.get(rw or "", (0, 1, 2))
     picked = {sizes[i] for i in used}
     if None in picked:
@@ -104,6 +113,21 @@ def block_size(text: str | None, rw: str | None) -> tuple[int | None, str | None
         return None, (f"bs={raw!r} gives {each}: one row has one block size, and this job moved data in more "
                       "than one")
     return picked.pop(), None
+
+
+def rate_bytes(text: str | None, rw: str | None) -> int | None:
+    """The fixed rate (bytes/s) of the directions ``rw`` moves data in, from fio's ``rate=read[,write[,trim]]``
+    (an empty slot is no limit), or None: no rate, or directions held to different rates (one number would
+    misstate one of them; ``rate=10m,20m`` of a write job is 20m, not 10m)."""
+    if text is None:
+        return None
+    if text.isdigit():
+        return int(text) or None
+    rates = _per_direction(str(text).strip(), 0)
+    if rates is None:
+        return None
+    picked = {rates[i] for i in _DIRECTIONS_OF.get(rw or "", (0, 1, 2))}
+    return picked.pop() or None if len(picked) == 1 else None
 
 
 def workload_params(global_opts: dict[str, Any] | None,
@@ -133,8 +157,8 @@ _SHAPE_OPTIONS = {"rw": ("rw", "readwrite"), "bs": ("bs", "blocksize"), "iodepth
 @lru_cache(maxsize=1024)
 def _params_of(values: tuple[Any, ...]) -> tuple[dict[str, Any], tuple[str, ...], tuple[str, ...]]:
     opts = dict(zip(_OPTION_NAMES, values))
-    rate = _size_or_none(_option(opts, "rate"))
     rw = normalize_rw(_option(opts, "rw", "readwrite"))
+    rate = rate_bytes(_option(opts, "rate"), rw)
     bs, inexact = block_size(_option(opts, "bs", "blocksize"), rw)
     mixed = next((n for n in ("bsrange", "blocksize_range", "bssplit") if _option(opts, n) is not None), None)
     if mixed is not None:

@@ -14,9 +14,12 @@ output replaced).
 from __future__ import annotations
 
 import os
+import re
 import select
 import shutil
 import signal
+import subprocess
+import sys
 import tempfile
 import time
 import traceback
@@ -28,6 +31,27 @@ ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "tests" / "data"
 
 DIR, FIFO, LOOP = "<dir>", "<fifo>", "<symlink-loop>"
+
+
+@dataclass(frozen=True)
+class Link:
+    """A symbolic (or, with ``hard``, a hard) link to ``target``, a path under the case's folder."""
+
+    target: str
+    hard: bool = False
+
+
+@dataclass(frozen=True)
+class Deep:
+    """A file ``name`` holding ``content`` at the bottom of a chain of folders longer than PATH_MAX (made
+    through directory descriptors: no path that long can be opened)."""
+
+    content: bytes
+    name: str = "deep.json"
+    depth: int = 22
+
+
+TEMP_NAME = re.compile(r"^\..*\.\d+\.(part|tmp)$|\.part\.\d+\.tmp$")  # the atomic writers' temporary names
 SECRETS = ("ghp_8fK2mQz9LxW4vB7nR1tY6uJ3cH5dE0aPs", "hunter2-Pa55 w0rd!", "a3f1c2d4-9b8e-4f7a-8c6d-5e4f3a2b1c0d")
 
 
@@ -42,6 +66,8 @@ class Case:
     secrets: tuple[str, ...] = SECRETS  # never in the output
     bad: bool = True  # a bad input (counted as such); False: an awkward but valid one that must work
     changes: tuple[str, ...] = ()  # files under {tmp} a good case may create or change
+    shell: str = ""  # a bash line run instead of argv ($SMX is the command; {tmp} etc. substituted)
+    absent: tuple[str, ...] = ()  # words the output must not hold (e.g. "resume" from a command that cannot)
 
 
 @dataclass
@@ -67,6 +93,22 @@ def _lay_out(tmp: Path, files: dict[str, Any]) -> None:
             os.mkfifo(path)
         elif content == LOOP:
             os.symlink(path.name, path)  # a link to itself: ELOOP on open
+        elif isinstance(content, Link):
+            (os.link if content.hard else os.symlink)(tmp / content.target, path)
+        elif isinstance(content, Deep):
+            path.mkdir(exist_ok=True)
+            fd = os.open(path, os.O_RDONLY)
+            try:
+                for _ in range(content.depth):
+                    os.mkdir("d" * 200, dir_fd=fd)
+                    nfd = os.open("d" * 200, os.O_RDONLY, dir_fd=fd)
+                    os.close(fd)
+                    fd = nfd
+                out = os.open(content.name, os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd)
+                os.write(out, content.content)
+                os.close(out)
+            finally:
+                os.close(fd)
         elif isinstance(content, bytes):
             path.write_bytes(content)
         else:
@@ -75,13 +117,35 @@ def _lay_out(tmp: Path, files: dict[str, Any]) -> None:
 
 def _snapshot(tmp: Path) -> dict[Path, bytes]:
     out = {}
-    for p in tmp.rglob("*"):
+    for p in _files(tmp):
         try:
             if p.is_file() and not p.is_symlink():
                 out[p] = p.read_bytes()
         except OSError:
             pass
     return out
+
+
+def _files(tmp: Path) -> list[Path]:
+    """Every path under ``tmp``, not into linked folders nor past PATH_MAX (os.walk by path would fail)."""
+    out = []
+    for folder, dirs, files in os.walk(tmp):
+        if len(folder) > 3000:
+            dirs[:] = []
+            continue
+        out += [Path(folder) / n for n in files + [d for d in dirs if os.path.islink(os.path.join(folder, d))]]
+    return out
+
+
+def _shell(case: Case, script: str, env: dict[str, str], tmp: Path, limit: float) -> tuple[int | None, str, bool]:
+    """A shell case: bash runs ``script`` in the case's folder; (exit code or None when hung, output, hung)."""
+    full = {**os.environ, **env, "SMX": f"{sys.executable} -m stormatrix", "PY": sys.executable}
+    try:
+        r = subprocess.run(["bash", "-c", script], cwd=tmp / "cwd", env=full, capture_output=True, text=True,
+                           timeout=limit, stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired as exc:
+        return None, (exc.stdout or b"").decode() if isinstance(exc.stdout, bytes) else str(exc.stdout or ""), True
+    return r.returncode, r.stdout + r.stderr, False
 
 
 def _child(argv: list[str], out_fd: int, env: dict[str, str], cwd: Path) -> None:
@@ -130,6 +194,11 @@ def run_case(case: Case, limit: float = 30.0, keep: bool = False) -> Outcome:
         before = _snapshot(tmp)
         argv = [fill(a) for a in case.argv]
         env = {k: fill(v) for k, v in case.env.items()}
+        if case.shell:
+            t0 = time.monotonic()
+            code, text, hung = _shell(case, fill(case.shell), env, tmp, limit)
+            problems = judge(case, code, text, hung, before, tmp, fill)
+            return Outcome(case, code, text, time.monotonic() - t0, problems)
         r, w = os.pipe()
         t0 = time.monotonic()
         pid = os.fork()
@@ -161,10 +230,10 @@ def run_case(case: Case, limit: float = 30.0, keep: bool = False) -> Outcome:
         return Outcome(case, code, text, seconds, problems)
     finally:
         if not keep:
-            for p in tmp.rglob("*"):  # a FIFO or a loop must not stop the clean-up
+            for p in _files(tmp):  # a FIFO or a loop must not stop the clean-up
                 if p.is_symlink() or p.is_fifo():
                     p.unlink()
-            shutil.rmtree(tmp, ignore_errors=True)
+            shutil.rmtree(tmp, ignore_errors=True)  # (fd-based: it reaches past PATH_MAX too)
 
 
 def judge(case: Case, code: int | None, text: str, hung: bool, before: dict[Path, bytes], tmp: Path,
@@ -182,6 +251,9 @@ def judge(case: Case, code: int | None, text: str, hung: bool, before: dict[Path
     if case.code == 2 and not hung and code == 2:
         if not any(m in text for m in ("Fix:", "fix:", "error: argument", "usage:", "required:")):
             problems.append("no fix in the message")
+    for word in case.absent:
+        if word in text:
+            problems.append(f"the output says {word!r}, which it must not")
     for secret in case.secrets:
         if secret and secret in text:
             problems.append("a secret was echoed")
@@ -197,4 +269,7 @@ def judge(case: Case, code: int | None, text: str, hung: bool, before: dict[Path
             problems.append(f"{p.relative_to(tmp)} was changed or lost")
     if len(text) > 20_000:
         problems.append(f"{len(text)} characters of output for one mistake")
+    left = [p for p in _files(tmp) if p not in before and TEMP_NAME.search(p.name)]
+    if left:
+        problems.append(f"left a temporary file: {left[0].relative_to(tmp)}")
     return problems

@@ -726,3 +726,21 @@ def test_suite_run_takes_the_same_lock(tmp_path: Path, capsys: pytest.CaptureFix
         holder.wait()
         assert holder.stdout is not None
         holder.stdout.close()
+
+
+@pytest.mark.parametrize("rate,rw,mib", [("10m,20m", "randwrite", 20.0), ("10m,20m", "randread", 10.0),
+                                         ("10m,20m", "randrw", None), ("32m", "randrw", 32.0), (",20m", "write", 20.0),
+                                         (",20m", "read", None)])
+def test_a_per_direction_rate_is_read_for_the_directions_used(rate: str, rw: str, mib: float | None,
+                                                              tmp_path: Path) -> None:
+    import json
+
+    from stormatrix.analysis.ingest import ingest
+
+    doc = json.loads(FIO_FILE.read_text())
+    doc["jobs"][0]["job options"].update(rate=rate, rw=rw)
+    path = tmp_path / "x.json"
+    path.write_text(json.dumps(doc))
+    frame = ingest([path]).frame
+    value = frame["rate_mib_s"].iloc[0]
+    assert (value == mib) if mib is not None else not (value == value)  # (NaN: no one rate)

@@ -44,6 +44,10 @@ REPRESENTATIVES = [
     # secrets where a reference belongs
     "secret.cli.password-file[1]", "secret.cli.password-env[2]", "secret.winrm.password_file[1]",
     "secret.proxmox.token_secret_env[1]",
+    # round 2 (benchmarks/badinput_round2.py): outputs onto inputs, exact readers, the walk, processes, locks
+    "out.default-csv-is-the-perf-sidecar", "out.ok.csv-elsewhere", "read.bs-range", "read.ok.bs-per-dir-read-only",
+    "walk.loop-to-ancestor", "share.hardlink", "stdout.closed-pipe.plan", "signal.term-while-writing-the-workbook",
+    "suite.guests-name-case", "secret.url.proxmox-host.https-userinfo", "lock.second-writer.run",
 ]
 CASES: dict[str, Case] = {c.id: c for _, c in all_cases()}
 

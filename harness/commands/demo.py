@@ -9,6 +9,9 @@ import shutil
 from importlib import resources
 from pathlib import Path
 
+from ..core.errors import InputError
+from ..demosuite import MAX_GUESTS, MIN_GUESTS, run_demo_suite
+from .argtypes import check_run_dir
 from .report import output_paths, write_report
 from .runlock import hold_run_dir
 from .run import execute
@@ -31,8 +34,6 @@ ends within 8.5 min ([run] time_budget_minutes): with the workbook the demo stay
 def guests_per_side(text: str) -> int:
     """``--guests``: 2-4 (the bounds the demo suite's configuration holds). Checked when parsed, so that
     no value, 0 included, is replaced by the default or reaches a booted guest."""
-    from ..demosuite import MAX_GUESTS, MIN_GUESTS
-
     try:
         n = int(text)
     except ValueError:
@@ -67,16 +68,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..core.errors import InputError
-    from .argtypes import check_run_dir
-
     if args.output is not None:  # a file, FIFO or loop at -o: exit 2 before anything is created or booted
         check_run_dir("-o", args.output)
     else:
         check_run_dir("the default run directory", "runs/demo-suite" if args.suite else "runs/demo")
     if args.suite:
-        from ..demosuite import run_demo_suite
-
         with hold_run_dir(args.output or "runs/demo-suite", "demo --suite"):
             return run_demo_suite(args)
     if args.guests is not None:
@@ -88,12 +84,11 @@ def run(args: argparse.Namespace) -> int:
     workbook = Path(args.workbook) if args.workbook else run_dir / default_name
     # the workbook is written after minutes of measuring: what would refuse it then is refused now
     output_paths(str(workbook), None, [str(matrix), str(run_dir / "journal.ndjson")])
-    run_dir.mkdir(parents=True, exist_ok=True)
-    if not args.matrix:
-        name = "demo-full.toml" if args.full else "demo.toml"
-        with resources.as_file(resources.files("stormatrix").joinpath("matrices", name)) as src:
-            shutil.copyfile(src, matrix)
-    with hold_run_dir(run_dir, "demo"):
+    with hold_run_dir(run_dir, "demo"):  # (before the matrix is copied in: another demo may be reading it)
+        if not args.matrix:
+            name = "demo-full.toml" if args.full else "demo.toml"
+            with resources.as_file(resources.files("stormatrix").joinpath("matrices", name)) as src:
+                shutil.copyfile(src, matrix)
         summary = execute(matrix, run_dir, progress=not args.no_progress)
         write_report([str(run_dir)], str(workbook))
     print(f"workbook: {workbook.resolve()}")

@@ -15,11 +15,12 @@ def shown_host(text: str) -> str:
     """``text`` as a message may repeat it: at most 80 characters, and without the credentials of a URL
     (``https://root:TOKEN@pve:8006`` -> ``https://<credentials hidden>@pve:8006``) — a host key is where a
     pasted URL brings its password along."""
-    scheme, sep, rest = text.rpartition("://") if "://" in text else ("", "", text)
-    authority, slash, path = rest.partition("/")
+    scheme, sep, rest = text.partition("://") if "://" in text else ("", "", text)
+    authority, slash, _ = rest.partition("/")
     if "@" in authority:
         authority = "<credentials hidden>@" + authority.rpartition("@")[2]
-    return repr((scheme + sep + authority + slash + path)[:80])
+    # a path or query may carry a token too (?token=...): shown only as being there
+    return repr((scheme + sep + authority + ("/..." if slash else ""))[:80])
 
 
 def host_problem(text: str) -> str | None:
