@@ -37,13 +37,13 @@ def lab(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Lab:
 def sent(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
     """What Python handed to pwsh: argv and the request document of every call."""
     calls: list[dict[str, Any]] = []
-    real = subprocess.run
+    real = vmware_pwsh.run_pwsh_process
 
-    def recording(argv: list[str], **kw: Any) -> Any:
-        calls.append({"argv": list(argv), "request": json.loads(kw.get("input") or "null")})
-        return real(argv, **kw)
+    def recording(argv: list[str], request: str, timeout: float, env: dict[str, str]) -> Any:
+        calls.append({"argv": list(argv), "request": json.loads(request or "null"), "env": env})
+        return real(argv, request, timeout, env)
 
-    monkeypatch.setattr(vmware_pwsh.subprocess, "run", recording)
+    monkeypatch.setattr(vmware_pwsh, "run_pwsh_process", recording)
     return calls
 
 
@@ -422,6 +422,23 @@ def test_pwsh_crash_without_an_answer_carries_stderr(tmp_path: Path, monkeypatch
     runner = vm.PwshRunner(str(exe), {"Server": "vc"})
     with pytest.raises(vm.PowerCLIError, match="exited 3 without an answer: Import-Module: boom"):
         runner.call("Get-StormatrixVMwareLayout", {"VMName": "a", "DiskName": "Hard disk 2"})
+
+
+def test_a_call_past_its_timeout_ends_with_every_process_it_started(tmp_path: Path) -> None:
+    """pwsh as a .NET tool is a launcher whose child (dotnet pwsh.dll) does the work and holds the output
+    pipes: the timeout must end that child too (else it runs on, and the call waits for its pipes). The
+    stand-in launcher starts a child that keeps running (its output elsewhere, so a leak shows as a live
+    process rather than as a hang)."""
+    child_pid = tmp_path / "child.pid"
+    exe = tmp_path / "pwsh"
+    exe.write_text(f"#!/bin/sh\nsleep 600 >/dev/null 2>&1 &\necho $! > {child_pid}\nwait\n")
+    exe.chmod(0o755)
+    runner = vm.PwshRunner(str(exe), {"Server": "vc"}, timeout=2)
+    with pytest.raises(vm.PowerCLIError, match=r"did not answer within 2 s \(\[vmware\] call_timeout\)"):
+        runner.call("Get-StormatrixVMwareLayout", {"VMName": "a", "DiskName": "Hard disk 2"})
+    pid = int(child_pid.read_text())
+    state = Path(f"/proc/{pid}/stat")
+    assert not state.exists() or state.read_text().split(") ", 1)[1].startswith("Z"), "the launcher's child still runs"
 
 
 def test_secret_in_an_answer_is_scrubbed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
