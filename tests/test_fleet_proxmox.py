@@ -22,7 +22,7 @@ from standins.pve import PveStandin
 from standins.pve_fleet import FleetEndpoints
 from suite_pve import SECRET, SECRET_ENV, TOKEN, TOKEN_ID, fio_server_on_host
 
-from stormatrix.backends.proxmox_schema import make_transport
+from stormatrix.backends.proxmox.settings import make_transport
 from stormatrix.cli import main
 from stormatrix.fleet.journal import FleetJournal
 from stormatrix.fleet.proxmox import TAG, ProxmoxFleet
@@ -196,7 +196,7 @@ def test_a_vmid_someone_else_took_after_our_clone_failed_is_left_alone(standin: 
 
 _HARNESS = """
 import sys
-from stormatrix.backends.proxmox_schema import make_transport
+from stormatrix.backends.proxmox.settings import make_transport
 from stormatrix.fleet.proxmox import ProxmoxFleet
 from stormatrix.fleet.spec import load_fleet_file
 _raw, spec, proxmox = load_fleet_file(sys.argv[1])

@@ -27,7 +27,7 @@ from suite_pve import LO, SECRET, SECRET_ENV, TOKEN, add_vm, eth, fio_server_on_
 from stormatrix.cli import main
 from stormatrix.core.errors import CollectorError
 from stormatrix.journal import Journal
-from stormatrix.suite import suite_from_dict
+from stormatrix.registry import suite_from_dict
 from stormatrix.collect import RemoteProcessesCollector
 from stormatrix.suitevms import ProxmoxSuiteVms
 

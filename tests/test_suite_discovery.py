@@ -21,7 +21,7 @@ from stormatrix.cli import main
 from stormatrix.core.errors import InputError, MatrixError
 from stormatrix.executors.fioserver import FioGuest
 from stormatrix.journal import Journal
-from stormatrix.suite import suite_from_dict
+from stormatrix.registry import suite_from_dict
 from stormatrix.suitevms import ProxmoxSuiteVms, guest_names, pick_address
 
 
@@ -138,7 +138,7 @@ def test_two_vms_on_one_address_are_refused(standin: PveStandin) -> None:
 
 
 def test_a_refused_token_names_the_agent_privilege(standin: PveStandin) -> None:
-    from stormatrix.backends.pve_api import PveAuthError
+    from stormatrix.backends.proxmox.api import PveAuthError
 
     add_vm(standin, 101, "a", interfaces=[LO, eth("ens18", "bc:24:11:00:03:01", "10.0.0.31/24")])
     standin.fail_request("GET", "/agent/network-get-interfaces", status=403,
