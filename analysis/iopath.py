@@ -32,7 +32,7 @@ from typing import Any, Callable
 
 import pandas as pd
 
-from ..core.journalfile import SCHEMA, read_lines
+from ..core.journalfile import CELL, RUN, SCHEMA, read_lines
 from .labels import config_label
 
 VCPU = "vcpu"
@@ -64,9 +64,9 @@ def _records(sources: list[str]) -> tuple[dict[str, dict[str, Any]], list[dict[s
             rec = line.record
             if rec is None or rec.get("schema") != SCHEMA:
                 continue
-            if rec.get("type") == "run":
+            if rec.get("type") == RUN:
                 runs.append(rec)
-            elif rec.get("type") == "cell":
+            elif rec.get("type") == CELL:
                 by_source[f"{path}:{line.number}"] = rec
     return by_source, runs
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from ..core import metrics
 from ..core.errors import DataFileError
-from ..core.journalfile import SCHEMA, looks_binary, read_lines
+from ..core.journalfile import CELL, CELL_SKIPPED, RUN, SCHEMA, looks_binary, read_lines
 from ..core.model import BACKENDS_WITHOUT_DISK_OPTIONS, CONTROLLERS, NOT_APPLICABLE
 from .checks import Problem, check_row, is_number
 from .discover import MAX_JOURNAL_BYTES, read_capped
@@ -343,12 +343,12 @@ def read_journal_rows(path: str | Path) -> tuple[list[dict[str, Any]], list[dict
             schemas.setdefault(rec.get("schema"), []).append(number)
             continue
         kind = rec.get("type")
-        if kind == "run":
+        if kind == RUN:
             runs.append(rec)
-        elif kind == "cell-skipped" and isinstance(rec.get("key"), str):
+        elif kind == CELL_SKIPPED and isinstance(rec.get("key"), str):
             reason = rec.get("reason")
             skipped[rec["key"]] = str(reason) if isinstance(reason, str) and reason.strip() else "no reason recorded"
-        elif kind == "cell":
+        elif kind == CELL:
             try:
                 row = journal_cell_row(rec, where)
                 check_row(row, where)

@@ -77,7 +77,7 @@ def matrix(mut: dict[str, dict[str, str | None]] | None = None, *, head: str = "
 def _schema() -> dict[str, Any]:
     """Every section's fields, to try each key (the corpus enumerates keys from the schema; what counts as
     bad is decided here, by type alone: a string where a number belongs is wrong whatever the schema says)."""
-    from stormatrix.backends.proxmox_schema import PROXMOX_SECTION
+    from stormatrix.backends.proxmox.settings import PROXMOX_SECTION
     from stormatrix.backends.qemu import QEMU_SECTION
     from stormatrix.backends.vmware_settings import VMWARE_SECTION
     from stormatrix.executors.winrm_settings import WINRM_SECTION

@@ -33,7 +33,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from standins.pve import PveStandin  # noqa: E402 - the stand-in lives with the tests
 
-from stormatrix.backends.proxmox_schema import make_transport  # noqa: E402
+from stormatrix.backends.proxmox.settings import make_transport  # noqa: E402
 from stormatrix.fleet.proxmox import ProxmoxFleet  # noqa: E402
 from stormatrix.fleet.spec import load_fleet_file  # noqa: E402
 

@@ -40,7 +40,8 @@ from stormatrix.executors import fioserver
 from stormatrix.executors.fioserver import FioGuest, PointResult
 from stormatrix.executors.fioserver_output import noise_lines, parse_client_output, window_skew
 from stormatrix.executors.fioserver_probe import ProbeResult
-from stormatrix.suite import eta, suite_from_dict
+from stormatrix.registry import suite_from_dict
+from stormatrix.suite import eta
 from stormatrix.suiterun import run_suite
 
 CAPTURE = Path(__file__).resolve().parent.parent / "tests" / "data" / "fio-server" / \

@@ -25,8 +25,9 @@ import subprocess
 import threading
 from typing import Any, Callable, Protocol, Sequence
 
-from .backends.base import HostScope
-from .core.errors import CollectorError
+from .core.errors import CollectorError, QmpError, VmStartError
+from .core.scope import HostScope
+from .host.collector import CollectorProblem, WindowCollector, perf_available
 from .ssh import Shell
 
 
@@ -107,9 +108,14 @@ def _invalidate(scopes: Any) -> None:
         invalidate()
 
 
-def _local_window_collector(scope: HostScope, use_perf: bool | None) -> Any:
-    from .host.collector import WindowCollector
+def default_collector_factory(scope: HostScope) -> Any:
+    """The collector of one QEMU process on this machine (a backend whose host is elsewhere has its own)."""
+    if scope.ssh:
+        raise CollectorError(f"remote collection over SSH ({scope.ssh}) needs the backend's collector")
+    return WindowCollector(scope.pid, dict(scope.threads))
 
+
+def _local_window_collector(scope: HostScope, use_perf: bool | None) -> Any:
     if scope.ssh:
         raise CollectorError(f"{scope.vm or scope.pid}: its QEMU runs on {scope.ssh}; use RemoteProcessesCollector")
     return WindowCollector(scope.pid, dict(scope.threads), use_perf=use_perf)
@@ -124,8 +130,6 @@ class ProcessesCollector:
 
     def __init__(self, scopes: Callable[[], list[HostScope]], *, use_perf: bool | None = None,
                  factory: Callable[[HostScope, bool | None], Any] = _local_window_collector) -> None:
-        from .host.collector import perf_available
-
         self.scopes = scopes
         # decided once: probing perf per VM per window would delay every window's opening
         self.use_perf = perf_available() if use_perf is None else use_perf
@@ -133,10 +137,6 @@ class ProcessesCollector:
         self._running: list[tuple[str, Any]] = []
 
     def start(self) -> None:
-        from .core.errors import VmStartError
-        from .host.collector import CollectorProblem
-        from .qmp import QmpError
-
         if self._running:
             raise CollectorError("the host collector is already measuring a window")
         name = "?"
@@ -154,8 +154,6 @@ class ProcessesCollector:
             raise
 
     def stop(self) -> dict[str, Any] | None:
-        from .host.collector import CollectorProblem
-
         running, self._running = self._running, []
         results: list[dict[str, Any]] = []
         errors: list[str] = []

@@ -38,16 +38,16 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from . import guestimage
-from .backends.base import HostScope
 from .backends.qemu import QemuVm, VmSpec, ensure_test_disk, qemu_version
-from .core.errors import GuestNotReady, InputError, StormatrixError, VmStartError
-from .executors.fioserver import FioGuest, find_fio, probe_servers
-from .fleet.localstore import local_storage
-from .executors.localagent import AgentChannel, parse_event
-from .journal import Journal
-from .core.model import DiskConfig
-from .suite import Suite, SuitePoint, suite_for_guests
 from .collect import ProcessesCollector
+from .core.errors import GuestNotReady, InputError, StormatrixError, VmStartError
+from .core.model import DiskConfig
+from .core.scope import HostScope
+from .executors.fioserver import FioGuest, find_fio, probe_servers
+from .executors.localagent import AgentChannel, parse_event
+from .fleet.localstore import local_storage
+from .journal import Journal
+from .suite import Suite, SuitePoint, suite_for_guests
 from .suiterun import SuiteOutcome, run_suite, write_comparison
 
 log = logging.getLogger("stormatrix.demosuite")

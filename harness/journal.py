@@ -24,18 +24,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
-from .core.errors import DataFileError, InputError, StormatrixError
-from .core.journalfile import looks_binary, read_lines
+from .core.errors import DataFileError, InputError, JournalWriteError
+from .core.journalfile import CELL, looks_binary, read_lines
 from .core.paths import input_problem
 
 log = logging.getLogger("stormatrix.journal")
 
 SCHEMA = "stormatrix/record-1"
 JOURNAL_NAME = "journal.ndjson"
-
-
-class JournalWriteError(StormatrixError):
-    """The journal could not be written (disk full, permissions): the run must stop, nothing is lost."""
 
 
 def _json_default(value: Any) -> Any:
@@ -205,7 +201,7 @@ class Journal:
         return read_journal(self.path).records
 
     def iter_cells(self) -> Iterator[dict[str, Any]]:
-        return (r for r in self.records() if r.get("type") == "cell")
+        return (r for r in self.records() if r.get("type") == CELL)
 
     def done_keys(self) -> set[str]:
         return {r["key"] for r in self.iter_cells() if "key" in r}

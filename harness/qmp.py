@@ -12,11 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .core.errors import BackendError
-
-
-class QmpError(BackendError):
-    pass
+from .core.errors import QmpError
 
 
 def connect_unix(path: str, deadline: float) -> socket.socket:

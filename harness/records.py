@@ -1,4 +1,5 @@
-"""Build the two records every later stage consumes (docs/journal.md): ``cell`` and ``cell-error``.
+"""Build every journal record (docs/journal.md): ``run``, ``cell``, ``cell-error``, ``cell-skipped`` and
+``restored``; their type names are :mod:`stormatrix.core.journalfile`'s, which analysis reads them by.
 
 Pure functions: given what the stages measured, summarise the engine's output (fio or DiskSpd, by the
 result's ``engine``), compute per-MiB values, the fixed-rate check and the fio-versus-QEMU byte
@@ -11,27 +12,19 @@ point has (per-guest results, skew, the fio client process) comes from the execu
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
 from typing import Any
 
 from .analysis.diskspd import parse_diskspd_xml
 from .analysis.fio import jobs_named, summarize_jobs
-from .backends.base import BlockStats
-from .core.errors import DataFileError, StormatrixError, WorkloadFailed
+from .core.errors import DataFileError, ErrorDetails, StormatrixError, WorkloadFailed
+from .core.journalfile import CELL, CELL_ERROR, CELL_SKIPPED, RESTORED, RUN
 from .core.metrics import MIB, per_mib
-from .core.model import Cell
+from .core.model import MIXED_MODES, WRITE_MODES, Cell, now_iso
+from .core.scope import BlockStats
 from .executors.base import WorkloadResult
-
-# fio rw modes that change the disk's contents
-WRITE_MODES = frozenset({"write", "randwrite", "rw", "readwrite", "randrw", "trim", "randtrim"})
-MIXED_MODES = frozenset({"rw", "readwrite", "randrw"})
 
 __all__ = ["MIB", "WRITE_MODES", "MIXED_MODES", "now_iso", "summarize", "fio_summary", "diskspd_summary",
            "per_mib", "rate_check", "crosscheck", "clock_check", "cell_record", "error_record"]
-
-
-def now_iso() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
 
 
 def summarize(result: WorkloadResult, cell: Cell) -> dict[str, Any]:
@@ -243,7 +236,7 @@ def cell_record(*, run_id: str, cell: Cell, backend: str | None, side: str | Non
     """One measured cell. ``result.record`` adds (or, for ``vm``/``guest``/``raw``, replaces) what only
     its executor knows: per-guest results of a multi-guest point, its raw output's shape."""
     rec: dict[str, Any] = {
-        "type": "cell", "run_id": run_id, "key": cell.key, "cell": cell.to_dict(),
+        "type": CELL, "run_id": run_id, "key": cell.key, "cell": cell.to_dict(),
         "backend": backend, "side": side, "vm": vm, "engine": result.engine, "times": times, "fio": fio,
         "host": host, "per_mib": per_mib(fio["total"]["io_bytes"], host), "rate": rate, "crosscheck": cross,
         "clock": clock_check(fio, times["window_s"]) if times.get("window_s") else None,
@@ -261,14 +254,39 @@ def error_record(*, run_id: str, cell: Cell, stage: str, attempt: int, exc: Base
                  side: str | None = None, console_tail: str = "") -> dict[str, Any]:
     """One failed attempt. A multi-guest point's error names the guests that dropped out
     (``error.guests``) and keeps what the others measured (``partial_clients``)."""
-    details = exc.details if isinstance(exc, StormatrixError) else {}
-    partial = details.get("partial")
+    details = exc.details if isinstance(exc, StormatrixError) else ErrorDetails()
+    partial = details.partial
     error: dict[str, Any] = {"type": type(exc).__name__, "message": str(exc),
                              "console_tail": console_tail[-800:] if console_tail else None}
-    if details.get("guests") is not None:
-        error["guests"] = details["guests"]
-    rec: dict[str, Any] = {"type": "cell-error", "run_id": run_id, "key": cell.key, "cell": cell.to_dict(),
+    if details.guests is not None:
+        error["guests"] = details.guests
+    rec: dict[str, Any] = {"type": CELL_ERROR, "run_id": run_id, "key": cell.key, "cell": cell.to_dict(),
                            "side": side, "stage": stage, "attempt": attempt, "time": now_iso(), "error": error}
     if partial:
         rec["partial_clients"] = [{"name": c["name"], "fio": c["fio"]} for c in partial]
     return rec
+
+
+def run_record(*, run_id: str, matrix_path: str, matrix: dict[str, Any], backend: str, side: str | None,
+               environment: dict[str, Any], original_config: dict[str, Any] | None, cells: int, todo: int,
+               extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A run starts: where and on what it runs, the matrix as read, what restore will put back; ``extra``
+    is what a suite adds (its points, its side)."""
+    return {"type": RUN, "run_id": run_id, "started": now_iso(), "matrix_path": matrix_path, "matrix": matrix,
+            "backend": backend, "side": side, "environment": environment, "original_config": original_config,
+            "cells": cells, "todo": todo, **(extra or {})}
+
+
+def skipped_record(*, run_id: str, cell: Cell, side: str | None, reason: str, drivers: Any,
+                   readiness: str = "") -> dict[str, Any]:
+    """A cell not run, and why (``readiness``: what the boot that showed the reason reported)."""
+    return {"type": CELL_SKIPPED, "run_id": run_id, "key": cell.key, "cell": cell.to_dict(), "side": side,
+            "time": now_iso(), "reason": reason, "drivers": drivers, **({"readiness": readiness} if readiness else {})}
+
+
+def restored_record(*, run_id: str | None, backend: str | None = None, vm: str | None = None,
+                    by: str | None = None) -> dict[str, Any]:
+    """The VM is back as the run found it: at the end of the run (``backend``), or later by ``by``
+    (``stormatrix restore``, naming the ``vm``)."""
+    extra = {k: v for k, v in (("backend", backend), ("vm", vm), ("by", by)) if v is not None}
+    return {"type": RESTORED, "run_id": run_id, "time": now_iso(), **extra}

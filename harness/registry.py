@@ -1,34 +1,57 @@
-"""Everything a matrix file can name, listed once: backends, guest executors and config sections.
+"""Everything a matrix file can name, listed once: backends, guest executors and their config sections.
 
-Nothing registers itself when imported: this module is the one list. A backend or executor module is
-imported only when it is used (the qemu path needs no proxmoxer, the proxmox path no QEMU on the
-controller); the matrix sections are collected from the modules that own them when a matrix is read.
-Adding an executor or a section means adding one line here; a backend, one line in
-``stormatrix.backends.REGISTRY`` (the same dict as :data:`BACKENDS`).
+Nothing registers itself when imported: this module is the one list, and the layers below it (the spec,
+the backends, the executors) know nothing of it. Adding a backend or an executor is one line in
+:data:`BACKENDS` or :data:`EXECUTORS` and, when it has settings, one in :data:`SECTIONS`.
+
+A backend's or executor's *class* is imported only when a run uses it (``"module:Class"``, loaded by
+:func:`backend_class`/:func:`executor_class`), so that ``stormatrix plan`` and the qemu path load no
+WinRM or vSphere code. Its *section* (a :class:`~stormatrix.schema.Section`, plain data) is imported
+here, because reading any matrix needs every section's name and keys.
+
+Reading a matrix against this list is here too (:func:`load_spec`, :func:`spec_from_dict`,
+:func:`load_suite`, :func:`suite_from_dict`): :mod:`stormatrix.spec` and :mod:`stormatrix.suite` validate
+whatever sections they are given, and these pass them the registered ones.
 """
 
 from __future__ import annotations
 
 import importlib
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import backends as _backends
+from . import spec as _spec
+from . import suite as _suite
+from .backends.proxmox.settings import PROXMOX_SECTION
+from .backends.qemu import QEMU_SECTION
+from .backends.vmware_settings import VMWARE_SECTION
+from .executors.winrm_settings import WINRM_SECTION
+from .schema import Section
+from .suite import SUITE_SECTION
 
 if TYPE_CHECKING:
     from .backends.base import Backend
     from .executors.base import GuestExecutor
-    from .spec import Section
 
 
-#: ``[run] backend`` -> "module:Class" (the list is the backends package's own: one dict, the same object)
-BACKENDS: dict[str, str] = _backends.REGISTRY
+#: ``[run] backend`` -> "module:Class"
+BACKENDS: dict[str, str] = {
+    "qemu": "stormatrix.backends.qemu:QemuBackend",
+    "proxmox": "stormatrix.backends.proxmox.backend:ProxmoxBackend",
+    "vmware": "stormatrix.backends.vmware:VmwareBackend",
+}
 
-#: ``[run] executor`` -> "module:Class"; tests put stand-ins here (``executors.REGISTRY`` is this dict)
+#: ``[run] executor`` -> "module:Class"
 EXECUTORS: dict[str, str] = {
     "local-agent": "stormatrix.executors.localagent:LocalAgentExecutor",
     "winrm": "stormatrix.executors.winrm:WinRMExecutor",
     "fio-server": "stormatrix.executors.fioserver:FioServerExecutor",
 }
+
+#: the sections backends, executors and the suite own (``[run]``, ``[matrix]`` and ``[[workload]]`` are
+#: the spec's own), by name
+SECTIONS: dict[str, Section] = {s.name: s for s in (QEMU_SECTION, PROXMOX_SECTION, VMWARE_SECTION, WINRM_SECTION,
+                                                    SUITE_SECTION)}
 
 
 def _load(table: dict[str, str], kind: str, name: str) -> Any:
@@ -48,12 +71,25 @@ def executor_class(name: str) -> type[GuestExecutor]:
 
 
 def sections() -> dict[str, Section]:
-    """The matrix sections owned by backends, executors and the suite (``[run]``, ``[matrix]`` and
-    ``[[workload]]`` are the spec's own), by name."""
-    from .backends.proxmox import PROXMOX_SECTION
-    from .backends.qemu import QEMU_SECTION
-    from .backends.vmware import VMWARE_SECTION
-    from .executors.winrm import WINRM_SECTION
-    from .suite import SUITE_SECTION
+    """The registered sections, by name (a copy: the caller may not change the list)."""
+    return dict(SECTIONS)
 
-    return {s.name: s for s in (QEMU_SECTION, PROXMOX_SECTION, VMWARE_SECTION, WINRM_SECTION, SUITE_SECTION)}
+
+def spec_from_dict(raw: dict[str, Any], path: str = "<matrix>") -> _spec.MatrixSpec:
+    """A matrix (already parsed TOML) validated with every registered section."""
+    return _spec.spec_from_dict(raw, path, sections=SECTIONS)
+
+
+def load_spec(path: str | Path) -> _spec.MatrixSpec:
+    """The matrix file at ``path``, validated with every registered section."""
+    return _spec.load_spec(path, sections=SECTIONS)
+
+
+def suite_from_dict(raw: dict[str, Any], path: str = "<suite>") -> _suite.Suite:
+    """A suite (already parsed TOML) validated with every registered section."""
+    return _suite.suite_from_dict(raw, path, sections=SECTIONS)
+
+
+def load_suite(path: str | Path) -> _suite.Suite:
+    """The suite file at ``path``, validated with every registered section."""
+    return _suite.load_suite(path, sections=SECTIONS)

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
+from .core.journalfile import CELL
 from .core.metrics import per_mib
 from .core.model import NOT_APPLICABLE, Cell, Plan
 
@@ -70,7 +71,7 @@ def stability_by_config(records: Iterable[dict[str, Any]]) -> dict[str, Stabilit
     """Per configuration, from the journal's ``cell`` records: repeats and the CV of CPU and ctx per MiB."""
     values: dict[str, dict[int, tuple[float | None, float | None]]] = {}
     for rec in records:
-        if rec.get("type") != "cell" or not isinstance(rec.get("key"), str):
+        if rec.get("type") != CELL or not isinstance(rec.get("key"), str):
             continue
         fio: dict[str, Any] = rec["fio"] if isinstance(rec.get("fio"), dict) else {}
         total: dict[str, Any] = fio["total"] if isinstance(fio.get("total"), dict) else {}

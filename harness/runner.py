@@ -28,21 +28,22 @@ from pathlib import Path
 from typing import Any, Callable, TextIO
 
 from . import __version__, records, repeats, runorder
-from .backends.base import Backend, GuestEndpoint
-from .core.errors import (AuthenticationFailed, BackendError, CollectorError, MatrixError, StormatrixError,
-                          UnsafeWrite)
+from .backends.base import Backend
+from .core.errors import (AuthenticationFailed, BackendError, CollectorError, JournalWriteError, MatrixError,
+                          StormatrixError, UnsafeWrite)
+from .core.journalfile import CELL, RUN
+from .core.model import WRITE_MODES, Cell, DiskConfig, Plan, now_iso
+from .core.scope import GuestEndpoint
 from .executors.base import GuestExecutor
 from .executors.winrm_facts import DriverGate, with_storage_drivers
-from .core.model import Cell, DiskConfig, Plan
-from .journal import Journal, JournalWriteError
+from .host.inventory import inventory
+from .journal import Journal
 from .progress import DEFAULT_OVERHEAD_S, Progress, estimate_seconds, fmt_duration
-from .registry import backend_class, executor_class
-from .spec import MATRIX_SECTION, RUN_SECTION, WORKLOAD_SECTION, MatrixSpec, expand, extra_sections
-from .window import Window, default_collector_factory  # noqa: F401 - backends.base's default imports it from here
+from .registry import backend_class, executor_class, sections
+from .spec import MATRIX_SECTION, RUN_SECTION, WORKLOAD_SECTION, MatrixSpec, expand
+from .window import Window
 
 log = logging.getLogger("stormatrix.runner")
-
-WRITE_MODES = records.WRITE_MODES
 
 
 def check_write_allowed(cell: Cell, guest: dict[str, Any], allow_write: bool) -> None:
@@ -118,7 +119,7 @@ MAY_CHANGE_ON_RESUME: dict[str, set[str]] = {
 
 def run_differences(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     """``[section] key: was X, now Y`` per key outside MAY_CHANGE_ON_RESUME that differs, defaults filled in."""
-    schema = {"run": RUN_SECTION, "matrix": MATRIX_SECTION, "workload": WORKLOAD_SECTION, **extra_sections()}
+    schema = {"run": RUN_SECTION, "matrix": MATRIX_SECTION, "workload": WORKLOAD_SECTION, **sections()}
 
     def shown(value: Any) -> str:  # TOML has no null: None is a key or section the matrix does not have
         return "(absent)" if value is None else json.dumps(value)[:40]
@@ -148,7 +149,7 @@ def run_differences(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
 def check_same_run(records_before: list[dict[str, Any]], spec: MatrixSpec, run_dir: Path, *,
                    side: str | None, suite: bool) -> None:
     """Refuse (before anything is appended) to resume into another run's journal: docs/journal.md, Resuming."""
-    for rec in (r for r in records_before if r.get("type") == "run"):
+    for rec in (r for r in records_before if r.get("type") == RUN):
         fix = f"give -o a new run directory (e.g. {run_dir}-2), or resume with the matrix that run was measured with"
         if (rec.get("suite") is not None) != suite:
             diff = [f"it holds a {'matrix' if suite else 'suite'} run's journal, this is a "
@@ -238,7 +239,7 @@ class Runner:
         records_before = self.journal.records() if self.journal.path.is_file() else []
         check_same_run(records_before, self.spec, self.run_dir, side=self.side, suite="suite" in self.run_extra)
         self.journal.open()
-        done = {r["key"] for r in records_before if r.get("type") == "cell" and "key" in r}
+        done = {r["key"] for r in records_before if r.get("type") == CELL and "key" in r}
         self.seed, seed_source = runorder.run_seed(self.spec.run, records_before)
         if self.order == "rounds":
             log.info("cells run in shuffled rounds, seed %d (%s)", self.seed, seed_source)
@@ -281,8 +282,7 @@ class Runner:
                            errors=self.errors, driver_skipped=self.driver_skipped)
             try:
                 backend.restore()
-                self.journal.append({"type": "restored", "run_id": self.run_id, "time": records.now_iso(),
-                                     "backend": backend.name})
+                self.journal.append(records.restored_record(run_id=self.run_id, backend=backend.name))
             finally:
                 backend.close()
         return summary
@@ -345,12 +345,10 @@ class Runner:
 
     def _journal_run_header(self, facts: dict[str, Any], backend: Backend, cells: int, pending: int) -> None:
         env = {**run_environment(backend), **facts, "stormatrix": __version__}
-        self.journal.append({"type": "run", "run_id": self.run_id, "started": records.now_iso(),
-                             "matrix_path": self.spec.path, "matrix": self.spec.raw,
-                             "backend": backend.name, "side": self.side, "order": self.order, "seed": self.seed,
-                             "environment": env,
-                             "original_config": backend.original_config(), "cells": cells, "todo": pending,
-                             **self.run_extra})
+        self.journal.append(records.run_record(
+            run_id=self.run_id, matrix_path=self.spec.path, matrix=self.spec.raw, backend=backend.name,
+            side=self.side, environment=env, original_config=backend.original_config(), cells=cells, todo=pending,
+            extra={"order": self.order, "seed": self.seed, **self.run_extra}))
 
     def _run_group(self, backend: Backend, disk: DiskConfig, cells: list[Cell], progress: Progress | None,
                    next_disk: DiskConfig | None = None) -> None:
@@ -369,7 +367,7 @@ class Runner:
             current = remaining[0]
             executor: GuestExecutor | None = None
             try:
-                t_started = records.now_iso()
+                t_started = now_iso()
                 t0 = time.monotonic()
                 self._mark(current.key, "apply", t0)
                 if progress:
@@ -389,7 +387,7 @@ class Runner:
                 guest = with_storage_drivers(guest, self._gate)
                 boot_s = time.monotonic() - t0
                 self._mark(current.key, "ready")
-                t_ready = records.now_iso()
+                t_ready = now_iso()
                 first = True
                 while remaining:
                     current = remaining[0]
@@ -414,17 +412,17 @@ class Runner:
                     attempt = 0
                     if progress:
                         progress.update(current.key, advance=True)
-                    t_started, boot_s, booted_ahead = records.now_iso(), 0.0, False
+                    t_started, boot_s, booted_ahead = now_iso(), 0.0, False
             except JournalWriteError:
                 raise  # nothing can be recorded any more: stop, the VM is restored by run()
             except (StormatrixError, OSError) as exc:
                 if isinstance(exc, StormatrixError) and exc.cell is None:
                     exc.cell = current.key
-                if isinstance(exc, CollectorError) and stage == "run" and exc.details.get("window") == "start":
+                if isinstance(exc, CollectorError) and stage == "run" and exc.details.window == "start":
                     stage = "collect"  # the window never opened: nothing was measured
-                if self._gate is not None and isinstance(exc, StormatrixError) and exc.details.get("guest_facts"):
+                if self._gate is not None and isinstance(exc, StormatrixError) and exc.details.guest_facts:
                     # not ready, but the guest said what it has: a missing driver skips, not fails, the cells
-                    self._gate.learn(exc.details["guest_facts"], current.key)
+                    self._gate.learn(exc.details.guest_facts, current.key)
                     if self._skip_for_driver(disk, remaining, progress, evidence=str(exc)):
                         remaining = []
                         continue
@@ -466,9 +464,8 @@ class Runner:
             return False
         log.warning("skipping %d cell(s) of %s: %s", len(cells), disk.key, reason)
         for cell in cells:
-            self.journal.append({"type": "cell-skipped", "run_id": self.run_id, "key": cell.key, "cell": cell.to_dict(),
-                                 "side": self.side, "time": records.now_iso(), "reason": reason,
-                                 "drivers": gate.describe(), **({"readiness": evidence} if evidence else {})})
+            self.journal.append(records.skipped_record(run_id=self.run_id, cell=cell, side=self.side, reason=reason,
+                                                       drivers=gate.describe(), readiness=evidence))
             self.driver_skipped.append((cell.key, reason))
             if progress:
                 progress.update(f"{cell.key}: skipped (driver)", advance=True)
@@ -486,24 +483,25 @@ class Runner:
         except BaseException:
             window.abort()
             raise
-        if window.error:
-            raise CollectorError(f"the host collector failed: {window.error}", cell=cell.key,
-                                 window="start" if window.failed_at_start else "end")
-        if window.t_start is None or window.t_end is None:
+        measured = window.result()
+        if measured.error:
+            raise CollectorError(f"the host collector failed: {measured.error}", cell=cell.key,
+                                 window="start" if measured.failed_at_start else "end")
+        if not measured.complete:
             raise CollectorError("the measurement window never opened or closed", cell=cell.key)
         fio = records.summarize(result, cell)
         result.guest = {**guest, **result.guest}
-        times = {"started": t_started, "ready": t_ready, "measure_start": window.t_start,
-                 "measure_end": window.t_end, "finished": records.now_iso(), "boot_s": boot_s,
+        times = {"started": t_started, "ready": t_ready, "measure_start": measured.t_start,
+                 "measure_end": measured.t_end, "finished": now_iso(), "boot_s": boot_s,
                  "ramp_s": timing.ramp_s, "measure_s": timing.measure_s,
-                 "window_s": window.mono_end - window.mono_start, "booted_ahead": booted_ahead}
+                 "window_s": measured.seconds, "booted_ahead": booted_ahead}
         run = self.spec.run
         record = records.cell_record(
             run_id=self.run_id, cell=cell, backend=backend.name, side=self.side,
-            vm=", ".join(s.vm for s in window.scopes), times=times, fio=fio, host=window.host,
+            vm=", ".join(measured.vms), times=times, fio=fio, host=measured.host,
             result=result, rate=records.rate_check(cell, fio, run["rate_tolerance_pct"]),
-            cross=records.crosscheck(fio, window.bs0, window.bs1, run["crosscheck_tolerance_pct"]),
-            overlap=window.overlap)
+            cross=records.crosscheck(fio, measured.bs0, measured.bs1, run["crosscheck_tolerance_pct"]),
+            overlap=measured.overlap)
         record.update(self.cell_extra)
         marks = self.timeline.setdefault(cell.key, {})
         marks.update({k: v for k, v in (("sent", window.mono_sent), ("measure_start", window.mono_start),
@@ -528,8 +526,6 @@ def run_environment(backend: Backend) -> dict[str, Any]:
     (``cpu_model``, ``kernel``, ``qemu``, ``perf``, ...), and, when the host is not this machine, this
     machine's own under ``workstation`` — never the workstation's facts as the host's. When the backend
     could not read its host, ``host_inventory_error`` says why and no host keys are filled in."""
-    from .host.inventory import inventory
-
     here = inventory()
     try:
         host = backend.host_inventory()

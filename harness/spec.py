@@ -15,7 +15,9 @@ exist are rejected here, at plan time, never discovered hours into a run:
   alone (aio, iothread and cache None), whatever those axes list; the plan says so in a note.
 
 Backends and executors declare their own sections with :class:`Section` so that one validator
-serves every part of the file.
+serves every part of the file. Which sections a file may have besides ``[run]``, ``[matrix]`` and
+``[[workload]]`` is the caller's argument (``sections``): the spec knows no backend;
+:mod:`stormatrix.registry` passes the registered ones.
 """
 
 from __future__ import annotations
@@ -25,29 +27,29 @@ import itertools
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
 from .core.errors import MatrixError
+from .core.model import (
+                         AIO_MODES,
+                         BUS_MAX_SLOTS,
+                         CACHE_MODES,
+                         CONTROLLER_ALIASES,
+                         CONTROLLERS,
+                         DIRECT_CACHE_MODES,
+                         RW_MODES,
+                         Cell,
+                         DiskConfig,
+                         Plan,
+                         SkippedCell,
+                         Timing,
+                         Workload,
+                         disk_options_apply,
+                         iothread_effective,
+                         parse_size,
+                         )
 from .core.paths import TooLarge, input_problem, looks_utf16, read_bounded
 from .schema import Field, Section, _show, parse_section
-from .core.model import (
-    AIO_MODES,
-    BUS_MAX_SLOTS,
-    CACHE_MODES,
-    CONTROLLER_ALIASES,
-    CONTROLLERS,
-    DIRECT_CACHE_MODES,
-    RW_MODES,
-    Cell,
-    DiskConfig,
-    Plan,
-    SkippedCell,
-    Timing,
-    Workload,
-    disk_options_apply,
-    iothread_effective,
-    parse_size,
-)
 
 # --- the sections stormatrix itself owns ----------------------------------------------------------
 
@@ -135,16 +137,6 @@ WORKLOAD_SECTION = Section("workload", {
     "rwmixread": Field(int, 50, min=0, max=100, help="read share for rw/randrw"),
 }, help="one [[workload]] block per workload")
 
-# Sections owned by backends, executors and the suite are listed in stormatrix.registry (nothing registers
-# itself on import).
-
-
-def extra_sections() -> dict[str, Section]:
-    """Every section besides [run], [matrix] and [[workload]], by name (stormatrix.registry's list)."""
-    from .registry import sections
-
-    return sections()
-
 
 # --- the spec ----------------------------------------------------------------------------------------
 
@@ -207,14 +199,17 @@ def _load_toml(path: Path) -> dict[str, Any]:
                           "correct the syntax at that line (duplicate keys and tables are not allowed)") from None
 
 
-def load_spec(path: str | Path, *, backend_controllers: Iterable[str] | None = None) -> MatrixSpec:
+def load_spec(path: str | Path, *, sections: Mapping[str, Section]) -> MatrixSpec:
+    """The matrix file at ``path``; ``sections``: the sections besides [run], [matrix], [[workload]] it may have."""
     path = Path(path)
     raw = _load_toml(path)
-    return spec_from_dict(raw, str(path))
+    return spec_from_dict(raw, str(path), sections=sections)
 
 
-def spec_from_dict(raw: dict[str, Any], path: str = "<matrix>") -> MatrixSpec:
-    extra = extra_sections()
+def spec_from_dict(raw: dict[str, Any], path: str = "<matrix>", *, sections: Mapping[str, Section]) -> MatrixSpec:
+    """A parsed matrix, validated: [run], [matrix], [[workload]] and each of ``sections`` the file has (any
+    other section is refused, naming the known ones)."""
+    extra = sections
     known = {"run", "matrix", "workload"} | set(extra)
     for key in raw:
         if key not in known:
@@ -257,12 +252,12 @@ def spec_from_dict(raw: dict[str, Any], path: str = "<matrix>") -> MatrixSpec:
                               "counting from 1)", exc.fix) from None
         workloads.append(w)
 
-    sections: dict[str, dict[str, Any]] = {}
+    values: dict[str, dict[str, Any]] = {}
     for name, section in extra.items():
         if name in raw:
-            sections[name] = parse_section(path, section, raw[name])
+            values[name] = parse_section(path, section, raw[name])
     return MatrixSpec(path=path, run=run, matrix=matrix, workloads=tuple(workloads),
-                      sections=sections, raw=raw)
+                      sections=values, raw=raw)
 
 
 def _workload(path: str, number: int, table: Any, names: set[str]) -> Workload:

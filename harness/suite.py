@@ -40,28 +40,30 @@ from __future__ import annotations
 import logging
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
+from .backends.proxmox import settings as proxmox_settings
 from .core.errors import MatrixError
-from .core.names import label_problem
 from .core.model import (
-    AIO_MODES,
-    CACHE_MODES,
-    CONTROLLER_ALIASES,
-    CONTROLLERS,
-    RW_MODES,
-    Cell,
-    DiskConfig,
-    Workload,
-    disk_options_apply,
-    format_size,
-    parse_size,
-)
+                         AIO_MODES,
+                         CACHE_MODES,
+                         CONTROLLER_ALIASES,
+                         CONTROLLERS,
+                         MIXED_MODES,
+                         RW_MODES,
+                         WRITE_MODES,
+                         Cell,
+                         DiskConfig,
+                         Workload,
+                         disk_options_apply,
+                         format_size,
+                         parse_size,
+                         )
+from .core.names import label_problem
 from .executors.fioserver import DEFAULT_PORT, FIO_HUNG_CLIENT_S, FioGuest, FioJob
-from .records import MIXED_MODES, WRITE_MODES
+from .fleet.spec import load_fleet_tables
 from .progress import fmt_hours
-from .spec import RUN_SECTION, Field, Section, _load_toml, extra_sections, parse_section
-from .backends import proxmox_schema
+from .spec import RUN_SECTION, Field, Section, _load_toml, parse_section
 from .suitevms import HOST_METRICS, PER_VM_KEYS, check_network, suite_proxmox_section
 
 log = logging.getLogger("stormatrix.suite")
@@ -317,11 +319,12 @@ def _network_fits(path: str, network: str | None, vms: int) -> None:
                           "would have to share one", "give the network all the VMs are on, e.g. 10.0.0.0/24")
 
 
-def suite_from_dict(raw: dict[str, Any], path: str = "<suite>") -> Suite:
-    """Validate ``[run]`` and ``[suite]`` (and any other registered section) into a :class:`Suite`."""
+def suite_from_dict(raw: dict[str, Any], path: str = "<suite>", *, sections: Mapping[str, Section]) -> Suite:
+    """Validate ``[run]`` and ``[suite]`` (and any other of ``sections``, the caller's list, e.g.
+    :data:`stormatrix.registry.SECTIONS`) into a :class:`Suite`."""
     if "suite" not in raw:
         raise MatrixError(path, "[suite]", "is missing", "add a [suite] section (see `stormatrix suite --help`)")
-    extra = extra_sections()
+    extra = sections
     for key in raw:
         if key in ("proxmox", "vmware", "fleet"):
             continue  # a suite reads these itself, below (the fleet: stormatrix.fleet.spec)
@@ -403,8 +406,6 @@ def suite_from_dict(raw: dict[str, Any], path: str = "<suite>") -> Suite:
 
 def _fleet_proxmox(path: str, raw: dict[str, Any]) -> tuple[list[int], dict[str, Any]]:
     """A suite on a fleet: ``[fleet]`` and ``[proxmox]`` checked now (the VMs exist only once deployed)."""
-    from .fleet.spec import load_fleet_tables
-
     _spec, proxmox = load_fleet_tables(raw, path)
     return [], proxmox
 
@@ -441,7 +442,7 @@ def _vm_list(path: str, raw: dict[str, Any], s: dict[str, Any]) -> tuple[list[in
                               "a matrix run", f"remove {key}; a suite's VMs are [suite] vms, which it never "
                               "reconfigures")
     proxmox = parse_section(path, suite_proxmox_section(), table)  # [proxmox] ssh is checked by its Field
-    proxmox_schema.check_section(proxmox, path)  # the checks across keys (token reference, host)
+    proxmox_settings.check_section(proxmox, path)  # the checks across keys (token reference, host)
     ids: list[int] = []
     for i, v in enumerate(s["vms"], start=1):
         text = str(v).strip()
@@ -483,9 +484,10 @@ def suite_for_guests(guests: Sequence[tuple[str, str, int] | FioGuest], *, side:
     if disk is not None:
         suite.update({k: v for k, v in (("controller", disk.controller), ("aio", disk.aio),
                                         ("iothread", disk.iothread), ("cache", disk.cache)) if v is not None})
-    return suite_from_dict({"run": dict(run or {}), "suite": suite}, f"<suite {name}, side {side}>")
+    # a suite built in code has [run] and [suite] only: no other section to know
+    return suite_from_dict({"run": dict(run or {}), "suite": suite}, f"<suite {name}, side {side}>", sections={})
 
 
-def load_suite(path: str | Path) -> Suite:
+def load_suite(path: str | Path, *, sections: Mapping[str, Section]) -> Suite:
     path = Path(path)
-    return suite_from_dict(_load_toml(path), str(path))
+    return suite_from_dict(_load_toml(path), str(path), sections=sections)

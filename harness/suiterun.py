@@ -22,9 +22,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from .backends.base import Backend, GuestEndpoint, HostScope
+from .backends.base import Backend
+from .backends.proxmox.node import NodeShell, node_inventory
+from .backends.proxmox.settings import REMOTE_COLLECTOR_DIR
 from .core.errors import GuestDisconnected, GuestNotReady, InputError, MatrixError
+from .core.journalfile import RUN
 from .core.model import CONTROLLERS, DiskConfig, Plan
+from .core.scope import GuestEndpoint, HostScope
 from .executors.base import GuestExecutor
 from .executors.fioserver import FioServerExecutor
 from .journal import Journal
@@ -124,9 +128,6 @@ def inventory_for(host_collector: dict[str, Any], vms: list[dict[str, Any]] | No
         return lambda: None
     target = str(host_collector.get("ssh") or "")
     if mode == "ssh" and target:
-        from .backends.proxmox_node import NodeShell, node_inventory
-        from .backends.proxmox_schema import REMOTE_COLLECTOR_DIR
-
         config = str(host_collector.get("ssh_config") or "")
         remote_dir = str(host_collector.get("ssh_dir") or REMOTE_COLLECTOR_DIR)
         return lambda: node_inventory(NodeShell(target, config), remote_dir)
@@ -142,7 +143,7 @@ def check_resumable(journal: Journal, suite: Suite) -> None:
     if not journal.path.exists():
         return
     for rec in journal.records():
-        if rec.get("type") != "run" or rec.get("suite") is None:
+        if rec.get("type") != RUN or rec.get("suite") is None:
             continue
         if rec.get("side") != suite.side:
             raise MatrixError(suite.path, "[suite] side",

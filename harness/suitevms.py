@@ -53,9 +53,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from .backends.base import ROLE_IOTHREAD, ROLE_MAIN, ROLE_VCPU, HostScope
-from .core.errors import CollectorError, MatrixError, StormatrixError
+from .backends.proxmox.api import PveClient
+from .backends.proxmox.node import NodeShell, ensure_remote_collector, parse_hmp_threads
+from .backends.proxmox.settings import PROXMOX_SECTION, REMOTE_COLLECTOR_DIR, make_transport
+from .collect import HostCollector, ProcessesCollector, RemoteProcessesCollector
+from .core.errors import CollectorError, MatrixError, PveApiError, PveAuthError, StormatrixError
+from .core.scope import ROLE_IOTHREAD, ROLE_MAIN, ROLE_VCPU, HostScope
 from .executors.fioserver import NAME_RE, FioGuest
+from .qmp import Qmp
 from .spec import Section
 
 log = logging.getLogger("stormatrix.suitevms")
@@ -68,8 +73,6 @@ HOST_METRICS = ("auto", "require", "off")
 
 def suite_proxmox_section() -> Section:
     """``[proxmox]`` as a suite reads it: the backend's connection keys, without the per-VM ones."""
-    from .backends.proxmox import PROXMOX_SECTION
-
     return Section("proxmox", {k: f for k, f in PROXMOX_SECTION.fields.items() if k not in PER_VM_KEYS},
                    help="how to reach the Proxmox node of a suite's VMs")
 
@@ -162,9 +165,6 @@ class ProxmoxSuiteVms:
     """The suite's VMs on one Proxmox node: :meth:`discover` the guests, then :meth:`host_collector`."""
 
     def __init__(self, suite: Any, *, transport: Any = None) -> None:
-        from .backends.proxmox import make_transport
-        from .backends.pve_api import PveClient
-
         if suite.proxmox is None:
             raise MatrixError(suite.path, "[proxmox]", "is missing", "add [proxmox] with host, node, token_id and "
                               "token_secret_env (how to reach the node of the suite's VMs)")
@@ -192,8 +192,6 @@ class ProxmoxSuiteVms:
 
     def discover(self) -> list[FioGuest]:
         """Every VM's fio server address, by the module's rule; one MatrixError naming every problem."""
-        from .backends.pve_api import PveApiError, PveAuthError
-
         problems: list[tuple[str, str]] = []
         names: list[tuple[int, str]] = []
         for vm in self.vms:
@@ -220,7 +218,7 @@ class ProxmoxSuiteVms:
                 answer = c.t.request("GET", f"{c.vm_path}/agent/network-get-interfaces")
             except PveAuthError as exc:
                 raise PveAuthError(f"{exc.message}; reading guest addresses needs VM.GuestAgent.Audit "
-                                   "(Proxmox VE 9) or VM.Monitor (8.x) on each VM", status=exc.status) from None
+                                   "(Proxmox VE 9) or VM.Monitor (8.x) on each VM", status=exc.details.status) from None
             except PveApiError as exc:
                 text = exc.message
                 if "No QEMU guest agent configured" in text:
@@ -289,9 +287,6 @@ class ProxmoxSuiteVms:
 
     def _roles(self, vm: SuiteVm, local: bool) -> dict[int, str]:
         """vCPU and iothread ids: the VM's QMP socket here, else HMP through the API monitor."""
-        from .backends.proxmox import parse_hmp_threads
-        from .qmp import Qmp
-
         assert vm.pid is not None
         roles: dict[int, str] = {vm.pid: ROLE_MAIN}
         qmp_path = Path(self.opts["qemu_server_dir"]) / f"{vm.vmid}.qmp"
@@ -317,8 +312,6 @@ class ProxmoxSuiteVms:
     def scopes(self, *, local: bool, ssh: str | None, refresh: bool = False) -> list[HostScope]:
         """One scope per VM. ``refresh``: read each VM's pid from the API again first (after a window
         failed: a VM may have restarted); a VM that no longer runs is a CollectorError."""
-        from .backends.pve_api import PveApiError
-
         if refresh:
             for vm in self.vms:
                 try:
@@ -344,7 +337,6 @@ class ProxmoxSuiteVms:
         if any(vm.pid is None for vm in self.vms):
             missing = ", ".join(str(vm.vmid) for vm in self.vms if vm.pid is None)
             return self._unreachable(f"the API gave no QEMU pid for VM {missing}")
-        from .collect import HostCollector, ProcessesCollector, RemoteProcessesCollector
 
         collector: HostCollector
 
@@ -357,8 +349,6 @@ class ProxmoxSuiteVms:
                                "detail": f"{len(scopes)} QEMU processes on this node ({self.opts['node']})"}
         target = self.opts.get("ssh") or ""
         if target:
-            from .backends.proxmox import REMOTE_COLLECTOR_DIR, NodeShell, ensure_remote_collector
-
             config = self.opts.get("ssh_config") or ""
             if config and not Path(config).expanduser().is_file():
                 raise MatrixError(self.suite.path, "[proxmox] ssh_config", f"{config!r} is not a file",

@@ -15,12 +15,40 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from . import records
-from .backends.base import Backend, BlockStats
+from .backends.base import Backend
 from .collect import merge_hosts
-from .core.errors import CollectorError
+from .core.model import now_iso
+from .core.scope import BlockStats
 
 log = logging.getLogger("stormatrix.runner")
+
+
+@dataclass(frozen=True)
+class WindowResult:
+    """What one measurement window measured, read once after the workload returned.
+
+    ``t_start``/``t_end`` are the guest's window edges as ISO times, ``seconds`` their distance on the
+    monotonic clock; ``bs0``/``bs1`` QEMU's block accounting at the edges (None where the platform has
+    none); ``host`` the merged host record; ``vms`` the names of the measured VMs; ``overlap`` what else
+    ran, paused, during the window (a VM booting ahead); ``error`` why the host side failed, and
+    ``failed_at_start`` whether it failed before anything was measured.
+    """
+
+    t_start: str | None
+    t_end: str | None
+    seconds: float
+    bs0: BlockStats | None
+    bs1: BlockStats | None
+    host: dict[str, Any] | None
+    vms: tuple[str, ...]
+    overlap: dict[str, Any] | None
+    error: Exception | None
+    failed_at_start: bool
+
+    @property
+    def complete(self) -> bool:
+        """Both edges were seen and the host side measured without an error."""
+        return self.error is None and self.t_start is not None and self.t_end is not None
 
 
 @dataclass
@@ -52,7 +80,7 @@ class Window:
 
     def measure_started(self) -> None:
         self.mono_start = time.monotonic()
-        self.t_start = records.now_iso()
+        self.t_start = now_iso()
         try:
             # The guest's fio waits for GO (sent when this returns), so nothing here races its I/O.
             self._opened = True
@@ -71,7 +99,7 @@ class Window:
 
     def measure_ended(self) -> None:
         self.mono_end = time.monotonic()
-        self.t_end = records.now_iso()
+        self.t_end = now_iso()
         if self.error:
             self.abort()
             return
@@ -82,6 +110,12 @@ class Window:
         except Exception as exc:  # any failure: reported after the workload returns, like start's
             self.error = exc
         self._close_window()
+
+    def result(self) -> WindowResult:
+        """The window's outcome, for the record (call after the workload returned)."""
+        return WindowResult(t_start=self.t_start, t_end=self.t_end, seconds=self.mono_end - self.mono_start,
+                            bs0=self.bs0, bs1=self.bs1, host=self.host, vms=tuple(s.vm for s in self.scopes),
+                            overlap=self.overlap, error=self.error, failed_at_start=self.failed_at_start)
 
     def abort(self) -> None:
         for c in self.collectors:
@@ -100,11 +134,3 @@ class Window:
             self.overlap = self.backend.window_closed()
         except Exception as exc:  # any failure: the next apply() finds a VM that cannot resume
             log.warning("resuming the VM booting ahead failed: %s", exc)
-
-
-def default_collector_factory(scope: Any) -> Any:
-    from .host.collector import WindowCollector
-
-    if scope.ssh:
-        raise CollectorError(f"remote collection over SSH ({scope.ssh}) needs the backend's collector")
-    return WindowCollector(scope.pid, dict(scope.threads))

@@ -3,9 +3,10 @@ agents report given interfaces, and the matrix file that points a suite at them.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from standins.pve import PveStandin, guest_interface
 
@@ -84,3 +85,53 @@ def toml_text(raw: dict[str, Any]) -> str:
 def write_matrix(path: Path, raw: dict[str, Any]) -> Path:
     path.write_text(toml_text(raw), encoding="utf-8")
     return path
+
+
+def host_ipv4() -> str | None:
+    """This machine's address for the outside (not loopback): where a real fio server can listen for a
+    guest whose agent reports that address (the suite never picks a loopback address)."""
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        try:
+            s.connect(("192.0.2.1", 9))  # no packet is sent: this only picks the route's source address
+            addr = s.getsockname()[0]
+        except OSError:
+            return None
+    return None if addr.startswith("127.") else addr
+
+
+@contextlib.contextmanager
+def fio_server_on_host(home: Path) -> Iterator[tuple[str, int]]:
+    """A real ``fio --server`` on this machine's outside address, working in ``home``: ``(host, port)``.
+    Skips the test where the machine has no such address; kills the server's process group at the end."""
+    import os
+    import signal
+    import socket
+    import subprocess
+    import time
+
+    import pytest
+    from standins.fioservers import free_port
+
+    from stormatrix.executors.fioserver import find_fio
+
+    host = host_ipv4()
+    if host is None:
+        pytest.skip("no non-loopback IPv4 address on this machine")
+    port = free_port()
+    home.mkdir(parents=True, exist_ok=True)
+    server = subprocess.Popen([find_fio(), f"--server=ip:{host},{port}"], cwd=home, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection((host, port), timeout=0.2).close()
+                break
+            except OSError:
+                time.sleep(0.05)
+        yield host, port
+    finally:
+        os.killpg(server.pid, signal.SIGKILL)
+        server.wait()

@@ -158,10 +158,10 @@ def test_a_diskspd_block_size_of_zero_is_refused() -> None:
         diskspd(DISKSPD.replace("<BlockSize>65536</BlockSize>", "<BlockSize>0</BlockSize>"))
 
 
-@pytest.mark.parametrize("module", ["stormatrix.suite", "stormatrix.backends.proxmox_schema", "stormatrix.backends.qemu"])
+@pytest.mark.parametrize("module", ["stormatrix.suite", "stormatrix.backends.proxmox.settings", "stormatrix.backends.qemu"])
 def test_the_modules_holding_these_checks_import_on_their_own(module: str) -> None:
     """The host check lives with the CLI's types; a module importing it at import time closed a cycle
-    (commands -> suite -> proxmox_schema -> commands) that only a fresh interpreter shows."""
+    (commands -> suite -> the [proxmox] settings -> commands) that only a fresh interpreter shows."""
     import subprocess
 
     done = subprocess.run([sys.executable, "-c", f"import {module}"], capture_output=True, text=True, timeout=120)

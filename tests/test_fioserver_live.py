@@ -15,7 +15,6 @@ from typing import Any, Iterator
 import pytest
 
 from stormatrix.core.errors import GuestDisconnected, GuestNotReady
-from stormatrix.executors import executor_class
 from stormatrix.executors.fioserver import (
     FioJob,
     FioServerExecutor,
@@ -26,7 +25,7 @@ from stormatrix.executors.fioserver import (
 from stormatrix.journal import Journal
 from standins.fioservers import LocalFioServers, processes_in
 from stormatrix.core.model import Cell, DiskConfig, Timing, Workload
-from stormatrix.suite import suite_from_dict
+from stormatrix.registry import executor_class, suite_from_dict
 from stormatrix.suiterun import run_suite
 
 pytestmark = pytest.mark.skipif(shutil.which("fio") is None, reason="fio is not installed")
@@ -73,7 +72,7 @@ def test_probe_answers_and_names_a_dead_server(farm: LocalFioServers, tmp_path: 
     msg = str(info.value)
     assert "1 of 3 guests" in msg and f"g03 (127.0.0.1:{farm.guest('g03').port})" in msg
     assert "Connection refused" in msg or "failed to connect" in msg
-    assert "g01" not in msg and info.value.details["guests"] == ["g03"]
+    assert "g01" not in msg and info.value.details.guests == ["g03"]
 
 
 def test_one_point_on_three_guests(farm: LocalFioServers, tmp_path: Path) -> None:

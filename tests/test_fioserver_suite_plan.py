@@ -12,7 +12,8 @@ from stormatrix.cli import main
 from stormatrix.core.errors import MatrixError
 from stormatrix.executors.fioserver import FioGuest
 from stormatrix.records import per_mib
-from stormatrix.suite import eta, suite_from_dict
+from stormatrix.suite import eta
+from stormatrix.registry import suite_from_dict
 
 SEED: dict[str, Any] = {"suite": {
     "side": "Proxmox VE 7.2", "filename": "/dev/sdb",

@@ -20,11 +20,10 @@ from typing import Any, Iterator
 import pytest
 from standins.pve import PveStandin
 from standins.pve_fleet import FleetEndpoints
-from suite_pve import SECRET, SECRET_ENV, TOKEN, TOKEN_ID
+from suite_pve import SECRET, SECRET_ENV, TOKEN, TOKEN_ID, fio_server_on_host
 
-from stormatrix.backends.proxmox_schema import make_transport
+from stormatrix.backends.proxmox.settings import make_transport
 from stormatrix.cli import main
-from stormatrix.core.errors import MatrixError
 from stormatrix.fleet.journal import FleetJournal
 from stormatrix.fleet.proxmox import TAG, ProxmoxFleet
 from stormatrix.fleet.spec import load_fleet_file
@@ -197,7 +196,7 @@ def test_a_vmid_someone_else_took_after_our_clone_failed_is_left_alone(standin: 
 
 _HARNESS = """
 import sys
-from stormatrix.backends.proxmox_schema import make_transport
+from stormatrix.backends.proxmox.settings import make_transport
 from stormatrix.fleet.proxmox import ProxmoxFleet
 from stormatrix.fleet.spec import load_fleet_file
 _raw, spec, proxmox = load_fleet_file(sys.argv[1])
@@ -223,19 +222,15 @@ STAGES = [  # (method, path suffix, how many matching requests pass first)
 ]
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize(("method", "suffix", "skip"), STAGES)
-def test_kill_9_at_each_stage_then_destroy_leaves_nothing(standin: PveStandin, tmp_path: Path, method: str,
-                                                         suffix: str, skip: int) -> None:
-    standin.add_vm(150, {"name": "smx-w01", "memory": "512", "tags": TAG})  # decoy
-    before_vms, before_volumes = set(standin.vms), standin.volumes()
-    path, run = fleet_file(standin, tmp_path, workers=2), tmp_path / "run"
-    release = standin.hold_request(method, suffix, skip=skip)
-    env = {**os.environ, SECRET_ENV: SECRET, "PYTHONPATH": str(REPO / "tests")}
-    harness = subprocess.Popen([sys.executable, "-c", _HARNESS, str(path), str(run)], env=env,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+def kill_at_hold(standin: PveStandin, hold: tuple[str, str, int], argv: list[str], env: dict[str, str]) -> None:
+    """Run ``argv`` (a harness) until the stand-in holds the request ``hold`` (method, path suffix, how
+    many matching ones pass first), SIGKILL it there, then let the stand-in carry the request out."""
+    release = standin.hold_request(hold[0], hold[1], skip=hold[2])
+    harness = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
-        assert standin.held(60), harness.stderr.read().decode()[-2000:] if harness.poll() is not None else "no hold"
+        if not standin.held(120):
+            assert harness.stderr is not None
+            pytest.fail("the harness never reached the held request: " + harness.stderr.read().decode()[-2000:])
         os.kill(harness.pid, signal.SIGKILL)
         harness.wait()
     finally:
@@ -243,10 +238,20 @@ def test_kill_9_at_each_stage_then_destroy_leaves_nothing(standin: PveStandin, t
         if harness.poll() is None:
             harness.kill()
             harness.wait()
-        for stream in (harness.stdout, harness.stderr):
-            assert stream is not None
-            stream.close()
-    time.sleep(0.3)  # the held request goes on inside the stand-in, as Proxmox would carry it out
+        assert harness.stderr is not None
+        harness.stderr.close()
+    time.sleep(0.5)  # the held request goes on inside the stand-in, as Proxmox would carry it out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("method", "suffix", "skip"), STAGES)
+def test_kill_9_at_each_stage_then_destroy_leaves_nothing(standin: PveStandin, tmp_path: Path, method: str,
+                                                         suffix: str, skip: int) -> None:
+    standin.add_vm(150, {"name": "smx-w01", "memory": "512", "tags": TAG})  # decoy
+    before_vms, before_volumes = set(standin.vms), standin.volumes()
+    path, run = fleet_file(standin, tmp_path, workers=2), tmp_path / "run"
+    env = {**os.environ, SECRET_ENV: SECRET, "PYTHONPATH": str(REPO / "tests")}
+    kill_at_hold(standin, (method, suffix, skip), [sys.executable, "-c", _HARNESS, str(path), str(run)], env)
     assert FleetJournal(run).path.exists()
     assert main(["fleet", "destroy", str(path), "-o", str(run)]) == 0
     assert set(standin.vms) == before_vms and standin.volumes() == before_volumes
@@ -255,45 +260,30 @@ def test_kill_9_at_each_stage_then_destroy_leaves_nothing(standin: PveStandin, t
 
 # --- a suite on the fleet: two storages as two sides, the comparison, nothing left ----------------------
 
-def _host_ipv4() -> str | None:
-    import socket
+def _fleet_suite_file(standin: PveStandin, tmp_path: Path, host: str, port: int, queue_depths: list[int]) -> Path:
+    """A suite on a one-worker fleet whose worker (VMID 300, once cloned) reports this machine's address."""
+    from standins.pve import guest_interface
 
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        try:
-            s.connect(("192.0.2.1", 9))  # no packet is sent: this only picks the route's source address
-            addr = s.getsockname()[0]
-        except OSError:
-            return None
-    return None if addr.startswith("127.") else addr
+    standin.guest_interfaces[300] = [guest_interface("lo", "00:00:00:00:00:00", "127.0.0.1/8"),
+                                     guest_interface("ens18", "bc:24:11:00:03:00", f"{host}/24")]
+    path = fleet_file(standin, tmp_path, workers=1)
+    path.write_text(path.read_text() + f'[suite]\nfilename = "target.dat"\nsize = "4m"\nblock_sizes = ["4k"]\n'
+                                       f'queue_depths = {json.dumps(queue_depths)}\nramp_seconds = 0\n'
+                                       f'measure_seconds = 1\nport = {port}\n')
+    return path
 
 
 @pytest.mark.slow
 def test_suite_run_on_a_fleet_runs_each_storage_as_a_side_and_removes_everything(
         standin: PveStandin, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     import openpyxl
-    from standins.fioservers import free_port
-    from standins.pve import guest_interface
-    from stormatrix.executors.fioserver import find_fio
     from stormatrix.journal import Journal
 
-    host = _host_ipv4()
-    if host is None:
-        pytest.skip("no non-loopback IPv4 address on this machine")
-    port = free_port()
-    home = tmp_path / "guest"
-    home.mkdir()
-    server = subprocess.Popen([find_fio(), f"--server=ip:{host},{port}"], cwd=home, stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL, start_new_session=True)
     standin.add_vm(150, {"name": "smx-w01", "memory": "512", "tags": TAG})  # decoy
     before_vms, before_volumes = set(standin.vms), standin.volumes()
-    # the worker the fleet will clone as VMID 300: its agent reports this machine's address
-    standin.guest_interfaces[300] = [guest_interface("lo", "00:00:00:00:00:00", "127.0.0.1/8"),
-                                     guest_interface("ens18", "bc:24:11:00:03:00", f"{host}/24")]
-    path = fleet_file(standin, tmp_path, workers=1)
-    path.write_text(path.read_text() + f'[suite]\nfilename = "target.dat"\nsize = "4m"\nblock_sizes = ["4k"]\n'
-                                       f'queue_depths = [1, 2]\nramp_seconds = 0\nmeasure_seconds = 1\nport = {port}\n')
     run = tmp_path / "run"
-    try:
+    with fio_server_on_host(tmp_path / "guest") as (host, port):
+        path = _fleet_suite_file(standin, tmp_path, host, port, [1, 2])
         assert main(["suite", "plan", str(path)]) == 0
         out = capsys.readouterr().out
         assert "sides: bb-iscsi, bb-nvme" in out and "300 smx-w01" in out
@@ -301,9 +291,6 @@ def test_suite_run_on_a_fleet_runs_each_storage_as_a_side_and_removes_everything
         code = main(["suite", "run", str(path), "-o", str(run)])
         err = capsys.readouterr().err
         assert code == 0, err
-    finally:
-        os.killpg(server.pid, signal.SIGKILL)
-        server.wait()
     for storage in ("bb-iscsi", "bb-nvme"):
         records = list(Journal(run / storage).records())
         rec = next(r for r in records if r["type"] == "run")
@@ -327,48 +314,18 @@ def test_suite_run_on_a_fleet_runs_each_storage_as_a_side_and_removes_everything
                                                  ("DELETE", "/qemu/300")])             # the teardown
 def test_a_suite_on_a_fleet_killed_then_run_again_finishes_and_leaves_nothing(
         standin: PveStandin, tmp_path: Path, method: str, suffix: str) -> None:
-    from standins.fioservers import free_port
-    from standins.pve import guest_interface
-    from stormatrix.executors.fioserver import find_fio
     from stormatrix.journal import Journal
 
-    host = _host_ipv4()
-    if host is None:
-        pytest.skip("no non-loopback IPv4 address on this machine")
-    port = free_port()
-    home = tmp_path / "guest"
-    home.mkdir()
-    server = subprocess.Popen([find_fio(), f"--server=ip:{host},{port}"], cwd=home, stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL, start_new_session=True)
     before_vms, before_volumes = set(standin.vms), standin.volumes()
-    standin.guest_interfaces[300] = [guest_interface("ens18", "bc:24:11:00:03:00", f"{host}/24")]
-    path = fleet_file(standin, tmp_path, workers=1)
-    path.write_text(path.read_text() + f'[suite]\nfilename = "target.dat"\nsize = "4m"\nblock_sizes = ["4k"]\n'
-                                       f'queue_depths = [1]\nramp_seconds = 0\nmeasure_seconds = 1\nport = {port}\n'
-                                       '[run]\nname = "killed"\n')
     run = tmp_path / "run"
     env = {**os.environ, SECRET_ENV: SECRET}
-    release = standin.hold_request(method, suffix)
-    harness = subprocess.Popen([sys.executable, "-m", "stormatrix", "suite", "run", str(path), "-o", str(run)],
-                               env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    try:
-        assert standin.held(120), "the run never reached the held request"
-        os.kill(harness.pid, signal.SIGKILL)
-        harness.wait()
-        release.set()
-        time.sleep(0.5)
-        done = subprocess.run([sys.executable, "-m", "stormatrix", "suite", "run", str(path), "-o", str(run)],
-                              env=env, capture_output=True, text=True, timeout=600)
+    argv = [sys.executable, "-m", "stormatrix", "suite", "run"]
+    with fio_server_on_host(tmp_path / "guest") as (host, port):
+        path = _fleet_suite_file(standin, tmp_path, host, port, [1])
+        kill_at_hold(standin, (method, suffix, 0), argv + [str(path), "-o", str(run)], env)
+        done = subprocess.run(argv + [str(path), "-o", str(run)], env=env, capture_output=True, text=True,
+                              timeout=600)
         assert done.returncode == 0, done.stderr[-3000:]
-    finally:
-        release.set()
-        if harness.poll() is None:
-            harness.kill()
-            harness.wait()
-        assert harness.stderr is not None
-        harness.stderr.close()
-        os.killpg(server.pid, signal.SIGKILL)
-        server.wait()
     for storage in ("bb-iscsi", "bb-nvme"):  # each side measured exactly once: the rerun resumed
         cells = [r for r in Journal(run / storage).records() if r["type"] == "cell"]
         assert len(cells) == 1

@@ -17,7 +17,8 @@ import pytest
 from standins.sshd import PrivateSshd, SshdUnavailable
 
 from stormatrix.analysis.tidy import environment_frame
-from stormatrix.backends import proxmox as pmx
+from stormatrix.backends.proxmox import backend as pmx
+from stormatrix.backends.proxmox import node as pmxnode
 from stormatrix.backends.base import Backend
 from stormatrix.core.errors import BackendError
 from stormatrix.host.inventory import inventory, pve_manager
@@ -44,7 +45,7 @@ def node(tmp_path: Path) -> Iterator[tuple[PrivateSshd, str]]:
         pytest.skip(f"sshd cannot run here: {exc}")
     node_dir = str(tmp_path / "node" / "linux-host")
     try:
-        pmx.ensure_remote_collector(server.target, node_dir, ssh_config=str(server.ssh_config))
+        pmxnode.ensure_remote_collector(server.target, node_dir, ssh_config=str(server.ssh_config))
         yield server, node_dir
     finally:
         server.stop()
@@ -58,7 +59,7 @@ def test_pve_manager_is_read_from_pveversions_line() -> None:
 
 def test_node_inventory_comes_from_the_node_over_ssh(node: tuple[PrivateSshd, str]) -> None:
     server, node_dir = node
-    facts = pmx.node_inventory(pmx.NodeShell(server.target, str(server.ssh_config)), node_dir)
+    facts = pmxnode.node_inventory(pmxnode.NodeShell(server.target, str(server.ssh_config)), node_dir)
     assert "host_inventory_error" not in facts
     assert facts["host_inventory_source"] == f"ssh {server.target}:{node_dir}/inventory.py"
     assert facts["pveversion"] == PVEVERSION and facts["pve_manager"] == "9.0.3"  # only the node has it
@@ -70,14 +71,14 @@ def test_node_inventory_comes_from_the_node_over_ssh(node: tuple[PrivateSshd, st
 def test_unreachable_node_is_said_not_replaced_by_the_workstation(node: tuple[PrivateSshd, str]) -> None:
     server, node_dir = node
     server.stop()
-    facts = pmx.node_inventory(pmx.NodeShell(server.target, str(server.ssh_config), timeout=20), node_dir)
+    facts = pmxnode.node_inventory(pmxnode.NodeShell(server.target, str(server.ssh_config), timeout=20), node_dir)
     assert set(facts) == {"host_inventory_error"}
     assert f"ssh {server.target}:{node_dir}/inventory.py" in facts["host_inventory_error"]
 
 
 def test_missing_inventory_script_on_the_node_is_said(node: tuple[PrivateSshd, str], tmp_path: Path) -> None:
     server, _ = node
-    facts = pmx.node_inventory(pmx.NodeShell(server.target, str(server.ssh_config)), str(tmp_path / "nowhere"))
+    facts = pmxnode.node_inventory(pmxnode.NodeShell(server.target, str(server.ssh_config)), str(tmp_path / "nowhere"))
     assert set(facts) == {"host_inventory_error"}
     assert "exited" in facts["host_inventory_error"]
 
@@ -138,7 +139,7 @@ def test_a_host_that_could_not_be_read_has_no_host_facts() -> None:
 
 def test_proxmox_over_the_api_only_says_it_cannot_describe_the_node(tmp_path: Path,
                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
-    from stormatrix.spec import spec_from_dict
+    from stormatrix.registry import spec_from_dict
 
     if shutil.which("pveversion"):
         pytest.skip("this machine is a Proxmox node")

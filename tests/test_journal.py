@@ -64,7 +64,7 @@ def test_a_diskspd_cell_is_journaled_with_its_engine(tmp_path: Path) -> None:
     from stormatrix.core.model import DiskConfig
     from stormatrix.executors.base import GuestExecutor, WorkloadResult
     from stormatrix.runner import Runner
-    from stormatrix.spec import spec_from_dict
+    from stormatrix.registry import spec_from_dict
 
     xml = DISKSPD_XML.read_text()
     row = parse_diskspd_xml(xml)
@@ -138,7 +138,7 @@ def _run(run_dir: Path, raw: dict[str, Any], side: str | None = None) -> dict[st
     from standins.agent import FakeCollector, FakeVmBackend
 
     from stormatrix.runner import Runner
-    from stormatrix.spec import spec_from_dict
+    from stormatrix.registry import spec_from_dict
 
     spec = spec_from_dict(raw)
     spec.run["boot_timeout_seconds"] = 1.0
@@ -220,7 +220,7 @@ def test_run_command_refuses_another_matrix_journal_with_exit_2(tmp_path: Path,
 def test_a_suite_journal_and_a_matrix_journal_do_not_mix(tmp_path: Path) -> None:
     from stormatrix.core.errors import MatrixError
     from stormatrix.runner import check_same_run
-    from stormatrix.spec import spec_from_dict
+    from stormatrix.registry import spec_from_dict
 
     spec = spec_from_dict(_matrix())
     suite_rec = {"type": "run", "run_id": "s1", "suite": "", "side": None, "matrix": {}}  # even a suite named ""

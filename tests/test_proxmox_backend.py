@@ -23,12 +23,12 @@ import pytest
 
 from standins.pve import PveStandin
 
-from stormatrix.backends import proxmox as pmx
-from stormatrix.backends.pve_api import PveAuthError
-from stormatrix.core.errors import BackendError, ConfigConflict, GuestNotReady, TaskFailed
+from stormatrix.backends.proxmox import backend as pmx
+from stormatrix.backends.proxmox.api import PveAuthError
+from stormatrix.core.errors import BackendError, ConfigConflictError, GuestNotReady, TaskFailed
 from stormatrix.journal import Journal
 from stormatrix.core.model import DiskConfig
-from stormatrix.spec import spec_from_dict
+from stormatrix.registry import spec_from_dict
 
 SECRET = "9f1c2d3e-aaaa-4bbb-8ccc-0123456789ab"
 TOKEN = "root@pam!stormatrix"
@@ -179,7 +179,7 @@ def test_digest_conflict_is_an_error_not_a_retry(standin: PveStandin, tmp_path: 
     b.prepare()
     standin.transient_edit("lock", "backup")
     writes_before = sum(1 for r in standin.requests if r["method"] == "PUT")
-    with pytest.raises(ConfigConflict, match="changed while stormatrix"):
+    with pytest.raises(ConfigConflictError, match="changed while stormatrix"):
         b.apply(DiskConfig("ide", "native", False, "none"))
     assert sum(1 for r in standin.requests if r["method"] == "PUT") == writes_before + 1
     b.restore()
@@ -271,10 +271,10 @@ HARNESS = textwrap.dedent("""
     import sys, time
     from pathlib import Path
     import json
-    from stormatrix.backends import proxmox
+    from stormatrix.backends.proxmox import backend as proxmox
     from stormatrix.journal import Journal
     from stormatrix.core.model import DiskConfig
-    from stormatrix.spec import spec_from_dict
+    from stormatrix.registry import spec_from_dict
     raw = json.loads(Path(sys.argv[1]).read_text())
     run_dir = Path(sys.argv[2])
     b = proxmox.ProxmoxBackend(spec_from_dict(raw), run_dir)

@@ -15,11 +15,11 @@ import pytest
 
 from standins.pve import PveStandin
 
-from stormatrix.backends import proxmox as pmx
-from stormatrix.backends.pve_api import PveshTransport
-from stormatrix.core.errors import ConfigConflict
+from stormatrix.backends.proxmox import backend as pmx
+from stormatrix.backends.proxmox.api import PveshTransport
+from stormatrix.core.errors import ConfigConflictError
 from stormatrix.core.model import DiskConfig
-from stormatrix.spec import spec_from_dict
+from stormatrix.registry import spec_from_dict
 
 SECRET = "local-transport-secret-77"
 
@@ -95,7 +95,7 @@ def test_local_transport_applies_and_restores(node: PveStandin, tmp_path: Path) 
     b.apply(DiskConfig("megasas", "threads", False, "none"))
     assert node.launch_spec(node.vms[100]).controller == "megasas"
     node.transient_edit("lock", "backup")
-    with pytest.raises(ConfigConflict):
+    with pytest.raises(ConfigConflictError):
         b.apply(DiskConfig("sata", "threads", False, "none"))
     b.restore()
     b.close()

@@ -14,16 +14,17 @@ import pytest
 
 from standins.pve import PveStandin
 
-from stormatrix.backends import proxmox as pmx
+from stormatrix.backends.proxmox import backend as pmx
+from stormatrix.core import scope
 from stormatrix.backends.base import ROLE_IOTHREAD, ROLE_MAIN, ROLE_VCPU, HostScope
 from stormatrix.core.errors import CollectorError
 from stormatrix.host.collector import WindowCollector
 from stormatrix.journal import Journal
 from stormatrix.runner import Runner
-from stormatrix.spec import spec_from_dict
+from stormatrix.registry import spec_from_dict
 
 SECRET = "pin-secret-4f2a9c81d0e3"
-ONLINE = pmx.parse_cpuset(Path("/sys/devices/system/cpu/online").read_text().strip())
+ONLINE = scope.parse_cpuset(Path("/sys/devices/system/cpu/online").read_text().strip())
 
 
 def allowed(pid: int, tid: int) -> str:
@@ -74,7 +75,7 @@ def fast_node(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[PveSt
 
 @pytest.mark.parametrize("cpus, words", [
     (str(max(ONLINE) + 6), ["[proxmox] pin_cpus", f"names CPU {max(ONLINE) + 6}, which this machine does not have",
-                             f"online CPUs are {pmx.format_cpuset(ONLINE)}", "Fix: give host CPUs out of"]),
+                             f"online CPUs are {scope.format_cpuset(ONLINE)}", "Fix: give host CPUs out of"]),
     (f"{min(ONLINE)},{max(ONLINE) + 1}-{max(ONLINE) + 3}", ["[proxmox] pin_cpus",
                                                            f"names CPU {max(ONLINE) + 1}-{max(ONLINE) + 3}"]),
     ("a-b", ["[proxmox] pin_cpus", "'a-b' is not a CPU list like 2-3 or 0,2,4", "Fix:"]),
@@ -165,7 +166,7 @@ def test_threads_pinned_during_the_cell_and_restored_after_even_on_error(qemu_no
         roles = {role for role, _ in seen.values()}
         assert {ROLE_MAIN, ROLE_VCPU, ROLE_IOTHREAD} <= roles
         original = next(cpus for role, cpus in seen.values() if role == ROLE_MAIN)  # never pinned
-        assert original == pmx.format_cpuset(ONLINE) != pin
+        assert original == scope.format_cpuset(ONLINE) != pin
         for tid, (role, cpus) in seen.items():
             assert cpus == (pin if role in (ROLE_VCPU, ROLE_IOTHREAD) else original), (tid, role, cpus)
             assert after[tid] == original, (tid, role, after[tid])  # put back when the cell ended

@@ -16,15 +16,15 @@ import pytest
 
 from standins.pve import PveStandin, QemuVmLauncher
 
-from stormatrix.backends import proxmox as pmx
+from stormatrix.backends.proxmox import backend as pmx
 from stormatrix.journal import Journal
 from stormatrix.runner import Runner
-from stormatrix.spec import spec_from_dict
+from stormatrix.registry import spec_from_dict
 
 pytestmark = pytest.mark.qemu
 
 SECRET = "e2e-secret-5e1f0c8a9b7d"
-DEMO = Path(pmx.__file__).resolve().parent.parent / "matrices" / "demo.toml"
+DEMO = Path(pmx.__file__).resolve().parents[2] / "matrices" / "demo.toml"
 
 
 @pytest.fixture

@@ -19,15 +19,15 @@ import pytest
 
 from standins.pve import PveStandin, SleepLauncher
 
-from stormatrix.backends import proxmox as pmx
-from stormatrix.backends import pve_config as pc
+from stormatrix.backends.proxmox import backend as pmx
+from stormatrix.backends.proxmox.cmdline import cmdline_problems
 from stormatrix.backends.base import HostScope
 from stormatrix.core.errors import BackendError, TaskFailed
 from stormatrix.host.collector import WindowCollector
 from stormatrix.journal import Journal
 from stormatrix.core.model import DiskConfig
 from stormatrix.runner import Runner
-from stormatrix.spec import spec_from_dict
+from stormatrix.registry import spec_from_dict
 
 SECRET = "reboot-secret-7c1d2e3f4a5b"
 TOKEN = "root@pam!smx"
@@ -208,7 +208,7 @@ def test_reboot_mode_cells_run_in_a_new_qemu_with_the_cells_devices(qemu_node: P
     assert len(set(pids)) == 3  # every cell in a QEMU process of its own
     for w, c in zip(windows, cells):
         argv = [a.decode() for a in w["cmdline"] if a]
-        assert not pc.cmdline_problems(argv, DiskConfig(**{k: c["cell"]["disk"][k] for k in
+        assert not cmdline_problems(argv, DiskConfig(**{k: c["cell"]["disk"][k] for k in
                                                            ("controller", "aio", "iothread", "cache")}), "scsi0")
         drive = next(a for a in argv if "id=drive-scsi0" in a)
         assert f"aio={c['cell']['disk']['aio']}" in drive

@@ -16,10 +16,10 @@ from standins.pve import PveStandin
 from test_proxmox_backend import (SECRET, TOKEN, VMID, assert_pristine, matrix, secret_env,  # noqa: F401 - fixtures
                                   standin)
 
-from stormatrix.backends import proxmox as pmx
+from stormatrix.backends.proxmox import backend as pmx
 from stormatrix.core.model import DiskConfig
 from stormatrix.journal import Journal
-from stormatrix.spec import spec_from_dict
+from stormatrix.registry import spec_from_dict
 
 
 def boot_on_scsi0(standin: PveStandin) -> None:

@@ -23,12 +23,12 @@ import pytest
 from standins.pve import PveStandin, SleepLauncher
 from test_proxmox_local import on_the_node
 
-from stormatrix.backends import proxmox as pmx
-from stormatrix.backends import pve_config as pc
+from stormatrix.backends.proxmox import backend as pmx
+from stormatrix.backends.proxmox.cmdline import cmdline_problems, parse_showcmd, qemu_opts
 from stormatrix.backends.qemu import disk_devices
 from stormatrix.core.errors import BackendError
 from stormatrix.core.model import CONTROLLERS, DiskConfig
-from stormatrix.spec import spec_from_dict
+from stormatrix.registry import spec_from_dict
 
 SECRET = "showcmd-secret-0a1b2c3d4e"
 
@@ -63,7 +63,7 @@ def test_qm_showcmd_prints_the_current_configs_command_line(node: PveStandin) ->
     assert plain.returncode == 0 and plain.stdout.count("\n") == 1
     assert shlex.split(plain.stdout) == node.launcher.argv(node.launch_spec(vm))  # type: ignore[attr-defined]  # argv: the sleeping launcher's
     pretty = qm("showcmd", "100", "--pretty")
-    assert pretty.stdout.count(" \\\n  -") == plain.stdout.count(" -") and pc.parse_showcmd(pretty.stdout) == \
+    assert pretty.stdout.count(" \\\n  -") == plain.stdout.count(" -") and parse_showcmd(pretty.stdout) == \
         shlex.split(plain.stdout)
     assert "-drive file=" in plain.stdout and "id=drive-scsi1,cache=none,format=raw,aio=io_uring" in plain.stdout
     # quoted like PVE::Tools::cmd2string where a word needs it
@@ -111,8 +111,8 @@ def test_cells_checked_and_kept_on_the_local_transport(node: PveStandin, tmp_pat
                      "003-virtio-blk_aio=native_iothread=1_cache=none.running.txt",
                      "003-virtio-blk_aio=native_iothread=1_cache=none.showcmd.txt",
                      "original.showcmd.txt"]
-    last = pc.parse_showcmd((folder / names[5]).read_text())
-    running = pc.parse_showcmd((folder / names[4]).read_text())
+    last = parse_showcmd((folder / names[5]).read_text())
+    running = parse_showcmd((folder / names[4]).read_text())
     assert running[-len(last):] == last  # the process runs exactly what qm showcmd says
     assert "virtio-blk-pci,drive=drive-virtio1,id=virtio1" in " ".join(last) and "iothread=iothread-virtio1" in " ".join(last)
     b.restore()
@@ -207,10 +207,10 @@ def test_every_cell_matches_its_own_command_line_and_no_other() -> None:
         key = f"{disk.bus}1"
         front, drive = disk_devices(disk, "/var/lib/vz/images/100/vm-100-disk-1.raw", 1)
         argv = ["/usr/bin/kvm", "-id", "100", *front, *drive]
-        assert pc.cmdline_problems(argv, disk, key) == [], disk.key
+        assert cmdline_problems(argv, disk, key) == [], disk.key
         for other in ALL:
             if other.bus == disk.bus:
-                problems = pc.cmdline_problems(argv, other, key)
+                problems = cmdline_problems(argv, other, key)
                 assert bool(problems) == (as_checked(other) != as_checked(disk)), (disk.key, other.key, problems)
 
 
@@ -225,26 +225,26 @@ def test_blockdev_command_lines_of_pve9() -> None:
             "-device", "virtio-scsi-pci,id=virtioscsi1,bus=pci.3,addr=0x2,iothread=iothread-virtioscsi1",
             "-blockdev", json.dumps(tree),
             "-device", "scsi-hd,bus=virtioscsi1.0,channel=0,scsi-id=0,lun=1,drive=drive-scsi1,id=scsi1,write-cache=on"]
-    assert pc.cmdline_problems(argv, DiskConfig("virtio-scsi-single", "native", True, "none"), "scsi1") == []
-    assert pc.cmdline_problems(argv, DiskConfig("virtio-scsi-single", "native", True, "default"), "scsi1") == []
-    assert pc.cmdline_problems(argv, DiskConfig("virtio-scsi-single", "io_uring", True, "none"), "scsi1") == [
+    assert cmdline_problems(argv, DiskConfig("virtio-scsi-single", "native", True, "none"), "scsi1") == []
+    assert cmdline_problems(argv, DiskConfig("virtio-scsi-single", "native", True, "default"), "scsi1") == []
+    assert cmdline_problems(argv, DiskConfig("virtio-scsi-single", "io_uring", True, "none"), "scsi1") == [
         "aio=native (the cell has aio=io_uring)"]
-    assert pc.cmdline_problems(argv, DiskConfig("virtio-scsi-single", "native", True, "writeback"), "scsi1") == [
+    assert cmdline_problems(argv, DiskConfig("virtio-scsi-single", "native", True, "writeback"), "scsi1") == [
         "cache.direct=True (the cell has cache=writeback)"]
-    assert pc.cmdline_problems(argv, DiskConfig("virtio-scsi-single", "native", False, "none"), "scsi1") == [
+    assert cmdline_problems(argv, DiskConfig("virtio-scsi-single", "native", False, "none"), "scsi1") == [
         "iothread attached (the cell has iothread=0)"]
-    assert pc.cmdline_problems(argv, DiskConfig("pvscsi", "native", False, "none"), "scsi1") == [
+    assert cmdline_problems(argv, DiskConfig("pvscsi", "native", False, "none"), "scsi1") == [
         "controller virtio-scsi-pci (the cell needs pvscsi)", "iothread attached (the cell has iothread=0)"]
     with pytest.raises(BackendError, match="no test disk scsi2"):
-        pc.cmdline_problems(argv, DiskConfig("pvscsi", "native", False, "none"), "scsi2")
+        cmdline_problems(argv, DiskConfig("pvscsi", "native", False, "none"), "scsi2")
 
 
 def test_showcmd_text_and_qemu_option_strings() -> None:
     text = "/usr/bin/kvm \\\n  -id 100 \\\n  -name 'my vm,debug-threads=on' \\\n  -drive 'file=/a,,b.raw,if=none,id=drive-ide0'\n"
-    assert pc.parse_showcmd(text) == ["/usr/bin/kvm", "-id", "100", "-name", "my vm,debug-threads=on",
+    assert parse_showcmd(text) == ["/usr/bin/kvm", "-id", "100", "-name", "my vm,debug-threads=on",
                                       "-drive", "file=/a,,b.raw,if=none,id=drive-ide0"]
-    assert pc.qemu_opts("file=/a,,b.raw,if=none,id=drive-ide0,readonly") == (
+    assert qemu_opts("file=/a,,b.raw,if=none,id=drive-ide0,readonly") == (
         "", {"file": "/a,b.raw", "if": "none", "id": "drive-ide0", "readonly": "on"})
-    assert pc.qemu_opts("scsi-hd,bus=scsihw0.0,scsi-id=1")[0] == "scsi-hd"
+    assert qemu_opts("scsi-hd,bus=scsihw0.0,scsi-id=1")[0] == "scsi-hd"
     with pytest.raises(BackendError, match="cannot read the output of qm showcmd"):
-        pc.parse_showcmd("/usr/bin/kvm -name 'unterminated")
+        parse_showcmd("/usr/bin/kvm -name 'unterminated")

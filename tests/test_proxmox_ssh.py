@@ -16,7 +16,9 @@ import pytest
 
 from standins.sshd import PrivateSshd, SshdUnavailable
 
-from stormatrix.backends import proxmox as pmx
+from stormatrix.backends.proxmox import backend as pmx
+from stormatrix.backends.proxmox import node as pmxnode
+from stormatrix.core import scope
 from stormatrix.backends.base import HostScope
 from stormatrix.collect import RemoteProcessesCollector
 from stormatrix.core.errors import BackendError, CollectorError
@@ -35,32 +37,32 @@ def sshd(tmp_path: Path) -> Iterator[PrivateSshd]:
         server.stop()
 
 
-def shell(sshd: PrivateSshd) -> pmx.NodeShell:
-    return pmx.NodeShell(sshd.target, str(sshd.ssh_config))
+def shell(sshd: PrivateSshd) -> pmxnode.NodeShell:
+    return pmxnode.NodeShell(sshd.target, str(sshd.ssh_config))
 
 
 def local_files() -> dict[str, bytes]:
-    return {p.name: p.read_bytes() for p in pmx.collector_files()}
+    return {p.name: p.read_bytes() for p in pmxnode.collector_files()}
 
 
 def test_linux_host_copied_only_when_missing_or_changed(sshd: PrivateSshd, tmp_path: Path) -> None:
     node_dir = tmp_path / "node" / "linux-host"  # on the "node" (the same file system here)
     cfg = str(sshd.ssh_config)
-    assert pmx.ensure_remote_collector(sshd.target, str(node_dir), ssh_config=cfg) == "copied"
+    assert pmxnode.ensure_remote_collector(sshd.target, str(node_dir), ssh_config=cfg) == "copied"
     want = local_files()
     assert {p.name: p.read_bytes() for p in node_dir.glob("*.py")} == want and "collector.py" in want
     assert node_dir.stat().st_mode & 0o777 == 0o700
     mtimes = {p.name: p.stat().st_mtime_ns for p in node_dir.iterdir()}
     logins = sshd.accepted()
-    assert pmx.ensure_remote_collector(sshd.target, str(node_dir), ssh_config=cfg) == "up to date"
+    assert pmxnode.ensure_remote_collector(sshd.target, str(node_dir), ssh_config=cfg) == "up to date"
     assert sshd.accepted() == logins + 1  # one sha256sum over ssh, no copy
     assert {p.name: p.stat().st_mtime_ns for p in node_dir.iterdir()} == mtimes
     # a collector changed on the node (an older stormatrix's, or edited) is replaced, not trusted
     (node_dir / "collector.py").write_bytes(want["collector.py"] + b"\n# edited on the node\n")
-    assert pmx.ensure_remote_collector(sshd.target, str(node_dir), ssh_config=cfg) == "copied"
+    assert pmxnode.ensure_remote_collector(sshd.target, str(node_dir), ssh_config=cfg) == "copied"
     assert (node_dir / "collector.py").read_bytes() == want["collector.py"]
     (node_dir / "inventory.py").unlink()
-    assert pmx.ensure_remote_collector(sshd.target, str(node_dir), ssh_config=cfg) == "copied"
+    assert pmxnode.ensure_remote_collector(sshd.target, str(node_dir), ssh_config=cfg) == "copied"
     assert {p.name: p.read_bytes() for p in node_dir.glob("*.py")} == want
 
 
@@ -68,9 +70,9 @@ def test_remote_hashes_are_the_nodes(sshd: PrivateSshd, tmp_path: Path) -> None:
     d = tmp_path / "h"
     d.mkdir()
     (d / "a.py").write_bytes(b"print(1)\n")
-    got = pmx.remote_hashes(shell(sshd), str(d), ["a.py", "missing.py"])
+    got = pmxnode.remote_hashes(shell(sshd), str(d), ["a.py", "missing.py"])
     assert got == {"a.py": hashlib.sha256(b"print(1)\n").hexdigest()}
-    assert pmx.remote_hashes(shell(sshd), str(tmp_path / "nope"), ["a.py"]) == {}
+    assert pmxnode.remote_hashes(shell(sshd), str(tmp_path / "nope"), ["a.py"]) == {}
 
 
 BUSY = """
@@ -90,7 +92,7 @@ while True:
 
 def test_collector_over_ssh_measures_a_real_process(sshd: PrivateSshd, tmp_path: Path) -> None:
     node_dir = str(tmp_path / "node" / "linux-host")
-    pmx.ensure_remote_collector(sshd.target, node_dir, ssh_config=str(sshd.ssh_config))
+    pmxnode.ensure_remote_collector(sshd.target, node_dir, ssh_config=str(sshd.ssh_config))
     busy = subprocess.Popen([sys.executable, "-c", BUSY], stdout=subprocess.PIPE, text=True)
     try:
         assert busy.stdout is not None
@@ -119,7 +121,7 @@ def test_collector_over_ssh_measures_a_real_process(sshd: PrivateSshd, tmp_path:
 
 def test_collector_over_ssh_for_a_gone_process_is_a_clear_error(sshd: PrivateSshd, tmp_path: Path) -> None:
     node_dir = str(tmp_path / "node" / "linux-host")
-    pmx.ensure_remote_collector(sshd.target, node_dir, ssh_config=str(sshd.ssh_config))
+    pmxnode.ensure_remote_collector(sshd.target, node_dir, ssh_config=str(sshd.ssh_config))
     gone = subprocess.Popen([sys.executable, "-c", "pass"])
     gone.wait()
     scope = HostScope(pid=gone.pid, vm="gone", ssh=sshd.target)
@@ -156,10 +158,10 @@ def test_ssh_end_to_end_with_real_qemu(tmp_path: Path, monkeypatch: pytest.Monke
     from stormatrix.backends.base import ROLE_IOTHREAD, ROLE_MAIN, ROLE_VCPU, HostScope
     from stormatrix.journal import Journal
     from stormatrix.runner import Runner
-    from stormatrix.spec import spec_from_dict
+    from stormatrix.registry import spec_from_dict
 
     secret = "ssh-e2e-secret-31415926"
-    online = pmx.parse_cpuset(Path("/sys/devices/system/cpu/online").read_text().strip())
+    online = scope.parse_cpuset(Path("/sys/devices/system/cpu/online").read_text().strip())
     if len(online) < 2:
         pytest.skip("pinning to a subset needs 2 CPUs or more")
     pin = str(max(online))
@@ -222,8 +224,8 @@ def test_ssh_end_to_end_with_real_qemu(tmp_path: Path, monkeypatch: pytest.Monke
     assert set(run["environment"]["workstation"]) >= {"cpu_model", "kernel", "qemu"}
     # pinned with taskset over ssh while the window was open, put back after
     for tid, (role, cpus) in seen[0]["cpus"].items():
-        assert cpus == (pin if role in (ROLE_VCPU, ROLE_IOTHREAD) else pmx.format_cpuset(online)), (tid, role)
-        assert backend.after[0][tid] == pmx.format_cpuset(online)
+        assert cpus == (pin if role in (ROLE_VCPU, ROLE_IOTHREAD) else scope.format_cpuset(online)), (tid, role)
+        assert backend.after[0][tid] == scope.format_cpuset(online)
     # qm showcmd and /proc/<pid>/cmdline read over ssh, kept, and the original's journaled
     names = sorted(p.name for p in (tmp_path / "run" / "proxmox").iterdir())
     assert names == ["001-virtio-scsi-single_aio=threads_iothread=1_cache=none.running.txt",

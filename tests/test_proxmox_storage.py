@@ -22,10 +22,12 @@ from standins.pve import PveStandin
 from test_proxmox_local import on_the_node
 from test_proxmox_standin import CFG2CMD, _conf
 
-from stormatrix.backends import proxmox as pmx
-from stormatrix.backends import pve_config as pc
+from stormatrix.backends.proxmox import backend as pmx
+from stormatrix.backends.proxmox.cmdline import cmdline_problems, parse_showcmd
+from stormatrix.backends.proxmox.drives import disk_config_of
+from stormatrix.backends.proxmox.storage import StorageInfo
 from stormatrix.core.model import DiskConfig
-from stormatrix.spec import spec_from_dict
+from stormatrix.registry import spec_from_dict
 
 SECRET = "storage-secret-5e6f7a8b"
 
@@ -110,12 +112,12 @@ def test_pve9_btrfs_line_needs_the_storage() -> None:
     if not cmd.is_file():
         pytest.skip(f"no copy of qemu-server's cfg2cmd test data at {cmd.parent}")
     conf = _conf(cmd.with_suffix(""))
-    argv = pc.parse_showcmd(cmd.read_text())
-    storage = pc.StorageInfo.from_config("btrfs-store", QEMU_SERVER_TEST_STORAGES["btrfs-store"])
-    cell = pc.disk_config_of(conf, "scsi0", storage)
+    argv = parse_showcmd(cmd.read_text())
+    storage = StorageInfo.from_config("btrfs-store", QEMU_SERVER_TEST_STORAGES["btrfs-store"])
+    cell = disk_config_of(conf, "scsi0", storage)
     assert cell.cache == "default" and cell.aio == "io_uring"
-    assert pc.cmdline_problems(argv, cell, "scsi0", storage) == []
-    assert any("cache.direct" in p for p in pc.cmdline_problems(argv, cell, "scsi0"))
+    assert cmdline_problems(argv, cell, "scsi0", storage) == []
+    assert any("cache.direct" in p for p in cmdline_problems(argv, cell, "scsi0"))
 
 
 def test_btrfs_unset_cache_passes_the_command_line_check(node: PveStandin, tmp_path: Path) -> None:
@@ -127,9 +129,9 @@ def test_btrfs_unset_cache_passes_the_command_line_check(node: PveStandin, tmp_p
     cell = DiskConfig("virtio-scsi-single", "threads", False, "default")
     b.apply(cell)  # raises BackendError if the command line check fails
     kept = sorted((tmp_path / "run" / "proxmox").glob("*virtio-scsi-single*.showcmd.txt"))
-    argv = pc.parse_showcmd(kept[-1].read_text())
+    argv = parse_showcmd(kept[-1].read_text())
     assert "cache=none" not in " ".join(a for a in argv if "drive-scsi1" in a)
-    assert pc.cmdline_problems(argv, cell, "scsi1", b.storage) == []
+    assert cmdline_problems(argv, cell, "scsi1", b.storage) == []
     assert "btrfs" in facts["test_disk_storage"] and "no O_DIRECT" in facts["test_disk_storage_defaults"]
     assert "nocow" in facts["test_disk_storage_notes"]
     b.restore()

@@ -8,10 +8,10 @@ qemu-server's ``src/test/run_config2command_tests.pl`` (``$base_env->{storage_co
 
 Checked for every disk of every config that has a ``.cmd``:
 
-1. the reader (``pve_showcmd.read_disk``) recovers controller, aio, cache mode and O_DIRECT, and
+1. the reader (``backends/proxmox/cmdline.py``, ``read_disk``) recovers controller, aio, cache mode and O_DIRECT, and
    iothread as qemu-server wrote them — cross-checked with a second, deliberately naive reading of
    the raw text in this file;
-2. qemu-server's rules for unset aio/cache per storage type (``pve_cfg_storage``) predict exactly what
+2. qemu-server's rules for unset aio/cache per storage type (``backends/proxmox/storage.py``) predict exactly what
    the ``.cmd`` has;
 3. the cell the disk is (``cmdline_problems``) matches its own command line, and a cell differing in
    aio or in O_DIRECT does not.
@@ -30,7 +30,11 @@ from typing import Any
 
 import pytest
 
-from stormatrix.backends import pve_config as pc
+from stormatrix.backends.proxmox.cmdline import cmdline_problems, read_disk
+from stormatrix.backends.proxmox.drives import (DEFAULT_AIO, DRIVE_KEY_RE, controller_of, describe_test_disk,
+                                                disk_config_of, disk_storage, parse_drive, split_drive_key)
+from stormatrix.backends.proxmox.storage import (StorageInfo, default_aio, storage_id_of, storage_implications,
+                                                 takes_aio, uses_cache_direct)
 from stormatrix.backends.qemu import QemuBackend, disk_devices
 from stormatrix.core.model import AIO_MODES, DiskConfig
 
@@ -59,12 +63,12 @@ class RefDisk:
     argv: list[str]
 
     @property
-    def storage(self) -> pc.StorageInfo | None:
-        sid = pc.storage_id_of(self.opts["file"])
+    def storage(self) -> StorageInfo | None:
+        sid = storage_id_of(self.opts["file"])
         if sid is None:
             return None
         kind, krbd, nocow = STORAGES[sid]
-        return pc.StorageInfo(sid, kind, krbd, nocow)
+        return StorageInfo(sid, kind, krbd, nocow)
 
     @property
     def template(self) -> bool:
@@ -96,9 +100,9 @@ def ref_disks(era: str) -> list[RefDisk]:
         config = read_conf(conf)
         argv = shlex.split(cmd.read_text().replace("\\\n", " "))
         for key, value in config.items():
-            if not pc.DRIVE_KEY_RE.match(key):
+            if not DRIVE_KEY_RE.match(key):
                 continue
-            opts = pc.parse_drive(value)
+            opts = parse_drive(value)
             if opts.get("media") == "cdrom" or opts["file"] in ("none", "cdrom"):
                 continue
             disks.append(RefDisk(era, conf.name, key, opts, config, argv))
@@ -129,13 +133,13 @@ def naive(argv: list[str], key: str) -> dict[str, Any]:
 
 def expected(d: RefDisk) -> dict[str, Any]:
     """What qemu-server's rules say the disk must be (from the .conf and the storage table)."""
-    bus, _ = pc.split_drive_key(d.key)
+    bus, _ = split_drive_key(d.key)
     cache = d.opts.get("cache")
-    direct = pc.uses_cache_direct(cache, d.storage)
-    aio = d.opts.get("aio") or pc.default_aio(d.storage, cache)
-    if d.era == "blockdev-era" and _blockdev(d) and not pc.takes_aio(d.storage):
+    direct = uses_cache_direct(cache, d.storage)
+    aio = d.opts.get("aio") or default_aio(d.storage, cache)
+    if d.era == "blockdev-era" and _blockdev(d) and not takes_aio(d.storage):
         aio = None
-    ctrl = pc.controller_of(bus, d.config.get("scsihw"))
+    ctrl = controller_of(bus, d.config.get("scsihw"))
     iothread = d.opts.get("iothread") == "1" and (bus == "virtio" or ctrl == "virtio-scsi-single")
     return {"controller": ctrl, "aio": aio, "direct": direct,
             "cache": cache or ("none" if direct else "writeback"), "iothread": iothread}
@@ -152,7 +156,7 @@ def test_every_disk_of_every_config_is_read_as_qemu_server_wrote_it(era: str) ->
     assert len(disks) == DISKS_PER_ERA[era]
     wrong = []
     for d in disks:
-        r = pc.read_disk(d.argv, d.key)
+        r = read_disk(d.argv, d.key)
         raw = naive(d.argv, d.key)
         want = expected(d)
         got = {"controller": r.controller, "aio": r.aio, "direct": r.direct, "cache": r.cache, "iothread": r.iothread}
@@ -167,21 +171,21 @@ def test_each_disk_matches_its_own_cell_and_not_a_different_one(era: str) -> Non
     for d in ALL[era]:
         want = expected(d)
         cache = d.opts.get("cache", "default")
-        aio = d.opts.get("aio") or pc.default_aio(d.storage, d.opts.get("cache"))
+        aio = d.opts.get("aio") or default_aio(d.storage, d.opts.get("cache"))
         cell = DiskConfig(want["controller"], aio, want["iothread"], cache)
-        found = pc.cmdline_problems(d.argv, cell, d.key, d.storage)
+        found = cmdline_problems(d.argv, cell, d.key, d.storage)
         # a template's SATA disk is attached read-only as a CD-ROM on PVE 9: a measured cell would refuse it
         allowed = ["device ide-cd (the cell needs ide-hd)"] if d.template and \
-            pc.read_disk(d.argv, d.key).device == "ide-cd" else []
+            read_disk(d.argv, d.key).device == "ide-cd" else []
         if found != allowed:
             problems.append(f"{d}: {found}")
         for other in AIO_MODES:
             if other != aio and want["aio"] is not None and \
-                    not pc.cmdline_problems(d.argv, DiskConfig(cell.controller, other, cell.iothread, cache), d.key,
+                    not cmdline_problems(d.argv, DiskConfig(cell.controller, other, cell.iothread, cache), d.key,
                                             d.storage):
                 blind.append(f"{d}: aio={other} not told apart from aio={aio}")
         flipped = "writeback" if want["direct"] else "none"
-        if not pc.cmdline_problems(d.argv, DiskConfig(cell.controller, aio, cell.iothread, flipped), d.key, d.storage):
+        if not cmdline_problems(d.argv, DiskConfig(cell.controller, aio, cell.iothread, flipped), d.key, d.storage):
             blind.append(f"{d}: cache={flipped} not told apart from cache={cache}")
     assert not problems, "\n".join(problems)
     assert not blind, "\n".join(blind)
@@ -191,40 +195,40 @@ def test_the_two_pve9_cases_that_were_misjudged() -> None:
     """librbd takes no aio; btrfs without cache is not O_DIRECT. Both are exactly as qemu-server writes them."""
     by_name = {(d.conf, d.key): d for d in ALL["blockdev-era"]}
     rbd = by_name[("simple-rbd.conf", "scsi0")]
-    assert pc.read_disk(rbd.argv, "scsi0").aio is None and pc.read_disk(rbd.argv, "scsi0").driver == "rbd"
-    assert pc.cmdline_problems(rbd.argv, DiskConfig("virtio-scsi-pci", "io_uring", False, "default"), "scsi0",
+    assert read_disk(rbd.argv, "scsi0").aio is None and read_disk(rbd.argv, "scsi0").driver == "rbd"
+    assert cmdline_problems(rbd.argv, DiskConfig("virtio-scsi-pci", "io_uring", False, "default"), "scsi0",
                                rbd.storage) == []
     btrfs = by_name[("simple-btrfs.conf", "scsi0")]
-    assert not pc.read_disk(btrfs.argv, "scsi0").direct
-    assert pc.cmdline_problems(btrfs.argv, DiskConfig("virtio-scsi-pci", "io_uring", False, "default"), "scsi0",
+    assert not read_disk(btrfs.argv, "scsi0").direct
+    assert cmdline_problems(btrfs.argv, DiskConfig("virtio-scsi-pci", "io_uring", False, "default"), "scsi0",
                                btrfs.storage) == []
     # without knowing the storage the reader assumes a directory storage, and then the disk is wrong
-    assert pc.cmdline_problems(btrfs.argv, DiskConfig("virtio-scsi-pci", "io_uring", False, "default"), "scsi0") == [
+    assert cmdline_problems(btrfs.argv, DiskConfig("virtio-scsi-pci", "io_uring", False, "default"), "scsi0") == [
         "cache.direct=False (the cell has cache=default)"]
 
 
 def test_storage_defaults_and_plan_notes() -> None:
-    lvm = pc.StorageInfo("lvm-store", "lvm")
-    assert (pc.default_aio(lvm), pc.default_aio(lvm, "writeback")) == ("native", "threads")
-    krbd = pc.StorageInfo("krbd-store", "rbd", krbd=True)
-    assert (pc.default_aio(krbd), pc.default_aio(krbd, "writeback")) == ("io_uring", "threads")
-    assert pc.default_aio(None) == pc.DEFAULT_AIO == "io_uring"
-    assert pc.disk_config_of({"scsi1": "lvm-store:vm-1-disk-1"}, "scsi1", lvm).aio == "native"
-    note = pc.storage_implications(pc.StorageInfo("rbd-store", "rbd"))
+    lvm = StorageInfo("lvm-store", "lvm")
+    assert (default_aio(lvm), default_aio(lvm, "writeback")) == ("native", "threads")
+    krbd = StorageInfo("krbd-store", "rbd", krbd=True)
+    assert (default_aio(krbd), default_aio(krbd, "writeback")) == ("io_uring", "threads")
+    assert default_aio(None) == DEFAULT_AIO == "io_uring"
+    assert disk_config_of({"scsi1": "lvm-store:vm-1-disk-1"}, "scsi1", lvm).aio == "native"
+    note = storage_implications(StorageInfo("rbd-store", "rbd"))
     assert not note["aio_applies"] and "librbd" in note["notes"][0]
-    assert pc.storage_implications(lvm)["default_aio"] == "native" and "io_uring" in pc.storage_implications(lvm)[
+    assert storage_implications(lvm)["default_aio"] == "native" and "io_uring" in storage_implications(lvm)[
         "notes"][0]
-    assert pc.storage_implications(pc.StorageInfo("b", "btrfs"))["o_direct_when_cache_unset"] is False
-    assert pc.storage_implications(None)["notes"] == []
-    assert pc.StorageInfo.from_config("krbd-store", {"type": "rbd", "krbd": 1}) == krbd
+    assert storage_implications(StorageInfo("b", "btrfs"))["o_direct_when_cache_unset"] is False
+    assert storage_implications(None)["notes"] == []
+    assert StorageInfo.from_config("krbd-store", {"type": "rbd", "krbd": 1}) == krbd
     # from a VM config and GET /storage's list, as plan output would show it
     cfg = {"scsi1": "cifs-store:100/vm-100-disk-1.raw,cache=writeback", "scsi2": "/dev/sdb", "scsi3": "gone:vm-1"}
     listing = [{"storage": "cifs-store", "type": "cifs"}, {"storage": "local", "type": "dir"}]
-    shown = pc.describe_test_disk(cfg, "scsi1", listing)
+    shown = describe_test_disk(cfg, "scsi1", listing)
     assert shown["storage"] == "cifs-store (cifs)" and shown["default_aio"] == "threads" and shown["volume"].startswith(
         "cifs-store:")
-    assert pc.disk_storage(cfg, "scsi2", listing) == pc.StorageInfo(None)
-    assert pc.disk_storage(cfg, "scsi3", listing) is None and pc.describe_test_disk(cfg, "scsi3", listing)[
+    assert disk_storage(cfg, "scsi2", listing) == StorageInfo(None)
+    assert disk_storage(cfg, "scsi3", listing) is None and describe_test_disk(cfg, "scsi3", listing)[
         "storage"].startswith("unknown")
 
 
@@ -242,7 +246,7 @@ def _strip(text: str, *names: str) -> str:
 
 def _local_cell(d: RefDisk) -> DiskConfig:
     want = expected(d)
-    return DiskConfig(want["controller"], d.opts.get("aio") or pc.default_aio(d.storage, d.opts.get("cache")),
+    return DiskConfig(want["controller"], d.opts.get("aio") or default_aio(d.storage, d.opts.get("cache")),
                       d.opts.get("iothread") == "1", d.opts.get("cache", "default"))
 
 
@@ -262,11 +266,11 @@ def test_local_backend_devices_equal_qemu_servers_for_every_controller_it_builds
                 continue
             if d.template and (era == "blockdev-era" or cell.bus in ("scsi", "virtio")):
                 continue  # a template's disks are read-only (PVE 8: scsi/virtio; PVE 9: all, sata as a CD-ROM)
-            if cell.cache == "default" and not pc.uses_cache_direct(None, d.storage):
+            if cell.cache == "default" and not uses_cache_direct(None, d.storage):
                 continue  # btrfs: the local disk is a directory storage's file, opened O_DIRECT when cache is unset
             if era == "blockdev-era" and compared.get(cell.controller):
                 continue  # the drive era had this controller
-            slot = pc.split_drive_key(d.key)[1]
+            slot = split_drive_key(d.key)[1]
             front, drive = disk_devices(cell, "/x.raw", slot)
             ref_dev = _arg_after(d.argv, "-device", lambda s: f",drive=drive-{d.key}," in s + ",")
             ours_dev = drive[3]
@@ -305,8 +309,8 @@ def test_writethrough_and_writeback_are_told_apart_on_pve9_by_the_devices_write_
             continue
         other = "writeback" if mode == "writethrough" else "writethrough"
         cell = _local_cell(d)
-        assert pc.read_disk(d.argv, d.key).cache == mode, d
-        found = pc.cmdline_problems(d.argv, DiskConfig(cell.controller, cell.aio, expected(d)["iothread"], other), d.key,
+        assert read_disk(d.argv, d.key).cache == mode, d
+        found = cmdline_problems(d.argv, DiskConfig(cell.controller, cell.aio, expected(d)["iothread"], other), d.key,
                                     d.storage)
         assert found == [f"write-cache={'off' if mode == 'writethrough' else 'on'} (the cell has cache={other})"], (d,
                                                                                                                   found)

@@ -18,7 +18,7 @@ from stormatrix.commands.run import execute
 from stormatrix.executors.localagent import LocalAgentExecutor
 from stormatrix.runner import Runner
 from stormatrix.core.model import DiskConfig
-from stormatrix.spec import load_spec
+from stormatrix.registry import load_spec
 
 from qemumatrix import small_matrix
 

@@ -21,7 +21,7 @@ from stormatrix.commands.run import execute
 from stormatrix.core.errors import MatrixError
 from stormatrix.core.model import DiskConfig
 from stormatrix.runner import Window
-from stormatrix.spec import spec_from_dict
+from stormatrix.registry import spec_from_dict
 
 USABLE = sorted(os.sched_getaffinity(0))
 TWO = pytest.mark.skipif(len(USABLE) < 2, reason="pinning needs two usable CPUs")

@@ -19,20 +19,19 @@ import resource
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import pytest
 
 from standins.agent import FAULTS_ENV, AgentFaults, AgentStandin, FakeCollector, FakeVmBackend, FakeWinRMExecutor
 from standins.pve import PveStandin
 
-from stormatrix import backends, executors
 from stormatrix.cli import main
 from stormatrix.core.errors import StormatrixError
 from stormatrix.executors.localagent import LocalAgentExecutor
 from stormatrix.journal import read_journal
 from stormatrix.runner import Runner
-from stormatrix.spec import spec_from_dict
+from stormatrix.registry import spec_from_dict
 
 HERE = Path(__file__).resolve().parent
 CONTROLLERS = ["virtio-blk", "sata"]
@@ -78,8 +77,8 @@ def limit_faults(faults: dict[str, Any], n: int) -> dict[str, Any]:
 
 
 @pytest.fixture
-def winrm_fake(monkeypatch: pytest.MonkeyPatch) -> type[FakeWinRMExecutor]:
-    monkeypatch.setitem(executors.REGISTRY, "winrm", "standins.agent:FakeWinRMExecutor")
+def winrm_fake(use_executor: Callable[[str, str], None]) -> type[FakeWinRMExecutor]:
+    use_executor("winrm", "standins.agent:FakeWinRMExecutor")
     FakeWinRMExecutor.fault, FakeWinRMExecutor.count = "", 0
     return FakeWinRMExecutor
 
@@ -154,9 +153,10 @@ def test_a_retry_heals_a_transient_fault(name: str, tmp_path: Path, caplog: pyte
 
 
 def test_stop_through_the_cli_prints_one_line_naming_the_cell(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                             use_backend: Callable[[str, str], None],
                                                              capsys: pytest.CaptureFixture[str]) -> None:
     """The user's view: exit 1, ``stormatrix: error: [cell] ...``, no traceback, VM restored."""
-    monkeypatch.setitem(backends.REGISTRY, "qemu", "standins.agent:FakeVmBackend")
+    use_backend("qemu", "standins.agent:FakeVmBackend")
     monkeypatch.setenv(FAULTS_ENV, json.dumps({"agent": {"fio_rc": 3, "fio_rc_count": 99}}))
     raw = matrix("stop", retries=0)
     m = tmp_path / "m.toml"

@@ -25,7 +25,8 @@ from stormatrix.core.errors import UnsafeWrite
 from stormatrix.journal import read_journal
 from stormatrix.core.model import Cell, DiskConfig, Workload
 from stormatrix.runner import WRITE_MODES, Runner, check_write_allowed
-from stormatrix.spec import RUN_SECTION, spec_from_dict
+from stormatrix.spec import RUN_SECTION
+from stormatrix.registry import spec_from_dict
 
 ROOT = Path(__file__).resolve().parent.parent
 PY_DIRS = ["harness", "analysis", "linux-host", "tests", "benchmarks", "scripts"]
@@ -223,29 +224,30 @@ def test_guest_module_builds_no_commands_from_strings() -> None:
 def test_proxmox_code_never_sends_force_or_deletes_unused() -> None:
     """Static half (the runtime half checks every request in the stand-in tests): no code path of the
     backend puts ``force`` into a request, and the planner refuses to delete ``unusedN``."""
-    names = sorted(p.name for p in (ROOT / "harness" / "backends").glob("p*.py")
-                   if p.name.startswith(("proxmox", "pve_")))
-    assert {"proxmox.py", "proxmox_restore.py", "pve_config.py", "pve_api.py"} <= set(names)
+    folder = ROOT / "harness" / "backends" / "proxmox"
+    names = sorted(p.name for p in folder.glob("*.py"))
+    assert {"backend.py", "restore.py", "change.py", "drives.py", "api.py"} <= set(names)
     for name in names:
-        tree = ast.parse((ROOT / "harness" / "backends" / name).read_text())
+        tree = ast.parse((folder / name).read_text())
         for node in ast.walk(tree):
             if isinstance(node, ast.Dict):
                 keys = [k.value for k in node.keys if isinstance(k, ast.Constant)]
                 assert "force" not in keys, f"{name}:{node.lineno}"
             if isinstance(node, ast.keyword):
-                assert node.arg != "force" or name != "pve_api.py", f"{name}:{node.value.lineno}"
+                assert node.arg != "force" or name != "api.py", f"{name}:{node.value.lineno}"
             if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):
                 assert node.slice.value != "force" or isinstance(node.ctx, ast.Load), f"{name}:{node.lineno}"
-    from stormatrix.backends import pve_config as pc
+    from stormatrix.core.errors import UnsafeChange
+    from stormatrix.backends.proxmox.change import Write, _check_write
 
-    with pytest.raises(pc.UnsafeChange, match="destroys its volume"):
-        pc._check_write(pc.Write(delete=("unused0",)))
+    with pytest.raises(UnsafeChange, match="destroys its volume"):
+        _check_write(Write(delete=("unused0",)))
 
 
 # --- TLS ------------------------------------------------------------------------------------------------
 
 def test_tls_verification_is_on_by_default() -> None:
-    from stormatrix.backends.proxmox import PROXMOX_SECTION
+    from stormatrix.backends.proxmox.settings import PROXMOX_SECTION
     from stormatrix.executors.winrm import WINRM_SECTION
 
     assert PROXMOX_SECTION.fields["verify_tls"].default is True
@@ -258,7 +260,7 @@ def test_tls_verification_is_on_by_default() -> None:
 
 def test_proxmox_tls_opt_out_is_logged(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                        caplog: pytest.LogCaptureFixture) -> None:
-    from stormatrix.backends import proxmox as pmx
+    from stormatrix.backends.proxmox import backend as pmx
 
     monkeypatch.setenv("SMX_T", "secret-value")
     raw = {"run": {"backend": "proxmox"}, "matrix": {"controllers": ["sata"], "disk_slot": 1},

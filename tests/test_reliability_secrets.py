@@ -26,7 +26,7 @@ from stormatrix.commands import guest as guest_cmd
 from stormatrix.core.errors import InputError, StormatrixError
 from stormatrix.executors import winrm as w
 from stormatrix.runner import Runner
-from stormatrix.spec import spec_from_dict
+from stormatrix.registry import spec_from_dict
 from tests.standins.wsman import WSManStandIn
 
 

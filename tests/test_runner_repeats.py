@@ -20,7 +20,7 @@ from stormatrix.cli import main
 from stormatrix.core.errors import MatrixError
 from stormatrix.journal import read_journal
 from stormatrix.runner import Runner
-from stormatrix.spec import spec_from_dict
+from stormatrix.registry import spec_from_dict
 
 # CPU seconds the host "spends" in each successive window, per controller
 CPU: dict[str, list[float]] = {}
@@ -310,7 +310,7 @@ def test_every_damaged_journal_line_is_named_and_a_torn_last_line_is_skipped(tmp
 
 
 def test_a_matrix_with_a_utf8_byte_order_mark_is_refused_naming_the_bom(tmp_path: Path) -> None:
-    from stormatrix.spec import load_spec
+    from stormatrix.registry import load_spec
 
     m = tmp_path / "m.toml"
     m.write_bytes(b"\xef\xbb\xbf" + b'[matrix]\ncontrollers = ["sata"]\n[[workload]]\nname = "w"\nrw = "read"\nbs = "4k"\n')

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from stormatrix.core.errors import MatrixError
-from stormatrix.spec import expand, load_spec
+from stormatrix.spec import expand
+from stormatrix.registry import load_spec
 
 GOOD = """
 [run]
@@ -180,15 +181,15 @@ def test_a_disk_has_all_three_options_or_none() -> None:
 
 def test_every_section_is_known_without_importing_its_module_first() -> None:
     """Sections come from stormatrix.registry's explicit list, not from modules registering themselves on
-    import: a fresh interpreter that imports only the spec knows [qemu], [proxmox], [vmware], [winrm] and
+    import: a fresh interpreter that imports only the registry knows [qemu], [proxmox], [vmware], [winrm] and
     [suite], and an unknown section is still refused with the list."""
     import subprocess
     import sys
 
     code = (
-        "from stormatrix.spec import extra_sections, spec_from_dict\n"
+        "from stormatrix.registry import sections, spec_from_dict\n"
         "from stormatrix.core.errors import MatrixError\n"
-        "print(sorted(extra_sections()))\n"
+        "print(sorted(sections()))\n"
         "raw = {'matrix': {'controllers': ['sata']}, 'workload': [{'name': 'w', 'rw': 'read', 'bs': '4k'}],\n"
         "       'qemu': {}}\n"
         "print(sorted(spec_from_dict(raw, 'm.toml').sections))\n"

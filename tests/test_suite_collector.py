@@ -13,8 +13,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
-import socket
 import subprocess
 import sys
 import time
@@ -24,12 +22,12 @@ from typing import Any, Iterator
 import pytest
 from standins.pve import PveStandin
 from standins.sshd import PrivateSshd, SshdUnavailable
-from suite_pve import LO, SECRET, SECRET_ENV, TOKEN, add_vm, eth, suite_matrix, write_matrix
+from suite_pve import LO, SECRET, SECRET_ENV, TOKEN, add_vm, eth, fio_server_on_host, suite_matrix, write_matrix
 
 from stormatrix.cli import main
 from stormatrix.core.errors import CollectorError
 from stormatrix.journal import Journal
-from stormatrix.suite import suite_from_dict
+from stormatrix.registry import suite_from_dict
 from stormatrix.collect import RemoteProcessesCollector
 from stormatrix.suitevms import ProxmoxSuiteVms
 
@@ -222,37 +220,10 @@ def test_ssh_that_stops_working_is_a_collector_error_with_the_fix(standin: PveSt
         assert f"the login must work without a prompt (ssh -o BatchMode=yes {sshd.target} true)" in msg
 
 
-def _host_ipv4() -> str | None:
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        try:
-            s.connect(("192.0.2.1", 9))
-            addr = s.getsockname()[0]
-        except OSError:
-            return None
-    return None if addr.startswith("127.") else addr
-
-
 @pytest.mark.skipif(shutil.which("fio") is None, reason="fio is not installed")
 def test_suite_run_with_host_metrics_over_ssh(standin: PveStandin, sshd: PrivateSshd, tmp_path: Path,
                                               capsys: pytest.CaptureFixture[str]) -> None:
-    host = _host_ipv4()
-    if host is None:
-        pytest.skip("no non-loopback IPv4 address on this machine")
-    from standins.fioservers import free_port
-    from stormatrix.executors.fioserver import find_fio
-
-    port = free_port()
-    (tmp_path / "guest").mkdir()
-    server = subprocess.Popen([find_fio(), f"--server=ip:{host},{port}"], cwd=tmp_path / "guest",
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    try:
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            try:
-                socket.create_connection((host, port), timeout=0.2).close()
-                break
-            except OSError:
-                time.sleep(0.05)
+    with fio_server_on_host(tmp_path / "guest") as (host, port):
         add_vm(standin, 101, "vm01", interfaces=[LO, eth("ens18", "bc:24:11:00:13:01", f"{host}/24")])
         raw = suite_matrix(standin, [101], proxmox=ssh_keys(sshd, tmp_path), port=port, filename="target.dat",
                            size="4m", queue_depths=[1, 4], measure_seconds=1.0, host_metrics="require")
@@ -260,9 +231,6 @@ def test_suite_run_with_host_metrics_over_ssh(standin: PveStandin, sshd: Private
         out, err = capsys.readouterr()
         assert rc == 0, err
         assert f"host metrics: ssh: 1 QEMU processes on {sshd.target} over ssh" in err
-    finally:
-        os.killpg(server.pid, signal.SIGKILL)
-        server.wait()
     records = Journal(tmp_path / "run").records()
     run = next(r for r in records if r["type"] == "run")
     assert run["host_collector"]["mode"] == "ssh" and run["host_collector"]["ssh"] == sshd.target

@@ -9,21 +9,19 @@ from __future__ import annotations
 
 import json
 import shutil
-import socket
-import subprocess
-import time
 from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
 from standins.pve import PveStandin
-from suite_pve import LO, SECRET, SECRET_ENV, TOKEN, add_vm, eth, suite_matrix, write_matrix, write_pidfile
+from suite_pve import (LO, SECRET, SECRET_ENV, TOKEN, add_vm, eth, fio_server_on_host, suite_matrix, write_matrix,
+                       write_pidfile)
 
 from stormatrix.cli import main
 from stormatrix.core.errors import InputError, MatrixError
 from stormatrix.executors.fioserver import FioGuest
 from stormatrix.journal import Journal
-from stormatrix.suite import suite_from_dict
+from stormatrix.registry import suite_from_dict
 from stormatrix.suitevms import ProxmoxSuiteVms, guest_names, pick_address
 
 
@@ -140,7 +138,7 @@ def test_two_vms_on_one_address_are_refused(standin: PveStandin) -> None:
 
 
 def test_a_refused_token_names_the_agent_privilege(standin: PveStandin) -> None:
-    from stormatrix.backends.pve_api import PveAuthError
+    from stormatrix.backends.proxmox.api import PveAuthError
 
     add_vm(standin, 101, "a", interfaces=[LO, eth("ens18", "bc:24:11:00:03:01", "10.0.0.31/24")])
     standin.fail_request("GET", "/agent/network-get-interfaces", status=403,
@@ -228,42 +226,13 @@ def test_cli_run_with_a_failing_vm_exits_2_and_keeps_the_journal(standin: PveSta
     assert (run_dir / "journal.ndjson").read_bytes() == before  # nothing journaled, nothing lost
 
 
-def _host_ipv4() -> str | None:
-    """This machine's address for the outside (not loopback): where a real fio server can listen."""
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        try:
-            s.connect(("192.0.2.1", 9))  # no packet is sent: this only picks the route's source address
-            addr = s.getsockname()[0]
-        except OSError:
-            return None
-    return None if addr.startswith("127.") else addr
-
-
 @pytest.mark.skipif(shutil.which("fio") is None, reason="fio is not installed")
 def test_cli_run_on_a_discovered_guest_with_local_host_metrics(standin: PveStandin, tmp_path: Path,
                                                                 capsys: pytest.CaptureFixture[str]) -> None:
     """End to end: the agent reports this machine's address, a real fio server listens there, the run
     finds it, measures the point, and (stormatrix being 'on the node': the pid file matches) measures
     the VM's QEMU process in the window."""
-    host = _host_ipv4()
-    if host is None:
-        pytest.skip("no non-loopback IPv4 address on this machine")
-    from standins.fioservers import free_port
-    from stormatrix.executors.fioserver import find_fio
-
-    port = free_port()
-    home = tmp_path / "guest"
-    home.mkdir()
-    server = subprocess.Popen([find_fio(), f"--server=ip:{host},{port}"], cwd=home, stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL, start_new_session=True)
-    try:
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            try:
-                socket.create_connection((host, port), timeout=0.2).close()
-                break
-            except OSError:
-                time.sleep(0.05)
+    with fio_server_on_host(tmp_path / "guest") as (host, port):
         add_vm(standin, 101, "vm01", interfaces=[LO, eth("ens18", "bc:24:11:00:05:01", f"{host}/24")])
         pid = write_pidfile(standin, 101)
         raw = suite_matrix(standin, [101], port=port, filename="target.dat", size="4m", measure_seconds=1.0)
@@ -273,12 +242,6 @@ def test_cli_run_on_a_discovered_guest_with_local_host_metrics(standin: PveStand
         assert rc == 0, err
         assert f"VM 101 -> vm01 ({host}:{port}) (QEMU pid {pid})" in err
         assert "host metrics: local: 1 QEMU processes on this node (pve)" in err
-    finally:
-        import os
-        import signal
-
-        os.killpg(server.pid, signal.SIGKILL)
-        server.wait()
     records = Journal(tmp_path / "run").records()
     run = next(r for r in records if r["type"] == "run")
     assert run["backend"] == "proxmox" and run["guests"] == [{"name": "vm01", "host": host, "port": port}]

@@ -24,7 +24,7 @@ from standins.fioservers import LocalFioServers
 
 from stormatrix.journal import Journal
 from stormatrix.runner import run_environment
-from stormatrix.suite import suite_from_dict
+from stormatrix.registry import suite_from_dict
 from stormatrix.suiterun import SuiteBackend, inventory_for, run_suite, suite_spec
 
 HOST_KEYS = ("cpu_model", "kernel", "cpus", "qemu", "perf")

@@ -16,12 +16,11 @@ from typing import Any, Iterator
 
 import pytest
 
-from stormatrix.backends import backend_class
 from stormatrix.backends import vmware as vm
 from stormatrix.backends import vmware_pwsh
 from stormatrix.core.errors import EnvironmentProblem, GuestNotReady, InputError, MatrixError
 from stormatrix.core.model import DiskConfig
-from stormatrix.spec import spec_from_dict
+from stormatrix.registry import backend_class, spec_from_dict
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_vmware_pwsh import PASSWORD, FakeVCenter, matrix  # noqa: E402
@@ -38,13 +37,13 @@ def lab(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Lab:
 def sent(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
     """What Python handed to pwsh: argv and the request document of every call."""
     calls: list[dict[str, Any]] = []
-    real = subprocess.run
+    real = vmware_pwsh.run_pwsh_process
 
-    def recording(argv: list[str], **kw: Any) -> Any:
-        calls.append({"argv": list(argv), "request": json.loads(kw.get("input") or "null")})
-        return real(argv, **kw)
+    def recording(argv: list[str], request: str, timeout: float, env: dict[str, str]) -> Any:
+        calls.append({"argv": list(argv), "request": json.loads(request or "null"), "env": env})
+        return real(argv, request, timeout, env)
 
-    monkeypatch.setattr(vmware_pwsh.subprocess, "run", recording)
+    monkeypatch.setattr(vmware_pwsh, "run_pwsh_process", recording)
     return calls
 
 
@@ -244,8 +243,8 @@ def test_failure_half_way_is_typed_and_restore_recovers(backend: vm.VmwareBacken
     lab.fault(step, f"{step}\t\tThe operation for the entity \"bench01\" failed with the following message: \"boom\"")
     with pytest.raises(error_type) as info:
         backend.apply(DiskConfig.controller_only("pvscsi"))
-    assert info.value.powercli and "boom" in info.value.powercli
-    assert info.value.error_id.startswith("Stormatrix.VMware.")
+    assert info.value.details.powercli and "boom" in info.value.details.powercli
+    assert info.value.details.error_id.startswith("Stormatrix.VMware.")
     assert sorted(d["filename"] for d in lab.vm()["disks"]) == sorted(f for _, f, _ in before[2])
     backend.restore()
     assert lab.layout() == before
@@ -263,8 +262,8 @@ def test_tuning_failure_half_way_rolls_back_and_restore_still_runs(backend: vm.V
     lab.fault("esxcli:storage.core.device.latencythreshold.set", "Unable to set threshold")
     with pytest.raises(vm.PowerCLIError) as info:
         backend.apply(DiskConfig.controller_only("pvscsi"))
-    assert info.value.error_id == "Stormatrix.VMware.TuningFailed"
-    assert "Unable to set threshold" in (info.value.powercli or "")
+    assert info.value.details.error_id == "Stormatrix.VMware.TuningFailed"
+    assert "Unable to set threshold" in (info.value.details.powercli or "")
     assert lab.devices()["naa.600a"] == ("32", "0 milliseconds")
     assert "Set-HardDisk" not in lab.cmdlets() and "Stop-VM" not in lab.cmdlets(), "no controller change after it"
     backend.apply(DiskConfig.controller_only("pvscsi"))  # the retry sets it (the fault was one-shot)
@@ -325,7 +324,7 @@ def test_wrong_password_is_a_connect_error_without_the_secret(lab: Lab, tmp_path
     b = vm.VmwareBackend(spec_from_dict(matrix()), tmp_path)
     with pytest.raises(vm.PowerCLIConnectError) as info:
         b.prepare()
-    assert "incorrect user name or password" in (info.value.powercli or "")
+    assert "incorrect user name or password" in (info.value.details.powercli or "")
     assert "not-the-password" not in str(info.value)
 
 
@@ -374,7 +373,7 @@ def test_contract_error_when_python_sends_a_parameter_the_module_lacks(lab: Lab,
     monkeypatch.setitem(vm.PYTHON_CALLS, "Get-StormatrixVMwareLayout", ("VMName", "DiskName", "Snapshot"))
     with pytest.raises(vm.PowerCLIContractError) as info:
         b.runner.call("Get-StormatrixVMwareLayout", {"VMName": "bench01", "DiskName": "Hard disk 2", "Snapshot": 1})
-    assert info.value.error_id == "NamedParameterNotFound,Get-StormatrixVMwareLayout"
+    assert info.value.details.error_id == "NamedParameterNotFound,Get-StormatrixVMwareLayout"
 
 
 def test_pwsh_missing_is_an_environment_problem(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -425,6 +424,23 @@ def test_pwsh_crash_without_an_answer_carries_stderr(tmp_path: Path, monkeypatch
         runner.call("Get-StormatrixVMwareLayout", {"VMName": "a", "DiskName": "Hard disk 2"})
 
 
+def test_a_call_past_its_timeout_ends_with_every_process_it_started(tmp_path: Path) -> None:
+    """pwsh as a .NET tool is a launcher whose child (dotnet pwsh.dll) does the work and holds the output
+    pipes: the timeout must end that child too (else it runs on, and the call waits for its pipes). The
+    stand-in launcher starts a child that keeps running (its output elsewhere, so a leak shows as a live
+    process rather than as a hang)."""
+    child_pid = tmp_path / "child.pid"
+    exe = tmp_path / "pwsh"
+    exe.write_text(f"#!/bin/sh\nsleep 600 >/dev/null 2>&1 &\necho $! > {child_pid}\nwait\n")
+    exe.chmod(0o755)
+    runner = vm.PwshRunner(str(exe), {"Server": "vc"}, timeout=2)
+    with pytest.raises(vm.PowerCLIError, match=r"did not answer within 2 s \(\[vmware\] call_timeout\)"):
+        runner.call("Get-StormatrixVMwareLayout", {"VMName": "a", "DiskName": "Hard disk 2"})
+    pid = int(child_pid.read_text())
+    state = Path(f"/proc/{pid}/stat")
+    assert not state.exists() or state.read_text().split(") ", 1)[1].startswith("Z"), "the launcher's child still runs"
+
+
 def test_secret_in_an_answer_is_scrubbed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SMX_PW", 'pa"ss\\word')
     answer = {"schema": "stormatrix/vmware-1", "ok": False, "command": "Get-StormatrixVMwareLayout",
@@ -437,7 +453,7 @@ def test_secret_in_an_answer_is_scrubbed(tmp_path: Path, monkeypatch: pytest.Mon
     runner = vm.PwshRunner(str(exe), {"Server": "vc"}, redact=("SMX_PW",))
     with pytest.raises(vm.PowerCLIConnectError) as info:
         runner.call("Get-StormatrixVMwareLayout", {"VMName": "a", "DiskName": "Hard disk 2"})
-    assert 'pa"ss\\word' not in str(info.value) and 'pa"ss\\word' not in (info.value.powercli or "")
+    assert 'pa"ss\\word' not in str(info.value) and 'pa"ss\\word' not in (info.value.details.powercli or "")
 
 
 # --- the window collector ------------------------------------------------------------------------------------

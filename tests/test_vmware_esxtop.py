@@ -14,7 +14,7 @@ import sys
 import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import pytest
 
@@ -252,7 +252,7 @@ def test_unreadable_files_are_clear(tmp_path: Path) -> None:
 
 def test_vmware_section_checks_the_esxtop_settings(tmp_path: Path) -> None:
     from stormatrix.backends import vmware as vm
-    from stormatrix.spec import spec_from_dict
+    from stormatrix.registry import spec_from_dict
     from test_vmware_pwsh import matrix
 
     with pytest.raises(MatrixError, match=r"esxtop_ssh.*is empty.*Fix: set esxtop_ssh"):
@@ -303,7 +303,7 @@ def esx(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> EsxLab:
 @pytest.fixture()
 def esx_backend(esx: EsxLab, tmp_path: Path) -> Iterator[Any]:
     from stormatrix.backends import vmware as vm
-    from stormatrix.spec import spec_from_dict
+    from stormatrix.registry import spec_from_dict
     from test_vmware_pwsh import matrix
 
     raw = matrix(host_cpu_source="esxtop", esxtop_ssh="root@esx01.lab", esxtop_delay_seconds=5)
@@ -476,14 +476,14 @@ class WindowExecutor:
         pass
 
 
-def test_a_run_journals_esxtop_host_records(esx: EsxLab, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from stormatrix import executors
+def test_a_run_journals_esxtop_host_records(esx: EsxLab, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                            use_executor: Callable[[str, str], None]) -> None:
     from stormatrix.journal import Journal
     from stormatrix.runner import Runner
-    from stormatrix.spec import spec_from_dict
+    from stormatrix.registry import spec_from_dict
     from test_vmware_pwsh import PASSWORD, matrix
 
-    monkeypatch.setitem(executors.REGISTRY, "fio-server", "test_vmware_esxtop:WindowExecutor")
+    use_executor("fio-server", "test_vmware_esxtop:WindowExecutor")
     raw = matrix(["pvscsi", "nvme"], host_cpu_source="esxtop", esxtop_ssh="root@esx01.lab", esxtop_delay_seconds=2)
     raw["run"].update(measure_seconds=4, ramp_seconds=0)
     before = esx.vsphere.layout()
@@ -506,7 +506,8 @@ def test_a_run_journals_esxtop_host_records(esx: EsxLab, tmp_path: Path, monkeyp
     assert not [p for p in (tmp_path / "run").rglob("*") if p.is_file() and PASSWORD in p.read_text(errors="replace")]
 
 
-def test_report_reads_an_esxi_run(esx: EsxLab, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_report_reads_an_esxi_run(esx: EsxLab, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                  use_executor: Callable[[str, str], None]) -> None:
     """What docs/esxi.md ("Reports and comparisons of an ESXi run") promises, on a run the backend journaled:
     ctx columns blank with the collector's reason, the score on CPU/MiB alone, and compare against a side
     with context-switch counts keeping the CPU comparison and leaving ctx blank with a note."""
@@ -514,15 +515,14 @@ def test_report_reads_an_esxi_run(esx: EsxLab, tmp_path: Path, monkeypatch: pyte
 
     import openpyxl
 
-    from stormatrix import executors
     from stormatrix.analysis.ingest import ingest
     from stormatrix.cli import main
     from stormatrix.journal import Journal
     from stormatrix.runner import Runner
-    from stormatrix.spec import spec_from_dict
+    from stormatrix.registry import spec_from_dict
     from test_vmware_pwsh import matrix
 
-    monkeypatch.setitem(executors.REGISTRY, "fio-server", "test_vmware_esxtop:WindowExecutor")
+    use_executor("fio-server", "test_vmware_esxtop:WindowExecutor")
     raw = matrix(["pvscsi", "nvme"], host_cpu_source="esxtop", esxtop_ssh="root@esx01.lab", esxtop_delay_seconds=2)
     raw["run"].update(measure_seconds=4, ramp_seconds=0)
     Runner(spec_from_dict(raw), tmp_path / "run", progress=False).run()

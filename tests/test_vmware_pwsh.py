@@ -21,7 +21,7 @@ import pytest
 from stormatrix.backends import vmware as vm
 from stormatrix.core.errors import InputError
 from stormatrix.core.model import DiskConfig
-from stormatrix.spec import spec_from_dict
+from stormatrix.registry import spec_from_dict
 
 from tests.pwshengine import pwsh_path, run_pwsh_command
 
@@ -347,6 +347,6 @@ def test_a_module_that_does_not_load_is_reported_naming_the_file(vcenter: FakeVC
     r = vm.PwshRunner(PWSH, runner().connection, module_dir=copy)
     with pytest.raises(vm.PowerCLIUnavailable) as info:
         r.call("Get-StormatrixVMwareLayout", {"VMName": "bench01", "DiskName": "Hard disk 2"})
-    assert info.value.error_id == "Stormatrix.VMware.ModuleLoadFailed" and "Broken-Thing.ps1" in str(info.value)
+    assert info.value.details.error_id == "Stormatrix.VMware.ModuleLoadFailed" and "Broken-Thing.ps1" in str(info.value)
     assert vcenter.cmdlets() == []  # nothing reached vSphere
 

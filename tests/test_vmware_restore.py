@@ -64,7 +64,7 @@ MATRIX = textwrap.dedent("""
 
 HARNESS = textwrap.dedent("""
     import sys, time
-    from stormatrix import executors
+    from stormatrix import registry
     from stormatrix.executors.base import GuestExecutor
 
     class HangingExecutor(GuestExecutor):
@@ -78,7 +78,7 @@ HARNESS = textwrap.dedent("""
             print("measuring", flush=True)
             time.sleep(600)
 
-    executors.REGISTRY["fio-server"] = "__main__:HangingExecutor"
+    registry.EXECUTORS["fio-server"] = "__main__:HangingExecutor"
     from stormatrix.cli import main
     sys.exit(main(["-vv", "run", sys.argv[1], "-o", sys.argv[2], "--no-progress"]))
 """)

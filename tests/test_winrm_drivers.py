@@ -30,7 +30,7 @@ from stormatrix.executors.winrm_facts import (
 )
 from stormatrix.journal import read_journal
 from stormatrix.runner import Runner
-from stormatrix.spec import spec_from_dict
+from stormatrix.registry import spec_from_dict
 
 SERIAL = "STORMATRIX01"
 # matrix controller -> (the name the guest module gives the PCI device, its driver service)
@@ -211,7 +211,7 @@ def test_test_disk_missing_carries_what_the_guest_reported() -> None:
     facts = guest_facts("virtio-blk", set())
     with pytest.raises(TestDiskMissing) as info:
         check_test_disk(facts, SERIAL, "W2022-BENCH")
-    assert info.value.details["guest_facts"] is facts and not info.value.retryable
+    assert info.value.details.guest_facts is facts and not info.value.retryable
 
 
 def test_the_gate_decides_nothing_before_it_has_facts() -> None:

@@ -23,7 +23,7 @@ from stormatrix.cli import main
 from stormatrix.executors import winrm as w
 from stormatrix.journal import read_journal
 from stormatrix.runner import Runner
-from stormatrix.spec import spec_from_dict
+from stormatrix.registry import spec_from_dict
 from tests.standins.wsman import FakeWindowsGuest, _fakewindows, self_signed_cert
 
 PASSWORD = "e2e-pa$$ 'word\""
@@ -35,11 +35,18 @@ pytestmark = [pytest.mark.pwsh, pytest.mark.slow,
               pytest.mark.skipif(shutil.which("fio") is None, reason="fio is not installed")]
 
 
+@pytest.fixture(scope="module")
+def guest_temp(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One %TEMP% for this file's guests: the module is uploaded once (an upload is ~40 pwsh starts; the
+    upload itself is tested in test_winrm_standin.py)."""
+    return tmp_path_factory.mktemp("guest-temp")
+
+
 @pytest.fixture()
-def guest(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[FakeWindowsGuest, str]]:
+def guest(tmp_path: Path, guest_temp: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[FakeWindowsGuest, str]]:
     monkeypatch.setenv("SMX_WINRM_PW", PASSWORD)
     cert, key = self_signed_cert(tmp_path)
-    with FakeWindowsGuest(tmp_path / "guest", password=PASSWORD, certfile=cert, keyfile=key) as g:
+    with FakeWindowsGuest(tmp_path / "guest", password=PASSWORD, certfile=cert, keyfile=key, temp=guest_temp) as g:
         yield g, cert
 
 
@@ -176,7 +183,7 @@ def test_guest_check_prints_each_check_and_its_fix(guest: tuple[FakeWindowsGuest
         assert [line for line in out.splitlines() if line.startswith("  ")] == builtin
 
 
-def test_guest_check_names_a_controller_without_driver(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+def test_guest_check_names_a_controller_without_driver(tmp_path: Path, guest_temp: Path, monkeypatch: pytest.MonkeyPatch,
                                                        capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setenv("SMX_WINRM_PW", PASSWORD)
     cert, key = self_signed_cert(tmp_path)
@@ -184,7 +191,7 @@ def test_guest_check_names_a_controller_without_driver(tmp_path: Path, monkeypat
     controllers = description["Controllers"]
     controllers[1]["DriverInstalled"] = False
     with FakeWindowsGuest(tmp_path / "guest", {"Controllers": controllers}, password=PASSWORD, certfile=cert,
-                          keyfile=key) as g:
+                          keyfile=key, temp=guest_temp) as g:
         rc = main(["guest", "check", "--host", "127.0.0.1", "--port", str(g.server.port), "--transport", "https",
                    "--ca-file", cert, "--username", "Administrator", "--password-env", "SMX_WINRM_PW",
                    "--disk-serial", "STORMATRIX01", "--controller", "virtio-scsi-single", "--timeout", str(DEADLINE)])
@@ -222,7 +229,8 @@ class ControllerVmBackend(WinRMVmBackend):
         path.write_text(json.dumps(state), encoding="utf-8")
 
 
-def test_windows_matrix_without_guest_drivers_runs_what_the_guest_has(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_windows_matrix_without_guest_drivers_runs_what_the_guest_has(tmp_path: Path, guest_temp: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     """No [run] guest_drivers; the guest's driver store holds vioscsi but not viostor. virtio-blk is listed
     first: its first boot finds no test disk, the facts that readiness carries (the driver store) skip
     every virtio-blk cell (both repeats) with the reason, one boot spent, no cell-error (on_error = stop
@@ -232,7 +240,7 @@ def test_windows_matrix_without_guest_drivers_runs_what_the_guest_has(tmp_path: 
     store = [p for p in _fakewindows().load_description()["DriverStore"] if p["Inf"] == "vioscsi.inf"]
     assert store, "the fake guest's description stages vioscsi"
     with FakeWindowsGuest(tmp_path / "guest", {"DriverStore": store}, password=PASSWORD, certfile=cert,
-                          keyfile=key) as g:
+                          keyfile=key, temp=guest_temp) as g:
         raw = matrix(cert)
         raw["run"]["repeats"] = 2
         raw["matrix"]["controllers"] = ["virtio-blk", "virtio-scsi-pci"]

@@ -172,7 +172,7 @@ def test_parse_call_output_error_keeps_id_stdout_and_stderr_without_secrets() ->
         w.parse_call_output(out, "Find", [secret])
     err = info.value
     assert err.exit_status == 1
-    assert err.details["error_id"] == "Stormatrix.TestDiskNotFound"
+    assert err.details.error_id == "Stormatrix.TestDiskNotFound"
     assert "hunter2" not in str(err) and "hunter2" not in err.stdout and "hunter2" not in err.stderr
     assert err.stderr == "boom ***"
 

@@ -10,7 +10,7 @@ import pytest
 
 from stormatrix.core.errors import EnvironmentProblem, InputError, MatrixError
 from stormatrix.executors import winrm as w
-from stormatrix.spec import extra_sections, spec_from_dict
+from stormatrix.registry import sections, spec_from_dict
 
 PASSWORD = "s3cr3t:P@ss/word"
 
@@ -27,7 +27,7 @@ def settings(**over: object) -> w.WinRMSettings:
 
 
 def test_section_is_registered_and_validated_by_the_matrix_parser() -> None:
-    assert extra_sections().get("winrm") is w.WINRM_SECTION
+    assert sections().get("winrm") is w.WINRM_SECTION
     raw = {"matrix": {"controllers": ["sata"]}, "workload": [{"name": "r", "rw": "randread", "bs": "4k"}],
            "winrm": {"username": "Administrator", "password_env": "PW", "disk_serial": "S1", "transport": "https"}}
     spec = spec_from_dict(raw)

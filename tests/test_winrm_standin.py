@@ -134,7 +134,7 @@ def test_injected_values_arrive_as_plain_data(guest: FakeWindowsGuest, tmp_path:
     value = value.format(marker=marker)
     with pytest.raises(RemoteCommandError) as info:
         executor(guest).call("Get-StormatrixEngineVersion", {"Engine": "fio", "Path": value})
-    assert info.value.details["error_id"].startswith("Stormatrix.ExecutableNotFound")
+    assert info.value.details.error_id.startswith("Stormatrix.ExecutableNotFound")
     assert value in str(info.value)  # the guest saw the value itself, as one string
     assert not marker.exists()
     assert all(value not in line for line in guest.server.command_lines)
@@ -143,15 +143,15 @@ def test_injected_values_arrive_as_plain_data(guest: FakeWindowsGuest, tmp_path:
 def test_a_bad_serial_is_refused_by_powershell_validation(guest: FakeWindowsGuest) -> None:
     with pytest.raises(RemoteCommandError) as info:
         executor(guest).call("Find-StormatrixTestDisk", {"Serial": "x'; Remove-Item -Recurse C:\\ #"})
-    assert "ParameterArgumentValidationError" in info.value.details["error_id"]
+    assert "ParameterArgumentValidationError" in info.value.details.error_id
 
 
 def test_guest_errors_carry_the_error_id_and_the_disks_seen(guest: FakeWindowsGuest) -> None:
     with pytest.raises(RemoteCommandError) as info:
         executor(guest).call("Find-StormatrixTestDisk", {"Serial": "NOPE"})
-    assert info.value.exit_status == 1 and info.value.details["error_id"].startswith("Stormatrix.TestDiskNotFound")
+    assert info.value.details.exit_status == 1 and info.value.details.error_id.startswith("Stormatrix.TestDiskNotFound")
     assert "no disk with serial 'NOPE'" in str(info.value) and 'serial "STORMATRIX01"' in str(info.value)
-    assert "##stormatrix:error" in info.value.stdout
+    assert "##stormatrix:error" in info.value.details.stdout
 
 
 # --- output encoding: UTF-8 end to end ---------------------------------------------------------------------
@@ -238,7 +238,7 @@ def test_a_controller_without_driver_fails_wait_ready_at_once_naming_it(tmp_path
     assert info.value.retryable is False and isinstance(info.value, GuestNotReady)
     assert facts_calls <= 3  # presence check (+ upload when new) + one facts call: not polled until the deadline
     # the facts travel with the error: the runner reads the installed drivers from them
-    assert info.value.details["guest_facts"]["InstalledStorageDrivers"] == ["viostor"]
+    assert info.value.details.guest_facts["InstalledStorageDrivers"] == ["viostor"]
 
 
 def test_a_command_past_its_deadline_is_a_remote_timeout_and_is_stopped(guest: FakeWindowsGuest, tmp_path: Path) -> None:
@@ -295,8 +295,8 @@ def test_a_write_on_a_partitioned_disk_is_refused_before_fio_starts(tmp_path: Pa
         window = Window()
         with pytest.raises(WorkloadFailed, match="GPT partition table") as info:
             ex.run(cell("randwrite"), Timing(0.0, 1.0), window)
-        assert window.events == [] and info.value.details["error_id"].startswith("Stormatrix.TestDiskNotRaw")
-        assert "##stormatrix:engine-started" not in info.value.details["stdout"]
+        assert window.events == [] and info.value.details.error_id.startswith("Stormatrix.TestDiskNotRaw")
+        assert "##stormatrix:engine-started" not in info.value.details.stdout
         # reads are fine on it, and allowed writes too
         assert ex.run(cell("randread"), Timing(0.0, 1.0), Window()).engine == "fio"
         allowed = executor(g, allow_partitioned_disk=True).run(cell("randwrite"), Timing(0.0, 1.0), Window())
@@ -324,7 +324,7 @@ def test_a_disk_that_stays_read_only_gets_its_own_message(tmp_path: Path, guest_
     with make_guest(tmp_path, guest_temp, {"Disks": disks}) as g:
         with pytest.raises(WorkloadFailed) as info:
             executor(g).run(cell("randwrite"), Timing(0.0, 1.0), Window())
-    assert info.value.details["error_id"].startswith("Stormatrix.TestDiskReadOnly")
+    assert info.value.details.error_id.startswith("Stormatrix.TestDiskReadOnly")
     assert "stays read-only" in str(info.value) and "SAN policy is OfflineShared" in str(info.value)
 
 

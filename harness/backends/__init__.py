@@ -1,23 +1,5 @@
-"""Hypervisor backends. One explicit registry; no metaclass magic.
+"""Hypervisor backends: how a test disk is attached and the VM restarted so that it takes effect.
 
-A backend's module is imported only when it is used, so that the qemu path does not need proxmoxer
-and the proxmox path does not need QEMU on the controller machine.
+The interface is :class:`stormatrix.backends.base.Backend`; the list of backends a matrix can name is
+:data:`stormatrix.registry.BACKENDS` (one explicit dict; nothing registers itself on import).
 """
-
-from __future__ import annotations
-
-import importlib
-
-from .base import Backend
-
-# name -> "module:Class"
-REGISTRY: dict[str, str] = {
-    "qemu": "stormatrix.backends.qemu:QemuBackend",
-    "proxmox": "stormatrix.backends.proxmox:ProxmoxBackend",
-    "vmware": "stormatrix.backends.vmware:VmwareBackend",
-}
-
-
-def backend_class(name: str) -> type[Backend]:
-    module, _, cls = REGISTRY[name].partition(":")
-    return getattr(importlib.import_module(module), cls)

@@ -20,8 +20,9 @@ from .. import guestimage
 from ..core.errors import EnvironmentProblem, VmStartError
 from ..core.model import CONTROLLERS, DiskConfig
 from ..core.paths import disk_image_problem, executable_problem
+from ..core.scope import BlockStats, GuestEndpoint, HostScope, format_cpuset
 from ..spec import Field, MatrixSpec, Section
-from .base import Backend, BlockStats, GuestEndpoint, HostScope, format_cpuset
+from .base import Backend
 from .qemu_devices import PCI_ADDR, disk_devices, drive_option, pci_addr
 from .qemu_pinning import PinPlan, PlacementCollector, ThreadPinner, check_setting, plan_pinning
 from .qemu_vm import (QBOOT, QEMU_BINARY, QemuVm, VmSpec, ensure_test_disk, free_test_disks, image_in_use, kill_stale,

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import MatrixError
-from .base import ROLE_IOTHREAD, ROLE_MAIN, ROLE_OTHER, ROLE_VCPU, ROLE_WORKER, format_cpuset, parse_cpuset
+from ..core.scope import ROLE_IOTHREAD, ROLE_MAIN, ROLE_OTHER, ROLE_VCPU, ROLE_WORKER, format_cpuset, parse_cpuset
 
 log = logging.getLogger("stormatrix.qemu")
 

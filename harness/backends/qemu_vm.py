@@ -28,10 +28,10 @@ from pathlib import Path
 import psutil
 
 from .. import guestimage
-from ..core.errors import EnvironmentProblem, VmStartError
+from ..core.errors import EnvironmentProblem, QmpError, VmStartError
 from ..core.model import DiskConfig
-from ..qmp import Qmp, QmpError, connect_unix
-from .base import ROLE_IOTHREAD, ROLE_MAIN, ROLE_OTHER, ROLE_VCPU, ROLE_WORKER, BlockStats
+from ..core.scope import ROLE_IOTHREAD, ROLE_MAIN, ROLE_OTHER, ROLE_VCPU, ROLE_WORKER, BlockStats
+from ..qmp import Qmp, connect_unix
 from .qemu_devices import disk_devices, pci_addr
 
 log = logging.getLogger("stormatrix.qemu")

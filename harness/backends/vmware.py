@@ -37,14 +37,15 @@ from pathlib import Path
 from typing import Any
 
 from .. import secrets
-from ..core.errors import BackendError, InputError, MatrixError
+from ..core.errors import (BackendError, InputError, MatrixError, PowerCLIConnectError, PowerCLIContractError,
+                           PowerCLIError, PowerCLIGuestNotReady, PowerCLINotFound, PowerCLIStatsError,
+                           PowerCLIUnavailable, StormatrixError)
 from ..core.model import DiskConfig
-from .base import Backend, GuestEndpoint, HostScope
+from ..core.scope import GuestEndpoint, HostScope
+from .base import Backend
 from .vmware_cpu import EsxtopCollector, VmwareCpuCollector, iso_utc
-from .vmware_pwsh import (ENTRY_SCRIPT, MODULE_DIR, PYTHON_CALLS, RESPONSE_PREFIX, SCHEMA, PowerCLIConnectError,
-                          PowerCLIContractError, PowerCLIError, PowerCLIGuestNotReady, PowerCLINotFound,
-                          PowerCLIStatsError, PowerCLIUnavailable, PwshRunner, build_request, error_from_response,
-                          parse_response, pwsh_argv)
+from .vmware_pwsh import (ENTRY_SCRIPT, MODULE_DIR, PYTHON_CALLS, RESPONSE_PREFIX, SCHEMA, PwshRunner, build_request,
+                          error_from_response, parse_response, pwsh_argv)
 from .vmware_settings import CONTROLLER_TYPES, VMWARE_SECTION
 
 __all__ = ["CONTROLLER_TYPES", "ENTRY_SCRIPT", "EsxtopCollector", "MODULE_DIR", "PYTHON_CALLS", "PowerCLIConnectError",
@@ -209,7 +210,7 @@ class VmwareBackend(Backend):
         o = self.opts
         try:
             info = self.runner.call("Get-StormatrixVMwareHostInfo", {"VMName": o["vm"], "VMHost": o["esx_host"]})
-        except BackendError as exc:
+        except StormatrixError as exc:  # any failed module call (PowerCLI missing too): said, not guessed
             return {"host_inventory_error": f"ESXi host of VM {o['vm']} not described: {exc}"}
         return {"host": info.get("Name"), "esxi_version": info.get("Version"), "esxi_build": info.get("Build"),
                 "cpu_model": info.get("CpuModel"), "cpus": info.get("CpuThreads"),
@@ -357,7 +358,8 @@ class VmwareBackend(Backend):
                 "ControllerType": layout["Controller"]["Type"], "KeepControllerKey": self._keep_keys(),
                 "Filename": layout["Disk"]["Filename"], "PowerState": layout["PowerState"],
                 "UnitNumber": int(layout["Disk"]["UnitNumber"]), "ReadyTimeoutSeconds": self._ready_timeout()})
-        except BackendError as exc:  # the host tuning is still put back; this error is raised after
+        except StormatrixError as exc:  # any failed call (VMware Tools late too): the host tuning is still put
+            # back; this error is raised after
             errors.append(exc)
         tuning = self._original.get("tuning")
         if self._tuned and tuning:
@@ -368,7 +370,7 @@ class VmwareBackend(Backend):
                     "LatencySensitiveThreshold": int(tuning["LatencySensitiveThreshold"])})
                 self._tuned = self._tuning_applied = False
                 self.tuning_in_force = tuning
-            except BackendError as exc:
+            except StormatrixError as exc:
                 errors.append(exc)
         if errors:
             if len(errors) > 1:

@@ -14,6 +14,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..analysis.esxtop import read_esxtop, vm_cpu_record
 from ..core.errors import CollectorError, InputError
 from ..ssh import SshOptions
 
@@ -155,7 +156,6 @@ class EsxtopCollector:
             raise CollectorError(f"ssh {target} esxtop exited {rc}: {self._stderr() or 'no message'}. Fix: start the "
                                  "SSH service on the host (TSM-SSH) and put this workstation's public key into "
                                  "/etc/ssh/keys-root/authorized_keys, or set [vmware] host_cpu_source = \"vsphere\"")
-        from ..analysis.esxtop import read_esxtop, vm_cpu_record
 
         try:
             capture = read_esxtop(self.path)

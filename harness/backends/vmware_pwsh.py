@@ -14,12 +14,14 @@ import json
 import logging
 import os
 import shutil
+import signal
 import subprocess
 from pathlib import Path
 from typing import Any
 
 from .. import secrets
-from ..core.errors import BackendError, CollectorError, EnvironmentProblem, GuestNotReady
+from ..core.errors import (PowerCLIConnectError, PowerCLIContractError, PowerCLIError, PowerCLIGuestNotReady,
+                           PowerCLINotFound, PowerCLIStatsError, PowerCLIUnavailable, StormatrixError)
 
 log = logging.getLogger("stormatrix.backend.vmware")
 
@@ -46,40 +48,7 @@ PYTHON_CALLS: dict[str, tuple[str, ...]] = {
 
 # --- errors ------------------------------------------------------------------------------------------------
 
-class PowerCLIError(BackendError):
-    """A module call failed; ``error_id`` is the FullyQualifiedErrorId, ``powercli`` PowerCLI's own message."""
-
-    def __init__(self, message: str, *, error_id: str = "", powercli: str | None = None, command: str = "",
-                 category: str = "", **kw: Any) -> None:
-        super().__init__(message, **kw)
-        self.error_id, self.powercli, self.command, self.category = error_id, powercli, command, category
-
-
-class PowerCLIConnectError(PowerCLIError):
-    """Connecting failed: credentials missing or rejected, certificate not trusted, server unreachable."""
-
-
-class PowerCLINotFound(PowerCLIError):
-    """The VM, disk, host or device named in [vmware] does not exist (or a name matched several)."""
-
-
-class PowerCLIGuestNotReady(PowerCLIError, GuestNotReady):
-    """VMware Tools did not start after the power-on."""
-
-
-class PowerCLIStatsError(PowerCLIError, CollectorError):
-    """vSphere had no usable realtime statistics for the window."""
-
-
-class PowerCLIContractError(PowerCLIError):
-    """Python and the module disagree (unknown command or parameter, malformed answer): a bug, not the lab."""
-
-
-class PowerCLIUnavailable(PowerCLIError, EnvironmentProblem):
-    """pwsh or PowerCLI is missing on this workstation."""
-
-
-_ERROR_TYPES: dict[str, type[PowerCLIError]] = {
+_ERROR_TYPES: dict[str, type[StormatrixError]] = {
     "Stormatrix.VMware.CredentialMissing": PowerCLIConnectError,
     "Stormatrix.VMware.ConnectFailed": PowerCLIConnectError,
     "Stormatrix.VMware.ConfigurationFailed": PowerCLIConnectError,
@@ -98,7 +67,7 @@ _ERROR_TYPES: dict[str, type[PowerCLIError]] = {
 }
 
 
-def error_from_response(doc: dict[str, Any]) -> PowerCLIError:
+def error_from_response(doc: dict[str, Any]) -> StormatrixError:
     """The typed error for a failed response: by the module's error id, else a contract error when
     PowerShell itself refused the call (a parameter binding problem is Python's bug), else the base."""
     err = doc.get("error") or {}
@@ -126,6 +95,28 @@ INSTALL_HINT = ("install PowerShell 7 (`dotnet tool install -g PowerShell --vers
                 "`powershell` package) and VMware.PowerCLI from the PowerShell Gallery (`pwsh -Command "
                 "'Install-Module VMware.PowerCLI -Scope CurrentUser'`), or set [vmware] pwsh to its path "
                 "(docs/esxi.md)")
+
+
+def run_pwsh_process(argv: list[str], request: str, timeout: float,
+                     env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """Run one pwsh call in a process group of its own; on timeout kill the whole group.
+
+    Why the group: pwsh installed as a .NET tool (``dotnet tool install PowerShell``) is a launcher that
+    starts ``dotnet pwsh.dll`` as a child. Killing only the launcher (what ``subprocess.run`` does on a
+    timeout) leaves that child running and holding the output pipes, so the call would hang until pwsh
+    ends by itself. Raises :class:`subprocess.TimeoutExpired` once every process of the group is gone."""
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=env, start_new_session=True)
+    try:
+        out, err = proc.communicate(request, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.communicate()
+        raise
+    return subprocess.CompletedProcess(argv, proc.returncode, out, err)
 
 
 def find_pwsh(pwsh: str, tool_dirs: tuple[Path, ...] | None = None) -> tuple[str | None, list[str]]:
@@ -230,10 +221,10 @@ class PwshRunner:
         self.calls.append(command)
         log.debug("pwsh %s %s", command, sorted(parameters))
         try:
-            proc = subprocess.run(argv, input=request, capture_output=True, text=True, timeout=self.timeout,
-                                  check=False, env={**os.environ, **self.child_env, "POWERSHELL_TELEMETRY_OPTOUT": "1",
-                                                    # plain text: pwsh 7 writes ANSI colour into redirected errors
-                                                    "NO_COLOR": "1"})
+            proc = run_pwsh_process(argv, request, self.timeout,
+                                    env={**os.environ, **self.child_env, "POWERSHELL_TELEMETRY_OPTOUT": "1",
+                                         # plain text: pwsh 7 writes ANSI colour into redirected errors
+                                         "NO_COLOR": "1"})
         except subprocess.TimeoutExpired:
             raise PowerCLIError(f"{command}: pwsh did not answer within {self.timeout:g} s ([vmware] call_timeout)",
                                 command=command) from None

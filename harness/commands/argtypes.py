@@ -12,7 +12,10 @@ from __future__ import annotations
 import argparse
 import math
 
+from ..core.errors import InputError
 from ..core.names import host_problem, label_problem
+from ..core.paths import ca_bundle_problem, input_problem
+from .outputs import check_output_name
 
 
 def positive_number(text: str, *, unit: str = "", example: str = "0.10") -> float:
@@ -66,8 +69,6 @@ def label(text: str) -> str:
 def ca_bundle(text: str) -> str:
     """The path of a CA bundle: an existing regular file holding PEM certificates (a directory, FIFO,
     device or loop is refused before anything opens it)."""
-    from ..core.paths import ca_bundle_problem
-
     problem = ca_bundle_problem(text)
     if problem:
         raise argparse.ArgumentTypeError(f"{text!r} {problem}: give the PEM file of the CA that signed the "
@@ -86,10 +87,6 @@ def check_run_dir(flag: str, value: str) -> None:
     """A run directory argument (``-o RUN_DIR``): not empty (Path("") is the current directory), and if
     something is there already, a directory (a file, FIFO, device or link loop is named, exit 2)."""
     import os
-
-    from ..core.errors import InputError
-    from ..core.paths import input_problem
-    from .outputs import check_output_name
 
     if not value.strip():
         raise InputError(f"{flag} is empty. Fix: give the run directory, e.g. {flag} runs/today (it is created "

@@ -9,6 +9,9 @@ import shutil
 from importlib import resources
 from pathlib import Path
 
+from ..core.errors import InputError
+from ..demosuite import MAX_GUESTS, MIN_GUESTS, run_demo_suite
+from .argtypes import check_run_dir
 from .report import output_paths, write_report
 from .runlock import hold_run_dir
 from .run import execute
@@ -31,8 +34,6 @@ ends within 8.5 min ([run] time_budget_minutes): with the workbook the demo stay
 def guests_per_side(text: str) -> int:
     """``--guests``: 2-4 (the bounds the demo suite's configuration holds). Checked when parsed, so that
     no value, 0 included, is replaced by the default or reaches a booted guest."""
-    from ..demosuite import MAX_GUESTS, MIN_GUESTS
-
     try:
         n = int(text)
     except ValueError:
@@ -67,16 +68,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..core.errors import InputError
-    from .argtypes import check_run_dir
-
     if args.output is not None:  # a file, FIFO or loop at -o: exit 2 before anything is created or booted
         check_run_dir("-o", args.output)
     else:
         check_run_dir("the default run directory", "runs/demo-suite" if args.suite else "runs/demo")
     if args.suite:
-        from ..demosuite import run_demo_suite
-
         with hold_run_dir(args.output or "runs/demo-suite", "demo --suite"):
             return run_demo_suite(args)
     if args.guests is not None:

@@ -5,6 +5,13 @@ from __future__ import annotations
 import argparse
 import sys
 from typing import Any
+from ..backends.proxmox.settings import make_transport
+from ..core.errors import InputError
+from ..executors.fioserver_models import DEFAULT_PORT
+from ..fleet.proxmox import ProxmoxFleet
+from ..fleet.spec import load_fleet_file
+from ..fleet.template import fio_package_version, user_data
+from ..suiterun import fio_version
 
 DESCRIPTION = """\
 Deploy the worker VMs a comparison suite runs on, and remove them afterwards.
@@ -47,10 +54,6 @@ def register(subparsers: Any) -> None:
 
 
 def _fleet(args: argparse.Namespace) -> Any:
-    from ..backends.proxmox_schema import make_transport
-    from ..fleet.proxmox import ProxmoxFleet
-    from ..fleet.spec import load_fleet_file
-
     _raw, spec, proxmox = load_fleet_file(args.file)
     run_dir = args.output or "."
     return ProxmoxFleet(spec, make_transport(proxmox, args.file), run_dir)
@@ -85,8 +88,6 @@ def cmd_deploy(args: argparse.Namespace) -> int:
 
 
 def cmd_destroy(args: argparse.Namespace) -> int:
-    from ..core.errors import InputError
-
     with _fleet(args) as fleet:
         if not fleet.journal.path.exists():
             raise InputError(f"{fleet.journal.path} does not exist: this run directory deployed no fleet, so there "
@@ -100,11 +101,6 @@ def cmd_destroy(args: argparse.Namespace) -> int:
 
 
 def cmd_template(args: argparse.Namespace) -> int:
-    from ..core.errors import InputError
-    from ..executors.fioserver_models import DEFAULT_PORT
-    from ..fleet.template import fio_package_version, user_data
-    from ..suiterun import fio_version
-
     port = DEFAULT_PORT if args.port is None else args.port
     if not 1 <= port <= 65535:
         raise InputError(f"--port {port}: give a TCP port from 1 to 65535")

@@ -14,11 +14,11 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ..core.errors import GuestNotReady, InputError, RemoteTimeout
+from ..core.errors import GuestNotReady, InputError, RemoteTimeout, TestDiskMissing
 from ..core.model import CONTROLLER_ALIASES, CONTROLLERS
 from ..secrets import check_option
 from .argtypes import ca_bundle, host_name, non_empty, port_number, positive_seconds
-from ..executors.winrm import TRANSPORTS, VALIDATION_RUNNERS, TestDiskMissing, WinRMExecutor, WinRMSettings
+from ..executors.winrm import TRANSPORTS, VALIDATION_RUNNERS, WinRMExecutor, WinRMSettings
 from ..executors.winrm_settings import _check_serial
 
 

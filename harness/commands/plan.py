@@ -5,13 +5,13 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..registry import backend_class
 from ..core.model import NOT_APPLICABLE
-from ..repeats import possible_extra
 from ..progress import estimate_seconds, fmt_duration
+from ..registry import backend_class, load_spec
+from ..repeats import possible_extra
 from ..runner import check_executor_spec
 from ..runorder import draw_seed, ordered_cells
-from ..spec import WINDOWS_VIRTIO_DRIVER, check_guest_backend, declared_guest_drivers, expand, load_spec
+from ..spec import WINDOWS_VIRTIO_DRIVER, check_guest_backend, declared_guest_drivers, expand
 
 
 def register(sub: argparse._SubParsersAction) -> None:

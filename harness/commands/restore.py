@@ -13,7 +13,6 @@ calls as the end of a run).
 from __future__ import annotations
 
 import argparse
-import datetime
 import logging
 import os
 from pathlib import Path
@@ -22,7 +21,8 @@ from typing import Any
 from ..core.errors import InputError
 from ..core.paths import input_problem
 from ..journal import Journal, read_journal, JOURNAL_NAME
-from ..spec import spec_from_dict
+from ..records import restored_record
+from ..registry import backend_class, spec_from_dict
 
 log = logging.getLogger("stormatrix.restore")
 
@@ -75,8 +75,6 @@ def restore_run(run_dir: Path, *, force: bool = False) -> str:
     if not isinstance(original, dict):
         raise InputError(f"{journal_path}: run {run.get('run_id')}: original_config is {type(original).__name__}, "
                          "not an object. Fix: the journal was edited or damaged; restore it from a backup")
-    from ..registry import backend_class
-
     if not isinstance(run.get("matrix"), dict):
         raise InputError(f"{journal_path}: run {run.get('run_id')}: the run record has no matrix, so the backend "
                          "cannot be rebuilt. Fix: the journal was edited or damaged; restore it from a backup")
@@ -92,9 +90,7 @@ def restore_run(run_dir: Path, *, force: bool = False) -> str:
     finally:
         backend.close()
     what = RESTORABLE[backend_name](original)
-    Journal(run_dir).open().append({"type": "restored", "run_id": run.get("run_id"), "vm": what["vm"],
-                                    "time": datetime.datetime.now(datetime.timezone.utc).isoformat(),
-                                    "by": "stormatrix restore"})
+    Journal(run_dir).open().append(restored_record(run_id=run.get("run_id"), vm=what["vm"], by="stormatrix restore"))
     return f"{what['text']} restored to its original configuration"
 
 

@@ -10,10 +10,11 @@ from pathlib import Path
 from typing import Any
 
 from ..console import Terminated
+from ..registry import load_spec
 from ..runner import Runner, check_executor_spec
+from ..spec import check_guest_backend
 from .argtypes import check_run_dir, label
 from .runlock import hold_run_dir
-from ..spec import check_guest_backend, load_spec
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -6,11 +6,19 @@ import argparse
 import sys
 from typing import Any
 
+from ..backends.proxmox.settings import make_transport
+from ..core.errors import InputError
+from ..core.model import format_size
+from ..core.paths import executable_problem
+from ..fleet.proxmox import ProxmoxFleet
+from ..fleet.suiterun import fleet_spec, run_fleet_suite
 from ..journal import Journal
-from ..suite import Suite, eta, load_suite
+from ..registry import load_suite
+from ..suite import Suite, eta
+from ..suiterun import check_resumable, run_suite
+from ..suitevms import ProxmoxSuiteVms
 from .argtypes import check_run_dir
 from .runlock import hold_run_dir
-from ..suiterun import check_resumable, run_suite
 
 
 def register(subparsers: Any) -> None:
@@ -48,8 +56,6 @@ def register(subparsers: Any) -> None:
 
 
 def _describe(suite: Suite) -> list[str]:
-    from ..core.model import format_size
-
     lines = [f"suite {suite.name!r}, side {suite.side!r}, disk {suite.disk_key}",
              f"  rw: {', '.join(suite.rw)}; block sizes: {', '.join(format_size(b) for b in suite.block_sizes)}; "
              f"queue depths: {', '.join(map(str, suite.queue_depths))}; numjobs {suite.numjobs}; "
@@ -71,8 +77,6 @@ def _describe(suite: Suite) -> list[str]:
 def _resolve(suite: Suite) -> tuple[Suite, Any, Any, dict[str, Any]]:
     """For a VM list: (suite with the discovered guests, the VM list, its collector, the collector status).
     The caller closes the VM list."""
-    from ..suitevms import ProxmoxSuiteVms
-
     vms = ProxmoxSuiteVms(suite)
     try:
         guests = vms.discover()
@@ -119,9 +123,6 @@ def check_fio_client(fio: str) -> None:
     import os
     import shutil
 
-    from ..core.errors import InputError
-    from ..core.paths import executable_problem
-
     if not fio.strip():
         raise InputError("--fio is empty. Fix: give the fio client binary, e.g. --fio /usr/bin/fio (default: fio on "
                          "PATH)")
@@ -135,10 +136,6 @@ def check_fio_client(fio: str) -> None:
 
 def _plan_fleet(suite: Suite, run_dir: str | None) -> None:
     """A suite on a fleet: the fleet it would deploy, checked now (exit 2 before anything is created)."""
-    from ..backends.proxmox_schema import make_transport
-    from ..fleet.proxmox import ProxmoxFleet
-    from ..fleet.suiterun import fleet_spec
-
     assert suite.proxmox is not None
     spec = fleet_spec(suite)
     with ProxmoxFleet(spec, make_transport(suite.proxmox, suite.path), run_dir or ".") as fleet:
@@ -158,8 +155,6 @@ def cmd_run(args: argparse.Namespace) -> int:
     if suite.guests:
         check_resumable(Journal(args.output), suite)
     if "fleet" in suite.raw:
-        from ..fleet.suiterun import run_fleet_suite
-
         for line in _describe(suite):
             print(line, file=sys.stderr)
         with hold_run_dir(args.output, "suite run"):
@@ -168,8 +163,6 @@ def cmd_run(args: argparse.Namespace) -> int:
             print(f"  failed: {key}: {message}", file=sys.stderr)
         return 1 if fleet_outcome.failed else 0
     if args.keep:
-        from ..core.errors import InputError
-
         raise InputError("--keep applies only to a suite with a [fleet] (workers the suite deploys). Fix: drop --keep")
     for line in _describe(suite):
         print(line, file=sys.stderr)

@@ -17,6 +17,15 @@ from typing import Any, Iterator
 JOURNAL_NAME = "journal.ndjson"
 SCHEMA = "stormatrix/record-1"
 
+# The record types (``"type"``), the one list the writer (stormatrix.records builds every record) and the
+# readers (the runner's resume, analysis.journalrows) name them by.
+RUN = "run"                    # a run started: environment, matrix, the VM's original configuration
+CELL = "cell"                  # one measured cell
+CELL_ERROR = "cell-error"      # one failed attempt of a cell
+CELL_SKIPPED = "cell-skipped"  # a cell not run, with the reason (a Windows guest without the driver)
+RESTORED = "restored"          # the VM was put back as the run found it
+RECORD_TYPES = frozenset({RUN, CELL, CELL_ERROR, CELL_SKIPPED, RESTORED})
+
 
 @dataclass(frozen=True)
 class Line:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
 from typing import Any
 
 # --- controllers -----------------------------------------------------------------------------------
@@ -35,6 +36,16 @@ AIO_MODES = ("native", "io_uring", "threads")
 CACHE_MODES = ("none", "directsync", "writethrough", "writeback", "unsafe", "default")
 DIRECT_CACHE_MODES = frozenset({"none", "directsync", "default"})
 RW_MODES = ("read", "write", "randread", "randwrite", "rw", "readwrite", "randrw", "trim", "randtrim")
+#: fio rw modes that change the disk's contents (a write cell needs [run] allow_write)
+WRITE_MODES = frozenset({"write", "randwrite", "rw", "readwrite", "randrw", "trim", "randtrim"})
+#: fio rw modes that read and write (rwmixread applies)
+MIXED_MODES = frozenset({"rw", "readwrite", "randrw"})
+
+
+def now_iso() -> str:
+    """The time of a record: UTC, ISO 8601 to the millisecond (every journal record uses this one form)."""
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+
 
 # Highest slot index per Proxmox bus (ide0-3, sata0-5, scsi0-30, virtio0-15).
 BUS_MAX_SLOTS = {"ide": 4, "sata": 6, "scsi": 31, "virtio": 16}

@@ -1,13 +1,5 @@
 """Guest executors: how a workload runs inside the guest and how its result comes back.
 
-The list of executors is :data:`stormatrix.registry.EXECUTORS`; ``executor_class`` is kept here for
-callers that import it from this package.
+The interface is :class:`stormatrix.executors.base.GuestExecutor`; the list of executors a matrix can
+name is :data:`stormatrix.registry.EXECUTORS` (one explicit dict; nothing registers itself on import).
 """
-
-from __future__ import annotations
-
-from ..registry import EXECUTORS as REGISTRY
-from ..registry import executor_class
-from .base import GuestExecutor
-
-__all__ = ["REGISTRY", "GuestExecutor", "executor_class"]

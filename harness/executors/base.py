@@ -12,8 +12,8 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..backends.base import GuestEndpoint
 from ..core.model import Cell, Timing
+from ..core.scope import GuestEndpoint
 
 if TYPE_CHECKING:
     from ..spec import MatrixSpec
@@ -23,6 +23,13 @@ class WindowListener(Protocol):
     def measure_started(self) -> None: ...
 
     def measure_ended(self) -> None: ...
+
+
+#: the cell-record keys an executor may set through :attr:`WorkloadResult.record`: what only it knows
+#: (many guests' results, their skew, the fio client process), and ``vm``/``times``/``raw``, which it
+#: refines (``times`` is merged into the runner's, key by key)
+EXECUTOR_RECORD_KEYS = frozenset({"vm", "times", "raw", "clients", "fio_all_clients", "aggregate_check", "skew",
+                                  "controller", "noise"})
 
 
 @dataclass
@@ -37,8 +44,15 @@ class WorkloadResult:
     #: the journal's ``fio`` block when the executor summarised itself (many guests summed); else None
     #: and the runner summarises ``data`` by ``engine``
     summary: dict[str, Any] | None = None
-    #: cell-record keys only this executor knows (per-guest results, skew, ...), added to the record
+    #: cell-record keys only this executor knows (per-guest results, skew, ...), added to the record;
+    #: only the keys of :data:`EXECUTOR_RECORD_KEYS` (the others are the runner's and the window's)
     record: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        foreign = sorted(set(self.record) - EXECUTOR_RECORD_KEYS)
+        if foreign:
+            raise ValueError(f"a {self.engine} result may not set the cell record's {', '.join(foreign)}: an "
+                             f"executor sets only {', '.join(sorted(EXECUTOR_RECORD_KEYS))}")
 
 
 class GuestExecutor(ABC):

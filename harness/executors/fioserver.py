@@ -46,33 +46,33 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from ..analysis.fio import extract_json_documents
-from ..backends.base import GuestEndpoint
 from ..core.errors import DataFileError, GuestDisconnected, GuestNotReady, WorkloadFailed
 from ..core.model import Cell, Timing, parse_size
+from ..core.scope import GuestEndpoint
 from .base import GuestExecutor, WindowListener, WorkloadResult
 from .fioserver_client import FioClientRun, run_fio_client
 from .fioserver_models import (
-    ALL_CLIENTS,
-    DEFAULT_PORT,
-    FIO_HUNG_CLIENT_S,
-    NAME_RE,
-    PROBE_JOB_NAME,
-    FioGuest,
-    FioJob,
-    check_unique,
-    client_args,
-    find_fio,
-    fio_rate,
-)
+                               ALL_CLIENTS,
+                               DEFAULT_PORT,
+                               FIO_HUNG_CLIENT_S,
+                               NAME_RE,
+                               PROBE_JOB_NAME,
+                               FioGuest,
+                               FioJob,
+                               check_unique,
+                               client_args,
+                               find_fio,
+                               fio_rate,
+                               )
 from .fioserver_output import (
-    ClientOutput,
-    aggregate_check,
-    lost_hosts_in_text,
-    noise_lines,
-    parse_client_output,
-    read_iops_logs,
-    window_skew,
-)
+                               ClientOutput,
+                               aggregate_check,
+                               lost_hosts_in_text,
+                               noise_lines,
+                               parse_client_output,
+                               read_iops_logs,
+                               window_skew,
+                               )
 from .fioserver_probe import PROBE_JOB, ProbeResult, probe_servers, require_servers
 
 __all__ = ["ALL_CLIENTS", "DEFAULT_PORT", "FIO_HUNG_CLIENT_S", "NAME_RE", "PROBE_JOB", "PROBE_JOB_NAME",
@@ -109,7 +109,7 @@ def run_point(guests: Sequence[FioGuest], job: FioJob, workdir: Path, *, fio: st
     """Run ``job`` on all ``guests`` at once with one fio client process; return every guest's result.
 
     Raises :class:`GuestDisconnected` naming each guest whose result is missing (with the results
-    of the others in ``details['partial']``), :class:`WorkloadFailed` when fio failed otherwise.
+    of the others in ``details.partial``), :class:`WorkloadFailed` when fio failed otherwise.
     ``workdir`` receives the job files, fio's stderr and the IOPS logs.
     """
     check_unique(guests)

@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-from ..backends.base import GuestEndpoint
 from ..core.errors import EnvironmentProblem
 from ..core.model import RW_MODES
 from ..core.names import host_problem
+from ..core.scope import GuestEndpoint
 
 DEFAULT_PORT = 8765
 ALL_CLIENTS = "All clients"

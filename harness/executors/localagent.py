@@ -23,9 +23,9 @@ import time
 from typing import Any
 
 from ..analysis.fio import parse_fio_json
-from ..backends.base import GuestEndpoint
 from ..core.errors import DataFileError, GuestDisconnected, GuestNotReady, WorkloadFailed
 from ..core.model import Cell, Timing, Workload
+from ..core.scope import GuestEndpoint
 from ..qmp import connect_unix
 from .base import GuestExecutor, WindowListener, WorkloadResult
 from .fioserver_models import fio_rate

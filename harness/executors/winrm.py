@@ -26,54 +26,48 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
-from ..backends.base import GuestEndpoint
-from ..core.errors import (
-    AuthenticationFailed,
-    GuestDisconnected,
-    GuestNotReady,
-    InputError,
-    RemoteCommandError,
-    RemoteTimeout,
-    WorkloadFailed,
-)
+from ..analysis.fio import parse_fio_json
+from ..core.errors import (AuthenticationFailed, GuestDisconnected, GuestNotReady, InputError, RemoteCommandError,
+                           RemoteTimeout, TestDiskMissing, WSManServiceError, WorkloadFailed)
 from ..core.model import Cell, Timing
+from ..core.scope import GuestEndpoint
 from .base import GuestExecutor, WindowListener, WorkloadResult
-from .winrm_channel import ProtocolFactory, WinRMChannel, WSManServiceError, _default_protocol, map_transport_error
+from .winrm_channel import ProtocolFactory, WinRMChannel, _default_protocol, map_transport_error
 from .winrm_encoding import (
-    CMD_LIMIT,
-    CMD_MARGIN,
-    MODULE_NAME,
-    POWERSHELL_PREFIX,
-    PRELUDE,
-    ModulePayload,
-    call_script,
-    default_module_dir,
-    encode_command,
-    encode_parameters,
-    max_chunk_chars,
-    present_script,
-    restart_script,
-    upload_scripts,
-)
-from .winrm_facts import TestDiskMissing, check_test_disk, storage_drivers
+                             CMD_LIMIT,
+                             CMD_MARGIN,
+                             MODULE_NAME,
+                             POWERSHELL_PREFIX,
+                             PRELUDE,
+                             ModulePayload,
+                             call_script,
+                             default_module_dir,
+                             encode_command,
+                             encode_parameters,
+                             max_chunk_chars,
+                             present_script,
+                             restart_script,
+                             upload_scripts,
+                             )
+from .winrm_facts import check_test_disk, storage_drivers
 from .winrm_output import (
-    STARTED_MARK,
-    CheckReport,
-    CheckResult,
-    CommandOutput,
-    clean_clixml,
-    diskspd_document,
-    parse_call_output,
-)
+                           STARTED_MARK,
+                           CheckReport,
+                           CheckResult,
+                           CommandOutput,
+                           clean_clixml,
+                           diskspd_document,
+                           parse_call_output,
+                           )
 from .winrm_secrets import RedactingFilter, Secret, load_password, redact
 from .winrm_settings import (
-    DEFAULT_SHELL_MEMORY_MB,
-    TRANSPORTS,
-    WINRM_SECTION,
-    WinRMSettings,
-    check_transport_available,
-    check_workload_memory,
-)
+                             DEFAULT_SHELL_MEMORY_MB,
+                             TRANSPORTS,
+                             WINRM_SECTION,
+                             WinRMSettings,
+                             check_transport_available,
+                             check_workload_memory,
+                             )
 
 if TYPE_CHECKING:
     from ..spec import MatrixSpec
@@ -305,8 +299,7 @@ class WinRMExecutor(GuestExecutor):
         if "error" in box:
             exc = box["error"]
             if isinstance(exc, RemoteCommandError) and not isinstance(exc, (AuthenticationFailed, RemoteTimeout)):
-                raise WorkloadFailed(str(exc), cell=cell.key, stdout=exc.stdout, stderr=exc.stderr,
-                                     exit_status=exc.exit_status, error_id=exc.details.get("error_id", "")) from exc
+                raise WorkloadFailed(str(exc), cell=cell.key, details=exc.details) from exc
             raise exc
         if "started_at" not in box:
             raise WorkloadFailed(f"{function} returned without the engine-started marker", cell=cell.key)
@@ -326,7 +319,6 @@ class WinRMExecutor(GuestExecutor):
             except xml.parsers.expat.ExpatError as exc:
                 raise WorkloadFailed(f"DiskSpd XML does not parse: {exc}", cell=cell.key, stdout=raw[:2000]) from None
             return WorkloadResult(engine="diskspd", raw=raw, data=data, guest=guest, window_source="timed")
-        from ..analysis.fio import parse_fio_json
 
         data = parse_fio_json(raw, source=f"fio in {self.settings.host}")
         return WorkloadResult(engine="fio", raw=raw, data=data, guest=guest, window_source="timed")

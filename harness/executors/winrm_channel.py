@@ -13,15 +13,12 @@ import math
 import time
 from typing import Any, Callable
 
-from ..core.errors import AuthenticationFailed, GuestDisconnected, RemoteCommandError, RemoteTimeout
+from ..core.errors import (AuthenticationFailed, GuestDisconnected, RemoteCommandError, RemoteTimeout,
+                           WSManServiceError)
 from .winrm_output import CommandOutput
 from .winrm_settings import WinRMSettings, check_transport_available
 
 log = logging.getLogger("stormatrix.executor.winrm")
-
-
-class WSManServiceError(RemoteCommandError):
-    """The WinRM service answered a WS-Man fault or an HTTP 5xx: it runs but cannot serve (yet)."""
 
 
 class _ConnectError(Exception):

@@ -4,7 +4,7 @@ A test disk that Windows does not show is almost always a controller without a b
 virtio controller before the virtio-win drivers are installed shows with ConfigManagerErrorCode 28,
 "drivers not installed"). That does not heal by restarting the VM, so :func:`check_test_disk`
 raises :class:`TestDiskMissing`, which says so (``retryable = False``) and names each controller,
-its PnP device and whether a driver is bound; it carries the facts (``details["guest_facts"]``).
+its PnP device and whether a driver is bound; it carries the facts (``details.guest_facts``).
 
 Which virtio-win storage drivers the guest has (``InstalledStorageDrivers``: the packages staged in its
 driver store, whatever controller the VM has now) decides, through :class:`DriverGate`, which virtio
@@ -17,7 +17,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..core.errors import GuestNotReady
+from ..core.errors import TestDiskMissing
 from ..core.model import Cell, DiskConfig
 from ..spec import WINDOWS_VIRTIO_DRIVER, MatrixSpec, declared_guest_drivers
 
@@ -39,13 +39,6 @@ CONTROLLER_DRIVERS = {
     "lsi": "symmpi/lsi_scsi (53C895A: in-box in Server 2022 unverified)",
     "lsilogic-sas": "lsi_sas (in-box)",
 }
-
-
-class TestDiskMissing(GuestNotReady):
-    """The test disk is not visible in the guest; restarting the VM will not change that."""
-
-    retryable = False
-    __test__ = False  # not a pytest class, whatever its name
 
 
 def _as_list(value: Any) -> list[Any]:

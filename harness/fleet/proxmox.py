@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from ..core.errors import BackendError, MatrixError, TaskFailed
+from ..core.errors import BackendError, MatrixError, PveApiError, TaskFailed
 from ..core.model import CONTROLLERS
 from .journal import FleetJournal, FleetState, OwnedVolume
 from .spec import FleetSpec
@@ -111,8 +111,6 @@ class ProxmoxFleet:
 
     def config(self, vmid: int) -> dict[str, Any] | None:
         """The VM's config, or None when no VM has that VMID."""
-        from ..backends.pve_api import PveApiError
-
         try:
             return dict(self._get(f"{self._vm_path(vmid)}/config") or {})
         except PveApiError as exc:
@@ -126,8 +124,6 @@ class ProxmoxFleet:
     # --- plan ------------------------------------------------------------------------------------------
     def plan(self) -> FleetPlan:
         """Everything a deploy needs, checked before anything is created; every problem is listed."""
-        from ..backends.pve_api import PveApiError
-
         s = self.spec
         problems: list[tuple[str, str]] = []
         resources = self._get("/cluster/resources", {"type": "vm"}) or []
@@ -333,8 +329,6 @@ class ProxmoxFleet:
     # --- power ------------------------------------------------------------------------------------------
     def power_cycle(self, vmids: list[int], *, agent_timeout: float = 300.0) -> None:
         """Stop, then start every worker (so the attached disk takes effect), then wait for each agent."""
-        from ..backends.pve_api import PveApiError
-
         for action in ("stop", "start"):
             upids = []
             for vmid in vmids:

@@ -28,10 +28,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..backends.proxmox import settings as proxmox_settings
 from ..core.errors import MatrixError
 from ..core.model import AIO_MODES, CACHE_MODES, CONTROLLERS, parse_size
 from ..core.names import label_problem
 from ..schema import Field, Section, parse_section
+from ..spec import _load_toml
+from ..suitevms import PER_VM_KEYS, suite_proxmox_section
 
 POWER_CYCLE = ("side", "point", "never")
 CLONE_MODES = ("linked", "full")
@@ -154,8 +157,6 @@ def fleet_from_dict(raw: dict[str, Any], path: str, node: str) -> FleetSpec:
 
 def load_fleet_file(path: str | Path) -> tuple[dict[str, Any], FleetSpec, dict[str, Any]]:
     """The file's raw tables, its ``[fleet]`` and its ``[proxmox]`` (connection keys only)."""
-    from ..spec import _load_toml
-
     raw = _load_toml(Path(path))
     spec, proxmox = load_fleet_tables(raw, str(path))
     return raw, spec, proxmox
@@ -163,9 +164,6 @@ def load_fleet_file(path: str | Path) -> tuple[dict[str, Any], FleetSpec, dict[s
 
 def load_fleet_tables(raw: dict[str, Any], path: str) -> tuple[FleetSpec, dict[str, Any]]:
     """``[fleet]`` and ``[proxmox]`` (connection keys only) of a file already read."""
-    from ..backends import proxmox_schema
-    from ..suitevms import PER_VM_KEYS, suite_proxmox_section
-
     if "proxmox" not in raw or not isinstance(raw["proxmox"], dict):
         raise MatrixError(path, "[proxmox]", "is missing: the fleet is deployed on a Proxmox node",
                           "add [proxmox] with host, node, token_id and token_secret_env (or transport = \"local\")")
@@ -173,7 +171,7 @@ def load_fleet_tables(raw: dict[str, Any], path: str) -> tuple[FleetSpec, dict[s
         raise MatrixError(path, f"[proxmox] {key}", "does not apply to a fleet: it names or handles one VM of a "
                           "matrix run", f"remove {key}; the fleet's VMs are described in [fleet]")
     proxmox = parse_section(path, suite_proxmox_section(), raw["proxmox"])
-    proxmox_schema.check_section(proxmox, path)
+    proxmox_settings.check_section(proxmox, path)
     spec = fleet_from_dict(raw, path, proxmox["node"])
     if spec.power_cycle == "point":
         raise MatrixError(path, "[fleet] power_cycle", "\"point\" (a power cycle before every point) is not "

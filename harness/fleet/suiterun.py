@@ -27,9 +27,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from ..backends.proxmox.settings import make_transport
+from ..core.errors import GuestNotReady
+from ..executors.fioserver_probe import require_servers
 from ..journal import Journal
 from ..suite import Suite
 from ..suiterun import SuiteOutcome, run_suite, write_comparison
+from ..suitevms import ProxmoxSuiteVms
 from .proxmox import ProxmoxFleet
 from .spec import FleetSpec, fleet_from_dict
 
@@ -59,9 +63,6 @@ def fleet_spec(suite: Suite) -> FleetSpec:
 def run_fleet_suite(suite: Suite, run_dir: str | Path, *, fio: str = "fio", keep: bool = False,
                     progress: bool = False, transport: Any = None, stream: Any = None) -> FleetSuiteOutcome:
     """Deploy, run each storage as a side, write the comparison, destroy (unless ``keep``)."""
-    from ..backends.proxmox_schema import make_transport
-    from ..suitevms import ProxmoxSuiteVms
-
     stream = stream or sys.stderr
     run_dir = Path(run_dir)
     spec = fleet_spec(suite)
@@ -112,16 +113,13 @@ def run_fleet_suite(suite: Suite, run_dir: str | Path, *, fio: str = "fio", keep
 def check_fio_servers(guests: list[Any], workdir: Path, *, fio: str) -> None:
     """Every worker's fio server answers the controller's fio before the side's first point; a protocol
     mismatch (the guest's fio is another version) is named with the template's fix."""
-    from ..core.errors import GuestNotReady
-    from ..executors.fioserver_probe import require_servers
-
     try:
         require_servers(guests, workdir, fio=fio)
     except GuestNotReady as exc:
         if "protocol mismatch" in exc.message:
             raise GuestNotReady(exc.message + ". Fix: rebuild the workers' template with the user-data of "
                                 "`stormatrix fleet template` (it installs the controller's fio version)",
-                                guests=exc.details.get("guests")) from None
+                                details=exc.details) from None
         raise
 
 

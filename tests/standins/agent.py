@@ -323,10 +323,10 @@ class FakeWinRMExecutor(GuestExecutor):
 
 def main(argv: list[str]) -> int:
     """``python tests/standins/agent.py run m.toml -o dir``: the real CLI with this backend as ``qemu``."""
-    from stormatrix import backends
+    from stormatrix import registry
     from stormatrix.cli import main as cli_main
 
-    backends.REGISTRY["qemu"] = f"{__name__}:FakeVmBackend" if __name__ != "__main__" else "standins.agent:FakeVmBackend"
+    registry.BACKENDS["qemu"] = f"{__name__}:FakeVmBackend" if __name__ != "__main__" else "standins.agent:FakeVmBackend"
     return cli_main(argv)
 
 

@@ -26,7 +26,9 @@ with a WS-Man SOAP fault (HTTP 500), ``status_next`` with a bare HTTP status (e.
 from __future__ import annotations
 
 import base64
+import os
 import re
+import signal
 import subprocess
 import threading
 import time
@@ -152,6 +154,14 @@ def split_command_line(line: str) -> list[str]:
     return args
 
 
+def kill_group(proc: subprocess.Popen[bytes]) -> None:
+    """End a command's process and everything it started (its process group)."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
 class GuestRunner:
     """cmd.exe's view of ``powershell[.exe] <args>``: the real pwsh (tests/pwshengine.py) runs with those
     arguments, its command preceded by the fake Windows guest's start (FakeWindows module,
@@ -172,8 +182,10 @@ class GuestRunner:
             r.finish(1)
             return
         argv = _fakewindows().powershell_argv(self.pwsh or pwsh_path(), parts[1:])
+        # a session of its own: pwsh as a .NET tool is a launcher whose child (dotnet pwsh.dll) does the work,
+        # so a terminated command ends the whole group (kill_group), as Windows ends the shell's processes
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, env=self.env)
+                                stderr=subprocess.PIPE, env=self.env, start_new_session=True)
         self.processes.append(proc)
 
         def pump(stream: object, name: str) -> None:
@@ -190,7 +202,7 @@ class GuestRunner:
             t.start()
         while proc.poll() is None:
             if r.terminated.wait(0.05):
-                proc.kill()
+                kill_group(proc)
         for t in threads:
             t.join()
         for stream in (proc.stdout, proc.stderr):
@@ -491,4 +503,4 @@ class FakeWindowsGuest:
         self.server.__exit__(*exc)
         for proc in self.runner.processes:
             if proc.poll() is None:
-                proc.kill()
+                kill_group(proc)

@@ -25,6 +25,11 @@ function script:New-TestDisk {
         Size = 1GB; PartitionStyle = $PartitionStyle; IsOffline = $IsOffline; OfflineReason = 'Policy'
         IsBoot = $IsBoot; IsSystem = $IsSystem; IsReadOnly = $IsReadOnly }
 }
+function script:Write-FioOutput {
+    # what fio does with --output=<file>: writes its JSON document there (for mocks of Invoke-StormatrixNative)
+    param([string[]]$ArgumentList, [string]$Json)
+    Set-Content -LiteralPath ($ArgumentList | Where-Object { $_ -like '--output=*' }).Substring(9) -Value $Json
+}
 function script:New-NativeResult {
     param([int]$ExitCode = 0, [string]$StdOut = '', [string]$StdErr = '')
     [pscustomobject]@{ FilePath = 'x'; Arguments = @(); ExitCode = $ExitCode; StdOut = $StdOut; StdErr = $StdErr }

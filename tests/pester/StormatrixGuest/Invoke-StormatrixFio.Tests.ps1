@@ -13,11 +13,7 @@ Describe 'Invoke-StormatrixFio' {
     }
     Context 'When fio succeeds on the disk found by serial' {
         It 'Should target \\.\PhysicalDriveN with windowsaio, --thread and --output, and return the JSON' {
-            Mock Invoke-StormatrixNative {
-                $out = ($ArgumentList | Where-Object { $_ -like '--output=*' }).Substring(9)
-                Set-Content -LiteralPath $out -Value '{"fio version": "fio-3.35", "jobs": [{"jobname": "stormatrix", "error": 0}]}'
-                New-NativeResult
-            }
+            Mock Invoke-StormatrixNative { Write-FioOutput -ArgumentList $ArgumentList -Json '{"fio version": "fio-3.35", "jobs": [{"jobname": "stormatrix", "error": 0}]}'; New-NativeResult }
             $r = Invoke-StormatrixFio -Serial 'STORMATRIX01' -Workload @{ ReadWrite = 'randread'; BlockSize = 65536; IoDepth = 8; NumJobs = 2; RampSeconds = 5; RuntimeSeconds = 30; RateMiBps = 32 } -OutputDirectory $TestDrive
             $r.Engine | Should -Be 'fio'
             $r.DiskNumber | Should -Be 4
@@ -48,11 +44,7 @@ Describe 'Invoke-StormatrixFio' {
     }
     Context 'When a job reports an error' {
         It 'Should throw FioJobError' {
-            Mock Invoke-StormatrixNative {
-                $out = ($ArgumentList | Where-Object { $_ -like '--output=*' }).Substring(9)
-                Set-Content -LiteralPath $out -Value '{"jobs": [{"jobname": "stormatrix", "error": 5}]}'
-                New-NativeResult
-            }
+            Mock Invoke-StormatrixNative { Write-FioOutput -ArgumentList $ArgumentList -Json '{"jobs": [{"jobname": "stormatrix", "error": 5}]}'; New-NativeResult }
             { Invoke-StormatrixFio -Serial 'STORMATRIX01' -Workload @{ ReadWrite = 'read'; BlockSize = 4096 } -OutputDirectory $TestDrive } | Should -Throw -ErrorId 'Stormatrix.FioJobError'
         }
     }
@@ -78,11 +70,7 @@ Describe 'Invoke-StormatrixFio' {
             $script:readOnly = $true
             Mock Get-Disk { @(New-TestDisk -Number 4 -IsReadOnly $script:readOnly) }
             Mock Set-Disk { $script:readOnly = $false }
-            Mock Invoke-StormatrixNative {
-                $out = ($ArgumentList | Where-Object { $_ -like '--output=*' }).Substring(9)
-                Set-Content -LiteralPath $out -Value '{"jobs": [{"jobname": "stormatrix", "error": 0}]}'
-                New-NativeResult
-            }
+            Mock Invoke-StormatrixNative { Write-FioOutput -ArgumentList $ArgumentList -Json '{"jobs": [{"jobname": "stormatrix", "error": 0}]}'; New-NativeResult }
             $r = Invoke-StormatrixFio -Serial 'STORMATRIX01' -Workload @{ ReadWrite = 'write'; BlockSize = 4096 } -OutputDirectory $TestDrive
             $r.TestDisk.WasReadOnly | Should -BeTrue
             $r.TestDisk.ReadOnlyCleared | Should -BeTrue
@@ -155,11 +143,7 @@ Describe 'Invoke-StormatrixFio' {
         }
         It 'Should not ask without -Confirm (the controller''s calls are non-interactive)' {
             Mock Get-Disk { @(New-TestDisk -Number 4) }
-            Mock Invoke-StormatrixNative {
-                $out = ($ArgumentList | Where-Object { $_ -like '--output=*' }).Substring(9)
-                Set-Content -LiteralPath $out -Value '{"fio version": "fio-3.35", "jobs": [{"jobname": "stormatrix", "error": 0}]}'
-                New-NativeResult
-            }
+            Mock Invoke-StormatrixNative { Write-FioOutput -ArgumentList $ArgumentList -Json '{"fio version": "fio-3.35", "jobs": [{"jobname": "stormatrix", "error": 0}]}'; New-NativeResult }
             (Invoke-StormatrixFio -Serial 'STORMATRIX01' -Workload @{ ReadWrite = 'randwrite'; BlockSize = 4096 } -OutputDirectory $TestDrive).Engine | Should -Be 'fio'
         }
     }

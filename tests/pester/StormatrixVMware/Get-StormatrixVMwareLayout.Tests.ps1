@@ -44,7 +44,7 @@ Describe 'Get-StormatrixVMwareLayout' {
     It 'Should carry PowerCLI''s words when the VM does not exist' {
         $err = $null
         try { Get-StormatrixVMwareLayout -VMName nothere -DiskName 'Hard disk 2' } catch { $err = $_ }
-        $err.FullyQualifiedErrorId | Should -BeLike 'Stormatrix.VMware.VmNotFound*'
+        $err.FullyQualifiedErrorId | Should -Be 'Stormatrix.VMware.VmNotFound'
         $err.Exception.InnerException.Message | Should -BeLike "*VM with name 'nothere' was not found*"
     }
 }

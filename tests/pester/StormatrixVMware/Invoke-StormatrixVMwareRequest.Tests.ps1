@@ -28,7 +28,7 @@ Describe 'Invoke-StormatrixVMwareRequest' {
         $r = Invoke-StormatrixVMwareRequest -RequestJson ('{"command":"Get-StormatrixVMwareLayout","parameters":{"VMName":"x''; Remove-Item / #","DiskName":"Hard disk 2"},' + $script:connection + '}')
         $r.Ok | Should -BeFalse
         $doc = ConvertFrom-Json -InputObject $r.Json
-        $doc.error.id | Should -BeLike 'Stormatrix.VMware.VmNotFound*'
+        $doc.error.id | Should -Be 'Stormatrix.VMware.VmNotFound'
         $doc.error.message | Should -BeLike "*x'; Remove-Item / #*"
         $doc.error.powercli | Should -BeLike '*was not found*'
         @(Get-TestCall | Where-Object { $_ -eq 'Disconnect-VIServer' }).Count | Should -Be 1
@@ -41,11 +41,11 @@ Describe 'Invoke-StormatrixVMwareRequest' {
     It 'Should refuse a command outside its list' {
         $r = Invoke-StormatrixVMwareRequest -RequestJson ('{"command":"Remove-Item","parameters":{},' + $script:connection + '}')
         $r.Ok | Should -BeFalse
-        (ConvertFrom-Json -InputObject $r.Json).error.id | Should -BeLike 'Stormatrix.VMware.UnknownCommand*'
+        (ConvertFrom-Json -InputObject $r.Json).error.id | Should -Be 'Stormatrix.VMware.UnknownCommand'
         Get-TestCall | Should -Not -Contain 'Connect-VIServer'
     }
     It 'Should answer BadRequest for <_>' -ForEach @('not json', '[1, 2]', '{"command":"Get-StormatrixVMwareLayout","parameters":[1],"connection":{}}') {
-        (ConvertFrom-Json -InputObject (Invoke-StormatrixVMwareRequest -RequestJson $_).Json).error.id | Should -BeLike 'Stormatrix.VMware.BadRequest*'
+        (ConvertFrom-Json -InputObject (Invoke-StormatrixVMwareRequest -RequestJson $_).Json).error.id | Should -Be 'Stormatrix.VMware.BadRequest'
     }
     It 'Should report a parameter the command does not have as PowerShell''s binding error' {
         $r = Invoke-StormatrixVMwareRequest -RequestJson ('{"command":"Get-StormatrixVMwareLayout","parameters":{"VMName":"bench01","DiskName":"Hard disk 2","Snapshot":1},' + $script:connection + '}')

@@ -2,7 +2,7 @@
 # Each entry names the first version that has it and where that is documented, so a reader can check
 # the claim; "docs: X" is the learn.microsoft.com reference page of X (its version notes or, for .NET,
 # the "Applies to" table, which for these APIs lists no .NET Framework version). Read with the parser
-# (SafeGetValue), not Import-PowerShellDataFile, so the engine needs no Utility module for it.
+# (SafeGetValue), not Import-PowerShellDataFile, so reading it runs nothing (the data is never executed).
 # Deliberately not flagged: String.Contains(char) and String.Split(char[, options]) - .NET Core overloads,
 # but on 5.1 PowerShell converts the [char] to [string] / [char[]] for the .NET Framework overloads with the
 # same result; [string]::Join overloads likewise. Split with a multi-character string is flagged

@@ -2,7 +2,7 @@
 # wildcard names, times, and the few vSphere API types scripts create with New-Object.
 
 # --- vSphere API and PowerCLI exception types ---------------------------------------------------------------
-# Emitted at run time (Add-Type is a Utility cmdlet the hosted engine lacks; Reflection.Emit is in .NET).
+# Emitted at run time with Reflection.Emit: Add-Type would compile C# (Roslyn) in every pwsh process the backend starts.
 # VMware.Vim.* are the vSphere SDK classes a script builds a ReconfigVM spec from; the exceptions carry the
 # class names PowerCLI's errors have (UNSURE: the exact namespaces differ between PowerCLI releases).
 if (-not ('VMware.Vim.VirtualMachineConfigSpec' -as [type])) {

@@ -22,8 +22,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from ..core.model import CONTROLLERS, SCSIHW_DISKS_PER_CONTROLLER, DiskConfig
-from . import pve_config as pc
+from ...core.model import CONTROLLERS, SCSIHW_DISKS_PER_CONTROLLER, DiskConfig
+from .change import boot_order
+from .drives import DEFAULT_SCSIHW, DRIVE_KEY_RE, is_cdrom, parse_drive, split_drive_key
 
 #: disks per controller instance on the buses whose controller holds several
 _PER_CONTROLLER = {"sata": 6, "ide": 2}
@@ -45,12 +46,12 @@ class OtherDevice:
 
 def other_devices(config: Mapping[str, Any], test_key: str) -> list[OtherDevice]:
     """Every drive key of ``config`` but the test disk, in slot order."""
-    order = pc.boot_order(config.get("boot")) or []
+    order = boot_order(config.get("boot")) or []
     out = []
-    for key in sorted((k for k in config if pc.DRIVE_KEY_RE.match(k) and k != test_key),
-                      key=lambda k: (pc.split_drive_key(k)[0], pc.split_drive_key(k)[1])):
-        opts = pc.parse_drive(str(config[key]))
-        out.append(OtherDevice(key, opts.get("file", "?"), pc.is_cdrom(opts) or opts.get("file") in ("none", "cdrom"),
+    for key in sorted((k for k in config if DRIVE_KEY_RE.match(k) and k != test_key),
+                      key=lambda k: (split_drive_key(k)[0], split_drive_key(k)[1])):
+        opts = parse_drive(str(config[key]))
+        out.append(OtherDevice(key, opts.get("file", "?"), is_cdrom(opts) or opts.get("file") in ("none", "cdrom"),
                                key in order))
     return out
 
@@ -58,7 +59,7 @@ def other_devices(config: Mapping[str, Any], test_key: str) -> list[OtherDevice]
 def _instance(bus: str, scsihw: str | None, slot: int) -> int | None:
     """The controller instance a disk at ``bus``/``slot`` sits on; None where every disk has its own."""
     if bus == "scsi":
-        per = SCSIHW_DISKS_PER_CONTROLLER.get(scsihw or pc.DEFAULT_SCSIHW, 7)
+        per = SCSIHW_DISKS_PER_CONTROLLER.get(scsihw or DEFAULT_SCSIHW, 7)
         return None if per == 1 else slot // per
     if bus in _PER_CONTROLLER:
         return slot // _PER_CONTROLLER[bus]
@@ -73,13 +74,13 @@ def sharing(disk: DiskConfig, slot: int, original: Mapping[str, Any], test_key: 
     ``scsihw_now``: the running VM's ``scsihw`` when known. A cell on another bus leaves ``scsihw`` as
     the cell before set it, so the boot disk may sit on a model it never had during a SATA cell too."""
     bus = CONTROLLERS[disk.controller][0]
-    before = str(original.get("scsihw") or pc.DEFAULT_SCSIHW)
+    before = str(original.get("scsihw") or DEFAULT_SCSIHW)
     now = disk.scsihw if bus == "scsi" else (scsihw_now or before)
     shares: list[dict[str, Any]] = []
     moves: list[dict[str, Any]] = []
     mine = _instance(bus, now if bus == "scsi" else None, slot)
     for dev in other_devices(original, test_key):
-        dev_bus, dev_slot = pc.split_drive_key(dev.key)
+        dev_bus, dev_slot = split_drive_key(dev.key)
         entry = {"key": dev.key, "volume": dev.volume, "cdrom": dev.cdrom, "boot": dev.boot}
         if dev_bus == "scsi" and now != before:
             moves.append({**entry, "from": before, "to": now})
@@ -106,7 +107,7 @@ def refused(controllers: list[str], slot: int, original: Mapping[str, Any], test
 
 def refusal_message(vmid: int, found: dict[str, list[str]], original: Mapping[str, Any]) -> tuple[str, str]:
     """(problem, fix) for :class:`~stormatrix.core.errors.MatrixError`."""
-    before = str(original.get("scsihw") or pc.DEFAULT_SCSIHW)
+    before = str(original.get("scsihw") or DEFAULT_SCSIHW)
     disks = sorted({d for ds in found.values() for d in ds})
     moved = [c for c in found if CONTROLLERS[c][1] != before]
     shared = [c for c in found if c not in moved]

@@ -14,13 +14,14 @@ import re
 from pathlib import Path
 from typing import Any, Mapping
 
-from .. import secrets
-from ..core.names import host_problem
-from ..core.paths import ca_bundle_problem
-from ..spec import Field, Section
-from ..ssh import check_target
-from . import pve_config as pc
-from .base import parse_cpuset
+from ... import secrets
+from ...core.names import host_problem
+from ...core.paths import ca_bundle_problem
+from ...core.scope import parse_cpuset
+from ...spec import Field, Section
+from ...ssh import check_target
+from .api import ProxmoxerTransport, PveshTransport
+from .drives import split_drive_key
 
 log = logging.getLogger("stormatrix.backend.proxmox")
 
@@ -39,7 +40,7 @@ def _check_host(value: str) -> None:
 
 
 def _check_disk_key(value: str) -> None:
-    pc.split_drive_key(value)
+    split_drive_key(value)
 
 
 def _check_cpuset(value: str) -> None:
@@ -150,8 +151,6 @@ def check_section(o: Mapping[str, Any], path: str) -> None:
 def make_transport(o: Mapping[str, Any], path: str = "") -> Any:
     """The API transport a ``[proxmox]`` section describes: ``pvesh`` on the node, or HTTPS with a token
     (secret by reference, TLS verified unless turned off). Also used by the suite's VM discovery."""
-    from .pve_api import PveshTransport, ProxmoxerTransport
-
     secrets.install_log_scrubber()
     if o["transport"] == "local":
         return PveshTransport(timeout=o["timeout"])

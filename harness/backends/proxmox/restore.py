@@ -11,9 +11,10 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from ..core.errors import BackendError, InputError
-from . import pve_config as pc
-from .pve_api import PveClient
+from ...core.errors import BackendError, InputError
+from .api import PveClient
+from .change import config_diff, plan_restore
+from .drives import DRIVE_KEY_RE, UNUSED_KEY_RE
 
 log = logging.getLogger("stormatrix.backend.proxmox")
 
@@ -66,9 +67,9 @@ def restore_vm(c: PveClient, original: dict[str, Any]) -> dict[str, Any]:
     key = original["test_disk"]
     orig_cfg = original["config"]
     status = c.status().get("status")
-    ours = {key, "scsihw", "boot"} | {k for k in c.config() if pc.DRIVE_KEY_RE.match(k)}
+    ours = {key, "scsihw", "boot"} | {k for k in c.config() if DRIVE_KEY_RE.match(k)}
     pending = [p for p in c.pending() if "pending" in p or "delete" in p]
-    plan = pc.plan_restore(c.config(), orig_cfg, key)
+    plan = plan_restore(c.config(), orig_cfg, key)
     if status == "running" and (not plan.empty or pending):
         upid = c.power("stop")
         c.wait_task(upid, what="stop before restoring")
@@ -80,7 +81,7 @@ def restore_vm(c: PveClient, original: dict[str, Any]) -> dict[str, Any]:
             c.update_config({"revert": ",".join(revert)}, cfg["digest"])
     for _ in range(4):
         cfg = c.config()
-        plan = pc.plan_restore(cfg, orig_cfg, key)
+        plan = plan_restore(cfg, orig_cfg, key)
         if plan.empty:
             break
         write = plan.writes[0]
@@ -93,9 +94,9 @@ def restore_vm(c: PveClient, original: dict[str, Any]) -> dict[str, Any]:
     elif original.get("status") != "running" and c.status().get("status") == "running":
         c.wait_task(c.power("stop"), what="stop after restoring")
     final = c.config()
-    diff = pc.config_diff(final, orig_cfg)
-    mine = {k: v for k, v in diff.items() if k in ("scsihw", "boot") or pc.DRIVE_KEY_RE.match(k)
-            or (pc.UNUSED_KEY_RE.match(k) and original["volid"] in (v[0] or "", v[1] or ""))}
+    diff = config_diff(final, orig_cfg)
+    mine = {k: v for k, v in diff.items() if k in ("scsihw", "boot") or DRIVE_KEY_RE.match(k)
+            or (UNUSED_KEY_RE.match(k) and original["volid"] in (v[0] or "", v[1] or ""))}
     if mine:
         raise BackendError(f"VM {c.vmid}: after restoring, these keys still differ from the original: "
                            + ", ".join(f"{k}: {a!r} (original {b!r})" for k, (a, b) in mine.items()))

@@ -3,11 +3,11 @@ apply by restarting QEMU, never lose a volume, always restore.
 
 One cell, in order (Proxmox VE API: /nodes/{node}/qemu/{vmid}/config, status/*, pending; qemu-server):
 
-1. read the config and its ``digest``; compute the minimal change (:mod:`.pve_config`);
+1. read the config and its ``digest``; compute the minimal change (:mod:`.change`);
 2. stop the VM (API ``stop`` task) so every change applies at once and a bus move is safe;
    with ``restart = "reboot"`` a change that does not move the disk is written while the VM runs
    (it stays pending) and applied by an API ``reboot``;
-3. write with ``digest`` each time; a conflict is a :class:`~stormatrix.core.errors.ConfigConflict`, never
+3. write with ``digest`` each time; a conflict is a :class:`~stormatrix.core.errors.ConfigConflictError`, never
    retried. A bus move deletes the old key without ``force`` (the volume becomes ``unusedN``) and
    sets the new key with options valid on the new bus; ``unusedN`` is never deleted; ``boot`` is re-set
    when the delete dropped the disk from it;
@@ -39,27 +39,26 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..core.errors import BackendError, GuestNotReady, InputError, MatrixError, TaskFailed
-from ..core.model import CONTROLLERS, DiskConfig
-from . import proxmox_sharing as sharing
-from . import pve_config as pc
-from .base import (ROLE_IOTHREAD, ROLE_MAIN, ROLE_VCPU, Backend, BlockStats, GuestEndpoint, HostScope, format_cpuset,
-                   parse_cpuset)
-from .proxmox_cmdline import CmdlineCheck
-from .proxmox_monitor import parse_hmp_blockstats, parse_hmp_threads
-from .proxmox_node import (NodeShell, Pinner, collector_files, ensure_remote_collector, node_cpus, node_inventory,
-                           remote_hashes)
-from .proxmox_restore import check_original, restore_vm
-from .proxmox_schema import PROXMOX_SECTION, REMOTE_COLLECTOR_DIR, check_section, make_transport
-from .proxmox_storage import read_storage, storage_facts
-from .pve_api import PveAuthError, PveClient, upid_starttime
+from ...collect import RemoteProcessesCollector
+from ...core.errors import BackendError, GuestNotReady, InputError, MatrixError, PveAuthError, TaskFailed
+from ...core.model import CONTROLLERS, DiskConfig
+from ...core.scope import (ROLE_IOTHREAD, ROLE_MAIN, ROLE_VCPU, BlockStats, GuestEndpoint, HostScope, format_cpuset,
+                           parse_cpuset)
+from ...host.collector import WindowCollector
+from ...qmp import Qmp
+from ..base import Backend
+from . import sharing
+from .api import PveClient, upid_starttime
+from .change import plan_cell
+from .cmdline import CmdlineCheck
+from .drives import DRIVE_KEY_RE, disk_config_of, drive_key, is_cdrom, parse_drive
+from .node import (NodeShell, Pinner, ensure_remote_collector, node_cpus, node_inventory, parse_hmp_blockstats,
+                   parse_hmp_threads)
+from .restore import check_original, restore_vm
+from .settings import check_section, make_transport
+from .storage import StorageInfo, read_storage, storage_facts
 
 log = logging.getLogger("stormatrix.backend.proxmox")
-
-#: what other modules import from here (the section, the suite's VM discovery and host collector)
-__all__ = ["PROXMOX_SECTION", "REMOTE_COLLECTOR_DIR", "NodeShell", "ProxmoxBackend", "collector_files",
-           "ensure_remote_collector", "format_cpuset", "make_transport", "parse_cpuset", "parse_hmp_blockstats",
-           "parse_hmp_threads", "remote_hashes", "restore_vm"]
 
 
 class ProxmoxBackend(Backend):
@@ -80,7 +79,7 @@ class ProxmoxBackend(Backend):
         self._pid: int | None = None
         self._scsihw_now: str | None = None  # the running VM's scsihw (a SCSI cell leaves its own behind)
         self._restored = False
-        self.storage: pc.StorageInfo | None = None  # the test disk's storage (None: not readable)
+        self.storage: StorageInfo | None = None  # the test disk's storage (None: not readable)
         self._own_upids: set[str] = set()  # tasks this backend started (not the restart after a reboot)
         self.node = NodeShell(self.opts["ssh"], self.opts["ssh_config"])
         self.pinner = Pinner(self.node, self.opts["vmid"])
@@ -113,16 +112,16 @@ class ProxmoxBackend(Backend):
             raise BackendError(f"VM {c.vmid} is locked ({config['lock']}): wait for that operation to finish")
         key = self.test_key
         if key not in config:
-            disks = sorted(k for k in config if pc.DRIVE_KEY_RE.match(k))
+            disks = sorted(k for k in config if DRIVE_KEY_RE.match(k))
             raise InputError(
                 f"[proxmox] test_disk = {key!r}: VM {c.vmid} has no such disk (disks: {', '.join(disks) or 'none'})")
-        opts = pc.parse_drive(config[key])
-        if pc.is_cdrom(opts) or opts["file"] in ("none", "cdrom"):
+        opts = parse_drive(config[key])
+        if is_cdrom(opts) or opts["file"] in ("none", "cdrom"):
             raise InputError(f"[proxmox] test_disk = {key!r} is a CD-ROM drive, not a disk")
         volid = opts["file"]
         self.storage, why_unknown = read_storage(c, volid)
         for ctrl in self.spec.matrix["controllers"]:
-            target = pc.drive_key(CONTROLLERS[ctrl][0], self.slot)
+            target = drive_key(CONTROLLERS[ctrl][0], self.slot)
             if target != key and target in config:
                 raise InputError(f"controller {ctrl} needs {target}, which VM {c.vmid} already uses for "
                                  f"{config[target].split(',')[0]!r}: choose another [matrix] disk_slot")
@@ -134,7 +133,7 @@ class ProxmoxBackend(Backend):
             raise MatrixError(self.spec.path, "[matrix] controllers", *sharing.refusal_message(c.vmid, found, config))
         facts: dict[str, Any] = {"pve_version": version.get("version"), "node": c.node, "vmid": c.vmid,
                                  "test_disk": key, "volume": volid,
-                                 "original_disk": pc.disk_config_of(config, key, self.storage).key,
+                                 "original_disk": disk_config_of(config, key, self.storage).key,
                                  "transport": self.opts["transport"],
                                  **storage_facts(self.storage, opts.get("cache"), why_unknown)}
         if found:
@@ -189,18 +188,18 @@ class ProxmoxBackend(Backend):
         self._restored = False
         original = self._original["config"]
         config = c.config()
-        plan = pc.plan_cell(config, original, self.test_key, disk, self.slot)
+        plan = plan_cell(config, original, self.test_key, disk, self.slot)
         running = c.status().get("status") == "running"
         if self.opts["restart"] == "reboot" and running and not plan.bus_move:
-            self._write_until(lambda cfg: pc.plan_cell(cfg, original, self.test_key, disk, self.slot))
+            self._write_until(lambda cfg: plan_cell(cfg, original, self.test_key, disk, self.slot))
             self._reboot(disk.key)
         else:
             if running:
                 self._task("stop", "stop")
-            self._write_until(lambda cfg: pc.plan_cell(cfg, original, self.test_key, disk, self.slot))
+            self._write_until(lambda cfg: plan_cell(cfg, original, self.test_key, disk, self.slot))
             self._task("start", f"start with {disk.key}")
-        target = pc.drive_key(disk.bus, self.slot)
-        self._verify(lambda cfg: pc.disk_config_of(cfg, target, self.storage) == disk if target in cfg else False,
+        target = drive_key(disk.bus, self.slot)
+        self._verify(lambda cfg: disk_config_of(cfg, target, self.storage) == disk if target in cfg else False,
                      f"the test disk as {disk.key} on {target}")
         self._pid = int(c.status().get("pid") or 0) or None
         if self.opts["check_cmdline"]:
@@ -243,14 +242,14 @@ class ProxmoxBackend(Backend):
         try:
             c.wait_task(upid, what=f"reboot to apply {what}", timeout=wait + float(self.opts["task_timeout"]))
         except TaskFailed as exc:
-            if "powerdown failed" not in str(exc.details.get("exitstatus") or exc.message):
+            if "powerdown failed" not in str(exc.details.exitstatus or exc.message):
                 raise
             raise TaskFailed(
                 f"{exc.message}\n  the guest did not shut down within [proxmox] reboot_timeout = {wait} s. An API "
                 "reboot is a clean shutdown (guest agent 'guest-shutdown', else the ACPI power button) and a "
                 "guest with neither a running agent nor ACPI handling ignores it: use [proxmox] restart = "
                 "\"stop-start\", or give the guest the QEMU guest agent (agent: 1) or acpid",
-                **exc.details) from None
+                details=exc.details) from None
         self._wait_restart(pid0, upid_starttime(upid), what)
 
     def _wait_restart(self, pid0: int, since: int, what: str) -> None:
@@ -348,8 +347,6 @@ class ProxmoxBackend(Backend):
 
     def _qmp(self, command: str) -> Any:
         """One QMP command on the node's socket (connect, run, close: the way qemu-server does it)."""
-        from ..qmp import Qmp
-
         q = Qmp(self._qmp_path(), timeout=10).connect(time.monotonic() + 10)
         try:
             return q.execute(command)
@@ -411,12 +408,8 @@ class ProxmoxBackend(Backend):
         """The host collector for ``scope``: on this machine, or ``linux-host/multicollector.py`` run on the
         node over one ssh session (copied there by :meth:`prepare`), the same remote path as a suite's."""
         if scope.ssh:
-            from ..collect import RemoteProcessesCollector
-
             return RemoteProcessesCollector(self.node, lambda: [scope], remote_dir=self.opts["ssh_dir"],
                                             name_vms=False)
-        from ..host.collector import WindowCollector
-
         return WindowCollector(scope.pid, dict(scope.threads))
 
     # --- the QEMU command line ------------------------------------------------------------------

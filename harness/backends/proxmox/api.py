@@ -10,7 +10,7 @@
   built as argument lists.
 
 :class:`PveClient` adds what the backend needs on top: digest-guarded writes where a conflict is a
-:class:`~stormatrix.core.errors.ConfigConflict` (never retried: someone else is changing the VM), task
+:class:`~stormatrix.core.errors.ConfigConflictError` (someone else is changing the VM), task
 polling where a failed task becomes :class:`~stormatrix.core.errors.TaskFailed` carrying the task log tail,
 and no retry loops anywhere (a 5xx is an error, surfaced as such).
 
@@ -30,27 +30,14 @@ import time
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ..core.errors import BackendError, ConfigConflict, EnvironmentProblem, TaskFailed
-from ..secrets import register, scrub
+from ...core.errors import (BackendError, ConfigConflictError, EnvironmentProblem, PveApiError, PveAuthError,
+                            TaskFailed)
+from ...secrets import register, scrub
 
 log = logging.getLogger("stormatrix.backend.proxmox")
 
 # Proxmox's message for a digest mismatch (PVE::Tools::assert_if_modified / QemuConfig).
 DIGEST_MESSAGE = "detected modified configuration - file changed by other user? Try again."
-
-
-class PveApiError(BackendError):
-    """The API answered with an error status. ``errors`` holds per-parameter messages (HTTP 400)."""
-
-    def __init__(self, message: str, *, status: int | None = None, errors: dict[str, str] | None = None,
-                 **kw: Any) -> None:
-        super().__init__(message, **kw)
-        self.status = status
-        self.errors = errors or {}
-
-
-class PveAuthError(PveApiError):
-    """The token was refused (401/403): wrong token id or secret, or missing privileges."""
 
 
 class Transport(Protocol):
@@ -78,10 +65,6 @@ def _error_from(status: int | None, reason: str, errors: Any) -> PveApiError:
                             "token has VM.Config.Disk, VM.Config.HWType, VM.PowerMgmt and VM.Monitor on the VM",
                             status=status, errors=errs)
     return PveApiError(message, status=status, errors=errs)
-
-
-class ConfigConflictError(PveApiError, ConfigConflict):
-    """Digest mismatch: the VM config changed under us. Not retried: a person or tool is editing it."""
 
 
 class ProxmoxerTransport:
@@ -281,11 +264,11 @@ class PveClient:
             raise ValueError("force is never passed: it destroys volumes")
         try:
             self.t.request("PUT", f"{self.vm_path}/config", {**params, "digest": digest})
-        except ConfigConflict as exc:
+        except ConfigConflictError as exc:
             raise ConfigConflictError(
                 f"VM {self.vmid}: its configuration changed while stormatrix was changing it "
                 f"({exc.message}). Someone else is editing this VM: stop them, check the VM, then run again",
-                status=getattr(exc, "status", None)) from None
+                status=exc.details.status) from None
 
     def power(self, action: str, **params: Any) -> str:
         if action not in ("start", "stop", "shutdown", "reboot", "reset"):

@@ -14,9 +14,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from ..core.model import DiskConfig
-from .pve_cfg_drive import (DRIVE_KEY_RE, UNUSED_KEY_RE, UnsafeChange, drive_for, drive_key, find_volume, parse_drive,
-                            print_drive, split_drive_key, volume_of)
+from ...core.errors import UnsafeChange
+from ...core.model import DiskConfig
+from .drives import (DRIVE_KEY_RE, UNUSED_KEY_RE, drive_for, drive_key, find_volume, parse_drive,
+                     print_drive, split_drive_key, volume_of)
 
 # --- boot order ---------------------------------------------------------------------------------------
 

@@ -23,8 +23,12 @@ storage): io_uring, O_DIRECT.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import Any, Mapping
+
+from ...core.errors import PveAuthError
+from .api import PveClient
 
 # Storage types whose disks QEMU opens through a library, with no aio (PVE 9, -blockdev).
 # (type "iscsi" is the kernel initiator: a block device; "iscsidirect" and ZFS over iSCSI use libiscsi.)
@@ -142,3 +146,50 @@ def storage_implications(storage: StorageInfo | None, cache: str | None = None) 
     return {"storage": storage.label if storage else "unknown (qemu-server's directory defaults assumed)",
             "type": storage.type if storage else None, "default_aio": aio, "o_direct_when_cache_unset":
             uses_cache_direct(None, storage), "aio_applies": lib is None, "notes": notes}
+
+
+# --- The storage under the Proxmox test disk: read once at prepare (``GET /storage/{storage}``), because it ----------
+# decides what a disk that leaves ``aio`` or ``cache`` unset really gets from qemu-server (io_uring or
+# native/threads, O_DIRECT or the host page cache: the functions above).
+#
+# Without it an unset cache on btrfs storage (no O_DIRECT) would fail the command-line check, and an
+# original disk on LVM would be journaled as aio=io_uring when it runs with aio=native. Reading a storage's
+# configuration needs ``Datastore.Allocate`` on ``/storage/{storage}`` (pve-manager
+# ``PVE/API2/Storage/Config.pm``); a token without it gets qemu-server's directory defaults assumed, a
+# warning, and the journal says so.
+log = logging.getLogger("stormatrix.backend.proxmox")
+
+
+def read_storage(client: PveClient, volid: str) -> tuple[StorageInfo | None, str]:
+    """(the storage of volume ``volid``, or None when it cannot be read; why not, or "")."""
+    sid = storage_id_of(volid)
+    if sid is None:
+        return StorageInfo(None), ""
+    try:
+        scfg = client.t.request("GET", f"/storage/{sid}")
+    except PveAuthError:
+        why = (f"the token may not read storage {sid!r} (GET /storage/{sid} needs Datastore.Allocate on "
+               f"/storage/{sid}): qemu-server's directory defaults are assumed for the test disk; grant that "
+               "privilege if the storage is LVM, CIFS, btrfs or rbd, whose defaults differ")
+        log.warning("VM %s: %s", client.vmid, why)
+        return None, why
+    if not isinstance(scfg, dict) or "type" not in scfg:
+        why = f"GET /storage/{sid} gave no storage type ({type(scfg).__name__}): directory defaults assumed"
+        log.warning("VM %s: %s", client.vmid, why)
+        return None, why
+    return StorageInfo.from_config(sid, scfg), ""
+
+
+def storage_facts(storage: StorageInfo | None, cache: str | None, why_unknown: str = "") -> dict[str, Any]:
+    """Environment facts (one line of text each: the Environment sheet shows facts as they are): which
+    storage the test disk is on and what qemu-server does there when a cell leaves aio or cache unset."""
+    imp = storage_implications(storage, cache)
+    direct = "O_DIRECT" if imp["o_direct_when_cache_unset"] else "the host page cache (no O_DIRECT)"
+    text = (f"with no aio qemu-server gives aio={imp['default_aio']}"
+            + ("" if imp["aio_applies"] else " (which its I/O library ignores)")
+            + f"; with no cache the disk is opened with {direct}")
+    notes = list(imp["notes"]) + ([why_unknown] if why_unknown else [])
+    facts = {"test_disk_storage": imp["storage"], "test_disk_storage_defaults": text}
+    if notes:
+        facts["test_disk_storage_notes"] = " ".join(n[0].upper() + n[1:] + "." for n in notes)
+    return facts

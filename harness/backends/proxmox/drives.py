@@ -16,9 +16,9 @@ from __future__ import annotations
 import re
 from typing import Any, Mapping
 
-from ..core.errors import BackendError
-from ..core.model import BUS_MAX_SLOTS, DiskConfig
-from .pve_cfg_storage import StorageInfo, effective_aio, storage_id_of, storage_implications
+from ...core.errors import UnsafeChange
+from ...core.model import BUS_MAX_SLOTS, DiskConfig
+from .storage import StorageInfo, effective_aio, storage_id_of, storage_implications
 
 # Options of each bus's drive format in the API schema (aliases left out; see the module docstring).
 _COMMON = frozenset(
@@ -41,13 +41,9 @@ BOOLEAN_OPTIONS = frozenset({"backup", "detect_zeroes", "iothread", "replicate",
 DRIVE_KEY_RE = re.compile(r"^(ide|sata|scsi|virtio)(\d+)$")
 UNUSED_KEY_RE = re.compile(r"^unused(\d+)$")
 # qemu-server's aio default on a directory storage (PVE 7.0 on); other storages differ:
-# pve_cfg_storage.default_aio. And the schema's default for scsihw.
+# storage.default_aio. And the schema's default for scsihw.
 DEFAULT_AIO = "io_uring"
 DEFAULT_SCSIHW = "lsi"
-
-
-class UnsafeChange(BackendError):
-    """The requested change would put a volume at risk or clobber a disk the harness does not own."""
 
 
 def parse_bool(value: str | int | bool) -> bool:

@@ -1,0 +1,19 @@
+"""The ``proxmox`` backend: one VM of a Proxmox VE node, its test disk reconfigured per cell.
+
+One module per job:
+
+- :mod:`.backend` — :class:`~.backend.ProxmoxBackend`, the cell's lifecycle on the VM (prepare, apply,
+  restart, readiness, restore), the one class the registry names;
+- :mod:`.settings` — the ``[proxmox]`` section, its cross-key checks and the transport it describes;
+- :mod:`.api` — the API client (REST through proxmoxer, or ``pvesh`` on the node), tasks, digests;
+- :mod:`.drives`, :mod:`.storage`, :mod:`.change`, :mod:`.sharing` — the VM config as data: drive
+  property strings, what the storage under the disk decides, the minimal change of a cell and the way
+  back, which other disks share the test disk's controller;
+- :mod:`.cmdline` — the test disk as QEMU really gets it (``qm showcmd``, ``/proc/<pid>/cmdline``);
+- :mod:`.node` — the node as a machine: commands there, the host collector's files, CPUs, pinning, and
+  QEMU's human monitor read through the API;
+- :mod:`.restore` — putting the VM back, at the end of a run or from a journal after a crash.
+
+Nothing is imported here: the registry loads :mod:`.backend` when a run uses it, and reading a matrix
+needs only :mod:`.settings`.
+"""

@@ -1,0 +1,387 @@
+"""The layers of stormatrix, checked from the modules' own imports (an AST pass, nothing is imported).
+
+Every module of ``harness/``, ``analysis/`` and ``linux-host/`` belongs to exactly one layer of
+:data:`LAYERS`, listed bottom to top. A module may import its own layer and the layers below; two
+groups of the same rank (the backends and the executors; core and the host tools) may not import each
+other. On top of that:
+
+- no import cycle, counting imports inside functions too (a function-level import hides a cycle, it does
+  not remove it);
+- no function-level import of our own code, except a lazy load of a module that pulls pandas, numpy,
+  scipy or openpyxl into a module that does not (so that ``stormatrix run`` or ``plan`` starts without
+  them), found from the imports themselves, and the command line's entry point (:data:`LATE_IMPORTERS`,
+  with the reason);
+- ``core`` and the host tools (``linux-host/``, copied to Proxmox nodes) use the standard library only,
+  and the host tools nothing of stormatrix.
+
+A new module must be placed in a layer here: an unplaced one fails the test, so the picture stays whole.
+The checker is tested on small made-up trees below, so that each rule is seen to fail.
+"""
+
+from __future__ import annotations
+
+import ast
+import fnmatch
+import sys
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+#: bottom to top: (rank, group, module patterns). Same rank, different group: neither may import the other.
+LAYERS: list[tuple[int, str, tuple[str, ...]]] = [
+    # the words every layer uses: model, errors, shared values (HostScope, BlockStats, GuestEndpoint), paths
+    (0, "core", ("stormatrix", "stormatrix.core", "stormatrix.core.*")),
+    # what runs on a hypervisor node (standard library only; analysis reads perf stat output with it)
+    (0, "host", ("stormatrix.host", "stormatrix.host.*")),
+    # pure functions over measurements and the workbook
+    (1, "analysis", ("stormatrix.analysis", "stormatrix.analysis.*")),
+    # tools that know no backend: the matrix schema and spec, secrets, ssh, QMP, the journal, progress,
+    # the command's standard streams and signals
+    (2, "tools", ("stormatrix.schema", "stormatrix.spec", "stormatrix.secrets", "stormatrix.ssh", "stormatrix.qmp",
+                  "stormatrix.journal", "stormatrix.progress", "stormatrix.guestimage", "stormatrix.repeats",
+                  "stormatrix.console", "stormatrix.runorder")),
+    # the worker fleet's parts that know no backend: its journal, the storages under test
+    (3, "fleet", ("stormatrix.fleet", "stormatrix.fleet.journal", "stormatrix.fleet.localstore")),
+    # the contracts a backend and an executor fulfil, the collectors and the records they feed
+    (4, "contracts", ("stormatrix.backends", "stormatrix.backends.base", "stormatrix.executors",
+                      "stormatrix.executors.base", "stormatrix.collect", "stormatrix.records")),
+    (5, "backends", ("stormatrix.backends.*",)),
+    (5, "executors", ("stormatrix.executors.*",)),
+    # a suite of guests (the [suite] section, its VMs, the [fleet] that deploys them)
+    (6, "suite", ("stormatrix.suite", "stormatrix.suitevms", "stormatrix.fleet.spec", "stormatrix.fleet.template",
+                  "stormatrix.fleet.proxmox")),
+    # the one list of backends, executors and sections
+    (7, "registry", ("stormatrix.registry",)),
+    # the run loop
+    (8, "runner", ("stormatrix.window", "stormatrix.runner", "stormatrix.suiterun", "stormatrix.demosuite",
+                   "stormatrix.fleet.suiterun")),
+    # the command line
+    (9, "commands", ("stormatrix.cli", "stormatrix.__main__", "stormatrix.commands", "stormatrix.commands.*")),
+]
+
+#: modules that import the rest of stormatrix late on purpose, and why
+LATE_IMPORTERS: dict[str, str] = {
+    "stormatrix.cli": "installs the signal handlers and the stdout guard (console.py) before anything else is "
+                      "imported, so that a Ctrl-C or a closed stdout during the imports is handled too",
+}
+
+#: third-party libraries whose import costs seconds; a module importing them may be loaded late
+HEAVY = frozenset({"pandas", "numpy", "scipy", "openpyxl"})
+
+#: groups that may use the standard library only
+STDLIB_ONLY = frozenset({"core", "host"})
+
+#: known cycles, each with the issue that removes it (tolerated with their own late imports): none now
+ALLOWED_CYCLES: frozenset[frozenset[str]] = frozenset()
+
+
+@dataclass
+class Imp:
+    """One import statement's target, as a module of ours (or a third-party top-level name)."""
+
+    source: str
+    target: str
+    line: int
+    in_function: bool = False
+    type_only: bool = False
+
+
+@dataclass
+class Graph:
+    modules: dict[str, Path] = field(default_factory=dict)
+    imports: list[Imp] = field(default_factory=list)  # of our own modules
+    external: list[Imp] = field(default_factory=list)  # of anything else, by top-level name
+
+
+def package_dirs(root: Path) -> dict[str, str]:
+    """folder -> package, as pyproject.toml maps them (``harness`` -> ``stormatrix``)."""
+    config = tomllib.loads((root / "pyproject.toml").read_text())
+    return {folder: pkg for pkg, folder in config["tool"]["setuptools"]["package-dir"].items()}
+
+
+def module_name(folder_pkg: str, rel: Path) -> str:
+    parts = list(rel.with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join([folder_pkg, *parts])
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
+def read_graph(root: Path, folders: dict[str, str]) -> Graph:
+    graph = Graph()
+    sources: dict[str, ast.Module] = {}
+    for folder, pkg in folders.items():
+        for path in sorted((root / folder).rglob("*.py")):
+            name = module_name(pkg, path.relative_to(root / folder))
+            graph.modules[name] = path
+            sources[name] = ast.parse(path.read_text(), str(path))
+    for name, tree in sources.items():
+        is_pkg = graph.modules[name].name == "__init__.py"
+        _walk(graph, name, is_pkg, tree.body, in_function=False, type_only=False)
+    return graph
+
+
+def _walk(graph: Graph, name: str, is_pkg: bool, body: list[ast.stmt], *, in_function: bool, type_only: bool) -> None:
+    for node in body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            for target in _targets(graph, name, is_pkg, node):
+                imp = Imp(name, target, node.lineno, in_function, type_only)
+                (graph.imports if target in graph.modules else graph.external).append(imp)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            _walk(graph, name, is_pkg, node.body, in_function=True, type_only=type_only)
+        elif isinstance(node, ast.If):
+            _walk(graph, name, is_pkg, node.body, in_function=in_function,
+                  type_only=type_only or _is_type_checking(node.test))
+            _walk(graph, name, is_pkg, node.orelse, in_function=in_function, type_only=type_only)
+        else:
+            for child in ("body", "orelse", "finalbody", "handlers"):
+                inner = getattr(node, child, None)
+                if isinstance(inner, list):
+                    stmts = [s for s in inner if isinstance(s, ast.stmt)]
+                    for handler in (h for h in inner if isinstance(h, ast.ExceptHandler)):
+                        stmts.extend(handler.body)
+                    _walk(graph, name, is_pkg, stmts, in_function=in_function, type_only=type_only)
+
+
+def _targets(graph: Graph, name: str, is_pkg: bool, node: ast.Import | ast.ImportFrom) -> list[str]:
+    """The modules an import statement loads: ours by full name, others by their top-level name."""
+    if isinstance(node, ast.Import):
+        return [_ours(graph, a.name, name) for a in node.names]
+    if node.level:
+        base = name.split(".") if is_pkg else name.split(".")[:-1]
+        base = base[:len(base) - (node.level - 1)]
+        module = ".".join(base + ([node.module] if node.module else []))
+    else:
+        module = node.module or ""
+    out = []
+    for alias in node.names:  # ``from pkg import mod`` loads pkg.mod; ``from mod import name`` loads mod
+        sub = f"{module}.{alias.name}"
+        out.append(sub if sub in graph.modules else _ours(graph, module, "" if node.level else name))
+    return out
+
+
+def _ours(graph: Graph, dotted: str, importer: str = "") -> str:
+    """``dotted`` as a module of ours when it is one; a script's import of a file next to it (``import
+    perfstat`` in ``linux-host/``, run on a node) is that sibling; anything else by its top-level name."""
+    sibling = f"{importer.rpartition('.')[0]}.{dotted}"
+    if importer and dotted.split(".")[0] not in sys.stdlib_module_names and sibling in graph.modules:
+        return sibling
+    parts = dotted.split(".")
+    for n in range(len(parts), 0, -1):
+        if ".".join(parts[:n]) in graph.modules:
+            return ".".join(parts[:n])
+    return parts[0]
+
+
+def layer_of(module: str, layers: list[tuple[int, str, tuple[str, ...]]]) -> tuple[int, str] | None:
+    """The most specific layer whose pattern matches (an exact name beats a ``.*`` pattern)."""
+    exact = [(rank, group) for rank, group, pats in layers if module in pats]
+    if exact:
+        return exact[0]
+    for rank, group, pats in layers:
+        if any(fnmatch.fnmatchcase(module, p) for p in pats if "*" in p):
+            return rank, group
+    return None
+
+
+def heavy_modules(graph: Graph) -> set[str]:
+    """Modules whose import (module level, at run time) loads a HEAVY library, directly or through ours."""
+    heavy = {i.source for i in graph.external if i.target in HEAVY and not i.in_function and not i.type_only}
+    edges = [(i.source, i.target) for i in graph.imports if not i.in_function and not i.type_only]
+    changed = True
+    while changed:
+        changed = False
+        for src, dst in edges:
+            if dst in heavy and src not in heavy:
+                heavy.add(src)
+                changed = True
+    return heavy
+
+
+def find_cycles(graph: Graph) -> list[list[str]]:
+    """Strongly connected components of more than one module (run-time imports, function level included)."""
+    adj: dict[str, set[str]] = {m: set() for m in graph.modules}
+    for i in graph.imports:
+        if not i.type_only and i.source != i.target:
+            adj[i.source].add(i.target)
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    out: list[list[str]] = []
+    counter = [0]
+
+    def visit(v: str) -> None:  # Tarjan, iterative enough for a few hundred modules
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in sorted(adj[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, 10 * len(adj) + 100))
+    try:
+        for v in sorted(adj):
+            if v not in index:
+                visit(v)
+    finally:
+        sys.setrecursionlimit(limit)
+    return out
+
+
+def problems(graph: Graph, layers: list[tuple[int, str, tuple[str, ...]]],
+             allowed_cycles: frozenset[frozenset[str]] = frozenset(),
+             late_importers: dict[str, str] | None = None) -> list[str]:
+    """Every breach of the rules in the module docstring, one sentence each (empty: the layers hold)."""
+    out: list[str] = []
+    late_importers = late_importers or {}
+    where = {m: layer_of(m, layers) for m in graph.modules}
+    out += [f"{m} ({graph.modules[m]}) is in no layer: add it to LAYERS" for m, lay in sorted(where.items())
+            if lay is None]
+    for i in graph.imports:
+        src, dst = where[i.source], where[i.target]
+        if src is None or dst is None or i.source == i.target:
+            continue
+        if dst[0] > src[0] or (dst[0] == src[0] and dst[1] != src[1]):
+            out.append(f"{i.source}:{i.line} imports {i.target}: layer {src[1]} may not import layer {dst[1]}")
+    heavy = heavy_modules(graph)
+    for i in graph.imports:
+        if i.in_function and not i.type_only and i.source != i.target:
+            if i.target in heavy and i.source not in heavy:
+                continue  # a lazy load that keeps pandas & co. out of a light module
+            if any({i.source, i.target} <= pair for pair in allowed_cycles):
+                continue  # the known cycle's own late import
+            if i.source in late_importers:
+                continue
+            out.append(f"{i.source}:{i.line} imports {i.target} inside a function: import it at the top "
+                       "(only a module pulling pandas/numpy/scipy/openpyxl may be loaded late, by a light one)")
+    for comp in find_cycles(graph):
+        if frozenset(comp) not in allowed_cycles:
+            out.append(f"import cycle: {' <-> '.join(comp)}")
+    for i in graph.external:
+        lay = where.get(i.source)
+        if lay and lay[1] in STDLIB_ONLY and i.target not in sys.stdlib_module_names and i.target != "__future__":
+            out.append(f"{i.source}:{i.line} imports {i.target}: layer {lay[1]} uses the standard library only")
+    for i in graph.imports:
+        lay = where.get(i.source)
+        if lay and lay[1] == "host" and where.get(i.target, (0, ""))[1] != "host":
+            out.append(f"{i.source}:{i.line} imports {i.target}: the host tools run on a node without stormatrix")
+    return out
+
+
+# --- the product --------------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def graph() -> Graph:
+    return read_graph(ROOT, package_dirs(ROOT))
+
+
+def test_the_layers_hold(graph: Graph) -> None:
+    assert problems(graph, LAYERS, ALLOWED_CYCLES, LATE_IMPORTERS) == []
+
+
+def test_every_folder_of_the_package_is_read(graph: Graph) -> None:
+    """The walk sees what setuptools installs: all three folders, and a plausible number of modules."""
+    folders = package_dirs(ROOT)
+    assert set(folders) == {"harness", "analysis", "linux-host"}
+    for pkg in folders.values():
+        assert pkg in graph.modules
+    assert len(graph.modules) > 100
+    assert len(graph.imports) > 300
+
+
+def test_the_heavy_libraries_stay_out_of_the_run_path(graph: Graph) -> None:
+    """What ``stormatrix run`` and ``plan`` load never loads pandas: the exemption above is used for that."""
+    heavy = heavy_modules(graph)
+    for light in ("stormatrix.cli", "stormatrix.runner", "stormatrix.registry", "stormatrix.spec",
+                  "stormatrix.records", "stormatrix.commands.run", "stormatrix.commands.plan"):
+        assert light not in heavy, light
+    assert "stormatrix.analysis.workbook" in heavy
+
+
+# --- the checker, on made-up trees: each rule can fail ----------------------------------------------------------
+
+TOY_LAYERS: list[tuple[int, str, tuple[str, ...]]] = [
+    (0, "core", ("toy", "toy.core")),
+    (1, "low", ("toy.low", "toy.low2")),
+    (2, "side_a", ("toy.a",)),
+    (2, "side_b", ("toy.b",)),
+    (3, "high", ("toy.high",)),
+]
+
+
+def toy(tmp_path: Path, files: dict[str, str]) -> Graph:
+    for name, text in {"__init__.py": "", "core.py": "", **files}.items():
+        (tmp_path / "toy" / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "toy" / name).write_text(text)
+    return read_graph(tmp_path, {"toy": "toy"})
+
+
+def test_a_clean_toy_passes(tmp_path: Path) -> None:
+    g = toy(tmp_path, {"low.py": "from . import core\n", "high.py": "from .low import x\nfrom . import a, b\n",
+                       "a.py": "from .core import y\n", "b.py": "", "low2.py": "import toy.low\n"})
+    assert problems(g, TOY_LAYERS) == []
+
+
+def test_an_upward_import_is_found(tmp_path: Path) -> None:
+    g = toy(tmp_path, {"low.py": "from .high import x\n", "high.py": ""})
+    assert problems(g, TOY_LAYERS) == ["toy.low:1 imports toy.high: layer low may not import layer high"]
+
+
+def test_a_sibling_import_is_found(tmp_path: Path) -> None:
+    g = toy(tmp_path, {"a.py": "from .b import x\n", "b.py": ""})
+    assert problems(g, TOY_LAYERS) == ["toy.a:1 imports toy.b: layer side_a may not import layer side_b"]
+
+
+def test_a_cycle_hidden_in_a_function_is_found(tmp_path: Path) -> None:
+    g = toy(tmp_path, {"low.py": "from . import low2\n", "low2.py": "def f():\n    from . import low\n"})
+    found = problems(g, TOY_LAYERS)
+    assert "import cycle: toy.low <-> toy.low2" in found
+    assert any("toy.low2:2 imports toy.low inside a function" in p for p in found)
+    # an allowed cycle is tolerated with its own late import
+    assert problems(g, TOY_LAYERS, frozenset({frozenset({"toy.low", "toy.low2"})})) == []
+
+
+def test_a_late_import_is_allowed_only_for_a_heavy_module(tmp_path: Path) -> None:
+    g = toy(tmp_path, {"low.py": "import pandas\n", "low2.py": "",
+                       "high.py": "def f():\n    from . import low\n\ndef g():\n    from . import low2\n"})
+    assert problems(g, TOY_LAYERS) == [
+        "toy.high:5 imports toy.low2 inside a function: import it at the top (only a module pulling "
+        "pandas/numpy/scipy/openpyxl may be loaded late, by a light one)"]
+
+
+def test_type_checking_imports_count_for_layers_not_for_cycles(tmp_path: Path) -> None:
+    g = toy(tmp_path, {"low.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .high import H\n",
+                       "high.py": "from .low import x\n"})
+    assert problems(g, TOY_LAYERS) == ["toy.low:3 imports toy.high: layer low may not import layer high"]
+
+
+def test_an_unplaced_module_and_a_third_party_import_in_core_are_found(tmp_path: Path) -> None:
+    g = toy(tmp_path, {"core.py": "import json\nimport requests\n", "stray.py": ""})
+    found = problems(g, TOY_LAYERS)
+    assert any(p.startswith("toy.stray ") and "is in no layer" in p for p in found)
+    assert "toy.core:2 imports requests: layer core uses the standard library only" in found
+    assert not any("json" in p for p in found)
