@@ -86,7 +86,6 @@ TERM_DURING_SAVE = textwrap.dedent("""
         os.kill(os.getpid(), signal.{sig})
     openpyxl.Workbook.save = save
     from stormatrix.cli import main
-from test_badinput_roots import cli  # the CLI in-process: (exit code, stdout + stderr), argparse's exits too
     sys.exit(main(sys.argv[1:]))
 """)
 
@@ -114,7 +113,6 @@ INTERRUPT_IMPORT = textwrap.dedent("""
                 raise KeyboardInterrupt
     sys.meta_path.insert(0, CtrlC())
     from stormatrix.cli import main
-from test_badinput_roots import cli  # the CLI in-process: (exit code, stdout + stderr), argparse's exits too
     sys.exit(main(["plan", "m.toml"]))
 """)
 
