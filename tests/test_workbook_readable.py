@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import html
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -28,16 +27,10 @@ from stormatrix.cli import main
 
 from test_analysis_iopath import qemu_record, write_journal
 
-DATA = Path(__file__).parent / "data"
-SOFFICE = shutil.which("soffice")
-POPPLER = shutil.which("pdftotext") and shutil.which("pdfinfo")
+from test_workbook_render import SOFFICE, pytestmark  # noqa: F401 - the same skips (LibreOffice, poppler)
 
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.skipif(not SOFFICE, reason="LibreOffice (soffice) is not installed: apt-get install -y "
-                                           "--no-install-recommends libreoffice-calc-nogui"),
-    pytest.mark.skipif(not POPPLER, reason="poppler-utils (pdftotext, pdfinfo) is not installed"),
-]
+DATA = Path(__file__).parent / "data"
+
 
 Word = tuple[float, float, float, float, str]
 
