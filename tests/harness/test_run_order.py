@@ -21,7 +21,8 @@ from stormatrix.core.errors import MatrixError
 from stormatrix.journal import read_journal
 from stormatrix.runner import Runner
 from stormatrix.runorder import ordered_cells, place
-from stormatrix.spec import expand, spec_from_dict
+from stormatrix.registry import spec_from_dict
+from stormatrix.spec import expand
 
 CONTROLLERS = ["ide", "sata", "virtio-blk", "virtio-scsi-single", "pvscsi"]
 

@@ -21,7 +21,8 @@ from stormatrix.cli import main
 from stormatrix.journal import read_journal
 from stormatrix.repeats import comparisons, next_extra
 from stormatrix.runner import Runner
-from stormatrix.spec import expand, spec_from_dict
+from stormatrix.registry import spec_from_dict
+from stormatrix.spec import expand
 
 # CPU seconds per window, per (controller, aio), repeat by repeat: virtio-blk's two aio modes are far apart
 # with almost no spread (decided); sata's are 0.1 apart with a spread of 0.25 (open)
