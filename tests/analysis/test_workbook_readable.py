@@ -28,15 +28,9 @@ from stormatrix.cli import main
 from test_analysis_iopath import qemu_record, write_journal
 import paths
 
-<<<<<<< HEAD:tests/analysis/test_workbook_readable.py
-DATA = paths.DATA
-SOFFICE = shutil.which("soffice")
-POPPLER = shutil.which("pdftotext") and shutil.which("pdfinfo")
-=======
 from test_workbook_render import SOFFICE, pytestmark  # noqa: F401 - the same skips (LibreOffice, poppler)
 
-DATA = Path(__file__).parent / "data"
->>>>>>> main:tests/test_workbook_readable.py
+DATA = paths.DATA
 
 
 Word = tuple[float, float, float, float, str]
