@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from stormatrix.cli import main
+from test_badinput_roots import cli  # the CLI in-process: (exit code, stdout + stderr), argparse's exits too
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "tests" / "data"
@@ -31,15 +32,6 @@ side = "A"
 filename = "/dev/vdb"
 guests = ["vm01=10.0.0.11:8765"]
 """
-
-
-def cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
-    try:
-        code = main(argv)
-    except SystemExit as exc:  # argparse's own exit for a bad option value
-        code = int(exc.code or 0)
-    out = capsys.readouterr()
-    return code, out.out + out.err
 
 
 def shell(script: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:

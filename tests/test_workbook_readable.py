@@ -98,12 +98,19 @@ def check(xlsx: Path, tmp: Path) -> tuple[openpyxl.Workbook, dict[str, list[int]
         off = [w[4] for w in page if w[2] > width + 0.5 or w[0] < -0.5]
         assert not off, f"{xlsx.name} page {n}: words beyond the paper's sides: {off[:5]}"
     printed = set(text.split())
+    lines = [" ".join(w[4] for w in sorted(line, key=lambda w: w[0])) for page in pages for line in _lines(page)]
     for ws in wb.worksheets:
+        merged = {c for rng in ws.merged_cells.ranges for row in ws.iter_rows(
+            min_row=rng.min_row, max_row=rng.max_row, min_col=rng.min_col, max_col=rng.max_col) for c in row}
         for row in ws.iter_rows():
             for c in row:
                 if isinstance(c.value, str) and c.value.strip():
                     missing = [w for w in c.value.split() if w not in printed and not _split_word(w, printed)]
                     assert not missing, f"{ws.title}!{c.coordinate}: not printed: {missing[:5]} of {c.value[:80]!r}"
+                    # a text on one line (not wrapped) prints whole on one line: a cut one lacks its end
+                    one = " ".join(c.value.split())
+                    if not (c.alignment and c.alignment.wrap_text) and c not in merged and ws.title != "Charts":
+                        assert any(one in line for line in lines), f"{ws.title}!{c.coordinate}: cut: {one[:80]!r}"
         for chart, title in zip(ws._charts, chart_titles(ws)):
             assert title, f"{ws.title}: a chart without a title"
             assert all(w in printed or _split_word(w, printed) for w in title.split()), f"title not printed: {title}"
@@ -111,6 +118,14 @@ def check(xlsx: Path, tmp: Path) -> tuple[openpyxl.Workbook, dict[str, list[int]
             refs = [s.val.numRef.f if s.val is not None else s.yVal.numRef.f for s in chart.series]
             assert all(_has_numbers(wb, ref) for ref in refs), f"{title}: a series without data points"
     return wb, sheet_pages(pages, wb), pages
+
+
+def _lines(page: list[Word]) -> list[list[Word]]:
+    """The words of a page grouped into printed lines (the same baseline, within a point)."""
+    out: dict[int, list[Word]] = {}
+    for w in page:
+        out.setdefault(round(w[3]), []).append(w)
+    return list(out.values())
 
 
 def _split_word(word: str, printed: set[str]) -> bool:
