@@ -68,3 +68,11 @@ def test_a_guest_fio_of_another_version_is_named_with_the_templates_fix(tmp_path
                           fio=str(client))
     assert "smx-w01" in err.value.message and "protocol mismatch" in err.value.message
     assert "stormatrix fleet template" in err.value.message
+
+
+def test_keep_is_refused_without_a_fleet(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    suite = tmp_path / "s.toml"
+    suite.write_text('[suite]\nfilename = "/dev/sdb"\nguests = ["vm01=10.0.0.11:8765"]\n')
+    assert main(["suite", "run", str(suite), "-o", str(tmp_path / "run"), "--keep"]) == 2
+    assert "--keep applies only to a suite with a [fleet]" in capsys.readouterr().err
+    assert not (tmp_path / "run" / "journal.ndjson").exists()
