@@ -463,7 +463,8 @@ def write_summary(ws: Worksheet, title: str, facts: list[tuple[str, Any]], findi
     wide = sum(SUMMARY_WIDTHS.values()) - SUMMARY_WIDTHS["A"]
     r = 3
     for k, v in facts:
-        ws.cell(row=r, column=1, value=safe_value(k)).font = Font(bold=True)
+        label = ws.cell(row=r, column=1, value=safe_value(k))
+        label.font, label.alignment = Font(bold=True), WRAP
         ws.cell(row=r, column=2, value=safe_value(v)).alignment = Alignment(wrap_text=True, horizontal="left",
                                                                             vertical="top")
         ws.merge_cells(start_row=r, start_column=2, end_row=r, end_column=6)
