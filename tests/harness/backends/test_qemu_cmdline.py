@@ -123,3 +123,19 @@ def test_a_test_disk_another_qemu_holds_is_passed_over(tmp_path: Path) -> None:
         if qemu.stderr:
             qemu.stderr.close()
     assert not image_in_use(first[0])
+
+
+def test_a_run_claims_its_test_disks_until_it_releases_them(tmp_path: Path) -> None:
+    """Two runs at once: the second claims other images even while the first has no VM running (between two
+    cells), and gets the first ones back once they are released."""
+    from stormatrix.backends.qemu import claim_test_disks
+
+    first = claim_test_disks(tmp_path, 16, 2)
+    assert [p.name for p in first.paths] == ["test-16m.raw", "test-16m.b.raw"]
+    second = claim_test_disks(tmp_path, 16, 2)
+    assert [p.name for p in second.paths] == ["test-16m.c.raw", "test-16m.d.raw"]
+    first.release()
+    third = claim_test_disks(tmp_path, 16, 1)
+    assert [p.name for p in third.paths] == ["test-16m.raw"]
+    second.release()
+    third.release()
