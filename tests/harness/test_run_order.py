@@ -135,8 +135,8 @@ def test_a_place_depends_only_on_seed_round_and_key_so_any_subset_keeps_its_rela
     assert place(5, 2, "ide/x") == place(5, 2, "ide/x") != place(5, 3, "ide/x")
 
 
-def test_plan_lists_the_cells_in_the_order_the_run_measures_them(tmp_path: Path,
-                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+def test_plan_lists_the_cells_in_the_order_the_run_measures_them(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     raw = matrix(seed=42)
     assert main(["plan", str(write_matrix(tmp_path / "m.toml", raw))]) == 0
     out = capsys.readouterr().out
