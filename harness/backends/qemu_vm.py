@@ -331,13 +331,18 @@ def image_in_use(path: Path) -> bool:
         os.close(fd)
 
 
+def _test_disk_names(folder: Path, size_mib: int) -> list[Path]:
+    """The cached test-disk images of one size, in the order runs take them: ``test-<size>m.raw``, ``.b.raw``, ..."""
+    return [folder / (f"test-{size_mib}m.raw" if s == "a" else f"test-{size_mib}m.{s}.raw")
+            for s in "abcdefghijklmnopqrstuvwxyz"]
+
+
 def free_test_disks(folder: Path, size_mib: int, count: int) -> list[Path]:
     """``count`` test-disk images of ``size_mib`` in ``folder`` that no running QEMU holds: the usual
     ``test-<size>m.raw`` (and ``.b.raw``) first, further copies (``.c.raw``, ...) when another run on
     this machine has those open, so that two runs do not wait on each other's image lock."""
     out: list[Path] = []
-    for suffix in "abcdefghijklmnopqrstuvwxyz":
-        path = folder / (f"test-{size_mib}m.raw" if suffix == "a" else f"test-{size_mib}m.{suffix}.raw")
+    for path in _test_disk_names(folder, size_mib):
         if not image_in_use(path):
             out.append(ensure_test_disk(path, size_mib))
             if len(out) == count:
@@ -372,8 +377,7 @@ def claim_test_disks(folder: Path, size_mib: int, count: int) -> DiskClaim:
     paths: list[Path] = []
     fds: list[int] = []
     folder.mkdir(parents=True, exist_ok=True)
-    for suffix in "abcdefghijklmnopqrstuvwxyz":
-        path = folder / (f"test-{size_mib}m.raw" if suffix == "a" else f"test-{size_mib}m.{suffix}.raw")
+    for path in _test_disk_names(folder, size_mib):
         fd = os.open(path.with_name(path.name + ".claim"), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
