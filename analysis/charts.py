@@ -29,7 +29,7 @@ from ..core.model import NOT_APPLICABLE, format_size
 from .compare import ComparisonResult
 from .efficiency import EfficiencyResult
 from .safe import neutralize, safe_value
-from .sheets import WRAP, header
+from .sheets import WRAP, autosize, header, print_table
 
 # a symbol per storage controller, a colour per aio mode (the method's chart convention)
 MARKERS = ["circle", "square", "triangle", "diamond", "x", "star", "plus", "dash", "dot"]
@@ -240,6 +240,9 @@ def efficiency_charts(wb: Workbook, result: EfficiencyResult) -> dict[str, Calla
         else:
             at = _place_at(charts, norm, at)
         at = _place_at(charts, bar, at)
+    autosize(data)
+    data.column_dimensions["A"].width = 44
+    print_table(data, data.max_column, data.max_row, header_row=None)
     return score_charts
 
 
@@ -370,4 +373,6 @@ def comparison_charts(wb: Workbook, result: ComparisonResult) -> None:
                 _place(charts, ch, index)
                 index += 1
             r += 2
+    autosize(data)
     data.column_dimensions["A"].width = 28
+    print_table(data, data.max_column, data.max_row, header_row=None)

@@ -17,7 +17,8 @@ A *point* is one (rw, block size, queue depth). For each side and point the repe
   the p-value is left empty.
 - host cost, where the host collector ran (the per-MiB figures of ``stormatrix.core.metrics``): per side
   and point the mean over repeats of ``cpu_per_mib`` (``(user + kernel cycles) / MiB`` where perf counted cycles, else
-  ``(user + system CPU seconds x 1000) / MiB``, i.e. CPU-ms/MiB) and of ``ctx_per_mib`` (context
+  ``(CPU seconds x 1000) / MiB``, i.e. CPU-ms/MiB, the seconds being perf's task-clock where perf ran:
+  ``host.cpu_total_source``) and of ``ctx_per_mib`` (context
   switches / MiB); lower is better, so, like latency:
   ``cpu_reduction_pct = (1 - cpu_B / cpu_A) * 100`` (positive: B needs less host CPU per MiB),
   ``cpu_ratio = cpu_B / cpu_A``, and the same for context switches; B *wins* a point in host CPU when

@@ -32,8 +32,8 @@ def save_workbook(wb: Workbook, path: str | Path) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     for ws in wb.worksheets:
-        if ws.sheet_properties.pageSetUpPr.fitToPage:
-            continue  # the sheet set up its own printing (sheets.print_setup: the Answer page is one page)
+        if ws.print_area:
+            continue  # the sheet set up its own printing (sheets.print_setup / print_table)
         ws.page_setup.orientation = "landscape"
         ws.page_setup.fitToWidth = 1
         ws.page_setup.fitToHeight = 0

@@ -25,7 +25,7 @@ WRAP = Alignment(wrap_text=True, vertical="top")
 
 
 LINE_PT = 15.0      # the height of one line of 11-pt text (LibreOffice does not grow the rows of a file it opens)
-CHARS_PER_WIDTH = 1.1  # characters of average text per unit of column width (a unit is one '0' of the font)
+CHARS_PER_WIDTH = 1.0  # characters of average text per unit of column width (a unit is one '0' of the font)
 
 
 def lines_needed(text: Any, width: float) -> int:
@@ -149,6 +149,30 @@ def content_width(header_text: str, shown: Iterable[str]) -> float:
     return float(min(MAX_WIDTH, max(longest, head) / CHARS_PER_WIDTH + 2.0))
 
 
+def autosize(ws: Worksheet, *, max_width: float = MAX_WIDTH) -> None:
+    """Size a sheet written cell by cell (Chart data): each column as wide as its widest value, header cells
+    (bold on the header fill) wrapped over their words with their rows as tall as they need; numbers at 4
+    shown as they are (a chart takes its axis format from them)."""
+    widths: dict[int, float] = {}
+    heads: list[Any] = []
+    for row in ws.iter_rows():
+        for c in row:
+            if c.value is None:
+                continue
+            if c.fill is not None and c.fill.fgColor is not None and c.fill.fgColor.rgb == HEADER_FILL.fgColor.rgb:
+                heads.append(c)
+                continue
+            shown = f"{c.value:.10g}" if isinstance(c.value, float) else _shown(c.value, c.number_format)
+            widths[c.column] = max(widths.get(c.column, 0.0), min(max_width, len(shown) / CHARS_PER_WIDTH + 2.0))
+    for c in heads:
+        words = max([len(w) for w in str(c.value).split()] + [4]) / CHARS_PER_WIDTH + 2.0
+        widths[c.column] = max(widths.get(c.column, 0.0), min(max_width, words))
+    for j, w in widths.items():
+        ws.column_dimensions[get_column_letter(j)].width = max(w, 6.0)
+    for r in sorted({c.row for c in heads}):
+        fit_height(ws, r, [(c.value, widths[c.column]) for c in heads if c.row == r])
+
+
 def header_letter(ws: Worksheet, text: str, row: int = 1) -> str | None:
     """The column letter of the header cell reading ``text`` (None when the column was left out)."""
     for c in ws[row]:
@@ -157,7 +181,8 @@ def header_letter(ws: Worksheet, text: str, row: int = 1) -> str | None:
     return None
 
 
-def print_table(ws: Worksheet, last_col: int, last_row: int, *, title_cols: int = 1, header_row: int = 1) -> None:
+def print_table(ws: Worksheet, last_col: int, last_row: int, *, title_cols: int = 1,
+                header_row: int | None = 1) -> None:
     """Print a table legibly: fitted to the page width when it is narrow enough to stay readable, else at
     full size across as many pages as it needs, its first column(s) and header repeated on each."""
     total = sum(ws.column_dimensions[get_column_letter(j)].width or 10.0 for j in range(1, last_col + 1))
@@ -165,9 +190,11 @@ def print_table(ws: Worksheet, last_col: int, last_row: int, *, title_cols: int 
     if total > ONE_PAGE_WIDTH:
         ws.page_setup.fitToWidth = 0
         ws.sheet_properties.pageSetUpPr.fitToPage = False
+        ws.page_setup.scale = 75  # 8-pt print: about 150 units of columns to a page
         ws.print_title_cols = f"A:{get_column_letter(title_cols)}"
-    ws.print_title_rows = f"{header_row}:{header_row}"
-    ws.print_area = f"A1:{get_column_letter(last_col)}{max(last_row, header_row)}"
+    if header_row is not None:
+        ws.print_title_rows = f"{header_row}:{header_row}"
+    ws.print_area = f"A1:{get_column_letter(max(last_col, 1))}{max(last_row, header_row or 1)}"
 
 
 def write_table(ws: Worksheet, frame: pd.DataFrame, columns: Sequence[Column], *, start_row: int = 1,
@@ -354,12 +381,20 @@ def write_frame(ws: Worksheet, frame: pd.DataFrame, formats: dict[str, str] | No
     for j, c in enumerate(frame.columns, start=1):
         ws.column_dimensions[get_column_letter(j)].width = _frame_width(str(ws.cell(row=1, column=j).value),
                                                                         frame[c], formats.get(c))
-    # the reasons wrap in a wide last column, and their rows grow to hold them
-    reasons_w = ws.column_dimensions[get_column_letter(len(frame.columns))].width = 60.0
-    for i, text in enumerate(frame[BLANK_HEADER].tolist(), start=2):
-        if text and len(text) > reasons_w * CHARS_PER_WIDTH - 2:
-            ws._cells[(i, len(frame.columns))].alignment = WRAP
-            fit_height(ws, i, [(text, reasons_w)])
+    # a text longer than its column (the reasons, a note) wraps, and its row grows to hold it
+    ws.column_dimensions[get_column_letter(len(frame.columns))].width = 60.0
+    lines = [1] * len(frame)
+    for j, c in enumerate(frame.columns, start=1):
+        if frame[c].dtype == "float64":
+            continue
+        width = ws.column_dimensions[get_column_letter(j)].width
+        for i, text in enumerate(frame[c].tolist()):
+            if isinstance(text, str) and len(text) > (width - 2) * CHARS_PER_WIDTH:
+                ws._cells[(i + 2, j)].alignment = WRAP
+                lines[i] = max(lines[i], lines_needed(text, width))
+    for i, n in enumerate(lines, start=2):
+        if n > 1:
+            ws.row_dimensions[i].height = LINE_PT * n
     fit_height(ws, 1, [(ws.cell(row=1, column=j).value, ws.column_dimensions[get_column_letter(j)].width)
                        for j in range(1, len(frame.columns) + 1)])
     print_table(ws, len(frame.columns), last)
@@ -377,7 +412,7 @@ def _frame_width(head: str, column: pd.Series, fmt: str | None) -> float:
         lengths = column.dropna().astype(str).str.len()
         longest = int(lengths.max()) if len(lengths) else 0
     words = max([len(w) for w in head.split()] + [4])
-    return float(min(90.0, max(longest / CHARS_PER_WIDTH, min(words, 30), len(head) / 3) + 2.0))
+    return float(min(60.0, max(longest / CHARS_PER_WIDTH, min(words, 30), len(head) / 3) + 2.0))
 
 
 LABEL_WIDTH = 30.0   # the label column of the Method sheet
@@ -428,7 +463,8 @@ def write_summary(ws: Worksheet, title: str, facts: list[tuple[str, Any]], findi
     wide = sum(SUMMARY_WIDTHS.values()) - SUMMARY_WIDTHS["A"]
     r = 3
     for k, v in facts:
-        ws.cell(row=r, column=1, value=safe_value(k)).font = Font(bold=True)
+        label = ws.cell(row=r, column=1, value=safe_value(k))
+        label.font, label.alignment = Font(bold=True), WRAP
         ws.cell(row=r, column=2, value=safe_value(v)).alignment = Alignment(wrap_text=True, horizontal="left",
                                                                             vertical="top")
         ws.merge_cells(start_row=r, start_column=2, end_row=r, end_column=6)

@@ -11,12 +11,13 @@ import pandas as pd
 from openpyxl import Workbook
 from openpyxl.formatting.rule import ColorScaleRule
 from openpyxl.styles import Font
+from openpyxl.utils import get_column_letter
 
 from .efficiency import EfficiencyResult
 from .findings import efficiency_findings
 from .iopath import UNIT, IOPathResult
 from .safe import safe_value
-from .sheets import WRAP, Column, header, header_letter, write_lines, write_table
+from .sheets import WRAP, Column, fit_height, header, header_letter, write_lines, write_table
 from .bootstrap import RESAMPLES
 from .stats import TEST_NAME
 
@@ -126,14 +127,27 @@ def write_iopath_sheet(wb: Workbook, result: EfficiencyResult) -> None:
     ws.cell(row=r, column=1, value="Findings on the I/O path alone").font = Font(bold=True, size=12)
     r += 1
     header(ws, r, ["#", "Evidence", "Finding"])
+    # the finding spans the columns from C to the table's width (or 100 units), wrapped in a row tall enough
+    ncols = max(3, ws.max_column)
+    span = sum(ws.column_dimensions[get_column_letter(j)].width or 10.0 for j in range(3, ncols + 1))
+    last_col = 3
+    while last_col < ncols and sum(ws.column_dimensions[get_column_letter(j)].width or 10.0
+                                   for j in range(3, last_col + 1)) < min(span, 100.0):
+        last_col += 1
+    width = sum(ws.column_dimensions[get_column_letter(j)].width or 10.0 for j in range(3, last_col + 1))
     for i, f in enumerate(efficiency_findings(io.scored, what="I/O-path score"), start=1):
         r += 1
         ws.cell(row=r, column=1, value=i)
-        ws.cell(row=r, column=2, value=safe_value(f.status or None))
-        ws.cell(row=r, column=3, value=safe_value(f.text))  # unwrapped: it runs on over the empty cells
+        ws.cell(row=r, column=2, value=safe_value(f.status or None)).alignment = WRAP
+        ws.cell(row=r, column=3, value=safe_value(f.text)).alignment = WRAP
+        ws.merge_cells(start_row=r, start_column=3, end_row=r, end_column=last_col)
+        fit_height(ws, r, [(f.text, width), (f.status, ws.column_dimensions["B"].width or 10.0)])
     for note in io.notes + (["No measurement has the per-thread split: nothing to score."] if not len(cells) else []):
         r += 2
         ws.cell(row=r, column=2, value=safe_value(note)).alignment = WRAP
+        ws.merge_cells(start_row=r, start_column=2, end_row=r, end_column=last_col)
+        fit_height(ws, r, [(note, width + (ws.column_dimensions["B"].width or 10.0))])
+    ws.print_area = f"A1:{get_column_letter(ncols)}{r}"
 
 
 def add_trust_sheets(wb: Workbook, result: EfficiencyResult) -> None:

@@ -352,7 +352,9 @@ def _method_comparison(result: ComparisonResult) -> list[str | tuple[str, str]]:
                          "tested; 'no variance' = both sides repeated identical values, the test is undefined."),
         ("Host CPU per MiB", "per point and side: the mean over the repeats of the host CPU the measured QEMU "
                              "processes used in the window per MiB moved: (user + kernel cycles) / MiB where perf "
-                             "counted hardware cycles, else (user + system CPU seconds x 1000) / MiB (CPU-ms/MiB). "
+                             "counted hardware cycles, else (CPU seconds x 1000) / MiB (CPU-ms/MiB), the CPU seconds "
+                             "being perf's task-clock where perf ran (host.cpu_total_source names it; user + system "
+                             "from /proc, sampled in clock ticks, can differ from it: host.cpu_split_note). "
                              "The 'Host CPU metric' column says which. A suite point counts all the side's VMs' "
                              "QEMU processes over the bytes all its guests moved."),
         ("Host CPU/MiB reduction %", "(1 - CPU/MiB_B / CPU/MiB_A) x 100; ratio B/A = CPU/MiB_B / CPU/MiB_A. "

@@ -121,7 +121,8 @@ def with_settings(matrix_text: str, section: str, settings: dict[str, str]) -> s
 def run_matrix(workdir: Path, matrix_text: str, tag: str) -> tuple[Any, dict[str, Any], float]:
     """A whole run of the matrix through the runner: (runner, summary, wall seconds)."""
     from stormatrix.runner import Runner
-    from stormatrix.spec import check_guest_backend, load_spec
+    from stormatrix.registry import load_spec
+    from stormatrix.spec import check_guest_backend
 
     matrix = workdir / f"m-{tag}.toml"
     matrix.write_text(matrix_text)

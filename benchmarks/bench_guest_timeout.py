@@ -12,7 +12,7 @@ Python imports included):
     .venv/bin/python benchmarks/bench_guest_timeout.py                 # T = 1, 3, 5
     .venv/bin/python benchmarks/bench_guest_timeout.py --timeouts 3 10 --json
 
-The tests check the relation instead (tests/test_reliability_deadline.py: no request is handed more time
+The tests check the relation instead (tests/harness/test_reliability_deadline.py: no request is handed more time
 than is left, and on a fake clock the command ends by the deadline); this gives the figure.
 """
 

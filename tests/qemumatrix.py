@@ -7,7 +7,7 @@ from __future__ import annotations
 def small_matrix(name: str, controllers: list[str], *, aio: str = "native", ramp_seconds: float = 1,
                  measure_seconds: float = 5, qemu_extra: str = "", order: str = "grouped") -> str:
     """The matrix file's text; ``qemu_extra`` adds lines to its ``[qemu]`` section. ``order`` is grouped:
-    the tests name their cells in matrix order (shuffled rounds are tests/test_run_order.py's)."""
+    the tests name their cells in matrix order (shuffled rounds are tests/harness/test_run_order.py's)."""
     listed = ", ".join(f'"{c}"' for c in controllers)
     return f"""
 [run]

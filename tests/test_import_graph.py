@@ -28,8 +28,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+import paths
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = paths.ROOT
 
 #: bottom to top: (rank, group, module patterns). Same rank, different group: neither may import the other.
 LAYERS: list[tuple[int, str, tuple[str, ...]]] = [

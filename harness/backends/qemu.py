@@ -25,12 +25,12 @@ from ..spec import Field, MatrixSpec, Section
 from .base import Backend
 from .qemu_devices import PCI_ADDR, disk_devices, drive_option, pci_addr
 from .qemu_pinning import PinPlan, PlacementCollector, ThreadPinner, check_setting, plan_pinning
-from .qemu_vm import (QBOOT, QEMU_BINARY, QemuVm, VmSpec, ensure_test_disk, free_test_disks, image_in_use, kill_stale,
-                      qemu_version)
+from .qemu_vm import (QBOOT, QEMU_BINARY, DiskClaim, QemuVm, VmSpec, claim_test_disks, ensure_test_disk,
+                      free_test_disks, image_in_use, kill_stale, qemu_version)
 
 __all__ = ["QEMU_SECTION", "QemuBackend", "PCI_ADDR", "disk_devices", "drive_option", "pci_addr", "QBOOT",
            "QEMU_BINARY", "QemuVm", "VmSpec", "ensure_test_disk", "free_test_disks", "image_in_use", "kill_stale",
-           "qemu_version"]
+           "qemu_version", "DiskClaim", "claim_test_disks"]
 
 log = logging.getLogger("stormatrix.qemu")
 
@@ -126,6 +126,7 @@ class QemuBackend(Backend):
         self.pin_note = ""
         self._pinner: ThreadPinner | None = None
         self._stopping: list[tuple[QemuVm, threading.Thread]] = []  # VMs being stopped off the critical path
+        self._claim: DiskClaim | None = None  # the cached test-disk images this run holds until it closes
 
     @staticmethod
     def options(spec: MatrixSpec) -> dict[str, Any]:
@@ -159,7 +160,10 @@ class QemuBackend(Backend):
         else:
             size = self.opts["disk_size_mib"]
             count = 2 if self.boots_ahead(self.spec) else 1
-            self.disk_paths = free_test_disks(guestimage.cache_root() / "disks", size, count)
+            if self._claim is not None:
+                self._claim.release()
+            self._claim = claim_test_disks(guestimage.cache_root() / "disks", size, count)
+            self.disk_paths = self._claim.paths
         return {"qemu": version, "accel": self.opts["accel"], "guest_image": self.image.image_id,
                 "guest_kernel": self.image.kernel_release, "vcpus": self.opts["vcpus"],
                 "memory_mib": self.opts["memory_mib"], "firmware": self.opts["firmware"],
@@ -294,6 +298,9 @@ class QemuBackend(Backend):
         self._stop()
         self._reap()
         self._pinner = None
+        if self._claim is not None:  # after every VM is gone: the images are free for other runs now
+            self._claim.release()
+            self._claim = None
         if self.ahead is not None:
             self.ahead.stop()
             self.ahead = None

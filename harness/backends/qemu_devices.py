@@ -4,8 +4,8 @@ The device strings follow qemu-server's ``print_drive_commandline_full`` / ``pri
 and its PCI address map (``PVE/QemuServer.pm``, ``PVE/QemuServer/PCI.pm`` of the -drive era, which is
 what QEMU 7.2 machines get): option order, ids (``drive-scsi1``, ``scsihw0``, ``virtioscsi1``),
 iothread objects, PCI bridges and addresses. The local disk stands for a directory storage (O_DIRECT
-when cache is unset). ``tests/test_pve_cfg2cmd_conformance.py`` compares them with qemu-server's own
-expectations for every controller.
+when cache is unset). ``tests/harness/backends/proxmox/test_pve_cfg2cmd_conformance.py`` compares them with
+qemu-server's own expectations for every controller.
 """
 
 from __future__ import annotations

@@ -35,7 +35,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--strict", action="store_true",
                    help="fail (exit 2) if any input cannot be used, or if a measurement is on both sides")
     p.add_argument("--alpha", type=probability, default=0.05, help="significance level of the t-tests (default 0.05)")
-    p.add_argument("--csv", help="where to write the tidy CSV (default: next to the workbook, .csv)")
+    p.add_argument("--csv", help="where to write the tidy CSV (default: next to the workbook, .csv); refused, "
+                                 "like -o, if it is any file the command reads (e.g. a perf sidecar)")
     p.set_defaults(func=run)
 
 

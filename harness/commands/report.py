@@ -33,7 +33,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "0.10) or a percentage (10%%, as the matrix's cv_limit_pct)")
     p.add_argument("--label", type=label,
                    help="name of this data set, shown in the workbook (default: the journal's side)")
-    p.add_argument("--csv", help="where to write the tidy CSV (default: next to the workbook, .csv)")
+    p.add_argument("--csv", help="where to write the tidy CSV (default: next to the workbook, .csv); refused, "
+                                 "like -o, if it is any file the command reads (e.g. a perf sidecar)")
     p.set_defaults(func=run)
 
 

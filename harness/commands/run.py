@@ -20,7 +20,8 @@ from .runlock import hold_run_dir
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("run", help="execute a matrix (progress bar, ETA); run it again to resume",
                        description="Execute every cell of MATRIX and journal each one to RUN_DIR/journal.ndjson. "
-                                   "Cells already in the journal are skipped, so re-running resumes.")
+                                   "Cells already in the journal are skipped, so re-running resumes. One run at a "
+                                   "time writes a RUN_DIR: a second one started into it exits 2 naming the first.")
     p.add_argument("matrix", help="matrix file (TOML)")
     p.add_argument("-o", "--output", required=True, metavar="RUN_DIR", help="run directory (journal, logs)")
     p.add_argument("--side", metavar="LABEL", type=label,

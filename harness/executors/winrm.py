@@ -80,7 +80,7 @@ __all__ = [
     "check_transport_available", "check_workload_memory", "clean_clixml", "default_module_dir", "encode_command",
     "encode_parameters", "load_password", "map_transport_error", "max_chunk_chars", "parse_call_output",
     "present_script", "redact", "storage_drivers", "upload_scripts", "workload_parameters",
-    "_default_protocol",  # tests/test_reliability_safety.py checks the TLS opt-out warning through it
+    "_default_protocol",  # tests/harness/test_reliability_safety.py checks the TLS opt-out warning through it
 ]
 
 log = logging.getLogger("stormatrix.executor.winrm")

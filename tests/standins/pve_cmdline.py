@@ -4,7 +4,7 @@ the Proxmox stand-in's own source of truth for ``qm showcmd`` and for the QEMU i
 Written from qemu-server's own expectations, the ``src/test/cfg2cmd/*.conf`` / ``*.conf.cmd`` pairs of
 proxmox/qemu-server (a copy lives in ``tests/data/qemu-server-cfg2cmd/drive-era/``), never from
 stormatrix's code: if the product's builder or its reader of command lines is wrong, this is not wrong
-with it. ``tests/test_proxmox_standin.py`` checks this module against those pairs. What they show:
+with it. ``tests/harness/backends/proxmox/test_proxmox_standin.py`` checks this module against those pairs. What they show:
 
 - drives are emitted bus by bus in qemu-server's order: ide, scsi, virtio, sata (``simple1-template``:
   scsi0 before sata0), each controller just before its first drive (``aio``: ``scsihw1`` before scsi7);

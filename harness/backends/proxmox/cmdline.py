@@ -13,7 +13,7 @@ differently:
 
 In both the guest device names its drive ``drive=drive-<key>``. :func:`read_disk` turns either into one
 :class:`DiskReading`; :func:`cmdline_problems` compares a reading with a cell. Both are checked against
-every config of qemu-server's own expectations (``tests/test_pve_cfg2cmd_conformance.py``).
+every config of qemu-server's own expectations (``tests/harness/backends/proxmox/test_pve_cfg2cmd_conformance.py``).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 qemu-server does not have one aio default: it chooses per storage type (``Drive.pm`` /
 ``QemuServer.pm``, ``aio_cmdline_option`` with ``storage_allows_io_uring_default``, and
 ``drive_uses_cache_direct``), and its own test expectations (qemu-server ``src/test/cfg2cmd``,
-checked by ``tests/test_pve_cfg2cmd_conformance.py``) show the result:
+checked by ``tests/harness/backends/proxmox/test_pve_cfg2cmd_conformance.py``) show the result:
 
 - **O_DIRECT** (``cache.direct``): an explicit ``cache`` decides (none/directsync: direct; writeback,
   writethrough, unsafe: through the host page cache). With no ``cache`` the disk is opened O_DIRECT —

@@ -5,7 +5,7 @@
 references cited in ``analysis/esxtop.py`` (PDH-CSV 4.0 header with ``(UTC)(0)``, every cell quoted,
 ``\\\\host\\object(instance)\\counter`` names, ``MM/DD/YYYY HH:MM:SS`` times, the Group Cpu counter list,
 ``Physical Cpu(_Total)``). The numbers are chosen so the expected results are easy to check by hand
-(see tests/test_vmware_esxtop.py): bench01's %USED is 150, 180, 170, 160, 190, 150 (sum 1000, so 50.0
+(see tests/harness/backends/test_vmware_esxtop.py): bench01's %USED is 150, 180, 170, 160, 190, 150 (sum 1000, so 50.0
 CPU-seconds at 5 s per row) and %USED = %RUN + %SYS - %OVRLP in every row. Re-running this script
 reproduces the files exactly.
 

@@ -1,6 +1,6 @@
 """Builds the malformed-input corpus in this folder from the real captures next door.
 
-Each file has one defect, named by its file name. ``tests/test_analysis_malformed.py`` checks that each
+Each file has one defect, named by its file name. ``tests/analysis/test_analysis_malformed.py`` checks that each
 gives one clear per-file message and no traceback. Re-running this script reproduces the files exactly.
 
     python tests/data/malformed/make_corpus.py

@@ -1,0 +1,78 @@
+"""``stormatrix fleet template``: cloud-init user-data for the workers' template (fio of the controller's
+version, the QEMU guest agent, a ``fio --server`` systemd unit), and the fleet journal's torn-line rule."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from stormatrix.cli import main
+from stormatrix.core.errors import DataFileError
+from stormatrix.fleet.journal import FleetJournal
+from stormatrix.fleet.template import UNIT_NAME, fio_package_version
+
+
+def test_user_data_installs_the_controllers_fio_and_a_server_unit(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["fleet", "template", "--port", "9876"]) == 0
+    text = capsys.readouterr().out
+    assert text.startswith("#cloud-config\n")  # cloud-init reads the file as cloud-config only with this line
+    doc = yaml.safe_load(text)
+    here = subprocess.run(["fio", "--version"], capture_output=True, text=True, check=True).stdout.strip()
+    version = fio_package_version(here)
+    assert version and here == f"fio-{version}"
+    assert doc["packages"] == ["qemu-guest-agent", f"fio={version}*"]
+    unit = next(f for f in doc["write_files"] if f["path"] == f"/etc/systemd/system/{UNIT_NAME}")
+    assert "ExecStart=/usr/bin/fio --server=ip:0.0.0.0,9876\n" in unit["content"]
+    assert "Restart=always" in unit["content"] and "WantedBy=multi-user.target" in unit["content"]
+    assert ["systemctl", "enable", "--now", UNIT_NAME] in doc["runcmd"]
+    assert ["systemctl", "enable", "--now", "qemu-guest-agent"] in doc["runcmd"]
+
+
+def test_template_refuses_a_bad_port_and_says_when_fio_is_unknown(tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["fleet", "template", "--port", "0"]) == 2
+    assert "--port 0" in capsys.readouterr().err
+    assert main(["fleet", "template", "--fio", str(tmp_path / "no-fio")]) == 0
+    out, err = capsys.readouterr()
+    assert "fio is not pinned" in err and yaml.safe_load(out)["packages"] == ["qemu-guest-agent", "fio"]
+
+
+def test_fleet_journal_ignores_a_torn_last_line_but_not_a_damaged_one(tmp_path: Path) -> None:
+    j = FleetJournal(tmp_path)
+    j.append({"type": "vm", "vmid": 300, "name": "smx-w01", "node": "pve"})
+    with open(j.path, "a") as fh:
+        fh.write('{"type": "vm", "vmid": 3')  # the write a kill -9 cut short: that VM was never requested
+    assert list(j.state().vms) == [300]
+    j.append({"type": "vm-ready", "vmid": 300})  # the next append starts after the repaired tail
+    assert j.state().ready == {300} and j.path.read_text().count("\n") == 2
+    j.path.write_text('{"type": "vm"\n' + '{"type": "vm", "vmid": 301, "name": "w", "node": "pve"}\n')
+    with pytest.raises(DataFileError, match="line 1 is not JSON"):
+        j.state()
+
+
+def test_a_guest_fio_of_another_version_is_named_with_the_templates_fix(tmp_path: Path) -> None:
+    """What fio's client prints when a server speaks another protocol version (docs/fio-server.md:
+    ``fio: bad server cmd version``), from a client that meets such a server."""
+    from stormatrix.core.errors import GuestNotReady
+    from stormatrix.executors.fioserver import FioGuest
+    from stormatrix.fleet.suiterun import check_fio_servers
+
+    client = tmp_path / "fio"
+    client.write_text("#!/bin/sh\necho 'fio: bad server cmd version 94' >&2\nexit 1\n")
+    client.chmod(0o755)
+    with pytest.raises(GuestNotReady) as err:
+        check_fio_servers([FioGuest(name="smx-w01", host="192.0.2.10", port=8765)], tmp_path / "probe",
+                          fio=str(client))
+    assert "smx-w01" in err.value.message and "protocol mismatch" in err.value.message
+    assert "stormatrix fleet template" in err.value.message
+
+
+def test_keep_is_refused_without_a_fleet(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    suite = tmp_path / "s.toml"
+    suite.write_text('[suite]\nfilename = "/dev/sdb"\nguests = ["vm01=10.0.0.11:8765"]\n')
+    assert main(["suite", "run", str(suite), "-o", str(tmp_path / "run"), "--keep"]) == 2
+    assert "--keep applies only to a suite with a [fleet]" in capsys.readouterr().err
+    assert not (tmp_path / "run" / "journal.ndjson").exists()
