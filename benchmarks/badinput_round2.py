@@ -180,34 +180,34 @@ def process_cases() -> Iterable[Case]:
     for label, cmd in (("plan", f"plan {m}"), ("help", "--help"), ("version", "--version"),
                        ("report-help", "report --help"), ("suite-plan", "suite plan {tmp}/s.toml")):
         yield Case(f"stdout.closed-pipe.{label}", [], {"s.toml": SUITE}, ("rc=141",), code=0,
-                   shell=f'$SMX {cmd} | (exec 0<&-; true); echo "rc=${{PIPESTATUS[0]}}"')
+                   bash_line=f'$SMX {cmd} | (exec 0<&-; true); echo "rc=${{PIPESTATUS[0]}}"')
         yield Case(f"stdout.full-device.{label}", [], {"s.toml": SUITE}, ("no space left",), code=1,
-                   shell=f"$SMX {cmd} >/dev/full")
+                   bash_line=f"$SMX {cmd} >/dev/full")
     yield Case("stdout.closed-from-start.report", [], {}, ("standard output is closed",), code=1,
-               shell=f"$SMX report {run} -o {{tmp}}/o/r.xlsx >&-", changes=_outs("o/r.xlsx", "o/r.csv"))
+               bash_line=f"$SMX report {run} -o {{tmp}}/o/r.xlsx >&-", changes=_outs("o/r.xlsx", "o/r.csv"))
     yield Case("stdout.ok.plan-into-a-file", [], {}, ("cells",), code=0, bad=False,
-               shell=f"$SMX plan {m} > {{tmp}}/plan.txt && cat {{tmp}}/plan.txt", changes=_outs("plan.txt"))
+               bash_line=f"$SMX plan {m} > {{tmp}}/plan.txt && cat {{tmp}}/plan.txt", changes=_outs("plan.txt"))
     hook = ("import os, signal, sys, openpyxl\nreal = openpyxl.Workbook.save\n"
             "def save(self, f):\n    real(self, f)\n    os.kill(os.getpid(), signal.SIG{sig})\n"
             "openpyxl.Workbook.save = save\nfrom stormatrix.cli import main\nsys.exit(main(sys.argv[1:]))\n")
     for sig, code in (("TERM", 143), ("HUP", 129), ("INT", 130)):
         yield Case(f"signal.{sig.lower()}-while-writing-the-workbook", [], {"o/r.xlsx": b"earlier good workbook"},
                    ("terminated" if sig != "INT" else "interrupted",), code=code,
-                   shell=f'$PY -c "$HOOK" report {run} -o {{tmp}}/o/r.xlsx', env={"HOOK": hook.format(sig=sig)},
+                   bash_line=f'$PY -c "$HOOK" report {run} -o {{tmp}}/o/r.xlsx', env={"HOOK": hook.format(sig=sig)},
                    absent=("resume",))
     ctrl_c = ("import sys\nsys.argv[0] = 'stormatrix'\nclass C:\n    def find_spec(self, n, p, t=None):\n"
               "        if n == '{mod}':\n            raise KeyboardInterrupt\nsys.meta_path.insert(0, C())\n"
               "from stormatrix.cli import main\nsys.exit(main(['plan', 'm.toml']))\n")
     for mod in ("stormatrix.cli", "stormatrix.commands", "stormatrix.runner", "stormatrix.spec"):
         yield Case(f"signal.ctrl-c-while-importing-{mod}", [], {}, ("interrupted while starting",), code=130,
-                   shell='$PY -c "$HOOK"; exit $?', env={"HOOK": ctrl_c.format(mod=mod)})
+                   bash_line='$PY -c "$HOOK"; exit $?', env={"HOOK": ctrl_c.format(mod=mod)})
     resume = ("import sys\nfrom stormatrix.commands import {mod} as m\n"
               "def boom(a):\n    raise KeyboardInterrupt\nm.run = boom\n"
               "from stormatrix.cli import main\nsys.exit(main(sys.argv[1:]))\n")
     for mod, argv, says in (("report", f"report {run} -o {{tmp}}/o/r.xlsx", "only ever replaced whole"),
                             ("compare", f"compare {run} {run} -o {{tmp}}/o/c.xlsx", "only ever replaced whole"),
                             ("run", f"run {m} -o {{tmp}}/r", "run the same command again to resume")):
-        yield Case(f"signal.resume-wording.{mod}", [], {}, (says,), code=130, shell=f'$PY -c "$HOOK" {argv}',
+        yield Case(f"signal.resume-wording.{mod}", [], {}, (says,), code=130, bash_line=f'$PY -c "$HOOK" {argv}',
                    env={"HOOK": resume.format(mod=mod)}, absent=() if mod == "run" else ("resume",))
 
 
@@ -285,18 +285,18 @@ def secret_and_lock_cases() -> Iterable[Case]:
     for label, cmd in (("run", f"run {m} -o {{tmp}}/r"), ("suite-run", "suite run {tmp}/s.toml -o {tmp}/r --fio $PY"),
                        ("demo", "demo -o {tmp}/r")):
         yield Case(f"lock.second-writer.{label}", [], {"s.toml": SUITE}, ("in use by", "pid"), code=2,
-                   shell='$PY -c "$HOLD" {tmp}/r > {tmp}/held & h=$!; '
+                   bash_line='$PY -c "$HOLD" {tmp}/r > {tmp}/held & h=$!; '
                          'while ! grep -q held {tmp}/held 2>/dev/null; do sleep 0.05; done; '
                          f'$SMX {cmd}; rc=$?; kill -9 $h; wait $h 2>/dev/null; exit $rc',
                    env={"HOLD": hold}, changes=_outs("held"))
     yield Case("lock.ok.released-by-kill-9", [], {}, ("released",), code=0, bad=False,
-               shell='$PY -c "$HOLD" {tmp}/r > {tmp}/held & h=$!; '
+               bash_line='$PY -c "$HOLD" {tmp}/r > {tmp}/held & h=$!; '
                      'while ! grep -q held {tmp}/held 2>/dev/null; do sleep 0.05; done; kill -9 $h; wait $h; '
                      '$PY -c "from stormatrix.commands.runlock import hold_run_dir as h\n'
                      'with h(\'{tmp}/r\', \'run\'): print(\'released\')"',
                env={"HOLD": hold}, changes=_outs("held"))
     yield Case("lock.ok.reader-not-held", [], {}, ("wrote",), code=0, bad=False,
-               shell='$PY -c "$HOLD" {tmp}/r > {tmp}/held & h=$!; '
+               bash_line='$PY -c "$HOLD" {tmp}/r > {tmp}/held & h=$!; '
                      'while ! grep -q held {tmp}/held 2>/dev/null; do sleep 0.05; done; '
                      f'$SMX report {SAMPLE_RUN} -o {{tmp}}/o.xlsx; rc=$?; kill -9 $h; wait $h 2>/dev/null; exit $rc',
                env={"HOLD": hold}, changes=_outs("held", "o.xlsx", "o.csv"))

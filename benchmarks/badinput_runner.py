@@ -66,7 +66,7 @@ class Case:
     secrets: tuple[str, ...] = SECRETS  # never in the output
     bad: bool = True  # a bad input (counted as such); False: an awkward but valid one that must work
     changes: tuple[str, ...] = ()  # files under {tmp} a good case may create or change
-    shell: str = ""  # a bash line run instead of argv ($SMX is the command; {tmp} etc. substituted)
+    bash_line: str = ""  # a bash line run instead of argv ($SMX is the command; {tmp} etc. substituted)
     absent: tuple[str, ...] = ()  # words the output must not hold (e.g. "resume" from a command that cannot)
 
 
@@ -194,9 +194,9 @@ def run_case(case: Case, limit: float = 30.0, keep: bool = False) -> Outcome:
         before = _snapshot(tmp)
         argv = [fill(a) for a in case.argv]
         env = {k: fill(v) for k, v in case.env.items()}
-        if case.shell:
+        if case.bash_line:
             t0 = time.monotonic()
-            code, text, hung = _shell(case, fill(case.shell), env, tmp, limit)
+            code, text, hung = _shell(case, fill(case.bash_line), env, tmp, limit)
             problems = judge(case, code, text, hung, before, tmp, fill)
             return Outcome(case, code, text, time.monotonic() - t0, problems)
         r, w = os.pipe()
