@@ -286,19 +286,20 @@ def secret_and_lock_cases() -> Iterable[Case]:
                        ("demo", "demo -o {tmp}/r")):
         yield Case(f"lock.second-writer.{label}", [], {"s.toml": SUITE}, ("in use by", "pid"), code=2,
                    bash_line='$PY -c "$HOLD" {tmp}/r > {tmp}/held & h=$!; '
-                         'while ! grep -q held {tmp}/held 2>/dev/null; do sleep 0.05; done; '
-                         f'$SMX {cmd}; rc=$?; kill -9 $h; wait $h 2>/dev/null; exit $rc',
+                             'while ! grep -q held {tmp}/held 2>/dev/null; do sleep 0.05; done; '
+                             f'$SMX {cmd}; rc=$?; kill -9 $h; wait $h 2>/dev/null; exit $rc',
                    env={"HOLD": hold}, changes=_outs("held"))
     yield Case("lock.ok.released-by-kill-9", [], {}, ("released",), code=0, bad=False,
                bash_line='$PY -c "$HOLD" {tmp}/r > {tmp}/held & h=$!; '
-                     'while ! grep -q held {tmp}/held 2>/dev/null; do sleep 0.05; done; kill -9 $h; wait $h; '
-                     '$PY -c "from stormatrix.commands.runlock import hold_run_dir as h\n'
-                     'with h(\'{tmp}/r\', \'run\'): print(\'released\')"',
+                         'while ! grep -q held {tmp}/held 2>/dev/null; do sleep 0.05; done; kill -9 $h; wait $h; '
+                         '$PY -c "from stormatrix.commands.runlock import hold_run_dir as h\n'
+                         'with h(\'{tmp}/r\', \'run\'): print(\'released\')"',
                env={"HOLD": hold}, changes=_outs("held"))
     yield Case("lock.ok.reader-not-held", [], {}, ("wrote",), code=0, bad=False,
                bash_line='$PY -c "$HOLD" {tmp}/r > {tmp}/held & h=$!; '
-                     'while ! grep -q held {tmp}/held 2>/dev/null; do sleep 0.05; done; '
-                     f'$SMX report {SAMPLE_RUN} -o {{tmp}}/o.xlsx; rc=$?; kill -9 $h; wait $h 2>/dev/null; exit $rc',
+                         'while ! grep -q held {tmp}/held 2>/dev/null; do sleep 0.05; done; '
+                         f'$SMX report {SAMPLE_RUN} -o {{tmp}}/o.xlsx; rc=$?; '
+                         'kill -9 $h; wait $h 2>/dev/null; exit $rc',
                env={"HOLD": hold}, changes=_outs("held", "o.xlsx", "o.csv"))
 
 
