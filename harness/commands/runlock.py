@@ -49,7 +49,11 @@ def hold_run_dir(run_dir: str | Path, command: str) -> Iterator[None]:
     import fcntl
 
     folder = Path(run_dir)
-    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:  # a path under a regular file, /proc, a read-only or full file system
+        raise InputError(f"{folder}: the run directory cannot be created ({exc.strerror}). Fix: give -o a "
+                         "directory you may write to") from None
     path = folder / LOCK_NAME
     try:
         fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)

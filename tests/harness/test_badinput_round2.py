@@ -707,6 +707,16 @@ def test_a_second_writer_is_refused_naming_the_holder_and_kill_9_releases_it(tmp
         pass
 
 
+def test_a_run_directory_that_cannot_be_created_is_refused_naming_it(tmp_path: Path,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """The lock creates the run directory first: a path under a regular file is exit 2 naming it, not a
+    traceback from mkdir."""
+    (tmp_path / "f").write_text("a file, not a folder")
+    run_dir = tmp_path / "f" / "r"
+    code, text = cli(["run", str(DEMO_MATRIX), "-o", str(run_dir)], capsys)
+    assert code == 2 and str(run_dir) in text and "Fix:" in text and "Traceback" not in text
+
+
 def test_suite_run_takes_the_same_lock(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     run_dir = tmp_path / "run"
     holder = subprocess.Popen([PY, "-c", HOLD, str(run_dir)], stdout=subprocess.PIPE, text=True)
