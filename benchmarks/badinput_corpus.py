@@ -548,7 +548,7 @@ def demo_cases() -> Iterable[Case]:
     yield Case("demo.output-is-file", ["demo", "--matrix", "{m}", "-o", "{tmp}/d"], {"m.toml": matrix(), "d": "x"},
                ("{tmp}/d",))
     yield Case("demo.workbook-is-dir", ["demo", "--matrix", "{m}", "-o", "{tmp}/d", "--workbook", "{tmp}/wb.xlsx"],
-               {"m.toml": matrix({"run": {"repeats": "0"}}), "wb.xlsx": DIR}, ("{m}",))
+               {"m.toml": matrix({"run": {"repeats": "0"}}), "wb.xlsx": DIR}, ("--workbook", "{tmp}/wb.xlsx"))
 
 
 FAMILIES = {

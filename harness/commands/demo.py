@@ -83,7 +83,8 @@ def run(args: argparse.Namespace) -> int:
     default_name = "stormatrix-demo-full.xlsx" if args.full else "stormatrix-demo.xlsx"
     workbook = Path(args.workbook) if args.workbook else run_dir / default_name
     # the workbook is written after minutes of measuring: what would refuse it then is refused now
-    output_paths(str(workbook), None, [str(matrix), str(run_dir / "journal.ndjson")])
+    output_paths(str(workbook), None, [str(matrix), str(run_dir / "journal.ndjson")],
+                 flag="--workbook" if args.workbook else "-o")
     with hold_run_dir(run_dir, "demo"):  # (before the matrix is copied in: another demo may be reading it)
         if not args.matrix:
             name = "demo-full.toml" if args.full else "demo.toml"

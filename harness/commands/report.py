@@ -81,19 +81,22 @@ def check_inputs(inputs: list[str]) -> None:
                                  f"directory whose {JOURNAL_NAME} is the journal file 'stormatrix run' wrote")
 
 
-def output_paths(output: str, csv: str | None, inputs: list[str] | None = None) -> tuple[Path, Path]:
+def output_paths(output: str, csv: str | None, inputs: list[str] | None = None,
+                 flag: str = "-o") -> tuple[Path, Path]:
     """The workbook and CSV paths, refused before anything is read if writing them could destroy an input
-    given on the command line or is impossible (:func:`.outputs.plan_outputs`)."""
+    given on the command line or is impossible (:func:`.outputs.plan_outputs`); ``flag`` is the option that
+    named the workbook, as the messages say it."""
     out = Path(output)
     if out.suffix.lower() != ".xlsx":
-        raise InputError(f"-o {output!r}: the workbook must end in .xlsx. Fix: give -o a name like report.xlsx")
+        raise InputError(f"{flag} {output!r}: the workbook must end in .xlsx. Fix: give {flag} a name like "
+                         "report.xlsx")
     if csv is not None and not csv.strip():
         raise InputError("--csv is empty. Fix: give the CSV's file name, or leave --csv out (it goes next to the "
                          "workbook)")
     csv_path = Path(csv) if csv else out.with_suffix(".csv")
     if real(csv_path) == real(out):
         raise InputError(f"--csv {csv} is the workbook itself. Fix: give the CSV its own name (or leave --csv out)")
-    plan_outputs([("-o", out), ("--csv", csv_path)], inputs or [])
+    plan_outputs([(flag, out), ("--csv", csv_path)], inputs or [])
     return out, csv_path
 
 
