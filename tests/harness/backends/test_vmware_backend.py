@@ -116,7 +116,9 @@ def test_password_from_a_file_reaches_pwsh_only_in_its_environment(lab: Lab, tmp
     assert b.prepare()["original_controller"] == "LsiLogicSAS"
     assert lab.calls("Connect-VIServer")[0]["PasswordMatches"] is True
     assert sent[0]["request"]["connection"]["PasswordVariable"] == vm.FILE_PASSWORD_VARIABLE
-    assert PASSWORD not in json.dumps(sent)
+    # on the command line and in the request document: never; in pwsh's environment: under the named variable
+    assert PASSWORD not in json.dumps([{"argv": c["argv"], "request": c["request"]} for c in sent])
+    assert all(c["env"][vm.FILE_PASSWORD_VARIABLE] == PASSWORD for c in sent)
     with pytest.raises(MatrixError, match="both are set"):
         vm.VmwareBackend(spec_from_dict(matrix(password_file=str(secret), password_env="OTHER_VAR")), tmp_path)
 
