@@ -497,6 +497,7 @@ def test_empty_window_is_a_collector_error(backend: vm.VmwareBackend, lab: Lab) 
 PLAN_MATRIX = """
 [run]
 backend = "vmware"
+order = "grouped"  # the listing below is in matrix order
 
 [matrix]
 controllers = ["pvscsi", "nvme"]

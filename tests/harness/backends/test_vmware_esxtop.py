@@ -486,7 +486,7 @@ def test_a_run_journals_esxtop_host_records(esx: EsxLab, tmp_path: Path, monkeyp
 
     use_executor("fio-server", "test_vmware_esxtop:WindowExecutor")
     raw = matrix(["pvscsi", "nvme"], host_cpu_source="esxtop", esxtop_ssh="root@esx01.lab", esxtop_delay_seconds=2)
-    raw["run"].update(measure_seconds=4, ramp_seconds=0)
+    raw["run"].update(measure_seconds=4, ramp_seconds=0, order="grouped")  # cells in matrix order
     before = esx.vsphere.layout()
     summary = Runner(spec_from_dict(raw), tmp_path / "run", progress=False).run()
     assert summary["measured"] == 2 and summary["failed"] == []
@@ -525,7 +525,7 @@ def test_report_reads_an_esxi_run(esx: EsxLab, tmp_path: Path, monkeypatch: pyte
 
     use_executor("fio-server", "test_vmware_esxtop:WindowExecutor")
     raw = matrix(["pvscsi", "nvme"], host_cpu_source="esxtop", esxtop_ssh="root@esx01.lab", esxtop_delay_seconds=2)
-    raw["run"].update(measure_seconds=4, ramp_seconds=0)
+    raw["run"].update(measure_seconds=4, ramp_seconds=0, order="grouped")  # cells in matrix order
     Runner(spec_from_dict(raw), tmp_path / "run", progress=False).run()
     data = ingest([str(tmp_path / "run")], strict=True)
     assert len(data.frame) == 2 and (data.frame["cpu_per_mib"] > 0).all()
