@@ -71,7 +71,8 @@ class WindowsGuest:
 def run_windows(tmp_path: Path, guest: WindowsGuest, controllers: list[str], *, drivers: list[str] | None = None,
                 repeats: int = 1, workloads: int = 1) -> tuple[dict[str, Any], FakeVmBackend, list[dict[str, Any]]]:
     run: dict[str, Any] = {"name": "win", "guest_os": "windows2022", "backend": "proxmox", "ramp_seconds": 0,
-                           "measure_seconds": 1, "repeats": repeats, "retries": 2}
+                           "measure_seconds": 1, "repeats": repeats, "retries": 2,
+                           "order": "grouped"}  # these tests say which controller boots first: matrix order
     if drivers is not None:
         run["guest_drivers"] = drivers
     raw = {"run": run, "matrix": {"controllers": controllers, "aio": ["io_uring"], "cache": ["none"]},
