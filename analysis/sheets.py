@@ -7,6 +7,7 @@ through :func:`stormatrix.analysis.safe.safe_value` so that it can never become 
 from __future__ import annotations
 
 import math
+import os
 from typing import Any, Iterable, Sequence
 
 import pandas as pd
@@ -351,6 +352,7 @@ def write_frame(ws: Worksheet, frame: pd.DataFrame, formats: dict[str, str] | No
     # measured column stays (each row's blank_reasons says why it is blank), and so does blank_reasons
     empty = [c for c in frame.columns if c not in MEASURED and c != BLANK_HEADER and not frame[c].notna().any()]
     frame = frame.drop(columns=empty)
+    frame, root = _relative_sources(frame)
     if "key" in frame.columns:  # first: it names the measurement on every printed page
         frame = frame[["key"] + [c for c in frame.columns if c != "key"]]
     header(ws, 1, list(frame.columns))
@@ -374,6 +376,9 @@ def write_frame(ws: Worksheet, frame: pd.DataFrame, formats: dict[str, str] | No
     if len(frame):
         ws.auto_filter.ref = f"A1:{get_column_letter(len(frame.columns))}{last}"
     ws.freeze_panes = "A2"
+    if root:
+        ws.cell(row=1, column=list(frame.columns).index("source") + 1).comment = Comment(
+            f"Each file's path relative to {root}", "stormatrix")
     if empty:
         first = ws.cell(row=1, column=1)
         first.comment = Comment("Left out because no measurement has a value: " + ", ".join(empty)
@@ -399,6 +404,33 @@ def write_frame(ws: Worksheet, frame: pd.DataFrame, formats: dict[str, str] | No
                        for j in range(1, len(frame.columns) + 1)])
     print_table(ws, len(frame.columns), last)
     return last
+
+
+def _relative_sources(frame: pd.DataFrame) -> tuple[pd.DataFrame, str | None]:
+    """The source column shown relative to the directory all its files share (named in the header's
+    comment), so a row reads the same wherever the results were copied; a journal row's ``path:line`` keeps
+    its line. The data (and the CSV) keep the full paths."""
+    if "source" not in frame.columns:
+        return frame, None
+    values = [None if v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v)) else str(v)
+              for v in frame["source"].tolist()]
+    paths = [_source_path(v) for v in values if v]
+    if not paths or not all(os.path.isabs(p) for p in paths):
+        return frame, None
+    root = os.path.commonpath(paths)
+    if root in paths:  # a single file: its directory
+        root = os.path.dirname(root)
+    if root in ("", os.sep):
+        return frame, None
+    shown = [v if v is None else os.path.relpath(_source_path(v), root) + v[len(_source_path(v)):]
+             for v in values]
+    return frame.assign(source=pd.Series(shown, index=frame.index, dtype="string")), root
+
+
+def _source_path(value: str) -> str:
+    """A source's file path: a journal row's ``path:line`` without its line."""
+    head, _, tail = value.rpartition(":")
+    return head if head and tail.isdigit() else value
 
 
 def _frame_width(head: str, column: pd.Series, fmt: str | None) -> float:

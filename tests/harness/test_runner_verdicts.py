@@ -96,8 +96,9 @@ def test_open_verdicts_come_before_cv_and_the_share_is_the_workbooks(tmp_path: P
     assert by_kind["aio modes of virtio-blk"].decided and not by_kind["aio modes of sata"].decided
     # the workbook's Scores sheet: each row's "Test vs next rank" holds the share against the next-ranked row
     assert main(["report", str(run_dir), "-o", str(tmp_path / "r.xlsx")]) == 0
-    ws = openpyxl.load_workbook(tmp_path / "r.xlsx", read_only=True)["Scores"]
-    rows = list(ws.iter_rows(values_only=True))
+    book = openpyxl.load_workbook(tmp_path / "r.xlsx", read_only=True)  # (read-only keeps its file open)
+    rows = list(book["Scores"].iter_rows(values_only=True))
+    book.close()
     head = list(rows[0])
     text = {r[head.index("Configuration")]: r[head.index("Test vs next rank")] for r in rows[1:]
             if r[head.index("Configuration")]}
