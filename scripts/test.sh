@@ -22,7 +22,7 @@ status=0
 echo
 echo "== pytest =="
 log="$(mktemp)"
-.venv/bin/python -m pytest -q -p no:cacheprovider | tee "$log"
+.venv/bin/python -m pytest -q -p no:cacheprovider --durations=30 | tee "$log"
 rc=${PIPESTATUS[0]}
 if [ "$rc" -ne 0 ] && [ "$rc" -ne 5 ]; then status=1; fi
 pytest_summary="pytest: $(grep -E '(passed|failed|error|no tests ran)' "$log" | tail -n 1 | sed 's/^=* *//; s/ *=*$//')"
