@@ -26,7 +26,10 @@ PUBLIC = sorted((MODULE / "Public").glob("*.ps1"))
 PRIVATE = sorted((MODULE / "Private").glob("*.ps1"))
 POWERCLI_CALLS = ("Get-VM", "Get-HardDisk", "Get-ScsiController", "Get-NvmeController", "New-ScsiController",
                   "New-NvmeController", "Set-HardDisk", "Stop-VM", "Start-VM", "Wait-Tools", "Get-EsxCli", "Get-Stat",
-                  "Get-VMHost", "Connect-VIServer", "Disconnect-VIServer", "Set-PowerCLIConfiguration")
+                  "Get-VMHost", "Connect-VIServer", "Disconnect-VIServer", "Set-PowerCLIConfiguration",
+                  # the worker fleet's
+                  "Get-Template", "Get-Datastore", "New-VM", "Wait-Task", "Set-VM", "New-HardDisk", "Remove-HardDisk",
+                  "Remove-VM", "Get-VMGuest")
 CHANGES = ("Set-StormatrixVMwarePower", "Move-StormatrixVMwareDisk", "Remove-StormatrixVMwareController")
 
 
