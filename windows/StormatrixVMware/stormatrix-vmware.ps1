@@ -23,8 +23,7 @@ $requestText = [Console]::In.ReadToEnd()
 # Each object a command writes is printed at once on its own 'STORMATRIX-ITEM:' line (flushed), so that the
 # caller can journal a VM or disk the fleet functions created before the next one is made.
 $onItem = {
-    param($item)
-    [Console]::Out.WriteLine('STORMATRIX-ITEM:' + (ConvertTo-Json -InputObject $item -Depth 8 -Compress))
+    [Console]::Out.WriteLine('STORMATRIX-ITEM:' + (ConvertTo-Json -InputObject $_ -Depth 8 -Compress))
     [Console]::Out.Flush()
 }
 $response = Invoke-StormatrixVMwareRequest -RequestJson $requestText -OnItem $onItem

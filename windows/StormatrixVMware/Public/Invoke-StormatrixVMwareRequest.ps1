@@ -19,7 +19,7 @@ function Invoke-StormatrixVMwareRequest {
     The request document (stormatrix-vmware.ps1 reads it from standard input).
 
     .PARAMETER OnItem
-    Called with each object the command writes, the moment it writes it (stormatrix-vmware.ps1 prints it
+    Run for each object the command writes (as $_), the moment it writes it (stormatrix-vmware.ps1 prints it
     as a 'STORMATRIX-ITEM:' line), before the response: the fleet functions write one object per VM or
     disk as soon as it exists, and the caller journals it then, not after the whole fleet is done.
 
@@ -93,7 +93,7 @@ function Invoke-StormatrixVMwareRequest {
                 }
             }
             $result = & $command @parameters -WarningVariable +commandWarnings -WarningAction SilentlyContinue | ForEach-Object {
-                if ($OnItem) { & $OnItem $_ }
+                if ($OnItem) { $_ | ForEach-Object -Process $OnItem }
                 $_
             }
         }
