@@ -36,7 +36,6 @@ from .core.model import (
                          CACHE_MODES,
                          CONTROLLER_ALIASES,
                          CONTROLLERS,
-                         DIRECT_CACHE_MODES,
                          RW_MODES,
                          Cell,
                          DiskConfig,
@@ -46,6 +45,7 @@ from .core.model import (
                          Workload,
                          disk_options_apply,
                          iothread_effective,
+                         native_aio_problem,
                          parse_size,
                          )
 from .core.paths import TooLarge, input_problem, looks_utf16, read_bounded
@@ -324,9 +324,9 @@ def check_guest_backend(spec: MatrixSpec) -> None:
 
 def _combination_problem(d: DiskConfig) -> tuple[str, str] | None:
     """(problem, fix) for a disk configuration QEMU or Proxmox cannot run, else None."""
-    if d.aio == "native" and d.cache not in DIRECT_CACHE_MODES:
-        return (f"aio=native with cache={d.cache}: aio=native needs O_DIRECT and QEMU refuses to start "
-                "('aio=native was specified, but it requires cache.direct=on')",
+    problem = native_aio_problem(d.aio, d.cache)
+    if problem:
+        return (problem,
                 "use cache = \"none\" or \"directsync\" with aio=native, or remove 'native' from [matrix] aio"
                 " (or set [matrix] skip_invalid = true to skip such cells)")
     return None
