@@ -100,7 +100,12 @@ RUN_SECTION = Section("run", {
                            help="virtio-win storage drivers installed in a Windows guest: viostor (virtio-blk), "
                                 "vioscsi (virtio-scsi-pci, virtio-scsi-single). Not set: the guest's facts decide "
                                 "at its first boot (its driver store); set: only the listed ones"),
-}, help="how the run behaves")
+}, help="how the run behaves",
+   # seed: 0 keeps the journal's; another value is checked against it (runorder.seed_conflict)
+   may_change_on_resume=frozenset({
+       "repeats", "max_repeats", "cv_limit_pct", "time_budget_minutes", "on_error", "retries", "allow_write",
+       "boot_timeout_seconds", "rate_tolerance_pct", "crosscheck_tolerance_pct", "guest_drivers", "seed",
+       "repeat_policy"}))
 
 MATRIX_SECTION = Section("matrix", {
     "controllers": Field(str, list_of=True, check=_controller_name,
