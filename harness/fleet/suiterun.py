@@ -13,6 +13,9 @@ of ``[fleet] storages``, in order:
    side is the storage's id; the run record names the storage);
 4. detach and free the volumes.
 
+On ESXi (``[fleet] backend = "vmware"``, :mod:`.vmware`) a storage is a datastore, the volume a test disk
+made by ``New-HardDisk`` on it, and the workers' addresses are those VMware Tools report after the power cycle.
+
 Then the A-vs-B workbook of the first two storages is written (``RUN_DIR/comparison.xlsx``) and, unless
 ``--keep``, everything the fleet created is removed. Everything is journaled (``RUN_DIR/fleet.ndjson``):
 after a crash, the same command resumes (a side whose points are all journaled is not attached again),
@@ -29,6 +32,7 @@ from typing import Any
 
 from ..backends.proxmox.settings import make_transport
 from ..core.errors import GuestNotReady
+from ..executors.fioserver_models import FioGuest
 from ..executors.fioserver_probe import require_servers
 from ..journal import Journal
 from ..suite import Suite
@@ -36,6 +40,7 @@ from ..suiterun import SuiteOutcome, run_suite, write_comparison
 from ..suitevms import ProxmoxSuiteVms
 from .proxmox import ProxmoxFleet
 from .spec import FleetSpec, fleet_from_dict
+from .vmware import VmwareFleet, is_vmware_fleet, make_runner, vmware_fleet_from_dict
 
 log = logging.getLogger("stormatrix.fleet")
 
@@ -45,7 +50,7 @@ WORKBOOK = "comparison.xlsx"
 @dataclass
 class FleetSuiteOutcome:
     fleet_id: str
-    vmids: list[int] = field(default_factory=list)
+    vmids: list[Any] = field(default_factory=list)  # Proxmox VMIDs, or vCenter's VM ids
     sides: dict[str, SuiteOutcome | None] = field(default_factory=dict)  # None: every point was journaled
     workbook: Path | None = None
     destroyed: bool = False
@@ -60,17 +65,77 @@ def fleet_spec(suite: Suite) -> FleetSpec:
     return fleet_from_dict(suite.raw, suite.path, suite.proxmox["node"])
 
 
+class _ProxmoxSides:
+    """The Proxmox fleet's side of a suite: workers found through their guest agents, the host collector
+    over their QEMU processes."""
+
+    backend = "proxmox"
+
+    def __init__(self, suite: Suite, run_dir: Path, transport: Any) -> None:
+        assert suite.proxmox is not None
+        self.spec = fleet_spec(suite)
+        self.transport = transport if transport is not None else make_transport(suite.proxmox, suite.path)
+        self.fleet: Any = ProxmoxFleet(self.spec, self.transport, run_dir)
+
+    def what(self) -> str:
+        return f"template {self.spec.template}"
+
+    def power_cycle(self, vmids: list[Any]) -> list[dict[str, Any]]:
+        if self.spec.power_cycle != "never":
+            self.fleet.power_cycle(vmids)
+        return []
+
+    def side(self, side: Suite, storage: str, _cycled: list[dict[str, Any]]) -> tuple[list[FioGuest], dict[str, Any]]:
+        vms = ProxmoxSuiteVms(side, transport=self.transport)
+        guests = vms.discover()
+        collector, status = vms.host_collector()
+        volumes = [v.volid for v in self.fleet.journal.state().live_volumes() if v.storage == storage and v.volid]
+        return guests, {"collector": collector, "backend": "proxmox", "host_collector": status, "vms": vms.record(),
+                        "storage": {"kind": storage, "server": "proxmox storage", "volumes": volumes}}
+
+
+class _VmwareSides:
+    """The ESXi fleet's side of a suite: each worker's fio server at the IPv4 address VMware Tools report
+    after the power cycle (always made: a new controller needs the worker powered off); no host collector
+    (the ESXi host's CPU per worker is not collected for a fleet yet, and the run record says so)."""
+
+    backend = "vmware"
+
+    def __init__(self, suite: Suite, run_dir: Path, runner: Any) -> None:
+        self.spec = vmware_fleet_from_dict(suite.raw, suite.path)
+        self.fleet: Any = VmwareFleet(self.spec, runner if runner is not None else make_runner(self.spec), run_dir)
+
+    def what(self) -> str:
+        return f"template {self.spec.template} on {self.spec.vmhost}"
+
+    def power_cycle(self, vmids: list[Any]) -> list[dict[str, Any]]:
+        return list(self.fleet.power_cycle(vmids))
+
+    def side(self, side: Suite, storage: str, cycled: list[dict[str, Any]]) -> tuple[list[FioGuest], dict[str, Any]]:
+        guests = [FioGuest(name=str(g["Name"]), host=str(g["IPAddress"]), port=side.port) for g in cycled]
+        disks = [d.filename for d in self.fleet.state().disks.values() if d.datastore == storage and d.filename]
+        status = {"mode": "none", "detail": "no host metrics: the ESXi host's CPU per worker is not collected for "
+                  "a fleet", "fix": "compare the sides by IOPS and latency; host CPU on ESXi needs a matrix run"}
+        vms = [{"name": g["Name"], "id": g["Id"], "address": g["IPAddress"]} for g in cycled]
+        return guests, {"collector": None, "backend": "vmware", "host_collector": status, "vms": vms,
+                        "storage": {"kind": storage, "server": "vmware datastore", "disks": disks}}
+
+
 def run_fleet_suite(suite: Suite, run_dir: str | Path, *, fio: str = "fio", keep: bool = False,
-                    progress: bool = False, transport: Any = None, stream: Any = None) -> FleetSuiteOutcome:
-    """Deploy, run each storage as a side, write the comparison, destroy (unless ``keep``)."""
+                    progress: bool = False, transport: Any = None, stream: Any = None,
+                    runner: Any = None) -> FleetSuiteOutcome:
+    """Deploy, run each storage as a side, write the comparison, destroy (unless ``keep``). ``[fleet]
+    backend`` picks the platform: Proxmox (``transport``) or ESXi (``runner``: the pwsh runner)."""
     stream = stream or sys.stderr
     run_dir = Path(run_dir)
-    spec = fleet_spec(suite)
-    assert suite.proxmox is not None
-    transport = transport if transport is not None else make_transport(suite.proxmox, suite.path)
-    fleet = ProxmoxFleet(spec, transport, run_dir)
+    platform: _ProxmoxSides | _VmwareSides
+    if is_vmware_fleet(suite.raw):
+        platform = _VmwareSides(suite, run_dir, runner)
+    else:
+        platform = _ProxmoxSides(suite, run_dir, transport)
+    spec, fleet = platform.spec, platform.fleet
     outcome = FleetSuiteOutcome(fleet.fleet_id)
-    print(f"fleet {fleet.fleet_id}: deploying {spec.workers} workers from template {spec.template}", file=stream)
+    print(f"fleet {fleet.fleet_id}: deploying {spec.workers} workers from {platform.what()}", file=stream)
     outcome.vmids = fleet.deploy()
     for storage in spec.storages:
         side_dir = run_dir / storage
@@ -86,15 +151,10 @@ def run_fleet_suite(suite: Suite, run_dir: str | Path, *, fio: str = "fio", keep
         fleet.attach(storage, outcome.vmids)
         if spec.power_cycle != "never":
             print(f"storage {storage}: power-cycling the workers", file=stream)
-            fleet.power_cycle(outcome.vmids)
-        vms = ProxmoxSuiteVms(side, transport=transport)
-        guests = vms.discover()
+        cycled = platform.power_cycle(outcome.vmids)
+        guests, how = platform.side(side, storage, cycled)
         check_fio_servers(guests, side_dir / "points" / "fleet-probe", fio=fio)
-        collector, status = vms.host_collector()
-        storage_record = {"kind": storage, "server": "proxmox storage", "volumes": _volumes(fleet, storage)}
-        outcome.sides[storage] = run_suite(side.with_guests(guests), side_dir, fio=fio, progress=progress,
-                                           collector=collector, backend="proxmox", host_collector=status,
-                                           vms=vms.record(), storage=storage_record)
+        outcome.sides[storage] = run_suite(side.with_guests(guests), side_dir, fio=fio, progress=progress, **how)
         print(f"storage {storage}: detaching and freeing the volumes", file=stream)
         fleet.detach(storage)
     if len(spec.storages) >= 2:
@@ -121,7 +181,3 @@ def check_fio_servers(guests: list[Any], workdir: Path, *, fio: str) -> None:
                                 "`stormatrix fleet template` (it installs the controller's fio version)",
                                 details=exc.details) from None
         raise
-
-
-def _volumes(fleet: ProxmoxFleet, storage: str) -> list[str]:
-    return [v.volid for v in fleet.journal.state().live_volumes() if v.storage == storage and v.volid]
