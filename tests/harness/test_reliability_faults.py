@@ -200,7 +200,8 @@ def test_agent_executor_names_each_guest_fault(tmp_path: Path) -> None:
     cell = Cell(DiskConfig("virtio-blk", "io_uring", False, "none"), Workload("w", "randread", 4096, 1, 1), 1)
     cases = [("never_ready", GuestNotReady, "did not report ready"), ("no_disk", GuestNotReady, "no test disk"),
              ("fio_rc_count", WorkloadFailed, "fio exited 1"), ("garbage", WorkloadFailed, "no usable JSON"),
-             ("damaged", WorkloadFailed, "SHA-256"), ("drop_mid_command", GuestDisconnected, "closed the agent channel")]
+             ("damaged", WorkloadFailed, "SHA-256"), ("damaged_gzip", WorkloadFailed, "SHA-256"),
+             ("drop_mid_command", GuestDisconnected, "closed the agent channel")]
 
     class Window:
         def measure_started(self) -> None: ...
