@@ -196,14 +196,17 @@ def breakdown_main(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix="stormatrix-bench-") as tmp:
         key, _, given = (args.compare or "").partition("=")
         values = given.split(",") if given else ["false", "true"]
-        for tag, value in [(f"{key}={v}", v) for v in values] if key else [("now", None)]:
-            mtext = with_settings(text, "qemu", {key: value}) if key and value else text
+        runs: list[tuple[str, dict[str, str]]] = [(f"{key}={v}", {key: v}) for v in values] if key else [("now", {})]
+        if args.baseline:  # first the baseline's [qemu] settings, then the matrix as configured
+            runs = [("baseline", dict(kv.split("=", 1) for kv in args.baseline.split())), ("now", {})]
+        for tag, settings in runs:
+            mtext = with_settings(text, "qemu", settings) if settings else text
             runner, _summary, wall = run_matrix(Path(tmp), mtext, tag)
             b = breakdown(runner, ramp_s, measure_s)
             b["wall_s"] = wall
             b["loadavg"] = Path("/proc/loadavg").read_text().split()[:3]
             results[tag] = b
-            label = f"{key} = {value}" if key else "as configured"
+            label = ", ".join(f"{k} = {v}" for k, v in settings.items()) or "as configured"
             print_breakdown(f"[{tag}] {label} (load average {' '.join(b['loadavg'])})", b, ramp_s)
     print(json.dumps(results), file=sys.stderr)
     return 0
@@ -224,6 +227,9 @@ def main() -> int:
     ap.add_argument("--compare", metavar="QEMU_KEY[=V1,V2,...]",
                     help="with --breakdown: run the matrix once per value of [qemu] QEMU_KEY (default: false, then "
                          "true), side by side, e.g. --compare boot_ahead_depth=1,2")
+    ap.add_argument("--baseline", metavar="'KEY=V KEY=V'",
+                    help="with --breakdown: run the matrix first with these [qemu] settings, then as configured, e.g. "
+                         "--baseline 'boot_ahead_depth=1 pipeline=false' (the harness before two cells in flight)")
     ap.add_argument("--repeats", type=int, default=0,
                     help="with --breakdown: override [run] repeats (and no extra repeats), e.g. 1 for 10 cells")
     args = ap.parse_args()

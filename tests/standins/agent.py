@@ -225,6 +225,11 @@ class FakeVmBackend(Backend):
         self.proc: subprocess.Popen[bytes] | None = None
         self.applied: list[str] = []
         self.restored = 0
+        # "pipelined": like the qemu backend with [qemu] pipeline, a VM whose window closed is handed off
+        # (hand_off) and keeps answering until released, while the next one starts
+        self.overlaps = bool(faults.get("pipelined", False))
+        self.handed: list[tuple[AgentStandin, subprocess.Popen[bytes]]] = []
+        self.starts = 0
 
     def _prepare(self) -> dict[str, Any]:
         return {"qemu": "standin"}
@@ -239,7 +244,8 @@ class FakeVmBackend(Backend):
         if self.start_fails:
             self.start_fails -= 1
             raise VmStartError("QEMU exited with code 1 at start: (stand-in) could not open disk image")
-        path = Path(self.workdir) / "vm" / "agent.sock"
+        self.starts += 1
+        path = Path(self.workdir) / "vm" / f"agent{self.starts}.sock"  # one per VM: two may live at once
         path.parent.mkdir(parents=True, exist_ok=True)
         self.proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)"],
                                      stdin=subprocess.DEVNULL)
@@ -254,7 +260,25 @@ class FakeVmBackend(Backend):
             self.proc.wait()
             self.proc = None
 
+    def hand_off(self) -> Any:
+        if not self.overlaps or self.agent is None or self.proc is None:
+            return None
+        handle = (self.agent, self.proc)
+        self.handed.append(handle)
+        self.agent, self.proc = None, None
+        return handle
+
+    def release(self, handle: Any) -> None:
+        if handle in self.handed:
+            self.handed.remove(handle)
+            agent, proc = handle
+            agent.close()
+            proc.kill()
+            proc.wait()
+
     def _restore(self) -> None:
+        while self.handed:
+            self.release(self.handed[0])
         self._stop()
         self.config = dict(self.ORIGINAL)
         self.restored += 1
