@@ -79,4 +79,7 @@ def write_all(outputs: Sequence[tuple[str, Path, Callable[[Path], Any]]]) -> Non
                                  "Fix: give a writable place") from None
     finally:
         for tmp in temps:
-            tmp.unlink(missing_ok=True)
+            try:
+                tmp.unlink(missing_ok=True)
+            except OSError:
+                pass  # its folder could not be made (a file's name was given as one): nothing to remove

@@ -98,34 +98,17 @@ def check_executor_spec(spec: MatrixSpec) -> None:
     executor_class(executor_name_for(spec)).check_spec(spec)
 
 
-#: Keys a resumed run may change (docs/journal.md, Resuming); every other key says what a cell measures.
-MAY_CHANGE_ON_RESUME: dict[str, set[str]] = {
-    # seed: 0 keeps the journal's; another value is checked against it (runorder.seed_conflict)
-    "run": {"repeats", "max_repeats", "cv_limit_pct", "time_budget_minutes", "on_error", "retries", "allow_write",
-            "boot_timeout_seconds", "rate_tolerance_pct", "crosscheck_tolerance_pct", "guest_drivers", "seed",
-            "repeat_policy"},
-    "qemu": {"boot_ahead", "overlap"},
-    "proxmox": {"transport", "host", "port", "user", "token_id", "token_secret_env", "token_secret_file", "verify_tls",
-                "ca_file", "timeout", "task_timeout", "ready", "guest_host", "guest_port", "guest_channel",
-                "qemu_server_dir", "ssh", "ssh_config", "ssh_dir", "reboot_timeout", "check_cmdline"},
-    "winrm": {"host", "port", "transport", "use_tls", "username", "password_env", "password_file", "cert_validation",
-              "ca_file", "operation_timeout_seconds", "read_timeout_seconds", "command_timeout_seconds",
-              "connect_retries", "reboot_timeout_seconds", "fio_path", "diskspd_path", "max_memory_per_shell_mb"},
-    "vmware": {"server", "credential_source", "user_env", "password_env", "password_file", "credential_store_user",
-               "verify_tls", "guest_host", "guest_port", "pwsh", "call_timeout", "stats_wait_seconds", "esxtop_ssh",
-               "esxtop_delay_seconds"},
-}
-
-
 def run_differences(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
-    """``[section] key: was X, now Y`` per key outside MAY_CHANGE_ON_RESUME that differs, defaults filled in."""
+    """``[section] key: was X, now Y`` per key that differs, defaults filled in, except the keys each section's
+    owner lets a resume change (:attr:`~stormatrix.schema.Section.may_change_on_resume`)."""
     schema = {"run": RUN_SECTION, "matrix": MATRIX_SECTION, "workload": WORKLOAD_SECTION, **sections()}
 
     def shown(value: Any) -> str:  # TOML has no null: None is a key or section the matrix does not have
         return "(absent)" if value is None else json.dumps(value)[:40]
 
     def view(name: str, table: Any) -> Any:  # as JSON holds it (the journal's copy went through JSON)
-        sec, keep = schema.get(name), MAY_CHANGE_ON_RESUME.get(name, set())
+        sec = schema.get(name)
+        keep = sec.may_change_on_resume if sec else frozenset()
         if isinstance(table, dict):
             table = {k: v for k, v in {**({k: f.default for k, f in sec.fields.items() if not f.required}
                                           if sec else {}), **table}.items() if k not in keep}

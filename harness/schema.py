@@ -40,12 +40,23 @@ class Section:
     cross-key checks of the section (one key requires or excludes another), called by
     :func:`parse_section` on the values with defaults filled in, so they run when the matrix is read
     (plan, run) and not when a backend first uses them. It raises :class:`MatrixError` (or another
-    ``InputError``) naming the key and the fix."""
+    ``InputError``) naming the key and the fix.
+
+    ``may_change_on_resume``: the keys a resumed run may give another value (how patiently or by which
+    route the machines are reached, how many repeats), declared by the section's owner (a backend's or an
+    executor's package, the spec for ``[run]``); every other key says what a cell measures, so a resume
+    that changes it is refused (``runner.check_same_run``, docs/journal.md, Resuming)."""
 
     name: str
     fields: dict[str, Field]
     help: str = ""
     check: Callable[[str, dict[str, Any]], None] | None = None
+    may_change_on_resume: frozenset[str] = frozenset()
+
+    def __post_init__(self) -> None:
+        unknown = sorted(self.may_change_on_resume - set(self.fields))
+        if unknown:
+            raise ValueError(f"[{self.name}]: may_change_on_resume names {', '.join(unknown)}, which are not its keys")
 
 
 def _type_name(t: type | tuple[type, ...]) -> str:

@@ -36,7 +36,6 @@ from .core.model import (
                          CACHE_MODES,
                          CONTROLLER_ALIASES,
                          CONTROLLERS,
-                         DIRECT_CACHE_MODES,
                          RW_MODES,
                          Cell,
                          DiskConfig,
@@ -46,6 +45,7 @@ from .core.model import (
                          Workload,
                          disk_options_apply,
                          iothread_effective,
+                         native_aio_problem,
                          parse_size,
                          )
 from .core.paths import TooLarge, input_problem, looks_utf16, read_bounded
@@ -100,7 +100,12 @@ RUN_SECTION = Section("run", {
                            help="virtio-win storage drivers installed in a Windows guest: viostor (virtio-blk), "
                                 "vioscsi (virtio-scsi-pci, virtio-scsi-single). Not set: the guest's facts decide "
                                 "at its first boot (its driver store); set: only the listed ones"),
-}, help="how the run behaves")
+}, help="how the run behaves",
+   # seed: 0 keeps the journal's; another value is checked against it (runorder.seed_conflict)
+   may_change_on_resume=frozenset({
+       "repeats", "max_repeats", "cv_limit_pct", "time_budget_minutes", "on_error", "retries", "allow_write",
+       "boot_timeout_seconds", "rate_tolerance_pct", "crosscheck_tolerance_pct", "guest_drivers", "seed",
+       "repeat_policy"}))
 
 MATRIX_SECTION = Section("matrix", {
     "controllers": Field(str, list_of=True, check=_controller_name,
@@ -324,9 +329,9 @@ def check_guest_backend(spec: MatrixSpec) -> None:
 
 def _combination_problem(d: DiskConfig) -> tuple[str, str] | None:
     """(problem, fix) for a disk configuration QEMU or Proxmox cannot run, else None."""
-    if d.aio == "native" and d.cache not in DIRECT_CACHE_MODES:
-        return (f"aio=native with cache={d.cache}: aio=native needs O_DIRECT and QEMU refuses to start "
-                "('aio=native was specified, but it requires cache.direct=on')",
+    problem = native_aio_problem(d.aio, d.cache)
+    if problem:
+        return (problem,
                 "use cache = \"none\" or \"directsync\" with aio=native, or remove 'native' from [matrix] aio"
                 " (or set [matrix] skip_invalid = true to skip such cells)")
     return None

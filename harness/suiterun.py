@@ -26,7 +26,7 @@ from typing import Any, Callable
 from .backends.base import Backend
 from .backends.proxmox.node import NodeShell, node_inventory
 from .backends.proxmox.settings import REMOTE_COLLECTOR_DIR
-from .core.errors import GuestDisconnected, GuestNotReady, InputError, MatrixError
+from .core.errors import GuestDisconnected, GuestNotReady, MatrixError
 from .core.journalfile import RUN
 from .core.model import CONTROLLERS, Cell, DiskConfig, Plan
 from .core.scope import GuestEndpoint, HostScope
@@ -253,27 +253,16 @@ def run_suite(suite: Suite, run_dir: str | Path, *, collector: Any = None, fio: 
 
 def write_comparison(a: tuple[str, Path], b: tuple[str, Path], workbook: Path) -> Path:
     """The A-vs-B workbook of two sides' run directories (``(label, run_dir)``), and its tidy CSV beside
-    it, from the analysis functions ``stormatrix compare`` uses: ingest each side, compare, findings,
-    workbook. Written at the end of a suite of sides (``demo --suite``, a fleet's storages)."""
-    import pandas as pd
+    it, by the one comparison report ``stormatrix compare`` writes too
+    (:mod:`stormatrix.analysis.comparison_report`). Written at the end of a suite of sides (``demo
+    --suite``, a fleet's storages); what the analysis says is logged."""
+    from .analysis.comparison_report import compare_inputs, write_comparison as write_report
 
-    from .analysis.compare import compare
-    from .analysis.findings import comparison_findings
-    from .analysis.ingest import ingest
-    from .analysis.workbook import write_comparison_workbook, write_tidy_csv
+    def warn(lines: list[str]) -> None:
+        for line in lines:
+            log.warning("%s", line)
 
-    data = []
-    for label, run_dir in (a, b):
-        side = ingest([str(run_dir)])
-        if side.frame.empty:
-            raise InputError(f"side {label} has no usable results in {run_dir}. Fix: run the same command again; "
-                             "it resumes where it stopped")
-        side.frame["side"] = pd.Series(label, index=side.frame.index, dtype="string")
-        data.append(side)
-    result = compare(data[0].frame, data[1].frame, label_a=a[0], label_b=b[0])
-    for note in result.notes + data[0].problems + data[1].problems:
-        log.warning("%s", note)
-    write_comparison_workbook(workbook, data[0], data[1], result, comparison_findings(result),
-                              inputs_a=[str(a[1])], inputs_b=[str(b[1])])
-    write_tidy_csv(pd.concat([data[0].frame, data[1].frame], ignore_index=True), workbook.with_suffix(".csv"))
+    comparison = compare_inputs([str(a[1])], [str(b[1])], label_a=a[0], label_b=b[0], names=(a[0], b[0]), warn=warn,
+                                no_results_fix="run the same command again; it resumes where it stopped")
+    write_report(comparison, workbook, workbook.with_suffix(".csv"), flags=("the workbook", "its tidy CSV"))
     return workbook

@@ -81,7 +81,7 @@ QEMU_SECTION = Section("qemu", {
                          help="pin QEMU's threads for each measurement window: auto (where the host has two or "
                               "more CPUs: vCPUs on the last CPU, main loop, iothreads, aio workers and the harness "
                               "on the others), on, off, or VCPU_CPUS/OTHER_CPUS such as \"1/0\""),
-}, help="the local QEMU backend")
+}, help="the local QEMU backend", may_change_on_resume=frozenset({"boot_ahead", "overlap"}))
 
 
 class QemuBackend(Backend):

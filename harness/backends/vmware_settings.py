@@ -71,4 +71,9 @@ VMWARE_SECTION = Section("vmware", {
                         help="ssh destination of the ESXi host for esxtop (e.g. root@esx01.lab); key-based login "
                              "only (ssh -o BatchMode=yes), the SSH service (TSM-SSH) must be running"),
     "esxtop_delay_seconds": Field(int, 5, min=2, max=300, help="esxtop -d: seconds between its snapshots"),
-}, help="the VMware ESXi backend (PowerCLI through pwsh): server, VM, test disk, credentials by reference only")
+}, help="the VMware ESXi backend (PowerCLI through pwsh): server, VM, test disk, credentials by reference only",
+   # how vCenter, the guest and the host's statistics are reached, and how patiently
+   may_change_on_resume=frozenset({
+       "server", "credential_source", "user_env", "password_env", "password_file", "credential_store_user",
+       "verify_tls", "guest_host", "guest_port", "pwsh", "call_timeout", "stats_wait_seconds", "esxtop_ssh",
+       "esxtop_delay_seconds"}))

@@ -10,13 +10,15 @@ from __future__ import annotations
 import argparse
 import hashlib
 import os
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..core.errors import InputError
 from .argtypes import label
 from .outputs import real, refuse_inputs
 from .report import check_inputs, output_paths, probability, warn
+
+if TYPE_CHECKING:
+    from ..analysis.ingest import IngestResult
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -38,13 +40,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--csv", help="where to write the tidy CSV (default: next to the workbook, .csv); refused, "
                                  "like -o, if it is any file the command reads (e.g. a perf sidecar)")
     p.set_defaults(func=run)
-
-
-def _label(given: str | None, frame: Any, first: str) -> str:  # frame: the ingested pandas DataFrame
-    if given:
-        return given
-    sides = sorted({str(s) for s in frame["side"].dropna()})
-    return sides[0] if len(sides) == 1 else (Path(first).name or first)
 
 
 def _measurements(files: list[str]) -> list[str]:
@@ -119,13 +114,7 @@ def check_shared(files_a: list[str], files_b: list[str], *, strict: bool) -> Non
 
 
 def run(args: argparse.Namespace) -> int:
-    import pandas as pd
-
-    from ..analysis.compare import compare
-    from ..analysis.findings import comparison_findings
-    from ..analysis.ingest import ingest
-    from ..analysis.output import write_all
-    from ..analysis.workbook import write_comparison_workbook, write_tidy_csv
+    from ..analysis.comparison_report import compare_inputs, write_comparison
 
     inputs_a, inputs_b = [args.a, *args.add_a], [args.b, *args.add_b]
     check_inputs(inputs_a + inputs_b)
@@ -134,32 +123,16 @@ def run(args: argparse.Namespace) -> int:
     if same:
         warn(["A and B are the same inputs: every difference will be 0 and no t-test can find one. Give the other "
               "data set as B"])
-    a = ingest(inputs_a, strict=args.strict)
-    b = ingest(inputs_b, strict=args.strict)
-    refuse_inputs([("-o", out), ("--csv", csv)], a.inputs + b.inputs)
-    if not same:
-        check_shared(a.inputs, b.inputs, strict=args.strict)
-    warn([f"A: {p}" for p in a.problems] + [f"B: {p}" for p in b.problems] + a.notes + b.notes)
-    for name, side, inputs in (("A", a, inputs_a), ("B", b, inputs_b)):
-        if side.frame.empty:
-            raise InputError(f"side {name} has no usable results in {', '.join(inputs)}. Fix: give run "
-                             "directories, journals, fio JSON or DiskSpd XML that hold measurements")
-    label_a = _label(args.label_a, a.frame, args.a)
-    label_b = _label(args.label_b, b.frame, args.b)
-    if label_a == label_b:
-        label_b = f"{label_b} (B)"
-    a.frame["side"] = label_a
-    b.frame["side"] = label_b
-    a.frame["side"] = a.frame["side"].astype("string")
-    b.frame["side"] = b.frame["side"].astype("string")
-    result = compare(a.frame, b.frame, label_a=label_a, label_b=label_b, alpha=args.alpha)
-    warn(result.notes)
-    findings = comparison_findings(result)
-    both = pd.concat([a.frame, b.frame], ignore_index=True)
-    write_all([("-o", out, lambda p: write_comparison_workbook(p, a, b, result, findings, inputs_a=inputs_a,
-                                                               inputs_b=inputs_b)),
-               ("--csv", csv, lambda p: write_tidy_csv(both, p))])
-    s = result.summary
-    print(f"wrote {out} ({s['points']} points; {label_b} has more IOPS in {s['iops_wins']}, lower latency in "
-          f"{s['latency_wins']}) and {csv}")
+
+    def check(a: IngestResult, b: IngestResult) -> None:
+        refuse_inputs([("-o", out), ("--csv", csv)], a.inputs + b.inputs)
+        if not same:
+            check_shared(a.inputs, b.inputs, strict=args.strict)
+
+    comparison = compare_inputs(inputs_a, inputs_b, label_a=args.label_a, label_b=args.label_b, strict=args.strict,
+                                alpha=args.alpha, warn=warn, check=check)
+    write_comparison(comparison, out, csv)
+    s = comparison.result.summary
+    print(f"wrote {out} ({s['points']} points; {comparison.label_b} has more IOPS in {s['iops_wins']}, lower "
+          f"latency in {s['latency_wins']}) and {csv}")
     return 0

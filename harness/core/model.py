@@ -80,6 +80,16 @@ def disk_options_apply(controller: str, backend: str | None) -> bool:
     return bus_of(controller) != "esxi" and backend not in BACKENDS_WITHOUT_DISK_OPTIONS
 
 
+def native_aio_problem(aio: str | None, cache: str | None) -> str | None:
+    """Why QEMU refuses to start this aio/cache pair, else None: aio=native needs O_DIRECT (cache none,
+    directsync, or unset), which qemu-server does not check. The one statement of the rule, for the matrix
+    (``[matrix] aio/cache``) and a fleet's workers (``[fleet] aio``)."""
+    if aio == "native" and cache is not None and cache not in DIRECT_CACHE_MODES:
+        return (f"aio=native with cache={cache}: aio=native needs O_DIRECT and QEMU refuses to start "
+                "('aio=native was specified, but it requires cache.direct=on')")
+    return None
+
+
 def iothread_effective(controller: str) -> bool:
     """Proxmox honours iothread=1 only for virtio-blk and for scsi disks on virtio-scsi-single."""
     return controller in ("virtio-blk", "virtio-scsi-single")

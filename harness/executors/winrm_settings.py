@@ -80,7 +80,12 @@ WINRM_SECTION = Section("winrm", {
                                           "whose buffers exceed it are refused at plan time"),
     "allow_partitioned_disk": Field(bool, False, help="let write workloads run on a test disk that has a "
                                                       "partition table (destroys it); default: RAW only"),
-}, help="Windows guests over WinRM")
+}, help="Windows guests over WinRM",
+   # how the guest is reached and how patiently, where its tools are: not what a cell measures
+   may_change_on_resume=frozenset({
+       "host", "port", "transport", "use_tls", "username", "password_env", "password_file", "cert_validation",
+       "ca_file", "operation_timeout_seconds", "read_timeout_seconds", "command_timeout_seconds",
+       "connect_retries", "reboot_timeout_seconds", "fio_path", "diskspd_path", "max_memory_per_shell_mb"}))
 
 #: ``guest check``'s option for each ``[winrm]`` key it sets (harness/commands/guest.py section_from_args)
 CLI_OPTIONS = {

@@ -279,7 +279,7 @@ class ProxmoxFleet:
 
     # --- a storage's volumes ----------------------------------------------------------------------------
     def disk_option(self, volid: str) -> dict[str, str]:
-        s = self.spec
+        s = self.spec.disk
         bus, scsihw = CONTROLLERS[s.controller]
         opts = [volid, f"aio={s.aio}", f"cache={s.cache}" if s.cache != "default" else ""]
         if s.iothread and (bus == "virtio" or scsihw == "virtio-scsi-single"):
@@ -318,7 +318,7 @@ class ProxmoxFleet:
             self.journal.append({"type": "attached", "vmid": vmid, "slot": self._slot(), "volid": vol.volid})
 
     def _slot(self) -> str:
-        return f"{CONTROLLERS[self.spec.controller][0]}{TEST_SLOT}"
+        return f"{CONTROLLERS[self.spec.disk.controller][0]}{TEST_SLOT}"
 
     def _find_volume(self, storage: str, vmid: int, filename: str) -> str | None:
         """The volume an interrupted allocation may have made (its name starts with ``filename``)."""

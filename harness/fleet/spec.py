@@ -31,7 +31,7 @@ from typing import Any
 
 from ..backends.proxmox import settings as proxmox_settings
 from ..core.errors import MatrixError
-from ..core.model import AIO_MODES, CACHE_MODES, CONTROLLERS, parse_size
+from ..core.model import AIO_MODES, CACHE_MODES, CONTROLLERS, DiskConfig, native_aio_problem, parse_size
 from ..core.names import label_problem
 from ..schema import Field, Section, parse_section
 from ..spec import _load_toml
@@ -112,10 +112,7 @@ class FleetSpec:
     vmids: str
     storages: tuple[str, ...]
     disk_size: int
-    controller: str
-    aio: str
-    iothread: bool
-    cache: str
+    disk: DiskConfig  # how every worker attaches its test volume
     power_cycle: str
     task_timeout: float
 
@@ -137,14 +134,14 @@ def fleet_from_dict(raw: dict[str, Any], path: str, node: str) -> FleetSpec:
     f = parse_section(path, FLEET_SECTION, raw["fleet"])
     if len(set(f["storages"])) != len(f["storages"]):
         raise MatrixError(path, "[fleet] storages", "names a storage twice", "list each storage under test once")
-    if f["aio"] == "native" and f["cache"] not in ("none", "directsync"):
-        raise MatrixError(path, "[fleet] aio", f"native needs O_DIRECT, but cache is {f['cache']!r} (QEMU refuses to "
-                          "start: \"aio=native was specified, but it requires cache.direct=on\")",
-                          "set cache = \"none\" or \"directsync\", or aio = \"io_uring\"")
+    problem = native_aio_problem(f["aio"], f["cache"])
+    if problem:
+        raise MatrixError(path, "[fleet] aio", problem, "set cache = \"none\" or \"directsync\" (or leave it "
+                          "\"default\"), or aio = \"io_uring\"")
     spec = FleetSpec(path=path, template=f["template"], workers=f["workers"], node=f["node"] or node,
                      clone=f["clone"], vcpus=f["vcpus"], memory_mib=f["memory_mib"], name_prefix=f["name_prefix"],
                      vmids=f["vmids"], storages=tuple(f["storages"]), disk_size=parse_size(f["disk_size"]),
-                     controller=f["controller"], aio=f["aio"], iothread=f["iothread"], cache=f["cache"],
+                     disk=DiskConfig(f["controller"], f["aio"], f["iothread"], f["cache"]),
                      power_cycle=f["power_cycle"], task_timeout=f["task_timeout"])
     ids = spec.vmid_range()
     if ids is not None and len(ids) < spec.workers:

@@ -122,7 +122,12 @@ PROXMOX_SECTION = Section("proxmox", {
                                       "move to the cell's controller with it (scsihw is one setting per VM); the "
                                       "journal names them in every cell"),
 }, help="the Proxmox VE backend: node, VM, test disk, credentials (secrets by reference only)",
-   check=lambda path, values: check_section(values, path))
+   check=lambda path, values: check_section(values, path),
+   # how the node and the guest are reached, and how patiently: not what a cell measures
+   may_change_on_resume=frozenset({
+       "transport", "host", "port", "user", "token_id", "token_secret_env", "token_secret_file", "verify_tls",
+       "ca_file", "timeout", "task_timeout", "ready", "guest_host", "guest_port", "guest_channel", "qemu_server_dir",
+       "ssh", "ssh_config", "ssh_dir", "reboot_timeout", "check_cmdline"}))
 
 
 def token_reference(o: Mapping[str, Any], path: str = "") -> secrets.SecretRef:
