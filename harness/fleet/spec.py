@@ -16,7 +16,8 @@
     aio = "native"
     iothread = true
     cache = "none"
-    power_cycle = "side"       # before each storage's run (as the seeds do), "point", or "never"
+    power_cycle = "side"       # before each storage's run (as the seeds do), before every "point", or
+                               # "never" (workers only started when not running; new disks hot-plugged)
 
 The connection to the node is the suite's ``[proxmox]`` section (host, node, token by reference).
 """
@@ -175,8 +176,4 @@ def load_fleet_tables(raw: dict[str, Any], path: str) -> tuple[FleetSpec, dict[s
     proxmox = parse_section(path, suite_proxmox_section(), raw["proxmox"])
     proxmox_settings.check_section(proxmox, path)
     spec = fleet_from_dict(raw, path, proxmox["node"])
-    if spec.power_cycle == "point":
-        raise MatrixError(path, "[fleet] power_cycle", "\"point\" (a power cycle before every point) is not "
-                          "supported yet: the runner has no per-point hook for it",
-                          "use \"side\" (before each storage's run, as the seeds do) or \"never\"")
     return spec, proxmox

@@ -5,16 +5,21 @@ attach it to the VM with ``qm set``. Before each test run, the VMs are power cyc
 of ``[fleet] storages``, in order:
 
 1. allocate each worker's volume on it and attach it (:meth:`ProxmoxFleet.attach`);
-2. power-cycle the workers (``[fleet] power_cycle = "side"``, the default; ``"never"`` skips it), which
-   also makes the new disk's options take effect, and wait for every guest agent;
-3. find each worker's fio server through its agent (:class:`~stormatrix.suitevms.ProxmoxSuiteVms`), probe
-   them all with the controller's fio (a version mismatch is named with the template's fix), and run
-   every point not yet journaled into ``RUN_DIR/<storage>`` (:func:`~stormatrix.suiterun.run_suite`: the
-   side is the storage's id; the run record names the storage);
-4. detach and free the volumes.
+2. power-cycle the workers (``[fleet] power_cycle = "side"``, the default; ``"point"`` cycles them again
+   before every point; ``"never"`` only starts those not running), which also makes the new disk's
+   options take effect, and wait for every guest agent;
+3. before the first point of the run, ask every worker's guest for its fio version through the agent
+   (``fio --version``, :meth:`ProxmoxFleet.check_fio_versions`): a mismatch with the controller's fio is
+   named with the template's fix (exit 2) before anything is measured;
+4. find each worker's fio server through its agent (:class:`~stormatrix.suitevms.ProxmoxSuiteVms`) and
+   run every point not yet journaled into ``RUN_DIR/<storage>`` (:func:`~stormatrix.suiterun.run_suite`:
+   the side is the storage's id; the run record names the storage), probing the servers until they
+   answer (they have just booted);
+5. detach and free the volumes.
 
-On ESXi (``[fleet] backend = "vmware"``, :mod:`.vmware`) a storage is a datastore, the volume a test disk
-made by ``New-HardDisk`` on it, and the workers' addresses are those VMware Tools report after the power cycle.
+On ESXi (``[fleet] backend = "vmware"``, :mod:`.vmware`, :func:`run_vmware_fleet_suite`) a storage is a
+datastore, the volume a test disk made by ``New-HardDisk`` on it, the workers are always power-cycled (a new
+controller needs them powered off), and their fio servers are at the addresses VMware Tools report.
 
 Then the A-vs-B workbook of the first two storages is written (``RUN_DIR/comparison.xlsx``) and, unless
 ``--keep``, everything the fleet created is removed. Everything is journaled (``RUN_DIR/fleet.ndjson``):
@@ -31,12 +36,12 @@ from pathlib import Path
 from typing import Any
 
 from ..backends.proxmox.settings import make_transport
-from ..core.errors import GuestNotReady
+from ..core.errors import MatrixError
+from ..core.model import Cell
 from ..executors.fioserver_models import FioGuest
-from ..executors.fioserver_probe import require_servers
 from ..journal import Journal
 from ..suite import Suite
-from ..suiterun import SuiteOutcome, run_suite, write_comparison
+from ..suiterun import SuiteOutcome, fio_version, run_suite, write_comparison
 from ..suitevms import ProxmoxSuiteVms
 from .proxmox import ProxmoxFleet
 from .spec import FleetSpec, fleet_from_dict
@@ -65,100 +70,79 @@ def fleet_spec(suite: Suite) -> FleetSpec:
     return fleet_from_dict(suite.raw, suite.path, suite.proxmox["node"])
 
 
-class _ProxmoxSides:
-    """The Proxmox fleet's side of a suite: workers found through their guest agents, the host collector
-    over their QEMU processes."""
-
-    backend = "proxmox"
-
-    def __init__(self, suite: Suite, run_dir: Path, transport: Any) -> None:
-        assert suite.proxmox is not None
-        self.spec = fleet_spec(suite)
-        self.transport = transport if transport is not None else make_transport(suite.proxmox, suite.path)
-        self.fleet: Any = ProxmoxFleet(self.spec, self.transport, run_dir)
-
-    def what(self) -> str:
-        return f"template {self.spec.template}"
-
-    def power_cycle(self, vmids: list[Any]) -> list[dict[str, Any]]:
-        if self.spec.power_cycle != "never":
-            self.fleet.power_cycle(vmids)
-        return []
-
-    def side(self, side: Suite, storage: str, _cycled: list[dict[str, Any]]) -> tuple[list[FioGuest], dict[str, Any]]:
-        vms = ProxmoxSuiteVms(side, transport=self.transport)
-        guests = vms.discover()
-        collector, status = vms.host_collector()
-        volumes = [v.volid for v in self.fleet.journal.state().live_volumes() if v.storage == storage and v.volid]
-        return guests, {"collector": collector, "backend": "proxmox", "host_collector": status, "vms": vms.record(),
-                        "storage": {"kind": storage, "server": "proxmox storage", "volumes": volumes}}
-
-
-class _VmwareSides:
-    """The ESXi fleet's side of a suite: each worker's fio server at the IPv4 address VMware Tools report
-    after the power cycle (always made: a new controller needs the worker powered off); no host collector
-    (the ESXi host's CPU per worker is not collected for a fleet yet, and the run record says so)."""
-
-    backend = "vmware"
-
-    def __init__(self, suite: Suite, run_dir: Path, runner: Any) -> None:
-        self.spec = vmware_fleet_from_dict(suite.raw, suite.path)
-        self.fleet: Any = VmwareFleet(self.spec, runner if runner is not None else make_runner(self.spec), run_dir)
-
-    def what(self) -> str:
-        return f"template {self.spec.template} on {self.spec.vmhost}"
-
-    def power_cycle(self, vmids: list[Any]) -> list[dict[str, Any]]:
-        return list(self.fleet.power_cycle(vmids))
-
-    def side(self, side: Suite, storage: str, cycled: list[dict[str, Any]]) -> tuple[list[FioGuest], dict[str, Any]]:
-        guests = [FioGuest(name=str(g["Name"]), host=str(g["IPAddress"]), port=side.port) for g in cycled]
-        disks = [d.filename for d in self.fleet.state().disks.values() if d.datastore == storage and d.filename]
-        status = {"mode": "none", "detail": "no host metrics: the ESXi host's CPU per worker is not collected for "
-                  "a fleet", "fix": "compare the sides by IOPS and latency; host CPU on ESXi needs a matrix run"}
-        vms = [{"name": g["Name"], "id": g["Id"], "address": g["IPAddress"]} for g in cycled]
-        return guests, {"collector": None, "backend": "vmware", "host_collector": status, "vms": vms,
-                        "storage": {"kind": storage, "server": "vmware datastore", "disks": disks}}
-
-
 def run_fleet_suite(suite: Suite, run_dir: str | Path, *, fio: str = "fio", keep: bool = False,
-                    progress: bool = False, transport: Any = None, stream: Any = None,
-                    runner: Any = None) -> FleetSuiteOutcome:
-    """Deploy, run each storage as a side, write the comparison, destroy (unless ``keep``). ``[fleet]
-    backend`` picks the platform: Proxmox (``transport``) or ESXi (``runner``: the pwsh runner)."""
+                    progress: bool = False, transport: Any = None, stream: Any = None) -> FleetSuiteOutcome:
+    """Deploy, run each storage as a side, write the comparison, destroy (unless ``keep``)."""
     stream = stream or sys.stderr
     run_dir = Path(run_dir)
-    platform: _ProxmoxSides | _VmwareSides
     if is_vmware_fleet(suite.raw):
-        platform = _VmwareSides(suite, run_dir, runner)
-    else:
-        platform = _ProxmoxSides(suite, run_dir, transport)
-    spec, fleet = platform.spec, platform.fleet
+        return run_vmware_fleet_suite(suite, run_dir, fio=fio, keep=keep, progress=progress, stream=stream)
+    spec = fleet_spec(suite)
+    assert suite.proxmox is not None
+    transport = transport if transport is not None else make_transport(suite.proxmox, suite.path)
+    fleet = ProxmoxFleet(spec, transport, run_dir)
     outcome = FleetSuiteOutcome(fleet.fleet_id)
-    print(f"fleet {fleet.fleet_id}: deploying {spec.workers} workers from {platform.what()}", file=stream)
+    print(f"fleet {fleet.fleet_id}: deploying {spec.workers} workers from template {spec.template}", file=stream)
     outcome.vmids = fleet.deploy()
+    versions_checked = False
     for storage in spec.storages:
         side_dir = run_dir / storage
         side = replace(suite, side=storage, vms=tuple(str(v) for v in outcome.vmids))
-        journal = Journal(side_dir)
-        done = journal.done_keys() if journal.path.exists() else set()
-        if all(p.key in done for p in side.points()):
-            print(f"storage {storage}: every point is journaled; not attaching it again", file=stream)
-            outcome.sides[storage] = None
-            fleet.detach(storage)  # a crash after the last point may have left its volumes
+        if _side_done(side, side_dir, fleet, outcome, stream):
             continue
         print(f"storage {storage}: allocating and attaching {len(outcome.vmids)} volumes", file=stream)
         fleet.attach(storage, outcome.vmids)
-        if spec.power_cycle != "never":
-            print(f"storage {storage}: power-cycling the workers", file=stream)
-        cycled = platform.power_cycle(outcome.vmids)
-        guests, how = platform.side(side, storage, cycled)
-        check_fio_servers(guests, side_dir / "points" / "fleet-probe", fio=fio)
-        outcome.sides[storage] = run_suite(side.with_guests(guests), side_dir, fio=fio, progress=progress, **how)
+        print(f"storage {storage}: " + ("power-cycling the workers" if spec.power_cycle != "never" else
+                                        "starting the workers that are not running"), file=stream)
+        cycle(fleet, outcome.vmids, storage, None, stop=spec.power_cycle != "never")
+        if not versions_checked:
+            try:
+                fleet.check_fio_versions(outcome.vmids, fio_version(fio))
+            except MatrixError:
+                if not keep:  # workers cloned from that template are of no use: remove them, then say why
+                    fleet.destroy()
+                fleet.close()
+                raise
+            versions_checked = True
+        vms = ProxmoxSuiteVms(side, transport=transport)
+        guests = vms.discover()
+        collector, status = vms.host_collector()
+        before_point = None
+        if spec.power_cycle == "point":
+            # before each point after the side's first (the cycle above is the first point's)
+            def before_point(point: Cell, _storage: str = storage, _collector: Any = collector) -> None:
+                cycle(fleet, outcome.vmids, _storage, point.key, stop=True)
+                invalidate = getattr(getattr(_collector, "scopes", None), "invalidate", None)
+                if invalidate is not None:
+                    invalidate()  # the workers' QEMU processes are new: the collector takes their pids anew
+        storage_record = {"kind": storage, "server": "proxmox storage", "volumes": _volumes(fleet, storage),
+                          "power_cycle": spec.power_cycle}
+        outcome.sides[storage] = run_suite(side.with_guests(guests), side_dir, fio=fio, progress=progress,
+                                           collector=collector, backend="proxmox", host_collector=status,
+                                           vms=vms.record(), storage=storage_record, booting=True,
+                                           before_point=before_point)
         print(f"storage {storage}: detaching and freeing the volumes", file=stream)
         fleet.detach(storage)
-    if len(spec.storages) >= 2:
-        a, b = spec.storages[:2]
+    return _finish(fleet, spec.storages, run_dir, outcome, keep=keep, stream=stream)
+
+
+def _side_done(side: Suite, side_dir: Path, fleet: Any, outcome: FleetSuiteOutcome, stream: Any) -> bool:
+    """Whether every point of the side is journaled (a rerun after a crash); its volumes are then freed."""
+    journal = Journal(side_dir)
+    done = journal.done_keys() if journal.path.exists() else set()
+    if not all(p.key in done for p in side.points()):
+        return False
+    print(f"storage {side.side}: every point is journaled; not attaching it again", file=stream)
+    outcome.sides[side.side] = None
+    fleet.detach(side.side)  # a crash after the last point may have left its volumes
+    return True
+
+
+def _finish(fleet: Any, storages: tuple[str, ...], run_dir: Path, outcome: FleetSuiteOutcome, *, keep: bool,
+            stream: Any) -> FleetSuiteOutcome:
+    """The comparison workbook of the first two sides, then (unless ``keep``) everything the fleet made removed."""
+    if len(storages) >= 2:
+        a, b = storages[:2]
         outcome.workbook = write_comparison((a, run_dir / a), (b, run_dir / b), run_dir / WORKBOOK)
         print(f"comparison workbook: {outcome.workbook}", file=stream)
     if not keep:
@@ -170,14 +154,48 @@ def run_fleet_suite(suite: Suite, run_dir: str | Path, *, fio: str = "fio", keep
     return outcome
 
 
-def check_fio_servers(guests: list[Any], workdir: Path, *, fio: str) -> None:
-    """Every worker's fio server answers the controller's fio before the side's first point; a protocol
-    mismatch (the guest's fio is another version) is named with the template's fix."""
-    try:
-        require_servers(guests, workdir, fio=fio)
-    except GuestNotReady as exc:
-        if "protocol mismatch" in exc.message:
-            raise GuestNotReady(exc.message + ". Fix: rebuild the workers' template with the user-data of "
-                                "`stormatrix fleet template` (it installs the controller's fio version)",
-                                details=exc.details) from None
-        raise
+def run_vmware_fleet_suite(suite: Suite, run_dir: Path, *, fio: str, keep: bool, progress: bool, stream: Any,
+                           runner: Any = None) -> FleetSuiteOutcome:
+    """The suite on an ESXi fleet: per datastore, the test disks made, the workers power-cycled, every point
+    run on the fio servers at the addresses VMware Tools report, the disks removed. No host collector: the
+    ESXi host's CPU per worker is not collected for a fleet, and the run record says so."""
+    spec = vmware_fleet_from_dict(suite.raw, suite.path)
+    fleet = VmwareFleet(spec, runner if runner is not None else make_runner(spec), run_dir)
+    outcome = FleetSuiteOutcome(fleet.fleet_id)
+    print(f"fleet {fleet.fleet_id}: deploying {spec.workers} workers from template {spec.template} on "
+          f"{spec.vmhost}", file=stream)
+    outcome.vmids = fleet.deploy()
+    status = {"mode": "none", "detail": "no host metrics: the ESXi host's CPU per worker is not collected for a "
+              "fleet", "fix": "compare the sides by IOPS and latency; host CPU on ESXi needs a matrix run"}
+    for storage in spec.storages:
+        side_dir = run_dir / storage
+        side = replace(suite, side=storage, vms=tuple(str(v) for v in outcome.vmids))
+        if _side_done(side, side_dir, fleet, outcome, stream):
+            continue
+        print(f"storage {storage}: making and attaching {len(outcome.vmids)} test disks", file=stream)
+        fleet.attach(storage, outcome.vmids)
+        print(f"storage {storage}: power-cycling the workers", file=stream)
+        cycled = fleet.power_cycle(outcome.vmids)
+        guests = [FioGuest(name=str(g["Name"]), host=str(g["IPAddress"]), port=side.port) for g in cycled]
+        disks = [d.filename for d in fleet.state().disks.values() if d.datastore == storage and d.filename]
+        outcome.sides[storage] = run_suite(
+            side.with_guests(guests), side_dir, fio=fio, progress=progress, collector=None, backend="vmware",
+            host_collector=status, vms=[{"name": g["Name"], "id": g["Id"], "address": g["IPAddress"]} for g in cycled],
+            storage={"kind": storage, "server": "vmware datastore", "disks": disks, "power_cycle": "side"},
+            booting=True)
+        print(f"storage {storage}: removing the test disks", file=stream)
+        fleet.detach(storage)
+    return _finish(fleet, spec.storages, run_dir, outcome, keep=keep, stream=stream)
+
+
+def cycle(fleet: ProxmoxFleet, vmids: list[int], storage: str, point: str | None, *, stop: bool) -> None:
+    """Power-cycle the workers (``stop``: stop those running first; else only start those that are not)
+    and wait for their agents; journaled in ``fleet.ndjson`` (``power-cycle``: the storage, and the point
+    it came before when ``[fleet] power_cycle = "point"``)."""
+    fleet.journal.append({"type": "power-cycle", "storage": storage, "point": point, "stop": stop,
+                          "vmids": len(vmids)})
+    fleet.power_cycle(vmids, actions=("stop", "start") if stop else ("start",))
+
+
+def _volumes(fleet: ProxmoxFleet, storage: str) -> list[str]:
+    return [v.volid for v in fleet.journal.state().live_volumes() if v.storage == storage and v.volid]
