@@ -34,8 +34,7 @@ from .core.errors import (AuthenticationFailed, BackendError, CollectorError, Jo
 from .core.journalfile import CELL, RUN
 from .core.model import WRITE_MODES, Cell, DiskConfig, Plan, now_iso
 from .core.scope import GuestEndpoint
-from .executors.base import GuestExecutor
-from .executors.winrm_facts import DriverGate, with_storage_drivers
+from .executors.base import DriverGate, GuestExecutor
 from .host.inventory import inventory
 from .journal import Journal
 from .progress import DEFAULT_OVERHEAD_S, Progress, estimate_seconds, fmt_duration
@@ -191,7 +190,7 @@ class Runner:
         self.errors: list[tuple[str, str]] = []  # (key, message) of every cell given up on
         self._extra_reasons: dict[str, dict[str, Any]] = {}  # cell key -> why this extra repeat runs
         self._t_run0 = time.monotonic()
-        self._gate: DriverGate | None = None  # a Windows guest's virtio-win drivers, as far as known
+        self._gate: DriverGate | None = None  # the executor's driver gate (a Windows guest's virtio-win drivers)
         self.order: str = spec.run.get("order", "rounds")
         self.seed: int = int(spec.run.get("seed") or 0)  # decided in run(): the journal's, the matrix's, or drawn
         self._round = ""  # "round 2: " in the progress line while a round runs
@@ -208,6 +207,11 @@ class Runner:
     def executor_name(self) -> str:
         name = self.spec.run["executor"]
         return self.backend_cls.default_executor if name == "auto" else name
+
+    def executor_class(self) -> type[GuestExecutor]:
+        """The executor the matrix names: whose capabilities (its driver gate) the run asks for, also when
+        a suite or a test builds its instances (``executor_factory``)."""
+        return executor_class(self.executor_name())
 
     def make_executor(self, backend: Backend) -> GuestExecutor:
         if self._executor_factory is not None:
@@ -252,7 +256,7 @@ class Runner:
         backend = self.backend or self.backend_cls(self.spec, self.run_dir)
         self.backend = backend
         self._t_run0 = time.monotonic()
-        self._gate, self.driver_skipped = DriverGate.for_spec(self.spec), []
+        self._gate, self.driver_skipped = self.executor_class().driver_gate(self.spec), []
         try:
             facts = backend.prepare()
             self._journal_run_header(facts, backend, len(plan.cells), len(pending))
@@ -367,7 +371,8 @@ class Runner:
                 guest = executor.wait_ready(time.monotonic() + self.spec.run["boot_timeout_seconds"])
                 if self._gate is not None:  # a Windows guest: which virtio-win drivers it has
                     self._gate.learn(guest, current.key)
-                guest = with_storage_drivers(guest, self._gate)
+                if self._gate is not None:
+                    guest = self._gate.annotate(guest)
                 boot_s = time.monotonic() - t0
                 self._mark(current.key, "ready")
                 t_ready = now_iso()

@@ -195,7 +195,7 @@ def test_windows_on_the_qemu_backend_is_refused_at_plan(tmp_path: Path, capsys: 
 
 
 def test_each_cell_records_the_drivers_the_windows_guest_had_bound() -> None:
-    from stormatrix.runner import with_storage_drivers
+    from stormatrix.executors.winrm_facts import with_storage_drivers
 
     facts = {"Controllers": [{"Name": "virtio-scsi", "Service": "vioscsi", "DriverBound": True},
                              {"Name": "virtio-blk", "Service": "", "DriverBound": False}]}
