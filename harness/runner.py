@@ -22,10 +22,10 @@ import logging
 import secrets
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, TextIO
+from typing import Any, Callable, Mapping, TextIO
 
 from . import __version__, records, repeats, runorder
 from .backends.base import Backend
@@ -84,6 +84,32 @@ class RunPolicy:
 
     stop_on: tuple[type[BaseException], ...] = ()
     never_retry: tuple[type[BaseException], ...] = (UnsafeWrite, AuthenticationFailed)
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """What a run is given besides its matrix and run directory, passed as one typed value.
+
+    How it is labelled and shown (``side``, ``progress``, ``stream``: all the command line gives), and the
+    parts a caller hands in instead of those the matrix names: a suite hands in its points (``plan``), a
+    backend that only reports, an executor for its fio servers (``executor_factory``), its one window
+    collector (``collector``), what its run and cell records add (``run_extra``, ``cell_extra``), how
+    failures end it (``policy``) and its per-point overhead for the ETA; a test hands in stand-ins
+    (``backend``, ``collector_factory``).
+    """
+
+    side: str | None = None
+    progress: bool = True
+    stream: TextIO | None = None  # default: sys.stderr, bound when the run starts
+    backend: Backend | None = None
+    plan: Plan | None = None
+    executor_factory: Callable[[list[GuestEndpoint]], GuestExecutor] | None = None
+    collector_factory: Callable[[Any], Any] | None = None
+    collector: Any = None
+    run_extra: Mapping[str, Any] = field(default_factory=dict)
+    cell_extra: Mapping[str, Any] = field(default_factory=dict)
+    policy: RunPolicy = RunPolicy()
+    overhead_s: float = DEFAULT_OVERHEAD_S
 
 
 def executor_name_for(spec: MatrixSpec) -> str:
@@ -154,34 +180,28 @@ class Runner:
     """Runs a plan's cells through a backend and an executor, journaling each one.
 
     A matrix run expands its cells from the spec and builds the backend and executor its ``[run]``
-    names; a suite hands in its points (``plan``), a backend that only reports (``SuiteBackend``),
-    an executor for its fio servers (``executor_factory``), its one window collector (``collector``)
-    and what its run record adds (``run_extra``). Both journal through the same record builders.
+    names; a suite or a test hands in its own parts through :class:`RunOptions`. Both journal through
+    the same record builders.
     """
 
-    def __init__(self, spec: MatrixSpec, run_dir: str | Path, *, side: str | None = None,
-                 progress: bool = True, backend: Backend | None = None,
-                 collector_factory: Callable[[Any], Any] | None = None,
-                 stream: TextIO | None = None, plan: Plan | None = None,
-                 executor_factory: Callable[[list[GuestEndpoint]], GuestExecutor] | None = None,
-                 collector: Any = None, run_extra: dict[str, Any] | None = None,
-                 cell_extra: dict[str, Any] | None = None,
-                 policy: RunPolicy = RunPolicy(), overhead_s: float = DEFAULT_OVERHEAD_S) -> None:
+    def __init__(self, spec: MatrixSpec, run_dir: str | Path, options: RunOptions = RunOptions()) -> None:
         self.spec = spec
         self.run_dir = Path(run_dir)
-        self.side = side
-        self.show_progress = progress
-        self.stream = stream if stream is not None else sys.stderr  # (bound when run, not when imported)
+        self.options = options
+        self.side = options.side
+        self.show_progress = options.progress
+        self.stream = options.stream if options.stream is not None else sys.stderr  # bound when run, not imported
+        backend = options.backend
         self.backend_cls = type(backend) if backend else backend_class(spec.run["backend"])
         self.backend = backend
-        self._collector_factory = collector_factory
-        self._collector = collector
-        self._plan = plan
-        self._executor_factory = executor_factory
-        self.run_extra = dict(run_extra or {})
-        self.cell_extra = dict(cell_extra or {})
-        self.policy = policy
-        self.overhead_s = overhead_s
+        self._collector_factory = options.collector_factory
+        self._collector = options.collector
+        self._plan = options.plan
+        self._executor_factory = options.executor_factory
+        self.run_extra = dict(options.run_extra)
+        self.cell_extra = dict(options.cell_extra)
+        self.policy = options.policy
+        self.overhead_s = options.overhead_s
         self.journal = Journal(self.run_dir)
         self.run_id = make_run_id(spec.run["name"])
         self.failed: list[str] = []

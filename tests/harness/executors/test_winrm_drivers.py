@@ -31,7 +31,7 @@ from stormatrix.executors.winrm_facts import (
     with_storage_drivers,
 )
 from stormatrix.journal import read_journal
-from stormatrix.runner import Runner
+from stormatrix.runner import RunOptions, Runner
 from stormatrix.registry import spec_from_dict
 
 SERIAL = "STORMATRIX01"
@@ -99,7 +99,7 @@ def run_windows(tmp_path: Path, guest: WindowsGuest, controllers: list[str], *, 
     def factory(endpoints: list[GuestEndpoint]) -> Executor:
         return Executor(endpoints, {})
 
-    summary = Runner(spec, tmp_path / "run", progress=False, backend=backend, executor_factory=factory).run()
+    summary = Runner(spec, tmp_path / "run", RunOptions(progress=False, backend=backend, executor_factory=factory)).run()
     records = read_journal(tmp_path / "run" / "journal.ndjson").records
     return summary, backend, records
 
