@@ -194,14 +194,20 @@ def breakdown_main(args: argparse.Namespace) -> int:
     guestimage.build()
     results = {}
     with tempfile.TemporaryDirectory(prefix="stormatrix-bench-") as tmp:
-        for tag, value in (("before", "false"), ("after", "true")) if args.compare else (("now", None),):
-            mtext = with_settings(text, "qemu", {args.compare: value}) if args.compare and value else text
+        key, _, given = (args.compare or "").partition("=")
+        values = given.split(",") if given else ["false", "true"]
+        runs: list[tuple[str, dict[str, str]]] = [(f"{key}={v}", {key: v}) for v in values] if key else [("now", {})]
+        if args.baseline:  # first the baseline's [qemu] settings, then the matrix as configured
+            runs = [("baseline", dict(kv.split("=", 1) for kv in args.baseline.split())), ("now", {})]
+        for tag, settings in runs:
+            mtext = with_settings(text, "qemu", settings) if settings else text
             runner, _summary, wall = run_matrix(Path(tmp), mtext, tag)
             b = breakdown(runner, ramp_s, measure_s)
             b["wall_s"] = wall
+            b["loadavg"] = Path("/proc/loadavg").read_text().split()[:3]
             results[tag] = b
-            label = f"{args.compare} = {value}" if args.compare else "as configured"
-            print_breakdown(f"[{tag}] {label}", b, ramp_s)
+            label = ", ".join(f"{k} = {v}" for k, v in settings.items()) or "as configured"
+            print_breakdown(f"[{tag}] {label} (load average {' '.join(b['loadavg'])})", b, ramp_s)
     print(json.dumps(results), file=sys.stderr)
     return 0
 
@@ -218,8 +224,12 @@ def main() -> int:
     ap.add_argument("--breakdown", action="store_true",
                     help="instead: each cell's wall time in its stages (start or resume, ready, job sent, warm-up, "
                          "window, result back, cross-check, journal, stop) and the matrix overhead")
-    ap.add_argument("--compare", metavar="QEMU_KEY",
-                    help="with --breakdown: run the matrix twice, [qemu] QEMU_KEY = false, then true, side by side")
+    ap.add_argument("--compare", metavar="QEMU_KEY[=V1,V2,...]",
+                    help="with --breakdown: run the matrix once per value of [qemu] QEMU_KEY (default: false, then "
+                         "true), side by side, e.g. --compare boot_ahead_depth=1,2")
+    ap.add_argument("--baseline", metavar="'KEY=V KEY=V'",
+                    help="with --breakdown: run the matrix first with these [qemu] settings, then as configured, e.g. "
+                         "--baseline 'boot_ahead_depth=1 pipeline=false' (the harness before two cells in flight)")
     ap.add_argument("--repeats", type=int, default=0,
                     help="with --breakdown: override [run] repeats (and no extra repeats), e.g. 1 for 10 cells")
     args = ap.parse_args()

@@ -22,7 +22,7 @@ import logging
 import secrets
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Mapping, TextIO
@@ -34,7 +34,7 @@ from .core.errors import (AuthenticationFailed, BackendError, CollectorError, Jo
 from .core.journalfile import CELL, RUN
 from .core.model import WRITE_MODES, Cell, DiskConfig, Plan, now_iso
 from .core.scope import GuestEndpoint
-from .executors.base import DriverGate, GuestExecutor
+from .executors.base import DriverGate, GuestExecutor, WorkloadResult
 from .host.inventory import inventory
 from .journal import Journal
 from .progress import DEFAULT_OVERHEAD_S, Progress, estimate_seconds, fmt_duration
@@ -176,6 +176,40 @@ def check_same_run(records_before: list[dict[str, Any]], spec: MatrixSpec, run_d
                               "two runs in one journal", fix)
 
 
+@dataclass
+class _Flight:
+    """What the stages of one VM start (:meth:`Runner._run_group`) hand each other."""
+
+    disk: DiskConfig
+    remaining: list[Cell]  # its cells not yet journaled or given up, the current one first
+    upcoming: list[DiskConfig]  # the next configurations, for the backend to boot ahead
+    attempt: int = 0
+    stage: str = "apply"  # where a failure happened (the cell-error record's ``stage``)
+    current: Cell = field(init=False)
+    executor: GuestExecutor | None = None
+    guest: dict[str, Any] = field(default_factory=dict)  # what the guest reported when ready
+    t0: float = 0.0  # monotonic start of the VM start
+    t_started: str = ""
+    t_ready: str = ""
+    boot_s: float = 0.0
+    booted_ahead: bool = False
+    ahead_pending: list[DiskConfig] = field(default_factory=list)  # still to be booted ahead in this VM start
+    handed_off: bool = False  # the VM went on with the last cell's result to come (:class:`_Tail`)
+
+    def __post_init__(self) -> None:
+        self.current = self.remaining[0]
+
+
+@dataclass
+class _Tail:
+    """A cell whose window has closed and whose result, record, journal and stop are still to come: done
+    while the next cell warms up (:meth:`Runner._finish_tail`)."""
+
+    flight: _Flight  # the cell's flight (its executor, times, guest facts), the cell its only one left
+    window: Window
+    handle: Any  # the backend's hand_off(), for release()
+
+
 class Runner:
     """Runs a plan's cells through a backend and an executor, journaling each one.
 
@@ -218,6 +252,9 @@ class Runner:
         #: apply, applied, ready, sent, measure_start, measure_end, result, record, journaled, stopped
         self.timeline: dict[str, dict[str, float]] = {}
         self.driver_skipped: list[tuple[str, str]] = []  # (cell key, reason): skipped for a missing driver
+        self._tail: _Tail | None = None  # the cell whose window closed and whose result is still to come
+        self._retry_later: list[tuple[DiskConfig, Cell, int]] = []  # (its configuration, cell, attempts so far)
+        self._stop_exc: BaseException | None = None  # a tail's failure that ends the run
 
     def plan(self) -> Plan:
         if self._plan is not None:
@@ -305,9 +342,15 @@ class Runner:
             first = next((i for i, g in enumerate(groups) if not gate.group_order(g)), 0)
             groups.insert(0, groups.pop(first))
         for i, ((disk, repeat), group) in enumerate(groups):
-            next_disk = groups[i + 1][0][0] if i + 1 < len(groups) else None
+            # the configurations the backend may boot ahead ([qemu] boot_ahead_depth), nearest first
+            upcoming = list(dict.fromkeys(g[0][0] for g in groups[i + 1:i + 1 + backend.ahead_depth]))
             self._round = f"round {repeat}: " if self.order == "rounds" else ""
-            self._run_group(backend, disk, group, progress, next_disk)
+            self._run_group(backend, disk, group, progress, upcoming)
+        self._finish_tail(progress)
+        while self._retry_later:  # a cell whose result failed after the next cell was under way
+            disk, cell, attempt = self._retry_later.pop(0)
+            self._run_group(backend, disk, [cell], progress, attempt=attempt)
+            self._finish_tail(progress)
 
     def _run_extra_repeats(self, backend: Backend, plan: Plan, progress: Progress | None,
                            summary: dict[str, Any]) -> None:
@@ -358,109 +401,206 @@ class Runner:
             extra={"order": self.order, "seed": self.seed, **self.run_extra}))
 
     def _run_group(self, backend: Backend, disk: DiskConfig, cells: list[Cell], progress: Progress | None,
-                   next_disk: DiskConfig | None = None) -> None:
-        """One VM start for cells sharing a disk configuration and repeat; retried as configured.
+                   upcoming: list[DiskConfig] | None = None, attempt: int = 0) -> None:
+        """One VM start for cells sharing a disk configuration and repeat, in named stages over a
+        :class:`_Flight`; retried as configured (``attempt``: tries already spent, for a cell retried later).
 
-        During the group's last cell the backend may boot the next group's VM (``next_disk``) ahead.
+            start (apply; boot the next VMs ahead) -> ready -> per cell: measure -> record -> journal
+            finally: stop
+
+        Two cells in flight: where the executor and the backend can (local QEMU), the last cell's VM is handed
+        off once its window closed (:class:`_Tail`); the next group sends its job first and then collects,
+        cross-checks, journals and stops this one while its own warm-up runs, never inside its window.
         """
-        retries = self.spec.run["retries"]
-        remaining = list(cells)
-        attempt = 0
-        while remaining:
-            if self._skip_for_driver(disk, remaining, progress):
+        f = _Flight(disk=disk, remaining=list(cells), upcoming=list(upcoming or []), attempt=attempt)
+        while f.remaining:
+            if self._skip_for_driver(disk, f.remaining, progress):
                 return
-            attempt += 1
-            stage = "apply"
-            current = remaining[0]
-            executor: GuestExecutor | None = None
+            f.attempt += 1
+            f.stage, f.current, f.executor, f.handed_off = "apply", f.remaining[0], None, False
             try:
-                t_started = now_iso()
-                t0 = time.monotonic()
-                self._mark(current.key, "apply", t0)
-                if progress:
-                    progress.update(f"{self._round}{disk.key}: starting VM")
-                backend.apply(disk)
-                self._mark(current.key, "applied")
-                if next_disk is not None and backend.overlaps:
-                    # at once: the next VM boots while this one gets ready and warms up (paused in windows)
-                    backend.boot_ahead(next_disk)
-                booted_ahead = backend.booted_ahead
-                stage = "ready"
-                executor = self.make_executor(backend)
-                executor.connect(time.monotonic() + 30)
-                guest = executor.wait_ready(time.monotonic() + self.spec.run["boot_timeout_seconds"])
-                if self._gate is not None:  # a Windows guest: which virtio-win drivers it has
-                    self._gate.learn(guest, current.key)
-                if self._gate is not None:
-                    guest = self._gate.annotate(guest)
-                boot_s = time.monotonic() - t0
-                self._mark(current.key, "ready")
-                t_ready = now_iso()
+                self._stage_start(backend, f, progress)
+                self._stage_ready(backend, f)
                 first = True
-                while remaining:
-                    current = remaining[0]
-                    if progress:
-                        progress.update(f"{self._round}{current.key}: measuring")
-                    if not first:
-                        stage = "ready"
-                        executor.check_ready(current)
+                while f.remaining and not f.handed_off:
+                    self._stage_cell(backend, f, progress, first)
                     first = False
-                    stage = "safety"
-                    check_write_allowed(current, guest, self.spec.run["allow_write"])
-                    stage = "run"
-                    if next_disk is not None and len(remaining) == 1 and not backend.overlaps:
-                        backend.boot_ahead(next_disk)
-                    record = self._measure(backend, executor, current, t_started, t_ready, boot_s, guest,
-                                           booted_ahead)
-                    self.journal.append(record)
-                    self._mark(current.key, "journaled")
-                    self.measured += 1
-                    self.measured_keys.append(current.key)
-                    remaining.pop(0)
-                    attempt = 0
-                    if progress:
-                        progress.update(current.key, advance=True)
-                    t_started, boot_s, booted_ahead = now_iso(), 0.0, False
             except JournalWriteError:
                 raise  # nothing can be recorded any more: stop, the VM is restored by run()
             except (StormatrixError, OSError) as exc:
-                if isinstance(exc, StormatrixError) and exc.cell is None:
-                    exc.cell = current.key
-                if isinstance(exc, CollectorError) and stage == "run" and exc.details.window == "start":
-                    stage = "collect"  # the window never opened: nothing was measured
-                if self._gate is not None and isinstance(exc, StormatrixError) and exc.details.guest_facts:
-                    # not ready, but the guest said what it has: a missing driver skips, not fails, the cells
-                    self._gate.learn(exc.details.guest_facts, current.key)
-                    if self._skip_for_driver(disk, remaining, progress, evidence=str(exc)):
-                        remaining = []
-                        continue
-                self._journal_error(current, stage, attempt, exc, backend)
-                fatal = isinstance(exc, self.policy.stop_on)
-                if (fatal or isinstance(exc, self.policy.never_retry)
-                        or (isinstance(exc, StormatrixError) and not exc.retryable)):
-                    # the disk or the password will not change by trying again (and retried logins
-                    # can lock the account), nor a test disk the guest cannot see: never retried
-                    attempt = max(attempt, retries + 1)
-                if attempt > retries:
-                    self.failed.append(current.key)
-                    self.errors.append((current.key, str(exc)))
-                    if fatal or self.spec.run["on_error"] == "stop":
-                        # the CLI prints one line: it must name the cell, and an OSError is no traceback
-                        if isinstance(exc, StormatrixError):
-                            raise
-                        raise BackendError(f"{stage}: {exc}", cell=current.key) from exc
-                    log.error("giving up on %s after %d attempts: %s", current.key, attempt, exc)
-                    remaining.pop(0)
-                    if progress:
-                        progress.update(f"{current.key}: FAILED", advance=True)
-                    attempt = 0
-                else:
-                    log.warning("cell %s failed (%s); retrying", current.key, exc)
+                if exc is self._stop_exc:
+                    raise  # the previous cell's failure ends the run (on_error = "stop")
+                self._finish_tail(progress)  # the cell before, journaled before this one's error
+                self._stage_failed(backend, f, exc, progress)
             finally:
-                if executor is not None:
-                    executor.close()
-                backend.stop()
-                self._mark(current.key, "stopped")
+                self._stage_stop(backend, f)
+
+    def _stage_start(self, backend: Backend, f: _Flight, progress: Progress | None) -> None:
+        """Apply the configuration (take the VM booted ahead, or start one) and, with ``overlap``, let the next
+        configuration's VM boot now when this one starts cold (the others after its job is sent)."""
+        f.t_started = now_iso()
+        f.t0 = time.monotonic()
+        self._mark(f.current.key, "apply", f.t0)
+        if progress:
+            progress.update(f"{self._round}{f.disk.key}: starting VM")
+        backend.apply(f.disk)
+        self._mark(f.current.key, "applied")
+        f.booted_ahead = backend.booted_ahead
+        f.ahead_pending = list(f.upcoming)
+        if backend.overlaps and not f.booted_ahead and f.ahead_pending:
+            # at once: the next VM boots while this one gets ready and warms up (paused in windows); the ones
+            # after it once the job is sent (three TCG boots at once slowed this one's by ~2x, measured)
+            backend.boot_ahead(f.ahead_pending.pop(0))
+
+    def _stage_ready(self, backend: Backend, f: _Flight) -> None:
+        """Wait until the guest answers; learn what it reports (a Windows guest's drivers)."""
+        f.stage = "ready"
+        f.executor = self.make_executor(backend)
+        f.executor.connect(time.monotonic() + 30)
+        guest = f.executor.wait_ready(time.monotonic() + self.spec.run["boot_timeout_seconds"])
+        if self._gate is not None:  # the executor's driver gate: which drivers the guest has (Windows: virtio-win)
+            self._gate.learn(guest, f.current.key)
+            guest = self._gate.annotate(guest)
+        f.guest = guest
+        f.boot_s = time.monotonic() - f.t0
+        self._mark(f.current.key, "ready")
+        f.t_ready = now_iso()
+
+    def _stage_cell(self, backend: Backend, f: _Flight, progress: Progress | None, first: bool) -> None:
+        """One cell on the guest that is ready: checks, the workload with its window, then its record, or
+        (its group's last cell, where the backend can hand its VM off) leave the record to :meth:`_finish_tail`."""
+        executor, cell = f.executor, f.remaining[0]
+        assert executor is not None
+        f.current = cell
+        if progress:
+            progress.update(f"{self._round}{cell.key}: measuring")
+        if not first:
+            f.stage = "ready"
+            executor.check_ready(cell)
+        f.stage = "safety"
+        check_write_allowed(cell, f.guest, self.spec.run["allow_write"])
+        f.stage = "run"
+        last = len(f.remaining) == 1
+        if last and not backend.overlaps:
+            self._boot_ahead(backend, f)
+        window = self._window(backend)
+        try:
+            if executor.splits:
+                executor.send(cell, self.spec.timing, window)
+                # while this cell warms up: the previous cell's result, record, journal and stop, then the
+                # next VMs' boot (nothing of it in this cell's window: its guest waits for GO to measure)
+                self._finish_tail(progress)
+                if backend.overlaps or last:
+                    self._boot_ahead(backend, f)
+                executor.await_window(cell, window)
+                handle = backend.hand_off() if last else None
+                if handle is not None:
+                    self._tail = _Tail(flight=replace(f, remaining=[cell]), window=window, handle=handle)
+                    f.executor, f.handed_off = None, True
+                    f.remaining.pop(0)
+                    return
+                result = executor.collect(cell)
+            else:
+                self._boot_ahead(backend, f)
+                result = executor.run(cell, self.spec.timing, window)
+        except BaseException:
+            window.abort()
+            raise
+        self._mark(cell.key, "result")
+        self._journal_cell(f, self._record(backend, f, window, result), progress)
+
+    def _boot_ahead(self, backend: Backend, f: _Flight) -> None:
+        """Let the backend boot the next configurations' VMs not asked for yet in this VM start."""
+        pending, f.ahead_pending = f.ahead_pending, []
+        for disk in pending:
+            backend.boot_ahead(disk)
+
+    def _journal_cell(self, f: _Flight, record: dict[str, Any], progress: Progress | None) -> None:
+        cell = f.remaining[0]
+        self.journal.append(record)
+        self._mark(cell.key, "journaled")
+        self.measured += 1
+        self.measured_keys.append(cell.key)
+        f.remaining.pop(0)
+        f.attempt = 0
+        if progress:
+            progress.update(cell.key, advance=True)
+        f.t_started, f.boot_s, f.booted_ahead = now_iso(), 0.0, False
+
+    def _finish_tail(self, progress: Progress | None) -> None:
+        """Collect, cross-check, journal and stop the cell left in flight (:class:`_Tail`), if any. A failure
+        is journaled as that cell's; its retry runs after the groups (:meth:`_run_groups`)."""
+        tail, self._tail = self._tail, None
+        if tail is None:
+            return
+        f, backend = tail.flight, self.backend
+        assert f.executor is not None and backend is not None
+        cell = f.remaining[0]
+        try:
+            result = f.executor.collect(cell)
+            self._mark(cell.key, "result")
+            self._journal_cell(f, self._record(backend, f, tail.window, result), progress)
+        except JournalWriteError:
+            raise
+        except (StormatrixError, OSError) as exc:
+            try:
+                self._stage_failed(backend, f, exc, progress)
+            except BaseException as stop:
+                self._stop_exc = stop  # raised through the cell now in flight, which it must not blame
+                raise
+            if f.remaining:  # tried again later, on a VM of its own
+                self._retry_later.append((f.disk, cell, f.attempt))
+        finally:
+            f.executor.close()
+            backend.release(tail.handle)
+            self._mark(cell.key, "stopped")
+
+    def _stage_failed(self, backend: Backend, f: _Flight, exc: StormatrixError | OSError,
+                      progress: Progress | None) -> None:
+        """Journal the failed attempt; give the cell up (or end the run) after ``[run] retries``."""
+        retries = self.spec.run["retries"]
+        current = f.current
+        if isinstance(exc, StormatrixError) and exc.cell is None:
+            exc.cell = current.key
+        if isinstance(exc, CollectorError) and f.stage == "run" and exc.details.window == "start":
+            f.stage = "collect"  # the window never opened: nothing was measured
+        if self._gate is not None and isinstance(exc, StormatrixError) and exc.details.guest_facts:
+            # not ready, but the guest said what it has: a missing driver skips, not fails, the cells
+            self._gate.learn(exc.details.guest_facts, current.key)
+            if self._skip_for_driver(f.disk, f.remaining, progress, evidence=str(exc)):
+                f.remaining = []
+                return
+        self._journal_error(current, f.stage, f.attempt, exc, backend)
+        fatal = isinstance(exc, self.policy.stop_on)
+        if (fatal or isinstance(exc, self.policy.never_retry)
+                or (isinstance(exc, StormatrixError) and not exc.retryable)):
+            # the disk or the password will not change by trying again (and retried logins
+            # can lock the account), nor a test disk the guest cannot see: never retried
+            f.attempt = max(f.attempt, retries + 1)
+        if f.attempt > retries:
+            self.failed.append(current.key)
+            self.errors.append((current.key, str(exc)))
+            if fatal or self.spec.run["on_error"] == "stop":
+                # the CLI prints one line: it must name the cell, and an OSError is no traceback
+                if isinstance(exc, StormatrixError):
+                    raise exc
+                raise BackendError(f"{f.stage}: {exc}", cell=current.key) from exc
+            log.error("giving up on %s after %d attempts: %s", current.key, f.attempt, exc)
+            f.remaining.pop(0)
+            if progress:
+                progress.update(f"{current.key}: FAILED", advance=True)
+            f.attempt = 0
+        else:
+            log.warning("cell %s failed (%s); retrying", current.key, exc)
+
+    def _stage_stop(self, backend: Backend, f: _Flight) -> None:
+        """Stop the group's VM (unless it was handed off with the last cell's result still to come)."""
+        if f.executor is not None:
+            f.executor.close()
+            f.executor = None
+        backend.stop()
+        if not f.handed_off:
+            self._mark(f.current.key, "stopped")
 
     def _skip_for_driver(self, disk: DiskConfig, cells: list[Cell], progress: Progress | None,
                          evidence: str = "") -> bool:
@@ -479,18 +619,14 @@ class Runner:
                 progress.update(f"{cell.key}: skipped (driver)", advance=True)
         return True
 
-    def _measure(self, backend: Backend, executor: GuestExecutor, cell: Cell, t_started: str, t_ready: str,
-                 boot_s: float, guest: dict[str, Any], booted_ahead: bool = False) -> dict[str, Any]:
-        timing = self.spec.timing
+    def _window(self, backend: Backend) -> Window:
         # a backend that measures its host itself (ESXi: Get-Stat; Proxmox over ssh) brings its own collector
         factory = self._collector_factory or backend.collector_factory
-        window = Window(backend, factory, point_collector=self._collector)
-        try:
-            result = executor.run(cell, timing, window)
-            self._mark(cell.key, "result")
-        except BaseException:
-            window.abort()
-            raise
+        return Window(backend, factory, point_collector=self._collector)
+
+    def _record(self, backend: Backend, f: _Flight, window: Window, result: WorkloadResult) -> dict[str, Any]:
+        """The cell's journal record: the window's host measurements, fio's summary, the cross-checks."""
+        cell, timing = f.remaining[0], self.spec.timing
         measured = window.result()
         if measured.error:
             raise CollectorError(f"the host collector failed: {measured.error}", cell=cell.key,
@@ -498,11 +634,11 @@ class Runner:
         if not measured.complete:
             raise CollectorError("the measurement window never opened or closed", cell=cell.key)
         fio = records.summarize(result, cell)
-        result.guest = {**guest, **result.guest}
-        times = {"started": t_started, "ready": t_ready, "measure_start": measured.t_start,
-                 "measure_end": measured.t_end, "finished": now_iso(), "boot_s": boot_s,
+        result.guest = {**f.guest, **result.guest}
+        times = {"started": f.t_started, "ready": f.t_ready, "measure_start": measured.t_start,
+                 "measure_end": measured.t_end, "finished": now_iso(), "boot_s": f.boot_s,
                  "ramp_s": timing.ramp_s, "measure_s": timing.measure_s,
-                 "window_s": measured.seconds, "booted_ahead": booted_ahead}
+                 "window_s": measured.seconds, "booted_ahead": f.booted_ahead}
         run = self.spec.run
         record = records.cell_record(
             run_id=self.run_id, cell=cell, backend=backend.name, side=self.side,

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import subprocess
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -27,7 +28,7 @@ from .backends.proxmox.node import NodeShell, node_inventory
 from .backends.proxmox.settings import REMOTE_COLLECTOR_DIR
 from .core.errors import GuestDisconnected, GuestNotReady, MatrixError
 from .core.journalfile import RUN
-from .core.model import CONTROLLERS, DiskConfig, Plan
+from .core.model import CONTROLLERS, Cell, DiskConfig, Plan
 from .core.scope import GuestEndpoint, HostScope
 from .executors.base import GuestExecutor
 from .executors.fioserver import FioServerExecutor
@@ -109,10 +110,25 @@ class SuiteBackend(Backend):
         """Nothing was changed."""
 
     def scope(self) -> list[HostScope]:
-        return []  # the suite's collector (if any) measures every VM itself: Runner(collector=...)
+        return []  # the suite's collector (if any) measures every VM itself: RunOptions(collector=...)
 
     def endpoints(self) -> list[GuestEndpoint]:
         return [GuestEndpoint("tcp", g.host, g.port, g.name) for g in self.suite.guests]
+
+
+class SuiteExecutor(FioServerExecutor):
+    """The suite's executor; with ``before_point`` (a fleet's power cycle before every point) that runs
+    before each point after the first (the runner probes the first in :meth:`wait_ready`), and the servers
+    are then probed until they answer again instead of once."""
+
+    before_point: Callable[[Cell], None] | None = None
+
+    def check_ready(self, cell: Cell) -> None:
+        if self.before_point is None:
+            super().check_ready(cell)
+            return
+        self.before_point(cell)
+        self.wait_ready(time.monotonic() + float(self.options.get("probe_timeout_s", 15.0)))
 
 
 def inventory_for(host_collector: dict[str, Any], vms: list[dict[str, Any]] | None) -> HostInventory:
@@ -173,7 +189,8 @@ def run_suite(suite: Suite, run_dir: str | Path, *, collector: Any = None, fio: 
               host_collector: dict[str, Any] | None = None,
               vms: list[dict[str, Any]] | None = None,
               host_inventory: HostInventory | None = None,
-              storage: dict[str, Any] | None = None) -> SuiteOutcome:
+              storage: dict[str, Any] | None = None, booting: bool = False,
+              before_point: Callable[[Cell], None] | None = None) -> SuiteOutcome:
     """Run every point not yet journaled in ``run_dir`` on all of ``suite.guests`` at once.
 
     For each point: probe every fio server (a real job through client mode), run the point with one
@@ -186,7 +203,10 @@ def run_suite(suite: Suite, run_dir: str | Path, *, collector: Any = None, fio: 
     the guests (:meth:`stormatrix.suitevms.ProxmoxSuiteVms.record`); ``host_inventory`` what describes
     the host that runs them (:meth:`SuiteBackend.host_inventory`; by default read where the host
     collector measures, :func:`inventory_for`); ``storage`` what served the side's test disks
-    (:meth:`stormatrix.fleet.localstore.LocalStorage.describe`), for the run record.
+    (:meth:`stormatrix.fleet.localstore.LocalStorage.describe`), for the run record. ``booting``: the
+    guests were just started, so the first probe is repeated until they answer (within the probe
+    timeout). ``before_point`` runs before each point's probe (a fleet's power cycle before every point,
+    ``[fleet] power_cycle = "point"``); the servers are then probed until they answer again.
     """
     if not suite.guests:
         raise MatrixError(suite.path, "[suite] vms", "no guest addresses: the VM list was not resolved",
@@ -202,10 +222,14 @@ def run_suite(suite: Suite, run_dir: str | Path, *, collector: Any = None, fio: 
     spec = suite_spec(suite)
     options = {"fio": fio, "workdir": run_dir / "points", "filename": suite.filename, "size": suite.size,
                "direct": suite.direct, "ioengine": suite.ioengine, "probe_timeout_s": suite.probe_timeout_s,
-               "grace_s": suite.grace_s, "probe_until_ready": False, "probe_each_cell": True}
+               "grace_s": suite.grace_s, "probe_until_ready": booting or before_point is not None,
+               "probe_each_cell": True}
 
     def executor(_endpoints: list[GuestEndpoint]) -> GuestExecutor:
-        return FioServerExecutor.for_guests(suite.guests, options)
+        ex = SuiteExecutor.for_guests(suite.guests, options)
+        assert isinstance(ex, SuiteExecutor)
+        ex.before_point = before_point
+        return ex
 
     run_options = RunOptions(
         side=suite.side, progress=progress, plan=Plan(cells=list(points)),

@@ -11,7 +11,9 @@ first point, for every VM, in the order given:
    (``{"result": [{"name", "hardware-address", "ip-addresses": [{"ip-address", "ip-address-type",
    "prefix"}]}]}``). The guest's address is **the first IPv4 address, in the agent's interface order and
    then address order, that is not loopback (127.0.0.0/8), link-local (169.254.0.0/16), unspecified or
-   multicast, and, when ``[suite] network = "10.0.0.0/24"`` is given, lies in that network**.
+   multicast, and, when ``[suite] network = "10.0.0.0/24"`` is given, lies in that network**. A
+   loopback address counts only when ``network`` is itself a loopback network (``127.77.1.0/24``):
+   guests reached through port forwards on this machine (local QEMU guests, the test stand-in's bridge).
 
 The guest's name is the VM name when it is a usable name (letters, digits, ``.``, ``_``, ``-``; at most 64)
 and unique in the list; two VMs with one name become ``<name>-<vmid>``; an unusable name becomes the VM id.
@@ -105,9 +107,11 @@ def pick_address(interfaces: Any, network: str | None = None) -> tuple[str | Non
             except ValueError:
                 continue
             seen.append(f"{iface.get('name', '?')} {ip}/{entry.get('prefix', '?')}")
-            if chosen is not None or ip.is_loopback or ip.is_link_local or ip.is_unspecified or ip.is_multicast:
+            if chosen is not None or ip.is_link_local or ip.is_unspecified or ip.is_multicast:
                 continue
             if net is not None and ip not in net:
+                continue
+            if ip.is_loopback and not (net is not None and net.is_loopback):
                 continue
             chosen = str(ip)
     return chosen, seen

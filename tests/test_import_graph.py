@@ -54,7 +54,7 @@ LAYERS: list[tuple[int, str, tuple[str, ...]]] = [
     (5, "executors", ("stormatrix.executors.*",)),
     # a suite of guests (the [suite] section, its VMs, the [fleet] that deploys them)
     (6, "suite", ("stormatrix.suite", "stormatrix.suitevms", "stormatrix.fleet.spec", "stormatrix.fleet.template",
-                  "stormatrix.fleet.proxmox")),
+                  "stormatrix.fleet.proxmox", "stormatrix.fleet.vmware")),
     # the one list of backends, executors and sections
     (7, "registry", ("stormatrix.registry",)),
     # the run loop

@@ -136,6 +136,8 @@ class Backend(ABC):
     #: the next VM may start booting as soon as the current one is applied, while it gets ready, rather than
     #: just before the measurement (the qemu backend's ``[qemu] overlap``)
     overlaps: bool = False
+    #: how many of the next configurations' VMs :meth:`boot_ahead` can have booting at once
+    ahead_depth: int = 0
 
     def boot_ahead(self, disk: DiskConfig) -> None:
         """Start booting the VM for ``disk`` now, while the current cell warms up, if this backend can.
@@ -143,6 +145,15 @@ class Backend(ABC):
         The next :meth:`apply` of the same ``disk`` then finds it booted. Backends that manage one real
         VM (Proxmox, ESXi) cannot, and ignore this.
         """
+
+    def hand_off(self) -> Any | None:
+        """The window of the VM under test closed: keep it running, out of the way, for its result to come back
+        while the next cell's VM is applied, and return a handle for :meth:`release`; None where the backend
+        cannot run two VMs (one real VM: Proxmox, ESXi), and the runner collects the result first."""
+        return None
+
+    def release(self, handle: Any) -> None:
+        """Stop a VM :meth:`hand_off` kept (its result is in); before the next window opens at the latest."""
 
     def window_opened(self) -> None:
         """The measurement window opens: nothing but the VM under test may run (pause a VM booting ahead)."""

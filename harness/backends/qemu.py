@@ -73,15 +73,23 @@ QEMU_SECTION = Section("qemu", {
     "firmware": Field(str, "qboot", choices=("qboot", "seabios")),
     "boot_ahead": Field(bool, True, help="boot the next configuration's VM during the current cell's "
                         "warm-up, paused while the measurement window is open"),
+    "boot_ahead_depth": Field(int, 2, min=1, max=4,
+                              help="with boot_ahead: how many of the next configurations' VMs boot ahead at once "
+                                   "(2: the VM for the cell after next too, so each boot gets two cells' warm-ups "
+                                   "and result transfers of CPU time); one more test-disk image each"),
     "overlap": Field(bool, True, help="take what need not wait off the time between two cells: the previous "
                      "cell's VM stops in the background, and the next configuration's VM starts booting as soon as "
                      "the current one is taken over, while it gets ready; the stop is done before the window "
                      "opens and the VM booting ahead is paused in it (nothing runs in a window)"),
+    "pipeline": Field(bool, True, help="with overlap and boot_ahead: two cells in flight: the next cell's job is "
+                      "sent as soon as the current cell's window closes, and the current cell's result is collected, "
+                      "cross-checked, journaled and its VM stopped while the next one warms up (never in its window)"),
     "pin_threads": Field(str, "auto", check=check_setting,
                          help="pin QEMU's threads for each measurement window: auto (where the host has two or "
                               "more CPUs: vCPUs on the last CPU, main loop, iothreads, aio workers and the harness "
                               "on the others), on, off, or VCPU_CPUS/OTHER_CPUS such as \"1/0\""),
-}, help="the local QEMU backend", may_change_on_resume=frozenset({"boot_ahead", "overlap"}))
+}, help="the local QEMU backend",
+   may_change_on_resume=frozenset({"boot_ahead", "boot_ahead_depth", "overlap", "pipeline"}))
 
 
 class QemuBackend(Backend):
@@ -111,21 +119,25 @@ class QemuBackend(Backend):
     name = "qemu"
     controllers = frozenset(c for c, (bus, _) in CONTROLLERS.items() if bus != "esxi")
     default_executor = "local-agent"
-    VM_NAMES = ("stormatrix-vm", "stormatrix-vm-b")  # one per test-disk image
+    VM_NAMES = ("stormatrix-vm", "stormatrix-vm-b", "stormatrix-vm-c", "stormatrix-vm-d", "stormatrix-vm-e")
 
     def __init__(self, spec: MatrixSpec, workdir: Path) -> None:
         super().__init__(spec, workdir)
         self.opts = self.options(spec)
         self.overlaps = bool(self.opts["overlap"])  # teardown and the next boot off the critical path
+        #: two cells in flight (hand_off): the previous VM sends its result while the next one warms up
+        self.pipelines = bool(self.overlaps and self.opts["pipeline"] and self.boots_ahead(spec))
         self.image: guestimage.GuestImage | None = None
         self.vm: QemuVm | None = None
-        self.ahead: QemuVm | None = None  # the next configuration's VM, booting or booted
-        self.disk_paths: list[Path] = []  # one image, or two when booting ahead
-        self._paused: tuple[QemuVm, float] | None = None
+        self.aheads: list[QemuVm] = []  # the next configurations' VMs, booting or booted, in their order
+        self.ahead_depth = self.ahead_count(spec)
+        self.disk_paths: list[Path] = []  # one image, or one more per VM booting ahead
+        self._paused: list[tuple[QemuVm, float]] = []
         self.pin_plan: PinPlan | None = None
         self.pin_note = ""
         self._pinner: ThreadPinner | None = None
         self._stopping: list[tuple[QemuVm, threading.Thread]] = []  # VMs being stopped off the critical path
+        self._finishing: list[QemuVm] = []  # handed off after their window: sending their result (hand_off)
         self._claim: DiskClaim | None = None  # the cached test-disk images this run holds until it closes
 
     @staticmethod
@@ -138,6 +150,16 @@ class QemuBackend(Backend):
         # a user-given disk_path is one image: a second VM could not open it (QEMU's write lock)
         opts = cls.options(spec)
         return bool(opts["boot_ahead"] and not opts["disk_path"])
+
+    @classmethod
+    def ahead_count(cls, spec: MatrixSpec) -> int:
+        """How many VMs boot ahead at once (0: none)."""
+        return int(cls.options(spec)["boot_ahead_depth"]) if cls.boots_ahead(spec) else 0
+
+    @property
+    def ahead(self) -> QemuVm | None:
+        """The VM booting ahead for the next configuration (the first of :attr:`aheads`)."""
+        return self.aheads[0] if self.aheads else None
 
     @classmethod
     def plan_notes(cls, spec: MatrixSpec) -> list[str]:
@@ -159,7 +181,8 @@ class QemuBackend(Backend):
                 log.info("[qemu] disk_path is set: one test disk, so no VM boots ahead")
         else:
             size = self.opts["disk_size_mib"]
-            count = 2 if self.boots_ahead(self.spec) else 1
+            # the VM under test, the ones booting ahead, and (overlap) the previous one sending its result
+            count = 1 + self.ahead_depth + (1 if self.pipelines else 0)
             if self._claim is not None:
                 self._claim.release()
             self._claim = claim_test_disks(guestimage.cache_root() / "disks", size, count)
@@ -169,6 +192,7 @@ class QemuBackend(Backend):
                 "memory_mib": self.opts["memory_mib"], "firmware": self.opts["firmware"],
                 "test_disk": str(self.disk_paths[0]), "test_disks": [str(p) for p in self.disk_paths],
                 "boot_ahead": len(self.disk_paths) > 1,
+                "boot_ahead_depth": self.ahead_depth if len(self.disk_paths) > 1 else 0,
                 "pin_threads": ({"vcpu_cpus": format_cpuset(self.pin_plan.vcpu_cpus),
                                  "other_cpus": format_cpuset(self.pin_plan.other_cpus)}
                                 if self.pin_plan else {"off": self.pin_note})}
@@ -195,10 +219,10 @@ class QemuBackend(Backend):
 
     def _start_vm(self, disk: DiskConfig) -> QemuVm:
         """Start a VM on a test-disk image no live VM holds, and listen to its agent at once."""
-        if len(self._stopping) + sum(vm is not None for vm in (self.vm, self.ahead)) >= len(self.disk_paths):
+        live = [vm for vm in (self.vm, *self.aheads, *self._finishing) if vm is not None]
+        if len(self._stopping) + len(live) >= len(self.disk_paths):
             self._reap()  # the image the new VM needs is still held by a VM being stopped
-        busy = {vm.spec.disk_image for vm in (self.vm, self.ahead) if vm is not None}
-        busy |= {vm.spec.disk_image for vm, _ in self._stopping}
+        busy = {vm.spec.disk_image for vm in live} | {vm.spec.disk_image for vm, _ in self._stopping}
         index = next(i for i, p in enumerate(self.disk_paths) if p not in busy)
         vm = QemuVm(self.vm_spec(disk, index))
         vm.start()
@@ -215,37 +239,59 @@ class QemuBackend(Backend):
         # A new configuration needs a new QEMU process: stop the old one, start with the new devices
         # (or take the one that booted ahead with exactly these devices).
         self._stop()
-        ahead, self.ahead = self.ahead, None
-        if ahead is not None and ahead.spec.disk == disk and ahead.alive():
-            if self._paused and self._paused[0] is ahead:  # never left paused across a window
-                ahead.resume()
-                self._paused = None
+        for vm, _ in self._paused:  # a window a failure left open: nothing stays paused across it
+            if vm.alive():
+                vm.resume()
+        self._paused = []
+        for dead in [vm for vm in self.aheads if not vm.alive()]:
+            dead.stop()
+            self.aheads.remove(dead)
+        ahead = next((vm for vm in self.aheads if vm.spec.disk == disk), None)
+        if ahead is not None:
+            # VMs booted for other configurations (a retry came first) stay for their turn
+            self.aheads.remove(ahead)
             self.vm = ahead
             self.booted_ahead = True
             log.debug("%s: taking the VM that booted ahead", disk.key)
             return
-        self.ahead = ahead  # booted for another configuration (a retry came first): keep it for that
-        if ahead is not None and not ahead.alive():
-            ahead.stop()
-            self.ahead = None
         self.vm = self._start_vm(disk)
 
     def boot_ahead(self, disk: DiskConfig) -> None:
-        if len(self.disk_paths) < 2 or self.ahead is not None or self.vm is None:
+        """Boot ``disk``'s VM ahead unless one is booting for it already or ``boot_ahead_depth`` VMs are."""
+        if self.vm is None or len(self.aheads) >= min(self.ahead_depth, len(self.disk_paths) - 1):
+            return
+        if any(vm.spec.disk == disk for vm in self.aheads):
             return
         try:
-            self.ahead = self._start_vm(disk)
+            self.aheads.append(self._start_vm(disk))
         except (VmStartError, EnvironmentProblem) as exc:
             # not fatal: the next apply() starts the VM the ordinary way and reports a real problem
             log.warning("booting %s ahead failed (%s); it will start when its turn comes", disk.key, exc)
-            self.ahead = None
+
+    def hand_off(self) -> QemuVm | None:
+        """With ``overlap`` and boot-ahead (an image to spare): the VM under test leaves the backend's hands
+        still running, so the next cell's VM is taken over and its job sent while this one's result comes back."""
+        if self.vm is None or not (self.pipelines and len(self.disk_paths) > 1):
+            return None
+        vm, self.vm = self.vm, None
+        self._unpin()
+        self._finishing.append(vm)
+        return vm
+
+    def release(self, handle: Any) -> None:
+        if handle in self._finishing:
+            self._finishing.remove(handle)
+            self._stop_in_background(handle)
 
     def window_opened(self) -> None:
+        for vm in self._finishing:  # (the runner releases them before: a safety net, never measured with)
+            self._stop_in_background(vm)
+        self._finishing = []
         self._reap()  # nothing of the previous cell's VM runs in this window
-        ahead = self.ahead
-        if ahead is not None and ahead.alive():
-            ahead.pause()
-            self._paused = (ahead, ahead.cpu_seconds())
+        for ahead in self.aheads:
+            if ahead.alive():
+                ahead.pause()
+                self._paused.append((ahead, ahead.cpu_seconds()))
         self._pin()
 
     def _pin(self) -> None:
@@ -273,17 +319,30 @@ class QemuBackend(Backend):
         return PlacementCollector(super().collector_factory(scope), self.placement)
 
     def window_closed(self) -> dict[str, Any] | None:
+        """Resume the VMs paused for the window; the record's ``overlap``: their names, and their CPU time in
+        the window summed (``cpu_s_in_window``, ~0: evidence they were paused), with each one's under ``vms``."""
         self._unpin()
-        if self._paused is None:
+        paused, self._paused = self._paused, []
+        if not paused:
             return None
-        vm, cpu0 = self._paused
-        self._paused = None
-        if not vm.alive():
-            return {"vm": vm.spec.name, "paused_in_window": True, "cpu_s_in_window": None,
-                    "note": "the VM booting ahead exited during the window"}
-        cpu1 = vm.cpu_seconds()
-        vm.resume()
-        return {"vm": vm.spec.name, "paused_in_window": True, "cpu_s_in_window": round(cpu1 - cpu0, 3)}
+        each: list[dict[str, Any]] = []
+        for vm, cpu0 in paused:
+            if not vm.alive():
+                each.append({"vm": vm.spec.name, "cpu_s_in_window": None,
+                             "note": "the VM booting ahead exited during the window"})
+                continue
+            cpu1 = vm.cpu_seconds()
+            vm.resume()
+            each.append({"vm": vm.spec.name, "cpu_s_in_window": round(cpu1 - cpu0, 3)})
+        cpu = [e["cpu_s_in_window"] for e in each]
+        out: dict[str, Any] = {"vm": ", ".join(e["vm"] for e in each), "paused_in_window": True,
+                               "cpu_s_in_window": None if None in cpu else round(sum(cpu), 3)}
+        notes = [f"{e['vm']}: {e['note']}" for e in each if "note" in e]
+        if notes:
+            out["note"] = "; ".join(notes)
+        if len(each) > 1:
+            out["vms"] = each
+        return out
 
     def _stop(self) -> None:
         self._unpin()  # a window a failure left open: the harness's threads get their own CPUs back
@@ -296,15 +355,16 @@ class QemuBackend(Backend):
 
     def _close(self) -> None:
         self._stop()
+        while self._finishing:
+            self._stop_in_background(self._finishing.pop())
         self._reap()
         self._pinner = None
+        while self.aheads:
+            self.aheads.pop().stop()
+        self._paused = []
         if self._claim is not None:  # after every VM is gone: the images are free for other runs now
             self._claim.release()
             self._claim = None
-        if self.ahead is not None:
-            self.ahead.stop()
-            self.ahead = None
-        self._paused = None
 
     def _restore(self) -> None:
         # Nothing persistent was changed: every cell's VM is created from the matrix and discarded.

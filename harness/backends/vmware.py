@@ -32,11 +32,9 @@ cross-check and no context-switch count; host CPU comes from vSphere's realtime 
 from __future__ import annotations
 
 import logging
-import os
 from pathlib import Path
 from typing import Any
 
-from .. import secrets
 from ..core.errors import (BackendError, InputError, MatrixError, PowerCLIConnectError, PowerCLIContractError,
                            PowerCLIError, PowerCLIGuestNotReady, PowerCLINotFound, PowerCLIStatsError,
                            PowerCLIUnavailable, StormatrixError)
@@ -46,18 +44,16 @@ from .base import Backend
 from .vmware_cpu import EsxtopCollector, VmwareCpuCollector, iso_utc
 from .vmware_pwsh import (ENTRY_SCRIPT, MODULE_DIR, PYTHON_CALLS, RESPONSE_PREFIX, SCHEMA, PwshRunner, build_request,
                           error_from_response, parse_response, pwsh_argv)
-from .vmware_settings import CONTROLLER_TYPES, VMWARE_SECTION
+from .vmware_settings import (CONTROLLER_TYPES, FILE_PASSWORD_VARIABLE, VMWARE_SECTION, connection,
+                              credentials_for_child)
 
-__all__ = ["CONTROLLER_TYPES", "ENTRY_SCRIPT", "EsxtopCollector", "MODULE_DIR", "PYTHON_CALLS", "PowerCLIConnectError",
-           "PowerCLIContractError", "PowerCLIError", "PowerCLIGuestNotReady", "PowerCLINotFound", "PowerCLIStatsError",
-           "PowerCLIUnavailable", "PwshRunner", "RESPONSE_PREFIX", "SCHEMA", "VMWARE_SECTION", "VmwareBackend",
-           "VmwareCpuCollector", "build_request", "check_original", "error_from_response", "iso_utc",
-           "parse_response", "pwsh_argv"]
+__all__ = ["CONTROLLER_TYPES", "ENTRY_SCRIPT", "EsxtopCollector", "FILE_PASSWORD_VARIABLE", "MODULE_DIR",
+           "PYTHON_CALLS", "PowerCLIConnectError", "PowerCLIContractError", "PowerCLIError", "PowerCLIGuestNotReady",
+           "PowerCLINotFound", "PowerCLIStatsError", "PowerCLIUnavailable", "PwshRunner", "RESPONSE_PREFIX",
+           "SCHEMA", "VMWARE_SECTION", "VmwareBackend", "VmwareCpuCollector", "build_request", "check_original",
+           "error_from_response", "iso_utc", "parse_response", "pwsh_argv"]
 
 log = logging.getLogger("stormatrix.backend.vmware")
-
-#: the variable of pwsh's own environment that carries a password read from [vmware] password_file
-FILE_PASSWORD_VARIABLE = "STORMATRIX_VSPHERE_PASSWORD_FROM_FILE"
 
 # --- the journaled original ----------------------------------------------------------------------------------
 
@@ -112,32 +108,15 @@ class VmwareBackend(Backend):
         # controller alone, whatever [matrix] lists for them (and `plan` says so)
         self.opts: dict[str, Any] = dict(spec.section("vmware"))
         o = self.opts
-        self._password: secrets.SecretRef | None = None
-        if o["credential_source"] == "env":
-            # the password by reference (stormatrix.secrets): an environment variable pwsh reads itself, or a
-            # file whose first line this process reads and hands to pwsh in the child's environment only
-            explicit = (spec.raw.get("vmware") or {}) if isinstance(spec.raw, dict) else {}
-            env_name = o["password_env"] if ("password_env" in explicit or not o["password_file"]) else ""
-            self._password = secrets.reference({"password_env": env_name, "password_file": o["password_file"]},
-                                               env_key="password_env", file_key="password_file",
-                                               what="the vSphere password", path=spec.path, section="vmware")
-            connection: dict[str, Any] = {"Server": o["server"], "CredentialSource": "Environment",
-                                          "UserVariable": o["user_env"],
-                                          "PasswordVariable": env_name or FILE_PASSWORD_VARIABLE,
-                                          "VerifyCertificate": bool(o["verify_tls"])}
-            redact: tuple[str, ...] = (env_name,) if env_name else ()
-        else:
-            connection = {"Server": o["server"], "CredentialSource": "CredentialStore",
-                          "CredentialStoreUser": o["credential_store_user"], "VerifyCertificate": bool(o["verify_tls"])}
-            redact = ()
-        if not o["verify_tls"]:
-            log.warning("TLS verification of %s is turned off ([vmware] verify_tls = false)", o["server"])
+        explicit = (spec.raw.get("vmware") or {}) if isinstance(spec.raw, dict) else {}
+        self._connection = connection(o, explicit, spec.path)
         if o["host_cpu_source"] == "esxtop" and not o["esxtop_ssh"]:
             raise MatrixError(spec.path, "[vmware] esxtop_ssh",
                               "is empty, but host_cpu_source = \"esxtop\" runs esxtop on the ESXi host over SSH",
                               "set esxtop_ssh = \"root@<esxi host>\" (key-based login), "
                               "or host_cpu_source = \"vsphere\"")
-        self.runner = runner or PwshRunner(o["pwsh"], connection, timeout=o["call_timeout"], redact=redact)
+        self.runner = runner or PwshRunner(o["pwsh"], self._connection.parameters, timeout=o["call_timeout"],
+                                           redact=self._connection.redact)
         self._original: dict[str, Any] | None = None
         self._want: dict[str, int] = {}
         self._tuned = False  # the host tuning may differ from the original: restore must set it back
@@ -150,15 +129,9 @@ class VmwareBackend(Backend):
     def _check_credentials(self) -> None:
         """Fail before the first pwsh call when the user or the password is missing (by name only); a
         password from a file is read here and given to pwsh's environment, registered for scrubbing."""
-        o = self.opts
-        if o["credential_source"] != "env" or self._password is None:
-            return
-        if not os.environ.get(o["user_env"]):
-            raise InputError(f"[vmware] credential_source = \"env\": environment variable {o['user_env']} (the vSphere "
-                             "user) is not set; set it in the shell that runs stormatrix")
-        password = secrets.resolve(self._password, strip=False)
-        if self._password.file and isinstance(self.runner, PwshRunner):
-            self.runner.child_env[FILE_PASSWORD_VARIABLE] = password.reveal()
+        child_env = credentials_for_child(self._connection, self.opts)
+        if isinstance(self.runner, PwshRunner):
+            self.runner.child_env.update(child_env)
 
     def _ready_timeout(self) -> int:
         return int(min(7200, max(5, self.spec.run["boot_timeout_seconds"])))

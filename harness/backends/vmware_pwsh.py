@@ -16,8 +16,9 @@ import os
 import shutil
 import signal
 import subprocess
+import threading
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from .. import secrets
 from ..core.errors import (PowerCLIConnectError, PowerCLIContractError, PowerCLIError, PowerCLIGuestNotReady,
@@ -28,6 +29,9 @@ log = logging.getLogger("stormatrix.backend.vmware")
 MODULE_DIR = Path(__file__).resolve().parents[2] / "windows" / "StormatrixVMware"
 ENTRY_SCRIPT = "stormatrix-vmware.ps1"
 RESPONSE_PREFIX = "STORMATRIX-JSON:"
+#: one object a command wrote, printed the moment it was written (before the response): the fleet functions'
+#: VMs and disks, which the caller journals at once
+ITEM_PREFIX = "STORMATRIX-ITEM:"
 SCHEMA = "stormatrix/vmware-1"
 
 #: what Python passes to each module function, by parameter name (a static test checks each name
@@ -43,6 +47,14 @@ PYTHON_CALLS: dict[str, tuple[str, ...]] = {
     "Set-StormatrixVMwareHostTuning": ("VMHost", "Device", "SchedNumReqOutstanding", "LatencySensitiveThreshold"),
     "Get-StormatrixVMwareCpuUsage": ("VMName", "VMHost", "Start", "Finish", "WaitSeconds"),
     "Get-StormatrixVMwareHostInfo": ("VMName", "VMHost"),
+    # the worker fleet of a comparison suite (stormatrix.fleet.vmware)
+    "Get-StormatrixVMwareFleetTarget": ("Template", "VMHost", "Datastore", "Name", "RunId"),
+    "New-StormatrixVMwareFleet": ("Name", "Template", "VMHost", "Datastore", "RunId", "NumCpu", "MemoryGB", "Parallel"),
+    "Add-StormatrixVMwareFleetDisk": ("VMId", "RunId", "Datastore", "CapacityGB", "ControllerType", "StorageFormat",
+                                      "BaseFilename"),
+    "Restart-StormatrixVMwareFleet": ("VMId", "RunId", "ReadyTimeoutSeconds"),
+    "Remove-StormatrixVMwareFleetDisk": ("VMId", "RunId", "Datastore", "BaseFilename"),
+    "Remove-StormatrixVMwareFleet": ("VMId", "VMName", "RunId"),
 }
 
 
@@ -56,6 +68,8 @@ _ERROR_TYPES: dict[str, type[StormatrixError]] = {
     "Stormatrix.VMware.DiskNotFound": PowerCLINotFound,
     "Stormatrix.VMware.HostNotFound": PowerCLINotFound,
     "Stormatrix.VMware.DeviceNotFound": PowerCLINotFound,
+    "Stormatrix.VMware.TemplateNotFound": PowerCLINotFound,
+    "Stormatrix.VMware.DatastoreNotFound": PowerCLINotFound,
     "Stormatrix.VMware.GuestNotReady": PowerCLIGuestNotReady,
     "Stormatrix.VMware.StatsFailed": PowerCLIStatsError,
     "Stormatrix.VMware.StatsNotAvailable": PowerCLIStatsError,
@@ -119,6 +133,59 @@ def run_pwsh_process(argv: list[str], request: str, timeout: float,
     return subprocess.CompletedProcess(argv, proc.returncode, out, err)
 
 
+def run_pwsh_streaming(argv: list[str], request: str, timeout: float, env: dict[str, str],
+                       on_line: Callable[[str], None]) -> subprocess.CompletedProcess[str]:
+    """:func:`run_pwsh_process`, with each stdout line handed to ``on_line`` as soon as pwsh prints it.
+
+    The whole group is killed when ``timeout`` passes (:class:`subprocess.TimeoutExpired`) or when
+    ``on_line`` raises (the error is re-raised): pwsh must not go on creating what its caller can no
+    longer write down."""
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=env, start_new_session=True)
+    err: list[str] = []
+    out: list[str] = []
+    expired = threading.Event()
+
+    def kill() -> None:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+    def on_timeout() -> None:
+        expired.set()
+        kill()
+
+    reader = threading.Thread(target=lambda: err.append(proc.stderr.read() if proc.stderr else ""), daemon=True)
+    reader.start()
+    timer = threading.Timer(timeout, on_timeout)
+    timer.start()
+    try:
+        assert proc.stdin is not None and proc.stdout is not None
+        try:
+            proc.stdin.write(request)
+            proc.stdin.close()
+        except BrokenPipeError:
+            pass
+        for line in proc.stdout:
+            out.append(line)
+            on_line(line.rstrip("\n"))
+        proc.wait()
+    except BaseException:
+        kill()
+        proc.wait()
+        raise
+    finally:
+        timer.cancel()
+        reader.join(timeout=10)
+        for stream in (proc.stdout, proc.stderr):
+            if stream is not None:
+                stream.close()
+    if expired.is_set():
+        raise subprocess.TimeoutExpired(argv, timeout)
+    return subprocess.CompletedProcess(argv, proc.returncode, "".join(out), "".join(err))
+
+
 def find_pwsh(pwsh: str, tool_dirs: tuple[Path, ...] | None = None) -> tuple[str | None, list[str]]:
     """The executable ``[vmware] pwsh`` names, and the places searched (for the error when there is none).
 
@@ -167,7 +234,7 @@ def parse_response(stdout: str) -> tuple[dict[str, Any] | None, list[str]]:
                 doc = json.loads(line[len(RESPONSE_PREFIX):])
             except json.JSONDecodeError as exc:
                 raise PowerCLIContractError(f"pwsh answered with malformed JSON ({exc})") from None
-        elif line.strip():
+        elif line.strip() and not line.startswith(ITEM_PREFIX):
             noise.append(line)
     return doc, noise
 
@@ -211,7 +278,10 @@ class PwshRunner:
             return {k: self._scrub_doc(v) for k, v in value.items()}
         return value
 
-    def call(self, command: str, parameters: dict[str, Any]) -> Any:
+    def call(self, command: str, parameters: dict[str, Any],
+             on_item: Callable[[dict[str, Any]], None] | None = None) -> Any:
+        """Run ``command`` and return its result; ``on_item`` (for the fleet functions) is called with each
+        object the command writes, scrubbed, as soon as pwsh prints it, before the call returns."""
         request = build_request(command, parameters, self.connection)
         exe, searched = find_pwsh(self.pwsh)
         if exe is None:
@@ -220,11 +290,24 @@ class PwshRunner:
         argv = pwsh_argv(exe, self.module_dir)
         self.calls.append(command)
         log.debug("pwsh %s %s", command, sorted(parameters))
+        env = {**os.environ, **self.child_env, "POWERSHELL_TELEMETRY_OPTOUT": "1",
+               # plain text: pwsh 7 writes ANSI colour into redirected errors
+               "NO_COLOR": "1"}
+
+        def item(line: str) -> None:
+            if on_item is not None and line.startswith(ITEM_PREFIX):
+                try:
+                    doc = json.loads(line[len(ITEM_PREFIX):])
+                except json.JSONDecodeError as exc:
+                    raise PowerCLIContractError(f"{command}: pwsh wrote a malformed item ({exc})",
+                                                command=command) from None
+                on_item(self._scrub_doc(doc))
+
         try:
-            proc = run_pwsh_process(argv, request, self.timeout,
-                                    env={**os.environ, **self.child_env, "POWERSHELL_TELEMETRY_OPTOUT": "1",
-                                         # plain text: pwsh 7 writes ANSI colour into redirected errors
-                                         "NO_COLOR": "1"})
+            if on_item is None:
+                proc = run_pwsh_process(argv, request, self.timeout, env=env)
+            else:
+                proc = run_pwsh_streaming(argv, request, self.timeout, env, item)
         except subprocess.TimeoutExpired:
             raise PowerCLIError(f"{command}: pwsh did not answer within {self.timeout:g} s ([vmware] call_timeout)",
                                 command=command) from None

@@ -9,8 +9,14 @@ it from here or from :mod:`stormatrix.backends.vmware`.
 
 from __future__ import annotations
 
+import logging
+import os
 import re
+from dataclasses import dataclass
+from typing import Any
 
+from .. import secrets
+from ..core.errors import InputError
 from ..secrets import check_env_name, check_secret_file
 from ..spec import Field, Section
 from ..ssh import check_target
@@ -77,3 +83,58 @@ VMWARE_SECTION = Section("vmware", {
        "server", "credential_source", "user_env", "password_env", "password_file", "credential_store_user",
        "verify_tls", "guest_host", "guest_port", "pwsh", "call_timeout", "stats_wait_seconds", "esxtop_ssh",
        "esxtop_delay_seconds"}))
+
+
+log = logging.getLogger("stormatrix.backend.vmware")
+
+#: the variable of pwsh's own environment that carries a password read from [vmware] password_file
+FILE_PASSWORD_VARIABLE = "STORMATRIX_VSPHERE_PASSWORD_FROM_FILE"
+
+#: the [vmware] keys that say how to reach vCenter (what a fleet, which names no single VM, takes from it)
+CONNECTION_KEYS = ("server", "credential_source", "user_env", "password_env", "password_file",
+                   "credential_store_user", "verify_tls", "pwsh", "call_timeout")
+
+
+@dataclass(frozen=True)
+class Connection:
+    """How pwsh connects: Connect-StormatrixVMware's parameters (names of variables, never a password), the
+    variables whose values are scrubbed from what is logged, and the password by reference."""
+
+    parameters: dict[str, Any]
+    redact: tuple[str, ...]
+    password: secrets.SecretRef | None
+
+
+def connection(o: dict[str, Any], explicit: dict[str, Any], path: str) -> Connection:
+    """The connection of a validated ``[vmware]`` table ``o``; ``explicit`` is the table as written (a
+    password_env the file sets itself wins over a password_file)."""
+    if o["credential_source"] == "env":
+        # the password by reference (stormatrix.secrets): an environment variable pwsh reads itself, or a
+        # file whose first line this process reads and hands to pwsh in the child's environment only
+        env_name = o["password_env"] if ("password_env" in explicit or not o["password_file"]) else ""
+        ref = secrets.reference({"password_env": env_name, "password_file": o["password_file"]},
+                                env_key="password_env", file_key="password_file",
+                                what="the vSphere password", path=path, section="vmware")
+        params: dict[str, Any] = {"Server": o["server"], "CredentialSource": "Environment",
+                                  "UserVariable": o["user_env"], "PasswordVariable": env_name or FILE_PASSWORD_VARIABLE,
+                                  "VerifyCertificate": bool(o["verify_tls"])}
+        conn = Connection(params, (env_name,) if env_name else (), ref)
+    else:
+        conn = Connection({"Server": o["server"], "CredentialSource": "CredentialStore",
+                           "CredentialStoreUser": o["credential_store_user"],
+                           "VerifyCertificate": bool(o["verify_tls"])}, (), None)
+    if not o["verify_tls"]:
+        log.warning("TLS verification of %s is turned off ([vmware] verify_tls = false)", o["server"])
+    return conn
+
+
+def credentials_for_child(conn: Connection, o: dict[str, Any]) -> dict[str, str]:
+    """Fail before the first pwsh call when the user or the password is missing (by name only); returns what
+    pwsh's environment needs besides ours (a password read from a file, registered for scrubbing)."""
+    if o["credential_source"] != "env" or conn.password is None:
+        return {}
+    if not os.environ.get(o["user_env"]):
+        raise InputError(f"[vmware] credential_source = \"env\": environment variable {o['user_env']} (the vSphere "
+                         "user) is not set; set it in the shell that runs stormatrix")
+    password = secrets.resolve(conn.password, strip=False)
+    return {FILE_PASSWORD_VARIABLE: password.reveal()} if conn.password.file else {}

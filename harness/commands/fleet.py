@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import Any
 from ..backends.proxmox.settings import make_transport
 from ..core.errors import InputError
 from ..executors.fioserver_models import DEFAULT_PORT
 from ..fleet.proxmox import ProxmoxFleet
-from ..fleet.spec import load_fleet_file
+from ..fleet.spec import load_fleet_tables
+from ..fleet.vmware import VmwareFleet, make_runner, vmware_fleet_from_dict
+from ..spec import _load_toml
 from ..fleet.template import fio_package_version, user_data
 from ..suiterun import fio_version
 
@@ -19,7 +22,9 @@ Deploy the worker VMs a comparison suite runs on, and remove them afterwards.
 The [fleet] section of FILE names a Proxmox template (a Linux cloud image with the QEMU guest agent
 and fio; `stormatrix fleet template` prints cloud-init user-data for it), the number of workers, linked
 or full clones, vCPUs, memory, a name prefix, a VMID range (or "auto") and the storages under test;
-[proxmox] says how to reach the node (token by reference, never in the file).
+[proxmox] says how to reach the node (token by reference, never in the file). With
+[fleet] backend = "vmware" the workers are cloned from a vSphere template onto an ESXi host, the
+storages under test are datastores, and [vmware] says how to reach vCenter (docs/esxi.md).
 
   plan     check everything a deploy needs and print the fleet; exit 2 naming every problem (template
            that is not a template or has no agent, VMIDs in use, storage without 'images' content or
@@ -54,12 +59,22 @@ def register(subparsers: Any) -> None:
 
 
 def _fleet(args: argparse.Namespace) -> Any:
-    _raw, spec, proxmox = load_fleet_file(args.file)
+    raw = _load_toml(Path(args.file))
     run_dir = args.output or "."
+    fleet = raw.get("fleet")
+    if isinstance(fleet, dict) and fleet.get("backend") == "vmware":
+        vspec = vmware_fleet_from_dict(raw, args.file)
+        return VmwareFleet(vspec, make_runner(vspec), run_dir)
+    spec, proxmox = load_fleet_tables(raw, args.file)
     return ProxmoxFleet(spec, make_transport(proxmox, args.file), run_dir)
 
 
-def _say(stage: str, vmid: int) -> None:
+def _owned(fleet: Any) -> Any:
+    """What the run directory's journal says the fleet owns (each backend replays its own records)."""
+    return fleet.state() if isinstance(fleet, VmwareFleet) else fleet.journal.state()
+
+
+def _say(stage: str, vmid: object) -> None:
     print(f"  {stage} VM {vmid}", file=sys.stderr)
 
 
@@ -72,7 +87,7 @@ def _plan(args: argparse.Namespace, fleet: Any) -> int:
     plan = fleet.plan()
     for line in plan.describe():
         print(line)
-    state = fleet.journal.state()
+    state = _owned(fleet)
     if args.output and not state.empty:
         print(f"  {args.output} owns {len(state.vms)} VMs and {len(state.volumes)} volumes (fleet {fleet.fleet_id})")
     fleet.check(plan)

@@ -45,7 +45,10 @@ def register(subparsers: Any) -> None:
                          description="Run every point of the [suite] of MATRIX on all the side's fio-server guests "
                                      "at once, one fio client, and journal each point to RUN_DIR/journal.ndjson. "
                                      "Points already in the journal are skipped, so running the same command again "
-                                     "resumes.")
+                                     "resumes. With [fleet]: deploys the workers, checks each guest's fio version "
+                                     "through the guest agent (exit 2 on a mismatch), runs each storage as a side "
+                                     "into RUN_DIR/<storage>, writes RUN_DIR/comparison.xlsx and removes the "
+                                     "workers (unless --keep).")
     run.add_argument("matrix", help="matrix file with a [suite] section")
     run.add_argument("-o", "--output", required=True, metavar="RUN_DIR", help="run directory (one per side)")
     run.add_argument("--fio", default="fio", help="the fio client binary (default: fio on PATH)")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from ..core.model import Cell, DiskConfig, Timing
 from ..core.scope import GuestEndpoint
@@ -104,6 +104,22 @@ class GuestExecutor(ABC):
     @abstractmethod
     def run(self, cell: Cell, timing: Timing, window: WindowListener) -> WorkloadResult:
         """Run the cell's workload: warm-up for ``timing.ramp_s``, then measure ``timing.measure_s``."""
+
+    #: whether :meth:`run` also comes in three steps (:meth:`send`, :meth:`await_window`, :meth:`collect`), so
+    #: that the runner can send the next cell's job before it collects this one's result
+    splits: ClassVar[bool] = False
+
+    def send(self, cell: Cell, timing: Timing, window: WindowListener) -> None:
+        """Hand the cell's job to the guest (only where :attr:`splits`)."""
+        raise NotImplementedError(f"the {self.name} executor runs a cell in one step")
+
+    def await_window(self, cell: Cell, window: WindowListener) -> None:
+        """Return once the cell's measurement window has closed (only where :attr:`splits`)."""
+        raise NotImplementedError(f"the {self.name} executor runs a cell in one step")
+
+    def collect(self, cell: Cell) -> WorkloadResult:
+        """The cell's result, after its window closed (only where :attr:`splits`)."""
+        raise NotImplementedError(f"the {self.name} executor runs a cell in one step")
 
     def check_ready(self, cell: Cell) -> None:
         """Before each further cell on the same guest(s): raise GuestNotReady if a guest stopped

@@ -5,8 +5,8 @@ Protocol (see ``harness/guest/init``): the guest announces ``@@SMX READY k=v ...
 ``smx-mark measure-end`` as exec_postrun, which the guest forwards as ``@@SMX MARK ...`` lines. The
 start marker then waits for the host's ``GO``, sent once the host's window is open (QEMU's
 accounting snapshotted, the collector running), so fio's measurement starts inside it; the
-result comes back as base64 between ``@@SMX RESULT rc= bytes= sha256=`` and ``@@SMX END``, and is
-verified against its length and SHA-256.
+result comes back gzipped, as base64 between ``@@SMX RESULT rc= bytes= sha256= encoding=gzip`` and
+``@@SMX END``, and is verified against its length and SHA-256 (:func:`decode_result`).
 
 Warm-up and measurement are two jobs of ONE fio process (``stonewall`` between them), so the window
 the host measures starts when fio really starts measuring, with no second fio start-up inside it.
@@ -15,11 +15,15 @@ the host measures starts when fio really starts measuring, with no second fio st
 from __future__ import annotations
 
 import base64
+import binascii
+import gzip
 import hashlib
 import logging
 import secrets
 import socket
 import time
+import zlib
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..analysis.fio import parse_fio_json
@@ -127,6 +131,37 @@ def parse_event(line: bytes) -> tuple[str, list[str], dict[str, str]] | None:
     return words[0], words[1:], kv
 
 
+def decode_result(body: bytes, meta: dict[str, str], cell_key: str) -> bytes:
+    """The fio output the guest sent between RESULT and END: base64, of the gzipped output when the RESULT
+    line says ``encoding=gzip`` (the current guest: an emulated serial port moves ~20-50 KB/s, and the JSON
+    shrinks ~8x), of the plain output otherwise (an image built before). ``bytes`` and ``sha256`` are the
+    plain output's, so a transfer damaged anywhere is refused."""
+    try:
+        raw = base64.b64decode(body)
+        if meta.get("encoding") == "gzip":
+            raw = gzip.decompress(raw)
+        elif meta.get("encoding") not in (None, "plain"):
+            raise WorkloadFailed(f"the guest sent its fio result as {meta['encoding']!r}, which this harness cannot "
+                                 "read: rebuild the guest image with this version", cell=cell_key)
+    except (binascii.Error, OSError, EOFError, zlib.error):  # gzip raises BadGzipFile (an OSError) or zlib.error
+        raw = b""
+    if str(len(raw)) != meta.get("bytes") or hashlib.sha256(raw).hexdigest() != meta.get("sha256"):
+        raise WorkloadFailed("the fio result arrived damaged (length or SHA-256 mismatch)", cell=cell_key)
+    return raw
+
+
+@dataclass
+class _InFlight:
+    """What the guest said so far about the cell whose job was sent."""
+
+    limit: float  # time.monotonic() by which fio must have finished
+    starts: int = 0  # measure-start markers (one per job clone)
+    ends: int = 0
+    meta: dict[str, str] | None = None  # the RESULT line's k=v
+    body: list[bytes] = field(default_factory=list)
+    done: bool = False  # END came
+
+
 class LocalAgentExecutor(GuestExecutor):
     name = "local-agent"
 
@@ -137,6 +172,7 @@ class LocalAgentExecutor(GuestExecutor):
         self.channel = AgentChannel(endpoints[0].address)
         self.channel.sock = endpoints[0].connected  # the backend may have listened since QEMU started
         self.facts: dict[str, Any] = {}
+        self._cell: _InFlight | None = None  # the cell whose job was sent and whose END has not come
 
     def connect(self, deadline: float) -> None:
         """Connect at once after QEMU starts, so the READY line is not missed."""
@@ -170,52 +206,39 @@ class LocalAgentExecutor(GuestExecutor):
                                         "(its driver did not load or the disk never appeared)")
                 return dict(self.facts)
 
+    #: :meth:`send`, :meth:`await_window` and :meth:`collect` are :meth:`run` in three steps: the runner sends the
+    #: next cell's job before it collects this one's result (two cells in flight)
+    splits = True
+
     def run(self, cell: Cell, timing: Timing, window: WindowListener) -> WorkloadResult:
+        self.send(cell, timing, window)
+        self.await_window(cell, window)
+        return self.collect(cell)
+
+    def send(self, cell: Cell, timing: Timing, window: WindowListener) -> None:
+        """Hand the cell's job to the guest's waiting fio: its warm-up starts now."""
         job = fio_job(cell.workload, timing, "@DISK@")
         self.channel.send("RUN " + base64.b64encode(job.encode()).decode())
         sent = getattr(window, "job_sent", None)  # the runner's Window; a bare WindowListener has none
         if sent is not None:
             sent()
-        limit = time.monotonic() + timing.ramp_s + timing.measure_s + 120
-        starts = ends = 0
-        result_meta: dict[str, str] | None = None
-        body: list[bytes] = []
-        while True:
-            try:
-                line = self.channel.readline(limit)
-            except TimeoutError:
-                raise WorkloadFailed("fio did not finish in time (ramp + measure + 120 s)",
-                                     cell=cell.key) from None
-            ev = parse_event(line)
-            if result_meta is not None:
-                if ev and ev[0] == "END":
-                    break
-                body.append(line)
-                continue
-            if ev is None:
-                continue
-            kind, args, kv = ev
-            if kind == "MARK" and args and args[0] == "measure-start":
-                starts += 1
-                if starts == 1:
-                    window.measure_started()
-                # each job clone's marker holds its I/O until this answer: the window is open now
-                self.channel.send("GO")
-            elif kind == "MARK" and args and args[0] == "measure-end":
-                ends += 1
-                if ends == cell.workload.numjobs:
-                    window.measure_ended()
-            elif kind == "RESULT":
-                result_meta = kv
-        raw = base64.b64decode(b"".join(body))
-        if len(raw) != int(result_meta.get("bytes", -1)) or \
-                hashlib.sha256(raw).hexdigest() != result_meta.get("sha256"):
-            raise WorkloadFailed("the fio result arrived damaged (length or SHA-256 mismatch)", cell=cell.key)
+        self._cell = _InFlight(limit=time.monotonic() + timing.ramp_s + timing.measure_s + 120)
+
+    def await_window(self, cell: Cell, window: WindowListener) -> None:
+        """Answer the guest's window markers until the window has closed (or fio ended without one)."""
+        self._read(cell, window, until_window=True)
+
+    def collect(self, cell: Cell) -> WorkloadResult:
+        """Read the result that follows the window, check it and parse it."""
+        state = self._read(cell, None, until_window=False)
+        meta = state.meta
+        assert meta is not None
+        raw = decode_result(b"".join(state.body), meta, cell.key)
         text = raw.decode("utf-8", "replace")
-        rc = int(result_meta.get("rc", "1"))
+        rc = int(meta.get("rc", "1"))
         if rc != 0:
             raise WorkloadFailed(f"fio exited {rc} in the guest: {text.strip()[-500:]}", cell=cell.key)
-        if starts == 0 or ends < cell.workload.numjobs:
+        if state.starts == 0 or state.ends < cell.workload.numjobs:
             raise WorkloadFailed("fio finished without marking its measurement window", cell=cell.key)
         try:
             data = parse_fio_json(text, source=f"guest fio output for {cell.key}")
@@ -224,6 +247,44 @@ class LocalAgentExecutor(GuestExecutor):
                                  cell=cell.key) from None
         return WorkloadResult(engine="fio", raw=text, data=data, guest=dict(self.facts),
                               window_source="guest-marker")
+
+    def _read(self, cell: Cell, window: WindowListener | None, *, until_window: bool) -> _InFlight:
+        """The guest's lines for the cell in flight: until its window closed (``until_window``; markers need
+        ``window``), or until the result's END."""
+        state = self._cell
+        if state is None:
+            raise WorkloadFailed("no job was sent to the guest", cell=cell.key)
+        while not state.done:
+            if until_window and (state.ends >= cell.workload.numjobs or state.meta is not None):
+                return state
+            try:
+                line = self.channel.readline(state.limit)
+            except TimeoutError:
+                raise WorkloadFailed("fio did not finish in time (ramp + measure + 120 s)",
+                                     cell=cell.key) from None
+            ev = parse_event(line)
+            if state.meta is not None:
+                if ev and ev[0] == "END":
+                    state.done = True
+                else:
+                    state.body.append(line)
+                continue
+            if ev is None:
+                continue
+            kind, args, kv = ev
+            if kind == "MARK" and args and args[0] == "measure-start":
+                state.starts += 1
+                if state.starts == 1 and window is not None:
+                    window.measure_started()
+                # each job clone's marker holds its I/O until this answer: the window is open now
+                self.channel.send("GO")
+            elif kind == "MARK" and args and args[0] == "measure-end":
+                state.ends += 1
+                if state.ends == cell.workload.numjobs and window is not None:
+                    window.measure_ended()
+            elif kind == "RESULT":
+                state.meta = kv
+        return state
 
     def poweroff(self) -> None:
         try:

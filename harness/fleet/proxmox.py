@@ -19,10 +19,11 @@ import logging
 import time
 import uuid
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, Callable
 
-from ..core.errors import BackendError, MatrixError, PveApiError, TaskFailed
+from ..core.errors import BackendError, MatrixError, PveApiError, StormatrixError, TaskFailed
 from ..core.model import CONTROLLERS
 from .journal import FleetJournal, FleetState, OwnedVolume
 from .spec import FleetSpec
@@ -32,6 +33,9 @@ log = logging.getLogger("stormatrix.fleet")
 TAG = "stormatrix"
 #: the test disk's slot on every worker (the template's boot disk is slot 0)
 TEST_SLOT = 1
+#: tasks (clones, stops, destroys) a fleet has running on the node at once: Proxmox runs each task in a
+#: worker process of its own, and a 64-worker fleet waited on one task at a time spends minutes polling
+PARALLEL_TASKS = 8
 
 
 def _digest(conf: dict[str, Any]) -> dict[str, str]:
@@ -213,29 +217,56 @@ class ProxmoxFleet:
             self.journal.append({"type": "fleet", "fleet_id": self.fleet_id, "backend": "proxmox",
                                  "node": self.node, "template": s.template, "workers": s.workers,
                                  "vmids": plan.vmids, "marker": self.marker})
-        for vmid, name in zip(plan.vmids, plan.names):
-            if vmid in state.ready:
-                continue
-            step = on_step or (lambda _stage, _vmid: None)
-            conf = self.config(vmid) if vmid in state.vms else None
-            if conf is not None and not self.ours(conf):
-                conf = self._wait_unlocked(vmid)
-                if not self.ours(conf):
-                    other = (conf or {}).get("name")
-                    raise BackendError(f"VMID {vmid} holds a VM this fleet did not create ({other}); it is left "
-                                       "alone. Give [fleet] vmids a free range and run again")
-            if conf is None:
-                self.journal.append({"type": "vm", "vmid": vmid, "name": name, "node": self.node})
-                step("clone", vmid)
-                upid = self.t.request("POST", f"{self._vm_path(s.template)}/clone", {
-                    "newid": vmid, "name": name, "full": int(s.clone == "full"), "description": self.marker})
-                self.wait_task(upid, f"clone of template {s.template} as VM {vmid}")
-            step("configure", vmid)
-            conf = self.config(vmid) or {}
-            self.t.request("PUT", f"{self._vm_path(vmid)}/config",
-                           {"tags": TAG, "cores": s.vcpus, "memory": s.memory_mib, **_digest(conf)})
-            self.journal.append({"type": "vm-ready", "vmid": vmid})
+        step = on_step or (lambda _stage, _vmid: None)
+        todo = [(vmid, name) for vmid, name in zip(plan.vmids, plan.names) if vmid not in state.ready]
+        for at in range(0, len(todo), PARALLEL_TASKS):
+            chunk = todo[at:at + PARALLEL_TASKS]
+            clones: list[tuple[str, Callable[[], Any], Callable[[], None]]] = []
+            for vmid, name in chunk:
+                conf = self.config(vmid) if vmid in state.vms else None
+                if conf is not None and not self.ours(conf):
+                    conf = self._wait_unlocked(vmid)
+                    if not self.ours(conf):
+                        other = (conf or {}).get("name")
+                        raise BackendError(f"VMID {vmid} holds a VM this fleet did not create ({other}); it is left "
+                                           "alone. Give [fleet] vmids a free range and run again")
+                if conf is None:
+                    self.journal.append({"type": "vm", "vmid": vmid, "name": name, "node": self.node})
+                    step("clone", vmid)
+                    clones.append((f"clone of template {s.template} as VM {vmid}", partial(
+                        self.t.request, "POST", f"{self._vm_path(s.template)}/clone",
+                        {"newid": vmid, "name": name, "full": int(s.clone == "full"), "description": self.marker}),
+                        lambda: None))
+            self.run_tasks(clones)
+            for vmid, _name in chunk:
+                step("configure", vmid)
+                conf = self.config(vmid) or {}
+                self.t.request("PUT", f"{self._vm_path(vmid)}/config",
+                               {"tags": TAG, "cores": s.vcpus, "memory": s.memory_mib, **_digest(conf)})
+                self.journal.append({"type": "vm-ready", "vmid": vmid})
         return plan.vmids
+
+    def run_tasks(self, tasks: list[tuple[str, Callable[[], Any], Callable[[], None]]]) -> None:
+        """Start each task (``(what, start -> UPID, done)``), at most :data:`PARALLEL_TASKS` at a time, and
+        wait for them; ``done`` runs for each that ended OK. Every started task is waited for before the
+        first failure is raised, so nothing is left running unseen."""
+        for at in range(0, len(tasks), PARALLEL_TASKS):
+            started: list[tuple[str, Any, Callable[[], None]]] = []
+            failures: list[StormatrixError] = []
+            for what, start, done in tasks[at:at + PARALLEL_TASKS]:
+                try:
+                    started.append((what, start(), done))
+                except StormatrixError as exc:
+                    failures.append(exc)
+                    break
+            for what, upid, done in started:
+                try:
+                    self.wait_task(upid, what)
+                    done()
+                except StormatrixError as exc:
+                    failures.append(exc)
+            if failures:
+                raise failures[0]
 
     def _wait_unlocked(self, vmid: int) -> dict[str, Any] | None:
         """A journaled VM still locked by its clone (the harness died while the task ran): wait for it."""
@@ -327,9 +358,11 @@ class ProxmoxFleet:
                                  "filename": vol.filename})
 
     # --- power ------------------------------------------------------------------------------------------
-    def power_cycle(self, vmids: list[int], *, agent_timeout: float = 300.0) -> None:
-        """Stop, then start every worker (so the attached disk takes effect), then wait for each agent."""
-        for action in ("stop", "start"):
+    def power_cycle(self, vmids: list[int], *, agent_timeout: float = 300.0,
+                    actions: tuple[str, ...] = ("stop", "start")) -> None:
+        """Stop, then start every worker (so the attached disk takes effect), then wait for each agent.
+        ``actions=("start",)`` only starts the workers that are not running."""
+        for action in actions:
             upids = []
             for vmid in vmids:
                 st = self._get(f"{self._vm_path(vmid)}/status/current") or {}
@@ -350,28 +383,94 @@ class ProxmoxFleet:
                                            f"after the start ({exc.message})") from None
                     time.sleep(self.poll)
 
+    # --- the guests ------------------------------------------------------------------------------------
+    def guest_exec(self, vmids: list[int], command: list[str], *, timeout: float = 60.0) -> dict[int, dict[str, Any]]:
+        """Run ``command`` in every worker's guest through its QEMU guest agent (``POST .../agent/exec``, then
+        ``GET .../agent/exec-status`` until it exited), all started before any is waited for. vmid -> the
+        exec-status answer (``exitcode``, ``out-data``, ``err-data``), or ``{"error": why}``."""
+        pids: dict[int, int] = {}
+        out: dict[int, dict[str, Any]] = {}
+        for vmid in vmids:
+            try:
+                answer = self.t.request("POST", f"{self._vm_path(vmid)}/agent/exec", {"command": list(command)})
+                pids[vmid] = int((answer or {})["pid"])
+            except PveApiError as exc:
+                out[vmid] = {"error": exc.message}
+            except (KeyError, TypeError, ValueError):
+                out[vmid] = {"error": f"the agent answered {answer!r}, not a pid"}
+        deadline = time.monotonic() + timeout
+        for vmid, pid in pids.items():
+            while True:
+                try:
+                    st = dict(self._get(f"{self._vm_path(vmid)}/agent/exec-status", {"pid": pid}) or {})
+                except PveApiError as exc:
+                    out[vmid] = {"error": exc.message}
+                    break
+                if st.get("exited"):
+                    out[vmid] = st
+                    break
+                if time.monotonic() > deadline:
+                    out[vmid] = {"error": f"{' '.join(command)} still running after {timeout:g} s"}
+                    break
+                time.sleep(self.poll)
+        return out
+
+    def check_fio_versions(self, vmids: list[int], want: str | None) -> dict[int, str]:
+        """The fio each worker's guest runs (``fio --version`` through the agent) must be the controller's
+        (``want``): client and server speak one protocol version (docs/fio-server.md). Every worker is
+        asked; any mismatch or failure is one MatrixError (exit 2) naming each worker and the fix, raised
+        before the first point. Returns vmid -> version."""
+        found: dict[int, str] = {}
+        problems: list[str] = []
+        for vmid, st in self.guest_exec(vmids, ["fio", "--version"]).items():
+            version = str(st.get("out-data") or "").strip().splitlines()[:1]
+            if "error" in st:
+                problems.append(f"VM {vmid}: `fio --version` through the guest agent failed: {st['error']}")
+            elif st.get("exitcode") != 0 or not version:
+                problems.append(f"VM {vmid}: `fio --version` exited with {st.get('exitcode')} "
+                                f"({str(st.get('err-data') or '').strip()[:200] or 'no output'})")
+            else:
+                found[vmid] = version[0]
+                if want is not None and version[0] != want:
+                    problems.append(f"VM {vmid} runs {version[0]}, the controller {want}")
+        if problems:
+            raise MatrixError(self.spec.path, "[fleet] template",
+                              f"the workers' fio is not the controller's ({want or 'unknown'}): " + "; ".join(problems),
+                              f"rebuild template {self.spec.template} with the user-data of "
+                              "`stormatrix fleet template` (it installs the controller's fio version and its server "
+                              "unit), or run stormatrix with the workers' fio (--fio PATH); nothing was measured")
+        return found
+
     # --- destroy ----------------------------------------------------------------------------------------
     def destroy(self, *, on_step: Callable[[str, int], None] | None = None) -> FleetState:
         """Free the journal's volumes, then stop and destroy the journal's VMs that carry this fleet's
         marker. A journaled VMID without the marker is reported and left alone. Returns what is left."""
         step = on_step or (lambda _stage, _vmid: None)
         self.detach(on_step=on_step)
+        mine: list[int] = []
         for vmid in self.journal.state().live_vms():
             conf = self._wait_unlocked(vmid)
             if conf is None:
                 self.journal.append({"type": "gone", "kind": "vm", "vmid": vmid})
-                continue
-            if not self.ours(conf):
+            elif not self.ours(conf):
                 log.warning("VMID %d (%s) does not carry this fleet's marker: not ours, left alone", vmid,
                             conf.get("name", "?"))
                 self.journal.append({"type": "gone", "kind": "vm", "vmid": vmid, "note": "not ours: left alone"})
-                continue
-            st = self._get(f"{self._vm_path(vmid)}/status/current") or {}
-            if st.get("status") == "running":
+            else:
+                mine.append(vmid)
+        stops: list[tuple[str, Callable[[], Any], Callable[[], None]]] = []
+        for vmid in mine:
+            if (self._get(f"{self._vm_path(vmid)}/status/current") or {}).get("status") == "running":
                 step("stop", vmid)
-                self.wait_task(self.t.request("POST", f"{self._vm_path(vmid)}/status/stop"), f"stop of VM {vmid}")
+                stop = partial(self.t.request, "POST", f"{self._vm_path(vmid)}/status/stop")
+                stops.append((f"stop of VM {vmid}", stop, lambda: None))
+        self.run_tasks(stops)
+        destroys: list[tuple[str, Callable[[], Any], Callable[[], None]]] = []
+        for vmid in mine:
             step("destroy", vmid)
-            upid = self.t.request("DELETE", self._vm_path(vmid), {"destroy-unreferenced-disks": 1, "purge": 1})
-            self.wait_task(upid, f"destroy of VM {vmid}")
-            self.journal.append({"type": "gone", "kind": "vm", "vmid": vmid})
+            destroys.append((f"destroy of VM {vmid}",
+                             partial(self.t.request, "DELETE", self._vm_path(vmid),
+                                     {"destroy-unreferenced-disks": 1, "purge": 1}),
+                             partial(self.journal.append, {"type": "gone", "kind": "vm", "vmid": vmid})))
+        self.run_tasks(destroys)
         return self.journal.state()

@@ -16,7 +16,8 @@
     aio = "native"
     iothread = true
     cache = "none"
-    power_cycle = "side"       # before each storage's run (as the seeds do), "point", or "never"
+    power_cycle = "side"       # before each storage's run (as the seeds do), before every "point", or
+                               # "never" (workers only started when not running; new disks hot-plugged)
 
 The connection to the node is the suite's ``[proxmox]`` section (host, node, token by reference).
 """
@@ -161,6 +162,11 @@ def load_fleet_file(path: str | Path) -> tuple[dict[str, Any], FleetSpec, dict[s
 
 def load_fleet_tables(raw: dict[str, Any], path: str) -> tuple[FleetSpec, dict[str, Any]]:
     """``[fleet]`` and ``[proxmox]`` (connection keys only) of a file already read."""
+    fleet = raw.get("fleet")
+    if isinstance(fleet, dict) and fleet.get("backend") == "vmware":
+        raise MatrixError(path, "[fleet] backend", "is \"vmware\": a suite runs its fleet on Proxmox only so far",
+                          "deploy and remove an ESXi fleet with `stormatrix fleet deploy|destroy` (docs/esxi.md), or "
+                          "describe a Proxmox fleet")
     if "proxmox" not in raw or not isinstance(raw["proxmox"], dict):
         raise MatrixError(path, "[proxmox]", "is missing: the fleet is deployed on a Proxmox node",
                           "add [proxmox] with host, node, token_id and token_secret_env (or transport = \"local\")")
@@ -170,8 +176,4 @@ def load_fleet_tables(raw: dict[str, Any], path: str) -> tuple[FleetSpec, dict[s
     proxmox = parse_section(path, suite_proxmox_section(), raw["proxmox"])
     proxmox_settings.check_section(proxmox, path)
     spec = fleet_from_dict(raw, path, proxmox["node"])
-    if spec.power_cycle == "point":
-        raise MatrixError(path, "[fleet] power_cycle", "\"point\" (a power cycle before every point) is not "
-                          "supported yet: the runner has no per-point hook for it",
-                          "use \"side\" (before each storage's run, as the seeds do) or \"never\"")
     return spec, proxmox

@@ -5,13 +5,17 @@ attach it to the VM with ``qm set``. Before each test run, the VMs are power cyc
 of ``[fleet] storages``, in order:
 
 1. allocate each worker's volume on it and attach it (:meth:`ProxmoxFleet.attach`);
-2. power-cycle the workers (``[fleet] power_cycle = "side"``, the default; ``"never"`` skips it), which
-   also makes the new disk's options take effect, and wait for every guest agent;
-3. find each worker's fio server through its agent (:class:`~stormatrix.suitevms.ProxmoxSuiteVms`), probe
-   them all with the controller's fio (a version mismatch is named with the template's fix), and run
-   every point not yet journaled into ``RUN_DIR/<storage>`` (:func:`~stormatrix.suiterun.run_suite`: the
-   side is the storage's id; the run record names the storage);
-4. detach and free the volumes.
+2. power-cycle the workers (``[fleet] power_cycle = "side"``, the default; ``"point"`` cycles them again
+   before every point; ``"never"`` only starts those not running), which also makes the new disk's
+   options take effect, and wait for every guest agent;
+3. before the first point of the run, ask every worker's guest for its fio version through the agent
+   (``fio --version``, :meth:`ProxmoxFleet.check_fio_versions`): a mismatch with the controller's fio is
+   named with the template's fix (exit 2) before anything is measured;
+4. find each worker's fio server through its agent (:class:`~stormatrix.suitevms.ProxmoxSuiteVms`) and
+   run every point not yet journaled into ``RUN_DIR/<storage>`` (:func:`~stormatrix.suiterun.run_suite`:
+   the side is the storage's id; the run record names the storage), probing the servers until they
+   answer (they have just booted);
+5. detach and free the volumes.
 
 Then the A-vs-B workbook of the first two storages is written (``RUN_DIR/comparison.xlsx``) and, unless
 ``--keep``, everything the fleet created is removed. Everything is journaled (``RUN_DIR/fleet.ndjson``):
@@ -28,11 +32,11 @@ from pathlib import Path
 from typing import Any
 
 from ..backends.proxmox.settings import make_transport
-from ..core.errors import GuestNotReady
-from ..executors.fioserver_probe import require_servers
+from ..core.errors import MatrixError
+from ..core.model import Cell
 from ..journal import Journal
 from ..suite import Suite
-from ..suiterun import SuiteOutcome, run_suite, write_comparison
+from ..suiterun import SuiteOutcome, fio_version, run_suite, write_comparison
 from ..suitevms import ProxmoxSuiteVms
 from .proxmox import ProxmoxFleet
 from .spec import FleetSpec, fleet_from_dict
@@ -72,6 +76,7 @@ def run_fleet_suite(suite: Suite, run_dir: str | Path, *, fio: str = "fio", keep
     outcome = FleetSuiteOutcome(fleet.fleet_id)
     print(f"fleet {fleet.fleet_id}: deploying {spec.workers} workers from template {spec.template}", file=stream)
     outcome.vmids = fleet.deploy()
+    versions_checked = False
     for storage in spec.storages:
         side_dir = run_dir / storage
         side = replace(suite, side=storage, vms=tuple(str(v) for v in outcome.vmids))
@@ -84,17 +89,35 @@ def run_fleet_suite(suite: Suite, run_dir: str | Path, *, fio: str = "fio", keep
             continue
         print(f"storage {storage}: allocating and attaching {len(outcome.vmids)} volumes", file=stream)
         fleet.attach(storage, outcome.vmids)
-        if spec.power_cycle != "never":
-            print(f"storage {storage}: power-cycling the workers", file=stream)
-            fleet.power_cycle(outcome.vmids)
+        print(f"storage {storage}: " + ("power-cycling the workers" if spec.power_cycle != "never" else
+                                        "starting the workers that are not running"), file=stream)
+        cycle(fleet, outcome.vmids, storage, None, stop=spec.power_cycle != "never")
+        if not versions_checked:
+            try:
+                fleet.check_fio_versions(outcome.vmids, fio_version(fio))
+            except MatrixError:
+                if not keep:  # workers cloned from that template are of no use: remove them, then say why
+                    fleet.destroy()
+                fleet.close()
+                raise
+            versions_checked = True
         vms = ProxmoxSuiteVms(side, transport=transport)
         guests = vms.discover()
-        check_fio_servers(guests, side_dir / "points" / "fleet-probe", fio=fio)
         collector, status = vms.host_collector()
-        storage_record = {"kind": storage, "server": "proxmox storage", "volumes": _volumes(fleet, storage)}
+        before_point = None
+        if spec.power_cycle == "point":
+            # before each point after the side's first (the cycle above is the first point's)
+            def before_point(point: Cell, _storage: str = storage, _collector: Any = collector) -> None:
+                cycle(fleet, outcome.vmids, _storage, point.key, stop=True)
+                invalidate = getattr(getattr(_collector, "scopes", None), "invalidate", None)
+                if invalidate is not None:
+                    invalidate()  # the workers' QEMU processes are new: the collector takes their pids anew
+        storage_record = {"kind": storage, "server": "proxmox storage", "volumes": _volumes(fleet, storage),
+                          "power_cycle": spec.power_cycle}
         outcome.sides[storage] = run_suite(side.with_guests(guests), side_dir, fio=fio, progress=progress,
                                            collector=collector, backend="proxmox", host_collector=status,
-                                           vms=vms.record(), storage=storage_record)
+                                           vms=vms.record(), storage=storage_record, booting=True,
+                                           before_point=before_point)
         print(f"storage {storage}: detaching and freeing the volumes", file=stream)
         fleet.detach(storage)
     if len(spec.storages) >= 2:
@@ -110,17 +133,13 @@ def run_fleet_suite(suite: Suite, run_dir: str | Path, *, fio: str = "fio", keep
     return outcome
 
 
-def check_fio_servers(guests: list[Any], workdir: Path, *, fio: str) -> None:
-    """Every worker's fio server answers the controller's fio before the side's first point; a protocol
-    mismatch (the guest's fio is another version) is named with the template's fix."""
-    try:
-        require_servers(guests, workdir, fio=fio)
-    except GuestNotReady as exc:
-        if "protocol mismatch" in exc.message:
-            raise GuestNotReady(exc.message + ". Fix: rebuild the workers' template with the user-data of "
-                                "`stormatrix fleet template` (it installs the controller's fio version)",
-                                details=exc.details) from None
-        raise
+def cycle(fleet: ProxmoxFleet, vmids: list[int], storage: str, point: str | None, *, stop: bool) -> None:
+    """Power-cycle the workers (``stop``: stop those running first; else only start those that are not)
+    and wait for their agents; journaled in ``fleet.ndjson`` (``power-cycle``: the storage, and the point
+    it came before when ``[fleet] power_cycle = "point"``)."""
+    fleet.journal.append({"type": "power-cycle", "storage": storage, "point": point, "stop": stop,
+                          "vmids": len(vmids)})
+    fleet.power_cycle(vmids, actions=("stop", "start") if stop else ("start",))
 
 
 def _volumes(fleet: ProxmoxFleet, storage: str) -> list[str]:

@@ -103,6 +103,23 @@ def test_real_captures_pass_the_rate_check() -> None:
     assert len(result.frame) >= 20
 
 
+def test_a_suite_points_summed_rates_may_exceed_its_bytes_over_the_longest_window() -> None:
+    """A point on many guests sums each client's own rate: with windows of 0.9-1.2 s (clients started
+    apart on a busy host) the sum is above the bytes over the longest window, never below it."""
+    from stormatrix.analysis.checks import check_row
+    from stormatrix.core.errors import DataFileError
+
+    mib = 64 * 2**20
+    row = {"bs": 4096, "iodepth": 1, "numjobs": 1, "io_bytes": mib, "total_ios": mib // 4096, "runtime_ms": 1200.0,
+           "bw_mib_s": 61.2, "iops": 15660.0, "clients": 64}
+    check_row(row, "suite point")  # 64 MiB / 1.2 s = 53.3 MiB/s <= 61.2: the sum of 64 clients' rates
+    for one_window in ({"clients": 1}, {"clients": None}):  # one client, or a plain file: exactly its rate
+        with pytest.raises(DataFileError, match="impossible rate"):
+            check_row({**row, **one_window}, "one client")
+    with pytest.raises(DataFileError, match="bandwidth 40 MiB/s disagrees"):  # below bytes / longest window
+        check_row({**row, "bw_mib_s": 40.0}, "suite point")
+
+
 # --- inputs that are not files -------------------------------------------------------------------------
 
 def test_a_device_is_refused_without_reading_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

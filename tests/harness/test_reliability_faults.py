@@ -200,7 +200,8 @@ def test_agent_executor_names_each_guest_fault(tmp_path: Path) -> None:
     cell = Cell(DiskConfig("virtio-blk", "io_uring", False, "none"), Workload("w", "randread", 4096, 1, 1), 1)
     cases = [("never_ready", GuestNotReady, "did not report ready"), ("no_disk", GuestNotReady, "no test disk"),
              ("fio_rc_count", WorkloadFailed, "fio exited 1"), ("garbage", WorkloadFailed, "no usable JSON"),
-             ("damaged", WorkloadFailed, "SHA-256"), ("drop_mid_command", GuestDisconnected, "closed the agent channel")]
+             ("damaged", WorkloadFailed, "SHA-256"), ("damaged_gzip", WorkloadFailed, "SHA-256"),
+             ("drop_mid_command", GuestDisconnected, "closed the agent channel")]
 
     class Window:
         def measure_started(self) -> None: ...
@@ -349,3 +350,33 @@ def test_disk_full_while_journaling_stops_the_run_and_keeps_the_journal_readable
     keys = [json.loads(x)["key"] for x in (run_dir / "journal.ndjson").read_bytes().splitlines()
             if json.loads(x)["type"] == "cell"]
     assert len(keys) == 3 and len(set(keys)) == 3
+
+
+# --- two cells in flight: a failure found after the next cell's job was sent ------------------------------
+
+def test_a_result_damaged_after_the_next_cell_started_is_journaled_for_its_own_cell_and_retried(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """With a backend that hands a VM off after its window ([qemu] pipeline), the first cell's result is read
+    only after the second cell's job was sent: its damage is the first cell's error, and that cell runs again."""
+    caplog.set_level(logging.WARNING)
+    raw = matrix("skip", retries=1)
+    runner, backend, outcome = run_inprocess(tmp_path, raw, {"pipelined": True, "agent": {"damaged": 1}})
+    key = first_key(raw)
+    check_common(tmp_path, backend, key, "run", "WorkloadFailed", 1, caplog)
+    assert backend.starts == 3 and not backend.handed  # the retry had a VM of its own; every VM is gone
+    assert not outcome["failed"] and sorted(outcome["measured_keys"]) == sorted(c.key for c in runner.plan().cells)
+    assert outcome["measured_keys"][-1] == key  # retried after the groups
+    t = runner.timeline
+    second = next(k for k in outcome["measured_keys"] if k != key)
+    assert t[second]["sent"] <= t[second]["measure_start"]
+
+
+def test_on_error_stop_from_a_cell_collected_late_names_that_cell_not_the_one_in_flight(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.WARNING)
+    raw = matrix("stop", retries=0)
+    runner, backend, outcome = run_inprocess(tmp_path, raw, {"pipelined": True, "agent": {"damaged": 1}})
+    key = first_key(raw)
+    assert isinstance(outcome, StormatrixError) and outcome.cell == key and "SHA-256" in str(outcome)
+    check_common(tmp_path, backend, key, "run", "WorkloadFailed", 1, caplog)  # no error blamed on the second cell
+    assert not backend.handed and runner.measured == 0

@@ -96,7 +96,8 @@ Describe 'ShouldProcess in <Module>' -ForEach @(
     # the public functions that change state, and what they change (the computed list below must equal it,
     # so a function that starts changing state fails here until it supports -WhatIf/-Confirm and is named)
     @{ Module = 'StormatrixGuest'; Expected = @('Initialize-StormatrixGuest', 'Invoke-StormatrixDiskSpd', 'Invoke-StormatrixFio') }
-    @{ Module = 'StormatrixVMware'; Expected = @('Invoke-StormatrixVMwareRequest', 'Restore-StormatrixVMwareLayout', 'Set-StormatrixVMwareController', 'Set-StormatrixVMwareHostTuning') }
+    @{ Module = 'StormatrixVMware'; Expected = @('Add-StormatrixVMwareFleetDisk', 'Invoke-StormatrixVMwareRequest', 'New-StormatrixVMwareFleet', 'Remove-StormatrixVMwareFleet',
+            'Remove-StormatrixVMwareFleetDisk', 'Restart-StormatrixVMwareFleet', 'Restore-StormatrixVMwareLayout', 'Set-StormatrixVMwareController', 'Set-StormatrixVMwareHostTuning') }
 ) {
     BeforeAll {
         # what changes state, where the module calls it: commands, an esxcli 'set' namespace, powercfg
@@ -105,6 +106,7 @@ Describe 'ShouldProcess in <Module>' -ForEach @(
             'Set-Disk' = 'disk flags'; 'Clear-Disk' = 'erases a disk'; 'Set-HardDisk' = 'moves a virtual disk'
             'New-ScsiController' = 'adds a controller'; 'New-NvmeController' = 'adds a controller'
             'Start-VM' = 'power'; 'Stop-VM' = 'power'; 'Restart-Computer' = 'power'
+            'New-VM' = 'clones a VM'; 'Set-VM' = 'VM hardware'; 'Remove-VM' = 'deletes a VM'; 'New-HardDisk' = 'creates a virtual disk'; 'Remove-HardDisk' = 'deletes a virtual disk'
             'New-Item' = 'installs files'; 'Copy-Item' = 'installs files'
             'New-WSManInstance' = 'WinRM listener'; 'New-SelfSignedCertificate' = 'certificate store'; 'New-NetFirewallRule' = 'firewall'
             'Invoke-StormatrixEngineRun' = 'runs fio/DiskSpd on the target'

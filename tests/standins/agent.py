@@ -2,8 +2,8 @@
 and a fake backend that "starts a VM" by starting one of these agents.
 
 The protocol is the real one, byte for byte: ``@@SMX READY k=v ...``; ``RUN <base64 job>`` answered by
-``STARTED``, two ``MARK`` lines (from the job's exec_prerun/exec_postrun), ``RESULT rc= bytes= sha256=``,
-the output in base64 and ``END``. So the real :class:`LocalAgentExecutor` and the real runner are what
+``STARTED``, two ``MARK`` lines (from the job's exec_prerun/exec_postrun), ``RESULT rc= bytes= sha256=
+encoding=gzip``, the gzipped output in base64 and ``END``. So the real :class:`LocalAgentExecutor` and the real runner are what
 the fault tests exercise; only the guest is pretend.
 
 Faults (``AgentFaults``): never ready, ready without a disk, a disk signature (partitions, ext, ...),
@@ -14,6 +14,7 @@ fio hangs. Counts let a fault hit only the first N attempts, so retries can succ
 from __future__ import annotations
 
 import base64
+import gzip
 import hashlib
 import json
 import os
@@ -40,6 +41,8 @@ class AgentFaults:
     fio_rc_count: int = 0
     garbage: int = 0            # fio prints garbage instead of JSON (rc 0)
     damaged: int = 0            # sha256 does not match
+    damaged_gzip: int = 0       # the gzipped result arrives cut short
+    encoding: str = "gzip"      # how the result is sent: "gzip" (the guest's init), "plain" (an older image)
     drop_mid_command: int = 0   # close the connection after STARTED
     hang: int = 0               # never answer RUN
     signature: str = "none"     # what the guest found on the test disk
@@ -149,8 +152,14 @@ class AgentStandin:
             digest = hashlib.sha256(raw).hexdigest()
             if self.faults.take("damaged"):
                 digest = "0" * 64
-            self._say(conn, f"RESULT rc={rc} bytes={len(raw)} sha256={digest}")
-            conn.sendall(base64.encodebytes(raw))
+            # like the guest's init: gzip | base64, length and SHA-256 of the plain output; "plain" is an
+            # image built before the result was compressed
+            plain = self.faults.encoding == "plain"
+            sent = raw if plain else gzip.compress(raw)
+            if self.faults.take("damaged_gzip"):
+                sent = sent[: len(sent) // 2]
+            self._say(conn, f"RESULT rc={rc} bytes={len(raw)} sha256={digest}" + ("" if plain else " encoding=gzip"))
+            conn.sendall(base64.encodebytes(sent))
             self._say(conn, "END")
         else:
             self._say(conn, f"ERROR unknown-command={cmd}")
@@ -216,6 +225,11 @@ class FakeVmBackend(Backend):
         self.proc: subprocess.Popen[bytes] | None = None
         self.applied: list[str] = []
         self.restored = 0
+        # "pipelined": like the qemu backend with [qemu] pipeline, a VM whose window closed is handed off
+        # (hand_off) and keeps answering until released, while the next one starts
+        self.overlaps = bool(faults.get("pipelined", False))
+        self.handed: list[tuple[AgentStandin, subprocess.Popen[bytes]]] = []
+        self.starts = 0
 
     def _prepare(self) -> dict[str, Any]:
         return {"qemu": "standin"}
@@ -230,7 +244,8 @@ class FakeVmBackend(Backend):
         if self.start_fails:
             self.start_fails -= 1
             raise VmStartError("QEMU exited with code 1 at start: (stand-in) could not open disk image")
-        path = Path(self.workdir) / "vm" / "agent.sock"
+        self.starts += 1
+        path = Path(self.workdir) / "vm" / f"agent{self.starts}.sock"  # one per VM: two may live at once
         path.parent.mkdir(parents=True, exist_ok=True)
         self.proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)"],
                                      stdin=subprocess.DEVNULL)
@@ -245,7 +260,25 @@ class FakeVmBackend(Backend):
             self.proc.wait()
             self.proc = None
 
+    def hand_off(self) -> Any:
+        if not self.overlaps or self.agent is None or self.proc is None:
+            return None
+        handle = (self.agent, self.proc)
+        self.handed.append(handle)
+        self.agent, self.proc = None, None
+        return handle
+
+    def release(self, handle: Any) -> None:
+        if handle in self.handed:
+            self.handed.remove(handle)
+            agent, proc = handle
+            agent.close()
+            proc.kill()
+            proc.wait()
+
     def _restore(self) -> None:
+        while self.handed:
+            self.release(self.handed[0])
         self._stop()
         self.config = dict(self.ORIGINAL)
         self.restored += 1

@@ -28,9 +28,9 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _listening(port: int) -> bool:
+def _listening(port: int, host: str = "127.0.0.1") -> bool:
     try:
-        with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+        with socket.create_connection((host, port), timeout=0.2):
             return True
     except OSError:
         return False
@@ -52,6 +52,66 @@ def processes_in(directory: Path) -> list[int]:
     return found
 
 
+class FioServerProcess:
+    """One real ``fio --server`` on ``host:port``, in its own directory and process group: a guest's fio
+    server (the loopback farm below, and the Proxmox stand-in's API-only workers, ``pve_launch``)."""
+
+    def __init__(self, cwd: Path, host: str, port: int, *, fio: str = "fio") -> None:
+        self.cwd, self.host, self.port, self.fio = Path(cwd), host, port, fio
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def pid(self) -> int:
+        assert self.proc is not None
+        return self.proc.pid
+
+    def spawn(self) -> None:
+        """Start the process and return at once (it listens a moment later: :meth:`listening`)."""
+        self.cwd.mkdir(parents=True, exist_ok=True)
+        with open(self.cwd / "server.log", "ab") as out:
+            self.proc = subprocess.Popen([find_fio(self.fio), f"--server=ip:{self.host},{self.port}"], cwd=self.cwd,
+                                         stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                                         start_new_session=True)
+
+    def listening(self) -> bool:
+        return self.alive() and _listening(self.port, self.host)
+
+    def start(self, timeout_s: float = 10.0) -> bool:
+        """Start it; False (and nothing left running) if it did not come up on ``host:port``."""
+        self.spawn()
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline and self.alive():
+            if self.listening():
+                return True
+            time.sleep(0.02)
+        self.stop()  # e.g. the port was taken between our check and fio's bind
+        return False
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def stop(self) -> None:
+        """Kill the server, its connection children and its job processes.
+
+        fio's job processes call setsid(), so they leave the server's process group (and outlive it
+        when the connection child dies first). They keep the server's working directory, which is
+        ours alone: every process whose cwd is that directory is one we started.
+        """
+        proc, self.proc = self.proc, None
+        if proc is None:
+            return
+        signal_group(proc, signal.SIGKILL)
+        for pid in processes_in(self.cwd):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:  # pragma: no cover - SIGKILL does not time out in practice
+            log.error("fio server in %s (pid %d) did not exit after SIGKILL", self.cwd, proc.pid)
+
+
 class LocalFioServers:
     """``fio --server`` processes on 127.0.0.1, each in its own directory and process group.
 
@@ -64,7 +124,7 @@ class LocalFioServers:
         self.root = Path(root)
         self.fio = fio
         self.prefix = prefix
-        self.procs: dict[str, subprocess.Popen[bytes]] = {}
+        self.procs: dict[str, FioServerProcess] = {}
         self.guests: list[FioGuest] = []
 
     def __enter__(self) -> "LocalFioServers":
@@ -93,35 +153,17 @@ class LocalFioServers:
         return self.guests
 
     def _spawn(self, name: str, port: int) -> bool:
-        """Start one server; False (and nothing left running) if it did not come up on ``port``."""
-        cwd = self.root / name
-        cwd.mkdir(parents=True, exist_ok=True)
-        with open(cwd / "server.log", "ab") as out:
-            proc = subprocess.Popen([find_fio(self.fio), f"--server=ip:127.0.0.1,{port}"], cwd=cwd,
-                                    stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                                    start_new_session=True)
-        self.procs[name] = proc
-        if self._wait_listening(proc, port):
-            return True
-        self._stop(name)  # e.g. the port was taken between our check and fio's bind
-        return False
+        server = FioServerProcess(self.root / name, "127.0.0.1", port, fio=self.fio)
+        if not server.start():
+            return False
+        self.procs[name] = server
+        return True
 
     def restart(self, name: str) -> None:
         """Bring a killed guest back on its old port (the guest rebooted)."""
         self._stop(name)
         if not self._spawn(name, self.guest(name).port):
             raise EnvironmentProblem(f"could not restart fio --server for {name} on port {self.guest(name).port}")
-
-    @staticmethod
-    def _wait_listening(proc: subprocess.Popen[bytes], port: int, timeout_s: float = 10.0) -> bool:
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            if proc.poll() is not None:
-                return False
-            if _listening(port):
-                return True
-            time.sleep(0.02)
-        return False
 
     def guest(self, name: str) -> FioGuest:
         return next(g for g in self.guests if g.name == name)
@@ -131,27 +173,10 @@ class LocalFioServers:
         self._stop(name)
 
     def _stop(self, name: str) -> None:
-        """Kill the server, its connection children and its job processes.
-
-        fio's job processes call setsid(), so they leave the server's process group (and outlive it
-        when the connection child dies first). They keep the server's working directory, which is
-        ours alone: every process whose cwd is that directory is one we started.
-        """
-        proc = self.procs.pop(name, None)
-        if proc is None:
-            return
-        signal_group(proc, signal.SIGKILL)
-        for pid in processes_in(self.root / name):
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:  # pragma: no cover - SIGKILL does not time out in practice
-            log.error("fio server %s (pid %d) did not exit after SIGKILL", name, proc.pid)
+        server = self.procs.pop(name, None)
+        if server is not None:
+            server.stop()
 
     def close(self) -> None:
         for name in list(self.procs):
             self._stop(name)
-

@@ -39,6 +39,7 @@ import hashlib
 import ipaddress
 import json
 import os
+import random
 import re
 import ssl
 import threading
@@ -103,8 +104,15 @@ class PveStandin(PowerAndTasks, NodeTools, StorageConfig, FleetEndpoints):
         # the VMs whose agent does not answer (qemu-guest-agent not installed or stopped)
         self.guest_interfaces: dict[int, list[dict[str, Any]]] = {}
         self.guest_agent_down: set[int] = set()
+        # the node's bridge (vmbr0): a VM with net0 gets an address in this loopback /24 at its first start,
+        # where its guest's fio server is reached (pve_launch.GUEST_FIO_PORT); random, so two stand-ins on
+        # one machine do not share addresses
+        self.bridge = f"127.{random.randint(64, 254)}.{random.randint(1, 254)}"
+        self.bridge_addresses: dict[int, str] = {}
+        self.guest_execs: dict[tuple[int, int], dict[str, Any]] = {}  # (vmid, pid) -> guest-exec-status
         self._task_counter = 0
-        self._forker = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="pve-forker")
+        # long-lived threads fork every QEMU (see PowerAndTasks._start_vm); several, as a node starts VMs in parallel
+        self._forker = concurrent.futures.ThreadPoolExecutor(max_workers=4, thread_name_prefix="pve-forker")
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
         self.port = 0
@@ -127,6 +135,19 @@ class PveStandin(PowerAndTasks, NodeTools, StorageConfig, FleetEndpoints):
             fmt = self.schema.match("PUT", f"/nodes/{self.node}/qemu/{vmid}/config")[2]
             parsed = Schema.validate(fmt, {"node": self.node, "vmid": str(vmid), **conf})
             self.vms[vmid] = Vm(vmid, {k: self._canonical(k, parsed[k], fmt) for k in conf})
+
+    def bridge_address(self, vmid: int) -> str:
+        """The VM's address on the bridge (kept for the VM's life, like a DHCP lease)."""
+        with self.lock:
+            if vmid not in self.bridge_addresses:
+                used = set(self.bridge_addresses.values())
+                self.bridge_addresses[vmid] = next(f"{self.bridge}.{n}" for n in range(2, 255)
+                                                   if f"{self.bridge}.{n}" not in used)
+            return self.bridge_addresses[vmid]
+
+    @property
+    def bridge_network(self) -> str:
+        return f"{self.bridge}.0/24"
 
     # --- fault switches ----------------------------------------------------------------------------
     def fail_request(self, method: str, path_suffix: str, *, status: int = 500, message: str = "internal error",
@@ -431,24 +452,39 @@ class PveStandin(PowerAndTasks, NodeTools, StorageConfig, FleetEndpoints):
         vm.pending.clear()
 
 
+def _form(pairs: list[tuple[str, str]]) -> dict[str, Any]:
+    """Form fields; a key given more than once is an array parameter's items (``command=fio&command=-v``)."""
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            out[key] = (out[key] if isinstance(out[key], list) else [out[key]]) + [value]
+        else:
+            out[key] = value
+    return out
+
+
 class _Handler(BaseHTTPRequestHandler):
     standin: PveStandin
     protocol_version = "HTTP/1.1"
+    # headers and body go out as two writes: without TCP_NODELAY, Nagle's algorithm holds the body until
+    # the client's delayed ACK (40 ms per request on Linux), which pveproxy does not do
+    disable_nagle_algorithm = True
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - keep stderr quiet
         pass
 
     def _serve(self, method: str) -> None:
         url = urlsplit(self.path)
-        params = dict(parse_qsl(url.query, keep_blank_values=True))
+        params = _form(parse_qsl(url.query, keep_blank_values=True))
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length) if length else b""
         if body:
             ctype = self.headers.get("Content-Type", "")
             if "json" in ctype:
-                params.update({k: str(v) for k, v in json.loads(body).items()})
+                params.update({k: [str(x) for x in v] if isinstance(v, list) else str(v)
+                               for k, v in json.loads(body).items()})
             else:
-                params.update(dict(parse_qsl(body.decode(), keep_blank_values=True)))
+                params.update(_form(parse_qsl(body.decode(), keep_blank_values=True)))
         status, reason, payload = 200, "OK", {"data": None}
         try:
             payload = {"data": self.standin.handle(method, url.path, params, self.headers.get("Authorization"))}

@@ -23,6 +23,7 @@ harness's own code:
 
 from __future__ import annotations
 
+import random
 import re
 import time
 from pathlib import Path
@@ -43,6 +44,11 @@ def _size_bytes(text: str) -> int:
     if not m:
         raise param_error({"size": f"value does not match the regex pattern"})
     return int(m.group(1)) * {"": 2**10, "M": 2**20, "G": 2**30}[m.group(2)]
+
+
+def _random_mac() -> str:
+    """PVE::Tools::random_ether_addr with Proxmox's prefix BC:24:11."""
+    return "BC:24:11:" + ":".join(f"{random.randint(0, 255):02X}" for _ in range(3))
 
 
 class FleetEndpoints:
@@ -294,6 +300,8 @@ class FleetEndpoints:
                         self._make_volume(volid, size, thin=not full)
                         made.append(volid)
                         new[key] = volid + ("," + opts if opts else "")
+                    for key in [k for k in new if re.fullmatch(r"net\d+", k)]:  # a clone gets new MACs
+                        new[key] = re.sub(r"=(?:[0-9A-Fa-f]{2}:){5}[0-9A-Fa-f]{2}", "=" + _random_mac(), new[key], 1)
                     new["name"] = str(p.get("name") or f"Copy-of-VM-{conf.get('name', src.vmid)}")
                     if p.get("description") is not None:
                         new["description"] = str(p["description"])

@@ -5,15 +5,19 @@ The real-QEMU launcher is in ``pve_qemu.py``; the command lines come from ``pve_
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Callable, Protocol
 
 from .pve_schema import ApiError
+
+#: the port the workers' fio servers listen on (the template's ``fio --server`` unit; fio's default)
+GUEST_FIO_PORT = 8765
 
 # --- the VM and its QEMU -------------------------------------------------------------------------------
 
@@ -41,6 +45,9 @@ class LaunchSpec:
     key: str = ""  # the measured disk's config key (scsi1)
     volumes: dict[str, Path] = field(default_factory=dict)
     storages: dict[str, dict[str, Any]] = field(default_factory=dict)  # storage id -> its storage.cfg section
+    #: the VM's address on the stand-in's bridge when its config has ``net0`` (:meth:`PveStandin.bridge_address`):
+    #: where the guest's fio server is reached, on :data:`GUEST_FIO_PORT`
+    address: str | None = None
 
     def disk_args(self) -> list[str]:
         """qemu-server's arguments for every drive of the config (tests/standins/pve_cmdline.py), the
@@ -124,6 +131,11 @@ class SleepQemu:
     def agent_ping(self) -> bool:
         return True
 
+    def guest_exec(self, argv: list[str]) -> Callable[[], tuple[int, str, str]]:
+        """QGA ``guest-exec``: the guest of a sleeping stand-in VM is this machine (tests that reach its
+        "fio server" reach this machine's fio)."""
+        return exec_here(argv, Path(self.pidfile.parent if self.pidfile else ".") / f"{self.pid}.exec")
+
     def _power_off(self) -> None:
         if self.proc.poll() is None:
             self.proc.terminate()  # the process exits by itself, as QEMU does when its guest powers off
@@ -183,3 +195,92 @@ def shellquote(arg: str) -> str:
         return "'" + arg.replace("'", "'\\''") + "'"
     return arg
 
+
+#: (fio binary, its mtime) -> what ``fio --version`` answered in a guest running it
+VERSION_ANSWERS: dict[tuple[str, int], tuple[int, str, str]] = {}
+
+
+def find_fio(fio: str) -> str:
+    from stormatrix.executors.fioserver import find_fio as find
+
+    return str(find(fio))
+
+
+def exec_here(argv: list[str], cwd: Path, fio: str = "fio") -> Callable[[], tuple[int, str, str]]:
+    """A command in a stand-in guest, whose programs are this machine's, except that its ``fio`` is
+    ``fio`` (the folder of that binary comes first on its PATH). Returns what waits for its end.
+
+    ``fio --version`` is run once per fio binary and its answer replayed to every guest running that
+    binary (:data:`VERSION_ANSWERS`): 64 fio starts cost ~15 s on a busy 2-core machine."""
+    binary = find_fio(fio)
+    path = os.pathsep.join([os.path.dirname(binary), "/usr/sbin", "/usr/bin", "/sbin", "/bin"])
+    key = (binary, os.stat(binary).st_mtime_ns)
+    if argv == ["fio", "--version"] and key in VERSION_ANSWERS:
+        answer = VERSION_ANSWERS[key]
+        return lambda: answer
+    cwd.mkdir(parents=True, exist_ok=True)
+    proc = subprocess.Popen(argv, cwd=cwd, env={"PATH": path, "LANG": "C"}, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def wait() -> tuple[int, str, str]:
+        out, err = proc.communicate(timeout=60)
+        if argv == ["fio", "--version"]:
+            VERSION_ANSWERS[key] = (proc.returncode, out, err)
+        return proc.returncode, out, err
+
+    return wait
+
+
+class FioServerGuest:
+    """An API-only worker of a fleet: its "QEMU" is the guest's fio server itself, a real ``fio --server``
+    on the VM's bridge address (:attr:`LaunchSpec.address`), in its own directory. It lives from the
+    start to the stop of the VM, so a power cycle really restarts the server the suite reaches."""
+
+    def __init__(self, spec: LaunchSpec, fio: str = "fio") -> None:
+        from .fioservers import FioServerProcess
+
+        assert spec.address is not None
+        self.pidfile = spec.run_dir / f"{spec.vmid}.pid"
+        self.server = FioServerProcess(spec.run_dir / f"{spec.vmid}.guest", spec.address, GUEST_FIO_PORT, fio=fio)
+        self.server.spawn()  # the guest "boots": its agent answers once the server listens
+        self.pid = self.server.pid
+        self.pidfile.write_text(f"{self.pid}\n")
+
+    def alive(self) -> bool:
+        return self.server.alive()
+
+    def stop(self) -> None:
+        self.server.stop()
+        if self.pidfile.exists() and self.pidfile.read_text().strip() == str(self.pid):
+            self.pidfile.unlink()
+
+    def hmp(self, command: str) -> str:
+        raise ApiError(500, f"VM {self.pid} qmp command 'human-monitor-command' failed - not available in this stand-in")
+
+    def agent_ping(self) -> bool:
+        return self.server.listening()
+
+    def guest_exec(self, argv: list[str]) -> Callable[[], tuple[int, str, str]]:
+        """QGA ``guest-exec``: ``argv`` runs in the guest (:func:`exec_here`), whose fio is its server's."""
+        return exec_here(argv, self.server.cwd, self.server.fio)
+
+    def powerdown(self) -> None:
+        self.stop()
+
+    def guest_shutdown(self) -> None:
+        self.stop()
+
+
+class FioServerLauncher(SleepLauncher):
+    """:class:`SleepLauncher`, except that a VM with a network (``net0``, so an address on the stand-in's
+    bridge) boots as :class:`FioServerGuest`: a fleet of API-only workers whose fio servers are real."""
+
+    def __init__(self, fio: str = "fio") -> None:
+        super().__init__()
+        self.fio = fio
+
+    def start(self, spec: LaunchSpec) -> RunningQemu:
+        if spec.address is None:
+            return super().start(spec)
+        self.started.append(spec)
+        return FioServerGuest(spec, self.fio)

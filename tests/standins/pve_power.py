@@ -78,6 +78,9 @@ class PowerAndTasks:
     run_dir: Any
     auditors: set[str] | None
     storages: dict[str, dict[str, Any]]
+    bridge_addresses: dict[int, str]
+    guest_execs: dict[tuple[int, int], dict[str, Any]]
+    bridge_address: Callable[[int], str]
 
     def _task(self, ttype: str, vmid: int, user: str, body: Callable[[Task], None]) -> str:
         with self.lock:
@@ -120,7 +123,7 @@ class PowerAndTasks:
         task.log.append(f"starting VM {vm.vmid}: {spec.controller} aio={spec.aio} iothread={int(spec.iothread)} "
                         f"cache={spec.cache} slot={spec.slot}")
         try:
-            # One long-lived thread forks every QEMU: the qemu backend sets PR_SET_PDEATHSIG, which
+            # Long-lived threads fork every QEMU: the qemu backend sets PR_SET_PDEATHSIG, which
             # fires when the forking *thread* ends, so a short-lived task thread would kill QEMU.
             qemu = self._forker.submit(self.launcher.start, spec).result()
         except LaunchFailed as exc:
@@ -164,7 +167,8 @@ class PowerAndTasks:
                           cores=int(vm.conf.get("cores", "1")) * int(vm.conf.get("sockets", "1")),
                           memory_mib=int(memory.group(1)) if memory else 512, run_dir=self.run_dir,
                           config=dict(vm.conf), key=key, volumes=volumes,
-                          storages={k: dict(v) for k, v in self.storages.items()})
+                          storages={k: dict(v) for k, v in self.storages.items()},
+                          address=self.bridge_address(vm.vmid) if "net0" in vm.conf else None)
 
     def _api_POST_nodes_node_qemu_vmid_status_start(self, p: dict[str, Any], raw: Any, user: str, *_: Any) -> Any:
         vm = self._vm(p)
@@ -286,12 +290,63 @@ class PowerAndTasks:
             vm = self._agent_vm(p)
             qemu = vm.qemu
             down = vm.vmid in self.guest_agent_down
-            interfaces = self.guest_interfaces.get(vm.vmid, [guest_interface("lo", "00:00:00:00:00:00",
-                                                                             "127.0.0.1/8", "::1/128")])
+            interfaces = self.guest_interfaces.get(vm.vmid) or self._bridged_interfaces(vm)
         assert qemu is not None
         if down or not self.agent_ready or not qemu.agent_ping():
             raise ApiError(500, "QEMU guest agent is not running")
         return {"result": json.loads(json.dumps(interfaces))}
+
+    def _api_POST_nodes_node_qemu_vmid_agent_exec(self, p: dict[str, Any], *_: Any) -> Any:
+        """QGA ``guest-exec`` through qemu-server: the command starts in the guest and the call returns its
+        pid at once; ``exec-status`` tells when it has exited, with its output. What runs is the guest's
+        own (:meth:`RunningQemu.guest_exec`); a guest without it is an agent without ``guest-exec``."""
+        with self.lock:
+            vm = self._agent_vm(p)
+            qemu = vm.qemu
+            down = vm.vmid in self.guest_agent_down
+        assert qemu is not None
+        if down or not self.agent_ready or not qemu.agent_ping():
+            raise ApiError(500, "QEMU guest agent is not running")
+        start = getattr(qemu, "guest_exec", None)
+        if start is None:
+            raise ApiError(500, "Agent error: The command guest-exec has been disabled for this instance")
+        command = [str(c) for c in p["command"]]
+        try:
+            wait = start(command)  # spawned now: a program that is not there fails the call itself
+        except FileNotFoundError:
+            raise ApiError(500, f"Agent error: Failed to execute child process \u201c{command[0]}\u201d "
+                                "(No such file or directory)") from None
+        with self.lock:
+            self._exec_counter = getattr(self, "_exec_counter", 1000) + 1
+            pid = self._exec_counter
+            status: dict[str, Any] = {"exited": 0}
+            self.guest_execs[(vm.vmid, pid)] = status
+
+        def body() -> None:
+            code, out, err = wait()
+            with self.lock:
+                status.update({"exited": 1, "exitcode": code, **({"out-data": out} if out else {}),
+                               **({"err-data": err} if err else {})})
+
+        threading.Thread(target=body, name="guest-exec", daemon=True).start()
+        return {"pid": pid}
+
+    def _api_GET_nodes_node_qemu_vmid_agent_exec_status(self, p: dict[str, Any], *_: Any) -> Any:
+        with self.lock:
+            vm = self._agent_vm(p)
+            status = self.guest_execs.get((vm.vmid, int(p["pid"])))
+            if status is None:
+                raise ApiError(500, f"Agent error: Invalid parameter 'pid'")
+            return {k: v for k, v in status.items() if k != "error"}
+
+    def _bridged_interfaces(self, vm: Vm) -> list[dict[str, Any]]:
+        """What a guest reports by default: loopback, and its address on the bridge when it has net0."""
+        lo = guest_interface("lo", "00:00:00:00:00:00", "127.0.0.1/8", "::1/128")
+        address = self.bridge_addresses.get(vm.vmid) if "net0" in vm.conf else None
+        if address is None:
+            return [lo]
+        mac = re.search(r"=((?:[0-9A-Fa-f]{2}:){5}[0-9A-Fa-f]{2})", vm.conf["net0"])
+        return [lo, guest_interface("eth0", mac.group(1).lower() if mac else None, f"{address}/24")]
 
     def _api_POST_nodes_node_qemu_vmid_monitor(self, p: dict[str, Any], *_: Any) -> Any:
         with self.lock:

@@ -76,7 +76,13 @@ def parse_propstring(text: str, fmt: dict[str, Any], name: str) -> dict[str, Any
             errors[name] = f"invalid format - value without key, but schema does not define a default key"
             break
         spec = fmt.get(k)
-        if spec is not None and "alias" in spec:
+        if spec is not None and "keyAlias" in spec:  # net0: virtio=MAC -> model=virtio, macaddr=MAC
+            if spec["keyAlias"] in out:
+                errors[f"{name}.{spec['keyAlias']}"] = "duplicate key in comma-separated list property"
+                continue
+            out[spec["keyAlias"]] = k
+            k, spec = spec["alias"], fmt[spec["alias"]]
+        elif spec is not None and "alias" in spec:
             k, spec = spec["alias"], fmt[spec["alias"]]
         if spec is None:
             errors[f"{name}.{k}"] = "property is not defined in schema and the schema does not allow additional properties"
@@ -101,9 +107,14 @@ def print_propstring(data: dict[str, Any], fmt: dict[str, Any]) -> str:
     """``PVE::JSONSchema::print_property_string``: the default key's bare value first, then sorted keys."""
     default_key = next((k for k, v in fmt.items() if v.get("default_key")), None)
     parts = []
-    if default_key and default_key in data:
+    # a key alias (net0's model=virtio + macaddr=MAC) prints as "virtio=MAC", first, as qemu-server writes it
+    paired = next(((spec["keyAlias"], spec["alias"]) for spec in fmt.values()
+                   if "keyAlias" in spec and spec["keyAlias"] in data and spec["alias"] in data), None)
+    if paired:
+        parts.append(f"{data[paired[0]]}={data[paired[1]]}")
+    elif default_key and default_key in data:
         parts.append(str(data[default_key]))
-    parts += [f"{k}={data[k]}" for k in sorted(data) if k != default_key]
+    parts += [f"{k}={data[k]}" for k in sorted(data) if k != default_key and k not in (paired or ())]
     return ",".join(parts)
 
 
@@ -113,8 +124,19 @@ _CONFIGID = re.compile(r"^[a-z][a-z_\-]*\d*$")
 
 def check_value(raw: Any, spec: dict[str, Any]) -> tuple[str | None, Any]:
     """(problem or None, normalized value) for one scalar against its schema entry."""
-    text = str(raw)
     typ = spec.get("type", "string")
+    if typ == "array":  # form-encoded as the key repeated (command=fio&command=--version)
+        items = raw if isinstance(raw, list) else [raw]
+        out = []
+        for item in items:
+            problem, value = check_value(item, spec.get("items", {}))
+            if problem:
+                return problem, items
+            out.append(value)
+        return None, out
+    if isinstance(raw, list):
+        return f"type check ('{typ}') failed - got a list", raw
+    text = str(raw)
     if typ == "boolean":
         if text.lower() not in _BOOL:
             return f"type check ('boolean') failed - got '{text}'", text

@@ -26,7 +26,10 @@ PUBLIC = sorted((MODULE / "Public").glob("*.ps1"))
 PRIVATE = sorted((MODULE / "Private").glob("*.ps1"))
 POWERCLI_CALLS = ("Get-VM", "Get-HardDisk", "Get-ScsiController", "Get-NvmeController", "New-ScsiController",
                   "New-NvmeController", "Set-HardDisk", "Stop-VM", "Start-VM", "Wait-Tools", "Get-EsxCli", "Get-Stat",
-                  "Get-VMHost", "Connect-VIServer", "Disconnect-VIServer", "Set-PowerCLIConfiguration")
+                  "Get-VMHost", "Connect-VIServer", "Disconnect-VIServer", "Set-PowerCLIConfiguration",
+                  # the worker fleet's
+                  "Get-Template", "Get-Datastore", "New-VM", "Wait-Task", "Set-VM", "New-HardDisk", "Remove-HardDisk",
+                  "Remove-VM", "Get-VMGuest")
 CHANGES = ("Set-StormatrixVMwarePower", "Move-StormatrixVMwareDisk", "Remove-StormatrixVMwareController")
 
 
@@ -111,8 +114,19 @@ def test_public_functions_that_change_the_vm_support_whatif(path: Path) -> None:
 
 
 def test_disks_are_never_removed() -> None:
+    """The matrix backend never removes a disk (the test disk is the user's); only the worker fleet's own
+    functions delete what the fleet made, and each of them checks the fleet's annotation before it does."""
+    fleet_removers = []
     for path in PUBLIC + PRIVATE:
         code = code_of(path)
-        assert "Remove-HardDisk" not in code and "DeletePermanently" not in code, path.name
+        removes = "Remove-HardDisk" in code or "DeletePermanently" in code or "Remove-VM " in code
+        if "Fleet" in path.stem:
+            if removes:
+                fleet_removers.append(path.stem)
+                first = min(code.index(c) for c in ("Remove-HardDisk", "Remove-VM ") if c in code)
+                assert "Test-StormatrixVMwareFleetOwner" in code[:first], f"{path.stem}: removes before checking ownership"
+            continue
+        assert not removes, path.name
+    assert sorted(fleet_removers) == ["Remove-StormatrixVMwareFleet", "Remove-StormatrixVMwareFleetDisk"]
     remove = (MODULE / "Private" / "Remove-StormatrixVMwareController.ps1").read_text(encoding="utf-8")
     assert remove.index("ControllerNotEmpty") < remove.index(".ReconfigVM("), "an occupied controller is refused first"

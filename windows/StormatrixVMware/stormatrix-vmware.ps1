@@ -20,7 +20,13 @@ catch {
     exit 2
 }
 $requestText = [Console]::In.ReadToEnd()
-$response = Invoke-StormatrixVMwareRequest -RequestJson $requestText
+# Each object a command writes is printed at once on its own 'STORMATRIX-ITEM:' line (flushed), so that the
+# caller can journal a VM or disk the fleet functions created before the next one is made.
+$onItem = {
+    [Console]::Out.WriteLine('STORMATRIX-ITEM:' + (ConvertTo-Json -InputObject $_ -Depth 8 -Compress))
+    [Console]::Out.Flush()
+}
+$response = Invoke-StormatrixVMwareRequest -RequestJson $requestText -OnItem $onItem
 [Console]::Out.WriteLine('STORMATRIX-JSON:' + $response.Json)
 if ($response.Ok) {
     exit 0

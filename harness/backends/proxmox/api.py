@@ -166,7 +166,10 @@ class PveshTransport:
     def argv(self, method: str, path: str, params: dict[str, Any] | None = None) -> list[str]:
         argv = [self.pvesh, self.VERBS[method], path, "--output-format", "json"]
         for k, v in (params or {}).items():
-            argv += [f"--{k}", str(_wire(v))]
+            if isinstance(v, (list, tuple)):  # an array parameter: the option repeated, each value attached
+                argv += [f"--{k}={item}" for item in v]  # (so an item like --version is not read as an option)
+            else:
+                argv += [f"--{k}", str(_wire(v))]
         return argv
 
     def request(self, method: str, path: str, params: dict[str, Any] | None = None) -> Any:

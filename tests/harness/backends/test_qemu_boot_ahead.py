@@ -45,8 +45,7 @@ def test_next_vm_boots_ahead_and_is_paused_in_the_window(tmp_path: Path) -> None
     assert [r["cell"]["disk"]["controller"] for r in recs] == ["virtio-blk", "sata", "virtio-scsi-single"]
     # the first VM booted the ordinary way; the others had booted during the cell before
     assert [r["times"]["booted_ahead"] for r in recs] == [False, True, True]
-    # the two test-disk images take turns (QEMU write-locks an image)
-    assert len({r["vm"] for r in recs}) == 2
+    # the test-disk images take turns (QEMU write-locks an image)
     for r in recs[:2]:  # a VM was booting ahead during these cells' windows: paused, and it says so
         ov = r["overlap"]
         assert ov["paused_in_window"] is True
@@ -62,7 +61,10 @@ def test_next_vm_boots_ahead_and_is_paused_in_the_window(tmp_path: Path) -> None
         assert r["host"]["cpu_total"] > 0
     header = json.loads((run_dir / "journal.ndjson").read_text().splitlines()[0])
     assert header["environment"]["boot_ahead"] is True
-    assert len(header["environment"]["test_disks"]) == 2
+    # [qemu] boot_ahead_depth = 2 (the default): the VM under test, two booting ahead and (overlap) the one
+    # before sending its result, one image each
+    assert header["environment"]["boot_ahead_depth"] == 2 and len(header["environment"]["test_disks"]) == 4
+    assert len({r["vm"] for r in recs}) == 3
     assert not qemu_processes(str(run_dir))
 
 
@@ -76,7 +78,7 @@ def test_with_overlap_the_next_vm_boots_at_once_and_no_teardown_runs_in_a_window
     spec = load_spec(matrix)
     stopped: list[Any] = []
     windows: list[tuple[int, list[bool]]] = []
-    ahead_at: list[float] = []
+    ahead_at: list[tuple[float, DiskConfig]] = []
 
     class Watched(QemuBackend):
         def _stop_in_background(self, vm: Any) -> None:
@@ -84,7 +86,7 @@ def test_with_overlap_the_next_vm_boots_at_once_and_no_teardown_runs_in_a_window
             super()._stop_in_background(vm)
 
         def boot_ahead(self, disk: DiskConfig) -> None:
-            ahead_at.append(time.monotonic())
+            ahead_at.append((time.monotonic(), disk))
             super().boot_ahead(disk)
 
         def window_opened(self) -> None:
@@ -97,9 +99,17 @@ def test_with_overlap_the_next_vm_boots_at_once_and_no_teardown_runs_in_a_window
     assert len(stopped) >= 2  # the first two cells' VMs were stopped off the critical path
     assert len(windows) == 3 and all(n == 0 and not any(alive) for n, alive in windows), windows
     marks = [runner.timeline[k] for k in summary["measured_keys"]]
-    assert len(ahead_at) == 2  # booted ahead during the first two cells, as each one's VM was taken over
-    for m, t in zip(marks, ahead_at):
-        assert m["applied"] <= t <= m["ready"] < m["sent"] < m["measure_start"]
+    # the next two configurations boot ahead ([qemu] boot_ahead_depth = 2): where a VM started cold (the first)
+    # the next one at once, the one after once the job is sent; the second cell asks once its job is sent
+    # (the last configuration's VM is already booting: nothing more starts)
+    assert [d.controller for _, d in ahead_at] == ["sata", "virtio-scsi-single", "virtio-scsi-single"]
+    assert marks[0]["applied"] <= ahead_at[0][0] <= marks[0]["ready"]
+    assert marks[0]["sent"] <= ahead_at[1][0] <= marks[0]["measure_start"]
+    assert marks[1]["sent"] <= ahead_at[2][0] <= marks[1]["measure_start"]
+    # two cells in flight ([qemu] pipeline): each cell's result is collected, journaled and its VM stopped
+    # after the next cell's job was sent, and before that cell's window opens
+    for m, nxt in zip(marks, marks[1:]):
+        assert nxt["sent"] <= m["result"] <= m["journaled"] <= m["stopped"] <= nxt["measure_start"], (m, nxt)
     assert [r["times"]["booted_ahead"] for r in cells(tmp_path / "run")] == [False, True, True]
     assert not qemu_processes(str(tmp_path / "run"))
 
@@ -136,10 +146,10 @@ def test_a_retry_keeps_the_vm_booted_ahead_for_its_turn(tmp_path: Path) -> None:
         # paused: a small fraction of one CPU over the window (a booting TCG guest takes a whole one)
         assert info is not None and info["paused_in_window"] and info["cpu_s_in_window"] < 0.5 * elapsed
         assert ahead.cpu_seconds() - cpu0 < 0.5 * elapsed
-        # the cell failed and is retried: A again, on the image A just released; B's VM stays booting
+        # the cell failed and is retried: A again, on an image B's VM does not hold; B's VM stays booting
         backend.apply(a)
         assert backend.ahead is ahead and ahead.alive() and not backend.booted_ahead
-        assert backend.vm is not first and backend.vm.spec.disk_image == first.spec.disk_image
+        assert backend.vm is not first and backend.vm.spec.disk_image != ahead.spec.disk_image
         # B's turn: taken over, already booted or booting, and the guest answers on the early connection
         backend.apply(b)
         assert backend.vm is ahead and backend.booted_ahead and backend.ahead is None

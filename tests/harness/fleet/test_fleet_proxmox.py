@@ -275,42 +275,6 @@ def _fleet_suite_file(standin: PveStandin, tmp_path: Path, host: str, port: int,
 
 
 @pytest.mark.slow
-def test_suite_run_on_a_fleet_runs_each_storage_as_a_side_and_removes_everything(
-        standin: PveStandin, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    import openpyxl
-    from stormatrix.journal import Journal
-
-    standin.add_vm(150, {"name": "smx-w01", "memory": "512", "tags": TAG})  # decoy
-    before_vms, before_volumes = set(standin.vms), standin.volumes()
-    run = tmp_path / "run"
-    with fio_server_on_host(tmp_path / "guest") as (host, port):
-        path = _fleet_suite_file(standin, tmp_path, host, port, [1, 2])
-        assert main(["suite", "plan", str(path)]) == 0
-        out = capsys.readouterr().out
-        assert "sides: bb-iscsi, bb-nvme" in out and "300 smx-w01" in out
-        assert not _creating(standin)
-        code = main(["suite", "run", str(path), "-o", str(run)])
-        err = capsys.readouterr().err
-        assert code == 0, err
-    for storage in ("bb-iscsi", "bb-nvme"):
-        records = list(Journal(run / storage).records())
-        rec = next(r for r in records if r["type"] == "run")
-        assert rec["side"] == storage and rec["storage"]["kind"] == storage
-        assert rec["storage"]["volumes"] == [f"{storage}:vm-300-disk-smx{1 if storage == 'bb-iscsi' else 2}"]
-        cells = [r for r in records if r["type"] == "cell"]
-        assert [c["cell"]["workload"]["iodepth"] for c in cells] == [1, 2]
-        assert all(c["clients"][0]["name"] == "smx-w01" and c["fio"]["total"]["io_bytes"] > 0 for c in cells)
-    wb = openpyxl.load_workbook(run / "comparison.xlsx")
-    header = [c.value for c in wb["Comparison"][1]]
-    assert "IOPS bb-iscsi" in header and "IOPS bb-nvme" in header and wb["Comparison"].max_row == 3
-    # the workers were power-cycled once per side: a stop and a start task each
-    starts = [r for r in standin.requests if r["method"] == "POST" and r["path"].endswith("/300/status/start")]
-    assert len(starts) == 2
-    assert set(standin.vms) == before_vms and standin.volumes() == before_volumes
-    assert FleetJournal(run).state().empty and standin.destroyed_vms == [300]
-
-
-@pytest.mark.slow
 @pytest.mark.parametrize(("method", "suffix"), [("POST", "/storage/bb-nvme/content"),  # the second side's start
                                                  ("DELETE", "/qemu/300")])             # the teardown
 def test_a_suite_on_a_fleet_killed_then_run_again_finishes_and_leaves_nothing(

@@ -53,23 +53,6 @@ def test_fleet_journal_ignores_a_torn_last_line_but_not_a_damaged_one(tmp_path: 
         j.state()
 
 
-def test_a_guest_fio_of_another_version_is_named_with_the_templates_fix(tmp_path: Path) -> None:
-    """What fio's client prints when a server speaks another protocol version (docs/fio-server.md:
-    ``fio: bad server cmd version``), from a client that meets such a server."""
-    from stormatrix.core.errors import GuestNotReady
-    from stormatrix.executors.fioserver import FioGuest
-    from stormatrix.fleet.suiterun import check_fio_servers
-
-    client = tmp_path / "fio"
-    client.write_text("#!/bin/sh\necho 'fio: bad server cmd version 94' >&2\nexit 1\n")
-    client.chmod(0o755)
-    with pytest.raises(GuestNotReady) as err:
-        check_fio_servers([FioGuest(name="smx-w01", host="192.0.2.10", port=8765)], tmp_path / "probe",
-                          fio=str(client))
-    assert "smx-w01" in err.value.message and "protocol mismatch" in err.value.message
-    assert "stormatrix fleet template" in err.value.message
-
-
 def test_keep_is_refused_without_a_fleet(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     suite = tmp_path / "s.toml"
     suite.write_text('[suite]\nfilename = "/dev/sdb"\nguests = ["vm01=10.0.0.11:8765"]\n')

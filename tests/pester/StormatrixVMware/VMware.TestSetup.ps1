@@ -33,3 +33,13 @@ function script:Remove-VMwareTestSetup {
     Remove-Item -Path Env:SMX_TEST_USER, Env:SMX_TEST_PASSWORD, Env:STORMATRIX_FAKE_VCENTER_LAB -ErrorAction SilentlyContinue
     Remove-Module -Name StormatrixVMware, VMware.VimAutomation.Core -Force -ErrorAction SilentlyContinue
 }
+
+# The fleet's run id in the fleet tests, and a fleet of clones made by the module itself for the tests that
+# need workers (names smx-w01.., annotated with the run id).
+$script:RunId = 'abcdef123456'
+function script:New-TestFleet {
+    param([int]$Count = 2)
+    $names = @(1..$Count | ForEach-Object { 'smx-w{0:d2}' -f $_ })
+    $made = @(New-StormatrixVMwareFleet -Name $names -Template smx-worker-tpl -VMHost esx01.lab -RunId $script:RunId -NumCpu 4 -MemoryGB 4)
+    [pscustomobject]@{ Ids = @($made | Where-Object Stage -eq 'Configured' | ForEach-Object Id); Base = @($made | ForEach-Object { $_.Disks }) }
+}

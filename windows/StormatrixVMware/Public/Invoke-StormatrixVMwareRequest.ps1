@@ -18,6 +18,11 @@ function Invoke-StormatrixVMwareRequest {
     .PARAMETER RequestJson
     The request document (stormatrix-vmware.ps1 reads it from standard input).
 
+    .PARAMETER OnItem
+    Run for each object the command writes (as $_), the moment it writes it (stormatrix-vmware.ps1 prints it
+    as a 'STORMATRIX-ITEM:' line), before the response: the fleet functions write one object per VM or
+    disk as soon as it exists, and the caller journals it then, not after the whole fleet is done.
+
     .EXAMPLE
     $request = @{ command = 'Get-StormatrixVMwareLayout'; parameters = @{ VMName = 'bench01'; DiskName = 'Hard disk 2' }
         connection = @{ Server = 'vc01.lab'; CredentialSource = 'Environment' } } | ConvertTo-Json -Depth 5
@@ -29,7 +34,9 @@ function Invoke-StormatrixVMwareRequest {
     .NOTES
     Allowed commands: Get-StormatrixVMwareLayout, Set-StormatrixVMwareController,
     Restore-StormatrixVMwareLayout, Get-StormatrixVMwareHostTuning, Set-StormatrixVMwareHostTuning,
-    Get-StormatrixVMwareCpuUsage, Get-StormatrixVMwareHostInfo. Warnings (certificate checks off, PowerCLI notices) are returned in
+    Get-StormatrixVMwareCpuUsage, Get-StormatrixVMwareHostInfo, and the fleet's
+    Get-StormatrixVMwareFleetTarget, New-StormatrixVMwareFleet, Add-StormatrixVMwareFleetDisk,
+    Restart-StormatrixVMwareFleet, Remove-StormatrixVMwareFleetDisk, Remove-StormatrixVMwareFleet. Warnings (certificate checks off, PowerCLI notices) are returned in
     the response instead of being printed, so standard output stays one document.
     A command that changes the VM or the host (it has -WhatIf/-Confirm itself) is confirmed here, once
     per request, and then called with -Confirm:$false; under -WhatIf it is called with -WhatIf, says
@@ -39,11 +46,13 @@ function Invoke-StormatrixVMwareRequest {
     [CmdletBinding(SupportsShouldProcess)]
     [OutputType([pscustomobject])]
     param(
-        [Parameter(Mandatory)][AllowEmptyString()][string]$RequestJson
+        [Parameter(Mandatory)][AllowEmptyString()][string]$RequestJson,
+        [scriptblock]$OnItem = $null
     )
     $allowed = @('Get-StormatrixVMwareLayout', 'Set-StormatrixVMwareController', 'Restore-StormatrixVMwareLayout',
         'Get-StormatrixVMwareHostTuning', 'Set-StormatrixVMwareHostTuning', 'Get-StormatrixVMwareCpuUsage',
-        'Get-StormatrixVMwareHostInfo')
+        'Get-StormatrixVMwareHostInfo', 'Get-StormatrixVMwareFleetTarget', 'New-StormatrixVMwareFleet', 'Add-StormatrixVMwareFleetDisk',
+        'Restart-StormatrixVMwareFleet', 'Remove-StormatrixVMwareFleetDisk', 'Remove-StormatrixVMwareFleet')
     $response = [ordered]@{ schema = 'stormatrix/vmware-1'; ok = $false; command = $null; server = $null; result = $null; warnings = @() }
     $warnings = New-Object System.Collections.Generic.List[string]
     $previous = $ErrorActionPreference
@@ -83,7 +92,10 @@ function Invoke-StormatrixVMwareRequest {
                     throw (New-StormatrixVMwareError -ErrorId 'Declined' -Category 'OperationStopped' -TargetObject $command -Message "$command was not confirmed; nothing was changed")
                 }
             }
-            $result = & $command @parameters -WarningVariable +commandWarnings -WarningAction SilentlyContinue
+            $result = & $command @parameters -WarningVariable +commandWarnings -WarningAction SilentlyContinue | ForEach-Object {
+                if ($OnItem) { $_ | ForEach-Object -Process $OnItem }
+                $_
+            }
         }
         finally {
             foreach ($w in @($connectWarnings) + @($commandWarnings)) {

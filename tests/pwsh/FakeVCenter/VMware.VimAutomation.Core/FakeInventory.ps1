@@ -80,6 +80,11 @@ function Start-VM {
                 }
                 Set-FakeProperty -Object $labVm -Name 'bootedWith' -Value ([pscustomobject]$seen)
                 Set-FakeProperty -Object $labVm -Name 'boots' -Value ([int]$labVm.boots + 1)
+                if (-not $labVm.guestIp -and @($lab.guestIpPool).Count -gt 0 -and [string]$labVm.tools -ne 'never') {
+                    # the guest's first boot takes an address from the DHCP pool (FakeFleet.ps1)
+                    Set-FakeProperty -Object $labVm -Name 'guestIp' -Value ([string]@($lab.guestIpPool)[0])
+                    $lab.guestIpPool = @(@($lab.guestIpPool) | Select-Object -Skip 1)
+                }
             }
             Save-FakeLab -Lab $lab
             New-FakeVmObject -Lab $lab -Vm $labVm

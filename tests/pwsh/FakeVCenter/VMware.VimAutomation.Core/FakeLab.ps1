@@ -71,7 +71,8 @@ function Open-FakeCall {
     param([Parameter(Mandatory)][string]$Cmdlet, [hashtable]$Parameters = @{}, [Parameter(Mandatory)][object]$Caller)
     $lab = Read-FakeLab
     $lab.calls = @($lab.calls) + @([pscustomobject]@{ cmdlet = $Cmdlet; parameters = $Parameters })
-    if ([string]$lab.hang -eq $Cmdlet) {
+    $nth = @($lab.calls | Where-Object { $_.cmdlet -eq $Cmdlet }).Count
+    if ([string]$lab.hang -eq $Cmdlet -or [string]$lab.hang -eq "$Cmdlet#$nth") {
         $lab.hang = $null
         Set-FakeProperty -Object $lab -Name 'hung_pid' -Value $PID
         Save-FakeLab -Lab $lab

@@ -52,6 +52,7 @@ function New-FakeVmObject {
         PowerState    = [string]$Vm.powerState
         NumCpu        = [int]$Vm.numCpu
         MemoryGB      = [double]$Vm.memoryGB
+        Notes         = [string]$Vm.notes
         VMHost        = [string]$Vm.host
         VMHostId      = [string](Get-FakeLabHost -Lab $Lab -Name $Vm.host).id
         ExtensionData = $view

@@ -6,7 +6,7 @@
 # of pwsh processes (the Python backend runs one per call) sees one lab. A test can also put
 #   "faults": {"Set-HardDisk": "message"}   the next call of that cmdlet fails with this message ("Step#N":
 #                                            its N-th call; esxcli methods are "esxcli:storage.core.device.set"), and
-#   "hang": "Start-VM"                       the next call of that cmdlet writes "hung_pid" and sleeps,
+#   "hang": "Start-VM"                       the next call of that cmdlet ("New-VM#3": its 3rd call) writes "hung_pid" and sleeps,
 # so that a half-done reconfiguration or a killed workstation can be reproduced.
 #
 # What it follows: the PowerCLI cmdlet reference (developer.broadcom.com/powercli, VMware.VimAutomation.Core)
@@ -23,6 +23,7 @@ $script:Session = @{ Server = $null; InvalidCertificateAction = 'Unset' }
 . (Join-Path $PSScriptRoot 'FakeObjects.ps1')
 . (Join-Path $PSScriptRoot 'FakeInventory.ps1')
 . (Join-Path $PSScriptRoot 'FakeHost.ps1')
+. (Join-Path $PSScriptRoot 'FakeFleet.ps1')
 
 # --- connection -------------------------------------------------------------------------------------------
 
@@ -154,5 +155,6 @@ Export-ModuleMember -Function @(
     'Connect-VIServer', 'Disconnect-VIServer', 'Set-PowerCLIConfiguration', 'Get-VICredentialStoreItem',
     'Get-VM', 'Start-VM', 'Stop-VM', 'Wait-Tools', 'Get-HardDisk', 'Set-HardDisk',
     'Get-ScsiController', 'New-ScsiController', 'Set-ScsiController', 'Get-NvmeController', 'New-NvmeController',
-    'Get-VMHost', 'Get-EsxCli', 'Get-Stat', 'Get-AdvancedSetting', 'New-AdvancedSetting'
+    'Get-VMHost', 'Get-EsxCli', 'Get-Stat', 'Get-AdvancedSetting', 'New-AdvancedSetting',
+    'Get-Datastore', 'Get-Template', 'New-VM', 'Set-VM', 'Get-Task', 'Wait-Task', 'New-HardDisk', 'Remove-HardDisk', 'Remove-VM', 'Get-VMGuest'
 )

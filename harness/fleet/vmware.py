@@ -1,0 +1,459 @@
+"""The fleet on VMware ESXi / vCenter: plan, deploy, attach a datastore's test disks, power-cycle, detach, destroy.
+
+The same stages as :mod:`.proxmox`, through the StormatrixVMware module (PowerCLI) run by ``pwsh`` the way the
+``vmware`` backend runs it (:class:`~stormatrix.backends.vmware_pwsh.PwshRunner`: one process per call, one
+JSON request, nothing spliced into script text):
+
+- plan: ``Get-StormatrixVMwareFleetTarget`` (the template is a template, the host and datastores exist, each
+  datastore is accessible and has room, no worker name is taken by a VM that is not this fleet's);
+- deploy: ``New-StormatrixVMwareFleet`` (``New-VM -Template`` per worker, annotated with the fleet's id);
+- a storage under test is a **datastore**: ``Add-StormatrixVMwareFleetDisk`` (``New-HardDisk -Datastore`` on a
+  controller of ``[fleet] controller``), ``Remove-StormatrixVMwareFleetDisk`` (``Remove-HardDisk
+  -DeletePermanently``);
+- ``Restart-StormatrixVMwareFleet`` (Stop-VM, Start-VM, VMware Tools, each guest's IPv4 address);
+- destroy: ``Remove-StormatrixVMwareFleet`` (``Remove-VM -DeletePermanently``).
+
+Ownership (issue 24): the journal (``fleet.ndjson``, :class:`.journal.FleetJournal`'s file discipline) gets
+every worker's name before its clone is requested and every disk (VM, datastore) before it is created; the
+module writes one object per VM or disk the moment it exists, and each is journaled as it arrives
+(:meth:`PwshRunner.call`'s ``on_item``). Removal goes by the journal: VMs by id, or by exact name when a crash
+kept the id from the journal, and the module touches only VMs whose annotation names this fleet's id.
+
+Records (``type``; the Proxmox fleet's records are keyed by VMID, these by vCenter's ids and names):
+``fleet`` (``backend = "vmware"``), ``esx-vm`` (``name``: before the clone), ``esx-vm-made`` (``name``, ``id``,
+``disks``: the clone's own disk files), ``esx-vm-ready`` (``name``, ``id``), ``esx-disk`` (``vm``, ``id``,
+``datastore``: before the disk), ``esx-disk-made`` (``vm``, ``datastore``, ``filename``), ``esx-disk-attached``,
+``esx-gone`` (``kind`` ``vm`` with ``name``/``id``, or ``disk`` with ``vm``/``datastore``).
+
+``[fleet]`` for ESXi::
+
+    [fleet]
+    backend = "vmware"
+    template = "smx-worker-tpl"   # a vSphere template: a Linux image with VMware Tools and fio
+    vmhost = "esx01.lab"          # the ESXi host the workers run on
+    workers = 32
+    vcpus = 4
+    memory_mib = 4096
+    name_prefix = "smx-w"
+    storages = ["bb-iscsi", "bb-nvme"]   # datastores under test; each is a side
+    disk_size = "10G"
+    controller = "pvscsi"         # pvscsi, lsilogic-sas, lsilogic, nvme
+    storage_format = "eagerzeroedthick"
+    power_cycle = "side"
+
+and ``[vmware]`` holds only how to reach vCenter (server, credentials by reference, verify_tls, pwsh).
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from ..backends.vmware_pwsh import PwshRunner
+from ..backends.vmware_settings import (CONNECTION_KEYS, CONTROLLER_TYPES, VMWARE_SECTION, connection,
+                                        credentials_for_child)
+from ..core.errors import MatrixError
+from ..core.model import parse_size
+from ..schema import Field, Section, parse_section
+from .journal import FleetJournal
+from .spec import MAX_WORKERS, NAME_PREFIX_RE
+
+log = logging.getLogger("stormatrix.fleet")
+
+STORAGE_FORMATS = {"eagerzeroedthick": "EagerZeroedThick", "thick": "Thick", "thin": "Thin"}
+
+
+def _prefix_ok(value: str) -> None:
+    if not NAME_PREFIX_RE.match(value):
+        raise ValueError(f"{value!r} is not a name prefix: lower-case letters, digits and '-', starting with a letter")
+
+
+def _size_ok(value: Any) -> None:
+    size = parse_size(value)
+    if not 2**20 <= size <= 62 * 2**40:
+        raise ValueError(f"{str(value)[:40]} is outside 1 MiB to 62 TiB (a VMFS virtual disk's limit)")
+
+
+VMWARE_FLEET_SECTION = Section("fleet", {
+    "backend": Field(str, choices=("vmware",), help="where the workers are deployed"),
+    "template": Field(str, help="the vSphere template the workers are cloned from, by exact name"),
+    "vmhost": Field(str, help="the ESXi host the workers are placed on, by exact name"),
+    "vm_datastore": Field(str, "", help="datastore for the workers' own disks (default: the template's)"),
+    "workers": Field(int, 4, min=1, max=MAX_WORKERS),
+    "vcpus": Field(int, 4, min=1, max=768),
+    "memory_mib": Field(int, 4096, min=256, max=24 * 2**20),
+    "name_prefix": Field(str, "smx-w", check=_prefix_ok),
+    "storages": Field(str, list_of=True, help="the datastores under test; each is a side"),
+    "disk_size": Field((str, int), "10G", check=_size_ok, help="each worker's test disk, like 10G"),
+    "controller": Field(str, "pvscsi", choices=tuple(CONTROLLER_TYPES)),
+    "storage_format": Field(str, "eagerzeroedthick", choices=tuple(STORAGE_FORMATS),
+                            help="eagerzeroedthick (allocated and zeroed before the run), thick, or thin"),
+    "power_cycle": Field(str, "side", choices=("side", "never"),
+                         help="stop and start the workers before each datastore's run (side), or never"),
+    "parallel": Field(int, 8, min=1, max=64, help="clone tasks running at once"),
+    "ready_timeout": Field(float, 600.0, min=5, max=7200, help="seconds the workers may take to boot"),
+}, help="the worker VMs the suite deploys on ESXi, and the datastores under test they get a disk on in turn")
+
+#: ``[vmware]`` for a fleet: how to reach vCenter, nothing about one VM
+FLEET_VMWARE_SECTION = Section("vmware", {k: VMWARE_SECTION.fields[k] for k in CONNECTION_KEYS},
+                               help="how the fleet reaches vCenter or the ESXi host")
+
+
+@dataclass(frozen=True)
+class VmwareFleetSpec:
+    path: str
+    template: str
+    vmhost: str
+    vm_datastore: str
+    workers: int
+    vcpus: int
+    memory_mib: int
+    name_prefix: str
+    storages: tuple[str, ...]
+    disk_size: int
+    controller: str
+    storage_format: str
+    power_cycle: str
+    parallel: int
+    ready_timeout: float
+    vmware: dict[str, Any] = field(default_factory=dict, compare=False)  # the validated [vmware] connection keys
+    vmware_raw: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    def names(self) -> list[str]:
+        width = max(2, len(str(self.workers)))
+        return [f"{self.name_prefix}{i:0{width}d}" for i in range(1, self.workers + 1)]
+
+
+def vmware_fleet_from_dict(raw: dict[str, Any], path: str) -> VmwareFleetSpec:
+    """``[fleet]`` (``backend = "vmware"``) and ``[vmware]``'s connection keys, validated."""
+    if not isinstance(raw.get("vmware"), dict):
+        raise MatrixError(path, "[vmware]", "is missing: the fleet is deployed through vCenter or an ESXi host",
+                          "add [vmware] with server and the credential settings (docs/esxi.md)")
+    for key in ("vm", "test_disk"):
+        if key in raw["vmware"]:
+            raise MatrixError(path, f"[vmware] {key}", "does not apply to a fleet: it names one VM of a matrix run",
+                              f"remove {key}; the fleet's VMs are described in [fleet]")
+    f = parse_section(path, VMWARE_FLEET_SECTION, raw.get("fleet", {}))
+    vmware = parse_section(path, FLEET_VMWARE_SECTION, raw["vmware"])
+    return VmwareFleetSpec(path=path, template=f["template"], vmhost=f["vmhost"], vm_datastore=f["vm_datastore"],
+                           workers=f["workers"], vcpus=f["vcpus"], memory_mib=f["memory_mib"],
+                           name_prefix=f["name_prefix"], storages=tuple(f["storages"]),
+                           disk_size=parse_size(f["disk_size"]), controller=f["controller"],
+                           storage_format=f["storage_format"], power_cycle=f["power_cycle"], parallel=f["parallel"],
+                           ready_timeout=f["ready_timeout"], vmware=vmware, vmware_raw=dict(raw["vmware"]))
+
+
+def make_runner(spec: VmwareFleetSpec) -> PwshRunner:
+    """The pwsh runner of the fleet's ``[vmware]`` connection; a missing user or password fails here, by name."""
+    o = spec.vmware
+    conn = connection(o, spec.vmware_raw, spec.path)
+    runner = PwshRunner(o["pwsh"], conn.parameters, timeout=o["call_timeout"], redact=conn.redact)
+    runner.child_env.update(credentials_for_child(conn, o))
+    return runner
+
+
+# --- what the journal says the fleet owns ---------------------------------------------------------------------
+
+@dataclass
+class EsxVm:
+    name: str
+    id: str | None = None  # None: the clone may or may not have happened
+    ready: bool = False
+    disks: list[str] = field(default_factory=list)  # the clone's own disk files
+
+
+@dataclass
+class EsxDisk:
+    vm: str
+    id: str
+    datastore: str
+    filename: str | None = None  # None: the disk may or may not have been created
+    attached: bool = False
+
+
+@dataclass
+class VmwareFleetState:
+    header: dict[str, Any] | None = None
+    vms: dict[str, EsxVm] = field(default_factory=dict)  # name -> VM
+    disks: dict[tuple[str, str], EsxDisk] = field(default_factory=dict)  # (vm name, datastore) -> disk
+
+    @property
+    def empty(self) -> bool:
+        return not self.vms and not self.disks
+
+    @property
+    def volumes(self) -> list[EsxDisk]:
+        """The test disks (the Proxmox fleet's volumes)."""
+        return list(self.disks.values())
+
+    def base_files(self) -> list[str]:
+        return sorted({f for v in self.vms.values() for f in v.disks})
+
+
+def replay(journal: FleetJournal) -> VmwareFleetState:
+    st = VmwareFleetState()
+    for rec in journal.records():
+        kind = rec["type"]
+        if kind == "fleet":
+            st.header = st.header or rec
+        elif kind == "esx-vm":
+            st.vms.setdefault(rec["name"], EsxVm(rec["name"]))
+        elif kind == "esx-vm-made":
+            vm = st.vms.setdefault(rec["name"], EsxVm(rec["name"]))
+            vm.id = rec["id"]
+            vm.disks = list(rec.get("disks") or vm.disks)
+        elif kind == "esx-vm-ready":
+            st.vms.setdefault(rec["name"], EsxVm(rec["name"], rec["id"])).ready = True
+        elif kind == "esx-disk":
+            st.disks.setdefault((rec["vm"], rec["datastore"]), EsxDisk(rec["vm"], rec["id"], rec["datastore"]))
+        elif kind in ("esx-disk-made", "esx-disk-attached"):
+            disk = st.disks.get((rec["vm"], rec["datastore"]))
+            if disk is not None:
+                disk.filename = rec.get("filename") or disk.filename
+                disk.attached = disk.attached or kind == "esx-disk-attached"
+        elif kind == "esx-gone":
+            if rec["kind"] == "vm":
+                st.vms.pop(rec["name"], None)
+                for key in [k for k in st.disks if k[0] == rec["name"]]:
+                    del st.disks[key]
+            else:
+                st.disks.pop((rec["vm"], rec["datastore"]), None)
+    return st
+
+
+# --- the plan ---------------------------------------------------------------------------------------------
+
+@dataclass
+class VmwareFleetPlan:
+    template: str
+    vmhost: str
+    names: list[str]
+    storages: list[dict[str, Any]] = field(default_factory=list)
+    problems: list[tuple[str, str]] = field(default_factory=list)
+
+    def describe(self) -> list[str]:
+        lines = [f"ESXi host {self.vmhost}: {len(self.names)} workers cloned from template {self.template}",
+                 "  " + ", ".join(self.names)]
+        for s in self.storages:
+            lines.append(f"  datastore {s['storage']} ({s.get('type') or '?'}): needs {s['needed'] / 2**30:.1f} GiB, "
+                         f"{s.get('avail', 0) / 2**30:.1f} GiB free")
+        return lines
+
+
+class VmwareFleet:
+    """One fleet (one run directory's ``fleet.ndjson``) on one vCenter or ESXi host."""
+
+    backend = "vmware"
+
+    def __init__(self, spec: VmwareFleetSpec, runner: PwshRunner, run_dir: str | Path) -> None:
+        self.spec = spec
+        self.runner = runner
+        self.journal = FleetJournal(run_dir)
+        st = self.state()
+        if st.header is not None and st.header.get("backend") != "vmware":
+            raise MatrixError(str(self.journal.path), "fleet",
+                              f"was deployed on {st.header.get('backend')}, not vmware",
+                              "use the run directory of this fleet, or a new one")
+        self.fleet_id = str(st.header["fleet_id"]) if st.header else uuid.uuid4().hex[:12]
+
+    def state(self) -> VmwareFleetState:
+        return replay(self.journal)
+
+    def close(self) -> None:
+        """Nothing to close: each module call is a pwsh process of its own (the same interface as the
+        Proxmox fleet's, whose transport holds a session)."""
+
+    def __enter__(self) -> "VmwareFleet":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _call(self, command: str, parameters: dict[str, Any],
+              on_item: Callable[[dict[str, Any]], None] | None = None) -> Any:
+        return self.runner.call(command, parameters, on_item=on_item)
+
+    # --- plan ------------------------------------------------------------------------------------------
+    def plan(self) -> VmwareFleetPlan:
+        s = self.spec
+        names = s.names()
+        t = self._call("Get-StormatrixVMwareFleetTarget", {"Template": s.template, "VMHost": s.vmhost,
+                                                           "Datastore": list(s.storages), "Name": names,
+                                                           "RunId": self.fleet_id}) or {}
+        problems: list[tuple[str, str]] = []
+        tpl = t.get("Template") or {}
+        if not tpl.get("IsTemplate"):
+            problems.append(("template", str(tpl.get("Problem") or f"template {s.template!r} not found")
+                             + "; give the name of a vSphere template (a Linux image with VMware Tools and fio)"))
+        esx = t.get("Host") or {}
+        if not esx.get("Found"):
+            problems.append(("vmhost", str(esx.get("Problem") or f"ESXi host {s.vmhost!r} not found")))
+        plan = VmwareFleetPlan(s.template, s.vmhost, names)
+        needed = s.workers * s.disk_size
+        for ds in t.get("Datastores") or []:
+            name = str(ds.get("Name"))
+            if not ds.get("Found"):
+                problems.append(("storages", f"datastore {name!r}: {ds.get('Problem') or 'not found'}"))
+                continue
+            avail = int(float(ds.get("FreeSpaceGB") or 0) * 2**30)
+            plan.storages.append({"storage": name, "type": ds.get("Type"), "avail": avail, "needed": needed})
+            if not ds.get("Accessible"):
+                problems.append(("storages", f"datastore {name} is not accessible from vCenter (unmounted, or its "
+                                             "storage is down)"))
+            elif avail < needed and s.storage_format != "thin":
+                problems.append(("storages", f"datastore {name} has {avail / 2**30:.1f} GiB free, the fleet's "
+                                             f"{s.storage_format} disks need {needed / 2**30:.1f} GiB ({s.workers} x "
+                                             f"{s.disk_size / 2**30:g} GiB); free space, or lower workers or "
+                                             "disk_size"))
+        clash = [str(x.get("Name")) for x in t.get("Taken") or [] if not x.get("Ours")]
+        if clash:
+            problems.append(("name_prefix", f"VMs named {', '.join(clash)} exist and are not this fleet's; choose "
+                                            "another name_prefix (nothing is ever removed by name alone)"))
+        plan.problems = problems
+        return plan
+
+    def check(self, plan: VmwareFleetPlan) -> None:
+        if plan.problems:
+            keys = list(dict.fromkeys(k for k, _ in plan.problems))
+            raise MatrixError(self.spec.path, f"[fleet] {keys[0]}",
+                              f"{len(plan.problems)} problem(s) before anything is created: "
+                              + "; ".join(p for _, p in plan.problems),
+                              "fix each named problem, then run the same command again (nothing was created)")
+
+    @property
+    def marker(self) -> str:
+        """The annotation every worker carries (the module writes it from the run id)."""
+        return f"stormatrix fleet {self.fleet_id}: a benchmark worker; `stormatrix fleet destroy` removes it"
+
+    # --- deploy ----------------------------------------------------------------------------------------
+    def deploy(self, *, on_step: Callable[[str, str], None] | None = None) -> list[str]:
+        """Clone and configure every worker not yet ready; resumes from the journal. Returns the VM ids."""
+        s = self.spec
+        step = on_step or (lambda _stage, _name: None)
+        st = self.state()
+        if st.header is None:
+            self.check(self.plan())
+            self.journal.append({"type": "fleet", "fleet_id": self.fleet_id, "backend": "vmware",
+                                 "server": s.vmware.get("server"), "template": s.template, "vmhost": s.vmhost,
+                                 "workers": s.workers, "names": s.names(), "marker": self.marker})
+        names = [str(n) for n in (self.state().header or {}).get("names", s.names())]
+        pending = [n for n in names if not (n in st.vms and st.vms[n].ready)]
+        if pending:
+            for name in pending:
+                if name not in st.vms:
+                    self.journal.append({"type": "esx-vm", "name": name})
+
+            def made(item: dict[str, Any]) -> None:
+                if item.get("Stage") == "Created":
+                    self.journal.append({"type": "esx-vm-made", "name": item["Name"], "id": item["Id"],
+                                         "disks": list(item.get("Disks") or [])})
+                    step("clone", str(item["Name"]))
+                elif item.get("Stage") == "Configured":
+                    self.journal.append({"type": "esx-vm-ready", "name": item["Name"], "id": item["Id"]})
+
+            self._call("New-StormatrixVMwareFleet", {
+                "Name": pending, "Template": s.template, "VMHost": s.vmhost, "Datastore": s.vm_datastore,
+                "RunId": self.fleet_id, "NumCpu": s.vcpus, "MemoryGB": round(s.memory_mib / 1024, 3),
+                "Parallel": s.parallel}, on_item=made)
+        st = self.state()
+        return [str(st.vms[n].id) for n in names]
+
+    # --- a datastore's test disks ---------------------------------------------------------------------
+    def attach(self, storage: str, vmids: list[str], *, on_step: Callable[[str, str], None] | None = None) -> None:
+        """Create each worker's test disk on datastore ``storage`` on a controller of ``[fleet] controller``."""
+        step = on_step or (lambda _stage, _vm: None)
+        st = self.state()
+        by_id = {v.id: v for v in st.vms.values() if v.id}
+        todo = []
+        for vmid in vmids:
+            vm = by_id[vmid]
+            disk = st.disks.get((vm.name, storage))
+            if disk is not None and disk.attached:
+                continue
+            if disk is None:
+                self.journal.append({"type": "esx-disk", "vm": vm.name, "id": vmid, "datastore": storage})
+            todo.append(vmid)
+        if not todo:
+            return
+        names = {v.id: v.name for v in st.vms.values()}
+
+        def made(item: dict[str, Any]) -> None:
+            vm = names.get(str(item.get("VMId")), str(item.get("VMName")))
+            kind = "esx-disk-attached" if item.get("Stage") == "Attached" else "esx-disk-made"
+            self.journal.append({"type": kind, "vm": vm, "datastore": storage, "filename": item.get("Filename")})
+            step("attach" if kind == "esx-disk-attached" else "allocate", vm)
+
+        self._call("Add-StormatrixVMwareFleetDisk", {
+            "VMId": todo, "RunId": self.fleet_id, "Datastore": storage,
+            "CapacityGB": round(self.spec.disk_size / 2**30, 6),
+            "ControllerType": CONTROLLER_TYPES[self.spec.controller],
+            "StorageFormat": STORAGE_FORMATS[self.spec.storage_format], "BaseFilename": st.base_files()}, on_item=made)
+
+    def detach(self, storage: str | None = None, *, on_step: Callable[[str, str], None] | None = None) -> None:
+        """Remove every journaled test disk (on ``storage``, or all) that is not gone yet."""
+        step = on_step or (lambda _stage, _vm: None)
+        st = self.state()
+        stores = sorted({d.datastore for d in st.disks.values() if storage is None or d.datastore == storage})
+        for ds in stores:
+            disks = [d for d in st.disks.values() if d.datastore == ds]
+
+            def gone(item: dict[str, Any], ds: str = ds) -> None:
+                vm = next((d.vm for d in disks if d.id == item.get("VMId")), None)
+                if vm is None:
+                    return
+                if item.get("State") == "NotOurs":
+                    log.warning("VM %s (%s) does not carry this fleet's annotation: its disks are left alone",
+                                vm, item.get("VMId"))
+                self.journal.append({"type": "esx-gone", "kind": "disk", "vm": vm, "datastore": ds,
+                                     "filename": item.get("Filename"), "state": item.get("State")})
+                step("free", vm)
+
+            self._call("Remove-StormatrixVMwareFleetDisk", {
+                "VMId": sorted({d.id for d in disks}), "RunId": self.fleet_id, "Datastore": ds,
+                "BaseFilename": st.base_files()}, on_item=gone)
+            # the module removed every test disk these VMs had on the datastore: a journaled disk it did not
+            # report never came to exist (its creation was cut short before vSphere made it)
+            left = self.state()
+            for d in disks:
+                if (d.vm, ds) in left.disks:
+                    self.journal.append({"type": "esx-gone", "kind": "disk", "vm": d.vm, "datastore": ds,
+                                         "filename": d.filename, "state": "None"})
+
+    # --- power ------------------------------------------------------------------------------------------
+    def power_cycle(self, vmids: list[str]) -> list[dict[str, Any]]:
+        """Stop, then start every worker, wait for VMware Tools and each guest's address: ``[{Name, Id,
+        IPAddress}]`` in ``vmids``' order."""
+        ready: list[dict[str, Any]] = []
+        self._call("Restart-StormatrixVMwareFleet", {"VMId": list(vmids), "RunId": self.fleet_id,
+                                                     "ReadyTimeoutSeconds": int(self.spec.ready_timeout)},
+                   on_item=ready.append)
+        return ready
+
+    # --- destroy ----------------------------------------------------------------------------------------
+    def destroy(self, *, on_step: Callable[[str, str], None] | None = None) -> VmwareFleetState:
+        """Remove the journal's VMs (by id, or by exact name when only the name was journaled) that carry
+        this fleet's annotation, their disks with them. A VM without it is reported and left alone."""
+        step = on_step or (lambda _stage, _name: None)
+        st = self.state()
+        if not st.vms:
+            return st
+        by_id = {v.id: v.name for v in st.vms.values() if v.id}
+        by_name = [v.name for v in st.vms.values() if not v.id]
+
+        def gone(item: dict[str, Any]) -> None:
+            name = by_id.get(str(item.get("Id"))) if item.get("Id") in by_id else item.get("Name")
+            if name not in st.vms:
+                return
+            if item.get("State") == "NotOurs":
+                log.warning("%s (%s) does not carry this fleet's annotation: not ours, left alone", name,
+                            item.get("Id"))
+            self.journal.append({"type": "esx-gone", "kind": "vm", "name": name, "id": item.get("Id"),
+                                 "state": item.get("State")})
+            step("destroy", str(name))
+
+        self._call("Remove-StormatrixVMwareFleet", {"VMId": sorted(by_id), "VMName": by_name, "RunId": self.fleet_id},
+                   on_item=gone)
+        return self.state()

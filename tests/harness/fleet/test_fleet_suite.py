@@ -1,0 +1,180 @@
+"""``stormatrix suite run`` on a fleet description against the Proxmox stand-in, end to end: the suite
+creates the workers, runs two storages as two sides, writes the comparison workbook and removes
+everything it created, touching nothing the fleet journal does not list.
+
+Two fleets: 64 API-only workers whose guests are real loopback ``fio --server`` processes, started and
+stopped by the stand-in with each VM (``standins/pve_launch.FioServerLauncher``), and 4 workers backed
+by real local QEMU guests running ``fio --server`` (``standins/pve_qemu.QemuVmLauncher``). In both, a
+worker's address is what its guest agent reports on the stand-in's bridge (a loopback /24 of its own:
+``[suite] network`` names it).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Iterator
+
+import openpyxl
+import pytest
+from standins.pve import PveStandin
+from standins.pve_launch import FioServerLauncher
+from suite_pve import SECRET, SECRET_ENV, TOKEN, TOKEN_ID
+
+from stormatrix.cli import main
+from stormatrix.executors.fioserver import find_fio
+from stormatrix.fleet.journal import FleetJournal
+from stormatrix.fleet.proxmox import TAG
+from stormatrix.journal import Journal
+
+TEMPLATE = 9000
+GIB = 2**30
+STORAGES = ("bb-iscsi", "bb-nvme")
+
+
+def make_standin(tmp_path: Path, launcher: Any) -> PveStandin:
+    s = PveStandin(tmp_path / "pve", tokens={TOKEN: SECRET}, launcher=launcher)
+    # the template: a cloud image with the guest agent and a network on the bridge (its fio server unit
+    # comes up with the VM); no disk the suite would have to tell apart from the test disk
+    s.add_vm(TEMPLATE, {"name": "debian12-fio", "memory": "512", "cores": "1", "agent": "1",
+                        "net0": "virtio=BC:24:11:00:90:00,bridge=vmbr0", "template": "1"})
+    s.add_storage("bb-iscsi", type="lvm", vgname="bb", total=512 * GIB)
+    s.add_storage("bb-nvme", type="zfspool", pool="rpool/bb", total=512 * GIB)
+    # someone else's VM, named and tagged like a worker, with a volume on a storage under test
+    vol = s.add_volume(150, "vm-150-disk-0.raw", size=2**20)
+    s.add_vm(150, {"name": "smx-w01", "memory": "512", "tags": TAG, "scsi0": f"{vol},size=1M",
+                   "description": "stormatrix fleet 0123456789ab"})
+    s.add_storage("decoy", type="lvm", vgname="decoy", total=GIB)
+    s._make_volume("bb-iscsi:vm-150-disk-smx1", 2**20)
+    return s
+
+
+def suite_file(standin: PveStandin, tmp_path: Path, *, workers: int, fleet: dict[str, Any] | None = None,
+               **suite: Any) -> Path:
+    values: dict[str, Any] = {"template": TEMPLATE, "workers": workers, "storages": list(STORAGES),
+                              "disk_size": "1G", "vcpus": 1, "memory_mib": 512, "vmids": "300-399",
+                              **(fleet or {})}
+    body = "[fleet]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in values.items())
+    body += (f'[proxmox]\nhost = "127.0.0.1"\nport = {standin.port}\nnode = "{standin.node}"\n'
+             f'token_id = "{TOKEN_ID}"\ntoken_secret_env = "{SECRET_ENV}"\nca_file = "{standin.ca_file}"\n'
+             f'timeout = 30\nqemu_server_dir = "{standin.run_dir}"\n')
+    points = {"block_sizes": ["4k"], "queue_depths": [1], "ramp_seconds": 0, "measure_seconds": 1,
+              "network": standin.bridge_network, **suite}
+    body += "[run]\norder = \"grouped\"\n[suite]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in points.items())
+    path = tmp_path / "suite.toml"
+    path.write_text(body)
+    return path
+
+
+def created(standin: PveStandin) -> list[dict[str, Any]]:
+    return [r for r in standin.requests if r["method"] in ("POST", "PUT", "DELETE")]
+
+
+def assert_only_the_journals_things_were_touched(standin: PveStandin, run: Path) -> None:
+    """Every request that changes something names the template (clone), a VM the journal lists, or a
+    volume the journal lists (by storage and owner)."""
+    owned_vms = {int(r["vmid"]) for r in FleetJournal(run).records() if r["type"] == "vm"}
+    owned_volumes = {r["volid"] for r in FleetJournal(run).records() if r["type"] == "volume-made"}
+    for req in created(standin):
+        path = req["path"]
+        if path.endswith(f"/qemu/{TEMPLATE}/clone"):
+            continue
+        if "/qemu/" in path:
+            assert int(path.split("/qemu/")[1].split("/")[0]) in owned_vms, req
+        elif path.endswith("/content"):  # an allocation: its owner is ours
+            assert int(req["params"]["vmid"]) in owned_vms, req
+        else:
+            assert path.rsplit("/", 1)[1] in owned_volumes, req
+
+
+def check_outcome(standin: PveStandin, run: Path, workers: int, before: tuple[set[int], set[str]]) -> None:
+    for storage in STORAGES:
+        records = list(Journal(run / storage).records())
+        rec = next(r for r in records if r["type"] == "run")
+        assert rec["side"] == storage and len(rec["storage"]["volumes"]) == workers
+        cells = [r for r in records if r["type"] == "cell"]
+        assert len(cells) == 1
+        clients = cells[0]["clients"]
+        assert len(clients) == workers and all(c["fio"]["total"]["io_bytes"] > 0 for c in clients)
+        # the fio servers were reached at the addresses the guest agents reported on the bridge
+        assert {g["host"] for g in rec["guests"]} == {vm["address"] for vm in rec["vms"]}
+        assert all(g["host"].startswith(standin.bridge + ".") for g in rec["guests"])
+    header = [c.value for c in openpyxl.load_workbook(run / "comparison.xlsx")["Comparison"][1]]
+    assert f"IOPS {STORAGES[0]}" in header and f"IOPS {STORAGES[1]}" in header
+    # nothing left behind, nothing else touched
+    assert (set(standin.vms), standin.volumes()) == before
+    assert FleetJournal(run).state().empty
+    assert sorted(standin.destroyed_vms) == list(range(300, 300 + workers))
+    assert_only_the_journals_things_were_touched(standin, run)
+
+
+@pytest.fixture
+def api_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[PveStandin]:
+    monkeypatch.setenv(SECRET_ENV, SECRET)
+    s = make_standin(tmp_path, FioServerLauncher())
+    s.clone_seconds = s.destroy_seconds = 0.02  # type: ignore[misc]
+    with s:
+        yield s
+
+
+@pytest.mark.slow
+def test_a_suite_on_64_api_only_workers_runs_two_storages_and_removes_everything(
+        api_only: PveStandin, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    before = (set(api_only.vms), api_only.volumes())
+    path = suite_file(api_only, tmp_path, workers=64, filename="target.dat", size="1m", host_metrics="off")
+    assert main(["suite", "plan", str(path)]) == 0
+    assert "64 workers cloned from template 9000" in capsys.readouterr().out and not created(api_only)
+    run = tmp_path / "run"
+    code = main(["suite", "run", str(path), "-o", str(run)])
+    assert code == 0, capsys.readouterr().err[-3000:]
+    check_outcome(api_only, run, 64, before)
+    # one power cycle per side: every worker stopped (when running) and started once per storage
+    starts = [r for r in api_only.requests if r["method"] == "POST" and r["path"].endswith("/status/start")]
+    assert len(starts) == 2 * 64
+    # the fio version of every worker was asked through its guest agent before the first point
+    execs = [r for r in api_only.requests if r["path"].endswith("/agent/exec")]
+    assert len(execs) == 64 and all(r["params"]["command"] == ["fio", "--version"] for r in execs)
+
+
+def test_a_worker_fio_of_another_version_stops_the_suite_before_any_point(
+        api_only: PveStandin, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The guests' fio (here a fio 3.28 build: a program that says so) is asked through the agent; the
+    mismatch is named with the template's fix, exit 2, nothing measured, and the workers are removed."""
+    old = tmp_path / "fio-3.28" / "fio"
+    old.parent.mkdir()
+    old.write_text(f'#!/bin/sh\n[ "$1" = --version ] && {{ echo fio-3.28; exit 0; }}\nexec {find_fio()} "$@"\n')
+    old.chmod(0o755)
+    api_only.launcher = FioServerLauncher(fio=str(old))
+    before = (set(api_only.vms), api_only.volumes())
+    path = suite_file(api_only, tmp_path, workers=2, filename="target.dat", size="1m", host_metrics="off")
+    run = tmp_path / "run"
+    assert main(["suite", "run", str(path), "-o", str(run)]) == 2
+    err = capsys.readouterr().err
+    assert "[fleet] template" in err and "VM 300 runs fio-3.28, the controller fio-3." in err and "VM 301 runs" in err
+    assert "stormatrix fleet template" in err and "Traceback" not in err
+    assert not [r for r in Journal(run / STORAGES[0]).records() if r["type"] == "cell"] \
+        if (run / STORAGES[0] / "journal.ndjson").exists() else True
+    assert (set(api_only.vms), api_only.volumes()) == before and FleetJournal(run).state().empty
+
+
+@pytest.mark.slow
+def test_power_cycle_point_cycles_the_workers_before_every_point(
+        api_only: PveStandin, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = suite_file(api_only, tmp_path, workers=2, fleet={"storages": ["bb-iscsi"], "power_cycle": "point"},
+                      filename="target.dat", size="1m", host_metrics="off", queue_depths=[1, 2, 4])
+    run = tmp_path / "run"
+    assert main(["suite", "run", str(path), "-o", str(run)]) == 0, capsys.readouterr().err[-3000:]
+    cells = [r for r in Journal(run / "bb-iscsi").records() if r["type"] == "cell"]
+    assert len(cells) == 3
+    destroyed_at = next(i for i, r in enumerate(api_only.requests)
+                        if r["method"] == "DELETE" and r["path"].endswith("/qemu/300"))
+
+    def calls(action: str) -> int:
+        return sum(1 for r in api_only.requests[:destroyed_at]
+                   if r["method"] == "POST" and r["path"].endswith(f"/status/{action}"))
+
+    # the side's start, then a stop and a start before the 2nd and 3rd points, per worker (and the stops
+    # of the teardown)
+    assert calls("start") == 2 * 3 and calls("stop") == 2 * 2 + 2
+    cycles = [r for r in FleetJournal(run).records() if r["type"] == "power-cycle"]
+    assert [c["point"] for c in cycles] == [None, cells[1]["key"], cells[2]["key"]]
