@@ -49,7 +49,7 @@ from .winrm_encoding import (
                              restart_script,
                              upload_scripts,
                              )
-from .winrm_facts import check_test_disk, storage_drivers
+from .winrm_facts import DriverGate, check_test_disk, storage_drivers, with_storage_drivers
 from .winrm_output import (
                            STARTED_MARK,
                            CheckReport,
@@ -142,6 +142,12 @@ class WinRMExecutor(GuestExecutor):
         quota = spec.section("winrm").get("max_memory_per_shell_mb", DEFAULT_SHELL_MEMORY_MB)
         check_workload_memory(spec.workloads, quota)
 
+    @classmethod
+    def driver_gate(cls, spec: MatrixSpec) -> DriverGate | None:
+        """A Windows guest's virtio-win drivers (its driver store, read at each readiness) decide which
+        virtio cells run: :class:`~.winrm_facts.DriverGate`."""
+        return DriverGate.for_spec(spec)
+
     def __init__(self, endpoints: list[GuestEndpoint], options: dict[str, Any] | None = None, *,
                  settings: WinRMSettings | None = None, protocol_factory: ProtocolFactory | None = None,
                  module_dir: Path | None = None, environ: Mapping[str, str] | None = None,
@@ -225,7 +231,8 @@ class WinRMExecutor(GuestExecutor):
             try:
                 self._uploaded = False  # a rebooted or reverted guest may have lost its temp folder
                 facts = self.call("Get-StormatrixGuestFacts", {"Serial": serial} if serial else {})
-                return check_test_disk(facts, serial, self.settings.host)
+                # every cell records which driver served its controller (storage_drivers)
+                return with_storage_drivers(check_test_disk(facts, serial, self.settings.host))
             except AuthenticationFailed:
                 raise
             except (GuestDisconnected, RemoteTimeout, WSManServiceError) as exc:

@@ -16,7 +16,7 @@ from standins.processes import qemu_processes
 from stormatrix.backends.qemu import QemuBackend
 from stormatrix.commands.run import execute
 from stormatrix.executors.localagent import LocalAgentExecutor
-from stormatrix.runner import Runner
+from stormatrix.runner import RunOptions, Runner
 from stormatrix.core.model import DiskConfig
 from stormatrix.registry import load_spec
 
@@ -93,7 +93,7 @@ def test_with_overlap_the_next_vm_boots_at_once_and_no_teardown_runs_in_a_window
             super().window_opened()
             windows.append((len(self._stopping), [vm.alive() for vm in stopped]))
 
-    runner = Runner(spec, tmp_path / "run", progress=False, backend=Watched(spec, tmp_path / "run"))
+    runner = Runner(spec, tmp_path / "run", RunOptions(progress=False, backend=Watched(spec, tmp_path / "run")))
     summary = runner.run()
     assert summary["measured"] == 3 and not summary["failed"]
     assert len(stopped) >= 2  # the first two cells' VMs were stopped off the critical path
