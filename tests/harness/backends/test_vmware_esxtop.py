@@ -20,6 +20,7 @@ import pytest
 
 from stormatrix.analysis.esxtop import UNMATCHED, parse_esxtop, read_esxtop, vm_cpu_record, vsphere_escaped
 from stormatrix.core.errors import CollectorError, DataFileError, MatrixError
+from stormatrix.executors.base import GuestExecutor, WorkloadResult
 import paths
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -448,13 +449,11 @@ def ssh_main(argv: list[str] | None = None) -> int:
 FIO_OUTPUT = (paths.DATA / "fio" / "fio3_randread_bs4k_qd1.json").read_text()
 
 
-class WindowExecutor:
-    """The guest: opens and closes the measurement window around a captured fio result."""
+class WindowExecutor(GuestExecutor):
+    """The guest: opens and closes the measurement window around a captured fio result (a GuestExecutor,
+    as every registered executor is: the runner asks its class for its capabilities)."""
 
     name = "fio-server"
-
-    def __init__(self, endpoints: Any, options: Any = None) -> None:
-        self.endpoints = endpoints
 
     def connect(self, deadline: float) -> None:
         pass
@@ -467,7 +466,6 @@ class WindowExecutor:
 
     def run(self, cell: Any, timing: Any, window: Any) -> Any:
         from stormatrix.analysis.fio import parse_fio_json
-        from stormatrix.executors.base import WorkloadResult
 
         window.measure_started()
         window.measure_ended()
