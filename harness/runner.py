@@ -281,7 +281,7 @@ class Runner:
         plan = self.plan()
         self.journal.check_existing()  # then read, and refused before open() could cut another run's torn tail
         records_before = self.journal.records() if self.journal.path.is_file() else []
-        check_same_run(records_before, self.spec, self.run_dir, side=self.side, suite="suite" in self.run_extra)
+        check_same_run(records_before, self.spec, self.run_dir, side=self.side, suite=self.backend_cls.runs_suite)
         self.journal.open()
         done = {r["key"] for r in records_before if r.get("type") == CELL and "key" in r}
         self.seed, seed_source = runorder.run_seed(self.spec.run, records_before)

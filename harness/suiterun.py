@@ -81,6 +81,7 @@ class SuiteBackend(Backend):
     name = "suite"  # replaced per instance: see __init__
     controllers = frozenset(CONTROLLERS)
     default_executor = "fio-server"
+    runs_suite = True
 
     def __init__(self, spec: MatrixSpec, workdir: Path, suite: Suite, *, platform: str | None,
                  facts: dict[str, Any], inventory: HostInventory | None = None) -> None:

@@ -2,9 +2,9 @@
 
 The pieces, one job each:
 
-- :mod:`.winrm_secrets` - the password as a :class:`Secret`, and redaction;
 - :mod:`.winrm_settings` - the ``[winrm]`` section (:data:`WINRM_SECTION`), :class:`WinRMSettings`,
-  and the plan-time check of the shell memory quota (:func:`check_workload_memory`);
+  the password it names (:func:`load_password`, a :class:`Secret` from :mod:`stormatrix.secrets`), and the
+  plan-time check of the shell memory quota (:func:`check_workload_memory`);
 - :mod:`.winrm_encoding` - command lines for cmd.exe, the module upload, call scripts;
 - :mod:`.winrm_output` - the ``##stormatrix:`` output protocol and typed errors from it;
 - :mod:`.winrm_channel` - pywinrm with deadlines, retries and typed transport errors;
@@ -31,6 +31,7 @@ from ..core.errors import (AuthenticationFailed, GuestDisconnected, GuestNotRead
                            RemoteTimeout, TestDiskMissing, WSManServiceError, WorkloadFailed)
 from ..core.model import Cell, Timing
 from ..core.scope import GuestEndpoint
+from ..secrets import RedactingFilter, Secret, redact
 from .base import GuestExecutor, WindowListener, WorkloadResult
 from .winrm_channel import ProtocolFactory, WinRMChannel, _default_protocol, map_transport_error
 from .winrm_encoding import (
@@ -59,7 +60,6 @@ from .winrm_output import (
                            diskspd_document,
                            parse_call_output,
                            )
-from .winrm_secrets import RedactingFilter, Secret, load_password, redact
 from .winrm_settings import (
                              DEFAULT_SHELL_MEMORY_MB,
                              TRANSPORTS,
@@ -67,6 +67,7 @@ from .winrm_settings import (
                              WinRMSettings,
                              check_transport_available,
                              check_workload_memory,
+                             load_password,
                              )
 
 if TYPE_CHECKING:

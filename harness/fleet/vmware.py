@@ -59,7 +59,7 @@ from ..core.errors import MatrixError
 from ..core.model import parse_size
 from ..schema import Field, Section, parse_section
 from .journal import FleetJournal
-from .spec import MAX_WORKERS, NAME_PREFIX_RE
+from .spec import MAX_WORKERS, NAME_PREFIX_RE, refuse_problems
 
 log = logging.getLogger("stormatrix.fleet")
 
@@ -323,12 +323,7 @@ class VmwareFleet:
         return plan
 
     def check(self, plan: VmwareFleetPlan) -> None:
-        if plan.problems:
-            keys = list(dict.fromkeys(k for k, _ in plan.problems))
-            raise MatrixError(self.spec.path, f"[fleet] {keys[0]}",
-                              f"{len(plan.problems)} problem(s) before anything is created: "
-                              + "; ".join(p for _, p in plan.problems),
-                              "fix each named problem, then run the same command again (nothing was created)")
+        refuse_problems(self.spec.path, plan.problems)
 
     @property
     def marker(self) -> str:

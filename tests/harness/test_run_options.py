@@ -45,6 +45,15 @@ def test_what_a_caller_hands_in_is_what_the_run_uses(tmp_path: Path) -> None:
     assert extra == {"suite": "s"} and options.run_extra == {"suite": "s"}
 
 
+def test_whether_a_journal_is_a_suites_is_the_backends_to_say() -> None:
+    """The runner asks the backend (a suite's guests that run already), not what the run record adds."""
+    from stormatrix.registry import BACKENDS, backend_class
+    from stormatrix.suiterun import SuiteBackend
+
+    assert SuiteBackend.runs_suite
+    assert not any(backend_class(name).runs_suite for name in BACKENDS)
+
+
 def test_the_command_line_gives_the_side_and_progress(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     seen: list[RunOptions] = []
 
