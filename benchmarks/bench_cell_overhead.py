@@ -120,7 +120,7 @@ def with_settings(matrix_text: str, section: str, settings: dict[str, str]) -> s
 
 def run_matrix(workdir: Path, matrix_text: str, tag: str) -> tuple[Any, dict[str, Any], float]:
     """A whole run of the matrix through the runner: (runner, summary, wall seconds)."""
-    from stormatrix.runner import Runner
+    from stormatrix.runner import RunOptions, Runner
     from stormatrix.registry import load_spec
     from stormatrix.spec import check_guest_backend
 
@@ -128,7 +128,7 @@ def run_matrix(workdir: Path, matrix_text: str, tag: str) -> tuple[Any, dict[str
     matrix.write_text(matrix_text)
     spec = load_spec(matrix)
     check_guest_backend(spec)
-    runner = Runner(spec, workdir / f"run-{tag}", progress=False)
+    runner = Runner(spec, workdir / f"run-{tag}", RunOptions(progress=False))
     t0 = time.monotonic()
     summary = runner.run()
     return runner, summary, time.monotonic() - t0

@@ -25,7 +25,7 @@ import time
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, TextIO
+from typing import Any, Callable, Mapping, TextIO
 
 from . import __version__, records, repeats, runorder
 from .backends.base import Backend
@@ -34,8 +34,7 @@ from .core.errors import (AuthenticationFailed, BackendError, CollectorError, Jo
 from .core.journalfile import CELL, RUN
 from .core.model import WRITE_MODES, Cell, DiskConfig, Plan, now_iso
 from .core.scope import GuestEndpoint
-from .executors.base import GuestExecutor, WorkloadResult
-from .executors.winrm_facts import DriverGate, with_storage_drivers
+from .executors.base import DriverGate, GuestExecutor, WorkloadResult
 from .host.inventory import inventory
 from .journal import Journal
 from .progress import DEFAULT_OVERHEAD_S, Progress, estimate_seconds, fmt_duration
@@ -85,6 +84,32 @@ class RunPolicy:
 
     stop_on: tuple[type[BaseException], ...] = ()
     never_retry: tuple[type[BaseException], ...] = (UnsafeWrite, AuthenticationFailed)
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """What a run is given besides its matrix and run directory, passed as one typed value.
+
+    How it is labelled and shown (``side``, ``progress``, ``stream``: all the command line gives), and the
+    parts a caller hands in instead of those the matrix names: a suite hands in its points (``plan``), a
+    backend that only reports, an executor for its fio servers (``executor_factory``), its one window
+    collector (``collector``), what its run and cell records add (``run_extra``, ``cell_extra``), how
+    failures end it (``policy``) and its per-point overhead for the ETA; a test hands in stand-ins
+    (``backend``, ``collector_factory``).
+    """
+
+    side: str | None = None
+    progress: bool = True
+    stream: TextIO | None = None  # default: sys.stderr, bound when the run starts
+    backend: Backend | None = None
+    plan: Plan | None = None
+    executor_factory: Callable[[list[GuestEndpoint]], GuestExecutor] | None = None
+    collector_factory: Callable[[Any], Any] | None = None
+    collector: Any = None
+    run_extra: Mapping[str, Any] = field(default_factory=dict)
+    cell_extra: Mapping[str, Any] = field(default_factory=dict)
+    policy: RunPolicy = RunPolicy()
+    overhead_s: float = DEFAULT_OVERHEAD_S
 
 
 def executor_name_for(spec: MatrixSpec) -> str:
@@ -189,34 +214,28 @@ class Runner:
     """Runs a plan's cells through a backend and an executor, journaling each one.
 
     A matrix run expands its cells from the spec and builds the backend and executor its ``[run]``
-    names; a suite hands in its points (``plan``), a backend that only reports (``SuiteBackend``),
-    an executor for its fio servers (``executor_factory``), its one window collector (``collector``)
-    and what its run record adds (``run_extra``). Both journal through the same record builders.
+    names; a suite or a test hands in its own parts through :class:`RunOptions`. Both journal through
+    the same record builders.
     """
 
-    def __init__(self, spec: MatrixSpec, run_dir: str | Path, *, side: str | None = None,
-                 progress: bool = True, backend: Backend | None = None,
-                 collector_factory: Callable[[Any], Any] | None = None,
-                 stream: TextIO | None = None, plan: Plan | None = None,
-                 executor_factory: Callable[[list[GuestEndpoint]], GuestExecutor] | None = None,
-                 collector: Any = None, run_extra: dict[str, Any] | None = None,
-                 cell_extra: dict[str, Any] | None = None,
-                 policy: RunPolicy = RunPolicy(), overhead_s: float = DEFAULT_OVERHEAD_S) -> None:
+    def __init__(self, spec: MatrixSpec, run_dir: str | Path, options: RunOptions = RunOptions()) -> None:
         self.spec = spec
         self.run_dir = Path(run_dir)
-        self.side = side
-        self.show_progress = progress
-        self.stream = stream if stream is not None else sys.stderr  # (bound when run, not when imported)
+        self.options = options
+        self.side = options.side
+        self.show_progress = options.progress
+        self.stream = options.stream if options.stream is not None else sys.stderr  # bound when run, not imported
+        backend = options.backend
         self.backend_cls = type(backend) if backend else backend_class(spec.run["backend"])
         self.backend = backend
-        self._collector_factory = collector_factory
-        self._collector = collector
-        self._plan = plan
-        self._executor_factory = executor_factory
-        self.run_extra = dict(run_extra or {})
-        self.cell_extra = dict(cell_extra or {})
-        self.policy = policy
-        self.overhead_s = overhead_s
+        self._collector_factory = options.collector_factory
+        self._collector = options.collector
+        self._plan = options.plan
+        self._executor_factory = options.executor_factory
+        self.run_extra = dict(options.run_extra)
+        self.cell_extra = dict(options.cell_extra)
+        self.policy = options.policy
+        self.overhead_s = options.overhead_s
         self.journal = Journal(self.run_dir)
         self.run_id = make_run_id(spec.run["name"])
         self.failed: list[str] = []
@@ -225,7 +244,7 @@ class Runner:
         self.errors: list[tuple[str, str]] = []  # (key, message) of every cell given up on
         self._extra_reasons: dict[str, dict[str, Any]] = {}  # cell key -> why this extra repeat runs
         self._t_run0 = time.monotonic()
-        self._gate: DriverGate | None = None  # a Windows guest's virtio-win drivers, as far as known
+        self._gate: DriverGate | None = None  # the executor's driver gate (a Windows guest's virtio-win drivers)
         self.order: str = spec.run.get("order", "rounds")
         self.seed: int = int(spec.run.get("seed") or 0)  # decided in run(): the journal's, the matrix's, or drawn
         self._round = ""  # "round 2: " in the progress line while a round runs
@@ -246,6 +265,11 @@ class Runner:
         name = self.spec.run["executor"]
         return self.backend_cls.default_executor if name == "auto" else name
 
+    def executor_class(self) -> type[GuestExecutor]:
+        """The executor the matrix names: whose capabilities (its driver gate) the run asks for, also when
+        a suite or a test builds its instances (``executor_factory``)."""
+        return executor_class(self.executor_name())
+
     def make_executor(self, backend: Backend) -> GuestExecutor:
         if self._executor_factory is not None:
             return self._executor_factory(backend.endpoints())
@@ -257,7 +281,7 @@ class Runner:
         plan = self.plan()
         self.journal.check_existing()  # then read, and refused before open() could cut another run's torn tail
         records_before = self.journal.records() if self.journal.path.is_file() else []
-        check_same_run(records_before, self.spec, self.run_dir, side=self.side, suite="suite" in self.run_extra)
+        check_same_run(records_before, self.spec, self.run_dir, side=self.side, suite=self.backend_cls.runs_suite)
         self.journal.open()
         done = {r["key"] for r in records_before if r.get("type") == CELL and "key" in r}
         self.seed, seed_source = runorder.run_seed(self.spec.run, records_before)
@@ -289,7 +313,7 @@ class Runner:
         backend = self.backend or self.backend_cls(self.spec, self.run_dir)
         self.backend = backend
         self._t_run0 = time.monotonic()
-        self._gate, self.driver_skipped = DriverGate.for_spec(self.spec), []
+        self._gate, self.driver_skipped = self.executor_class().driver_gate(self.spec), []
         try:
             facts = backend.prepare()
             self._journal_run_header(facts, backend, len(plan.cells), len(pending))
@@ -434,9 +458,10 @@ class Runner:
         f.executor = self.make_executor(backend)
         f.executor.connect(time.monotonic() + 30)
         guest = f.executor.wait_ready(time.monotonic() + self.spec.run["boot_timeout_seconds"])
-        if self._gate is not None:  # a Windows guest: which virtio-win drivers it has
+        if self._gate is not None:  # the executor's driver gate: which drivers the guest has (Windows: virtio-win)
             self._gate.learn(guest, f.current.key)
-        f.guest = with_storage_drivers(guest, self._gate)
+            guest = self._gate.annotate(guest)
+        f.guest = guest
         f.boot_s = time.monotonic() - f.t0
         self._mark(f.current.key, "ready")
         f.t_ready = now_iso()

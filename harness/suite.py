@@ -62,6 +62,7 @@ from .core.model import (
 from .core.names import label_problem
 from .executors.fioserver import DEFAULT_PORT, FIO_HUNG_CLIENT_S, FioGuest, FioJob
 from .fleet.spec import load_fleet_tables
+from .fleet.vmware import is_vmware_fleet, vmware_fleet_from_dict
 from .progress import fmt_hours
 from .spec import RUN_SECTION, Field, Section, _load_toml, parse_section
 from .suitevms import HOST_METRICS, PER_VM_KEYS, check_network, suite_proxmox_section
@@ -404,8 +405,12 @@ def suite_from_dict(raw: dict[str, Any], path: str = "<suite>", *, sections: Map
                  raw=raw, run=run)
 
 
-def _fleet_proxmox(path: str, raw: dict[str, Any]) -> tuple[list[int], dict[str, Any]]:
-    """A suite on a fleet: ``[fleet]`` and ``[proxmox]`` checked now (the VMs exist only once deployed)."""
+def _fleet_proxmox(path: str, raw: dict[str, Any]) -> tuple[list[int], dict[str, Any] | None]:
+    """A suite on a fleet: ``[fleet]`` and ``[proxmox]`` (or, on ESXi, ``[vmware]``) checked now (the VMs
+    exist only once deployed)."""
+    if is_vmware_fleet(raw):
+        vmware_fleet_from_dict(raw, path)
+        return [], None
     _spec, proxmox = load_fleet_tables(raw, path)
     return [], proxmox
 

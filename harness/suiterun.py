@@ -33,7 +33,7 @@ from .core.scope import GuestEndpoint, HostScope
 from .executors.base import GuestExecutor
 from .executors.fioserver import FioServerExecutor
 from .journal import Journal
-from .runner import RunPolicy, Runner
+from .runner import RunOptions, RunPolicy, Runner
 from .spec import MatrixSpec
 from .suite import OVERHEAD_PER_POINT_S, Suite, eta
 
@@ -81,6 +81,7 @@ class SuiteBackend(Backend):
     name = "suite"  # replaced per instance: see __init__
     controllers = frozenset(CONTROLLERS)
     default_executor = "fio-server"
+    runs_suite = True
 
     def __init__(self, spec: MatrixSpec, workdir: Path, suite: Suite, *, platform: str | None,
                  facts: dict[str, Any], inventory: HostInventory | None = None) -> None:
@@ -110,7 +111,7 @@ class SuiteBackend(Backend):
         """Nothing was changed."""
 
     def scope(self) -> list[HostScope]:
-        return []  # the suite's collector (if any) measures every VM itself: Runner(collector=...)
+        return []  # the suite's collector (if any) measures every VM itself: RunOptions(collector=...)
 
     def endpoints(self) -> list[GuestEndpoint]:
         return [GuestEndpoint("tcp", g.host, g.port, g.name) for g in self.suite.guests]
@@ -231,8 +232,8 @@ def run_suite(suite: Suite, run_dir: str | Path, *, collector: Any = None, fio: 
         ex.before_point = before_point
         return ex
 
-    runner = Runner(
-        spec, run_dir, side=suite.side, progress=progress, plan=Plan(cells=list(points)),
+    run_options = RunOptions(
+        side=suite.side, progress=progress, plan=Plan(cells=list(points)),
         backend=SuiteBackend(spec, run_dir, suite, platform=backend, facts=facts, inventory=host_inventory),
         executor_factory=executor, collector=collector, overhead_s=OVERHEAD_PER_POINT_S,
         policy=RunPolicy(stop_on=(GuestDisconnected, GuestNotReady)),
@@ -241,6 +242,7 @@ def run_suite(suite: Suite, run_dir: str | Path, *, collector: Any = None, fio: 
                    "host_collector": host_collector, "vms": vms,
                    **({"storage": storage} if storage is not None else {})},
         cell_extra={"suite": suite.name})
+    runner = Runner(spec, run_dir, run_options)
     journal = Journal(run_dir)
     done_keys = journal.done_keys() if journal.path.exists() else set()
     done = sum(1 for p in points if p.key in done_keys)

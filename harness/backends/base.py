@@ -59,6 +59,9 @@ class Backend(ABC):
     controllers: ClassVar[frozenset[str]]
     #: executor used when the matrix says executor = "auto"
     default_executor: ClassVar[str] = "local-agent"
+    #: runs a suite's points on guests that exist already (its journal is a suite's, whose side and guest
+    #: set the suite checks itself on resume), rather than a matrix's cells on a VM it reconfigures
+    runs_suite: ClassVar[bool] = False
 
     def __init__(self, spec: MatrixSpec, workdir: Path) -> None:
         self.spec = spec

@@ -57,6 +57,7 @@ class VmSpec:
     binary: str = QEMU_BINARY
     mode: str = "agent"  # "agent": serial control channel; "server": fio --server on the network
     fio_port: int | None = None  # host port forwarded to the guest's fio server (mode=server)
+    fio_host: str = "127.0.0.1"  # host address of that forward (a loopback address of the guest's own)
     extra_args: tuple[str, ...] = field(default_factory=tuple)
 
 
@@ -132,7 +133,7 @@ class QemuVm:
             if not s.fio_port:
                 raise VmStartError("mode=server needs a host port for the fio server")
             bridges: set[int] = set()
-            argv += ["-netdev", f"user,id=net0,hostfwd=tcp:127.0.0.1:{s.fio_port}-:{self.GUEST_PORT}",
+            argv += ["-netdev", f"user,id=net0,hostfwd=tcp:{s.fio_host}:{s.fio_port}-:{self.GUEST_PORT}",
                      "-device", f"virtio-net-pci,netdev=net0,id=net0{pci_addr('net0', bridges)}"]
         argv += list(s.extra_args)
         return argv

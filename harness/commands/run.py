@@ -11,7 +11,7 @@ from typing import Any
 
 from ..console import Terminated
 from ..registry import load_spec
-from ..runner import Runner, check_executor_spec
+from ..runner import RunOptions, Runner, check_executor_spec
 from ..spec import check_guest_backend
 from .argtypes import check_run_dir, label
 from .runlock import hold_run_dir
@@ -47,7 +47,7 @@ def execute(matrix: str | Path, run_dir: str | Path, *, side: str | None = None,
     old = signal.signal(signal.SIGTERM, _on_sigterm)
     try:
         with hold_run_dir(run_dir, hold) if hold else contextlib.nullcontext():
-            return Runner(spec, run_dir, side=side, progress=progress).run()
+            return Runner(spec, run_dir, RunOptions(side=side, progress=progress)).run()
     finally:
         signal.signal(signal.SIGTERM, old)
 

@@ -12,6 +12,7 @@ from ..core.model import format_size
 from ..core.paths import executable_problem
 from ..fleet.proxmox import ProxmoxFleet
 from ..fleet.suiterun import fleet_spec, run_fleet_suite
+from ..fleet.vmware import VmwareFleet, is_vmware_fleet, make_runner, vmware_fleet_from_dict
 from ..journal import Journal
 from ..registry import load_suite
 from ..suite import Suite, eta
@@ -28,7 +29,9 @@ def register(subparsers: Any) -> None:
                     "run directory; compare two sides with `stormatrix compare runs/a runs/b`. Guests are "
                     "given as name=host:port, or on Proxmox as [suite] vms = [101, ...] with a [proxmox] "
                     "section: addresses from the QEMU guest agent, host metrics of the VMs' QEMU processes "
-                    "when the node is reachable (on it, or [proxmox] ssh).")
+                    "when the node is reachable (on it, or [proxmox] ssh). With a [fleet] the suite deploys "
+                    "its workers (Proxmox, or ESXi with [fleet] backend = \"vmware\"), runs each storage under "
+                    "test as a side, writes the comparison workbook and removes the workers.")
     sub = parser.add_subparsers(dest="suite_command", metavar="ACTION", required=True)
     plan = sub.add_parser("plan", help="show the points, the guests and the ETA",
                           description="Read the [suite] of MATRIX and print its grid of fio points, the guests of "
@@ -139,14 +142,21 @@ def check_fio_client(fio: str) -> None:
 
 def _plan_fleet(suite: Suite, run_dir: str | None) -> None:
     """A suite on a fleet: the fleet it would deploy, checked now (exit 2 before anything is created)."""
-    assert suite.proxmox is not None
-    spec = fleet_spec(suite)
-    with ProxmoxFleet(spec, make_transport(suite.proxmox, suite.path), run_dir or ".") as fleet:
+    fleet: Any
+    if is_vmware_fleet(suite.raw):
+        vspec = vmware_fleet_from_dict(suite.raw, suite.path)
+        fleet, storages, cycle = VmwareFleet(vspec, make_runner(vspec), run_dir or "."), vspec.storages, "side"
+    else:
+        assert suite.proxmox is not None
+        spec = fleet_spec(suite)
+        fleet = ProxmoxFleet(spec, make_transport(suite.proxmox, suite.path), run_dir or ".")
+        storages, cycle = spec.storages, spec.power_cycle
+    with fleet:
         plan = fleet.plan()
         for line in plan.describe():
             print(line)
-        print(f"  sides: {', '.join(spec.storages)} (each storage in turn: allocate, attach, "
-              f"power-cycle: {spec.power_cycle}, run every point, detach, free)")
+        print(f"  sides: {', '.join(storages)} (each storage in turn: allocate, attach, "
+              f"power-cycle: {cycle}, run every point, detach, free)")
         fleet.check(plan)
 
 

@@ -12,11 +12,30 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
-from ..core.model import Cell, Timing
+from ..core.model import Cell, DiskConfig, Timing
 from ..core.scope import GuestEndpoint
 
 if TYPE_CHECKING:
     from ..spec import MatrixSpec
+
+
+class DriverGate(Protocol):
+    """Which controllers' cells a guest can run, as far as its readiness facts tell: the capability an
+    executor offers through :meth:`GuestExecutor.driver_gate` (a Windows guest over WinRM reports the
+    virtio-win drivers in its driver store). The runner puts first the disk configurations
+    :meth:`group_order` sorts first, hands every readiness's facts (also those an error carries) to
+    :meth:`learn`, journals a configuration's cells as skipped when :meth:`skip_reason` names why, and
+    records :meth:`annotate`'s facts in each cell."""
+
+    def learn(self, facts: Any, where: str) -> None: ...
+
+    def skip_reason(self, controller: str) -> str | None: ...
+
+    def group_order(self, group: tuple[tuple[DiskConfig, int], list[Cell]]) -> bool: ...
+
+    def describe(self) -> dict[str, Any]: ...
+
+    def annotate(self, guest: dict[str, Any]) -> dict[str, Any]: ...
 
 
 class WindowListener(Protocol):
@@ -66,6 +85,13 @@ class GuestExecutor(ABC):
     def check_spec(cls, spec: MatrixSpec) -> None:
         """Plan-time checks of the matrix that only this executor knows (none by default); raise an
         InputError naming the key and the fix. Called by ``plan`` and ``run`` before any VM is touched."""
+
+    @classmethod
+    def driver_gate(cls, spec: MatrixSpec) -> DriverGate | None:
+        """The gate that decides, from the guest's facts, which controllers' cells this guest can run;
+        None (the default) when this executor's guests need no driver for any controller the matrix
+        names, or do not say which they have."""
+        return None
 
     def connect(self, deadline: float) -> None:
         """Open the channel to the guest as soon as the backend started it (before :meth:`wait_ready`),

@@ -2,9 +2,9 @@
 
 The pieces, one job each:
 
-- :mod:`.winrm_secrets` - the password as a :class:`Secret`, and redaction;
 - :mod:`.winrm_settings` - the ``[winrm]`` section (:data:`WINRM_SECTION`), :class:`WinRMSettings`,
-  and the plan-time check of the shell memory quota (:func:`check_workload_memory`);
+  the password it names (:func:`load_password`, a :class:`Secret` from :mod:`stormatrix.secrets`), and the
+  plan-time check of the shell memory quota (:func:`check_workload_memory`);
 - :mod:`.winrm_encoding` - command lines for cmd.exe, the module upload, call scripts;
 - :mod:`.winrm_output` - the ``##stormatrix:`` output protocol and typed errors from it;
 - :mod:`.winrm_channel` - pywinrm with deadlines, retries and typed transport errors;
@@ -31,6 +31,7 @@ from ..core.errors import (AuthenticationFailed, GuestDisconnected, GuestNotRead
                            RemoteTimeout, TestDiskMissing, WSManServiceError, WorkloadFailed)
 from ..core.model import Cell, Timing
 from ..core.scope import GuestEndpoint
+from ..secrets import RedactingFilter, Secret, redact
 from .base import GuestExecutor, WindowListener, WorkloadResult
 from .winrm_channel import ProtocolFactory, WinRMChannel, _default_protocol, map_transport_error
 from .winrm_encoding import (
@@ -49,7 +50,7 @@ from .winrm_encoding import (
                              restart_script,
                              upload_scripts,
                              )
-from .winrm_facts import check_test_disk, storage_drivers
+from .winrm_facts import DriverGate, check_test_disk, storage_drivers, with_storage_drivers
 from .winrm_output import (
                            STARTED_MARK,
                            CheckReport,
@@ -59,7 +60,6 @@ from .winrm_output import (
                            diskspd_document,
                            parse_call_output,
                            )
-from .winrm_secrets import RedactingFilter, Secret, load_password, redact
 from .winrm_settings import (
                              DEFAULT_SHELL_MEMORY_MB,
                              TRANSPORTS,
@@ -67,6 +67,7 @@ from .winrm_settings import (
                              WinRMSettings,
                              check_transport_available,
                              check_workload_memory,
+                             load_password,
                              )
 
 if TYPE_CHECKING:
@@ -141,6 +142,12 @@ class WinRMExecutor(GuestExecutor):
         """Workloads whose I/O buffers outgrow the guest's WinRM shell memory quota are refused at plan time."""
         quota = spec.section("winrm").get("max_memory_per_shell_mb", DEFAULT_SHELL_MEMORY_MB)
         check_workload_memory(spec.workloads, quota)
+
+    @classmethod
+    def driver_gate(cls, spec: MatrixSpec) -> DriverGate | None:
+        """A Windows guest's virtio-win drivers (its driver store, read at each readiness) decide which
+        virtio cells run: :class:`~.winrm_facts.DriverGate`."""
+        return DriverGate.for_spec(spec)
 
     def __init__(self, endpoints: list[GuestEndpoint], options: dict[str, Any] | None = None, *,
                  settings: WinRMSettings | None = None, protocol_factory: ProtocolFactory | None = None,
@@ -225,7 +232,8 @@ class WinRMExecutor(GuestExecutor):
             try:
                 self._uploaded = False  # a rebooted or reverted guest may have lost its temp folder
                 facts = self.call("Get-StormatrixGuestFacts", {"Serial": serial} if serial else {})
-                return check_test_disk(facts, serial, self.settings.host)
+                # every cell records which driver served its controller (storage_drivers)
+                return with_storage_drivers(check_test_disk(facts, serial, self.settings.host))
             except AuthenticationFailed:
                 raise
             except (GuestDisconnected, RemoteTimeout, WSManServiceError) as exc:

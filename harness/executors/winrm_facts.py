@@ -199,6 +199,10 @@ class DriverGate:
                 f"the guest (virtio-win-guest-tools.exe, or pnputil /add-driver <virtio-win>\\{need}\\2k22\\amd64\\"
                 f"{need}.inf /install) and reboot it, or remove {controller} from [matrix] controllers{unlist}")
 
+    def annotate(self, guest: dict[str, Any]) -> dict[str, Any]:
+        """The readiness facts a cell records: :func:`with_storage_drivers` with this gate's view."""
+        return with_storage_drivers(guest, self)
+
     def describe(self) -> dict[str, Any]:
         """Where a cell's driver facts came from, for its record: the matrix or the guest's facts."""
         out: dict[str, Any] = {

@@ -16,7 +16,7 @@ from typing import Any, Iterable
 import xmltodict
 
 from ..core.errors import RemoteCommandError
-from .winrm_secrets import Secret, redact
+from ..secrets import Secret, redact
 
 RESULT_MARK = "##stormatrix:result "
 ERROR_MARK = "##stormatrix:error "

@@ -24,9 +24,8 @@ from ..core.errors import EnvironmentProblem, InputError
 from ..core.names import host_problem
 from ..core.paths import ca_bundle_problem
 from ..core.model import Workload
-from ..secrets import check_env_name, check_secret_file, reference, resolve
+from ..secrets import Secret, check_env_name, check_secret_file, reference, resolve
 from ..spec import Field, Section
-from .winrm_secrets import Secret, load_password
 
 TRANSPORTS = ("ntlm", "kerberos", "credssp", "https")
 # our transport -> (pywinrm transport, scheme, default port)
@@ -37,6 +36,18 @@ _TRANSPORT_MAP = {
     "https": ("ssl", "https", 5986),  # Basic authentication inside TLS
 }
 _TRANSPORT_PACKAGES = {"ntlm": "requests_ntlm", "kerberos": "requests_kerberos", "credssp": "requests_credssp"}
+
+
+def load_password(*, password_env: str = "", password_file: str = "",
+                  environ: Mapping[str, str] | None = None, path: str = "") -> Secret:
+    """The WinRM password from the environment variable or the file (first line) the section names,
+    through :mod:`stormatrix.secrets` (the one place that resolves secrets and keeps them out of every
+    output). Never from argv (it would sit in the shell history and in ``ps``); unlike an API token it is
+    not stripped: a password may end in a space."""
+    ref = reference({"password_env": password_env, "password_file": password_file}, env_key="password_env",
+                    file_key="password_file", what="the WinRM password", path=path, section="winrm")
+    return resolve(ref, environ=environ, strip=False)
+
 
 #: WinRM's default winrm/config/winrs MaxMemoryPerShellMB on Windows Server 2012 and later.
 DEFAULT_SHELL_MEMORY_MB = 1024

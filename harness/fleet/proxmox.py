@@ -26,7 +26,7 @@ from typing import Any, Callable
 from ..core.errors import BackendError, MatrixError, PveApiError, StormatrixError, TaskFailed
 from ..core.model import CONTROLLERS
 from .journal import FleetJournal, FleetState, OwnedVolume
-from .spec import FleetSpec
+from .spec import FleetSpec, refuse_problems
 
 log = logging.getLogger("stormatrix.fleet")
 
@@ -199,12 +199,7 @@ class ProxmoxFleet:
         return plan
 
     def check(self, plan: FleetPlan) -> None:
-        if plan.problems:
-            keys = list(dict.fromkeys(k for k, _ in plan.problems))
-            raise MatrixError(self.spec.path, f"[fleet] {keys[0]}",
-                              f"{len(plan.problems)} problem(s) before anything is created: "
-                              + "; ".join(p for _, p in plan.problems),
-                              "fix each named problem, then run the same command again (nothing was created)")
+        refuse_problems(self.spec.path, plan.problems)
 
     # --- deploy ----------------------------------------------------------------------------------------
     def deploy(self, *, on_step: Callable[[str, int], None] | None = None) -> list[int]:

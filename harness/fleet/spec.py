@@ -153,6 +153,16 @@ def fleet_from_dict(raw: dict[str, Any], path: str, node: str) -> FleetSpec:
     return spec
 
 
+def refuse_problems(path: str, problems: list[tuple[str, str]]) -> None:
+    """A fleet plan's problems (key, problem and fix), every one, as one MatrixError before anything is
+    created (each platform's fleet finds its own; the refusal is the same)."""
+    if problems:
+        keys = list(dict.fromkeys(k for k, _ in problems))
+        raise MatrixError(path, f"[fleet] {keys[0]}", f"{len(problems)} problem(s) before anything is created: "
+                          + "; ".join(p for _, p in problems),
+                          "fix each named problem, then run the same command again (nothing was created)")
+
+
 def load_fleet_file(path: str | Path) -> tuple[dict[str, Any], FleetSpec, dict[str, Any]]:
     """The file's raw tables, its ``[fleet]`` and its ``[proxmox]`` (connection keys only)."""
     raw = _load_toml(Path(path))

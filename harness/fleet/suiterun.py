@@ -17,6 +17,10 @@ of ``[fleet] storages``, in order:
    answer (they have just booted);
 5. detach and free the volumes.
 
+On ESXi (``[fleet] backend = "vmware"``, :mod:`.vmware`, :func:`run_vmware_fleet_suite`) a storage is a
+datastore, the volume a test disk made by ``New-HardDisk`` on it, the workers are always power-cycled (a new
+controller needs them powered off), and their fio servers are at the addresses VMware Tools report.
+
 Then the A-vs-B workbook of the first two storages is written (``RUN_DIR/comparison.xlsx``) and, unless
 ``--keep``, everything the fleet created is removed. Everything is journaled (``RUN_DIR/fleet.ndjson``):
 after a crash, the same command resumes (a side whose points are all journaled is not attached again),
@@ -34,12 +38,14 @@ from typing import Any
 from ..backends.proxmox.settings import make_transport
 from ..core.errors import MatrixError
 from ..core.model import Cell
+from ..executors.fioserver_models import FioGuest
 from ..journal import Journal
 from ..suite import Suite
 from ..suiterun import SuiteOutcome, fio_version, run_suite, write_comparison
 from ..suitevms import ProxmoxSuiteVms
 from .proxmox import ProxmoxFleet
 from .spec import FleetSpec, fleet_from_dict
+from .vmware import VmwareFleet, is_vmware_fleet, make_runner, vmware_fleet_from_dict
 
 log = logging.getLogger("stormatrix.fleet")
 
@@ -49,7 +55,7 @@ WORKBOOK = "comparison.xlsx"
 @dataclass
 class FleetSuiteOutcome:
     fleet_id: str
-    vmids: list[int] = field(default_factory=list)
+    vmids: list[Any] = field(default_factory=list)  # Proxmox VMIDs, or vCenter's VM ids
     sides: dict[str, SuiteOutcome | None] = field(default_factory=dict)  # None: every point was journaled
     workbook: Path | None = None
     destroyed: bool = False
@@ -69,6 +75,8 @@ def run_fleet_suite(suite: Suite, run_dir: str | Path, *, fio: str = "fio", keep
     """Deploy, run each storage as a side, write the comparison, destroy (unless ``keep``)."""
     stream = stream or sys.stderr
     run_dir = Path(run_dir)
+    if is_vmware_fleet(suite.raw):
+        return run_vmware_fleet_suite(suite, run_dir, fio=fio, keep=keep, progress=progress, stream=stream)
     spec = fleet_spec(suite)
     assert suite.proxmox is not None
     transport = transport if transport is not None else make_transport(suite.proxmox, suite.path)
@@ -80,12 +88,7 @@ def run_fleet_suite(suite: Suite, run_dir: str | Path, *, fio: str = "fio", keep
     for storage in spec.storages:
         side_dir = run_dir / storage
         side = replace(suite, side=storage, vms=tuple(str(v) for v in outcome.vmids))
-        journal = Journal(side_dir)
-        done = journal.done_keys() if journal.path.exists() else set()
-        if all(p.key in done for p in side.points()):
-            print(f"storage {storage}: every point is journaled; not attaching it again", file=stream)
-            outcome.sides[storage] = None
-            fleet.detach(storage)  # a crash after the last point may have left its volumes
+        if _side_done(side, side_dir, fleet, outcome, stream):
             continue
         print(f"storage {storage}: allocating and attaching {len(outcome.vmids)} volumes", file=stream)
         fleet.attach(storage, outcome.vmids)
@@ -120,8 +123,26 @@ def run_fleet_suite(suite: Suite, run_dir: str | Path, *, fio: str = "fio", keep
                                            before_point=before_point)
         print(f"storage {storage}: detaching and freeing the volumes", file=stream)
         fleet.detach(storage)
-    if len(spec.storages) >= 2:
-        a, b = spec.storages[:2]
+    return _finish(fleet, spec.storages, run_dir, outcome, keep=keep, stream=stream)
+
+
+def _side_done(side: Suite, side_dir: Path, fleet: Any, outcome: FleetSuiteOutcome, stream: Any) -> bool:
+    """Whether every point of the side is journaled (a rerun after a crash); its volumes are then freed."""
+    journal = Journal(side_dir)
+    done = journal.done_keys() if journal.path.exists() else set()
+    if not all(p.key in done for p in side.points()):
+        return False
+    print(f"storage {side.side}: every point is journaled; not attaching it again", file=stream)
+    outcome.sides[side.side] = None
+    fleet.detach(side.side)  # a crash after the last point may have left its volumes
+    return True
+
+
+def _finish(fleet: Any, storages: tuple[str, ...], run_dir: Path, outcome: FleetSuiteOutcome, *, keep: bool,
+            stream: Any) -> FleetSuiteOutcome:
+    """The comparison workbook of the first two sides, then (unless ``keep``) everything the fleet made removed."""
+    if len(storages) >= 2:
+        a, b = storages[:2]
         outcome.workbook = write_comparison((a, run_dir / a), (b, run_dir / b), run_dir / WORKBOOK)
         print(f"comparison workbook: {outcome.workbook}", file=stream)
     if not keep:
@@ -131,6 +152,40 @@ def run_fleet_suite(suite: Suite, run_dir: str | Path, *, fio: str = "fio", keep
               f"{len(left.vms)} VMs and {len(left.volumes)} volumes left; run fleet destroy"), file=stream)
     fleet.close()
     return outcome
+
+
+def run_vmware_fleet_suite(suite: Suite, run_dir: Path, *, fio: str, keep: bool, progress: bool, stream: Any,
+                           runner: Any = None) -> FleetSuiteOutcome:
+    """The suite on an ESXi fleet: per datastore, the test disks made, the workers power-cycled, every point
+    run on the fio servers at the addresses VMware Tools report, the disks removed. No host collector: the
+    ESXi host's CPU per worker is not collected for a fleet, and the run record says so."""
+    spec = vmware_fleet_from_dict(suite.raw, suite.path)
+    fleet = VmwareFleet(spec, runner if runner is not None else make_runner(spec), run_dir)
+    outcome = FleetSuiteOutcome(fleet.fleet_id)
+    print(f"fleet {fleet.fleet_id}: deploying {spec.workers} workers from template {spec.template} on "
+          f"{spec.vmhost}", file=stream)
+    outcome.vmids = fleet.deploy()
+    status = {"mode": "none", "detail": "no host metrics: the ESXi host's CPU per worker is not collected for a "
+              "fleet", "fix": "compare the sides by IOPS and latency; host CPU on ESXi needs a matrix run"}
+    for storage in spec.storages:
+        side_dir = run_dir / storage
+        side = replace(suite, side=storage, vms=tuple(str(v) for v in outcome.vmids))
+        if _side_done(side, side_dir, fleet, outcome, stream):
+            continue
+        print(f"storage {storage}: making and attaching {len(outcome.vmids)} test disks", file=stream)
+        fleet.attach(storage, outcome.vmids)
+        print(f"storage {storage}: power-cycling the workers", file=stream)
+        cycled = fleet.power_cycle(outcome.vmids)
+        guests = [FioGuest(name=str(g["Name"]), host=str(g["IPAddress"]), port=side.port) for g in cycled]
+        disks = [d.filename for d in fleet.state().disks.values() if d.datastore == storage and d.filename]
+        outcome.sides[storage] = run_suite(
+            side.with_guests(guests), side_dir, fio=fio, progress=progress, collector=None, backend="vmware",
+            host_collector=status, vms=[{"name": g["Name"], "id": g["Id"], "address": g["IPAddress"]} for g in cycled],
+            storage={"kind": storage, "server": "vmware datastore", "disks": disks, "power_cycle": "side"},
+            booting=True)
+        print(f"storage {storage}: removing the test disks", file=stream)
+        fleet.detach(storage)
+    return _finish(fleet, spec.storages, run_dir, outcome, keep=keep, stream=stream)
 
 
 def cycle(fleet: ProxmoxFleet, vmids: list[int], storage: str, point: str | None, *, stop: bool) -> None:

@@ -59,7 +59,7 @@ from ..core.errors import MatrixError
 from ..core.model import parse_size
 from ..schema import Field, Section, parse_section
 from .journal import FleetJournal
-from .spec import MAX_WORKERS, NAME_PREFIX_RE
+from .spec import MAX_WORKERS, NAME_PREFIX_RE, refuse_problems
 
 log = logging.getLogger("stormatrix.fleet")
 
@@ -91,8 +91,9 @@ VMWARE_FLEET_SECTION = Section("fleet", {
     "controller": Field(str, "pvscsi", choices=tuple(CONTROLLER_TYPES)),
     "storage_format": Field(str, "eagerzeroedthick", choices=tuple(STORAGE_FORMATS),
                             help="eagerzeroedthick (allocated and zeroed before the run), thick, or thin"),
-    "power_cycle": Field(str, "side", choices=("side", "never"),
-                         help="stop and start the workers before each datastore's run (side), or never"),
+    "power_cycle": Field(str, "side", choices=("side",),
+                         help="side: stop and start the workers before each datastore's run (always on ESXi: the "
+                              "test disk's new controller needs each worker powered off)"),
     "parallel": Field(int, 8, min=1, max=64, help="clone tasks running at once"),
     "ready_timeout": Field(float, 600.0, min=5, max=7200, help="seconds the workers may take to boot"),
 }, help="the worker VMs the suite deploys on ESXi, and the datastores under test they get a disk on in turn")
@@ -125,6 +126,12 @@ class VmwareFleetSpec:
     def names(self) -> list[str]:
         width = max(2, len(str(self.workers)))
         return [f"{self.name_prefix}{i:0{width}d}" for i in range(1, self.workers + 1)]
+
+
+def is_vmware_fleet(raw: dict[str, Any]) -> bool:
+    """Whether a file's ``[fleet]`` is deployed on ESXi (``backend = "vmware"``)."""
+    fleet = raw.get("fleet")
+    return isinstance(fleet, dict) and fleet.get("backend") == "vmware"
 
 
 def vmware_fleet_from_dict(raw: dict[str, Any], path: str) -> VmwareFleetSpec:
@@ -316,12 +323,7 @@ class VmwareFleet:
         return plan
 
     def check(self, plan: VmwareFleetPlan) -> None:
-        if plan.problems:
-            keys = list(dict.fromkeys(k for k, _ in plan.problems))
-            raise MatrixError(self.spec.path, f"[fleet] {keys[0]}",
-                              f"{len(plan.problems)} problem(s) before anything is created: "
-                              + "; ".join(p for _, p in plan.problems),
-                              "fix each named problem, then run the same command again (nothing was created)")
+        refuse_problems(self.spec.path, plan.problems)
 
     @property
     def marker(self) -> str:

@@ -64,7 +64,7 @@ def test_a_diskspd_cell_is_journaled_with_its_engine(tmp_path: Path) -> None:
     from stormatrix.backends.base import Backend, GuestEndpoint, HostScope
     from stormatrix.core.model import DiskConfig
     from stormatrix.executors.base import GuestExecutor, WorkloadResult
-    from stormatrix.runner import Runner
+    from stormatrix.runner import RunOptions, Runner
     from stormatrix.registry import spec_from_dict
 
     xml = DISKSPD_XML.read_text()
@@ -114,8 +114,8 @@ def test_a_diskspd_cell_is_journaled_with_its_engine(tmp_path: Path) -> None:
                            "matrix": {"controllers": ["sata"]},
                            "workload": [{"name": "randrw70-8k", "rw": "randrw", "bs": "8k", "iodepth": 16,
                                          "rwmixread": 70}]}, "dspd.toml")
-    runner = Runner(spec, tmp_path / "run", progress=False, backend=Vm(spec, tmp_path / "run"),
-                    executor_factory=lambda endpoints: Guest(endpoints), collector_factory=Host)
+    runner = Runner(spec, tmp_path / "run", RunOptions(progress=False, backend=Vm(spec, tmp_path / "run"),
+                               executor_factory=lambda endpoints: Guest(endpoints), collector_factory=Host))
     summary = runner.run()
     assert summary["measured"] == 1 and not summary["failed"]
     cell = next(r for r in Journal(tmp_path / "run").records() if r["type"] == "cell")
@@ -138,13 +138,13 @@ def _matrix(**run: Any) -> dict[str, Any]:
 def _run(run_dir: Path, raw: dict[str, Any], side: str | None = None) -> dict[str, Any]:
     from standins.agent import FakeCollector, FakeVmBackend
 
-    from stormatrix.runner import Runner
+    from stormatrix.runner import RunOptions, Runner
     from stormatrix.registry import spec_from_dict
 
     spec = spec_from_dict(raw)
     spec.run["boot_timeout_seconds"] = 1.0
-    return Runner(spec, run_dir, side=side, progress=False, backend=FakeVmBackend(spec, run_dir, {}),
-                  collector_factory=FakeCollector).run()
+    return Runner(spec, run_dir, RunOptions(side=side, progress=False, backend=FakeVmBackend(spec, run_dir, {}),
+                             collector_factory=FakeCollector)).run()
 
 
 def _with(raw: dict[str, Any], section: str, **keys: Any) -> dict[str, Any]:

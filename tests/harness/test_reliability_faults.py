@@ -30,7 +30,7 @@ from stormatrix.cli import main
 from stormatrix.core.errors import StormatrixError
 from stormatrix.executors.localagent import LocalAgentExecutor
 from stormatrix.journal import read_journal
-from stormatrix.runner import Runner
+from stormatrix.runner import RunOptions, Runner
 from stormatrix.registry import spec_from_dict
 import paths
 
@@ -47,7 +47,7 @@ def matrix(on_error: str = "skip", retries: int = 1, rw: str = "randread", **run
 
 
 def first_key(raw: dict[str, Any]) -> str:
-    return Runner(spec_from_dict(raw), "/nonexistent", progress=False).plan().cells[0].key
+    return Runner(spec_from_dict(raw), "/nonexistent", RunOptions(progress=False)).plan().cells[0].key
 
 
 # name -> (backend faults, WinRM fault, expected stage, expected error type, retried?)
@@ -88,7 +88,7 @@ def run_inprocess(tmp_path: Path, raw: dict[str, Any], faults: dict[str, Any]) -
     spec = spec_from_dict(raw)
     spec.run["boot_timeout_seconds"] = 1.0  # the schema's minimum is 5 s; a stand-in answers at once or never
     backend = FakeVmBackend(spec, tmp_path / "run", faults)
-    runner = Runner(spec, tmp_path / "run", progress=False, backend=backend, collector_factory=FakeCollector)
+    runner = Runner(spec, tmp_path / "run", RunOptions(progress=False, backend=backend, collector_factory=FakeCollector))
     try:
         outcome: Any = runner.run()
     except StormatrixError as exc:
@@ -280,7 +280,7 @@ def test_proxmox_fault_restores_the_vm(name: str, on_error: str, pve: tuple[PveS
     digest0, vols = s.digest(VMID), s.volumes()
     raw = pve_matrix(s, on_error)
     spec = spec_from_dict(raw)
-    runner = Runner(spec, tmp_path / "run", progress=False, collector_factory=FakeCollector)
+    runner = Runner(spec, tmp_path / "run", RunOptions(progress=False, collector_factory=FakeCollector))
     # the stand-in has no monitor; monkeypatch puts the real methods back (a del would remove them)
     monkeypatch.setattr(runner.backend_cls, "thread_roles", lambda self: {})
     monkeypatch.setattr(runner.backend_cls, "blockstats", lambda self: None)

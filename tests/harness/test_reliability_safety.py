@@ -24,7 +24,7 @@ from standins.agent import FakeCollector, FakeVmBackend
 from stormatrix.core.errors import UnsafeWrite
 from stormatrix.journal import read_journal
 from stormatrix.core.model import Cell, DiskConfig, Workload
-from stormatrix.runner import WRITE_MODES, Runner, check_write_allowed
+from stormatrix.runner import WRITE_MODES, RunOptions, Runner, check_write_allowed
 from stormatrix.spec import RUN_SECTION
 from stormatrix.registry import spec_from_dict
 import paths
@@ -70,7 +70,7 @@ def test_refused_write_through_the_runner_is_not_retried_and_reads_still_run(tmp
            "workload": [{"name": "wr", "rw": "randwrite", "bs": "4k"}, {"name": "rd", "rw": "randread", "bs": "4k"}]}
     spec = spec_from_dict(raw)
     backend = FakeVmBackend(spec, tmp_path / "run", {"agent": {"signature": "ext"}})
-    summary = Runner(spec, tmp_path / "run", progress=False, backend=backend, collector_factory=FakeCollector).run()
+    summary = Runner(spec, tmp_path / "run", RunOptions(progress=False, backend=backend, collector_factory=FakeCollector)).run()
     records = read_journal(tmp_path / "run" / "journal.ndjson").records
     errors = [r for r in records if r["type"] == "cell-error"]
     assert len(errors) == 1 and errors[0]["stage"] == "safety" and errors[0]["error"]["type"] == "UnsafeWrite"

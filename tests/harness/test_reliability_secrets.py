@@ -25,7 +25,7 @@ from stormatrix.cli import build_parser, main
 from stormatrix.commands import guest as guest_cmd
 from stormatrix.core.errors import InputError, StormatrixError
 from stormatrix.executors import winrm as w
-from stormatrix.runner import Runner
+from stormatrix.runner import RunOptions, Runner
 from stormatrix.registry import spec_from_dict
 from tests.standins.wsman import WSManStandIn
 
@@ -87,7 +87,7 @@ def pve_matrix(s: PveStandin, **proxmox: Any) -> dict[str, Any]:
 
 def run_collecting(raw: dict[str, Any], run_dir: Path, errors: list[str]) -> None:
     spec = spec_from_dict(raw, "secrets.toml")
-    runner = Runner(spec, run_dir, progress=False, collector_factory=FakeCollector)
+    runner = Runner(spec, run_dir, RunOptions(progress=False, collector_factory=FakeCollector))
     # no monitor in the stand-in; the class's own methods are put back afterwards (a del would remove them)
     cls = runner.backend_cls
     saved = {name: cls.__dict__[name] for name in ("thread_roles", "blockstats")}

@@ -19,7 +19,7 @@ from standins.agent import FakeCollector, FakeVmBackend
 from stormatrix.cli import main
 from stormatrix.core.errors import MatrixError
 from stormatrix.journal import read_journal
-from stormatrix.runner import Runner
+from stormatrix.runner import RunOptions, Runner
 from stormatrix.runorder import ordered_cells, place
 from stormatrix.registry import spec_from_dict
 from stormatrix.spec import expand
@@ -51,7 +51,7 @@ def run_matrix(run_dir: Path, raw: dict[str, Any], stop_after: int | None = None
                 raise KeyboardInterrupt
             windows[0] += 1
 
-    return Runner(spec, run_dir, progress=False, backend=backend, collector_factory=Collector).run()
+    return Runner(spec, run_dir, RunOptions(progress=False, backend=backend, collector_factory=Collector)).run()
 
 
 def journal(run_dir: Path) -> list[dict[str, Any]]:

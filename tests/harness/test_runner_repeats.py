@@ -19,7 +19,7 @@ from standins.agent import FakeCollector, FakeVmBackend
 from stormatrix.cli import main
 from stormatrix.core.errors import MatrixError
 from stormatrix.journal import read_journal
-from stormatrix.runner import Runner
+from stormatrix.runner import RunOptions, Runner
 from stormatrix.registry import spec_from_dict
 
 # CPU seconds the host "spends" in each successive window, per controller
@@ -45,7 +45,7 @@ def run_matrix(tmp_path: Path, raw: dict[str, Any], series: dict[str, list[float
             host["cpu_total"] = left[backend.config["controller"]].pop(0)
             return host
 
-    return Runner(spec, tmp_path / "run", progress=False, backend=backend, collector_factory=Collector).run()
+    return Runner(spec, tmp_path / "run", RunOptions(progress=False, backend=backend, collector_factory=Collector)).run()
 
 
 def cells(tmp_path: Path) -> list[dict[str, Any]]:
@@ -195,7 +195,7 @@ def test_windows_on_the_qemu_backend_is_refused_at_plan(tmp_path: Path, capsys: 
 
 
 def test_each_cell_records_the_drivers_the_windows_guest_had_bound() -> None:
-    from stormatrix.runner import with_storage_drivers
+    from stormatrix.executors.winrm_facts import with_storage_drivers
 
     facts = {"Controllers": [{"Name": "virtio-scsi", "Service": "vioscsi", "DriverBound": True},
                              {"Name": "virtio-blk", "Service": "", "DriverBound": False}]}

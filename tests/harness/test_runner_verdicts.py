@@ -20,7 +20,7 @@ from standins.agent import FakeCollector, FakeVmBackend
 from stormatrix.cli import main
 from stormatrix.journal import read_journal
 from stormatrix.repeats import comparisons, next_extra
-from stormatrix.runner import Runner
+from stormatrix.runner import RunOptions, Runner
 from stormatrix.registry import spec_from_dict
 from stormatrix.spec import expand
 
@@ -49,7 +49,7 @@ def run_matrix(run_dir: Path, raw: dict[str, Any]) -> dict[str, Any]:
             host["cpu_total"] = left[(backend.config["controller"], backend.config["aio"])].pop(0)
             return host
 
-    return Runner(spec, run_dir, progress=False, backend=backend, collector_factory=Collector).run()
+    return Runner(spec, run_dir, RunOptions(progress=False, backend=backend, collector_factory=Collector)).run()
 
 
 def cells(run_dir: Path) -> list[dict[str, Any]]:

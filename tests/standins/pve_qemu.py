@@ -92,6 +92,30 @@ class QemuVmRunning:
         stormatrix agent, which answers PING with READY once the guest has booted."""
         return self.vm.alive() and self._agent(b"PING\n", b"@@SMX READY", 3.0)
 
+    def guest_exec(self, argv: list[str]) -> Any:
+        """QGA ``guest-exec`` in the real guest: its agent runs the command (``EXEC``, harness/guest/init,
+        server mode) and answers ``EXITED rc= out= err=``. A program the guest lacks exits 127 there."""
+        import base64
+        import shlex
+        import socket
+
+        line = b"EXEC " + base64.b64encode(shlex.join(argv).encode()) + b"\n"
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            s.settimeout(60)
+            s.connect(str(self.vm.agent_path))
+            s.sendall(line)
+            buf = b""
+            while b"@@SMX EXITED" not in buf or not buf.split(b"@@SMX EXITED", 1)[1].count(b"\n"):
+                chunk = s.recv(65536)
+                if not chunk:
+                    break
+                buf += chunk
+        fields = dict(w.split("=", 1) for w in buf.split(b"@@SMX EXITED", 1)[-1].decode().split("\n")[0].split()
+                      if "=" in w)
+        answer = (int(fields.get("rc", "255")), base64.b64decode(fields.get("out", "")).decode(errors="replace"),
+                  base64.b64decode(fields.get("err", "")).decode(errors="replace"))
+        return lambda: answer
+
     def powerdown(self) -> None:
         """ACPI power button. The stormatrix guest has no acpid, so (like such a guest on Proxmox) it
         ignores it: a reboot or shutdown of a VM without the agent times out."""
@@ -121,10 +145,15 @@ class QemuVmLauncher:
         from stormatrix.backends.qemu import VmSpec
         from stormatrix.core.model import DiskConfig
 
+        from .pve_launch import GUEST_FIO_PORT
+
         disk = DiskConfig(spec.controller, spec.aio, spec.iothread, spec.cache)
+        # a VM with net0 is on the stand-in's bridge: its guest runs fio --server, reached at its address
+        network = {"mode": "server", "fio_port": GUEST_FIO_PORT, "fio_host": spec.address} if spec.address else {}
         return _qemu_server_vm(VmSpec(name=str(spec.vmid), disk=disk, disk_image=spec.image, run_dir=spec.run_dir,
                                       image=self.image, slot=spec.slot, vcpus=spec.cores, memory_mib=spec.memory_mib,
-                                      accel=self.accel, extra_args=tuple(extra_args(spec))), spec.disk_args())
+                                      accel=self.accel, extra_args=tuple(extra_args(spec)), **network),
+                               spec.disk_args())
 
     def argv(self, spec: LaunchSpec) -> list[str]:
         return list(self._vm(spec).argv())

@@ -480,7 +480,7 @@ class WindowExecutor:
 def test_a_run_journals_esxtop_host_records(esx: EsxLab, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                             use_executor: Callable[[str, str], None]) -> None:
     from stormatrix.journal import Journal
-    from stormatrix.runner import Runner
+    from stormatrix.runner import RunOptions, Runner
     from stormatrix.registry import spec_from_dict
     from test_vmware_pwsh import PASSWORD, matrix
 
@@ -488,7 +488,7 @@ def test_a_run_journals_esxtop_host_records(esx: EsxLab, tmp_path: Path, monkeyp
     raw = matrix(["pvscsi", "nvme"], host_cpu_source="esxtop", esxtop_ssh="root@esx01.lab", esxtop_delay_seconds=2)
     raw["run"].update(measure_seconds=4, ramp_seconds=0, order="grouped")  # cells in matrix order
     before = esx.vsphere.layout()
-    summary = Runner(spec_from_dict(raw), tmp_path / "run", progress=False).run()
+    summary = Runner(spec_from_dict(raw), tmp_path / "run", RunOptions(progress=False)).run()
     assert summary["measured"] == 2 and summary["failed"] == []
     assert esx.vsphere.layout() == before
     cells = [r for r in Journal(tmp_path / "run").records() if r["type"] == "cell"]
@@ -519,14 +519,14 @@ def test_report_reads_an_esxi_run(esx: EsxLab, tmp_path: Path, monkeypatch: pyte
     from stormatrix.analysis.ingest import ingest
     from stormatrix.cli import main
     from stormatrix.journal import Journal
-    from stormatrix.runner import Runner
+    from stormatrix.runner import RunOptions, Runner
     from stormatrix.registry import spec_from_dict
     from test_vmware_pwsh import matrix
 
     use_executor("fio-server", "test_vmware_esxtop:WindowExecutor")
     raw = matrix(["pvscsi", "nvme"], host_cpu_source="esxtop", esxtop_ssh="root@esx01.lab", esxtop_delay_seconds=2)
     raw["run"].update(measure_seconds=4, ramp_seconds=0, order="grouped")  # cells in matrix order
-    Runner(spec_from_dict(raw), tmp_path / "run", progress=False).run()
+    Runner(spec_from_dict(raw), tmp_path / "run", RunOptions(progress=False)).run()
     data = ingest([str(tmp_path / "run")], strict=True)
     assert len(data.frame) == 2 and (data.frame["cpu_per_mib"] > 0).all()
 

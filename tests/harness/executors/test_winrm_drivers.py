@@ -20,7 +20,9 @@ import pytest
 from standins.agent import FakeVmBackend
 
 from stormatrix.backends.base import GuestEndpoint
+from stormatrix.executors.fioserver import FioServerExecutor
 from stormatrix.executors.localagent import LocalAgentExecutor
+from stormatrix.executors.winrm import WinRMExecutor
 from stormatrix.executors.winrm_facts import (
     DriverGate,
     TestDiskMissing,
@@ -29,7 +31,7 @@ from stormatrix.executors.winrm_facts import (
     with_storage_drivers,
 )
 from stormatrix.journal import read_journal
-from stormatrix.runner import Runner
+from stormatrix.runner import RunOptions, Runner
 from stormatrix.registry import spec_from_dict
 
 SERIAL = "STORMATRIX01"
@@ -69,9 +71,12 @@ class WindowsGuest:
 
 
 def run_windows(tmp_path: Path, guest: WindowsGuest, controllers: list[str], *, drivers: list[str] | None = None,
-                repeats: int = 1, workloads: int = 1) -> tuple[dict[str, Any], FakeVmBackend, list[dict[str, Any]]]:
-    run: dict[str, Any] = {"name": "win", "guest_os": "windows2022", "backend": "proxmox", "ramp_seconds": 0,
-                           "measure_seconds": 1, "repeats": repeats, "retries": 2,
+                repeats: int = 1, workloads: int = 1,
+                executor: str = "winrm") -> tuple[dict[str, Any], FakeVmBackend, list[dict[str, Any]]]:
+    # the WinRM executor's driver gate decides (the runner asks the executor the matrix names); the factory
+    # below stands in for its transport
+    run: dict[str, Any] = {"name": "win", "guest_os": "windows2022", "backend": "proxmox", "executor": executor,
+                           "ramp_seconds": 0, "measure_seconds": 1, "repeats": repeats, "retries": 2,
                            "order": "grouped"}  # these tests say which controller boots first: matrix order
     if drivers is not None:
         run["guest_drivers"] = drivers
@@ -94,9 +99,32 @@ def run_windows(tmp_path: Path, guest: WindowsGuest, controllers: list[str], *, 
     def factory(endpoints: list[GuestEndpoint]) -> Executor:
         return Executor(endpoints, {})
 
-    summary = Runner(spec, tmp_path / "run", progress=False, backend=backend, executor_factory=factory).run()
+    summary = Runner(spec, tmp_path / "run", RunOptions(progress=False, backend=backend, executor_factory=factory)).run()
     records = read_journal(tmp_path / "run" / "journal.ndjson").records
     return summary, backend, records
+
+
+def test_the_driver_gate_is_the_winrm_executors_capability() -> None:
+    windows = spec_from_dict({"run": {"guest_os": "windows2022", "backend": "proxmox"},
+                              "matrix": {"controllers": ["sata"]}, "workload": [{"name": "w", "rw": "read", "bs": "4k"}]})
+    linux = spec_from_dict({"run": {"backend": "proxmox"}, "matrix": {"controllers": ["sata"]},
+                            "workload": [{"name": "w", "rw": "read", "bs": "4k"}]})
+    gate = WinRMExecutor.driver_gate(windows)
+    assert isinstance(gate, DriverGate) and gate.declared is None
+    assert WinRMExecutor.driver_gate(linux) is None
+    for other in (LocalAgentExecutor, FioServerExecutor):
+        assert other.driver_gate(windows) is None, other.name
+
+
+def test_the_runner_asks_the_executor_the_matrix_names(tmp_path: Path) -> None:
+    """The same Windows guest without viostor, run by an executor that offers no driver gate: nothing
+    decides to skip virtio-blk, so its VM boots and the readiness fails (no test disk, not retried)."""
+    guest = WindowsGuest(store={"vioscsi"})
+    summary, backend, records = run_windows(tmp_path, guest, ["sata", "virtio-blk"], executor="local-agent")
+    assert booted(backend, "virtio-blk") == 1 and not summary["driver_skipped"]
+    assert not of_type(records, "cell-skipped")
+    assert [r["cell"]["disk"]["controller"] for r in of_type(records, "cell-error")] == ["virtio-blk"]
+    assert all("driver_facts" not in r["guest"] for r in of_type(records, "cell"))
 
 
 def booted(backend: FakeVmBackend, controller: str) -> int:

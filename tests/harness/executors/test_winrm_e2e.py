@@ -22,7 +22,7 @@ from stormatrix.backends.base import GuestEndpoint
 from stormatrix.cli import main
 from stormatrix.executors import winrm as w
 from stormatrix.journal import read_journal
-from stormatrix.runner import Runner
+from stormatrix.runner import RunOptions, Runner
 from stormatrix.registry import spec_from_dict
 from tests.standins.wsman import FakeWindowsGuest, _fakewindows, self_signed_cert
 import paths
@@ -75,7 +75,7 @@ def run_matrix(run_dir: Path, g: FakeWindowsGuest, raw: dict[str, Any]) -> tuple
     spec = spec_from_dict(raw)
     backend = WinRMVmBackend(spec, run_dir, {})
     backend.port = g.server.port
-    runner = Runner(spec, run_dir, progress=False, backend=backend)
+    runner = Runner(spec, run_dir, RunOptions(progress=False, backend=backend))
     return runner, runner.run()
 
 
@@ -115,7 +115,7 @@ def test_the_diskspd_cell_reaches_the_runner_as_a_measured_result(guest: tuple[F
 
     g, cert = guest
     spec = spec_from_dict(matrix(cert, engine="diskspd"))
-    cell = Runner(spec, tmp_path / "x", progress=False, backend=WinRMVmBackend(spec, tmp_path / "x", {})).plan().cells[0]
+    cell = Runner(spec, tmp_path / "x", RunOptions(progress=False, backend=WinRMVmBackend(spec, tmp_path / "x", {}))).plan().cells[0]
     ex = w.WinRMExecutor([GuestEndpoint(kind="tcp", address="127.0.0.1", port=g.server.port)], spec.raw["winrm"])
     try:
         ex.wait_ready(__import__("time").monotonic() + 300)
@@ -250,7 +250,7 @@ def test_windows_matrix_without_guest_drivers_runs_what_the_guest_has(tmp_path: 
         run_dir = tmp_path / "run"
         backend = ControllerVmBackend(spec, run_dir, {})
         backend.port, backend.guest_root = g.server.port, g.root
-        summary = Runner(spec, run_dir, progress=False, backend=backend).run()
+        summary = Runner(spec, run_dir, RunOptions(progress=False, backend=backend)).run()
     records = read_journal(run_dir / "journal.ndjson").records
     assert [k.split("/")[0] for k in backend.applied].count("virtio-blk") == 1
     assert not [r for r in records if r.get("type") == "cell-error"] and not summary["failed"]

@@ -178,3 +178,32 @@ def test_power_cycle_point_cycles_the_workers_before_every_point(
     assert calls("start") == 2 * 3 and calls("stop") == 2 * 2 + 2
     cycles = [r for r in FleetJournal(run).records() if r["type"] == "power-cycle"]
     assert [c["point"] for c in cycles] == [None, cells[1]["key"], cells[2]["key"]]
+
+
+@pytest.fixture
+def real_guests(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[PveStandin]:
+    from standins.pve_qemu import QemuVmLauncher
+
+    monkeypatch.setenv(SECRET_ENV, SECRET)
+    s = make_standin(tmp_path, QemuVmLauncher())
+    with s:
+        yield s
+
+
+@pytest.mark.qemu
+@pytest.mark.slow
+def test_a_suite_on_4_real_local_guests_runs_two_storages_and_removes_everything(
+        real_guests: PveStandin, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The workers are real QEMU guests (the tiny image, fio --server, its agent on a serial port) started
+    by the stand-in's API: each storage's volume is the guest's /dev/sda, its fio version is asked through
+    the agent, and the host collector measures the four QEMU processes in every window."""
+    before = (set(real_guests.vms), real_guests.volumes())
+    path = suite_file(real_guests, tmp_path, workers=4, fleet={"disk_size": "64M", "controller": "virtio-scsi-single"},
+                      filename="/dev/sda", size="16m", host_metrics="require", probe_timeout_seconds=60)
+    run = tmp_path / "run"
+    code = main(["suite", "run", str(path), "-o", str(run)])
+    assert code == 0, capsys.readouterr().err[-3000:]
+    check_outcome(real_guests, run, 4, before)
+    for storage in STORAGES:
+        cell = next(r for r in Journal(run / storage).records() if r["type"] == "cell")
+        assert cell["host"] is not None and len(cell["host"]["vms"]) == 4  # the 4 QEMU processes measured

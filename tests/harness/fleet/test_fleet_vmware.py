@@ -25,6 +25,7 @@ from stormatrix.fleet.journal import FleetJournal
 from stormatrix.fleet.vmware import VmwareFleet, make_runner, replay, vmware_fleet_from_dict
 
 from standins.fakevcenter import FakeVCenter
+from suite_pve import fio_server_on_host
 from tests.pwshengine import pwsh_path
 
 pytestmark = pytest.mark.pwsh
@@ -87,33 +88,50 @@ def test_plan_names_every_problem_and_deploy_creates_nothing(vcenter: FakeVCente
     assert "New-VM" not in vcenter.cmdlets() and not fleet.journal.path.exists()
 
 
-def test_deploy_two_datastores_as_sides_then_destroy_leaves_nothing(vcenter: FakeVCenter, tmp_path: Path) -> None:
+def _suite_file(tmp_path: Path, port: int, **fleet: Any) -> Path:
+    spec = raw_spec(**fleet)
+    body = "[fleet]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in spec["fleet"].items())
+    body += "[vmware]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in spec["vmware"].items())
+    body += ('[suite]\nfilename = "target.dat"\nsize = "4m"\nblock_sizes = ["4k"]\nqueue_depths = [1]\n'
+             f'ramp_seconds = 0\nmeasure_seconds = 1\nport = {port}\n')
+    path = tmp_path / "suite.toml"
+    path.write_text(body)
+    return path
+
+
+def test_suite_run_on_an_esxi_fleet_runs_each_datastore_as_a_side_and_removes_everything(
+        vcenter: FakeVCenter, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import openpyxl
+    from stormatrix.journal import Journal
+
     before = {name: vcenter.layout(name) for name in OTHERS}
     free_before = {d["name"]: float(d["freeSpaceGB"]) for d in vcenter.read()["datastores"]}
-    fleet = fleet_for(tmp_path / "run")
-    ids = fleet.deploy()  # after a plan without problems
-    assert len(ids) == 3 and [vcenter.vm(f"smx-w0{i}")["id"] for i in (1, 2, 3)] == ids
-    assert all(vcenter.vm(f"smx-w0{i}")["notes"].startswith(f"stormatrix fleet {fleet.fleet_id}:") for i in (1, 2, 3))
-    assert fleet.deploy() == ids and vcenter.cmdlets().count("CloneVM_Task") == 3  # resume: nothing cloned twice
-    for storage, controller in (("bb-iscsi", "ParaVirtual"), ("bb-nvme", "ParaVirtual")):
-        fleet.attach(storage, ids)
-        assert free_gb(vcenter, storage) == 400 - 3 * 10  # eager-zeroed thick: the space is taken at creation
-        disks = [d for d in vcenter.vm("smx-w02")["disks"] if d["filename"].startswith(f"[{storage}] ")]
-        assert len(disks) == 1
-        ctrl = next(c for c in vcenter.vm("smx-w02")["controllers"] if c["key"] == disks[0]["controllerKey"])
-        assert ctrl["type"] == controller
-        guests = fleet.power_cycle(ids)
-        assert [g["IPAddress"] for g in guests] == ["10.20.0.11", "10.20.0.12", "10.20.0.13"]
-        assert vcenter.vm("smx-w01")["bootedWith"] == {"Hard disk 1": "ParaVirtual", "Hard disk 2": controller}
-        fleet.detach(storage)
-        assert free_gb(vcenter, storage) == 400
-        assert all(len(vcenter.vm(f"smx-w0{i}")["disks"]) == 1 for i in (1, 2, 3))
-    left = fleet.destroy()
-    assert left.empty
+    run = tmp_path / "run"
+    with fio_server_on_host(tmp_path / "guest") as (host, port):
+        vcenter.change(guestIpPool=[host])  # the worker's Tools report this machine, where fio --server runs
+        path = _suite_file(tmp_path, port, workers=1, controller="nvme")
+        assert main(["suite", "plan", str(path)]) == 0
+        assert "sides: bb-iscsi, bb-nvme" in capsys.readouterr().out and "New-VM" not in vcenter.cmdlets()
+        code = main(["suite", "run", str(path), "-o", str(run)])
+        err = capsys.readouterr().err
+        assert code == 0, err
+    for storage in ("bb-iscsi", "bb-nvme"):
+        records = list(Journal(run / storage).records())
+        rec = next(r for r in records if r["type"] == "run")
+        assert rec["side"] == storage and rec["storage"]["server"] == "vmware datastore"
+        assert [d.split("/")[0] for d in rec["storage"]["disks"]] == [f"[{storage}] smx-w01"]
+        cells = [r for r in records if r["type"] == "cell"]
+        assert len(cells) == 1 and cells[0]["fio"]["total"]["io_bytes"] > 0
+        assert [c["name"] for c in cells[0]["clients"]] == ["smx-w01"]
+    header = [c.value for c in openpyxl.load_workbook(run / "comparison.xlsx")["Comparison"][1]]
+    assert "IOPS bb-iscsi" in header and "IOPS bb-nvme" in header
+    assert vcenter.cmdlets().count("Start-VM") == 2 and vcenter.cmdlets().count("New-NvmeController") == 2
+    assert vcenter.cmdlets().count("CloneVM_Task") == 1  # the plan cloned nothing
     after = vcenter.read()
     assert vm_names(vcenter) == OTHERS and after["orphanFiles"] == []
     assert {name: vcenter.layout(name) for name in OTHERS} == before  # nothing of theirs changed
     assert {d["name"]: float(d["freeSpaceGB"]) for d in after["datastores"]} == free_before
+    assert replay(FleetJournal(run)).empty
 
 
 def test_space_running_out_mid_attach_is_vspheres_error_and_detach_frees_what_was_made(

@@ -62,7 +62,7 @@ function Add-StormatrixVMwareFleetDisk {
         [AllowEmptyCollection()][string[]]$BaseFilename = @()
     )
     $members = Get-StormatrixVMwareFleetMember -VMId $VMId -RunId $RunId
-    $store = Resolve-StormatrixVMwareDatastore -Name $Datastore
+    $store = Resolve-StormatrixVMwareInventoryItem -Kind Datastore -Name $Datastore
     if (-not $store.ExtensionData.Summary.Accessible) {
         throw (New-StormatrixVMwareError -ErrorId 'DatastoreUnavailable' -Category 'ResourceUnavailable' -TargetObject $Datastore `
                 -Message "datastore '$Datastore' is not accessible; nothing was created")

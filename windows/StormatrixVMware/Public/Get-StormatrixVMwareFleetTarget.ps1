@@ -54,7 +54,7 @@ function Get-StormatrixVMwareFleetTarget {
     }
     $templateInfo = [ordered]@{ Name = $Template; Found = $false; IsTemplate = $false; Id = $null; DiskCount = 0; Problem = $null }
     try {
-        $found = Resolve-StormatrixVMwareTemplate -Name $Template
+        $found = Resolve-StormatrixVMwareInventoryItem -Kind Template -Name $Template
         $templateInfo.Found = $true
         $templateInfo.IsTemplate = $true
         $templateInfo.Id = [string]$found.Id
@@ -83,7 +83,7 @@ function Get-StormatrixVMwareFleetTarget {
     $stores = foreach ($ds in $Datastore) {
         $info = [ordered]@{ Name = $ds; Found = $false; Type = $null; Accessible = $false; CapacityGB = 0; FreeSpaceGB = 0; Problem = $null }
         try {
-            $store = Resolve-StormatrixVMwareDatastore -Name $ds
+            $store = Resolve-StormatrixVMwareInventoryItem -Kind Datastore -Name $ds
             $info.Found = $true
             $info.Type = [string]$store.Type
             $info.Accessible = [bool]$store.ExtensionData.Summary.Accessible

@@ -64,11 +64,11 @@ function New-StormatrixVMwareFleet {
         [ValidateRange(0.25, 24576)][decimal]$MemoryGB = 4,
         [ValidateRange(1, 64)][int]$Parallel = 8
     )
-    $source = Resolve-StormatrixVMwareTemplate -Name $Template
+    $source = Resolve-StormatrixVMwareInventoryItem -Kind Template -Name $Template
     $esx = Resolve-StormatrixVMwareHost -Name $VMHost
     $store = $null
     if ($Datastore) {
-        $store = Resolve-StormatrixVMwareDatastore -Name $Datastore
+        $store = Resolve-StormatrixVMwareInventoryItem -Kind Datastore -Name $Datastore
     }
     try {
         $existing = @(Get-VM -ErrorAction Stop)

@@ -18,7 +18,7 @@ from standins.pve import PveStandin, QemuVmLauncher
 
 from stormatrix.backends.proxmox import backend as pmx
 from stormatrix.journal import Journal
-from stormatrix.runner import Runner
+from stormatrix.runner import RunOptions, Runner
 from stormatrix.registry import spec_from_dict
 
 pytestmark = pytest.mark.qemu
@@ -59,7 +59,7 @@ def test_demo_cells_through_proxmox(standin: PveStandin, tmp_path: Path, monkeyp
     raw = demo_matrix(standin, None if full else ["sata", "virtio-scsi-single"], None if full else ["native", "threads"])
     digest0, vols = standin.digest(100), standin.volumes()
     spec = spec_from_dict(raw, "demo-proxmox.toml")
-    runner = Runner(spec, tmp_path / "run", progress=False)
+    runner = Runner(spec, tmp_path / "run", RunOptions(progress=False))
     summary = runner.run()
     assert not summary["failed"], summary
     records = Journal(tmp_path / "run").records()

@@ -135,7 +135,7 @@ def test_every_journaled_cell_names_the_disks_sharing_its_controller(tmp_path: P
     controller (overlap.controller_shared_with), the run record's environment says it once."""
     from standins.agent import AgentFaults, AgentStandin, FakeCollector
 
-    from stormatrix.runner import Runner
+    from stormatrix.runner import RunOptions, Runner
 
     s = PveStandin(tmp_path / "pve", tokens={TOKEN: SECRET})
     boot_vol = s.add_volume(VMID, "vm-100-disk-0.raw")
@@ -149,7 +149,7 @@ def test_every_journaled_cell_names_the_disks_sharing_its_controller(tmp_path: P
             raw = matrix(s, allow_shared_scsihw=True, guest_channel="serial1", ready="executor")
             raw["run"].update(executor="local-agent", ramp_seconds=0, measure_seconds=1, retries=0)
             raw["matrix"].update(controllers=["virtio-scsi-pci", "sata"], aio=["threads"], iothread=[False])
-            runner = Runner(spec_from_dict(raw), tmp_path / "run", progress=False, collector_factory=FakeCollector)
+            runner = Runner(spec_from_dict(raw), tmp_path / "run", RunOptions(progress=False, collector_factory=FakeCollector))
             # the sleeping "QEMU" has no monitor
             monkeypatch.setattr(runner.backend_cls, "thread_roles", lambda self: {})
             monkeypatch.setattr(runner.backend_cls, "blockstats", lambda self: None)
