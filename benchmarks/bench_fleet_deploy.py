@@ -9,8 +9,9 @@ tasks that take the stand-in's time, ``SleepLauncher`` VMs: no QEMU), in alterna
   deploy (journal fsync before each clone, clone task, config read for its digest, tags/cores/memory),
   attach (journal, ``pvesm alloc``, config), detach + free (config, ``imgdel`` task), destroy
   (ownership check from each VM's config, status, destroy task), every step journaled;
-- ``bare``: the same creating calls in the same order with the same task waits, and nothing else: no
-  plan, no journal, no ownership or status reads.
+- ``bare``: the same creating calls in the same order with the same task waits (clones and destroys
+  ``PARALLEL_TASKS`` at a time, as the fleet runs them), and nothing else: no plan, no journal, no
+  ownership or status reads.
 
 Printed: each variant's seconds (deploy, storage, teardown, total), the API calls each made, and the
 ratio fleet/bare of the totals. Exit status 0 when every worker was created and removed by both.
@@ -34,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from standins.pve import PveStandin  # noqa: E402 - the stand-in lives with the tests
 
 from stormatrix.backends.proxmox.settings import make_transport  # noqa: E402
-from stormatrix.fleet.proxmox import ProxmoxFleet  # noqa: E402
+from stormatrix.fleet.proxmox import PARALLEL_TASKS, ProxmoxFleet  # noqa: E402
 from stormatrix.fleet.spec import load_fleet_file  # noqa: E402
 
 TOKEN, SECRET, ENV = "root@pam!bench", "0b5e7c1e-bench-bench-bench-000000000000", "SMX_BENCH_PVE_SECRET"
@@ -95,10 +96,16 @@ def run_bare(s: PveStandin, path: Path, workers: int, first: int) -> dict[str, f
     times: dict[str, float] = {}
     try:
         t0 = time.monotonic()
-        for i, vmid in enumerate(vmids, start=1):
-            _wait(t, node, t.request("POST", f"/nodes/{node}/qemu/{TEMPLATE}/clone",
-                                     {"newid": vmid, "name": f"bare-w{i:02d}", "full": 0, "description": "bare"}))
-            t.request("PUT", f"/nodes/{node}/qemu/{vmid}/config", {"tags": "stormatrix", "cores": 2, "memory": 1024})
+        for at in range(0, len(vmids), PARALLEL_TASKS):  # as many tasks at once as the fleet runs
+            chunk = vmids[at:at + PARALLEL_TASKS]
+            upids = [t.request("POST", f"/nodes/{node}/qemu/{TEMPLATE}/clone",
+                               {"newid": vmid, "name": f"bare-w{vmid}", "full": 0, "description": "bare"})
+                     for vmid in chunk]
+            for upid in upids:
+                _wait(t, node, upid)
+            for vmid in chunk:
+                t.request("PUT", f"/nodes/{node}/qemu/{vmid}/config",
+                          {"tags": "stormatrix", "cores": 2, "memory": 1024})
         times["deploy"] = time.monotonic() - t0
         t1 = time.monotonic()
         volids = {}
@@ -112,9 +119,11 @@ def run_bare(s: PveStandin, path: Path, workers: int, first: int) -> dict[str, f
             _wait(t, node, t.request("DELETE", f"/nodes/{node}/storage/{STORAGE}/content/{volids[vmid]}"))
         times["storage"] = time.monotonic() - t1
         t2 = time.monotonic()
-        for vmid in vmids:
-            _wait(t, node, t.request("DELETE", f"/nodes/{node}/qemu/{vmid}",
-                                     {"destroy-unreferenced-disks": 1, "purge": 1}))
+        for at in range(0, len(vmids), PARALLEL_TASKS):
+            upids = [t.request("DELETE", f"/nodes/{node}/qemu/{vmid}", {"destroy-unreferenced-disks": 1, "purge": 1})
+                     for vmid in vmids[at:at + PARALLEL_TASKS]]
+            for upid in upids:
+                _wait(t, node, upid)
         times["teardown"] = time.monotonic() - t2
     finally:
         t.close()
