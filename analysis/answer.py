@@ -147,6 +147,20 @@ def _elapsed_min(items: dict[str, list[str]], frame: pd.DataFrame) -> float | No
     return (max(ends) - t0.timestamp()) / 60.0 if ends else None
 
 
+EXTRA_WHY = {"open verdict": "for verdicts still open", "cv_limit_pct": "for the CV limit"}
+
+
+def _extra_why(frame: pd.DataFrame) -> str:
+    """What the extra repeats were for, counted from each record's own reason (none journaled: nothing said)."""
+    if "extra_repeat" not in frame or not frame["extra_repeat"].notna().any():
+        return ""
+    counts = frame["extra_repeat"].dropna().astype(str).value_counts()
+    parts = [f"{n} {EXTRA_WHY.get(str(basis), f'for {basis}')}" for basis, n in counts.items()]
+    if len(parts) > 1:
+        return " (" + ", ".join(parts) + ")"
+    return " " + parts[0].split(" ", 1)[1]
+
+
 def _repeats(items: dict[str, list[str]], frame: pd.DataFrame, result: EfficiencyResult) -> tuple[str, str]:
     """(the Repeats condition, the CV-limit outcome with why extra repeats did or did not run)."""
     cells = result.cells
@@ -155,7 +169,7 @@ def _repeats(items: dict[str, list[str]], frame: pd.DataFrame, result: Efficienc
     per = f"{n.min()}" if n.min() == n.max() else f"{n.min()}-{n.max()}"
     extra = int((frame["repeat"].dropna().astype(int) > int(planned)).sum()) if planned and planned.isdigit() else 0
     repeats = (f"{per} per configuration: {len(frame)} measurements of {len(cells)} configurations"
-               + (f", {extra} of them extra repeats for the CV limit" if extra else ""))
+               + (f", {extra} of them extra repeats{_extra_why(frame)}" if extra else ""))
     over = int(cells["cv_flag"].sum())
     limit = result.cv_limit
     if not over:

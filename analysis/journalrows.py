@@ -22,6 +22,12 @@ from .tidy import CPU_PER_MIB_UNIT, reasons_text
 OLDER_P99 = "older record: lat p99 where fio reported it, else clat p99"
 
 
+def _extra_basis(record: dict[str, Any]) -> str | None:
+    """Why the harness ran this repeat beyond the planned ones (its journal's ``extra_repeat.basis``)."""
+    basis = _get(record, "extra_repeat.basis")
+    return basis if isinstance(basis, str) and basis else None
+
+
 def _get(record: dict[str, Any], dotted: str) -> Any:
     node: Any = record
     for part in dotted.split("."):
@@ -151,6 +157,7 @@ def journal_cell_row(rec: dict[str, Any], where: str) -> dict[str, Any]:
         "rwmixread": _get(rec, "cell.workload.rwmixread"),
         "rate_mib_s": _opt_num(rec, "cell.workload.rate_mib_s", where),
         "repeat": repeat,
+        "extra_repeat": _extra_basis(rec),
         "engine": _engine(rec, where),
         "engine_version": _get(rec, "fio.version"),
         "iops": float(total["iops"]),

@@ -43,6 +43,7 @@ COLUMNS: dict[str, str] = {
     "rwmixread": "Int64",
     "rate_mib_s": "float64",     # target rate, if the workload was throttled
     "repeat": "Int64",           # 1-based
+    "extra_repeat": "string",    # why a repeat beyond the planned ones ran (journal: open verdict | cv_limit_pct)
     "engine": "string",          # fio | diskspd
     "engine_version": "string",
     "iops": "float64",

@@ -140,3 +140,26 @@ def test_a_kvm_run_is_not_called_emulated(tmp_path: Path) -> None:
     assert main(["report", str(run_dir(tmp_path / "run", accel="kvm")), "-o", str(out)]) == 0
     cond = conditions(openpyxl.load_workbook(out)["Answer"])
     assert cond["Platform"] == "local QEMU 7.2.22; accelerator kvm"
+
+
+@pytest.mark.parametrize("bases, said", [
+    (["open verdict", "open verdict"], "2 of them extra repeats for verdicts still open"),
+    (["open verdict", "cv_limit_pct"], "2 of them extra repeats (1 for verdicts still open, 1 for the CV limit)"),
+    ([None, None], "2 of them extra repeats"),  # an older journal says no reason: none is made up
+])
+def test_the_repeats_condition_says_what_each_extra_repeat_was_for(
+        tmp_path: Path, bases: list[str | None], said: str) -> None:
+    run = run_dir(tmp_path / "run")
+    lines = (run / "journal.ndjson").read_text().splitlines()
+    extra = []
+    for basis, ctrl in zip(bases, ["virtio-blk", "sata"]):
+        rec = qemu_record(ctrl, "threads", 4, vcpu_s=2.5, io_s=0.1, io_ctx=6000)
+        rec["cell"]["workload"].update({"name": "randread-64k-32m", "rate_mib_s": 32})
+        if basis:
+            rec["extra_repeat"] = {"basis": basis, "reason": f"{basis}: why"}
+        extra.append(json.dumps(rec))
+    (run / "journal.ndjson").write_text("\n".join(lines + extra) + "\n")
+    out = tmp_path / "x.xlsx"
+    assert main(["report", str(run), "-o", str(out)]) == 0
+    repeats = conditions(openpyxl.load_workbook(out)["Answer"])["Repeats"]
+    assert said in repeats and repeats.count("extra repeats") == 1, repeats
