@@ -155,10 +155,10 @@ def _extra_why(frame: pd.DataFrame) -> str:
     if "extra_repeat" not in frame or not frame["extra_repeat"].notna().any():
         return ""
     counts = frame["extra_repeat"].dropna().astype(str).value_counts()
-    parts = [f"{n} {EXTRA_WHY.get(str(basis), f'for {basis}')}" for basis, n in counts.items()]
-    if len(parts) > 1:
-        return " (" + ", ".join(parts) + ")"
-    return " " + parts[0].split(" ", 1)[1]
+    why = {str(basis): EXTRA_WHY.get(str(basis), f"for {basis}") for basis in counts.index}
+    if len(why) == 1:
+        return " " + next(iter(why.values()))
+    return " (" + ", ".join(f"{n} {why[str(basis)]}" for basis, n in counts.items()) + ")"
 
 
 def _repeats(items: dict[str, list[str]], frame: pd.DataFrame, result: EfficiencyResult) -> tuple[str, str]:

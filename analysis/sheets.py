@@ -414,7 +414,8 @@ def _relative_sources(frame: pd.DataFrame) -> tuple[pd.DataFrame, str | None]:
         return frame, None
     values = [None if v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v)) else str(v)
               for v in frame["source"].tolist()]
-    paths = [_source_path(v) for v in values if v]
+    heads = [_source_path(v) if v else None for v in values]
+    paths = [h for h in heads if h]
     if not paths or not all(os.path.isabs(p) for p in paths):
         return frame, None
     root = os.path.commonpath(paths)
@@ -422,8 +423,8 @@ def _relative_sources(frame: pd.DataFrame) -> tuple[pd.DataFrame, str | None]:
         root = os.path.dirname(root)
     if root in ("", os.sep):
         return frame, None
-    shown = [v if v is None else os.path.relpath(_source_path(v), root) + v[len(_source_path(v)):]
-             for v in values]
+    shown = [None if v is None or h is None else os.path.relpath(h, root) + v[len(h):]
+             for v, h in zip(values, heads)]
     return frame.assign(source=pd.Series(shown, index=frame.index, dtype="string")), root
 
 
