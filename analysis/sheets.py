@@ -23,6 +23,9 @@ HEADER_FONT = Font(bold=True, color="FFFFFF")
 HEADER_FILL = PatternFill("solid", fgColor="305496")
 TITLE_FONT = Font(bold=True, size=14)
 WRAP = Alignment(wrap_text=True, vertical="top")
+# a long value in a table row: wrapped, but at the bottom like the row's other (one-line, bottom-aligned) cells,
+# so a printed row's values stay side by side instead of the wrapped one sitting up beside the row before
+WRAP_IN_ROW = Alignment(wrap_text=True)
 
 
 LINE_PT = 15.0      # the height of one line of 11-pt text (LibreOffice does not grow the rows of a file it opens)
@@ -248,7 +251,7 @@ def write_table(ws: Worksheet, frame: pd.DataFrame, columns: Sequence[Column], *
         texts = [(shown[j][i], width[j]) for j in shown if len(shown[j][i]) > width[j] * CHARS_PER_WIDTH - 2]
         if texts:
             for j in (j for j in shown if len(shown[j][i]) > width[j] * CHARS_PER_WIDTH - 2):
-                ws.cell(row=start_row + 1 + i, column=j).alignment = WRAP
+                ws.cell(row=start_row + 1 + i, column=j).alignment = WRAP_IN_ROW
             fit_height(ws, start_row + 1 + i, texts)
     print_table(ws, len(columns), last, title_cols=title_cols, header_row=start_row)
     return last
@@ -395,7 +398,7 @@ def write_frame(ws: Worksheet, frame: pd.DataFrame, formats: dict[str, str] | No
         width = ws.column_dimensions[get_column_letter(j)].width
         for i, text in enumerate(frame[c].tolist()):
             if isinstance(text, str) and len(text) > (width - 2) * CHARS_PER_WIDTH:
-                ws._cells[(i + 2, j)].alignment = WRAP
+                ws._cells[(i + 2, j)].alignment = WRAP_IN_ROW
                 lines[i] = max(lines[i], lines_needed(text, width))
     for i, n in enumerate(lines, start=2):
         if n > 1:
