@@ -32,7 +32,7 @@ from .compare import ComparisonResult
 from .efficiency import EfficiencyResult
 from .findings import Finding
 from .ingest import IngestResult
-from .output import save_workbook, write_tidy_csv
+from .savefiles import save_workbook, write_tidy_csv
 from .safe import safe_value
 from .sheets import (HOST_POINT_COLUMNS, MEASUREMENT_FORMATS, POINT_COLUMNS, SCORE_COLUMNS, TITLE_FONT, WRAP, Column,
                      fit_height, header, header_letter, print_setup, run_dates, write_environment, write_frame,

@@ -62,7 +62,7 @@ from .fioserver_inputs import (
                                check_unique,
                                fio_rate,
                                )
-from .fioserver_output import (
+from .fioserver_parse import (
                                ClientOutput,
                                aggregate_check,
                                lost_hosts_in_text,
