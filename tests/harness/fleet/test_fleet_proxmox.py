@@ -10,17 +10,15 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
 from standins.pve import PveStandin
 from standins.pve_fleet import FleetEndpoints
-from suite_pve import SECRET, SECRET_ENV, TOKEN, TOKEN_ID, fio_server_on_host
+from suite_pve import SECRET, SECRET_ENV, TOKEN, TOKEN_ID, fio_server_on_host, kill_at_hold
 
 from stormatrix.backends.proxmox.settings import make_transport
 from stormatrix.cli import main
@@ -221,27 +219,6 @@ STAGES = [  # (method, path suffix, how many matching requests pass first)
     ("POST", "/storage/bb-nvme/content", 0),    # the second side's first allocation
     ("DELETE", "/qemu/301", 0),                 # destroying
 ]
-
-
-def kill_at_hold(standin: PveStandin, hold: tuple[str, str, int], argv: list[str], env: dict[str, str]) -> None:
-    """Run ``argv`` (a harness) until the stand-in holds the request ``hold`` (method, path suffix, how
-    many matching ones pass first), SIGKILL it there, then let the stand-in carry the request out."""
-    release = standin.hold_request(hold[0], hold[1], skip=hold[2])
-    harness = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    try:
-        if not standin.held(120):
-            assert harness.stderr is not None
-            pytest.fail("the harness never reached the held request: " + harness.stderr.read().decode()[-2000:])
-        os.kill(harness.pid, signal.SIGKILL)
-        harness.wait()
-    finally:
-        release.set()
-        if harness.poll() is None:
-            harness.kill()
-            harness.wait()
-        assert harness.stderr is not None
-        harness.stderr.close()
-    time.sleep(0.5)  # the held request goes on inside the stand-in, as Proxmox would carry it out
 
 
 @pytest.mark.slow

@@ -12,6 +12,8 @@ worker's address is what its guest agent reports on the stand-in's bridge (a loo
 from __future__ import annotations
 
 import json
+import os
+import sys
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -19,7 +21,7 @@ import openpyxl
 import pytest
 from standins.pve import PveStandin
 from standins.pve_launch import FioServerLauncher
-from suite_pve import SECRET, SECRET_ENV, TOKEN, TOKEN_ID
+from suite_pve import SECRET, SECRET_ENV, TOKEN, TOKEN_ID, kill_at_hold
 
 from stormatrix.cli import main
 from stormatrix.executors.fioserver import find_fio
@@ -207,3 +209,36 @@ def test_a_suite_on_4_real_local_guests_runs_two_storages_and_removes_everything
     for storage in STORAGES:
         cell = next(r for r in Journal(run / storage).records() if r["type"] == "cell")
         assert cell["host"] is not None and len(cell["host"]["vms"]) == 4  # the 4 QEMU processes measured
+
+
+# --- kill -9 inside the suite's own fleet stages: a point's power cycle, the fio version check -----------
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("method", "suffix", "skip", "then"), [
+    ("POST", "/status/stop", 0, "rerun"),    # the power cycle before the second point (the side's own only starts)
+    ("POST", "/agent/exec", 1, "destroy"),   # the second worker's `fio --version` through its agent
+])
+def test_a_kill_9_in_a_points_power_cycle_or_the_fio_check_leaves_nothing(
+        api_only: PveStandin, tmp_path: Path, capsys: pytest.CaptureFixture[str], method: str, suffix: str,
+        skip: int, then: str) -> None:
+    before = (set(api_only.vms), api_only.volumes())
+    path = suite_file(api_only, tmp_path, workers=2, fleet={"storages": [STORAGES[0]], "power_cycle": "point"},
+                      filename="target.dat", size="1m", host_metrics="off", queue_depths=[1, 2])
+    run = tmp_path / "run"
+    argv = [sys.executable, "-m", "stormatrix", "suite", "run", str(path), "-o", str(run)]
+    kill_at_hold(api_only, (method, suffix, skip), argv, dict(os.environ))
+    cycles = [r for r in FleetJournal(run).records() if r["type"] == "power-cycle"]
+    if method == "POST" and suffix == "/status/stop":  # killed inside the cycle journaled before a point
+        assert cycles and cycles[-1]["point"] is not None
+    else:  # killed before any point was measured
+        assert [c["point"] for c in cycles] == [None] and not (run / STORAGES[0] / "journal.ndjson").exists()
+    if then == "rerun":
+        code = main(["suite", "run", str(path), "-o", str(run)])
+        assert code == 0, capsys.readouterr().err[-3000:]
+        cells = [r for r in Journal(run / STORAGES[0]).records() if r["type"] == "cell"]
+        assert len({c["key"] for c in cells}) == len(cells) == 2  # each point measured once: the rerun resumed
+    else:
+        assert main(["fleet", "destroy", str(path), "-o", str(run)]) == 0, capsys.readouterr().err[-3000:]
+    assert (set(api_only.vms), api_only.volumes()) == before  # the decoy VM and volumes are still there
+    assert FleetJournal(run).state().empty
+    assert_only_the_journals_things_were_touched(api_only, run)
