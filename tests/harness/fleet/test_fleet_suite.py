@@ -52,7 +52,7 @@ def make_standin(tmp_path: Path, launcher: Any) -> PveStandin:
 
 
 def suite_file(standin: PveStandin, tmp_path: Path, *, workers: int, fleet: dict[str, Any] | None = None,
-               **suite: Any) -> Path:
+               run: dict[str, Any] | None = None, **suite: Any) -> Path:
     values: dict[str, Any] = {"template": TEMPLATE, "workers": workers, "storages": list(STORAGES),
                               "disk_size": "1G", "vcpus": 1, "memory_mib": 512, "vmids": "300-399",
                               **(fleet or {})}
@@ -62,7 +62,9 @@ def suite_file(standin: PveStandin, tmp_path: Path, *, workers: int, fleet: dict
              f'timeout = 30\nqemu_server_dir = "{standin.run_dir}"\n')
     points = {"block_sizes": ["4k"], "queue_depths": [1], "ramp_seconds": 0, "measure_seconds": 1,
               "network": standin.bridge_network, **suite}
-    body += "[run]\norder = \"grouped\"\n[suite]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in points.items())
+    runs = {"order": "grouped", **(run or {})}
+    body += "[run]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in runs.items())
+    body += "[suite]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in points.items())
     path = tmp_path / "suite.toml"
     path.write_text(body)
     return path
@@ -160,14 +162,16 @@ def test_a_worker_fio_of_another_version_stops_the_suite_before_any_point(
 
 
 @pytest.mark.slow
-def test_power_cycle_point_cycles_the_workers_before_every_point(
+def test_power_cycle_point_cycles_the_workers_before_every_point_of_every_repeat(
         api_only: PveStandin, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Two repeats are two groups of points (one per repeat, in order): the second repeat's first point
+    gets its own cycle too, like every point after the side's first."""
     path = suite_file(api_only, tmp_path, workers=2, fleet={"storages": ["bb-iscsi"], "power_cycle": "point"},
-                      filename="target.dat", size="1m", host_metrics="off", queue_depths=[1, 2, 4])
+                      run={"repeats": 2}, filename="target.dat", size="1m", host_metrics="off", queue_depths=[1, 2])
     run = tmp_path / "run"
     assert main(["suite", "run", str(path), "-o", str(run)]) == 0, capsys.readouterr().err[-3000:]
     cells = [r for r in Journal(run / "bb-iscsi").records() if r["type"] == "cell"]
-    assert len(cells) == 3
+    assert len(cells) == 4 and {c["key"].rsplit("/", 1)[1] for c in cells} == {"rep1", "rep2"}
     destroyed_at = next(i for i, r in enumerate(api_only.requests)
                         if r["method"] == "DELETE" and r["path"].endswith("/qemu/300"))
 
@@ -175,11 +179,11 @@ def test_power_cycle_point_cycles_the_workers_before_every_point(
         return sum(1 for r in api_only.requests[:destroyed_at]
                    if r["method"] == "POST" and r["path"].endswith(f"/status/{action}"))
 
-    # the side's start, then a stop and a start before the 2nd and 3rd points, per worker (and the stops
-    # of the teardown)
-    assert calls("start") == 2 * 3 and calls("stop") == 2 * 2 + 2
+    # the side's start, then a stop and a start before each of the 3 later points, per worker (and the
+    # stops of the teardown)
+    assert calls("start") == 2 * 4 and calls("stop") == 2 * 3 + 2
     cycles = [r for r in FleetJournal(run).records() if r["type"] == "power-cycle"]
-    assert [c["point"] for c in cycles] == [None, cells[1]["key"], cells[2]["key"]]
+    assert [c["point"] for c in cycles] == [None] + [c["key"] for c in cells[1:]]
 
 
 @pytest.fixture
