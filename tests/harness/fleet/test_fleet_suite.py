@@ -161,6 +161,17 @@ def test_a_worker_fio_of_another_version_stops_the_suite_before_any_point(
     assert (set(api_only.vms), api_only.volumes()) == before and FleetJournal(run).state().empty
 
 
+def test_a_template_declaring_another_fio_is_refused_by_suite_plan_and_run_before_anything_is_created(
+        api_only: PveStandin, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    api_only.vms[TEMPLATE].conf["description"] = "Debian 12 workers\nstormatrix-fio: fio-2.0"
+    path = suite_file(api_only, tmp_path, workers=2, filename="target.dat", size="1m", host_metrics="off")
+    for argv in (["suite", "plan", str(path)], ["suite", "run", str(path), "-o", str(tmp_path / "run")]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert "[fleet] template" in err and "template 9000 declares fio-2.0" in err and "Fix:" in err, err
+    assert not created(api_only) and not (tmp_path / "run" / "fleet.ndjson").exists()
+
+
 @pytest.mark.slow
 def test_power_cycle_point_cycles_the_workers_before_every_point_of_every_repeat(
         api_only: PveStandin, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
