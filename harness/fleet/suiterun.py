@@ -8,7 +8,9 @@ of ``[fleet] storages``, in order:
 2. power-cycle the workers (``[fleet] power_cycle = "side"``, the default; ``"point"`` cycles them again
    before every point; ``"never"`` only starts those not running), which also makes the new disk's
    options take effect, and wait for every guest agent;
-3. before the first point of the run, ask every worker's guest for its fio version through the agent
+3. before the first point of the run (and before the deploy, against what the template declares:
+   :func:`~stormatrix.fleet.template.fio_declaration_problem`), ask every worker's guest for its fio
+   version through the agent
    (``fio --version``, :meth:`ProxmoxFleet.check_fio_versions`): a mismatch with the controller's fio is
    named with the template's fix (exit 2) before anything is measured;
 4. find each worker's fio server through its agent (:class:`~stormatrix.suitevms.ProxmoxSuiteVms`) and
@@ -80,7 +82,8 @@ def run_fleet_suite(suite: Suite, run_dir: str | Path, *, fio: str = "fio", keep
     spec = fleet_spec(suite)
     assert suite.proxmox is not None
     transport = transport if transport is not None else make_transport(suite.proxmox, suite.path)
-    fleet = ProxmoxFleet(spec, transport, run_dir)
+    controller_fio = fio_version(fio)
+    fleet = ProxmoxFleet(spec, transport, run_dir, fio=controller_fio)  # a template's declared fio is checked
     outcome = FleetSuiteOutcome(fleet.fleet_id)
     print(f"fleet {fleet.fleet_id}: deploying {spec.workers} workers from template {spec.template}", file=stream)
     outcome.vmids = fleet.deploy()
@@ -97,7 +100,7 @@ def run_fleet_suite(suite: Suite, run_dir: str | Path, *, fio: str = "fio", keep
         cycle(fleet, outcome.vmids, storage, None, stop=spec.power_cycle != "never")
         if not versions_checked:
             try:
-                fleet.check_fio_versions(outcome.vmids, fio_version(fio))
+                fleet.check_fio_versions(outcome.vmids, controller_fio)
             except MatrixError:
                 if not keep:  # workers cloned from that template are of no use: remove them, then say why
                     fleet.destroy()
