@@ -49,7 +49,7 @@ def register(subparsers: Any) -> None:
                                      "at once, one fio client, and journal each point to RUN_DIR/journal.ndjson. "
                                      "Points already in the journal are skipped, so running the same command again "
                                      "resumes. With [fleet]: deploys the workers, checks each guest's fio version "
-                                     "through the guest agent (exit 2 on a mismatch), runs each storage as a side "
+                                     "through the guest agent (VMware Tools on ESXi; exit 2 on a mismatch), runs each storage as a side "
                                      "into RUN_DIR/<storage>, writes RUN_DIR/comparison.xlsx and removes the "
                                      "workers (unless --keep).")
     run.add_argument("matrix", help="matrix file with a [suite] section")

@@ -23,10 +23,10 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Callable
 
-from ..core.errors import BackendError, MatrixError, PveApiError, StormatrixError, TaskFailed
+from ..core.errors import BackendError, PveApiError, StormatrixError, TaskFailed
 from ..core.model import CONTROLLERS
 from .journal import FleetJournal, FleetState, OwnedVolume
-from .spec import FleetSpec, refuse_problems
+from .spec import FleetSpec, refuse_fio_versions, refuse_problems
 
 log = logging.getLogger("stormatrix.fleet")
 
@@ -428,12 +428,7 @@ class ProxmoxFleet:
                 found[vmid] = version[0]
                 if want is not None and version[0] != want:
                     problems.append(f"VM {vmid} runs {version[0]}, the controller {want}")
-        if problems:
-            raise MatrixError(self.spec.path, "[fleet] template",
-                              f"the workers' fio is not the controller's ({want or 'unknown'}): " + "; ".join(problems),
-                              f"rebuild template {self.spec.template} with the user-data of "
-                              "`stormatrix fleet template` (it installs the controller's fio version and its server "
-                              "unit), or run stormatrix with the workers' fio (--fio PATH); nothing was measured")
+        refuse_fio_versions(self.spec.path, self.spec.template, want, problems)
         return found
 
     # --- destroy ----------------------------------------------------------------------------------------
