@@ -8,7 +8,9 @@ of ``[fleet] storages``, in order:
 2. power-cycle the workers (``[fleet] power_cycle = "side"``, the default; ``"point"`` cycles them again
    before every point; ``"never"`` only starts those not running), which also makes the new disk's
    options take effect, and wait for every guest agent;
-3. before the first point of the run, ask every worker's guest for its fio version through the agent
+3. before the first point of the run (and before the deploy, against what the template declares:
+   :func:`~stormatrix.fleet.template.fio_declaration_problem`), ask every worker's guest for its fio
+   version through the agent
    (``fio --version``, :meth:`ProxmoxFleet.check_fio_versions`): a mismatch with the controller's fio is
    named with the template's fix (exit 2) before anything is measured;
 4. find each worker's fio server through its agent (:class:`~stormatrix.suitevms.ProxmoxSuiteVms`) and
@@ -82,7 +84,8 @@ def run_fleet_suite(suite: Suite, run_dir: str | Path, *, fio: str = "fio", keep
     spec = fleet_spec(suite)
     assert suite.proxmox is not None
     transport = transport if transport is not None else make_transport(suite.proxmox, suite.path)
-    fleet = ProxmoxFleet(spec, transport, run_dir)
+    controller_fio = fio_version(fio)
+    fleet = ProxmoxFleet(spec, transport, run_dir, fio=controller_fio)  # a template's declared fio is checked
     outcome = FleetSuiteOutcome(fleet.fleet_id)
     print(f"fleet {fleet.fleet_id}: deploying {spec.workers} workers from template {spec.template}", file=stream)
     outcome.vmids = fleet.deploy()
@@ -98,7 +101,7 @@ def run_fleet_suite(suite: Suite, run_dir: str | Path, *, fio: str = "fio", keep
                                         "starting the workers that are not running"), file=stream)
         cycle(fleet, outcome.vmids, storage, None, stop=spec.power_cycle != "never")
         if not versions_checked:
-            check_fio(fleet, outcome.vmids, fio, keep=keep)
+            check_fio(fleet, outcome.vmids, controller_fio, keep=keep)
             versions_checked = True
         vms = ProxmoxSuiteVms(side, transport=transport)
         guests = vms.discover()
@@ -122,11 +125,12 @@ def run_fleet_suite(suite: Suite, run_dir: str | Path, *, fio: str = "fio", keep
     return _finish(fleet, spec.storages, run_dir, outcome, keep=keep, stream=stream)
 
 
-def check_fio(fleet: Any, vmids: list[Any], fio: str, *, keep: bool) -> None:
-    """Before the first point: every worker's fio is the controller's, or MatrixError (exit 2) naming each one;
-    then, unless ``keep``, the workers (cloned from a template of no use) are removed before the error rises."""
+def check_fio(fleet: Any, vmids: list[Any], controller_fio: str | None, *, keep: bool) -> None:
+    """Before the first point: every worker's fio is the controller's (``controller_fio``: its ``fio --version``),
+    or MatrixError (exit 2) naming each one; then, unless ``keep``, the workers (cloned from a template of no
+    use) are removed before the error rises."""
     try:
-        fleet.check_fio_versions(vmids, fio_version(fio))
+        fleet.check_fio_versions(vmids, controller_fio)
     except MatrixError:
         if not keep:
             fleet.destroy()
@@ -168,7 +172,9 @@ def run_vmware_fleet_suite(suite: Suite, run_dir: Path, *, fio: str, keep: bool,
     run on the fio servers at the addresses VMware Tools report, the disks removed. No host collector: the
     ESXi host's CPU per worker is not collected for a fleet, and the run record says so."""
     spec = vmware_fleet_from_dict(suite.raw, suite.path)
-    fleet = VmwareFleet(spec, runner if runner is not None else make_runner(spec), run_dir)
+    controller_fio = fio_version(fio)
+    # a template whose Notes declare another fio is refused by the deploy's plan, before anything is created
+    fleet = VmwareFleet(spec, runner if runner is not None else make_runner(spec), run_dir, fio=controller_fio)
     fleet.guest_credentials()  # the account that asks each guest for its fio, before anything is created
     outcome = FleetSuiteOutcome(fleet.fleet_id)
     print(f"fleet {fleet.fleet_id}: deploying {spec.workers} workers from template {spec.template} on "
@@ -187,7 +193,7 @@ def run_vmware_fleet_suite(suite: Suite, run_dir: Path, *, fio: str, keep: bool,
         print(f"storage {storage}: power-cycling the workers", file=stream)
         cycled = fleet.power_cycle(outcome.vmids)
         if not versions_checked:
-            check_fio(fleet, outcome.vmids, fio, keep=keep)
+            check_fio(fleet, outcome.vmids, controller_fio, keep=keep)
             versions_checked = True
         guests = [FioGuest(name=str(g["Name"]), host=str(g["IPAddress"]), port=side.port) for g in cycled]
         disks = [d.filename for d in fleet.state().disks.values() if d.datastore == storage and d.filename]

@@ -63,6 +63,7 @@ from ..schema import Field, Section, parse_section
 from ..secrets import check_env_name, check_secret_file
 from .journal import FleetJournal
 from .spec import MAX_WORKERS, NAME_PREFIX_RE, refuse_fio_versions, refuse_problems
+from .template import fio_declaration_note, fio_declaration_problem
 
 log = logging.getLogger("stormatrix.fleet")
 
@@ -264,10 +265,13 @@ class VmwareFleetPlan:
     names: list[str]
     storages: list[dict[str, Any]] = field(default_factory=list)
     problems: list[tuple[str, str]] = field(default_factory=list)
+    fio: str = ""  # what the template's Notes declare about its fio (template.fio_declaration_note)
 
     def describe(self) -> list[str]:
         lines = [f"ESXi host {self.vmhost}: {len(self.names)} workers cloned from template {self.template}",
                  "  " + ", ".join(self.names)]
+        if self.fio:
+            lines.append(f"  fio: {self.fio}")
         for s in self.storages:
             lines.append(f"  datastore {s['storage']} ({s.get('type') or '?'}): needs {s['needed'] / 2**30:.1f} GiB, "
                          f"{s.get('avail', 0) / 2**30:.1f} GiB free")
@@ -275,12 +279,15 @@ class VmwareFleetPlan:
 
 
 class VmwareFleet:
-    """One fleet (one run directory's ``fleet.ndjson``) on one vCenter or ESXi host."""
+    """One fleet (one run directory's ``fleet.ndjson``) on one vCenter or ESXi host. ``fio``: the controller's
+    ``fio --version`` line, which the fio the template's Notes declare must match (None: not checked at plan)."""
 
     backend = "vmware"
 
-    def __init__(self, spec: VmwareFleetSpec, runner: PwshRunner, run_dir: str | Path) -> None:
+    def __init__(self, spec: VmwareFleetSpec, runner: PwshRunner, run_dir: str | Path, *,
+                 fio: str | None = None) -> None:
         self.spec = spec
+        self.fio = fio
         self.runner = runner
         self.journal = FleetJournal(run_dir)
         st = self.state()
@@ -319,10 +326,18 @@ class VmwareFleet:
         if not tpl.get("IsTemplate"):
             problems.append(("template", str(tpl.get("Problem") or f"template {s.template!r} not found")
                              + "; give the name of a vSphere template (a Linux image with VMware Tools and fio)"))
+        fio_note = ""
+        if tpl.get("IsTemplate"):
+            where = f"template {s.template}"
+            fio_problem = fio_declaration_problem(where, tpl.get("Notes"), self.fio, where="Notes")
+            if fio_problem:
+                problems.append(("template", f"{fio_problem} (on ESXi the declaration is a line of the "
+                                 "template's Notes, edited in the vSphere Client)"))
+            fio_note = fio_declaration_note(where, tpl.get("Notes"), self.fio, where="Notes")
         esx = t.get("Host") or {}
         if not esx.get("Found"):
             problems.append(("vmhost", str(esx.get("Problem") or f"ESXi host {s.vmhost!r} not found")))
-        plan = VmwareFleetPlan(s.template, s.vmhost, names)
+        plan = VmwareFleetPlan(s.template, s.vmhost, names, fio=fio_note)
         needed = s.workers * s.disk_size
         for ds in t.get("Datastores") or []:
             name = str(ds.get("Name"))

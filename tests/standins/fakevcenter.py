@@ -52,6 +52,14 @@ class FakeVCenter:
             entry["guest"]["fio"] = version
         self.write(lab)
 
+    def declare_fio(self, version: str | None) -> None:
+        """The template's Notes with the line ``stormatrix-fio: <version>`` (None: without any such line)."""
+        lab = self.read()
+        template = lab["templates"][0]
+        lines = [line for line in template["notes"].splitlines() if not line.startswith("stormatrix-fio:")]
+        template["notes"] = "\n".join(lines + ([f"stormatrix-fio: {version}"] if version else []))
+        self.write(lab)
+
     def vm(self, name: str = "bench01") -> dict[str, Any]:
         return next(v for v in self.read()["vms"] if v["name"] == name)
 

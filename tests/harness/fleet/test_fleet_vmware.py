@@ -134,9 +134,12 @@ def test_suite_run_on_an_esxi_fleet_runs_each_datastore_as_a_side_and_removes_ev
     with fio_server_on_host(tmp_path / "guest") as (host, port):
         vcenter.change(guestIpPool=[host])  # the worker's Tools report this machine, where fio --server runs
         vcenter.set_guest_fio(fio_version("fio"))  # the template's image runs the controller's fio
+        vcenter.declare_fio(fio_version("fio"))  # and its Notes say so
         path = _suite_file(tmp_path, port, workers=1, controller="nvme")
         assert main(["suite", "plan", str(path)]) == 0
-        assert "sides: bb-iscsi, bb-nvme" in capsys.readouterr().out and "New-VM" not in vcenter.cmdlets()
+        out = capsys.readouterr().out
+        assert "sides: bb-iscsi, bb-nvme" in out and "New-VM" not in vcenter.cmdlets()
+        assert f"fio: template smx-worker-tpl declares {fio_version('fio')}, the controller's fio is" in out
         code = main(["suite", "run", str(path), "-o", str(run)])
         err = capsys.readouterr().err
         assert code == 0, err
@@ -247,8 +250,8 @@ def _cells(side: Path) -> int:
 
 def test_esxi_suite_refuses_another_fio_then_kill_9_at_every_stage_and_destroy_leave_nothing(
         vcenter: FakeVCenter, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """One fleet through every stage of a suite run on ESXi, killed at each: the fio check before the first
-    point (--keep: the workers stay for the next run), a side's power cycle, between the points of a side, a
+    """The plan refuses a template whose Notes declare another fio; then one fleet through every stage of a suite
+    run on ESXi, killed at each: the fio check before the first point (--keep: the workers stay for the next run), a side's power cycle, between the points of a side, a
     side's disk attach, the teardown; each rerun resumes from the journal, and fleet destroy after the last kill
     leaves nothing of the fleet and the lab's own VMs as they were."""
     before = {name: vcenter.layout(name) for name in OTHERS}
@@ -257,10 +260,16 @@ def test_esxi_suite_refuses_another_fio_then_kill_9_at_every_stage_and_destroy_l
     with fio_server_on_host(tmp_path / "guest") as (host, port):
         vcenter.change(guestIpPool=[host])
         vcenter.set_guest_fio("fio-2.2")  # the template was built with another fio than this controller's
+        vcenter.declare_fio("fio-2.2")  # and its Notes say so: the plan refuses it
         path = _suite_file(tmp_path, port, workers=1)
         body = path.read_text().replace("queue_depths = [1]", "queue_depths = [1, 2]")
         path.write_text(body)
         argv = [sys.executable, "-m", "stormatrix", "suite", "run", str(path), "-o", str(run)]
+        assert main(["suite", "plan", str(path)]) == 2
+        err = capsys.readouterr().err
+        assert "template smx-worker-tpl declares fio-2.2 (stormatrix-fio in its Notes), the controller runs" in err
+        assert "rebuild the template" in err and "vSphere Client" in err and "New-VM" not in vcenter.cmdlets()
+        vcenter.declare_fio(None)  # Notes without a declaration: only the workers' guests can tell
         assert main(["suite", "run", str(path), "-o", str(run), "--keep"]) == 2
         err = capsys.readouterr().err
         assert "VM smx-w01 runs fio-2.2, the controller " + str(fio_version("fio")) in err
