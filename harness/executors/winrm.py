@@ -6,7 +6,7 @@ The pieces, one job each:
   the password it names (:func:`load_password`, a :class:`Secret` from :mod:`stormatrix.secrets`), and the
   plan-time check of the shell memory quota (:func:`check_workload_memory`);
 - :mod:`.winrm_encoding` - command lines for cmd.exe, the module upload, call scripts;
-- :mod:`.winrm_output` - the ``##stormatrix:`` output protocol and typed errors from it;
+- :mod:`.winrm_parse` - the ``##stormatrix:`` output protocol and typed errors from it;
 - :mod:`.winrm_channel` - pywinrm with deadlines, retries and typed transport errors;
 - :mod:`.winrm_facts` - guest facts: the test disk, and why it is missing;
 - this module - the executor: readiness, reboots, workloads, the guest validation.
@@ -51,7 +51,7 @@ from .winrm_encoding import (
                              upload_scripts,
                              )
 from .winrm_facts import DriverGate, check_test_disk, storage_drivers, with_storage_drivers
-from .winrm_output import (
+from .winrm_parse import (
                            STARTED_MARK,
                            CheckReport,
                            CheckResult,

@@ -18,15 +18,17 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 from typing import Any, Callable
 
 from ..core.errors import BackendError, MatrixError, PveApiError, StormatrixError, TaskFailed
-from ..core.model import CONTROLLERS
+from ..backends.proxmox.drives import drive_for, print_drive
+from ..core.model import CONTROLLERS, iothread_effective
 from .journal import FleetJournal, FleetState, OwnedVolume
-from .spec import FleetSpec, refuse_problems
+from .spec import FleetSpec, refuse_fio_versions, refuse_problems
+from .template import fio_declaration, fio_declaration_note, fio_declaration_problem, with_declaration
 
 log = logging.getLogger("stormatrix.fleet")
 
@@ -53,10 +55,13 @@ class FleetPlan:
     names: list[str]
     storages: list[dict[str, Any]] = field(default_factory=list)  # per storage: id, type, avail, needed, content
     problems: list[tuple[str, str]] = field(default_factory=list)  # (key, problem and fix)
+    fio: str = ""  # what the template declares about its fio (template.fio_declaration_note)
 
     def describe(self) -> list[str]:
         lines = [f"node {self.node}: {len(self.vmids)} workers cloned from template {self.template}",
                  "  " + ", ".join(f"{v} {n}" for v, n in zip(self.vmids, self.names))]
+        if self.fio:
+            lines.append(f"  fio: {self.fio}")
         for s in self.storages:
             lines.append(f"  storage {s['storage']} ({s.get('type', '?')}): needs {s['needed'] / 2**30:.1f} GiB, "
                          f"{s.get('avail', 0) / 2**30:.1f} GiB free, content {s.get('content', '?')}")
@@ -64,10 +69,13 @@ class FleetPlan:
 
 
 class ProxmoxFleet:
-    """One fleet (one run directory's ``fleet.ndjson``) on one Proxmox node."""
+    """One fleet (one run directory's ``fleet.ndjson``) on one Proxmox node. ``fio``: the controller's
+    ``fio --version`` line, which the template's declared fio must match (None: not checked at plan time)."""
 
-    def __init__(self, spec: FleetSpec, transport: Any, run_dir: str | Path, *, poll: float = 0.1) -> None:
+    def __init__(self, spec: FleetSpec, transport: Any, run_dir: str | Path, *, poll: float = 0.1,
+                 fio: str | None = None) -> None:
         self.spec = spec
+        self.fio = fio
         self.t = transport
         self.node = spec.node
         self.journal = FleetJournal(run_dir)
@@ -125,6 +133,20 @@ class ProxmoxFleet:
     def ours(self, conf: dict[str, Any] | None) -> bool:
         return conf is not None and self.fleet_id in str(conf.get("description", ""))
 
+    def record_fio(self, version_line: str) -> str:
+        """Declare in the template's description the fio its guests run (``stormatrix fleet template
+        --record``): the declaration line set, the rest of the description kept, the write guarded by the
+        config's digest. Returns the line. The user's template is changed only on this explicit request."""
+        conf = self.config(self.spec.template)
+        if conf is None:
+            raise MatrixError(self.spec.path, "[fleet] template", f"VM {self.spec.template} does not exist",
+                              "give the VMID of the workers' template")
+        line = fio_declaration(version_line)
+        self.t.request("PUT", f"{self._vm_path(self.spec.template)}/config",
+                       {"description": with_declaration(str(conf.get("description") or ""), version_line),
+                        **_digest(conf)})
+        return line
+
     # --- plan ------------------------------------------------------------------------------------------
     def plan(self) -> FleetPlan:
         """Everything a deploy needs, checked before anything is created; every problem is listed."""
@@ -133,6 +155,7 @@ class ProxmoxFleet:
         resources = self._get("/cluster/resources", {"type": "vm"}) or []
         taken = {int(r["vmid"]): r for r in resources if "vmid" in r}
         template = taken.get(s.template)
+        fio_note = ""
         if template is None:
             problems.append(("template", f"VM {s.template} does not exist on the cluster; give the VMID of a "
                                          "template (a Linux cloud image with the QEMU guest agent and fio)"))
@@ -146,6 +169,10 @@ class ProxmoxFleet:
                                              f"{conf.get('agent', 'unset')}); the workers' addresses and readiness "
                                              f"come from it: qm set {s.template} --agent enabled=1, with "
                                              "qemu-guest-agent installed in the image"))
+            fio_problem = fio_declaration_problem(f"template {s.template}", conf.get("description"), self.fio)
+            if fio_problem:
+                problems.append(("template", fio_problem))
+            fio_note = fio_declaration_note(f"template {s.template}", conf.get("description"), self.fio)
         state = self.journal.state()
         mine = set(state.vms)
         wanted = s.vmid_range()
@@ -168,7 +195,7 @@ class ProxmoxFleet:
                 if candidate not in taken and candidate not in vmids and candidate != s.template:
                     vmids.append(candidate)
                 candidate += 1
-        plan = FleetPlan(self.node, s.template, vmids, s.names())
+        plan = FleetPlan(self.node, s.template, vmids, s.names(), fio=fio_note)
         storages = {str(x.get("storage")): x for x in (self._get(f"/nodes/{self.node}/storage") or [])}
         needed = s.workers * s.disk_size
         for sid in s.storages:
@@ -274,12 +301,15 @@ class ProxmoxFleet:
 
     # --- a storage's volumes ----------------------------------------------------------------------------
     def disk_option(self, volid: str) -> dict[str, str]:
-        s = self.spec.disk
-        bus, scsihw = CONTROLLERS[s.controller]
-        opts = [volid, f"aio={s.aio}", f"cache={s.cache}" if s.cache != "default" else ""]
-        if s.iothread and (bus == "virtio" or scsihw == "virtio-scsi-single"):
-            opts.append("iothread=1")
-        out = {f"{bus}{TEST_SLOT}": ",".join(o for o in opts if o)}
+        """The config keys that attach ``volid`` as the test disk: its drive value, built by the Proxmox
+        backend's one builder (:func:`~stormatrix.backends.proxmox.drives.drive_for`), and ``scsihw``.
+        ``[fleet] iothread`` (true by default) asks for an iothread where Proxmox gives one (virtio-blk,
+        virtio-scsi-single); on any other controller the disk goes without, as it always did."""
+        disk = self.spec.disk
+        if disk.iothread and not iothread_effective(disk.controller):
+            disk = replace(disk, iothread=False)
+        out = {self._slot(): print_drive(drive_for(disk, {"file": volid}))}
+        scsihw = CONTROLLERS[disk.controller][1]
         if scsihw:
             out["scsihw"] = scsihw
         return out
@@ -428,12 +458,7 @@ class ProxmoxFleet:
                 found[vmid] = version[0]
                 if want is not None and version[0] != want:
                     problems.append(f"VM {vmid} runs {version[0]}, the controller {want}")
-        if problems:
-            raise MatrixError(self.spec.path, "[fleet] template",
-                              f"the workers' fio is not the controller's ({want or 'unknown'}): " + "; ".join(problems),
-                              f"rebuild template {self.spec.template} with the user-data of "
-                              "`stormatrix fleet template` (it installs the controller's fio version and its server "
-                              "unit), or run stormatrix with the workers' fio (--fio PATH); nothing was measured")
+        refuse_fio_versions(self.spec.path, self.spec.template, want, problems)
         return found
 
     # --- destroy ----------------------------------------------------------------------------------------
