@@ -27,7 +27,7 @@ from ..core.errors import BackendError, MatrixError, PveApiError, StormatrixErro
 from ..backends.proxmox.drives import drive_for, print_drive
 from ..core.model import CONTROLLERS, iothread_effective
 from .journal import FleetJournal, FleetState, OwnedVolume
-from .spec import FleetSpec, refuse_problems
+from .spec import FleetSpec, refuse_fio_versions, refuse_problems
 from .template import fio_declaration, fio_declaration_note, fio_declaration_problem, with_declaration
 
 log = logging.getLogger("stormatrix.fleet")
@@ -458,12 +458,7 @@ class ProxmoxFleet:
                 found[vmid] = version[0]
                 if want is not None and version[0] != want:
                     problems.append(f"VM {vmid} runs {version[0]}, the controller {want}")
-        if problems:
-            raise MatrixError(self.spec.path, "[fleet] template",
-                              f"the workers' fio is not the controller's ({want or 'unknown'}): " + "; ".join(problems),
-                              f"rebuild template {self.spec.template} with the user-data of "
-                              "`stormatrix fleet template` (it installs the controller's fio version and its server "
-                              "unit), or run stormatrix with the workers' fio (--fio PATH); nothing was measured")
+        refuse_fio_versions(self.spec.path, self.spec.template, want, problems)
         return found
 
     # --- destroy ----------------------------------------------------------------------------------------

@@ -329,7 +329,7 @@ def test_help_texts_say_what_the_commands_do() -> None:
 
     assert "``" not in helptext("restore")
     demo = helptext("demo")
-    assert "20 min" not in demo and "16 min" in demo
+    assert "20 min" not in demo and "17 min" in demo
     assert demo.split("--no-progress")[-1].strip()  # the option has a help line
     for sub in ("plan", "run"):
         text = helptext("suite", sub)
