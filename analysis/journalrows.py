@@ -12,7 +12,7 @@ from typing import Any
 from ..core import metrics
 from ..core.errors import DataFileError
 from ..core.journalfile import CELL, CELL_SKIPPED, RUN, SCHEMA, looks_binary, read_lines
-from ..core.model import BACKENDS_WITHOUT_DISK_OPTIONS, CONTROLLERS, NOT_APPLICABLE
+from ..core.model import NOT_APPLICABLE, disk_options_apply
 from .checks import Problem, check_row, is_number
 from .discover import MAX_JOURNAL_BYTES, read_capped
 from .iopath import split_of
@@ -77,14 +77,6 @@ def _positive_opt(record: dict[str, Any], dotted: str, where: str) -> float | No
     return value
 
 
-def _esxi_disk(rec: dict[str, Any], controller: str) -> bool:
-    """A cell on a platform whose disks have no aio, iothread or cache setting: the vmware backend's, or a
-    controller that exists only on ESXi (harness/core/model.py, disk_options_apply)."""
-    if rec.get("backend") in BACKENDS_WITHOUT_DISK_OPTIONS:
-        return True
-    return CONTROLLERS.get(controller, ("",))[0] == "esxi"
-
-
 ENGINES = ("fio", "diskspd")
 
 
@@ -112,7 +104,7 @@ def journal_cell_row(rec: dict[str, Any], where: str) -> dict[str, Any]:
     controller = _need(rec, "cell.disk.controller", str, where)
     if not controller.strip():
         raise DataFileError(where, "'cell.disk.controller' is empty", _EDITED_FIX)
-    if _esxi_disk(rec, controller):
+    if not disk_options_apply(controller, rec.get("backend")):  # the harness's own rule, as it planned the cell
         # ESXi has no aio, iothread or cache setting: null in the record (older records carried the
         # matrix's default aio, which ESXi never had); "n/a" here, so that it is neither unknown nor a mode
         aio, iothread, cache = NOT_APPLICABLE, None, NOT_APPLICABLE

@@ -75,9 +75,10 @@ def disk_options_apply(controller: str, backend: str | None) -> bool:
 
     Not on the ESXi bus (lsilogic-sas, lsilogic, nvme exist only there), and not for any controller of a
     backend in :data:`BACKENDS_WITHOUT_DISK_OPTIONS` (the vmware backend's pvscsi is ESXi's PVSCSI, not
-    QEMU's, which has an aio mode like every QEMU disk).
+    QEMU's, which has an aio mode like every QEMU disk). A controller this version does not know (a suite
+    point's ``unknown``, a newer journal's) is not taken for ESXi's.
     """
-    return bus_of(controller) != "esxi" and backend not in BACKENDS_WITHOUT_DISK_OPTIONS
+    return CONTROLLERS.get(controller, ("",))[0] != "esxi" and backend not in BACKENDS_WITHOUT_DISK_OPTIONS
 
 
 def native_aio_problem(aio: str | None, cache: str | None) -> str | None:
