@@ -162,14 +162,17 @@ readytorun() {
             return
         fi
     done
-    # swap the images in; put the IL back if the compiled pwsh does not start and name its version
+    # swap the images in by rename (a pwsh running meanwhile keeps the file it mapped); put the IL back if
+    # the compiled pwsh does not start and name its version
     for name in "${R2R_ASSEMBLIES[@]}"; do
         [[ -f "$work/new/$name.dll" ]] || continue
-        cp -p "$app/$name.dll" "$work/old/$name.dll" && cp "$work/new/$name.dll" "$app/$name.dll"
+        cp -p "$app/$name.dll" "$work/old/$name.dll" && cp "$work/new/$name.dll" "$app/$name.dll.r2r" \
+            && mv -f "$app/$name.dll.r2r" "$app/$name.dll"
     done
     if [[ "$(timeout 120 "$PWSH" -NoLogo -NoProfile -NonInteractive -Command '$PSVersionTable.PSVersion.ToString()' 2>&1)" != "$PWSH_VERSION" ]]; then
         for name in "${R2R_ASSEMBLIES[@]}"; do
-            [[ -f "$work/old/$name.dll" ]] && cp -p "$work/old/$name.dll" "$app/$name.dll"
+            [[ -f "$work/old/$name.dll" ]] && cp -p "$work/old/$name.dll" "$app/$name.dll.il" \
+                && mv -f "$app/$name.dll.il" "$app/$name.dll"
         done
         r2r_warn "the compiled pwsh did not report $PWSH_VERSION; the IL assemblies are back"
         rm -rf "$work"
