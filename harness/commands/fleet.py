@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 from ..backends.proxmox.settings import make_transport
 from ..core.errors import InputError
-from ..executors.fioserver_models import DEFAULT_PORT
+from ..executors.fioserver_inputs import DEFAULT_PORT
 from ..fleet.proxmox import ProxmoxFleet
 from ..fleet.spec import load_fleet_tables
 from ..fleet.vmware import VmwareFleet, make_runner, vmware_fleet_from_dict
@@ -71,11 +71,11 @@ def _fleet(args: argparse.Namespace) -> Any:
     raw = _load_toml(Path(args.file))
     run_dir = args.output or "."
     fleet = raw.get("fleet")
+    fio = fio_version(args.fio) if getattr(args, "fio", None) else None
     if isinstance(fleet, dict) and fleet.get("backend") == "vmware":
         vspec = vmware_fleet_from_dict(raw, args.file)
-        return VmwareFleet(vspec, make_runner(vspec), run_dir)
+        return VmwareFleet(vspec, make_runner(vspec), run_dir, fio=fio)
     spec, proxmox = load_fleet_tables(raw, args.file)
-    fio = fio_version(args.fio) if getattr(args, "fio", None) else None
     return ProxmoxFleet(spec, make_transport(proxmox, args.file), run_dir, fio=fio)
 
 

@@ -52,9 +52,9 @@ def register(subparsers: Any) -> None:
                                      "at once, one fio client, and journal each point to RUN_DIR/journal.ndjson. "
                                      "Points already in the journal are skipped, so running the same command again "
                                      "resumes. With [fleet]: deploys the workers, checks each guest's fio version "
-                                     "through the guest agent (exit 2 on a mismatch), runs each storage as a side "
-                                     "into RUN_DIR/<storage>, writes RUN_DIR/comparison.xlsx and removes the "
-                                     "workers (unless --keep).")
+                                     "through the guest agent (VMware Tools on ESXi; exit 2 on a mismatch), runs "
+                                     "each storage as a side into RUN_DIR/<storage>, writes RUN_DIR/comparison.xlsx "
+                                     "and removes the workers (unless --keep).")
     run.add_argument("matrix", help="matrix file with a [suite] section")
     run.add_argument("-o", "--output", required=True, metavar="RUN_DIR", help="run directory (one per side)")
     run.add_argument("--fio", default="fio", help="the fio client binary (default: fio on PATH)")
@@ -149,7 +149,7 @@ def _plan_fleet(suite: Suite, run_dir: str | None, fio: str | None) -> None:
     fleet: Any
     if is_vmware_fleet(suite.raw):
         vspec = vmware_fleet_from_dict(suite.raw, suite.path)
-        fleet, storages, cycle = VmwareFleet(vspec, make_runner(vspec), run_dir or "."), vspec.storages, "side"
+        fleet, storages, cycle = VmwareFleet(vspec, make_runner(vspec), run_dir or ".", fio=fio), vspec.storages, "side"
     else:
         assert suite.proxmox is not None
         spec = fleet_spec(suite)

@@ -18,15 +18,16 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 from typing import Any, Callable
 
 from ..core.errors import BackendError, MatrixError, PveApiError, StormatrixError, TaskFailed
-from ..core.model import CONTROLLERS
+from ..backends.proxmox.drives import drive_for, print_drive
+from ..core.model import CONTROLLERS, iothread_effective
 from .journal import FleetJournal, FleetState, OwnedVolume
-from .spec import FleetSpec, refuse_problems
+from .spec import FleetSpec, refuse_fio_versions, refuse_problems
 from .template import fio_declaration, fio_declaration_note, fio_declaration_problem, with_declaration
 
 log = logging.getLogger("stormatrix.fleet")
@@ -329,12 +330,15 @@ class ProxmoxFleet:
 
     # --- a storage's volumes ----------------------------------------------------------------------------
     def disk_option(self, volid: str) -> dict[str, str]:
-        s = self.spec.disk
-        bus, scsihw = CONTROLLERS[s.controller]
-        opts = [volid, f"aio={s.aio}", f"cache={s.cache}" if s.cache != "default" else ""]
-        if s.iothread and (bus == "virtio" or scsihw == "virtio-scsi-single"):
-            opts.append("iothread=1")
-        out = {f"{bus}{TEST_SLOT}": ",".join(o for o in opts if o)}
+        """The config keys that attach ``volid`` as the test disk: its drive value, built by the Proxmox
+        backend's one builder (:func:`~stormatrix.backends.proxmox.drives.drive_for`), and ``scsihw``.
+        ``[fleet] iothread`` (true by default) asks for an iothread where Proxmox gives one (virtio-blk,
+        virtio-scsi-single); on any other controller the disk goes without, as it always did."""
+        disk = self.spec.disk
+        if disk.iothread and not iothread_effective(disk.controller):
+            disk = replace(disk, iothread=False)
+        out = {self._slot(): print_drive(drive_for(disk, {"file": volid}))}
+        scsihw = CONTROLLERS[disk.controller][1]
         if scsihw:
             out["scsihw"] = scsihw
         return out
@@ -486,12 +490,7 @@ class ProxmoxFleet:
                 found[vmid] = version[0]
                 if want is not None and version[0] != want:
                     problems.append(f"VM {vmid} runs {version[0]}, the controller {want}")
-        if problems:
-            raise MatrixError(self.spec.path, "[fleet] template",
-                              f"the workers' fio is not the controller's ({want or 'unknown'}): " + "; ".join(problems),
-                              f"rebuild template {self.spec.template} with the user-data of "
-                              "`stormatrix fleet template` (it installs the controller's fio version and its server "
-                              "unit), or run stormatrix with the workers' fio (--fio PATH); nothing was measured")
+        refuse_fio_versions(self.spec.path, self.spec.template, want, problems)
         return found
 
     # --- destroy ----------------------------------------------------------------------------------------

@@ -185,6 +185,17 @@ def refuse_problems(path: str, problems: list[tuple[str, str]]) -> None:
                           "fix each named problem, then run the same command again (nothing was created)")
 
 
+def refuse_fio_versions(path: str, template: str | int, want: str | None, problems: list[str]) -> None:
+    """The workers' fio answers (one problem per worker, naming it) as one MatrixError before the first point:
+    client and server speak one protocol version (docs/fio-server.md). The same refusal on every platform."""
+    if problems:
+        raise MatrixError(path, "[fleet] template",
+                          f"the workers' fio is not the controller's ({want or 'unknown'}): " + "; ".join(problems),
+                          f"rebuild template {template} with the user-data of `stormatrix fleet template` (it installs "
+                          "the controller's fio version and its server unit), or run stormatrix with the workers' fio "
+                          "(--fio PATH); nothing was measured")
+
+
 def load_fleet_file(path: str | Path) -> tuple[dict[str, Any], FleetSpec, dict[str, Any]]:
     """The file's raw tables, its ``[fleet]`` and its ``[proxmox]`` (connection keys only)."""
     raw = _load_toml(Path(path))
