@@ -37,7 +37,7 @@ import logging
 import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from ..backends.proxmox.settings import make_transport
 from ..core.errors import MatrixError
@@ -91,11 +91,7 @@ def run_fleet_suite(suite: Suite, run_dir: str | Path, *, fio: str = "fio", keep
         print(f"fleet {fleet.fleet_id}: deploying {spec.workers} workers from template {spec.template}", file=stream)
         outcome.vmids = fleet.deploy()
         versions_checked = False
-        for storage in spec.storages:
-            side_dir = run_dir / storage
-            side = replace(suite, side=storage, vms=tuple(str(v) for v in outcome.vmids))
-            if _side_done(side, side_dir, fleet, outcome, stream):
-                continue
+        for storage, side, side_dir in _pending_sides(suite, spec.storages, run_dir, fleet, outcome, stream):
             print(f"storage {storage}: allocating and attaching {len(outcome.vmids)} volumes", file=stream)
             fleet.attach(storage, outcome.vmids)
             print(f"storage {storage}: " + ("power-cycling the workers" if spec.power_cycle != "never" else
@@ -137,6 +133,17 @@ def check_fio(fleet: Any, vmids: list[Any], controller_fio: str | None, *, keep:
             fleet.destroy()
         fleet.close()
         raise
+
+
+def _pending_sides(suite: Suite, storages: tuple[str, ...], run_dir: Path, fleet: Any, outcome: FleetSuiteOutcome,
+                   stream: Any) -> Iterator[tuple[str, Suite, Path]]:
+    """Each storage under test in turn: its id, its side of the suite (on the fleet's workers) and its run
+    directory; a side whose points are all journaled is skipped (:func:`_side_done`)."""
+    for storage in storages:
+        side_dir = run_dir / storage
+        side = replace(suite, side=storage, vms=tuple(str(v) for v in outcome.vmids))
+        if not _side_done(side, side_dir, fleet, outcome, stream):
+            yield storage, side, side_dir
 
 
 def _side_done(side: Suite, side_dir: Path, fleet: Any, outcome: FleetSuiteOutcome, stream: Any) -> bool:
@@ -184,11 +191,7 @@ def run_vmware_fleet_suite(suite: Suite, run_dir: Path, *, fio: str, keep: bool,
     status = {"mode": "none", "detail": "no host metrics: the ESXi host's CPU per worker is not collected for a "
               "fleet", "fix": "compare the sides by IOPS and latency; host CPU on ESXi needs a matrix run"}
     versions_checked = False
-    for storage in spec.storages:
-        side_dir = run_dir / storage
-        side = replace(suite, side=storage, vms=tuple(str(v) for v in outcome.vmids))
-        if _side_done(side, side_dir, fleet, outcome, stream):
-            continue
+    for storage, side, side_dir in _pending_sides(suite, spec.storages, run_dir, fleet, outcome, stream):
         print(f"storage {storage}: making and attaching {len(outcome.vmids)} test disks", file=stream)
         fleet.attach(storage, outcome.vmids)
         print(f"storage {storage}: power-cycling the workers", file=stream)
