@@ -287,6 +287,9 @@ def test_esxi_suite_refuses_another_fio_then_kill_9_at_every_stage_and_destroy_l
         _kill_9_at_the_hang(vcenter, argv)
     assert _cells(run / "bb-iscsi") == 2 and _cells(run / "bb-nvme") == 2 and (run / "comparison.xlsx").exists()
     assert not replay(FleetJournal(run)).empty and "smx-w01" in vm_names(vcenter)
+    # the guests were asked twice: the refused check, and the first one after the fix; the reruns after that
+    # took the passed check from the journal (same workers, same controller fio)
+    assert len(vcenter.calls("Invoke-VMScript")) == 2
     assert main(["fleet", "destroy", str(path), "-o", str(run)]) == 0
     after = vcenter.read()
     assert replay(FleetJournal(run)).empty and vm_names(vcenter) == OTHERS and after["orphanFiles"] == []
