@@ -156,7 +156,8 @@ def count_run(run_dir: Path) -> dict[str, Any]:
             "extra_run": extra_repeats(run_dir / "journal.ndjson"),
             "extra_not_run": len(summary.get("extra_not_run_keys") or []),
             "extra_not_run_why": summary.get("extra_not_run", ""),
-            "overhead_pct": over["overhead_pct"], "span_s": over["span_s"], "active_s": over["active_s"]}
+            "overhead_pct": over["overhead_pct"], "span_s": over["span_s"], "active_s": over["active_s"],
+            "stages": over["stages"]}
 
 
 def totals(runs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -175,6 +176,7 @@ def totals(runs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
                          "extra_not_run": sum(r["extra_not_run"] for r in rs),
                          "mean_seconds": statistics.fmean(r["seconds"] for r in rs),
                          "mean_overhead_pct": statistics.fmean(r["overhead_pct"] for r in rs),
+                         "load_start": [r["load_start"][0] for r in rs], "load_end": [r["load_end"][0] for r in rs],
                          "decided_by_controller": {c: sum(r["verdicts"].get(c, {}).get("decided", False) for r in rs)
                                                    for c in dict.fromkeys(c for r in rs for c in r["verdicts"])}}
     return out
@@ -189,6 +191,11 @@ def show(runs: list[dict[str, Any]], total: dict[str, dict[str, Any]]) -> None:
         load = f"{r['load_start'][0]:.1f}-{r['load_end'][0]:.1f}"
         print(f"{r['run']:<14} {r['strategy']:<8} {r['seconds']:5.0f}s {load:>14} {r['measured']:>5} "
               f"{r['decided']:>3} of {r['controllers']}  {per:<58} {extra:<30} {r['overhead_pct']:7.1f}%")
+        st = r["stages"]
+        print(f"{'':<24}span {r['span_s']:.0f} s for {r['active_s']:.0f} s of warm-up + window; medians: VM ready "
+              f"{st.get('ready', {}).get('median_s', float('nan')):.1f} s, window closed -> next job sent "
+              f"{st.get('window closed -> next job sent', {}).get('median_s', float('nan')):.1f} s, result back "
+              f"{st.get('result back', {}).get('median_s', float('nan')):.1f} s")
     print()
     for strategy, t in total.items():
         extra = ", ".join(f"{n} for {k}" for k, n in t["extra_run"].items()) or "none"
@@ -196,7 +203,8 @@ def show(runs: list[dict[str, Any]], total: dict[str, dict[str, Any]]) -> None:
               f"{t['verdicts']} threads-vs-native verdicts decided over {t['runs']} runs "
               f"({', '.join(f'{c} {n}' for c, n in t['decided_by_controller'].items())}); extra repeats run: {extra}, "
               f"not run (budget): {t['extra_not_run']}; mean run {t['mean_seconds'] / 60:.1f} min, "
-              f"matrix overhead {t['mean_overhead_pct']:.1f} %")
+              f"matrix overhead {t['mean_overhead_pct']:.1f} % (load average "
+              f"{min(t['load_start'] + t['load_end']):.1f}-{max(t['load_start'] + t['load_end']):.1f})")
 
 
 def main(argv: list[str] | None = None) -> int:
