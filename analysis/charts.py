@@ -140,7 +140,7 @@ def _marker_series(values: Reference, xvalues: Reference, title: str, symbol: st
 def efficiency_charts(wb: Workbook, result: EfficiencyResult) -> dict[str, Callable[[], BarChart]]:
     """Per group: measured and normalized CPU vs ctx/MiB scatters (95 % CI error bars both ways where there
     are repeats) and the score bars (every bar labelled, its value on it, CI error bars); the I/O-path lens
-    and the Method lines on significance are the workbook's (:mod:`.trustsheets`)."""
+    and the Method lines on significance are the workbook's (:mod:`.evidencesheets`)."""
     charts = wb.create_sheet("Charts")
     _a4_landscape(charts)
     data = wb.create_sheet("Chart data")

@@ -20,7 +20,7 @@ from ..core.errors import InputError
 from .compare import ComparisonResult, compare
 from .findings import Finding, comparison_findings
 from .ingest import IngestResult, ingest
-from .output import write_all
+from .savefiles import write_all
 from .workbook import write_comparison_workbook, write_tidy_csv
 
 #: what to do about a side without results, when the caller has nothing more specific to say

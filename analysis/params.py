@@ -59,8 +59,8 @@ def normalize_rw(text: str | None) -> str | None:
     return rw if rw in _RW_VALUES else None
 
 
-_OPTION_NAMES = ("rw", "readwrite", "bs", "blocksize", "iodepth", "numjobs", "rwmixread", "rate", "ioengine",
-                 "bsrange", "blocksize_range", "bssplit")
+_OPTION_NAMES = ("rw", "readwrite", "bs", "blocksize", "iodepth", "numjobs", "rwmixread", "rate", "rate_iops",
+                 "ioengine", "bsrange", "blocksize_range", "bssplit")
 # the directions (read, write, trim) each rw value moves data in: per-direction values (bs=4k,64k) are read
 # for these alone
 _DIRECTIONS_OF = {"read": (0,), "randread": (0,), "write": (1,), "randwrite": (1,), "trim": (2,),
@@ -160,6 +160,11 @@ def _params_of(values: tuple[Any, ...]) -> tuple[dict[str, Any], tuple[str, ...]
     rw = normalize_rw(_option(opts, "rw", "readwrite"))
     rate = rate_bytes(_option(opts, "rate"), rw)
     bs, inexact = block_size(_option(opts, "bs", "blocksize"), rw)
+    if rate is None and bs:
+        # rate_iops caps the same way in I/Os (fio's HOWTO); fio takes ``rate`` first when a direction has both.
+        # (rate_min is no cap: fio ends a job that falls below it, so it leaves the workload's shape alone.)
+        iops = rate_bytes(_option(opts, "rate_iops"), rw)
+        rate = iops * bs if iops else None
     mixed = next((n for n in ("bsrange", "blocksize_range", "bssplit") if _option(opts, n) is not None), None)
     if mixed is not None:
         inexact = (f"{mixed}={opts[mixed]!r}: fio mixed several block sizes, so no one block size describes the "

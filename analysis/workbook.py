@@ -32,12 +32,12 @@ from .compare import ComparisonResult
 from .efficiency import EfficiencyResult
 from .findings import Finding
 from .ingest import IngestResult
-from .output import save_workbook, write_tidy_csv
+from .savefiles import save_workbook, write_tidy_csv
 from .safe import safe_value
 from .sheets import (HOST_POINT_COLUMNS, MEASUREMENT_FORMATS, POINT_COLUMNS, SCORE_COLUMNS, TITLE_FONT, WRAP, Column,
                      fit_height, header, header_letter, print_setup, run_dates, write_environment, write_frame,
                      write_lines, write_summary, write_table)
-from .trustsheets import IOPATH_SHEET, add_trust_sheets
+from .evidencesheets import IOPATH_SHEET, add_evidence_sheets
 
 ANSWER_SHEET = "Answer"
 
@@ -237,7 +237,7 @@ def _efficiency_workbook(path: str | Path, data: IngestResult, result: Efficienc
     group = main_group(result)
     _answer_sheet(answer, data, result, score_charts.get(group) if group and len(result.cells) else None)
     write_environment(wb.create_sheet("Environment"), data.environment, _report_facts(frame, inputs))
-    add_trust_sheets(wb, result)  # the significance Method lines and the I/O-path sheet
+    add_evidence_sheets(wb, result)  # the significance Method lines and the I/O-path sheet
     _order(wb, [ANSWER_SHEET, "Summary", "Method", "Scores", IOPATH_SHEET, "Charts", "Measurements", "Environment",
                 "Chart data"])
     return save_workbook(wb, path)

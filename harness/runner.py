@@ -456,6 +456,7 @@ class Runner:
         """Wait until the guest answers; learn what it reports (a Windows guest's drivers)."""
         f.stage = "ready"
         f.executor = self.make_executor(backend)
+        f.executor.before_ready(f.current)
         f.executor.connect(time.monotonic() + 30)
         guest = f.executor.wait_ready(time.monotonic() + self.spec.run["boot_timeout_seconds"])
         if self._gate is not None:  # the executor's driver gate: which drivers the guest has (Windows: virtio-win)

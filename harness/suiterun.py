@@ -119,10 +119,20 @@ class SuiteBackend(Backend):
 
 class SuiteExecutor(FioServerExecutor):
     """The suite's executor; with ``before_point`` (a fleet's power cycle before every point) that runs
-    before each point after the first (the runner probes the first in :meth:`wait_ready`), and the servers
-    are then probed until they answer again instead of once."""
+    before each point but the side's first (cycled with the side, before the run): at each group's start
+    (:meth:`before_ready`: a later repeat's first point) and before each further point of a group
+    (:meth:`check_ready`); the servers are then probed until they answer again instead of once.
+    ``cycled`` is shared by the run's executors (one per group): whether the side's first point came."""
 
     before_point: Callable[[Cell], None] | None = None
+    cycled: list[bool] | None = None
+
+    def before_ready(self, cell: Cell) -> None:
+        if self.before_point is None or self.cycled is None:
+            return
+        if self.cycled[0]:
+            self.before_point(cell)  # wait_ready (the runner's next step) probes until the servers answer
+        self.cycled[0] = True
 
     def check_ready(self, cell: Cell) -> None:
         if self.before_point is None:
@@ -206,8 +216,9 @@ def run_suite(suite: Suite, run_dir: str | Path, *, collector: Any = None, fio: 
     collector measures, :func:`inventory_for`); ``storage`` what served the side's test disks
     (:meth:`stormatrix.fleet.localstore.LocalStorage.describe`), for the run record. ``booting``: the
     guests were just started, so the first probe is repeated until they answer (within the probe
-    timeout). ``before_point`` runs before each point's probe (a fleet's power cycle before every point,
-    ``[fleet] power_cycle = "point"``); the servers are then probed until they answer again.
+    timeout). ``before_point`` runs before each point's probe but the first's (a fleet's power cycle before every
+    point, ``[fleet] power_cycle = "point"``; the side's cycle before the run is the first point's),
+    repeats and retries included; the servers are then probed until they answer again.
     """
     if not suite.guests:
         raise MatrixError(suite.path, "[suite] vms", "no guest addresses: the VM list was not resolved",
@@ -226,10 +237,12 @@ def run_suite(suite: Suite, run_dir: str | Path, *, collector: Any = None, fio: 
                "grace_s": suite.grace_s, "probe_until_ready": booting or before_point is not None,
                "probe_each_cell": True}
 
+    side_started = [False]  # the side's first point is cycled by the caller, before the run
+
     def executor(_endpoints: list[GuestEndpoint]) -> GuestExecutor:
         ex = SuiteExecutor.for_guests(suite.guests, options)
         assert isinstance(ex, SuiteExecutor)
-        ex.before_point = before_point
+        ex.before_point, ex.cycled = before_point, side_started
         return ex
 
     run_options = RunOptions(

@@ -5,9 +5,14 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import os
+import signal
+import subprocess
+import time
 from pathlib import Path
 from typing import Any, Iterator
 
+import pytest
 from standins.pve import PveStandin, guest_interface
 
 SECRET = "5c1d9e2a-0f0f-4bbb-8ccc-51a7e5ecre7s"
@@ -105,13 +110,8 @@ def host_ipv4() -> str | None:
 def fio_server_on_host(home: Path) -> Iterator[tuple[str, int]]:
     """A real ``fio --server`` on this machine's outside address, working in ``home``: ``(host, port)``.
     Skips the test where the machine has no such address; kills the server's process group at the end."""
-    import os
-    import signal
     import socket
-    import subprocess
-    import time
 
-    import pytest
     from standins.fioservers import free_port
 
     from stormatrix.executors.fioserver import find_fio
@@ -135,3 +135,24 @@ def fio_server_on_host(home: Path) -> Iterator[tuple[str, int]]:
     finally:
         os.killpg(server.pid, signal.SIGKILL)
         server.wait()
+
+
+def kill_at_hold(standin: PveStandin, hold: tuple[str, str, int], argv: list[str], env: dict[str, str]) -> None:
+    """Run ``argv`` (a harness) until the stand-in holds the request ``hold`` (method, path suffix, how
+    many matching ones pass first), SIGKILL it there, then let the stand-in carry the request out."""
+    release = standin.hold_request(hold[0], hold[1], skip=hold[2])
+    harness = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        if not standin.held(120):
+            assert harness.stderr is not None
+            pytest.fail("the harness never reached the held request: " + harness.stderr.read().decode()[-2000:])
+        os.kill(harness.pid, signal.SIGKILL)
+        harness.wait()
+    finally:
+        release.set()
+        if harness.poll() is None:
+            harness.kill()
+            harness.wait()
+        assert harness.stderr is not None
+        harness.stderr.close()
+    time.sleep(0.5)  # the held request goes on inside the stand-in, as Proxmox would carry it out

@@ -26,7 +26,7 @@ from .base import Backend
 from .qemu_devices import PCI_ADDR, disk_devices, drive_option, pci_addr
 from .qemu_pinning import PinPlan, PlacementCollector, ThreadPinner, check_setting, plan_pinning
 from .qemu_vm import (QBOOT, QEMU_BINARY, DiskClaim, QemuVm, VmSpec, claim_test_disks, ensure_test_disk,
-                      free_test_disks, image_in_use, kill_stale, qemu_version)
+                      free_test_disks, image_in_use, kill_stale, qemu_version, socket_path_problem)
 
 __all__ = ["QEMU_SECTION", "QemuBackend", "PCI_ADDR", "disk_devices", "drive_option", "pci_addr", "QBOOT",
            "QEMU_BINARY", "QemuVm", "VmSpec", "ensure_test_disk", "free_test_disks", "image_in_use", "kill_stale",
@@ -169,6 +169,12 @@ class QemuBackend(Backend):
         return [f"each measurement window: {plan.describe()}"]
 
     def _prepare(self) -> dict[str, Any]:
+        # before anything starts: a run folder too deep for a VM's sockets would fail every cell the same way
+        # the VM under test, the ones booting ahead, and (pipeline) the previous one sending its result
+        count = 1 + self.ahead_depth + (1 if self.pipelines else 0)
+        problem = socket_path_problem(self.workdir / "vm", max(self.VM_NAMES[:count], key=len))
+        if problem:
+            raise EnvironmentProblem(problem)
         self.pin_plan, self.pin_note = plan_pinning(self.opts["pin_threads"], self.spec.path)
         version = qemu_version(self.opts["binary"])
         self.image = guestimage.build()
@@ -181,8 +187,6 @@ class QemuBackend(Backend):
                 log.info("[qemu] disk_path is set: one test disk, so no VM boots ahead")
         else:
             size = self.opts["disk_size_mib"]
-            # the VM under test, the ones booting ahead, and (overlap) the previous one sending its result
-            count = 1 + self.ahead_depth + (1 if self.pipelines else 0)
             if self._claim is not None:
                 self._claim.release()
             self._claim = claim_test_disks(guestimage.cache_root() / "disks", size, count)

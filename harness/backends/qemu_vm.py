@@ -38,6 +38,21 @@ log = logging.getLogger("stormatrix.qemu")
 
 QEMU_BINARY = "qemu-system-x86_64"
 QBOOT = Path("/usr/share/qemu/qboot.rom")
+#: the longest path a Unix socket can have (``sun_path`` is 108 bytes with its NUL); QEMU refuses a longer one
+#: ("UNIX socket path ... is too long")
+SOCKET_PATH_MAX = 107
+SOCKET_SUFFIXES = (".qmp", ".agent")  # the sockets each VM has in its run folder
+
+
+def socket_path_problem(run_dir: Path, name: str) -> str | None:
+    """Why a VM called ``name`` could not have its control sockets in ``run_dir`` (None: it can)."""
+    longest = max((run_dir / f"{name}{suffix}" for suffix in SOCKET_SUFFIXES), key=lambda p: len(os.fsencode(p)))
+    size = len(os.fsencode(longest))
+    if size <= SOCKET_PATH_MAX:
+        return None
+    return (f"the run folder's path is too long for QEMU's control sockets: {longest} is {size} bytes, and a Unix "
+            f"socket path holds at most {SOCKET_PATH_MAX}; give the run a folder at least "
+            f"{size - SOCKET_PATH_MAX} bytes shorter (-o/--output)")
 
 
 @dataclass(frozen=True)
@@ -78,6 +93,9 @@ class QemuVm:
         self.qmp: Qmp | None = None
         self.agent: socket.socket | None = None
         self.started_at: float | None = None
+        problem = socket_path_problem(spec.run_dir, spec.name)
+        if problem:
+            raise EnvironmentProblem(problem)
         spec.run_dir.mkdir(parents=True, exist_ok=True)
 
     # paths

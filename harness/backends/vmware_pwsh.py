@@ -53,6 +53,7 @@ PYTHON_CALLS: dict[str, tuple[str, ...]] = {
     "Add-StormatrixVMwareFleetDisk": ("VMId", "RunId", "Datastore", "CapacityGB", "ControllerType", "StorageFormat",
                                       "BaseFilename"),
     "Restart-StormatrixVMwareFleet": ("VMId", "RunId", "ReadyTimeoutSeconds"),
+    "Get-StormatrixVMwareFleetFioVersion": ("VMId", "RunId", "GuestUserVariable", "GuestPasswordVariable"),
     "Remove-StormatrixVMwareFleetDisk": ("VMId", "RunId", "Datastore", "BaseFilename"),
     "Remove-StormatrixVMwareFleet": ("VMId", "VMName", "RunId"),
 }

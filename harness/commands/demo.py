@@ -21,12 +21,14 @@ Boot the tiny Linux guest under local QEMU (software emulation) for each cell of
 matrix, run real fio, measure the QEMU process, and write the workbook. Resumable like `run`.
 
 The demo matrix: five controllers x aio=native and aio=threads, three repeats each (30 cells,
-3 s warm-up + 8 s window; 6 min 21 s measured on a busy 2-core machine). Three repeats are the
+3 s warm-up + 8 s window; `plan` says 6 min 51 s for an idle 2-core machine; 10-11 min measured
+while other jobs kept the load average at 7-28). Three repeats are the
 fewest with which Welch's t-test (95 %) can call a difference significant with some power, so
 the workbook's findings are tested (significant, or within noise with the numbers), not
 "indicative" as with one repeat. A configuration whose repeats vary by more than 10 % (CV of
 CPU or context switches per MiB) gets a 4th repeat, but a round of them starts only if it
-ends within 8.5 min ([run] time_budget_minutes): with the workbook the demo stays within 10 min.
+ends within 8.5 min ([run] time_budget_minutes): with the workbook the demo stays within 10 min
+on an idle machine (on a busy one the planned cells alone can take longer; no extra repeat starts).
 
 --full runs every controller x aio mode with iothread variants and 2 repeats."""
 
@@ -53,7 +55,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--workbook", help="workbook path (default: RUN_DIR/stormatrix-demo.xlsx, "
                                       "with --suite RUN_DIR/stormatrix-demo-suite.xlsx)")
     p.add_argument("--full", action="store_true",
-                   help="every controller x aio x iothread, 2 repeats: 66 cells, about 16 min "
+                   help="every controller x aio x iothread, 2 repeats: 66 cells, about 17 min "
                         "(`stormatrix plan` on the matrix prints the ETA)")
     p.add_argument("--matrix", help="use this matrix instead of the built-in demo matrix")
     p.add_argument("--suite", action="store_true",

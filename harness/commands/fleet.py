@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 from ..backends.proxmox.settings import make_transport
 from ..core.errors import InputError
-from ..executors.fioserver_models import DEFAULT_PORT
+from ..executors.fioserver_inputs import DEFAULT_PORT
 from ..fleet.proxmox import ProxmoxFleet
 from ..fleet.spec import load_fleet_tables
 from ..fleet.vmware import VmwareFleet, make_runner, vmware_fleet_from_dict
@@ -20,7 +20,8 @@ DESCRIPTION = """\
 Deploy the worker VMs a comparison suite runs on, and remove them afterwards.
 
 The [fleet] section of FILE names a Proxmox template (a Linux cloud image with the QEMU guest agent
-and fio; `stormatrix fleet template` prints cloud-init user-data for it), the number of workers, linked
+and fio; `stormatrix fleet template` prints cloud-init user-data for it), the number of workers, the
+node (node) or nodes in turn (nodes = ["pve1", "pve2"], on shared storage) to place them on, linked
 or full clones, vCPUs, memory, a name prefix, a VMID range (or "auto") and the storages under test;
 [proxmox] says how to reach the node (token by reference, never in the file). With
 [fleet] backend = "vmware" the workers are cloned from a vSphere template onto an ESXi host, the
@@ -33,7 +34,9 @@ storages under test are datastores, and [vmware] says how to reach vCenter (docs
            RUN_DIR/fleet.ndjson before its clone is requested; run again to resume
   destroy  free the volumes and destroy the VMs that RUN_DIR/fleet.ndjson lists and that carry this
            fleet's marker; nothing else is touched, even if its name or tag matches
-  template print cloud-init user-data that installs fio (the controller's version) and a fio --server unit"""
+  template print cloud-init user-data that installs fio (the controller's version) and a fio --server unit;
+           --record FILE also declares that fio version in the description of FILE's template, so that plan
+           refuses a controller of another fio version before anything is created"""
 
 
 def register(subparsers: Any) -> None:
@@ -47,6 +50,8 @@ def register(subparsers: Any) -> None:
         extra = " (plan: also show what it owns)" if name == "plan" else ""
         p.add_argument("-o", "--output", metavar="RUN_DIR", required=(name == "deploy"),
                        help="run directory holding fleet.ndjson" + extra)
+        p.add_argument("--fio", default="fio", help="the controller's fio: the template's declared fio must be its "
+                                                    "version (default: fio on PATH)")
         p.set_defaults(func=cmd_plan if name == "plan" else cmd_deploy)
     d = sub.add_parser("destroy", help="remove exactly what RUN_DIR/fleet.ndjson lists")
     d.add_argument("file", help="TOML file with [fleet] and [proxmox] (how to reach the node)")
@@ -55,6 +60,10 @@ def register(subparsers: Any) -> None:
     t = sub.add_parser("template", help="print cloud-init user-data for the workers' template")
     t.add_argument("--port", type=int, default=None, help="the fio server port (default 8765)")
     t.add_argument("--fio", default="fio", help="the controller's fio, whose version the guests must run")
+    t.add_argument("--record", metavar="FILE",
+                   help="also declare the controller's fio version (a line 'stormatrix-fio: fio-X.Y') in the "
+                        "description of the template named by FILE's [fleet] (Proxmox, reached by its [proxmox]); "
+                        "plan then refuses a mismatch before anything is created")
     t.set_defaults(func=cmd_template)
 
 
@@ -62,11 +71,12 @@ def _fleet(args: argparse.Namespace) -> Any:
     raw = _load_toml(Path(args.file))
     run_dir = args.output or "."
     fleet = raw.get("fleet")
+    fio = fio_version(args.fio) if getattr(args, "fio", None) else None
     if isinstance(fleet, dict) and fleet.get("backend") == "vmware":
         vspec = vmware_fleet_from_dict(raw, args.file)
-        return VmwareFleet(vspec, make_runner(vspec), run_dir)
+        return VmwareFleet(vspec, make_runner(vspec), run_dir, fio=fio)
     spec, proxmox = load_fleet_tables(raw, args.file)
-    return ProxmoxFleet(spec, make_transport(proxmox, args.file), run_dir)
+    return ProxmoxFleet(spec, make_transport(proxmox, args.file), run_dir, fio=fio)
 
 
 def _owned(fleet: Any) -> Any:
@@ -123,5 +133,19 @@ def cmd_template(args: argparse.Namespace) -> int:
     if version is None:
         print(f"# warning: {args.fio} --version gave no version: fio is not pinned; the guests' fio must "
               "match the controller's (docs/fio-server.md)", file=sys.stderr)
+    if args.record:
+        _record(args.record, fio_version(args.fio))
     sys.stdout.write(user_data(fio_version=version, port=port))
     return 0
+
+
+def _record(path: str, version_line: str | None) -> None:
+    """``--record FILE``: the template's description declares the controller's fio."""
+    if version_line is None or fio_package_version(version_line) is None:
+        raise InputError("--record: the controller's fio gave no version (fio --version), so there is nothing to "
+                         "declare. Fix: install fio, or give it with --fio PATH")
+    spec, proxmox = load_fleet_tables(_load_toml(Path(path)), path)
+    with ProxmoxFleet(spec, make_transport(proxmox, path), ".") as fleet:
+        line = fleet.record_fio(version_line)
+    print(f"# template {spec.template}: its description now declares {line!r}; `stormatrix fleet plan` refuses "
+          "a controller of another fio version before anything is created", file=sys.stderr)

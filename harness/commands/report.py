@@ -116,7 +116,7 @@ def write_report(inputs: list[str], output: str, *, csv: str | None = None, stri
     from ..analysis.efficiency import score_cells
     from ..analysis.findings import efficiency_findings
     from ..analysis.ingest import ingest
-    from ..analysis.output import write_all
+    from ..analysis.savefiles import write_all
     from ..analysis.workbook import write_efficiency_workbook, write_tidy_csv
 
     check_inputs(inputs)

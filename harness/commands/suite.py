@@ -16,7 +16,7 @@ from ..fleet.vmware import VmwareFleet, is_vmware_fleet, make_runner, vmware_fle
 from ..journal import Journal
 from ..registry import load_suite
 from ..suite import Suite, eta
-from ..suiterun import check_resumable, run_suite
+from ..suiterun import check_resumable, fio_version, run_suite
 from ..suitevms import ProxmoxSuiteVms
 from .argtypes import check_run_dir
 from .runlock import hold_run_dir
@@ -43,15 +43,18 @@ def register(subparsers: Any) -> None:
     plan.add_argument("--discover", action="store_true",
                       help="with [suite] vms: ask the node now for each guest's address and say whether host "
                            "metrics will be collected (nothing is run)")
+    plan.add_argument("--fio", default="fio",
+                      help="with [fleet]: the fio client whose version the template's declared fio must be (default: "
+                           "fio on PATH)")
     plan.set_defaults(func=cmd_plan)
     run = sub.add_parser("run", help="run the suite (resumable: run again to continue)",
                          description="Run every point of the [suite] of MATRIX on all the side's fio-server guests "
                                      "at once, one fio client, and journal each point to RUN_DIR/journal.ndjson. "
                                      "Points already in the journal are skipped, so running the same command again "
                                      "resumes. With [fleet]: deploys the workers, checks each guest's fio version "
-                                     "through the guest agent (exit 2 on a mismatch), runs each storage as a side "
-                                     "into RUN_DIR/<storage>, writes RUN_DIR/comparison.xlsx and removes the "
-                                     "workers (unless --keep).")
+                                     "through the guest agent (VMware Tools on ESXi; exit 2 on a mismatch), runs "
+                                     "each storage as a side into RUN_DIR/<storage>, writes RUN_DIR/comparison.xlsx "
+                                     "and removes the workers (unless --keep).")
     run.add_argument("matrix", help="matrix file with a [suite] section")
     run.add_argument("-o", "--output", required=True, metavar="RUN_DIR", help="run directory (one per side)")
     run.add_argument("--fio", default="fio", help="the fio client binary (default: fio on PATH)")
@@ -109,7 +112,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     for line in _describe(suite):
         print(line)
     if "fleet" in suite.raw:
-        _plan_fleet(suite, args.output)
+        _plan_fleet(suite, args.output, fio_version(args.fio))
     if args.discover and suite.vms:
         resolved, vms, _, status = _resolve(suite)
         vms.close()
@@ -140,16 +143,17 @@ def check_fio_client(fio: str) -> None:
         raise InputError(f"--fio {fio} {problem}. Fix: give the fio client binary itself, e.g. --fio /usr/bin/fio")
 
 
-def _plan_fleet(suite: Suite, run_dir: str | None) -> None:
-    """A suite on a fleet: the fleet it would deploy, checked now (exit 2 before anything is created)."""
+def _plan_fleet(suite: Suite, run_dir: str | None, fio: str | None) -> None:
+    """A suite on a fleet: the fleet it would deploy, checked now (exit 2 before anything is created);
+    ``fio`` is the controller's ``fio --version``, which the template's declared fio must be."""
     fleet: Any
     if is_vmware_fleet(suite.raw):
         vspec = vmware_fleet_from_dict(suite.raw, suite.path)
-        fleet, storages, cycle = VmwareFleet(vspec, make_runner(vspec), run_dir or "."), vspec.storages, "side"
+        fleet, storages, cycle = VmwareFleet(vspec, make_runner(vspec), run_dir or ".", fio=fio), vspec.storages, "side"
     else:
         assert suite.proxmox is not None
         spec = fleet_spec(suite)
-        fleet = ProxmoxFleet(spec, make_transport(suite.proxmox, suite.path), run_dir or ".")
+        fleet = ProxmoxFleet(spec, make_transport(suite.proxmox, suite.path), run_dir or ".", fio=fio)
         storages, cycle = spec.storages, spec.power_cycle
     with fleet:
         plan = fleet.plan()

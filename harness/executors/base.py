@@ -93,6 +93,11 @@ class GuestExecutor(ABC):
         names, or do not say which they have."""
         return None
 
+    def before_ready(self, cell: Cell) -> None:
+        """At each start of the guest(s) (a group's first cell, ``cell``), before :meth:`connect` and
+        :meth:`wait_ready`; :meth:`check_ready` comes before each further cell. Nothing here; a suite on a
+        fleet power-cycles its workers (``[fleet] power_cycle = "point"``)."""
+
     def connect(self, deadline: float) -> None:
         """Open the channel to the guest as soon as the backend started it (before :meth:`wait_ready`),
         where the guest announces itself only once. Most executors connect in wait_ready: nothing here."""

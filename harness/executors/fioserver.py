@@ -50,8 +50,8 @@ from ..core.errors import DataFileError, GuestDisconnected, GuestNotReady, Workl
 from ..core.model import Cell, Timing, parse_size
 from ..core.scope import GuestEndpoint
 from .base import GuestExecutor, WindowListener, WorkloadResult
-from .fioserver_client import FioClientRun, run_fio_client
-from .fioserver_models import (
+from .fioserver_client import FioClientRun, client_args, find_fio, run_fio_client
+from .fioserver_inputs import (
                                ALL_CLIENTS,
                                DEFAULT_PORT,
                                FIO_HUNG_CLIENT_S,
@@ -60,11 +60,9 @@ from .fioserver_models import (
                                FioGuest,
                                FioJob,
                                check_unique,
-                               client_args,
-                               find_fio,
                                fio_rate,
                                )
-from .fioserver_output import (
+from .fioserver_parse import (
                                ClientOutput,
                                aggregate_check,
                                lost_hosts_in_text,

@@ -1,4 +1,5 @@
-"""Supervising one fio client process: stream its output, open and close the measurement window, reap it.
+"""One fio client process: find fio, build its argument list, and supervise it: stream its output, open
+and close the measurement window, reap it.
 
 The window opens ``ramp_s`` after the last guest announced "Starting N process(es)" and closes
 ``measure_s`` later; whatever happens, fio is stopped (SIGINT first, so it tells the servers to stop
@@ -11,6 +12,7 @@ import logging
 import os
 import queue
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -18,13 +20,34 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
+from ..core.errors import EnvironmentProblem
 from .base import WindowListener
+from .fioserver_inputs import FioGuest
 
 log = logging.getLogger("stormatrix.fioserver")
 
 _STARTING_RE = re.compile(r"^<[^>]*> Starting \d+ (?:process|processes|thread|threads)\s*$")
+
+
+def find_fio(fio: str | None = None) -> str:
+    path = shutil.which(fio or "fio")
+    if not path:
+        raise EnvironmentProblem(f"fio not found ({fio or 'fio'}): install the Debian package 'fio'")
+    return path
+
+
+def client_args(fio: str, jobs: Sequence[tuple[FioGuest, Path]], *, output_format: str = "json") -> list[str]:
+    """``fio --output-format=json --client=h,p job --client=h,p job ...``: one job file per client.
+
+    (A job file belongs to the ``--client`` before it; a lone job file after many ``--client``
+    would run on the last guest only.)
+    """
+    args = [fio, f"--output-format={output_format}"]
+    for guest, job_path in jobs:
+        args += [guest.client_arg, str(job_path)]
+    return args
 
 
 @dataclass

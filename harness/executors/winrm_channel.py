@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 from ..core.errors import (AuthenticationFailed, GuestDisconnected, RemoteCommandError, RemoteTimeout,
                            WSManServiceError)
-from .winrm_output import CommandOutput
+from .winrm_parse import CommandOutput
 from .winrm_settings import WinRMSettings, check_transport_available
 
 log = logging.getLogger("stormatrix.executor.winrm")

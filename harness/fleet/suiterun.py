@@ -8,7 +8,9 @@ of ``[fleet] storages``, in order:
 2. power-cycle the workers (``[fleet] power_cycle = "side"``, the default; ``"point"`` cycles them again
    before every point; ``"never"`` only starts those not running), which also makes the new disk's
    options take effect, and wait for every guest agent;
-3. before the first point of the run, ask every worker's guest for its fio version through the agent
+3. before the first point of the run (and before the deploy, against what the template declares:
+   :func:`~stormatrix.fleet.template.fio_declaration_problem`), ask every worker's guest for its fio
+   version through the agent
    (``fio --version``, :meth:`ProxmoxFleet.check_fio_versions`): a mismatch with the controller's fio is
    named with the template's fix (exit 2) before anything is measured;
 4. find each worker's fio server through its agent (:class:`~stormatrix.suitevms.ProxmoxSuiteVms`) and
@@ -19,7 +21,9 @@ of ``[fleet] storages``, in order:
 
 On ESXi (``[fleet] backend = "vmware"``, :mod:`.vmware`, :func:`run_vmware_fleet_suite`) a storage is a
 datastore, the volume a test disk made by ``New-HardDisk`` on it, the workers are always power-cycled (a new
-controller needs them powered off), and their fio servers are at the addresses VMware Tools report.
+controller needs them powered off), their fio version is read through VMware Tools guest operations
+(``Invoke-VMScript``, with the guest account ``[fleet] guest_user_env``/``guest_password_env`` name), and their
+fio servers are at the addresses VMware Tools report.
 
 Then the A-vs-B workbook of the first two storages is written (``RUN_DIR/comparison.xlsx``) and, unless
 ``--keep``, everything the fleet created is removed. Everything is journaled (``RUN_DIR/fleet.ndjson``):
@@ -33,12 +37,12 @@ import logging
 import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from ..backends.proxmox.settings import make_transport
 from ..core.errors import MatrixError
 from ..core.model import Cell
-from ..executors.fioserver_models import FioGuest
+from ..executors.fioserver_inputs import FioGuest
 from ..journal import Journal
 from ..suite import Suite
 from ..suiterun import SuiteOutcome, fio_version, run_suite, write_comparison
@@ -80,50 +84,66 @@ def run_fleet_suite(suite: Suite, run_dir: str | Path, *, fio: str = "fio", keep
     spec = fleet_spec(suite)
     assert suite.proxmox is not None
     transport = transport if transport is not None else make_transport(suite.proxmox, suite.path)
-    fleet = ProxmoxFleet(spec, transport, run_dir)
-    outcome = FleetSuiteOutcome(fleet.fleet_id)
-    print(f"fleet {fleet.fleet_id}: deploying {spec.workers} workers from template {spec.template}", file=stream)
-    outcome.vmids = fleet.deploy()
-    versions_checked = False
-    for storage in spec.storages:
+    controller_fio = fio_version(fio)
+    fleet = ProxmoxFleet(spec, transport, run_dir, fio=controller_fio)  # a template's declared fio is checked
+    with fleet:  # its connection is closed however the run ends (a refused plan, a failed point)
+        outcome = FleetSuiteOutcome(fleet.fleet_id)
+        print(f"fleet {fleet.fleet_id}: deploying {spec.workers} workers from template {spec.template}", file=stream)
+        outcome.vmids = fleet.deploy()
+        versions_checked = False
+        for storage, side, side_dir in _pending_sides(suite, spec.storages, run_dir, fleet, outcome, stream):
+            print(f"storage {storage}: allocating and attaching {len(outcome.vmids)} volumes", file=stream)
+            fleet.attach(storage, outcome.vmids)
+            print(f"storage {storage}: " + ("power-cycling the workers" if spec.power_cycle != "never" else
+                                            "starting the workers that are not running"), file=stream)
+            cycle(fleet, outcome.vmids, storage, None, stop=spec.power_cycle != "never")
+            if not versions_checked:
+                check_fio(fleet, outcome.vmids, controller_fio, keep=keep)
+                versions_checked = True
+            vms = ProxmoxSuiteVms(side, transport=transport, nodes={v: fleet.node_of(v) for v in outcome.vmids})
+            guests = vms.discover()
+            collector, status = vms.host_collector()
+            before_point = None
+            if spec.power_cycle == "point":
+                # before each point after the side's first (the cycle above is the first point's)
+                def before_point(point: Cell, _storage: str = storage, _collector: Any = collector) -> None:
+                    cycle(fleet, outcome.vmids, _storage, point.key, stop=True)
+                    invalidate = getattr(getattr(_collector, "scopes", None), "invalidate", None)
+                    if invalidate is not None:
+                        invalidate()  # the workers' QEMU processes are new: the collector takes their pids anew
+            storage_record = {"kind": storage, "server": "proxmox storage", "volumes": _volumes(fleet, storage),
+                              "power_cycle": spec.power_cycle}
+            outcome.sides[storage] = run_suite(side.with_guests(guests), side_dir, fio=fio, progress=progress,
+                                               collector=collector, backend="proxmox", host_collector=status,
+                                               vms=vms.record(), storage=storage_record, booting=True,
+                                               before_point=before_point)
+            print(f"storage {storage}: detaching and freeing the volumes", file=stream)
+            fleet.detach(storage)
+        return _finish(fleet, spec.storages, run_dir, outcome, keep=keep, stream=stream)
+
+
+def check_fio(fleet: Any, vmids: list[Any], controller_fio: str | None, *, keep: bool) -> None:
+    """Before the first point: every worker's fio is the controller's (``controller_fio``: its ``fio --version``),
+    or MatrixError (exit 2) naming each one; then, unless ``keep``, the workers (cloned from a template of no
+    use) are removed before the error rises."""
+    try:
+        fleet.check_fio_versions(vmids, controller_fio)
+    except MatrixError:
+        if not keep:
+            fleet.destroy()
+        fleet.close()
+        raise
+
+
+def _pending_sides(suite: Suite, storages: tuple[str, ...], run_dir: Path, fleet: Any, outcome: FleetSuiteOutcome,
+                   stream: Any) -> Iterator[tuple[str, Suite, Path]]:
+    """Each storage under test in turn: its id, its side of the suite (on the fleet's workers) and its run
+    directory; a side whose points are all journaled is skipped (:func:`_side_done`)."""
+    for storage in storages:
         side_dir = run_dir / storage
         side = replace(suite, side=storage, vms=tuple(str(v) for v in outcome.vmids))
-        if _side_done(side, side_dir, fleet, outcome, stream):
-            continue
-        print(f"storage {storage}: allocating and attaching {len(outcome.vmids)} volumes", file=stream)
-        fleet.attach(storage, outcome.vmids)
-        print(f"storage {storage}: " + ("power-cycling the workers" if spec.power_cycle != "never" else
-                                        "starting the workers that are not running"), file=stream)
-        cycle(fleet, outcome.vmids, storage, None, stop=spec.power_cycle != "never")
-        if not versions_checked:
-            try:
-                fleet.check_fio_versions(outcome.vmids, fio_version(fio))
-            except MatrixError:
-                if not keep:  # workers cloned from that template are of no use: remove them, then say why
-                    fleet.destroy()
-                fleet.close()
-                raise
-            versions_checked = True
-        vms = ProxmoxSuiteVms(side, transport=transport)
-        guests = vms.discover()
-        collector, status = vms.host_collector()
-        before_point = None
-        if spec.power_cycle == "point":
-            # before each point after the side's first (the cycle above is the first point's)
-            def before_point(point: Cell, _storage: str = storage, _collector: Any = collector) -> None:
-                cycle(fleet, outcome.vmids, _storage, point.key, stop=True)
-                invalidate = getattr(getattr(_collector, "scopes", None), "invalidate", None)
-                if invalidate is not None:
-                    invalidate()  # the workers' QEMU processes are new: the collector takes their pids anew
-        storage_record = {"kind": storage, "server": "proxmox storage", "volumes": _volumes(fleet, storage),
-                          "power_cycle": spec.power_cycle}
-        outcome.sides[storage] = run_suite(side.with_guests(guests), side_dir, fio=fio, progress=progress,
-                                           collector=collector, backend="proxmox", host_collector=status,
-                                           vms=vms.record(), storage=storage_record, booting=True,
-                                           before_point=before_point)
-        print(f"storage {storage}: detaching and freeing the volumes", file=stream)
-        fleet.detach(storage)
-    return _finish(fleet, spec.storages, run_dir, outcome, keep=keep, stream=stream)
+        if not _side_done(side, side_dir, fleet, outcome, stream):
+            yield storage, side, side_dir
 
 
 def _side_done(side: Suite, side_dir: Path, fleet: Any, outcome: FleetSuiteOutcome, stream: Any) -> bool:
@@ -160,22 +180,25 @@ def run_vmware_fleet_suite(suite: Suite, run_dir: Path, *, fio: str, keep: bool,
     run on the fio servers at the addresses VMware Tools report, the disks removed. No host collector: the
     ESXi host's CPU per worker is not collected for a fleet, and the run record says so."""
     spec = vmware_fleet_from_dict(suite.raw, suite.path)
-    fleet = VmwareFleet(spec, runner if runner is not None else make_runner(spec), run_dir)
+    controller_fio = fio_version(fio)
+    # a template whose Notes declare another fio is refused by the deploy's plan, before anything is created
+    fleet = VmwareFleet(spec, runner if runner is not None else make_runner(spec), run_dir, fio=controller_fio)
+    fleet.guest_credentials()  # the account that asks each guest for its fio, before anything is created
     outcome = FleetSuiteOutcome(fleet.fleet_id)
     print(f"fleet {fleet.fleet_id}: deploying {spec.workers} workers from template {spec.template} on "
           f"{spec.vmhost}", file=stream)
     outcome.vmids = fleet.deploy()
     status = {"mode": "none", "detail": "no host metrics: the ESXi host's CPU per worker is not collected for a "
               "fleet", "fix": "compare the sides by IOPS and latency; host CPU on ESXi needs a matrix run"}
-    for storage in spec.storages:
-        side_dir = run_dir / storage
-        side = replace(suite, side=storage, vms=tuple(str(v) for v in outcome.vmids))
-        if _side_done(side, side_dir, fleet, outcome, stream):
-            continue
+    versions_checked = False
+    for storage, side, side_dir in _pending_sides(suite, spec.storages, run_dir, fleet, outcome, stream):
         print(f"storage {storage}: making and attaching {len(outcome.vmids)} test disks", file=stream)
         fleet.attach(storage, outcome.vmids)
         print(f"storage {storage}: power-cycling the workers", file=stream)
         cycled = fleet.power_cycle(outcome.vmids)
+        if not versions_checked:
+            check_fio(fleet, outcome.vmids, controller_fio, keep=keep)
+            versions_checked = True
         guests = [FioGuest(name=str(g["Name"]), host=str(g["IPAddress"]), port=side.port) for g in cycled]
         disks = [d.filename for d in fleet.state().disks.values() if d.datastore == storage and d.filename]
         outcome.sides[storage] = run_suite(

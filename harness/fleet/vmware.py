@@ -23,7 +23,8 @@ Records (``type``; the Proxmox fleet's records are keyed by VMID, these by vCent
 ``fleet`` (``backend = "vmware"``), ``esx-vm`` (``name``: before the clone), ``esx-vm-made`` (``name``, ``id``,
 ``disks``: the clone's own disk files), ``esx-vm-ready`` (``name``, ``id``), ``esx-disk`` (``vm``, ``id``,
 ``datastore``: before the disk), ``esx-disk-made`` (``vm``, ``datastore``, ``filename``), ``esx-disk-attached``,
-``esx-gone`` (``kind`` ``vm`` with ``name``/``id``, or ``disk`` with ``vm``/``datastore``).
+``esx-gone`` (``kind`` ``vm`` with ``name``/``id``, or ``disk`` with ``vm``/``datastore``), ``esx-fio`` (a passed
+fio check: ``controller``, ``vms``, ``versions``).
 
 ``[fleet]`` for ESXi::
 
@@ -47,23 +48,30 @@ and ``[vmware]`` holds only how to reach vCenter (server, credentials by referen
 from __future__ import annotations
 
 import logging
+import os
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from .. import secrets
 from ..backends.vmware_pwsh import PwshRunner
 from ..backends.vmware_settings import (CONNECTION_KEYS, CONTROLLER_TYPES, VMWARE_SECTION, connection,
                                         credentials_for_child)
-from ..core.errors import MatrixError
+from ..core.errors import InputError, MatrixError
 from ..core.model import parse_size
 from ..schema import Field, Section, parse_section
+from ..secrets import check_env_name, check_secret_file
 from .journal import FleetJournal
-from .spec import MAX_WORKERS, NAME_PREFIX_RE, refuse_problems
+from .spec import MAX_WORKERS, NAME_PREFIX_RE, refuse_fio_versions, refuse_problems
+from .template import fio_declaration_note, fio_declaration_problem
 
 log = logging.getLogger("stormatrix.fleet")
 
 STORAGE_FORMATS = {"eagerzeroedthick": "EagerZeroedThick", "thick": "Thick", "thin": "Thin"}
+
+#: the variable of pwsh's own environment that carries a guest password read from [fleet] guest_password_file
+GUEST_FILE_VARIABLE = "STORMATRIX_GUEST_PASSWORD_FROM_FILE"
 
 
 def _prefix_ok(value: str) -> None:
@@ -96,6 +104,15 @@ VMWARE_FLEET_SECTION = Section("fleet", {
                               "test disk's new controller needs each worker powered off)"),
     "parallel": Field(int, 8, min=1, max=64, help="clone tasks running at once"),
     "ready_timeout": Field(float, 600.0, min=5, max=7200, help="seconds the workers may take to boot"),
+    "guest_user_env": Field(str, "STORMATRIX_GUEST_USER", check=check_env_name,
+                            help="NAME of the environment variable holding the guest account that runs `fio --version` "
+                                 "in each worker before the first point (VMware Tools guest operations)"),
+    "guest_password_env": Field(str, "STORMATRIX_GUEST_PASSWORD", check=check_env_name,
+                                help="NAME of the environment variable holding that account's password (never the "
+                                     "password)"),
+    "guest_password_file": Field(str, "", check=check_secret_file,
+                                 help="PATH of a file whose first line is the guest password (chmod 600), instead of "
+                                      "guest_password_env"),
 }, help="the worker VMs the suite deploys on ESXi, and the datastores under test they get a disk on in turn")
 
 #: ``[vmware]`` for a fleet: how to reach vCenter, nothing about one VM
@@ -120,6 +137,8 @@ class VmwareFleetSpec:
     power_cycle: str
     parallel: int
     ready_timeout: float
+    guest_user_env: str = "STORMATRIX_GUEST_USER"
+    guest_password: secrets.SecretRef | None = None  # the guest account's password, by reference
     vmware: dict[str, Any] = field(default_factory=dict, compare=False)  # the validated [vmware] connection keys
     vmware_raw: dict[str, Any] = field(default_factory=dict, compare=False)
 
@@ -145,12 +164,19 @@ def vmware_fleet_from_dict(raw: dict[str, Any], path: str) -> VmwareFleetSpec:
                               f"remove {key}; the fleet's VMs are described in [fleet]")
     f = parse_section(path, VMWARE_FLEET_SECTION, raw.get("fleet", {}))
     vmware = parse_section(path, FLEET_VMWARE_SECTION, raw["vmware"])
+    # a guest_password_env the file sets itself wins over a guest_password_file (as [vmware]'s password)
+    explicit = raw.get("fleet") or {}
+    env_name = f["guest_password_env"] if ("guest_password_env" in explicit or not f["guest_password_file"]) else ""
+    refs = {"guest_password_env": env_name, "guest_password_file": f["guest_password_file"]}
+    guest_password = secrets.reference(refs, env_key="guest_password_env", file_key="guest_password_file",
+                                       what="the workers' guest password", path=path, section="fleet")
     return VmwareFleetSpec(path=path, template=f["template"], vmhost=f["vmhost"], vm_datastore=f["vm_datastore"],
                            workers=f["workers"], vcpus=f["vcpus"], memory_mib=f["memory_mib"],
                            name_prefix=f["name_prefix"], storages=tuple(f["storages"]),
                            disk_size=parse_size(f["disk_size"]), controller=f["controller"],
                            storage_format=f["storage_format"], power_cycle=f["power_cycle"], parallel=f["parallel"],
-                           ready_timeout=f["ready_timeout"], vmware=vmware, vmware_raw=dict(raw["vmware"]))
+                           ready_timeout=f["ready_timeout"], guest_user_env=f["guest_user_env"],
+                           guest_password=guest_password, vmware=vmware, vmware_raw=dict(raw["vmware"]))
 
 
 def make_runner(spec: VmwareFleetSpec) -> PwshRunner:
@@ -240,10 +266,13 @@ class VmwareFleetPlan:
     names: list[str]
     storages: list[dict[str, Any]] = field(default_factory=list)
     problems: list[tuple[str, str]] = field(default_factory=list)
+    fio: str = ""  # what the template's Notes declare about its fio (template.fio_declaration_note)
 
     def describe(self) -> list[str]:
         lines = [f"ESXi host {self.vmhost}: {len(self.names)} workers cloned from template {self.template}",
                  "  " + ", ".join(self.names)]
+        if self.fio:
+            lines.append(f"  fio: {self.fio}")
         for s in self.storages:
             lines.append(f"  datastore {s['storage']} ({s.get('type') or '?'}): needs {s['needed'] / 2**30:.1f} GiB, "
                          f"{s.get('avail', 0) / 2**30:.1f} GiB free")
@@ -251,12 +280,15 @@ class VmwareFleetPlan:
 
 
 class VmwareFleet:
-    """One fleet (one run directory's ``fleet.ndjson``) on one vCenter or ESXi host."""
+    """One fleet (one run directory's ``fleet.ndjson``) on one vCenter or ESXi host. ``fio``: the controller's
+    ``fio --version`` line, which the fio the template's Notes declare must match (None: not checked at plan)."""
 
     backend = "vmware"
 
-    def __init__(self, spec: VmwareFleetSpec, runner: PwshRunner, run_dir: str | Path) -> None:
+    def __init__(self, spec: VmwareFleetSpec, runner: PwshRunner, run_dir: str | Path, *,
+                 fio: str | None = None) -> None:
         self.spec = spec
+        self.fio = fio
         self.runner = runner
         self.journal = FleetJournal(run_dir)
         st = self.state()
@@ -295,10 +327,18 @@ class VmwareFleet:
         if not tpl.get("IsTemplate"):
             problems.append(("template", str(tpl.get("Problem") or f"template {s.template!r} not found")
                              + "; give the name of a vSphere template (a Linux image with VMware Tools and fio)"))
+        fio_note = ""
+        if tpl.get("IsTemplate"):
+            where = f"template {s.template}"
+            fio_problem = fio_declaration_problem(where, tpl.get("Notes"), self.fio, where="Notes")
+            if fio_problem:
+                problems.append(("template", f"{fio_problem} (on ESXi the declaration is a line of the "
+                                 "template's Notes, edited in the vSphere Client)"))
+            fio_note = fio_declaration_note(where, tpl.get("Notes"), self.fio, where="Notes")
         esx = t.get("Host") or {}
         if not esx.get("Found"):
             problems.append(("vmhost", str(esx.get("Problem") or f"ESXi host {s.vmhost!r} not found")))
-        plan = VmwareFleetPlan(s.template, s.vmhost, names)
+        plan = VmwareFleetPlan(s.template, s.vmhost, names, fio=fio_note)
         needed = s.workers * s.disk_size
         for ds in t.get("Datastores") or []:
             name = str(ds.get("Name"))
@@ -433,6 +473,60 @@ class VmwareFleet:
                                                      "ReadyTimeoutSeconds": int(self.spec.ready_timeout)},
                    on_item=ready.append)
         return ready
+
+    # --- fio in the workers -----------------------------------------------------------------------------
+    def guest_credentials(self) -> dict[str, str]:
+        """The module's guest-account parameters (variable NAMES): the user's variable must be set and the
+        password readable, checked before anything is created (exit 2, by name only). A password read from
+        a file goes to pwsh's environment only, registered for scrubbing (:func:`stormatrix.secrets.resolve`)."""
+        s = self.spec
+        if not os.environ.get(s.guest_user_env):
+            raise InputError(f"{s.path}: [fleet] guest_user_env: environment variable {s.guest_user_env} (the "
+                             "workers' guest account, which runs `fio --version` in each of them) is not set; set it "
+                             "in the shell that runs stormatrix")
+        assert s.guest_password is not None
+        password = secrets.resolve(s.guest_password, strip=False)
+        variable = s.guest_password.env
+        if not variable:
+            self.runner.child_env[GUEST_FILE_VARIABLE] = password.reveal()
+            variable = GUEST_FILE_VARIABLE
+        return {"GuestUserVariable": s.guest_user_env, "GuestPasswordVariable": variable}
+
+    def check_fio_versions(self, vmids: list[str], want: str | None) -> dict[str, str]:
+        """The fio each worker's guest runs (``fio --version`` through VMware Tools guest operations,
+        ``Get-StormatrixVMwareFleetFioVersion``) must be the controller's (``want``). Every worker is asked;
+        any mismatch or failure is one MatrixError (exit 2) naming each worker and the fix, raised before the
+        first point. Returns VM name -> version.
+
+        A check that passed is journaled (``esx-fio``: the controller's version, the VM ids, each one's fio):
+        a rerun after a crash, with the same workers and the same controller fio, takes it from the journal
+        instead of asking every guest again (a power cycle does not change a guest's fio)."""
+        for rec in self.journal.records():
+            if rec["type"] == "esx-fio" and rec.get("controller") == want and rec.get("vms") == sorted(vmids):
+                return dict(rec.get("versions") or {})
+        found: dict[str, str] = {}
+        problems: list[str] = []
+        answers = self._call("Get-StormatrixVMwareFleetFioVersion",
+                             {"VMId": list(vmids), "RunId": self.fleet_id, **self.guest_credentials()}) or []
+        answers = answers if isinstance(answers, list) else [answers]
+        refused = [str(a.get("Name")) for a in answers if "authenticate" in str(a.get("Problem") or "")]
+        if refused:
+            raise MatrixError(self.spec.path, "[fleet] guest_user_env",
+                              f"the guests of {', '.join(refused)} refused the account in {self.spec.guest_user_env} "
+                              "(VMware Tools: 'Failed to authenticate with the guest operating system')",
+                              f"set {self.spec.guest_user_env} and the guest password to an account of template "
+                              f"{self.spec.template}'s image; nothing was measured")
+        for a in answers:
+            name, version = str(a.get("Name")), a.get("Version")
+            if a.get("Problem") or not version:
+                problems.append(f"VM {name}: {a.get('Problem') or 'fio --version printed nothing'}")
+                continue
+            found[name] = str(version)
+            if want is not None and version != want:
+                problems.append(f"VM {name} runs {version}, the controller {want}")
+        refuse_fio_versions(self.spec.path, self.spec.template, want, problems)
+        self.journal.append({"type": "esx-fio", "controller": want, "vms": sorted(vmids), "versions": found})
+        return found
 
     # --- destroy ----------------------------------------------------------------------------------------
     def destroy(self, *, on_step: Callable[[str, str], None] | None = None) -> VmwareFleetState:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 from pathlib import Path
 
 import pandas as pd
@@ -270,3 +271,20 @@ def test_exact_integers_stay_exact_in_the_summary():
     job = doc["jobs"][0]
     job["read"]["io_bytes"] = 2**53 + 1
     assert fio.summarize_jobs([job])["total"]["io_bytes"] == 2**53 + 1
+
+
+def test_a_job_capped_by_rate_iops_is_a_throttled_workload_and_rate_min_is_no_cap(tmp_path: Path) -> None:
+    # real fio: 250 I/Os per second of 8 KiB is a cap of 250 * 8192 bytes/s; rate_min only ends a slow job
+    out = tmp_path / "capped.json"
+    fio_bin = shutil.which("fio")
+    assert fio_bin, "fio is installed by scripts/setup.sh (Debian package fio)"
+    subprocess.run([fio_bin, "--name=capped", f"--filename={tmp_path / 'f.dat'}", "--size=4m", "--rw=randread",
+                    "--bs=8k", "--rate_iops=250", "--rate_min=1k", "--runtime=1", "--time_based",
+                    "--output-format=json", f"--output={out}"], check=True, timeout=60)
+    both = json.loads(out.read_text())
+    assert both["jobs"][0]["job options"]["rate_iops"] == "250"
+    assert one(out)["rate_mib_s"] == pytest.approx(250 * 8192 / 2**20)
+    # the same job with rate= as well: fio caps by rate first, so that is the workload's rate
+    both["jobs"][0]["job options"]["rate"] = "1m"
+    out.write_text(json.dumps(both))
+    assert one(out)["rate_mib_s"] == pytest.approx(1.0)

@@ -17,6 +17,8 @@ import paths
 FAKE_DIR = paths.ROOT / "tests" / "pwsh" / "FakeVCenter"
 PASSWORD = "s3cr3t-Pa55"
 USER = "administrator@vsphere.local"
+#: the account of the template's guest (lab.json: templates[].guest.accounts), for Invoke-VMScript
+GUEST_USER, GUEST_PASSWORD = "root", "gu3st-Pa55"
 
 
 class FakeVCenter:
@@ -29,6 +31,8 @@ class FakeVCenter:
         monkeypatch.setenv("STORMATRIX_FAKE_VCENTER_LAB", str(self.path))
         monkeypatch.setenv("STORMATRIX_VSPHERE_USER", USER)
         monkeypatch.setenv("STORMATRIX_VSPHERE_PASSWORD", PASSWORD)
+        monkeypatch.setenv("STORMATRIX_GUEST_USER", GUEST_USER)
+        monkeypatch.setenv("STORMATRIX_GUEST_PASSWORD", GUEST_PASSWORD)
 
     def read(self) -> dict[str, Any]:
         return json.loads(self.path.read_text())
@@ -39,6 +43,21 @@ class FakeVCenter:
     def change(self, **top: Any) -> None:
         lab = self.read()
         lab.update(top)
+        self.write(lab)
+
+    def set_guest_fio(self, version: str | None, *vms: str) -> None:
+        """What ``fio --version`` prints in the template's guest (and so in its later clones), or in the named VMs."""
+        lab = self.read()
+        for entry in [v for v in lab["vms"] if v["name"] in vms] if vms else lab["templates"]:
+            entry["guest"]["fio"] = version
+        self.write(lab)
+
+    def declare_fio(self, version: str | None) -> None:
+        """The template's Notes with the line ``stormatrix-fio: <version>`` (None: without any such line)."""
+        lab = self.read()
+        template = lab["templates"][0]
+        lines = [line for line in template["notes"].splitlines() if not line.startswith("stormatrix-fio:")]
+        template["notes"] = "\n".join(lines + ([f"stormatrix-fio: {version}"] if version else []))
         self.write(lab)
 
     def vm(self, name: str = "bench01") -> dict[str, Any]:

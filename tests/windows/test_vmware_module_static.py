@@ -67,15 +67,20 @@ def test_the_dispatch_is_by_allowlisted_name_and_splatting() -> None:
     assert "Connect-StormatrixVMware @connection" in code
 
 
+#: the functions that read a password from the environment: vCenter's, and the workers' guest account's
+PASSWORD_READERS = ("Connect-StormatrixVMware", "Get-StormatrixVMwareFleetFioVersion")
+
+
 def test_password_is_never_written_to_a_stream() -> None:
-    text = (MODULE / "Public" / "Connect-StormatrixVMware.ps1").read_text(encoding="utf-8")
-    assert "ConvertTo-SecureString -String $password -AsPlainText -Force" in text
-    assert "$password = $null" in text
-    for line in text.splitlines():
-        if re.search(r"Write-(Host|Output|Verbose|Warning|Information|Debug)|throw|-Message", line):
-            assert "$password" not in line, line.strip()
+    for name in PASSWORD_READERS:
+        text = (MODULE / "Public" / f"{name}.ps1").read_text(encoding="utf-8")
+        assert "ConvertTo-SecureString -String $password -AsPlainText -Force" in text, name
+        assert "$password = $null" in text, name
+        for line in text.splitlines():
+            if re.search(r"Write-(Host|Output|Verbose|Warning|Information|Debug)|throw|-Message", line):
+                assert "$password" not in line, line.strip()
     for path in PUBLIC + PRIVATE:
-        if path.stem != "Connect-StormatrixVMware":
+        if path.stem not in PASSWORD_READERS:
             assert "$password" not in path.read_text(encoding="utf-8").lower().replace("passwordvariable", ""), path.name
 
 

@@ -17,7 +17,7 @@ import re
 from typing import Any, Mapping
 
 from ...core.errors import UnsafeChange
-from ...core.model import BUS_MAX_SLOTS, DiskConfig
+from ...core.model import BUS_MAX_SLOTS, DiskConfig, iothread_effective
 from .storage import StorageInfo, effective_aio, storage_id_of, storage_implications
 
 # Options of each bus's drive format in the API schema (aliases left out; see the module docstring).
@@ -142,7 +142,14 @@ def disk_config_of(config: Mapping[str, Any], key: str, storage: StorageInfo | N
 
 def drive_for(disk: DiskConfig, base: Mapping[str, str]) -> dict[str, str]:
     """The options of the test disk on ``disk.bus`` for this cell, keeping every other option of ``base``
-    that the new bus has (serial, size, discard, throttling...)."""
+    that the new bus has (serial, size, discard, throttling...): the one builder of a Proxmox test disk's
+    drive value, for the backend's cells and the fleet's volumes alike.
+
+    ``iothread=1`` is written only where qemu-server gives the disk an iothread: virtio-blk, and SCSI on
+    ``virtio-scsi-single``. On any other SCSI model the API takes it but qemu-server ignores it with a
+    warning (REFERENCE.md; the cfg2cmd expectations show an iothread object only for those two), so a
+    config saying ``iothread=1`` there would claim an iothread QEMU does not have: refused, like
+    ``iothread`` on ide/sata, whose schema has no such option."""
     bus = disk.bus
     if bus not in BUS_OPTIONS:
         raise UnsafeChange(f"controller {disk.controller!r} does not exist on Proxmox")
@@ -154,13 +161,15 @@ def drive_for(disk: DiskConfig, base: Mapping[str, str]) -> dict[str, str]:
         opts.pop("cache", None)
     else:
         opts["cache"] = disk.cache
-    if "iothread" in BUS_OPTIONS[bus]:
-        if disk.iothread:
-            opts["iothread"] = "1"
-        else:
-            opts.pop("iothread", None)
-    elif disk.iothread:
+    if disk.iothread and "iothread" not in BUS_OPTIONS[bus]:
         raise UnsafeChange(f"iothread does not exist on the {bus} bus")
+    if disk.iothread and not iothread_effective(disk.controller):
+        raise UnsafeChange(f"iothread has no effect on {disk.controller}: qemu-server ignores it there (only "
+                           "virtio-blk and virtio-scsi-single get an iothread)")
+    if disk.iothread:
+        opts["iothread"] = "1"
+    else:
+        opts.pop("iothread", None)
     return opts
 
 

@@ -6,11 +6,16 @@ print_drivedevice_full, the scsihw controller loop in config_to_command and PCI.
 
 from __future__ import annotations
 
+import json
+import os
 from pathlib import Path
 
 import pytest
 
-from stormatrix.backends.qemu import disk_devices, drive_option
+from stormatrix.backends.qemu import QemuVm, VmSpec, disk_devices, drive_option
+from stormatrix.backends.qemu_vm import SOCKET_PATH_MAX, socket_path_problem
+from stormatrix.cli import main
+from stormatrix.core.errors import EnvironmentProblem
 from stormatrix.core.model import DiskConfig
 
 BR = ["-device", "pci-bridge,id=pci.1,chassis_nr=1,bus=pci.0,addr=0x1e",
@@ -139,3 +144,40 @@ def test_a_run_claims_its_test_disks_until_it_releases_them(tmp_path: Path) -> N
     assert [p.name for p in third.paths] == ["test-16m.raw"]
     second.release()
     third.release()
+
+
+# --- the run folder's depth: QEMU's control sockets ----------------------------------------------------
+
+def _deep(root: Path, total: int) -> Path:
+    """A folder under ``root`` whose path is ``total`` bytes long."""
+    return root / ("d" * (total - len(os.fsencode(root)) - 1))
+
+
+def test_socket_paths_up_to_107_bytes_pass_and_longer_ones_are_named_with_the_fix(tmp_path: Path) -> None:
+    name = "stormatrix-vm"
+    longest = len(f"/{name}.agent")  # the longer of the two sockets (.qmp, .agent)
+    assert socket_path_problem(_deep(tmp_path, SOCKET_PATH_MAX - longest), name) is None
+    too_deep = _deep(tmp_path, SOCKET_PATH_MAX - longest + 1)
+    problem = socket_path_problem(too_deep, name)
+    assert problem is not None
+    assert f"{too_deep / name}.agent is 108 bytes" in problem and "1 bytes shorter (-o/--output)" in problem
+    with pytest.raises(EnvironmentProblem, match="too long for QEMU's control sockets"):
+        QemuVm(VmSpec(name=name, disk=DiskConfig("sata", "native", False, "none"), disk_image="x",
+                      run_dir=too_deep, image=None))  # type: ignore[arg-type]  # refused before the image is read
+    assert not too_deep.exists()  # nothing made for a VM that cannot start
+
+
+def test_a_run_folder_too_deep_for_the_sockets_is_refused_before_any_vm_starts(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    matrix = tmp_path / "m.toml"
+    matrix.write_text('[run]\nname = "deep"\nbackend = "qemu"\nramp_seconds = 1\nmeasure_seconds = 1\n'
+                      '[matrix]\ncontrollers = ["sata"]\naio = ["native"]\n'
+                      '[workload]\nname = "w"\nrw = "randread"\nbs = "4k"\n')
+    out = _deep(tmp_path, 100)
+    code = main(["run", str(matrix), "-o", str(out), "--no-progress"])
+    text = capsys.readouterr().err
+    assert code == EnvironmentProblem.exit_code, text
+    assert "too long for QEMU's control sockets" in text and str(out / "vm") in text and "-o/--output" in text
+    assert not (out / "vm").exists()  # no VM was started
+    kinds = [json.loads(line)["type"] for line in (out / "journal.ndjson").read_text().splitlines()]
+    assert set(kinds) <= {"run", "restored"}, kinds  # nothing measured or tried; the run ended in order

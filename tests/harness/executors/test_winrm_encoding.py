@@ -233,7 +233,7 @@ def test_check_report_table() -> None:
 def test_diskspd_document_as_data() -> None:
     from pathlib import Path
 
-    from stormatrix.executors.winrm_output import diskspd_document
+    from stormatrix.executors.winrm_parse import diskspd_document
 
     xml = (paths.DATA / "diskspd" / "diskspd_randread_64k_qd8_t1.xml").read_text(encoding="utf-8-sig")
     d = diskspd_document(xml)

@@ -9,6 +9,7 @@ Guests doing fio over each storage are in ``test_demo_suite.py``.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import signal
@@ -50,6 +51,24 @@ def _gone(pid: int, timeout: float = 10.0) -> bool:
         except psutil.NoSuchProcess:
             return True
         time.sleep(0.05)
+    return False
+
+
+def _released(lock: Path, timeout: float = 10.0) -> bool:
+    """Whether ``lock`` (a tgtd's ``socket.N.lock``) is gone or can be locked within ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            fd = os.open(lock, os.O_WRONLY)
+        except FileNotFoundError:
+            return True
+        try:
+            fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except OSError:
+            time.sleep(0.05)
+        finally:
+            os.close(fd)
     return False
 
 
@@ -129,6 +148,9 @@ def test_a_killed_harness_leaves_no_server_behind(tmp_path: Path, kind: str) -> 
         harness.wait()
         assert _gone(pid), f"{kind} server {pid} outlived the harness"
         if kind == "iscsi":  # its control socket stays until the next iSCSI storage sweeps it
+            # the killed tgtd's main thread shows as a zombie while its other threads may still hold its
+            # files (the lock on socket.N.lock): wait until the lock is let go, as a dead tgtd's is
+            assert _released(TGT_IPC_DIR / f"socket.{_control}.lock"), "the killed tgtd's lock was never released"
             with IscsiStorage(tmp_path / "next") as following:
                 following.start(files)
             assert not list(TGT_IPC_DIR.glob(f"socket.{_control}*"))

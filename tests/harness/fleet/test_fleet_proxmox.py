@@ -10,17 +10,15 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
 from standins.pve import PveStandin
 from standins.pve_fleet import FleetEndpoints
-from suite_pve import SECRET, SECRET_ENV, TOKEN, TOKEN_ID, fio_server_on_host
+from suite_pve import SECRET, SECRET_ENV, TOKEN, TOKEN_ID, fio_server_on_host, kill_at_hold
 
 from stormatrix.backends.proxmox.settings import make_transport
 from stormatrix.cli import main
@@ -106,6 +104,8 @@ def test_plan_shows_the_fleet_and_what_it_needs(standin: PveStandin, tmp_path: P
     ({"storages": ["tiny"]}, "[fleet] storages", "has 1.0 GiB free, the fleet needs 12.0 GiB"),
     ({"storages": ["nope"]}, "[fleet] storages", "'nope' does not exist"),
     ({"vmids": "120-129"}, "[fleet] vmids", "VMIDs 120 of 120-129 are in use"),
+    ({"template": 9003}, "[fleet] template", "template 9003 declares fio-2.0 (stormatrix-fio in its description), "
+                                             "the controller runs fio-3."),
 ])
 def test_plan_and_deploy_refuse_before_creating_anything(standin: PveStandin, tmp_path: Path, change: dict[str, Any],
                                                          key: str, words: str,
@@ -113,6 +113,8 @@ def test_plan_and_deploy_refuse_before_creating_anything(standin: PveStandin, tm
     standin.add_vm(9001, {"name": "plain", "memory": "512", "agent": "1"})
     standin.add_vm(9002, {"name": "noagent", "memory": "512", "template": "1"})
     standin.add_vm(120, {"name": "someone-elses", "memory": "512"})
+    standin.add_vm(9003, {"name": "old-fio", "memory": "512", "agent": "1", "template": "1",
+                          "description": "Debian 12\nstormatrix-fio: fio-2.0"})
     before = set(standin.vms), standin.volumes()
     path = fleet_file(standin, tmp_path, **change)
     for action in ("plan", "deploy"):
@@ -123,11 +125,37 @@ def test_plan_and_deploy_refuse_before_creating_anything(standin: PveStandin, tm
     assert not (tmp_path / "run" / "fleet.ndjson").exists()
 
 
+def test_fleet_template_record_declares_the_controllers_fio_and_plan_reads_it(
+        standin: PveStandin, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Undeclared: plan says the check comes before the first point. ``fleet template --record FILE``
+    writes the declaration into the template's description (the rest kept), and plan shows it matching;
+    a controller of another fio version is then refused before anything is created."""
+    path = fleet_file(standin, tmp_path)
+    assert main(["fleet", "plan", str(path)]) == 0
+    assert "template 9000 declares no fio version" in capsys.readouterr().out
+    standin.vms[TEMPLATE].conf["description"] = "Debian 12 cloud image"  # what the user wrote there
+    assert main(["fleet", "template", "--record", str(path)]) == 0
+    out = capsys.readouterr()
+    assert out.out.startswith("#cloud-config\n") and "now declares 'stormatrix-fio: fio-3." in out.err
+    description = standin.merged(standin.vms[TEMPLATE])["description"]
+    assert description.startswith("Debian 12 cloud image\n") and description.count("stormatrix-fio: fio-3.") == 1
+    assert main(["fleet", "plan", str(path)]) == 0
+    assert "fio: template 9000 declares fio-3." in capsys.readouterr().out
+    older = tmp_path / "fio-2.0"
+    older.write_text('#!/bin/sh\necho fio-2.0\n')
+    older.chmod(0o755)
+    writes = len(_creating(standin))
+    assert main(["fleet", "deploy", str(path), "-o", str(tmp_path / "run"), "--fio", str(older)]) == 2
+    assert "declares fio-3." in capsys.readouterr().err and len(_creating(standin)) == writes
+
+
 def test_bad_fleet_keys_are_named(standin: PveStandin, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     for change, key in (({"workers": 0}, "[fleet] workers"), ({"vmids": "300-301"}, "[fleet] vmids"),
                         ({"clone": "thin"}, "[fleet] clone"), ({"name_prefix": "Bad_Name"}, "[fleet] name_prefix"),
                         ({"aio": "native", "cache": "writeback"}, "[fleet] aio"),
-                        ({"storages": ["bb-iscsi", "bb-iscsi"]}, "[fleet] storages")):
+                        ({"storages": ["bb-iscsi", "bb-iscsi"]}, "[fleet] storages"),
+                        ({"nodes": ["pve", "pve"]}, "[fleet] nodes"), ({"nodes": ["pve_1"]}, "[fleet] nodes"),
+                        ({"node": "pve", "nodes": ["pve", "pve2"]}, "[fleet] nodes")):
         code = main(["fleet", "plan", str(fleet_file(standin, tmp_path, **change))])
         err = capsys.readouterr().err
         assert code == 2 and key in err, (change, err)
@@ -221,27 +249,6 @@ STAGES = [  # (method, path suffix, how many matching requests pass first)
     ("POST", "/storage/bb-nvme/content", 0),    # the second side's first allocation
     ("DELETE", "/qemu/301", 0),                 # destroying
 ]
-
-
-def kill_at_hold(standin: PveStandin, hold: tuple[str, str, int], argv: list[str], env: dict[str, str]) -> None:
-    """Run ``argv`` (a harness) until the stand-in holds the request ``hold`` (method, path suffix, how
-    many matching ones pass first), SIGKILL it there, then let the stand-in carry the request out."""
-    release = standin.hold_request(hold[0], hold[1], skip=hold[2])
-    harness = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    try:
-        if not standin.held(120):
-            assert harness.stderr is not None
-            pytest.fail("the harness never reached the held request: " + harness.stderr.read().decode()[-2000:])
-        os.kill(harness.pid, signal.SIGKILL)
-        harness.wait()
-    finally:
-        release.set()
-        if harness.poll() is None:
-            harness.kill()
-            harness.wait()
-        assert harness.stderr is not None
-        harness.stderr.close()
-    time.sleep(0.5)  # the held request goes on inside the stand-in, as Proxmox would carry it out
 
 
 @pytest.mark.slow

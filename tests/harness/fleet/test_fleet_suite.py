@@ -12,6 +12,8 @@ worker's address is what its guest agent reports on the stand-in's bridge (a loo
 from __future__ import annotations
 
 import json
+import os
+import sys
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -19,7 +21,7 @@ import openpyxl
 import pytest
 from standins.pve import PveStandin
 from standins.pve_launch import FioServerLauncher
-from suite_pve import SECRET, SECRET_ENV, TOKEN, TOKEN_ID
+from suite_pve import SECRET, SECRET_ENV, TOKEN, TOKEN_ID, kill_at_hold
 
 from stormatrix.cli import main
 from stormatrix.executors.fioserver import find_fio
@@ -50,7 +52,7 @@ def make_standin(tmp_path: Path, launcher: Any) -> PveStandin:
 
 
 def suite_file(standin: PveStandin, tmp_path: Path, *, workers: int, fleet: dict[str, Any] | None = None,
-               **suite: Any) -> Path:
+               run: dict[str, Any] | None = None, **suite: Any) -> Path:
     values: dict[str, Any] = {"template": TEMPLATE, "workers": workers, "storages": list(STORAGES),
                               "disk_size": "1G", "vcpus": 1, "memory_mib": 512, "vmids": "300-399",
                               **(fleet or {})}
@@ -60,7 +62,9 @@ def suite_file(standin: PveStandin, tmp_path: Path, *, workers: int, fleet: dict
              f'timeout = 30\nqemu_server_dir = "{standin.run_dir}"\n')
     points = {"block_sizes": ["4k"], "queue_depths": [1], "ramp_seconds": 0, "measure_seconds": 1,
               "network": standin.bridge_network, **suite}
-    body += "[run]\norder = \"grouped\"\n[suite]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in points.items())
+    runs = {"order": "grouped", **(run or {})}
+    body += "[run]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in runs.items())
+    body += "[suite]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in points.items())
     path = tmp_path / "suite.toml"
     path.write_text(body)
     return path
@@ -157,15 +161,28 @@ def test_a_worker_fio_of_another_version_stops_the_suite_before_any_point(
     assert (set(api_only.vms), api_only.volumes()) == before and FleetJournal(run).state().empty
 
 
-@pytest.mark.slow
-def test_power_cycle_point_cycles_the_workers_before_every_point(
+def test_a_template_declaring_another_fio_is_refused_by_suite_plan_and_run_before_anything_is_created(
         api_only: PveStandin, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    api_only.vms[TEMPLATE].conf["description"] = "Debian 12 workers\nstormatrix-fio: fio-2.0"
+    path = suite_file(api_only, tmp_path, workers=2, filename="target.dat", size="1m", host_metrics="off")
+    for argv in (["suite", "plan", str(path)], ["suite", "run", str(path), "-o", str(tmp_path / "run")]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert "[fleet] template" in err and "template 9000 declares fio-2.0" in err and "Fix:" in err, err
+    assert not created(api_only) and not (tmp_path / "run" / "fleet.ndjson").exists()
+
+
+@pytest.mark.slow
+def test_power_cycle_point_cycles_the_workers_before_every_point_of_every_repeat(
+        api_only: PveStandin, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Two repeats are two groups of points (one per repeat, in order): the second repeat's first point
+    gets its own cycle too, like every point after the side's first."""
     path = suite_file(api_only, tmp_path, workers=2, fleet={"storages": ["bb-iscsi"], "power_cycle": "point"},
-                      filename="target.dat", size="1m", host_metrics="off", queue_depths=[1, 2, 4])
+                      run={"repeats": 2}, filename="target.dat", size="1m", host_metrics="off", queue_depths=[1, 2])
     run = tmp_path / "run"
     assert main(["suite", "run", str(path), "-o", str(run)]) == 0, capsys.readouterr().err[-3000:]
     cells = [r for r in Journal(run / "bb-iscsi").records() if r["type"] == "cell"]
-    assert len(cells) == 3
+    assert len(cells) == 4 and {c["key"].rsplit("/", 1)[1] for c in cells} == {"rep1", "rep2"}
     destroyed_at = next(i for i, r in enumerate(api_only.requests)
                         if r["method"] == "DELETE" and r["path"].endswith("/qemu/300"))
 
@@ -173,11 +190,11 @@ def test_power_cycle_point_cycles_the_workers_before_every_point(
         return sum(1 for r in api_only.requests[:destroyed_at]
                    if r["method"] == "POST" and r["path"].endswith(f"/status/{action}"))
 
-    # the side's start, then a stop and a start before the 2nd and 3rd points, per worker (and the stops
-    # of the teardown)
-    assert calls("start") == 2 * 3 and calls("stop") == 2 * 2 + 2
+    # the side's start, then a stop and a start before each of the 3 later points, per worker (and the
+    # stops of the teardown)
+    assert calls("start") == 2 * 4 and calls("stop") == 2 * 3 + 2
     cycles = [r for r in FleetJournal(run).records() if r["type"] == "power-cycle"]
-    assert [c["point"] for c in cycles] == [None, cells[1]["key"], cells[2]["key"]]
+    assert [c["point"] for c in cycles] == [None] + [c["key"] for c in cells[1:]]
 
 
 @pytest.fixture
@@ -207,3 +224,78 @@ def test_a_suite_on_4_real_local_guests_runs_two_storages_and_removes_everything
     for storage in STORAGES:
         cell = next(r for r in Journal(run / storage).records() if r["type"] == "cell")
         assert cell["host"] is not None and len(cell["host"]["vms"]) == 4  # the 4 QEMU processes measured
+
+
+# --- kill -9 inside the suite's own fleet stages: a point's power cycle, the fio version check -----------
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("method", "suffix", "skip", "then"), [
+    ("POST", "/status/stop", 0, "rerun"),    # the power cycle before the second point (the side's own only starts)
+    ("POST", "/agent/exec", 1, "destroy"),   # the second worker's `fio --version` through its agent
+])
+def test_a_kill_9_in_a_points_power_cycle_or_the_fio_check_leaves_nothing(
+        api_only: PveStandin, tmp_path: Path, capsys: pytest.CaptureFixture[str], method: str, suffix: str,
+        skip: int, then: str) -> None:
+    before = (set(api_only.vms), api_only.volumes())
+    path = suite_file(api_only, tmp_path, workers=2, fleet={"storages": [STORAGES[0]], "power_cycle": "point"},
+                      filename="target.dat", size="1m", host_metrics="off", queue_depths=[1, 2])
+    run = tmp_path / "run"
+    argv = [sys.executable, "-m", "stormatrix", "suite", "run", str(path), "-o", str(run)]
+    kill_at_hold(api_only, (method, suffix, skip), argv, dict(os.environ))
+    cycles = [r for r in FleetJournal(run).records() if r["type"] == "power-cycle"]
+    if method == "POST" and suffix == "/status/stop":  # killed inside the cycle journaled before a point
+        assert cycles and cycles[-1]["point"] is not None
+    else:  # killed before any point was measured
+        assert [c["point"] for c in cycles] == [None] and not (run / STORAGES[0] / "journal.ndjson").exists()
+    if then == "rerun":
+        code = main(["suite", "run", str(path), "-o", str(run)])
+        assert code == 0, capsys.readouterr().err[-3000:]
+        cells = [r for r in Journal(run / STORAGES[0]).records() if r["type"] == "cell"]
+        assert len({c["key"] for c in cells}) == len(cells) == 2  # each point measured once: the rerun resumed
+    else:
+        assert main(["fleet", "destroy", str(path), "-o", str(run)]) == 0, capsys.readouterr().err[-3000:]
+    assert (set(api_only.vms), api_only.volumes()) == before  # the decoy VM and volumes are still there
+    assert FleetJournal(run).state().empty
+    assert_only_the_journals_things_were_touched(api_only, run)
+
+
+@pytest.mark.slow
+def test_a_fleet_on_two_nodes_places_the_workers_in_turn_and_removes_everything(
+        api_only: PveStandin, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``[fleet] nodes``: workers cloned onto the two nodes in turn (``target``), every call about a worker
+    sent to its node and each task read on the node that runs it; a storage the second node does not see
+    is refused by plan; host metrics are not taken from one node for a fleet on two."""
+    api_only.add_node("pve2")
+    api_only.storages[STORAGES[0]]["shared"] = 1  # shared LVM over iSCSI: on both nodes; bb-nvme is local
+    nodes = {"nodes": [api_only.node, "pve2"]}
+    both = suite_file(api_only, tmp_path, workers=3, fleet=nodes, filename="target.dat", size="1m")
+    assert main(["suite", "plan", str(both)]) == 2
+    err = capsys.readouterr().err
+    assert f"storage '{STORAGES[1]}' does not exist on node pve2" in err and not created(api_only)
+    before = (set(api_only.vms), api_only.volumes())
+    path = suite_file(api_only, tmp_path, workers=3, fleet={**nodes, "storages": [STORAGES[0]]},
+                      filename="target.dat", size="1m", host_metrics="auto")
+    assert main(["suite", "plan", str(path)]) == 0
+    assert f"nodes {api_only.node}, pve2 in turn: 3 workers" in capsys.readouterr().out
+    run = tmp_path / "run"
+    assert main(["suite", "run", str(path), "-o", str(run)]) == 0, capsys.readouterr().err[-3000:]
+    placed = {int(r["vmid"]): r["node"] for r in FleetJournal(run).records() if r["type"] == "vm"}
+    assert placed == {300: api_only.node, 301: "pve2", 302: api_only.node}
+    clones = [r for r in api_only.requests if r["path"].endswith("/clone")]
+    assert [int(r["params"]["newid"]) for r in clones if r["params"].get("target") == "pve2"] == [301]
+    for req in api_only.requests:  # a worker's config, power, agent, allocation and tasks: on its node
+        parts = req["path"].split("/")
+        if "qemu" in parts and parts[parts.index("qemu") + 1].isdigit():
+            assert parts[2] == placed.get(int(parts[parts.index("qemu") + 1]), api_only.node), req
+        if req["path"].endswith("/content") and req["method"] == "POST":
+            assert parts[2] == placed[int(req["params"]["vmid"])], req
+        if "/tasks/UPID:" in req["path"]:
+            assert parts[2] == req["path"].split("/tasks/UPID:")[1].split(":")[0], req
+    records = list(Journal(run / STORAGES[0]).records())
+    rec = next(r for r in records if r["type"] == "run")
+    assert rec["host_collector"]["mode"] == "none" and "2 nodes" in rec["host_collector"]["detail"]
+    cell = next(r for r in records if r["type"] == "cell")
+    assert len(cell["clients"]) == 3 and all(c["fio"]["total"]["io_bytes"] > 0 for c in cell["clients"])
+    assert (set(api_only.vms), api_only.volumes()) == before and FleetJournal(run).state().empty
+    assert sorted(api_only.destroyed_vms) == [300, 301, 302]
+    assert_only_the_journals_things_were_touched(api_only, run)

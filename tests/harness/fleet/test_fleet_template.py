@@ -12,7 +12,8 @@ import yaml
 from stormatrix.cli import main
 from stormatrix.core.errors import DataFileError
 from stormatrix.fleet.journal import FleetJournal
-from stormatrix.fleet.template import UNIT_NAME, fio_package_version
+from stormatrix.fleet.template import (UNIT_NAME, declared_fio, fio_declaration, fio_declaration_note,
+                                       fio_declaration_problem, fio_package_version, with_declaration)
 
 
 def test_user_data_installs_the_controllers_fio_and_a_server_unit(capsys: pytest.CaptureFixture[str]) -> None:
@@ -59,3 +60,25 @@ def test_keep_is_refused_without_a_fleet(tmp_path: Path, capsys: pytest.CaptureF
     assert main(["suite", "run", str(suite), "-o", str(tmp_path / "run"), "--keep"]) == 2
     assert "--keep applies only to a suite with a [fleet]" in capsys.readouterr().err
     assert not (tmp_path / "run" / "journal.ndjson").exists()
+
+
+def test_a_templates_fio_declaration_is_written_read_and_compared() -> None:
+    """One line ``stormatrix-fio: fio-X.Y`` in a description or Notes: set without losing the rest of the
+    text, replaced (never doubled), read back, and compared with the controller's version."""
+    text = with_declaration("Debian 12 cloud image\nbuilt 2026-11-01", "fio-3.33\n")
+    assert text == "Debian 12 cloud image\nbuilt 2026-11-01\nstormatrix-fio: fio-3.33"
+    again = with_declaration(text, "fio-3.35")
+    assert again.count("stormatrix-fio") == 1 and again.startswith("Debian 12 cloud image\nbuilt 2026-11-01\n")
+    assert declared_fio(again) == "fio-3.35" and declared_fio("Debian 12\n#  stormatrix-fio: fio-3.28 ") == "fio-3.28"
+    assert declared_fio("Debian 12; no stormatrix-fio line") is None and declared_fio(None) is None
+    assert with_declaration("", "fio-3.33") == fio_declaration("fio-3.33") == "stormatrix-fio: fio-3.33"
+    with pytest.raises(ValueError):
+        fio_declaration("not a version")
+    assert fio_declaration_problem("template 9000", again, "fio-3.35") is None
+    problem = fio_declaration_problem("template 9000", again, "fio-3.33", where="Notes")
+    assert problem is not None and "template 9000 declares fio-3.35 (stormatrix-fio in its Notes)" in problem
+    assert "fio-3.33" in problem and "stormatrix fleet template" in problem
+    # undeclared, or the controller's fio unknown: checked through the agents before the first point
+    assert fio_declaration_problem("template 9000", "Debian 12", "fio-3.33") is None
+    assert fio_declaration_problem("template 9000", again, None) is None
+    assert "before the first point" in fio_declaration_note("template 9000", "Debian 12", "fio-3.33")

@@ -20,11 +20,13 @@ from typing import Any
 import pytest
 
 from stormatrix.cli import main
-from stormatrix.core.errors import MatrixError, PowerCLIError
+from stormatrix.core.errors import InputError, MatrixError, PowerCLIError
 from stormatrix.fleet.journal import FleetJournal
-from stormatrix.fleet.vmware import VmwareFleet, make_runner, replay, vmware_fleet_from_dict
+from stormatrix.fleet.vmware import GUEST_FILE_VARIABLE, VmwareFleet, make_runner, replay, vmware_fleet_from_dict
+from stormatrix.journal import Journal
+from stormatrix.suiterun import fio_version
 
-from standins.fakevcenter import FakeVCenter
+from standins.fakevcenter import GUEST_PASSWORD, FakeVCenter
 from suite_pve import fio_server_on_host
 from tests.pwshengine import pwsh_path
 
@@ -73,6 +75,29 @@ def test_spec_takes_vmware_and_refuses_what_names_one_vm() -> None:
         vmware_fleet_from_dict({"fleet": raw_spec()["fleet"]}, "suite.toml")
 
 
+def test_the_guest_account_is_by_reference_and_checked_before_anything_is_created(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    secret = tmp_path / "guest-password"
+    secret.write_text("from-a-file \n")
+    secret.chmod(0o600)
+    with pytest.raises(InputError, match=r"guest_password_env / guest_password_file.*both are set"):
+        vmware_fleet_from_dict(raw_spec(guest_password_env="GUEST_PW", guest_password_file=str(secret)), "suite.toml")
+    monkeypatch.setenv("STORMATRIX_VSPHERE_USER", "u")
+    monkeypatch.setenv("STORMATRIX_VSPHERE_PASSWORD", "p")
+    monkeypatch.delenv("STORMATRIX_GUEST_USER", raising=False)
+    fleet = fleet_for(tmp_path / "run", guest_password_file=str(secret))
+    with pytest.raises(InputError, match=r"guest_user_env: environment variable STORMATRIX_GUEST_USER .* is not set"):
+        fleet.guest_credentials()
+    monkeypatch.setenv("STORMATRIX_GUEST_USER", "root")
+    assert fleet.guest_credentials() == {"GuestUserVariable": "STORMATRIX_GUEST_USER",
+                                         "GuestPasswordVariable": GUEST_FILE_VARIABLE}
+    assert fleet.runner.child_env[GUEST_FILE_VARIABLE] == "from-a-file "  # to pwsh's environment only
+    monkeypatch.delenv("STORMATRIX_GUEST_PASSWORD", raising=False)
+    with pytest.raises(InputError, match="STORMATRIX_GUEST_PASSWORD, which is not set"):
+        fleet_for(tmp_path / "run").guest_credentials()
+    assert not (tmp_path / "run").exists()
+
+
 def test_plan_names_every_problem_and_deploy_creates_nothing(vcenter: FakeVCenter, tmp_path: Path) -> None:
     fleet = fleet_for(tmp_path / "run", template="bench01", name_prefix="bench", workers=2, disk_size="15G",
                       storages=["small-ds", "offline-ds", "no-such-ds"])
@@ -99,41 +124,6 @@ def _suite_file(tmp_path: Path, port: int, **fleet: Any) -> Path:
     return path
 
 
-def test_suite_run_on_an_esxi_fleet_runs_each_datastore_as_a_side_and_removes_everything(
-        vcenter: FakeVCenter, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    import openpyxl
-    from stormatrix.journal import Journal
-
-    before = {name: vcenter.layout(name) for name in OTHERS}
-    free_before = {d["name"]: float(d["freeSpaceGB"]) for d in vcenter.read()["datastores"]}
-    run = tmp_path / "run"
-    with fio_server_on_host(tmp_path / "guest") as (host, port):
-        vcenter.change(guestIpPool=[host])  # the worker's Tools report this machine, where fio --server runs
-        path = _suite_file(tmp_path, port, workers=1, controller="nvme")
-        assert main(["suite", "plan", str(path)]) == 0
-        assert "sides: bb-iscsi, bb-nvme" in capsys.readouterr().out and "New-VM" not in vcenter.cmdlets()
-        code = main(["suite", "run", str(path), "-o", str(run)])
-        err = capsys.readouterr().err
-        assert code == 0, err
-    for storage in ("bb-iscsi", "bb-nvme"):
-        records = list(Journal(run / storage).records())
-        rec = next(r for r in records if r["type"] == "run")
-        assert rec["side"] == storage and rec["storage"]["server"] == "vmware datastore"
-        assert [d.split("/")[0] for d in rec["storage"]["disks"]] == [f"[{storage}] smx-w01"]
-        cells = [r for r in records if r["type"] == "cell"]
-        assert len(cells) == 1 and cells[0]["fio"]["total"]["io_bytes"] > 0
-        assert [c["name"] for c in cells[0]["clients"]] == ["smx-w01"]
-    header = [c.value for c in openpyxl.load_workbook(run / "comparison.xlsx")["Comparison"][1]]
-    assert "IOPS bb-iscsi" in header and "IOPS bb-nvme" in header
-    assert vcenter.cmdlets().count("Start-VM") == 2 and vcenter.cmdlets().count("New-NvmeController") == 2
-    assert vcenter.cmdlets().count("CloneVM_Task") == 1  # the plan cloned nothing
-    after = vcenter.read()
-    assert vm_names(vcenter) == OTHERS and after["orphanFiles"] == []
-    assert {name: vcenter.layout(name) for name in OTHERS} == before  # nothing of theirs changed
-    assert {d["name"]: float(d["freeSpaceGB"]) for d in after["datastores"]} == free_before
-    assert replay(FleetJournal(run)).empty
-
-
 def test_space_running_out_mid_attach_is_vspheres_error_and_detach_frees_what_was_made(
         vcenter: FakeVCenter, tmp_path: Path) -> None:
     fleet = fleet_for(tmp_path / "run", storages=["bb-iscsi"])
@@ -157,30 +147,16 @@ DEPLOY = textwrap.dedent("""
 
 
 @pytest.mark.parametrize("hang, made", [
-    ("Get-HardDisk#1", 0),   # the first clone exists, the process dies before it reports it: known by name only
-    ("New-HardDisk#2", 3),   # every VM ready, one test disk made, the second being created
+    # the first clone exists, the process dies before it reports it: known by name only (a kill while a test
+    # disk is made is one of the stages of test_esxi_suite_refuses_another_fio_then_kill_9_at_every_stage...)
+    ("Get-HardDisk#1", 0),
 ])
 def test_kill_9_leaves_a_journal_from_which_destroy_removes_exactly_what_was_created(
         vcenter: FakeVCenter, tmp_path: Path, hang: str, made: int) -> None:
     vcenter.change(hang=hang)
     run_dir = tmp_path / "run"
-    proc = subprocess.Popen([sys.executable, "-c", DEPLOY, json.dumps(raw_spec()), str(run_dir)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=os.environ.copy())
-    deadline = time.monotonic() + 90
-    while "hung_pid" not in vcenter.read():
-        assert proc.poll() is None, proc.communicate()
-        assert time.monotonic() < deadline, "the fake never reached the hang"
-        time.sleep(0.2)
-    hung = int(vcenter.read()["hung_pid"])
-    proc.send_signal(signal.SIGKILL)
-    proc.communicate()
-    try:
-        os.killpg(os.getpgid(hung), signal.SIGKILL)  # the workstation died: its pwsh with it
-    except ProcessLookupError:
-        pass
-    _wait_gone(hung)
+    _kill_9_at_the_hang(vcenter, [sys.executable, "-c", DEPLOY, json.dumps(raw_spec()), str(run_dir)])
     lab = vcenter.read()
-    lab.pop("hung_pid")
     # a VM of someone else now has a worker's name that the deploy journaled but may never have cloned
     stranger = "smx-w03" not in [v["name"] for v in lab["vms"]]
     if stranger:
@@ -199,6 +175,100 @@ def test_kill_9_leaves_a_journal_from_which_destroy_removes_exactly_what_was_cre
     assert [n for n in names if n.startswith("smx-w")] == (["smx-w03"] if stranger else [])
     assert vcenter.vm("bench010")["powerState"] == "PoweredOn"
     assert vcenter.read()["orphanFiles"] == [] and free_gb(vcenter, "bb-iscsi") == 400
+
+
+def _kill_9_at_the_hang(vcenter: FakeVCenter, argv: list[str], reached: Any = None) -> None:
+    """Run ``argv`` until the fake's hang is reached (or ``reached()`` is true), then kill -9 it and the hung pwsh
+    (the workstation died: its pwsh with it)."""
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=os.environ.copy())
+    deadline = time.monotonic() + 120
+    while not (reached() if reached else "hung_pid" in vcenter.read()):
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, "the run never reached the stage to kill it at"
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate()
+    lab = vcenter.read()
+    hung = lab.pop("hung_pid", None)
+    if hung is not None:
+        try:
+            os.killpg(os.getpgid(int(hung)), signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        _wait_gone(int(hung))
+        vcenter.write(lab)
+
+
+def _cells(side: Path) -> int:
+    try:
+        return sum(1 for r in Journal(side).records() if r["type"] == "cell")
+    except (OSError, ValueError):
+        return 0
+
+
+def test_esxi_suite_runs_each_datastore_as_a_side_through_a_kill_9_at_every_stage_and_removes_everything(
+        vcenter: FakeVCenter, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`suite plan` refuses a template whose Notes declare another fio; then one fleet through a whole suite run on
+    ESXi (two datastores as two sides, the comparison workbook), killed at every stage: the fio check before the
+    first point refuses the workers' fio (--keep: they stay for the next run), a side's power cycle, between a
+    side's points, a side's disk attach, the teardown; each rerun resumes from the journal, and the last one
+    removes everything the fleet created, the lab's own VMs as they were. (A kill during the deploy followed by
+    `fleet destroy` is test_kill_9_leaves_a_journal_from_which_destroy_removes_exactly_what_was_created.)"""
+    import openpyxl
+
+    before = {name: vcenter.layout(name) for name in OTHERS}
+    free_before = {d["name"]: float(d["freeSpaceGB"]) for d in vcenter.read()["datastores"]}
+    run = tmp_path / "run"
+    controller = str(fio_version("fio"))
+    with fio_server_on_host(tmp_path / "guest") as (host, port):
+        vcenter.change(guestIpPool=[host])  # the worker's Tools report this machine, where fio --server runs
+        vcenter.set_guest_fio("fio-2.2")  # the template was built with another fio than this controller's
+        vcenter.declare_fio("fio-2.2")  # and its Notes say so: the plan refuses it
+        path = _suite_file(tmp_path, port, workers=1, controller="nvme")
+        path.write_text(path.read_text().replace("queue_depths = [1]", "queue_depths = [1, 2]"))
+        argv = [sys.executable, "-m", "stormatrix", "suite", "run", str(path), "-o", str(run)]
+        assert main(["suite", "plan", str(path)]) == 2
+        out, err = capsys.readouterr()
+        assert "sides: bb-iscsi, bb-nvme" in out
+        assert "template smx-worker-tpl declares fio-2.2 (stormatrix-fio in its Notes), the controller runs" in err
+        assert "rebuild the template" in err and "vSphere Client" in err and "New-VM" not in vcenter.cmdlets()
+        vcenter.declare_fio(None)  # Notes without a declaration: only the workers' guests can tell
+        assert main(["suite", "run", str(path), "-o", str(run), "--keep"]) == 2
+        err = capsys.readouterr().err
+        assert f"VM smx-w01 runs fio-2.2, the controller {controller}" in err
+        assert "rebuild template smx-worker-tpl" in err and "nothing was measured" in err
+        assert GUEST_PASSWORD not in err and _cells(run / "bb-iscsi") == 0
+        assert "smx-w01" in vm_names(vcenter)  # --keep: the workers stay
+        vcenter.set_guest_fio(controller, "smx-w01")  # the worker's fio fixed
+        vcenter.change(hang="Start-VM")  # killed while a side's workers are power-cycled
+        _kill_9_at_the_hang(vcenter, argv)
+        _kill_9_at_the_hang(vcenter, argv, reached=lambda: _cells(run / "bb-iscsi") >= 1)  # between/inside points
+        vcenter.change(hang="New-HardDisk")  # killed while the second side's disk is made
+        _kill_9_at_the_hang(vcenter, argv)
+        assert _cells(run / "bb-iscsi") == 2
+        vcenter.change(hang="Remove-VM")  # killed in the teardown, after every point
+        _kill_9_at_the_hang(vcenter, argv)
+        assert not replay(FleetJournal(run)).empty and "smx-w01" in vm_names(vcenter)
+        assert main(["suite", "run", str(path), "-o", str(run)]) == 0, capsys.readouterr().err  # the rerun ends it
+    for storage in ("bb-iscsi", "bb-nvme"):
+        records = list(Journal(run / storage).records())
+        rec = next(r for r in records if r["type"] == "run")
+        assert rec["side"] == storage and rec["storage"]["server"] == "vmware datastore"
+        assert [d.split("/")[0] for d in rec["storage"]["disks"]] == [f"[{storage}] smx-w01"]
+        cells = [r for r in records if r["type"] == "cell"]
+        assert len(cells) == 2 and all(c["fio"]["total"]["io_bytes"] > 0 for c in cells)
+        assert [c["name"] for c in cells[0]["clients"]] == ["smx-w01"]
+    header = [c.value for c in openpyxl.load_workbook(run / "comparison.xlsx")["Comparison"][1]]
+    assert "IOPS bb-iscsi" in header and "IOPS bb-nvme" in header
+    assert vcenter.cmdlets().count("CloneVM_Task") == 1 and vcenter.cmdlets().count("New-NvmeController") == 2
+    # the guests were asked twice: the refused check, and the first one after the fix; the reruns after that
+    # took the passed check from the journal (same workers, same controller fio)
+    assert [c["ScriptText"] for c in vcenter.calls("Invoke-VMScript")] == ["fio --version"] * 2
+    after = vcenter.read()
+    assert replay(FleetJournal(run)).empty and vm_names(vcenter) == OTHERS and after["orphanFiles"] == []
+    assert {name: vcenter.layout(name) for name in OTHERS} == before  # nothing of theirs changed
+    assert {d["name"]: float(d["freeSpaceGB"]) for d in after["datastores"]} == free_before
+    assert not [f for f in run.rglob("*") if f.is_file() and GUEST_PASSWORD.encode() in f.read_bytes()]
 
 
 def _wait_gone(pid: int) -> None:

@@ -15,6 +15,7 @@ Describe 'Get-StormatrixVMwareFleetTarget' {
         $t = Get-StormatrixVMwareFleetTarget -Template smx-worker-tpl -VMHost esx01.lab -Datastore bb-iscsi, small-ds -Name smx-w01 -RunId $script:RunId
         $t.Template.IsTemplate | Should -BeTrue
         $t.Template.DiskCount | Should -Be 1
+        $t.Template.Notes | Should -Match '(?m)^stormatrix-fio: fio-3\.33$' -Because 'the Notes (Config.Annotation) come back whole, declaration included'
         $t.Host.Found | Should -BeTrue
         $t.Datastores[0].FreeSpaceGB | Should -Be 400
         $t.Datastores[1].FreeSpaceGB | Should -Be 20

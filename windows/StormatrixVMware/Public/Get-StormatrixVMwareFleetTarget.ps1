@@ -8,7 +8,9 @@ function Get-StormatrixVMwareFleetTarget {
     The plan step of the ESXi fleet (stormatrix suite plan / fleet deploy) decides from this answer whether
     the deploy can work, before anything is created: the template exists and is a template (not a VM),
     the host exists, each datastore exists, is accessible and has the free space the test disks need,
-    and no worker name is used by a VM that is not this fleet's.
+    and no worker name is used by a VM that is not this fleet's. The template's Notes (the vSphere API's
+    Config.Annotation) are returned as they are: a line 'stormatrix-fio: fio-3.33' there declares the fio its
+    image runs, which the plan compares with the controller's.
 
     .PARAMETER Template
     The template's exact name.
@@ -29,7 +31,7 @@ function Get-StormatrixVMwareFleetTarget {
     Get-StormatrixVMwareFleetTarget -Template smx-worker-tpl -VMHost esx01.lab -Datastore bb-iscsi, bb-nvme -Name smx-w01, smx-w02 -RunId 1a2b3c4d5e6f
 
     .OUTPUTS
-    PSCustomObject: Template (Name, Found, IsTemplate, Id, DiskCount, Problem), Host (Name, Found, Version,
+    PSCustomObject: Template (Name, Found, IsTemplate, Id, DiskCount, Notes, Problem), Host (Name, Found, Version,
     Problem), Datastores (Name, Found, Type, Accessible, CapacityGB, FreeSpaceGB, Problem), Taken (Name, Id,
     Ours, PowerState).
 
@@ -52,13 +54,14 @@ function Get-StormatrixVMwareFleetTarget {
     catch {
         throw (New-StormatrixVMwareError -ErrorId 'VmNotFound' -Cause $_ -Message 'cannot list the inventory''s VMs')
     }
-    $templateInfo = [ordered]@{ Name = $Template; Found = $false; IsTemplate = $false; Id = $null; DiskCount = 0; Problem = $null }
+    $templateInfo = [ordered]@{ Name = $Template; Found = $false; IsTemplate = $false; Id = $null; DiskCount = 0; Notes = $null; Problem = $null }
     try {
         $found = Resolve-StormatrixVMwareInventoryItem -Kind Template -Name $Template
         $templateInfo.Found = $true
         $templateInfo.IsTemplate = $true
         $templateInfo.Id = [string]$found.Id
         $templateInfo.DiskCount = @($found.ExtensionData.Config.Hardware.Device | Where-Object { $_.PSObject.Properties['CapacityInKB'] }).Count
+        $templateInfo.Notes = [string]$found.ExtensionData.Config.Annotation
     }
     catch {
         $asVm = @($vms | Where-Object { $_.Name -eq $Template })

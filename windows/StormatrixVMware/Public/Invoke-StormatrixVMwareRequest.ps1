@@ -36,7 +36,7 @@ function Invoke-StormatrixVMwareRequest {
     Restore-StormatrixVMwareLayout, Get-StormatrixVMwareHostTuning, Set-StormatrixVMwareHostTuning,
     Get-StormatrixVMwareCpuUsage, Get-StormatrixVMwareHostInfo, and the fleet's
     Get-StormatrixVMwareFleetTarget, New-StormatrixVMwareFleet, Add-StormatrixVMwareFleetDisk,
-    Restart-StormatrixVMwareFleet, Remove-StormatrixVMwareFleetDisk, Remove-StormatrixVMwareFleet. Warnings (certificate checks off, PowerCLI notices) are returned in
+    Restart-StormatrixVMwareFleet, Get-StormatrixVMwareFleetFioVersion, Remove-StormatrixVMwareFleetDisk, Remove-StormatrixVMwareFleet. Warnings (certificate checks off, PowerCLI notices) are returned in
     the response instead of being printed, so standard output stays one document.
     A command that changes the VM or the host (it has -WhatIf/-Confirm itself) is confirmed here, once
     per request, and then called with -Confirm:$false; under -WhatIf it is called with -WhatIf, says
@@ -52,7 +52,7 @@ function Invoke-StormatrixVMwareRequest {
     $allowed = @('Get-StormatrixVMwareLayout', 'Set-StormatrixVMwareController', 'Restore-StormatrixVMwareLayout',
         'Get-StormatrixVMwareHostTuning', 'Set-StormatrixVMwareHostTuning', 'Get-StormatrixVMwareCpuUsage',
         'Get-StormatrixVMwareHostInfo', 'Get-StormatrixVMwareFleetTarget', 'New-StormatrixVMwareFleet', 'Add-StormatrixVMwareFleetDisk',
-        'Restart-StormatrixVMwareFleet', 'Remove-StormatrixVMwareFleetDisk', 'Remove-StormatrixVMwareFleet')
+        'Restart-StormatrixVMwareFleet', 'Get-StormatrixVMwareFleetFioVersion', 'Remove-StormatrixVMwareFleetDisk', 'Remove-StormatrixVMwareFleet')
     $response = [ordered]@{ schema = 'stormatrix/vmware-1'; ok = $false; command = $null; server = $null; result = $null; warnings = @() }
     $warnings = New-Object System.Collections.Generic.List[string]
     $previous = $ErrorActionPreference

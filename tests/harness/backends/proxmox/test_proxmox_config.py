@@ -6,7 +6,9 @@ import json
 from pathlib import Path
 
 import pytest
+from standins import pve_cmdline
 
+from stormatrix.backends.proxmox.cmdline import read_disk
 from stormatrix.core.errors import UnsafeChange
 from stormatrix.backends.proxmox.change import (Write, _check_write, boot_renamed, boot_without, plan_cell,
                                                 plan_restore)
@@ -53,6 +55,22 @@ def test_drive_for_keeps_only_options_of_the_new_bus() -> None:
     assert virtio["iothread"] == "1" and "queues" not in virtio and "cache" not in virtio
     with pytest.raises(UnsafeChange):
         drive_for(DiskConfig("ide", "native", True, "none"), base)
+
+
+@pytest.mark.parametrize("controller", sorted(c for c, (bus, _) in CONTROLLERS.items() if bus in ("scsi", "virtio")))
+def test_drive_for_writes_an_iothread_only_where_qemu_server_gives_one(controller: str) -> None:
+    """REFERENCE.md: iothread=1 takes effect for virtio-blk and virtio-scsi-single; on any other SCSI model
+    the API takes it and qemu-server ignores it. What QEMU gets is the stand-in's rendering (qemu-server's
+    cfg2cmd expectations), read back with the backend's reader."""
+    disk = DiskConfig(controller, "io_uring", True, "none")
+    bus, scsihw = CONTROLLERS[controller]
+    if controller not in ("virtio-blk", "virtio-scsi-single"):
+        with pytest.raises(UnsafeChange, match="no effect"):
+            drive_for(disk, {"file": VOL})
+        return
+    conf = {f"{bus}1": print_drive(drive_for(disk, {"file": VOL})), **({"scsihw": scsihw} if scsihw else {})}
+    argv = pve_cmdline.disk_args(conf, lambda volid: "/var/lib/vz/images/100/vm-100-disk-1.raw")
+    assert read_disk(argv, f"{bus}1").iothread and disk_config_of(conf, f"{bus}1") == disk
 
 
 def test_same_bus_change_is_one_write_without_boot() -> None:

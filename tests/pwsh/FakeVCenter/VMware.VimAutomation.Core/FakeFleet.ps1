@@ -15,6 +15,8 @@
 # - Get-VMGuest: VMware Tools' view of the guest: IPAddress is empty until Tools run; a VM takes its address at
 #   its first power-on from the lab's "guestIpPool" (a DHCP pool: each address once, in order; an empty pool
 #   leaves the guest without an address).
+# - Invoke-VMScript: see the function; a clone's guest (accounts, fio version) is its template's "guest".
+# - A template's Notes are its "notes" (the vSphere API's VirtualMachine.Config.Annotation).
 # Injected faults (lab "faults"): "CloneVM_Task" fails the next clone task, "CreateDisk" the next disk creation,
 # "Destroy_Task" the next VM removal, each with the given message (or "<step>#N" for the N-th one).
 
@@ -67,7 +69,7 @@ function New-FakeTemplateObject {
         Name       = [string]$Template.name
         Id         = [string]$Template.id
         ExtensionData = [pscustomobject]@{ PSTypeName = 'VMware.Vim.VirtualMachine'; Name = [string]$Template.name
-            Config = [pscustomobject]@{ Template = $true; Hardware = [pscustomobject]@{ NumCPU = [int]$Template.numCpu
+            Config = [pscustomobject]@{ Template = $true; Annotation = [string]$Template.notes; Hardware = [pscustomobject]@{ NumCPU = [int]$Template.numCpu
                     Device = @(@(foreach ($c in @($Template.controllers)) { New-FakeControllerView -Vm $Template -Controller $c }) + @(foreach ($d in @($Template.disks)) { New-FakeDiskView -Disk $d })) } } }
     }
 }
@@ -149,6 +151,7 @@ function Complete-FakeClone {
         tools = [string]$template.tools; numCpu = [int]$template.numCpu; memoryGB = [double]$template.memoryGB
         extraConfig = ($template.extraConfig | ConvertTo-Json -Depth 4 | ConvertFrom-Json); notes = [string]$spec.notes
         controllers = @($template.controllers | ConvertTo-Json -Depth 6 | ConvertFrom-Json); disks = $disks; template = [string]$template.name
+        guest = $(if ($template.guest) { $template.guest | ConvertTo-Json -Depth 6 | ConvertFrom-Json } else { $null })  # the image's accounts and fio
     }
     $Lab.vms = @($Lab.vms) + @($vm)
     $Task.state = 'Success'
@@ -413,6 +416,60 @@ function Get-VMGuest {
                 State      = $(if ($running) { 'Running' } else { 'NotRunning' })
                 IPAddress  = [string[]]@($(if ($running -and $labVm.guestIp) { [string]$labVm.guestIp }))
                 OSFullName = 'Debian GNU/Linux 12 (64-bit)'
+            }
+        }
+    }
+}
+
+function Invoke-VMScript {
+    # VMware Tools guest operations (PowerCLI reference, Invoke-VMScript): the VM must be powered on with
+    # VMware Tools running, and the guest must accept -GuestCredential (or -GuestUser/-GuestPassword); the
+    # result is a VMScriptResult with ScriptOutput (for Bash, the script's standard output and error together)
+    # and ExitCode. The fake guest is DATA: a VM's "guest" (copied from its template at the clone) holds its
+    # "accounts" (user, password) and "fio" (what `fio --version` prints, null when fio is not installed).
+    # The fake runs only the script 'fio --version' (anything else is refused, saying so: it is not a shell).
+    [CmdletBinding()]
+    param(
+        [Parameter(Mandatory, ValueFromPipeline)][object[]]$VM,
+        [Parameter(Mandatory)][string]$ScriptText,
+        [ValidateSet('PowerShell', 'Bat', 'Bash')][string]$ScriptType,
+        [pscredential]$GuestCredential,
+        [string]$GuestUser,
+        [object]$GuestPassword,
+        [int]$ToolsWaitSecs = 20
+    )
+    process {
+        Assert-FakeConnected -Cmdlet 'Invoke-VMScript' -Caller $PSCmdlet
+        # the call log has the user and the script, never the password
+        $user = if ($GuestCredential) { $GuestCredential.UserName } else { $GuestUser }
+        $lab = Open-FakeCall -Cmdlet 'Invoke-VMScript' -Parameters @{ VM = (@($VM | ForEach-Object { if ($_ -is [string]) { $_ } else { $_.Name } }) -join ','); ScriptText = $ScriptText
+            ScriptType = $ScriptType; GuestUser = $user } -Caller $PSCmdlet
+        Save-FakeLab -Lab $lab
+        $plain = if ($GuestCredential) { $GuestCredential.GetNetworkCredential().Password }
+        elseif ($GuestPassword -is [securestring]) { [System.Net.NetworkCredential]::new('', $GuestPassword).Password }
+        else { [string]$GuestPassword }
+        foreach ($labVm in @(Resolve-FakeVmArgument -Lab $lab -Value $VM)) {
+            $fail = {
+                param($kind, $category, $message)
+                # UNSURE: PowerCLI wraps the vSphere fault in 'Operation "Invoke-VMScript" failed for VM ...'; the exact wording varies by release.
+                $PSCmdlet.ThrowTerminatingError((New-FakeError -Cmdlet 'Invoke-VMScript' -Kind $kind -Category $category -Target $labVm.name `
+                            -ErrorId 'Client20_VmGuestServiceImpl_RunScriptInGuest_Failed,VMware.VimAutomation.ViCore.Cmdlets.Commands.InvokeVmScript' `
+                            -Message "Operation `"Invoke-VMScript`" failed for VM `"$($labVm.name)`" for the following reason: $message"))
+            }
+            if ([string]$labVm.powerState -ne 'PoweredOn') { & $fail 'InvalidVmState' InvalidOperation "The attempted operation cannot be performed in the current state ($($labVm.powerState))." }
+            if ([string]$labVm.tools -eq 'never') { & $fail 'VimException' ResourceUnavailable 'The guest operations agent could not be contacted.' }
+            $guest = $labVm.guest
+            $ok = $guest -and @($guest.accounts | Where-Object { $_.user -ceq $user -and $_.password -ceq $plain }).Count -gt 0
+            if (-not $ok) { & $fail 'InvalidGuestLogin' AuthenticationError 'Failed to authenticate with the guest operating system using the supplied credentials.' }
+            if ($ScriptText.Trim() -ne 'fio --version') {
+                throw "fake PowerCLI: the fake guest runs only 'fio --version' (asked: $ScriptText); describe what a test needs in the lab's guest data"
+            }
+            $output, $exit = if ($guest.fio) { "$($guest.fio)`n", 0 } else { "bash: line 1: fio: command not found`n", 127 }
+            [pscustomobject]@{
+                PSTypeName   = 'VMware.VimAutomation.ViCore.Impl.V1.VM.Guest.VMScriptResultImpl'
+                VM           = New-FakeVmObject -Lab $lab -Vm $labVm
+                ScriptOutput = $output
+                ExitCode     = $exit
             }
         }
     }

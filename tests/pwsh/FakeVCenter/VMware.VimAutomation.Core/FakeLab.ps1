@@ -21,7 +21,7 @@ if (-not ('VMware.Vim.VirtualMachineConfigSpec' -as [type])) {
         [void]$builder.CreateType()
     }
     foreach ($exceptionName in @('VimException', 'ViServerConnectionException', 'ViSecurityNegotiationException', 'InvalidLogin',
-            'InvalidVmState', 'VMNotFound', 'ObjectNotFound', 'InvalidArgument', 'EsxCliFault', 'Timeout')) {
+            'InvalidVmState', 'InvalidGuestLogin', 'VMNotFound', 'ObjectNotFound', 'InvalidArgument', 'EsxCliFault', 'Timeout')) {
         $builder = $emitModule.DefineType("VMware.VimAutomation.ViCore.Types.V1.ErrorHandling.$exceptionName", 'Public, Class', [System.Exception])
         $ctor = $builder.DefineConstructor('Public', 'Standard', [type[]]@([string]))
         $il = $ctor.GetILGenerator()

@@ -13,7 +13,7 @@
         'Get-VM', 'Start-VM', 'Stop-VM', 'Wait-Tools', 'Get-HardDisk', 'Set-HardDisk',
         'Get-ScsiController', 'New-ScsiController', 'Set-ScsiController', 'Get-NvmeController', 'New-NvmeController',
         'Get-VMHost', 'Get-EsxCli', 'Get-Stat', 'Get-AdvancedSetting', 'New-AdvancedSetting',
-        'Get-Datastore', 'Get-Template', 'New-VM', 'Set-VM', 'Get-Task', 'Wait-Task', 'New-HardDisk', 'Remove-HardDisk', 'Remove-VM', 'Get-VMGuest'
+        'Get-Datastore', 'Get-Template', 'New-VM', 'Set-VM', 'Get-Task', 'Wait-Task', 'New-HardDisk', 'Remove-HardDisk', 'Remove-VM', 'Get-VMGuest', 'Invoke-VMScript'
     )
     CmdletsToExport   = @()
     VariablesToExport = @()

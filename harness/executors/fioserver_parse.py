@@ -13,7 +13,7 @@ from typing import Any, Sequence
 
 from ..analysis.fio import parse_fio_json, summarize_jobs
 from ..core.errors import DataFileError
-from .fioserver_models import ALL_CLIENTS, FioGuest
+from .fioserver_inputs import ALL_CLIENTS, FioGuest
 
 _DISCONNECT_RES = (
     re.compile(r"client: host=(?P<host>\S+) disconnected"),

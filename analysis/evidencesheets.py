@@ -1,6 +1,6 @@
 """The efficiency workbook's evidence: how findings are tested (Method), and the I/O-path lens (its sheet).
 
-:func:`add_trust_sheets` adds both to a workbook whose Method sheet is written; it is
+:func:`add_evidence_sheets` adds both to a workbook whose Method sheet is written; it is
 idempotent (called once per workbook).
 """
 
@@ -150,11 +150,11 @@ def write_iopath_sheet(wb: Workbook, result: EfficiencyResult) -> None:
     ws.print_area = f"A1:{get_column_letter(ncols)}{r}"
 
 
-def add_trust_sheets(wb: Workbook, result: EfficiencyResult) -> None:
+def add_evidence_sheets(wb: Workbook, result: EfficiencyResult) -> None:
     """Method lines on significance and the I/O path, and the I/O path sheet (once per workbook)."""
-    if IOPATH_SHEET in wb.sheetnames or getattr(wb, "_stormatrix_trust", False):
+    if IOPATH_SHEET in wb.sheetnames or getattr(wb, "_stormatrix_evidence", False):
         return
-    wb._stormatrix_trust = True
+    wb._stormatrix_evidence = True
     if "Method" in wb.sheetnames:
         method = wb["Method"]
         write_lines(method, method_lines(result), start_row=method.max_row + 2)

@@ -1,7 +1,8 @@
-"""The fio-server executor's typed inputs: a guest's fio server and one point's fio job.
+"""The fio-server executor's typed inputs: a guest's fio server, one point's fio job, its ``rate=``.
 
-Everything fio gets is built from these typed values: argument lists, never shell strings; job-file
-text from validated numbers and names (see :mod:`stormatrix.executors.fioserver` for the method).
+Everything fio gets is built from these validated values: job-file text from checked numbers and names
+(:meth:`FioJob.render`); the client's argument list is :func:`~.fioserver_client.client_args`'s (see
+:mod:`stormatrix.executors.fioserver` for the method).
 """
 
 from __future__ import annotations
@@ -9,12 +10,9 @@ from __future__ import annotations
 import math
 import re
 import secrets
-import shutil
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Sequence
 
-from ..core.errors import EnvironmentProblem
 from ..core.model import RW_MODES
 from ..core.names import host_problem
 from ..core.scope import GuestEndpoint
@@ -194,18 +192,6 @@ def fio_rate(rate_mib_s: float | None, rw: str, rwmixread: int | None, numjobs: 
     return str(max(1, round(per_job)))
 
 
-def client_args(fio: str, jobs: Sequence[tuple[FioGuest, Path]], *, output_format: str = "json") -> list[str]:
-    """``fio --output-format=json --client=h,p job --client=h,p job ...``: one job file per client.
-
-    (A job file belongs to the ``--client`` before it; a lone job file after many ``--client``
-    would run on the last guest only.)
-    """
-    args = [fio, f"--output-format={output_format}"]
-    for guest, job_path in jobs:
-        args += [guest.client_arg, str(job_path)]
-    return args
-
-
 def check_unique(guests: Sequence[FioGuest]) -> None:
     names = [g.name for g in guests]
     addrs = [(g.host, g.port) for g in guests]
@@ -215,10 +201,3 @@ def check_unique(guests: Sequence[FioGuest]) -> None:
         raise ValueError(f"guest names repeat: {sorted({n for n in names if names.count(n) > 1})}")
     if len(set(addrs)) != len(addrs):
         raise ValueError("two guests share one host:port; fio could not tell their results apart")
-
-
-def find_fio(fio: str | None = None) -> str:
-    path = shutil.which(fio or "fio")
-    if not path:
-        raise EnvironmentProblem(f"fio not found ({fio or 'fio'}): install the Debian package 'fio'")
-    return path

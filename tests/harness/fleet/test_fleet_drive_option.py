@@ -1,0 +1,44 @@
+"""The fleet attaches its test volumes with the Proxmox backend's one drive builder, and the config it
+writes says what QEMU runs: ``iothread=1`` only where qemu-server gives the disk an iothread.
+
+What QEMU gets is the Proxmox stand-in's own rendering of a config (``standins/pve_cmdline.py``, written
+from qemu-server's cfg2cmd expectations and code, not from ours), read back with the backend's reader.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from standins import pve_cmdline
+
+from stormatrix.backends.proxmox.cmdline import read_disk
+from stormatrix.backends.proxmox.drives import disk_config_of, parse_drive
+from stormatrix.core.model import CONTROLLERS
+from stormatrix.fleet.proxmox import ProxmoxFleet
+from stormatrix.fleet.spec import fleet_from_dict
+
+PROXMOX_CONTROLLERS = sorted(c for c, (bus, _) in CONTROLLERS.items() if bus != "esxi")
+#: REFERENCE.md: iothread=1 takes effect for virtio-blk, or scsi with scsihw=virtio-scsi-single
+IOTHREAD_TAKES_EFFECT = {"virtio-blk", "virtio-scsi-single"}
+
+
+def attach_config(tmp_path: Path, controller: str, iothread: bool) -> tuple[dict[str, str], str]:
+    raw = {"fleet": {"template": 9000, "workers": 1, "storages": ["bb-iscsi"], "controller": controller,
+                     "iothread": iothread, "aio": "native", "cache": "none"}}
+    fleet = ProxmoxFleet(fleet_from_dict(raw, "fleet.toml", "pve1"), None, tmp_path)
+    conf = fleet.disk_option("bb-iscsi:vm-300-disk-smx1")
+    return conf, next(k for k in conf if k != "scsihw")
+
+
+@pytest.mark.parametrize("iothread", [True, False])
+@pytest.mark.parametrize("controller", PROXMOX_CONTROLLERS)
+def test_the_fleets_config_says_what_qemu_runs(tmp_path: Path, controller: str, iothread: bool) -> None:
+    conf, key = attach_config(tmp_path, controller, iothread)
+    argv = pve_cmdline.disk_args(conf, lambda volid: f"/dev/bb/{volid.split(':')[-1]}")
+    running = read_disk(argv, key)
+    claimed = disk_config_of(conf, key)
+    assert running.iothread == (iothread and controller in IOTHREAD_TAKES_EFFECT)
+    assert claimed.iothread == running.iothread  # no iothread=1 that qemu-server would ignore
+    assert (claimed.controller, claimed.aio, claimed.cache) == (controller, "native", "none")
+    assert parse_drive(conf[key])["file"] == "bb-iscsi:vm-300-disk-smx1"
