@@ -10,7 +10,8 @@ exist are rejected here, at plan time, never discovered hours into a run:
   so the iothread=true twin of such a cell would only duplicate its iothread=false sibling. Those
   twins are always skipped, with that reason, never run.
 - bus limits (ide0-3, sata0-5, scsi0-30, virtio0-15; 7 disks per LSI controller).
-- controllers the backend cannot build, or the guest OS has no driver for.
+- controllers the backend cannot build, or the guest OS has no driver for (the Windows rules are
+  :mod:`stormatrix.guestdrivers`'s).
 - ESXi has no aio, iothread or cache setting: its controllers are planned once each, as the controller
   alone (aio, iothread and cache None), whatever those axes list; the plan says so in a note.
 
@@ -49,6 +50,7 @@ from .core.model import (
                          parse_size,
                          )
 from .core.paths import TooLarge, input_problem, looks_utf16, read_bounded
+from .guestdrivers import declared_guest_drivers, plan_skip_reason, windows_notes
 from .schema import Field, Section, _show, parse_section
 
 # --- the sections stormatrix itself owns ----------------------------------------------------------
@@ -290,15 +292,6 @@ def _workload(path: str, number: int, table: Any, names: set[str]) -> Workload:
 
 # --- expansion -----------------------------------------------------------------------------------
 
-# Windows Server 2022 guests: IDE and SATA/AHCI drivers are in-box. The virtio controllers need the
-# virtio-win driver named here: declared in [run] guest_drivers, or (not set) read from the guest's driver
-# store at its first boot (executors/winrm_facts.DriverGate); the in-box status of the LSI 53C895A/53C810
-# (lsi, lsi53c810), the MegaRAID SAS (megasas) and PVSCSI drivers is unverified: those are planned, and plan
-# says so (a guest without the driver fails the cell at readiness, naming the controller, not retried).
-WINDOWS_VIRTIO_DRIVER = {"virtio-blk": "viostor", "virtio-scsi-pci": "vioscsi", "virtio-scsi-single": "vioscsi"}
-WINDOWS_INBOX_UNVERIFIED = {"lsi", "lsi53c810", "megasas", "pvscsi"}
-WINDOWS_INBOX = {"ide", "sata", "lsilogic-sas", "nvme"} | WINDOWS_INBOX_UNVERIFIED
-WINDOWS_NEEDS_VIRTIO_WIN = set(WINDOWS_VIRTIO_DRIVER)
 # backends whose guest can be Windows Server 2022 (the qemu backend boots the tiny Linux guest image)
 WINDOWS_BACKENDS = ("proxmox", "vmware")
 # backends whose SCSI disks sit at lun=<slot> (qemu-server's DriveDevice.pm; the local backend builds
@@ -358,7 +351,7 @@ def expand(spec: MatrixSpec, *, backend_controllers: Iterable[str] | None = None
     declared = declared_guest_drivers(spec)
     drivers = None if declared is None and guest_drivers is None else set(declared or ()) | set(guest_drivers or ())
     disks, notes = _disk_configs(spec)
-    notes += _windows_notes(spec, drivers)
+    notes += windows_notes(spec, drivers)
     for d in disks:
         ctrl, iothread = d.controller, d.iothread
         problem = _combination_problem(d)
@@ -378,18 +371,10 @@ def expand(spec: MatrixSpec, *, backend_controllers: Iterable[str] | None = None
                                        "backend attach it with lun=<slot>); a Linux guest finds no disk there "
                                        "without a LUN 0 (measured with the local guest): use disk_slot = 0"))
             continue
-        if spec.run["guest_os"] == "windows2022":
-            need = WINDOWS_VIRTIO_DRIVER.get(ctrl)
-            if need is not None and drivers is not None and need not in drivers:
-                skipped.append(SkippedCell(d, None, f"{ctrl} needs the virtio-win driver {need} in the guest and "
-                                           f"[run] guest_drivers does not list it: add \"{need}\" to "
-                                           "guest_drivers if the guest has it (Device Manager or `stormatrix "
-                                           "guest check` shows it)"))
-                continue
-            if need is None and ctrl not in WINDOWS_INBOX:
-                skipped.append(SkippedCell(d, None, f"{ctrl} has no in-box Windows Server 2022 x64 driver "
-                                           "(unverified)"))
-                continue
+        reason = plan_skip_reason(ctrl, drivers) if spec.run["guest_os"] == "windows2022" else None
+        if reason:
+            skipped.append(SkippedCell(d, None, reason))
+            continue
         for w in spec.workloads:
             for r in range(1, spec.run["repeats"] + 1):
                 cells.append(Cell(d, w, r))
@@ -398,40 +383,6 @@ def expand(spec: MatrixSpec, *, backend_controllers: Iterable[str] | None = None
         raise MatrixError(path, "[matrix]", f"no cell can run ({reasons})",
                           "widen the matrix axes so at least one combination is valid")
     return Plan(cells=cells, skipped=skipped, notes=notes)
-
-
-def declared_guest_drivers(spec: MatrixSpec) -> frozenset[str] | None:
-    """``[run] guest_drivers`` where the matrix sets it (authoritative); None where it does
-    not: then the guest's own facts (its driver store, read at the first boot) decide."""
-    raw_run = spec.raw.get("run") if isinstance(spec.raw, dict) else None
-    if not isinstance(raw_run, dict) or "guest_drivers" not in raw_run:
-        return None
-    return frozenset(spec.run.get("guest_drivers") or ())
-
-
-def _windows_notes(spec: MatrixSpec, drivers: set[str] | None) -> list[str]:
-    """Per controller of a Windows matrix: which driver its cells rely on, where that is known from,
-    and what is not verified (``drivers``: the declared virtio-win drivers, None for "ask the guest")."""
-    if spec.run["guest_os"] != "windows2022":
-        return []
-    notes = []
-    for ctrl in spec.matrix["controllers"]:
-        need = WINDOWS_VIRTIO_DRIVER.get(ctrl)
-        if need is not None and drivers is None:
-            notes.append(f"{ctrl}: planned; it needs the virtio-win driver {need}, and [run] guest_drivers is not "
-                         "set, so its cells run only if the guest's facts at its first boot (its driver store) "
-                         f"show {need} installed, else they are skipped with the reason, not booted. To pin it, "
-                         f"set [run] guest_drivers (e.g. [\"{need}\"]): then only the listed drivers' controllers "
-                         "are planned")
-        elif need is not None and drivers is not None and need in drivers:
-            notes.append(f"{ctrl}: planned with the virtio-win driver {need} ([run] guest_drivers); if the guest's "
-                         "driver store lacks it, its cells are skipped with the reason, not failed")
-        elif ctrl in WINDOWS_INBOX_UNVERIFIED:
-            lun = (f"; its disk sits at LUN {spec.matrix['disk_slot']} (lun=<slot>), whether Windows finds a disk "
-                   "without a LUN 0 is unverified too" if ctrl == "megasas" and spec.matrix["disk_slot"] > 0 else "")
-            notes.append(f"{ctrl}: planned, but whether Windows Server 2022 has an in-box driver for it is "
-                         f"unverified; a guest without one fails the cell at readiness, naming the controller{lun}")
-    return notes
 
 
 def _disk_configs(spec: MatrixSpec) -> tuple[list[DiskConfig], list[str]]:

@@ -40,9 +40,9 @@ LAYERS: list[tuple[int, str, tuple[str, ...]]] = [
     (0, "host", ("stormatrix.host", "stormatrix.host.*")),
     # pure functions over measurements and the workbook
     (1, "analysis", ("stormatrix.analysis", "stormatrix.analysis.*")),
-    # tools that know no backend: the matrix schema and spec, secrets, ssh, QMP, the journal, progress,
-    # the command's standard streams and signals
-    (2, "tools", ("stormatrix.schema", "stormatrix.spec", "stormatrix.secrets", "stormatrix.ssh", "stormatrix.qmp",
+    # tools that know no backend: the matrix schema and spec, the Windows guest's driver rules, secrets, ssh,
+    # QMP, the journal, progress, the command's standard streams and signals
+    (2, "tools", ("stormatrix.schema", "stormatrix.spec", "stormatrix.guestdrivers", "stormatrix.secrets", "stormatrix.ssh", "stormatrix.qmp",
                   "stormatrix.journal", "stormatrix.progress", "stormatrix.guestimage", "stormatrix.repeats",
                   "stormatrix.console", "stormatrix.runorder")),
     # the worker fleet's parts that know no backend: its journal, the storages under test

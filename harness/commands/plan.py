@@ -11,7 +11,8 @@ from ..registry import backend_class, load_spec
 from ..repeats import possible_extra
 from ..runner import check_executor_spec
 from ..runorder import draw_seed, ordered_cells
-from ..spec import WINDOWS_VIRTIO_DRIVER, check_guest_backend, declared_guest_drivers, expand
+from ..guestdrivers import awaiting_guest_facts
+from ..spec import check_guest_backend, expand
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -58,13 +59,12 @@ def run(args: argparse.Namespace) -> int:
     print(f"\n{len(plan.cells)} cells ({configs} VM starts{booted}, {len(plan.skipped)} skipped) on backend "
           f"{spec.run['backend']}; {timing.ramp_s:g} s warm-up + {timing.measure_s:g} s window per cell; "
           f"ETA {fmt_duration(eta)}", file=out)
-    if spec.run["guest_os"] == "windows2022" and declared_guest_drivers(spec) is None:
-        virtio = [c for c in plan.cells if c.disk.controller in WINDOWS_VIRTIO_DRIVER]
-        if virtio:
-            need = "needs" if len(virtio) == 1 else "need"
-            print(f"{len(virtio)} of them {need} a virtio-win driver ([run] guest_drivers not set): they run only "
-                  "if the guest's driver store has it at the first boot, else they are skipped with the reason",
-                  file=out)
+    virtio = awaiting_guest_facts(spec, plan.cells)
+    if virtio:
+        need = "needs" if len(virtio) == 1 else "need"
+        print(f"{len(virtio)} of them {need} a virtio-win driver ([run] guest_drivers not set): they run only "
+              "if the guest's driver store has it at the first boot, else they are skipped with the reason",
+              file=out)
     print(order_line(order, seed, bool(spec.run["seed"]), max(c.repeat for c in plan.cells)), file=out)
     extra = possible_extra(plan, spec.run)
     if extra:

@@ -58,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"{summary['measured']} cells measured, {summary['already_done']} already in the journal, "
           f"{len(summary['failed'])} failed; journal: {Path(args.output) / 'journal.ndjson'}")
     skipped = summary.get("driver_skipped") or []
-    if skipped:  # the runner's driver gate (executors/winrm_facts.py): not failures, not measured
+    if skipped:  # the runner's driver gate (guestdrivers.DriverGate, the WinRM executor's): not failures, not measured
         print(f"  {len(skipped)} cells skipped: the guest lacks their controller's virtio-win driver (the "
               "cell-skipped records in the journal say which; a resumed run asks the guest again)")
         for reason in dict.fromkeys(r for _, r in skipped):

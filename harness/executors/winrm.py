@@ -8,7 +8,8 @@ The pieces, one job each:
 - :mod:`.winrm_encoding` - command lines for cmd.exe, the module upload, call scripts;
 - :mod:`.winrm_parse` - the ``##stormatrix:`` output protocol and typed errors from it;
 - :mod:`.winrm_channel` - pywinrm with deadlines, retries and typed transport errors;
-- :mod:`.winrm_facts` - guest facts: the test disk, and why it is missing;
+- :mod:`.winrm_testdisk` - guest facts: the test disk, and why it is missing (the driver rules are
+  :mod:`stormatrix.guestdrivers`');
 - this module - the executor: readiness, reboots, workloads, the guest validation.
 
 A reboot is known, not guessed: :meth:`WinRMExecutor.restart_guest` waits until WinRM answers with a
@@ -31,6 +32,7 @@ from ..core.errors import (AuthenticationFailed, GuestDisconnected, GuestNotRead
                            RemoteTimeout, TestDiskMissing, WSManServiceError, WorkloadFailed)
 from ..core.model import Cell, Timing
 from ..core.scope import GuestEndpoint
+from ..guestdrivers import DriverGate, storage_drivers, with_storage_drivers
 from ..secrets import RedactingFilter, Secret, redact
 from .base import GuestExecutor, WindowListener, WorkloadResult
 from .winrm_channel import ProtocolFactory, WinRMChannel, _default_protocol, map_transport_error
@@ -50,7 +52,7 @@ from .winrm_encoding import (
                              restart_script,
                              upload_scripts,
                              )
-from .winrm_facts import DriverGate, check_test_disk, storage_drivers, with_storage_drivers
+from .winrm_testdisk import check_test_disk
 from .winrm_parse import (
                            STARTED_MARK,
                            CheckReport,
@@ -146,7 +148,7 @@ class WinRMExecutor(GuestExecutor):
     @classmethod
     def driver_gate(cls, spec: MatrixSpec) -> DriverGate | None:
         """A Windows guest's virtio-win drivers (its driver store, read at each readiness) decide which
-        virtio cells run: :class:`~.winrm_facts.DriverGate`."""
+        virtio cells run: :class:`~stormatrix.guestdrivers.DriverGate`."""
         return DriverGate.for_spec(spec)
 
     def __init__(self, endpoints: list[GuestEndpoint], options: dict[str, Any] | None = None, *,

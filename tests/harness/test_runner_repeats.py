@@ -195,7 +195,7 @@ def test_windows_on_the_qemu_backend_is_refused_at_plan(tmp_path: Path, capsys: 
 
 
 def test_each_cell_records_the_drivers_the_windows_guest_had_bound() -> None:
-    from stormatrix.executors.winrm_facts import with_storage_drivers
+    from stormatrix.guestdrivers import with_storage_drivers
 
     facts = {"Controllers": [{"Name": "virtio-scsi", "Service": "vioscsi", "DriverBound": True},
                              {"Name": "virtio-blk", "Service": "", "DriverBound": False}]}
@@ -353,7 +353,7 @@ def test_progress_shows_the_possible_extra_repeats_beside_the_eta() -> None:
 def test_a_bound_virtio_win_driver_the_matrix_does_not_list_is_named_once(caplog: pytest.LogCaptureFixture) -> None:
     import logging
 
-    from stormatrix.executors.winrm_facts import DriverGate
+    from stormatrix.guestdrivers import DriverGate
 
     gate = DriverGate.for_spec(spec_from_dict(windows(["viostor"])))
     assert gate is not None and gate.declared == {"viostor"}

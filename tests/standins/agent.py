@@ -335,7 +335,7 @@ class FakeWinRMExecutor(GuestExecutor):
                                        "password in the environment variable or file, and the transport")
         if cls.fault == "no-disk" and cls.count:
             cls.count -= 1
-            from stormatrix.executors.winrm_facts import TestDiskMissing  # the real executor's error
+            from stormatrix.core.errors import TestDiskMissing  # the real executor's error
 
             raise TestDiskMissing("the test disk (serial 'smx-test') is not visible in the guest: controller "
                                   "virtio-scsi (PCI\\VEN_1AF4&DEV_1004) has no driver bound (problem code 28)")

@@ -23,13 +23,9 @@ from stormatrix.backends.base import GuestEndpoint
 from stormatrix.executors.fioserver import FioServerExecutor
 from stormatrix.executors.localagent import LocalAgentExecutor
 from stormatrix.executors.winrm import WinRMExecutor
-from stormatrix.executors.winrm_facts import (
-    DriverGate,
-    TestDiskMissing,
-    check_test_disk,
-    installed_storage_drivers,
-    with_storage_drivers,
-)
+from stormatrix.core.errors import TestDiskMissing
+from stormatrix.executors.winrm_testdisk import check_test_disk
+from stormatrix.guestdrivers import DriverGate, installed_storage_drivers, with_storage_drivers
 from stormatrix.journal import read_journal
 from stormatrix.runner import RunOptions, Runner
 from stormatrix.registry import spec_from_dict

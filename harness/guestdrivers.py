@@ -1,31 +1,42 @@
-"""What the executor reads from ``Get-StormatrixGuestFacts``: is the test disk there, and if not, why.
+"""The Windows guest's storage drivers, in one place: which driver each controller needs, which cells
+a matrix plans for them, and which of the planned ones a guest can run.
 
-A test disk that Windows does not show is almost always a controller without a bound driver (a
-virtio controller before the virtio-win drivers are installed shows with ConfigManagerErrorCode 28,
-"drivers not installed"). That does not heal by restarting the VM, so :func:`check_test_disk`
-raises :class:`TestDiskMissing`, which says so (``retryable = False``) and names each controller,
-its PnP device and whether a driver is bound; it carries the facts (``details.guest_facts``).
+Windows Server 2022 has in-box drivers for IDE, SATA/AHCI, NVMe and the LSI SAS controller (some
+in-box statuses are unverified: :data:`WINDOWS_INBOX_UNVERIFIED`); the virtio controllers need a
+virtio-win driver (:data:`WINDOWS_VIRTIO_DRIVER`). The rules apply twice:
 
-Which virtio-win storage drivers the guest has (``InstalledStorageDrivers``: the packages staged in its
-driver store, whatever controller the VM has now) decides, through :class:`DriverGate`, which virtio
-cells of a Windows matrix the runner boots and which it journals as skipped.
+- at plan time (:func:`plan_skip_reason`, :func:`windows_notes`, used by ``spec.expand``): ``[run]
+  guest_drivers``, where the matrix sets it, decides which virtio controllers are planned; a controller
+  with no in-box driver is skipped;
+- at run time (:class:`DriverGate`, which the WinRM executor offers the runner as its driver gate): where
+  ``guest_drivers`` is not set, the guest's facts (``Get-StormatrixGuestFacts``: the virtio-win drivers
+  staged in its driver store, the controllers it shows and their bound drivers) decide which virtio
+  cells the runner boots and which it journals as skipped.
+
+Standard library and ``core`` only: the spec (below the executors) and the WinRM executor both read it.
 """
 
 from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..core.errors import TestDiskMissing
-from ..core.model import Cell, DiskConfig
-from ..spec import WINDOWS_VIRTIO_DRIVER, MatrixSpec, declared_guest_drivers
+from .core.model import Cell, DiskConfig
+
+if TYPE_CHECKING:  # the spec hands itself in; it imports this module for its plan-time rules
+    from .spec import MatrixSpec
 
 log = logging.getLogger("stormatrix.runner")
 
-#: Windows device problem code 28 (CM_PROB_FAILED_INSTALL): "The drivers for this device are not installed."
-PROBLEM_DRIVER_MISSING = "28"
-
+# Windows Server 2022 guests: IDE and SATA/AHCI drivers are in-box. The virtio controllers need the
+# virtio-win driver named here: declared in [run] guest_drivers, or (not set) read from the guest's driver
+# store at its first boot (:class:`DriverGate`); the in-box status of the LSI 53C895A/53C810
+# (lsi, lsi53c810), the MegaRAID SAS (megasas) and PVSCSI drivers is unverified: those are planned, and plan
+# says so (a guest without the driver fails the cell at readiness, naming the controller, not retried).
+WINDOWS_VIRTIO_DRIVER = {"virtio-blk": "viostor", "virtio-scsi-pci": "vioscsi", "virtio-scsi-single": "vioscsi"}
+WINDOWS_INBOX_UNVERIFIED = {"lsi", "lsi53c810", "megasas", "pvscsi"}
+WINDOWS_INBOX = {"ide", "sata", "lsilogic-sas", "nvme"} | WINDOWS_INBOX_UNVERIFIED
 #: The driver each controller needs in a Windows guest, and where it comes from. In-box status of the
 #: LSI 53C895A (lsi) and MegaRAID SAS (megasas) drivers in Windows Server 2022 is unverified.
 CONTROLLER_DRIVERS = {
@@ -41,65 +52,76 @@ CONTROLLER_DRIVERS = {
 }
 
 
-def _as_list(value: Any) -> list[Any]:
+def declared_guest_drivers(spec: MatrixSpec) -> frozenset[str] | None:
+    """``[run] guest_drivers`` where the matrix sets it (authoritative); None where it does
+    not: then the guest's own facts (its driver store, read at the first boot) decide."""
+    raw_run = spec.raw.get("run") if isinstance(spec.raw, dict) else None
+    if not isinstance(raw_run, dict) or "guest_drivers" not in raw_run:
+        return None
+    return frozenset(spec.run.get("guest_drivers") or ())
+
+
+def windows_notes(spec: MatrixSpec, drivers: set[str] | None) -> list[str]:
+    """Per controller of a Windows matrix: which driver its cells rely on, where that is known from,
+    and what is not verified (``drivers``: the declared virtio-win drivers, None for "ask the guest")."""
+    if spec.run["guest_os"] != "windows2022":
+        return []
+    notes = []
+    for ctrl in spec.matrix["controllers"]:
+        need = WINDOWS_VIRTIO_DRIVER.get(ctrl)
+        if need is not None and drivers is None:
+            notes.append(f"{ctrl}: planned; it needs the virtio-win driver {need}, and [run] guest_drivers is not "
+                         "set, so its cells run only if the guest's facts at its first boot (its driver store) "
+                         f"show {need} installed, else they are skipped with the reason, not booted. To pin it, "
+                         f"set [run] guest_drivers (e.g. [\"{need}\"]): then only the listed drivers' controllers "
+                         "are planned")
+        elif need is not None and drivers is not None and need in drivers:
+            notes.append(f"{ctrl}: planned with the virtio-win driver {need} ([run] guest_drivers); if the guest's "
+                         "driver store lacks it, its cells are skipped with the reason, not failed")
+        elif ctrl in WINDOWS_INBOX_UNVERIFIED:
+            lun = (f"; its disk sits at LUN {spec.matrix['disk_slot']} (lun=<slot>), whether Windows finds a disk "
+                   "without a LUN 0 is unverified too" if ctrl == "megasas" and spec.matrix["disk_slot"] > 0 else "")
+            notes.append(f"{ctrl}: planned, but whether Windows Server 2022 has an in-box driver for it is "
+                         f"unverified; a guest without one fails the cell at readiness, naming the controller{lun}")
+    return notes
+
+
+def plan_skip_reason(controller: str, drivers: set[str] | None) -> str | None:
+    """Why a Windows matrix plans no cells of ``controller``, or None: a virtio controller whose
+    virtio-win driver ``[run] guest_drivers`` does not list (``drivers``: the listed ones, None when not
+    set), a controller with no in-box driver."""
+    need = WINDOWS_VIRTIO_DRIVER.get(controller)
+    if need is not None and drivers is not None and need not in drivers:
+        return (f"{controller} needs the virtio-win driver {need} in the guest and [run] guest_drivers does not "
+                f"list it: add \"{need}\" to guest_drivers if the guest has it (Device Manager or `stormatrix "
+                "guest check` shows it)")
+    if need is None and controller not in WINDOWS_INBOX:
+        return f"{controller} has no in-box Windows Server 2022 x64 driver (unverified)"
+    return None
+
+
+def awaiting_guest_facts(spec: MatrixSpec, cells: list[Cell]) -> list[Cell]:
+    """The planned cells of a Windows matrix that run only if the guest's driver store has their virtio-win
+    driver at the first boot (``[run] guest_drivers`` not set); none for any other matrix."""
+    if spec.run["guest_os"] != "windows2022" or declared_guest_drivers(spec) is not None:
+        return []
+    return [c for c in cells if c.disk.controller in WINDOWS_VIRTIO_DRIVER]
+
+
+# --- what the guest's facts say -------------------------------------------------------------------
+
+def as_list(value: Any) -> list[Any]:
+    """A facts field PowerShell's JSON may give as one value, a list or null, as a list."""
     if value is None:
         return []
     return value if isinstance(value, list) else [value]
-
-
-def describe_controller(c: dict[str, Any]) -> str:
-    """One controller as a user reads it: name, PnP device, driver bound or not (and why not)."""
-    name = c.get("Name") or "unknown"
-    bound = bool(c.get("DriverBound"))
-    problem = str(c.get("ProblemCode") or "")
-    if bound:
-        driver = f"driver {c.get('Service') or '?'} bound"
-    elif problem == PROBLEM_DRIVER_MISSING or problem == "CM_PROB_FAILED_INSTALL":
-        driver = "NO driver bound (device problem 28: drivers not installed)"
-    else:
-        driver = f"NO driver bound (status {c.get('Status') or '?'}, problem {problem or '?'})"
-    return f"{name} controller '{c.get('FriendlyName') or ''}' (PnP device {c.get('InstanceId') or '?'}): {driver}"
-
-
-def check_test_disk(facts: dict[str, Any], serial: str, host: str) -> dict[str, Any]:
-    """The facts plus what the runner reads (``disk``, ``signature``, ``test_disk``); raises
-    :class:`TestDiskMissing` when no disk with ``serial`` is visible."""
-    disks = [d for d in _as_list(facts.get("Disks")) if isinstance(d, dict)]
-    if not serial:
-        return facts
-    number = facts.get("TestDisk")
-    match = [d for d in disks if d.get("Number") == number] if number is not None else []
-    if not match:
-        controllers = [c for c in _as_list(facts.get("Controllers")) if isinstance(c, dict)]
-        unbound = [c for c in controllers if not c.get("DriverBound")]
-        listed = "; ".join(describe_controller(c) for c in unbound + [c for c in controllers if c not in unbound])
-        seen = ", ".join(f"#{d.get('Number')} serial '{d.get('SerialNumber')}' ({d.get('BusType')})" for d in disks)
-        if unbound:
-            names = sorted({str(c.get("Name")) for c in unbound})
-            needs = "; ".join(f"{n}: {CONTROLLER_DRIVERS.get(n, 'its vendor driver')}" for n in names)
-            fix = (f"install the driver of the controller without one ({needs}), e.g. pnputil /add-driver "
-                   "<virtio-win>\\vioscsi\\2k22\\amd64\\vioscsi.inf /install, then reboot the guest")
-        else:
-            fix = (f"give the test disk the serial '{serial}' on the hypervisor (Proxmox: serial=..., ESXi: "
-                   "disk.EnableUUID = TRUE)")
-        raise TestDiskMissing(  # with the facts: the runner reads the guest's installed drivers from them
-            f"no disk with serial '{serial}' is visible in {host} (disks seen: {seen or 'none'}). Storage "
-            f"controllers: {listed or 'none found'}. Fix: {fix}. Not retried: restarting the VM does not "
-            "install a driver", guest_facts=facts)
-    disk = match[0]
-    style = str(disk.get("PartitionStyle") or "")
-    return {**facts,
-            "disk": f"disk {number} (serial {serial})",
-            "signature": "none" if style == "RAW" else "partitions",
-            "test_disk": {k: disk.get(k) for k in ("Number", "FriendlyName", "BusType", "Size", "PartitionStyle",
-                                                   "IsOffline", "IsReadOnly", "OfflineReason")}}
 
 
 def storage_drivers(facts: dict[str, Any]) -> dict[str, str]:
     """Controller name -> bound driver service, for every storage controller whose driver is bound
     (e.g. ``{"sata": "storahci", "virtio-scsi": "vioscsi"}``): what a Windows matrix may run on this
     guest. A controller Windows sees without a driver is left out."""
-    return {str(c.get("Name")): str(c.get("Service") or "") for c in _as_list(facts.get("Controllers"))
+    return {str(c.get("Name")): str(c.get("Service") or "") for c in as_list(facts.get("Controllers"))
             if isinstance(c, dict) and c.get("DriverBound") and c.get("Name") not in (None, "unknown")}
 
 
@@ -117,12 +139,12 @@ def installed_storage_drivers(facts: dict[str, Any]) -> set[str] | None:
     if listed is None:
         return None
     bound = set(storage_drivers(facts).values())
-    return {str(d).lower() for d in _as_list(listed)} | (bound & VIRTIO_WIN_DRIVERS)
+    return {str(d).lower() for d in as_list(listed)} | (bound & VIRTIO_WIN_DRIVERS)
 
 
 def unbound_virtio_drivers(facts: dict[str, Any]) -> set[str]:
     """The virtio-win drivers of virtio controllers the guest shows without a driver (problem 28)."""
-    return {GUEST_CONTROLLER_DRIVER[str(c.get("Name"))] for c in _as_list(facts.get("Controllers"))
+    return {GUEST_CONTROLLER_DRIVER[str(c.get("Name"))] for c in as_list(facts.get("Controllers"))
             if isinstance(c, dict) and str(c.get("Name")) in GUEST_CONTROLLER_DRIVER and not c.get("DriverBound")}
 
 
