@@ -22,6 +22,29 @@ sum of warm-up + window.
 
 This is a benchmark, not a test: the numbers depend on the machine and on what else runs on it.
 
+Measured with 3 pairs on the shared 2-core development machine while four other helpers ran test suites,
+QEMU and pwsh (load average 7.3-28.3; per run at start-end below):
+
+    run  strategy  time    load       decided  extra wanted, not run   matrix overhead
+    1    new       603 s   7.3-28.3   4 of 5   10 (4 open verdict)      81.3 %
+    2    old       675 s   28.3-8.5   5 of 5    8 (cv)                 104.2 %
+    3    old       586 s   8.5-7.6    4 of 5    6 (cv)                  77.3 %
+    4    new       596 s   7.6-19.7   4 of 5   10 (4 open verdict)      80.2 %
+    5    new       682 s   19.7-12.7  4 of 5    9 (4 open verdict)     105.8 %
+    6    old       812 s   12.7-10.8  5 of 5    5 (cv)                 145.2 %
+
+- new (rounds + verdicts): 12 of 15 verdicts decided (ide open in all 3 runs); old (grouped + cv): 14 of
+  15 (ide open once). aio=native ahead of aio=threads for every controller in every run.
+- No run reached an extra repeat: the 30 planned cells alone took 9 min 46 s to 13 min 32 s (19.5-27.1 s
+  per 11 s cell), past time_budget_minutes = 8.5, so every wanted repeat was skipped and the two
+  strategies differed only in their order. Their difference in decided verdicts is then the order's:
+  grouped puts a configuration's repeats at one moment of the host's load, which can separate two
+  configurations that a drift spread over every round leaves within noise — more "decided" is not
+  more often right.
+- Matrix overhead 77-145 %: the critical path is the next VM's boot, not the harness (median window
+  closed -> next job sent 4.9-15.3 s, the booted-ahead VM not yet ready); against 42 % at load 7 in
+  bench_cell_overhead.py's quietest breakdown. The workbook of one run took 9.3 s more.
+
     .venv/bin/python benchmarks/bench_verdicts.py [--pairs 3] [--out DIR] [--json FILE] [--matrix M.toml]
     .venv/bin/python benchmarks/bench_verdicts.py --from DIR [--json FILE]   # count the runs kept in DIR again
     # ~7-9 minutes per run: 3 pairs take about 50 minutes

@@ -19,7 +19,7 @@ DEFAULT_OVERHEAD_S = 5.0
 # cell waits for after a window closes, and the warm-up's and window's overrun beyond the 0.5 s every cell
 # gets; measured on the demo matrix at load average 7 on 2 CPUs (benchmarks/bench_cell_overhead.py --breakdown:
 # medians 1.12 s window closed -> next job sent, warm-up +1.13 s, window +0.32 s). Busier machines take
-# longer: 19.5-22.5 s per 11 s cell at load 7-28 (benchmarks/bench_verdicts.py); the progress ETA then
+# longer: 19.5-27.1 s per 11 s cell at load 7-28 (benchmarks/bench_verdicts.py); the progress ETA then
 # follows the measured pace.
 BOOTED_AHEAD_OVERHEAD_S = 2.1
 

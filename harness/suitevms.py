@@ -166,16 +166,19 @@ _FIXES = {
 
 
 class ProxmoxSuiteVms:
-    """The suite's VMs on one Proxmox node: :meth:`discover` the guests, then :meth:`host_collector`."""
+    """The suite's VMs on a Proxmox node: :meth:`discover` the guests, then :meth:`host_collector`.
+    ``nodes`` (vmid -> node): VMs on other nodes than ``[proxmox] node`` (a fleet placed on several);
+    their hosts' processes are not measured (one node's collector would describe part of the fleet)."""
 
-    def __init__(self, suite: Any, *, transport: Any = None) -> None:
+    def __init__(self, suite: Any, *, transport: Any = None, nodes: dict[int, str] | None = None) -> None:
         if suite.proxmox is None:
             raise MatrixError(suite.path, "[proxmox]", "is missing", "add [proxmox] with host, node, token_id and "
                               "token_secret_env (how to reach the node of the suite's VMs)")
         self.suite = suite
         self.opts: dict[str, Any] = dict(suite.proxmox)
         self.transport = transport if transport is not None else make_transport(self.opts)
-        self.clients = {int(v): PveClient(self.transport, self.opts["node"], int(v)) for v in suite.vms}
+        self.nodes = {int(v): (nodes or {}).get(int(v), self.opts["node"]) for v in suite.vms}
+        self.clients = {vmid: PveClient(self.transport, node, vmid) for vmid, node in self.nodes.items()}
         self.vms: list[SuiteVm] = [SuiteVm(int(v)) for v in suite.vms]
         self.roles_source = ""
 
@@ -338,6 +341,10 @@ class ProxmoxSuiteVms:
         mode = self.suite.host_metrics
         if mode == "off":
             return None, {"mode": "off", "detail": "[suite] host_metrics = \"off\""}
+        spread = sorted(set(self.nodes.values()))
+        if len(spread) > 1:
+            return self._unreachable(f"the VMs run on {len(spread)} nodes ({', '.join(spread)}): one node's host "
+                                     "collector would measure part of them")
         if any(vm.pid is None for vm in self.vms):
             missing = ", ".join(str(vm.vmid) for vm in self.vms if vm.pid is None)
             return self._unreachable(f"the API gave no QEMU pid for VM {missing}")

@@ -91,6 +91,100 @@ EOF
     run "$PWSH" -NoLogo -NoProfile -NonInteractive -Command "Import-Module '$PESTER_PSD1'; if ((Get-Module Pester).Version -ne [version]'$PESTER_VERSION') { throw 'not Pester $PESTER_VERSION' }"
 fi
 
+# --- ReadyToRun: compile pwsh's own assemblies ahead of time ---------------------------------------
+# The .NET tool package ships PowerShell's assemblies as IL only, so every pwsh start JIT-compiles the
+# engine (~1.5 s of CPU per start; the tests start pwsh thousands of times: every WinRM command of the
+# fake Windows guest, every VMware backend call, every Pester run). crossgen2 (NuGet, the version of the
+# .NET runtime pwsh runs on) compiles the assemblies a start loads into ReadyToRun images, as Microsoft's
+# own PowerShell archives ship them: the same IL of the same 7.6.9 with native code beside it, about half
+# the CPU of a start. Optional: when it cannot be done the IL-only pwsh stays (correct, slower) and a
+# warning says why. STORMATRIX_PWSH_READYTORUN=0 skips it.
+R2R_ASSEMBLIES=(System.Management.Automation pwsh Microsoft.PowerShell.ConsoleHost
+    Microsoft.PowerShell.Commands.Utility Microsoft.PowerShell.Commands.Management Microsoft.PowerShell.Security
+    Microsoft.PowerShell.MarkdownRender Newtonsoft.Json Microsoft.ApplicationInsights
+    runtimes/unix/lib/netstandard1.6/Microsoft.Management.Infrastructure)
+
+# r2r_warn MESSAGE: say why pwsh stays IL-only (the install itself still succeeds)
+r2r_warn() {
+    echo "install-pwsh: WARNING: pwsh stays IL-only (slower starts): $*" >&2
+}
+
+readytorun() {
+    local app want runtime fw arch rid crossgen work name log proj
+    local marker="$PWSH_DIR/.readytorun"
+    app="$(ls -d "$PWSH_DIR/.store/powershell/$PWSH_VERSION/powershell/$PWSH_VERSION/tools"/net*/any/unix 2>/dev/null | head -n 1)"
+    if [[ -z "$app" || ! -f "$app/pwsh.runtimeconfig.json" ]]; then
+        r2r_warn "no unix/pwsh.runtimeconfig.json under $PWSH_DIR/.store"
+        return
+    fi
+    # the runtime pwsh rolls forward to: the newest installed patch of its framework's major.minor
+    want="$(sed -n 's/.*"version": *"\([0-9]*\.[0-9]*\)\..*/\1/p' "$app/pwsh.runtimeconfig.json" | head -n 1)"
+    runtime="$(dotnet --list-runtimes 2>/dev/null | sed -n "s/^Microsoft\.NETCore\.App \($want\.[0-9]*\) \[\(.*\)\]\$/\1 \2/p" | sort -V | tail -n 1)"
+    if [[ -z "$want" || -z "$runtime" ]]; then
+        r2r_warn "no Microsoft.NETCore.App ${want:-?} runtime in 'dotnet --list-runtimes'"
+        return
+    fi
+    fw="${runtime#* }/${runtime%% *}"
+    runtime="${runtime%% *}"
+    [[ "$(cat "$marker" 2>/dev/null)" == "$runtime" ]] && return
+    case "$(uname -m)" in
+        x86_64) arch=x64 ;;
+        aarch64) arch=arm64 ;;
+        *) r2r_warn "no crossgen2 for $(uname -m)"; return ;;
+    esac
+    rid="linux-$arch"
+    crossgen="$NUGET_DIR/microsoft.netcore.app.crossgen2.$rid/$runtime/tools/crossgen2"
+    if [[ ! -x "$crossgen" ]]; then
+        proj="$(mktemp -d)"
+        printf '%s\n' '<Project Sdk="Microsoft.NET.Sdk">' \
+            '  <PropertyGroup><TargetFramework>netstandard2.0</TargetFramework></PropertyGroup>' \
+            "  <ItemGroup><PackageDownload Include=\"Microsoft.NETCore.App.Crossgen2.$rid\" Version=\"[$runtime]\" /></ItemGroup>" \
+            '</Project>' >"$proj/restore.csproj"
+        echo "install-pwsh: dotnet restore (PackageDownload Microsoft.NETCore.App.Crossgen2.$rid $runtime) --packages $NUGET_DIR" >&2
+        timeout "$STEP_TIMEOUT" dotnet restore "$proj/restore.csproj" --packages "$NUGET_DIR" >"$proj/log" 2>&1
+        if [[ ! -x "$crossgen" ]]; then
+            r2r_warn "the restore of crossgen2 $runtime failed: $(tail -n 3 "$proj/log" | tr '\n' ' ')"
+            rm -rf "$proj"
+            return
+        fi
+        rm -rf "$proj"
+    fi
+    echo "install-pwsh: crossgen2 $runtime: ReadyToRun images of pwsh's assemblies" >&2
+    work="$(mktemp -d)"
+    log="$work/crossgen.log"
+    for name in "${R2R_ASSEMBLIES[@]}"; do
+        [[ -f "$app/$name.dll" ]] || continue
+        mkdir -p "$work/new/$(dirname "$name")" "$work/old/$(dirname "$name")"
+        if ! timeout "$STEP_TIMEOUT" "$crossgen" "$app/$name.dll" -o "$work/new/$name.dll" -r "$fw/*.dll" \
+                -r "$app/*.dll" --targetos linux --targetarch "$arch" -O >>"$log" 2>&1; then
+            r2r_warn "crossgen2 failed on $name.dll: $(tail -n 3 "$log" | tr '\n' ' ')"
+            rm -rf "$work"
+            return
+        fi
+    done
+    # swap the images in by rename (a pwsh running meanwhile keeps the file it mapped); put the IL back if
+    # the compiled pwsh does not start and name its version
+    for name in "${R2R_ASSEMBLIES[@]}"; do
+        [[ -f "$work/new/$name.dll" ]] || continue
+        cp -p "$app/$name.dll" "$work/old/$name.dll" && cp "$work/new/$name.dll" "$app/$name.dll.r2r" \
+            && mv -f "$app/$name.dll.r2r" "$app/$name.dll"
+    done
+    if [[ "$(timeout 120 "$PWSH" -NoLogo -NoProfile -NonInteractive -Command '$PSVersionTable.PSVersion.ToString()' 2>&1)" != "$PWSH_VERSION" ]]; then
+        for name in "${R2R_ASSEMBLIES[@]}"; do
+            [[ -f "$work/old/$name.dll" ]] && cp -p "$work/old/$name.dll" "$app/$name.dll.il" \
+                && mv -f "$app/$name.dll.il" "$app/$name.dll"
+        done
+        r2r_warn "the compiled pwsh did not report $PWSH_VERSION; the IL assemblies are back"
+        rm -rf "$work"
+        return
+    fi
+    echo "$runtime" >"$marker"
+    rm -rf "$work"
+}
+if [[ "${STORMATRIX_PWSH_READYTORUN:-1}" != "0" ]]; then
+    readytorun
+fi
+
 {
     echo "# written by scripts/install-pwsh.sh; source it to find the PowerShell test tools"
     echo "STORMATRIX_PWSH='$PWSH'"

@@ -21,7 +21,7 @@ Boot the tiny Linux guest under local QEMU (software emulation) for each cell of
 matrix, run real fio, measure the QEMU process, and write the workbook. Resumable like `run`.
 
 The demo matrix: five controllers x aio=native and aio=threads, three repeats each (30 cells,
-3 s warm-up + 8 s window; `plan` says 6 min 51 s for an idle 2-core machine; 10-11 min measured
+3 s warm-up + 8 s window; `plan` says 6 min 51 s for an idle 2-core machine; 10-13.5 min measured
 while other jobs kept the load average at 7-28). Three repeats are the
 fewest with which Welch's t-test (95 %) can call a difference significant with some power, so
 the workbook's findings are tested (significant, or within noise with the numbers), not

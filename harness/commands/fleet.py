@@ -20,7 +20,8 @@ DESCRIPTION = """\
 Deploy the worker VMs a comparison suite runs on, and remove them afterwards.
 
 The [fleet] section of FILE names a Proxmox template (a Linux cloud image with the QEMU guest agent
-and fio; `stormatrix fleet template` prints cloud-init user-data for it), the number of workers, linked
+and fio; `stormatrix fleet template` prints cloud-init user-data for it), the number of workers, the
+node (node) or nodes in turn (nodes = ["pve1", "pve2"], on shared storage) to place them on, linked
 or full clones, vCPUs, memory, a name prefix, a VMID range (or "auto") and the storages under test;
 [proxmox] says how to reach the node (token by reference, never in the file). With
 [fleet] backend = "vmware" the workers are cloned from a vSphere template onto an ESXi host, the

@@ -56,10 +56,15 @@ class FleetPlan:
     storages: list[dict[str, Any]] = field(default_factory=list)  # per storage: id, type, avail, needed, content
     problems: list[tuple[str, str]] = field(default_factory=list)  # (key, problem and fix)
     fio: str = ""  # what the template declares about its fio (template.fio_declaration_note)
+    placed: list[str] = field(default_factory=list)  # each worker's node
 
     def describe(self) -> list[str]:
-        lines = [f"node {self.node}: {len(self.vmids)} workers cloned from template {self.template}",
-                 "  " + ", ".join(f"{v} {n}" for v, n in zip(self.vmids, self.names))]
+        placed = self.placed or [self.node] * len(self.vmids)
+        nodes = list(dict.fromkeys(placed))
+        where = f"node {nodes[0]}" if len(nodes) == 1 else f"nodes {', '.join(nodes)} in turn"
+        lines = [f"{where}: {len(self.vmids)} workers cloned from template {self.template}",
+                 "  " + ", ".join(f"{v} {n}" + (f" ({p})" if len(nodes) > 1 else "")
+                                  for v, n, p in zip(self.vmids, self.names, placed))]
         if self.fio:
             lines.append(f"  fio: {self.fio}")
         for s in self.storages:
@@ -82,6 +87,8 @@ class ProxmoxFleet:
         self.poll = poll
         st = self.journal.state()
         self.fleet_id = str(st.header["fleet_id"]) if st.header else uuid.uuid4().hex[:12]
+        # where each VM is (the template's node is learnt by plan): every per-VM call goes to its node
+        self.vm_nodes: dict[int, str] = {vmid: str(rec.get("node") or self.node) for vmid, rec in st.vms.items()}
 
     def close(self) -> None:
         close = getattr(self.t, "close", None)
@@ -98,15 +105,19 @@ class ProxmoxFleet:
     def _get(self, path: str, params: dict[str, Any] | None = None) -> Any:
         return self.t.request("GET", path, params)
 
+    def node_of(self, vmid: int) -> str:
+        return self.vm_nodes.get(vmid, self.node)
+
     def _vm_path(self, vmid: int) -> str:
-        return f"/nodes/{self.node}/qemu/{vmid}"
+        return f"/nodes/{self.node_of(vmid)}/qemu/{vmid}"
 
     def wait_task(self, upid: Any, what: str) -> None:
         if not isinstance(upid, str) or not upid.startswith("UPID:"):
             raise BackendError(f"{what}: Proxmox returned no task id ({upid!r})")
         deadline = time.monotonic() + self.spec.task_timeout
+        node = upid.split(":")[1] or self.node  # UPID:<node>:...: a task is read on the node that runs it
         while True:
-            st = self._get(f"/nodes/{self.node}/tasks/{upid}/status") or {}
+            st = self._get(f"/nodes/{node}/tasks/{upid}/status") or {}
             if st.get("status") == "stopped":
                 exitstatus = str(st.get("exitstatus", ""))
                 if exitstatus == "OK" or exitstatus.startswith("WARNINGS"):
@@ -160,6 +171,7 @@ class ProxmoxFleet:
             problems.append(("template", f"VM {s.template} does not exist on the cluster; give the VMID of a "
                                          "template (a Linux cloud image with the QEMU guest agent and fio)"))
         else:
+            self.vm_nodes[s.template] = str(template.get("node") or self.node)
             conf = self.config(s.template) or {}
             if str(conf.get("template", "0")) != "1":
                 problems.append(("template", f"VM {s.template} ({template.get('name', '?')}) is not a template: "
@@ -195,35 +207,45 @@ class ProxmoxFleet:
                 if candidate not in taken and candidate not in vmids and candidate != s.template:
                     vmids.append(candidate)
                 candidate += 1
-        plan = FleetPlan(self.node, s.template, vmids, s.names(), fio=fio_note)
-        storages = {str(x.get("storage")): x for x in (self._get(f"/nodes/{self.node}/storage") or [])}
-        needed = s.workers * s.disk_size
+        placed = [str(state.vms[v].get("node") or self.node) if v in state.vms else p
+                  for v, p in zip(vmids, s.placement())]
+        plan = FleetPlan(self.node, s.template, vmids, s.names(), fio=fio_note, placed=placed)
+        for node in dict.fromkeys(placed):
+            self._plan_storages(plan, node, placed.count(node), problems)
+        plan.problems = problems
+        return plan
+
+    def _plan_storages(self, plan: FleetPlan, node: str, workers: int, problems: list[tuple[str, str]]) -> None:
+        """Each storage under test as ``node`` sees it: there, holding VM disks, with room for the volumes
+        of the ``workers`` placed on it."""
+        s = self.spec
+        storages = {str(x.get("storage")): x for x in (self._get(f"/nodes/{node}/storage") or [])}
+        needed = workers * s.disk_size
         for sid in s.storages:
             st = storages.get(sid)
             if st is None:
-                problems.append(("storages", f"storage {sid!r} does not exist on node {self.node} (it has: "
+                problems.append(("storages", f"storage {sid!r} does not exist on node {node} (it has: "
                                              f"{', '.join(sorted(storages)) or 'none'})"))
                 continue
             try:
-                status = dict(self._get(f"/nodes/{self.node}/storage/{sid}/status") or {})
+                status = dict(self._get(f"/nodes/{node}/storage/{sid}/status") or {})
             except PveApiError as exc:
                 problems.append(("storages", f"storage {sid}: its status cannot be read: {exc.message}"))
                 continue
             content = str(status.get("content", st.get("content", "")))
             avail = int(status.get("avail", 0))
             plan.storages.append({"storage": sid, "type": status.get("type"), "content": content, "avail": avail,
-                                  "needed": needed})
+                                  "needed": needed, "node": node})
             if "images" not in content.split(","):
                 problems.append(("storages", f"storage {sid} does not hold VM disks (content: {content or 'none'}); "
                                              f"add 'images' to its content types, or name another storage"))
             if not status.get("active", 1):
-                problems.append(("storages", f"storage {sid} is not active on node {self.node}"))
+                problems.append(("storages", f"storage {sid} is not active on node {node}"))
             if avail < needed:
-                problems.append(("storages", f"storage {sid} has {avail / 2**30:.1f} GiB free, the fleet needs "
-                                             f"{needed / 2**30:.1f} GiB ({s.workers} x {s.disk_size / 2**30:g} GiB); "
+                on = f" on node {node}" if s.nodes else ""
+                problems.append(("storages", f"storage {sid}{on} has {avail / 2**30:.1f} GiB free, the fleet needs "
+                                             f"{needed / 2**30:.1f} GiB ({workers} x {s.disk_size / 2**30:g} GiB); "
                                              "free space, or lower workers or disk_size"))
-        plan.problems = problems
-        return plan
 
     def check(self, plan: FleetPlan) -> None:
         refuse_problems(self.spec.path, plan.problems)
@@ -237,9 +259,11 @@ class ProxmoxFleet:
         state = self.journal.state()
         if state.header is None:
             self.journal.append({"type": "fleet", "fleet_id": self.fleet_id, "backend": "proxmox",
-                                 "node": self.node, "template": s.template, "workers": s.workers,
+                                 "node": self.node, "nodes": sorted(set(plan.placed)), "template": s.template,
+                                 "workers": s.workers,
                                  "vmids": plan.vmids, "marker": self.marker})
         step = on_step or (lambda _stage, _vmid: None)
+        node_for = dict(zip(plan.vmids, plan.placed))
         todo = [(vmid, name) for vmid, name in zip(plan.vmids, plan.names) if vmid not in state.ready]
         for at in range(0, len(todo), PARALLEL_TASKS):
             chunk = todo[at:at + PARALLEL_TASKS]
@@ -253,12 +277,17 @@ class ProxmoxFleet:
                         raise BackendError(f"VMID {vmid} holds a VM this fleet did not create ({other}); it is left "
                                            "alone. Give [fleet] vmids a free range and run again")
                 if conf is None:
-                    self.journal.append({"type": "vm", "vmid": vmid, "name": name, "node": self.node})
+                    node = node_for[vmid]
+                    self.journal.append({"type": "vm", "vmid": vmid, "name": name, "node": node})
+                    self.vm_nodes[vmid] = node
                     step("clone", vmid)
-                    clones.append((f"clone of template {s.template} as VM {vmid}", partial(
-                        self.t.request, "POST", f"{self._vm_path(s.template)}/clone",
-                        {"newid": vmid, "name": name, "full": int(s.clone == "full"), "description": self.marker}),
-                        lambda: None))
+                    target = {"target": node} if node != self.node_of(s.template) else {}
+                    what = f"clone of template {s.template} as VM {vmid}" + (f" on node {node}" if target else "")
+                    clones.append((what,
+                                   partial(self.t.request, "POST", f"{self._vm_path(s.template)}/clone",
+                                           {"newid": vmid, "name": name, "full": int(s.clone == "full"),
+                                            "description": self.marker, **target}),
+                                   lambda: None))
             self.run_tasks(clones)
             for vmid, _name in chunk:
                 step("configure", vmid)
@@ -329,8 +358,9 @@ class ProxmoxFleet:
                 else:
                     existing = self._find_volume(storage, vmid, filename)
                 step("allocate", vmid)
-                volid = existing or str(self.t.request("POST", f"/nodes/{self.node}/storage/{storage}/content", {
-                    "vmid": vmid, "filename": filename, "size": f"{self.spec.disk_size // 2**20}M"}))
+                volid = existing or str(self.t.request(
+                    "POST", f"/nodes/{self.node_of(vmid)}/storage/{storage}/content",
+                    {"vmid": vmid, "filename": filename, "size": f"{self.spec.disk_size // 2**20}M"}))
                 self.journal.append({"type": "volume-made", "storage": storage, "filename": filename, "volid": volid})
                 vol = OwnedVolume(storage, vmid, filename, volid)
             if vol.attached:
@@ -347,7 +377,7 @@ class ProxmoxFleet:
 
     def _find_volume(self, storage: str, vmid: int, filename: str) -> str | None:
         """The volume an interrupted allocation may have made (its name starts with ``filename``)."""
-        for item in self._get(f"/nodes/{self.node}/storage/{storage}/content", {"vmid": vmid}) or []:
+        for item in self._get(f"/nodes/{self.node_of(vmid)}/storage/{storage}/content", {"vmid": vmid}) or []:
             volid = str(item.get("volid", ""))
             name = volid.partition(":")[2].rpartition("/")[2]
             if name == filename or name.startswith(filename + "."):
@@ -357,13 +387,15 @@ class ProxmoxFleet:
     def detach(self, storage: str | None = None, *, on_step: Callable[[str, int], None] | None = None) -> None:
         """Detach and free every journaled volume (of ``storage``, or all) that is not gone yet."""
         step = on_step or (lambda _stage, _vmid: None)
-        present: dict[str, set[str]] = {}  # storage -> its volumes now: one listing per storage, not per volume
+        # (storage, node) -> its volumes now: one listing per storage and node, not per volume
+        present: dict[tuple[str, str], set[str]] = {}
         for vol in self.journal.state().live_volumes():
             if storage is not None and vol.storage != storage:
                 continue
-            if vol.storage not in present:
-                present[vol.storage] = {str(item.get("volid")) for item in
-                                        self._get(f"/nodes/{self.node}/storage/{vol.storage}/content") or []}
+            node = self.node_of(vol.vmid)
+            if (vol.storage, node) not in present:
+                present[vol.storage, node] = {str(item.get("volid")) for item in
+                                              self._get(f"/nodes/{node}/storage/{vol.storage}/content") or []}
             volid = vol.volid or self._find_volume(vol.storage, vol.vmid, vol.filename)
             conf = self.config(vol.vmid)
             if volid is not None and self.ours(conf):
@@ -374,9 +406,9 @@ class ProxmoxFleet:
                     step("detach", vol.vmid)
                     self.t.request("PUT", f"{self._vm_path(vol.vmid)}/config", {"delete": slot, **_digest(conf)})
                     self.journal.append({"type": "detached", "vmid": vol.vmid, "slot": slot, "volid": volid})
-            if volid is not None and volid in present[vol.storage]:
+            if volid is not None and volid in present[vol.storage, node]:
                 step("free", vol.vmid)
-                upid = self.t.request("DELETE", f"/nodes/{self.node}/storage/{vol.storage}/content/{volid}")
+                upid = self.t.request("DELETE", f"/nodes/{node}/storage/{vol.storage}/content/{volid}")
                 if upid:
                     self.wait_task(upid, f"freeing volume {volid}")
             self.journal.append({"type": "gone", "kind": "volume", "volid": volid, "storage": vol.storage,

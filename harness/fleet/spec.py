@@ -5,6 +5,8 @@
     [fleet]
     template = 9000            # a Proxmox template: a Linux cloud image with the QEMU guest agent and fio
     workers = 32               # 1 to 256
+    node = "pve1"              # where the workers run (default: [proxmox] node), or several in turn:
+                               # nodes = ["pve1", "pve2"] (the template's disks on shared storage)
     clone = "linked"           # or "full"
     vcpus = 4
     memory_mib = 4096
@@ -71,6 +73,11 @@ def _storage_ok(value: str) -> None:
         raise ValueError(problem)
 
 
+def _node_ok(value: str) -> None:
+    if not re.fullmatch(r"[a-zA-Z0-9]([a-zA-Z0-9\-]{0,61}[a-zA-Z0-9])?", value):
+        raise ValueError(f"{value!r} is not a Proxmox node name (a host name: letters, digits and '-')")
+
+
 def _controller_ok(value: str) -> None:
     if value not in CONTROLLERS or CONTROLLERS[value][0] == "esxi":
         raise ValueError(f"{value!r} is not a Proxmox controller "
@@ -82,6 +89,8 @@ FLEET_SECTION = Section("fleet", {
     "template": Field(int, min=100, max=999999999, help="VMID of the template the workers are cloned from"),
     "workers": Field(int, 4, min=1, max=MAX_WORKERS),
     "node": Field(str, "", help="the node to place the workers on (default: [proxmox] node)"),
+    "nodes": Field(str, None, list_of=True, check=_node_ok,
+                   help="the nodes to place the workers on, in turn (worker 1 on the first, 2 on the second...)"),
     "clone": Field(str, "linked", choices=CLONE_MODES),
     "vcpus": Field(int, 4, min=1, max=512),
     "memory_mib": Field(int, 4096, min=64, max=4 * 2**20),
@@ -104,7 +113,7 @@ class FleetSpec:
     path: str
     template: int
     workers: int
-    node: str
+    node: str  # the first node of ``nodes``
     clone: str
     vcpus: int
     memory_mib: int
@@ -115,6 +124,12 @@ class FleetSpec:
     disk: DiskConfig  # how every worker attaches its test volume
     power_cycle: str
     task_timeout: float
+    nodes: tuple[str, ...] = ()  # where the workers are placed, in turn (empty: all on ``node``)
+
+    def placement(self) -> list[str]:
+        """Each worker's node, in worker order: the nodes in turn."""
+        nodes = self.nodes or (self.node,)
+        return [nodes[i % len(nodes)] for i in range(self.workers)]
 
     def names(self) -> list[str]:
         width = max(2, len(str(self.workers)))
@@ -138,7 +153,14 @@ def fleet_from_dict(raw: dict[str, Any], path: str, node: str) -> FleetSpec:
     if problem:
         raise MatrixError(path, "[fleet] aio", problem, "set cache = \"none\" or \"directsync\" (or leave it "
                           "\"default\"), or aio = \"io_uring\"")
-    spec = FleetSpec(path=path, template=f["template"], workers=f["workers"], node=f["node"] or node,
+    if f["nodes"] is not None and f["node"]:
+        raise MatrixError(path, "[fleet] nodes", "and [fleet] node are both given",
+                          "give one node as node = \"pve1\", or several as nodes = [\"pve1\", \"pve2\"]")
+    if f["nodes"] is not None and len(set(f["nodes"])) != len(f["nodes"]):
+        raise MatrixError(path, "[fleet] nodes", "names a node twice", "list each node once")
+    nodes = tuple(f["nodes"] or ())
+    spec = FleetSpec(path=path, template=f["template"], workers=f["workers"],
+                     node=nodes[0] if nodes else (f["node"] or node), nodes=nodes,
                      clone=f["clone"], vcpus=f["vcpus"], memory_mib=f["memory_mib"], name_prefix=f["name_prefix"],
                      vmids=f["vmids"], storages=tuple(f["storages"]), disk_size=parse_size(f["disk_size"]),
                      disk=DiskConfig(f["controller"], f["aio"], f["iothread"], f["cache"]),

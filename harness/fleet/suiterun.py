@@ -37,7 +37,7 @@ import logging
 import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from ..backends.proxmox.settings import make_transport
 from ..core.errors import MatrixError
@@ -86,43 +86,40 @@ def run_fleet_suite(suite: Suite, run_dir: str | Path, *, fio: str = "fio", keep
     transport = transport if transport is not None else make_transport(suite.proxmox, suite.path)
     controller_fio = fio_version(fio)
     fleet = ProxmoxFleet(spec, transport, run_dir, fio=controller_fio)  # a template's declared fio is checked
-    outcome = FleetSuiteOutcome(fleet.fleet_id)
-    print(f"fleet {fleet.fleet_id}: deploying {spec.workers} workers from template {spec.template}", file=stream)
-    outcome.vmids = fleet.deploy()
-    versions_checked = False
-    for storage in spec.storages:
-        side_dir = run_dir / storage
-        side = replace(suite, side=storage, vms=tuple(str(v) for v in outcome.vmids))
-        if _side_done(side, side_dir, fleet, outcome, stream):
-            continue
-        print(f"storage {storage}: allocating and attaching {len(outcome.vmids)} volumes", file=stream)
-        fleet.attach(storage, outcome.vmids)
-        print(f"storage {storage}: " + ("power-cycling the workers" if spec.power_cycle != "never" else
-                                        "starting the workers that are not running"), file=stream)
-        cycle(fleet, outcome.vmids, storage, None, stop=spec.power_cycle != "never")
-        if not versions_checked:
-            check_fio(fleet, outcome.vmids, controller_fio, keep=keep)
-            versions_checked = True
-        vms = ProxmoxSuiteVms(side, transport=transport)
-        guests = vms.discover()
-        collector, status = vms.host_collector()
-        before_point = None
-        if spec.power_cycle == "point":
-            # before each point after the side's first (the cycle above is the first point's)
-            def before_point(point: Cell, _storage: str = storage, _collector: Any = collector) -> None:
-                cycle(fleet, outcome.vmids, _storage, point.key, stop=True)
-                invalidate = getattr(getattr(_collector, "scopes", None), "invalidate", None)
-                if invalidate is not None:
-                    invalidate()  # the workers' QEMU processes are new: the collector takes their pids anew
-        storage_record = {"kind": storage, "server": "proxmox storage", "volumes": _volumes(fleet, storage),
-                          "power_cycle": spec.power_cycle}
-        outcome.sides[storage] = run_suite(side.with_guests(guests), side_dir, fio=fio, progress=progress,
-                                           collector=collector, backend="proxmox", host_collector=status,
-                                           vms=vms.record(), storage=storage_record, booting=True,
-                                           before_point=before_point)
-        print(f"storage {storage}: detaching and freeing the volumes", file=stream)
-        fleet.detach(storage)
-    return _finish(fleet, spec.storages, run_dir, outcome, keep=keep, stream=stream)
+    with fleet:  # its connection is closed however the run ends (a refused plan, a failed point)
+        outcome = FleetSuiteOutcome(fleet.fleet_id)
+        print(f"fleet {fleet.fleet_id}: deploying {spec.workers} workers from template {spec.template}", file=stream)
+        outcome.vmids = fleet.deploy()
+        versions_checked = False
+        for storage, side, side_dir in _pending_sides(suite, spec.storages, run_dir, fleet, outcome, stream):
+            print(f"storage {storage}: allocating and attaching {len(outcome.vmids)} volumes", file=stream)
+            fleet.attach(storage, outcome.vmids)
+            print(f"storage {storage}: " + ("power-cycling the workers" if spec.power_cycle != "never" else
+                                            "starting the workers that are not running"), file=stream)
+            cycle(fleet, outcome.vmids, storage, None, stop=spec.power_cycle != "never")
+            if not versions_checked:
+                check_fio(fleet, outcome.vmids, controller_fio, keep=keep)
+                versions_checked = True
+            vms = ProxmoxSuiteVms(side, transport=transport, nodes={v: fleet.node_of(v) for v in outcome.vmids})
+            guests = vms.discover()
+            collector, status = vms.host_collector()
+            before_point = None
+            if spec.power_cycle == "point":
+                # before each point after the side's first (the cycle above is the first point's)
+                def before_point(point: Cell, _storage: str = storage, _collector: Any = collector) -> None:
+                    cycle(fleet, outcome.vmids, _storage, point.key, stop=True)
+                    invalidate = getattr(getattr(_collector, "scopes", None), "invalidate", None)
+                    if invalidate is not None:
+                        invalidate()  # the workers' QEMU processes are new: the collector takes their pids anew
+            storage_record = {"kind": storage, "server": "proxmox storage", "volumes": _volumes(fleet, storage),
+                              "power_cycle": spec.power_cycle}
+            outcome.sides[storage] = run_suite(side.with_guests(guests), side_dir, fio=fio, progress=progress,
+                                               collector=collector, backend="proxmox", host_collector=status,
+                                               vms=vms.record(), storage=storage_record, booting=True,
+                                               before_point=before_point)
+            print(f"storage {storage}: detaching and freeing the volumes", file=stream)
+            fleet.detach(storage)
+        return _finish(fleet, spec.storages, run_dir, outcome, keep=keep, stream=stream)
 
 
 def check_fio(fleet: Any, vmids: list[Any], controller_fio: str | None, *, keep: bool) -> None:
@@ -136,6 +133,17 @@ def check_fio(fleet: Any, vmids: list[Any], controller_fio: str | None, *, keep:
             fleet.destroy()
         fleet.close()
         raise
+
+
+def _pending_sides(suite: Suite, storages: tuple[str, ...], run_dir: Path, fleet: Any, outcome: FleetSuiteOutcome,
+                   stream: Any) -> Iterator[tuple[str, Suite, Path]]:
+    """Each storage under test in turn: its id, its side of the suite (on the fleet's workers) and its run
+    directory; a side whose points are all journaled is skipped (:func:`_side_done`)."""
+    for storage in storages:
+        side_dir = run_dir / storage
+        side = replace(suite, side=storage, vms=tuple(str(v) for v in outcome.vmids))
+        if not _side_done(side, side_dir, fleet, outcome, stream):
+            yield storage, side, side_dir
 
 
 def _side_done(side: Suite, side_dir: Path, fleet: Any, outcome: FleetSuiteOutcome, stream: Any) -> bool:
@@ -183,11 +191,7 @@ def run_vmware_fleet_suite(suite: Suite, run_dir: Path, *, fio: str, keep: bool,
     status = {"mode": "none", "detail": "no host metrics: the ESXi host's CPU per worker is not collected for a "
               "fleet", "fix": "compare the sides by IOPS and latency; host CPU on ESXi needs a matrix run"}
     versions_checked = False
-    for storage in spec.storages:
-        side_dir = run_dir / storage
-        side = replace(suite, side=storage, vms=tuple(str(v) for v in outcome.vmids))
-        if _side_done(side, side_dir, fleet, outcome, stream):
-            continue
+    for storage, side, side_dir in _pending_sides(suite, spec.storages, run_dir, fleet, outcome, stream):
         print(f"storage {storage}: making and attaching {len(outcome.vmids)} test disks", file=stream)
         fleet.attach(storage, outcome.vmids)
         print(f"storage {storage}: power-cycling the workers", file=stream)

@@ -23,7 +23,8 @@ Records (``type``; the Proxmox fleet's records are keyed by VMID, these by vCent
 ``fleet`` (``backend = "vmware"``), ``esx-vm`` (``name``: before the clone), ``esx-vm-made`` (``name``, ``id``,
 ``disks``: the clone's own disk files), ``esx-vm-ready`` (``name``, ``id``), ``esx-disk`` (``vm``, ``id``,
 ``datastore``: before the disk), ``esx-disk-made`` (``vm``, ``datastore``, ``filename``), ``esx-disk-attached``,
-``esx-gone`` (``kind`` ``vm`` with ``name``/``id``, or ``disk`` with ``vm``/``datastore``).
+``esx-gone`` (``kind`` ``vm`` with ``name``/``id``, or ``disk`` with ``vm``/``datastore``), ``esx-fio`` (a passed
+fio check: ``controller``, ``vms``, ``versions``).
 
 ``[fleet]`` for ESXi::
 
@@ -495,7 +496,14 @@ class VmwareFleet:
         """The fio each worker's guest runs (``fio --version`` through VMware Tools guest operations,
         ``Get-StormatrixVMwareFleetFioVersion``) must be the controller's (``want``). Every worker is asked;
         any mismatch or failure is one MatrixError (exit 2) naming each worker and the fix, raised before the
-        first point. Returns VM name -> version."""
+        first point. Returns VM name -> version.
+
+        A check that passed is journaled (``esx-fio``: the controller's version, the VM ids, each one's fio):
+        a rerun after a crash, with the same workers and the same controller fio, takes it from the journal
+        instead of asking every guest again (a power cycle does not change a guest's fio)."""
+        for rec in self.journal.records():
+            if rec["type"] == "esx-fio" and rec.get("controller") == want and rec.get("vms") == sorted(vmids):
+                return dict(rec.get("versions") or {})
         found: dict[str, str] = {}
         problems: list[str] = []
         answers = self._call("Get-StormatrixVMwareFleetFioVersion",
@@ -517,6 +525,7 @@ class VmwareFleet:
             if want is not None and version != want:
                 problems.append(f"VM {name} runs {version}, the controller {want}")
         refuse_fio_versions(self.spec.path, self.spec.template, want, problems)
+        self.journal.append({"type": "esx-fio", "controller": want, "vms": sorted(vmids), "versions": found})
         return found
 
     # --- destroy ----------------------------------------------------------------------------------------

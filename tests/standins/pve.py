@@ -73,6 +73,9 @@ class PveStandin(PowerAndTasks, NodeTools, StorageConfig, FleetEndpoints):
                  auditors: set[str] | None = None) -> None:
         self.workdir = Path(workdir)
         self.node = node
+        # a cluster: other nodes (add_node) and the node each VM is on (default: ``node``)
+        self.other_nodes: list[str] = []
+        self.vm_node: dict[int, str] = {}
         self.tokens = dict(tokens or {})  # "user@realm!tokenid" -> secret
         # tokens with Sys.Audit on /nodes/<node>: they may list and read other users' tasks (None = all)
         self.auditors = auditors
@@ -298,8 +301,12 @@ class PveStandin(PowerAndTasks, NodeTools, StorageConfig, FleetEndpoints):
             if k in params:
                 raise param_error({k: "duplicate parameter (path and body)"})
         parsed = Schema.validate(info, {**params, **path_params})
-        if path_params.get("node", self.node) != self.node:
+        node = path_params.get("node", self.node)
+        if node not in self.nodes:
             raise ApiError(595, f"no such cluster node '{path_params['node']}'")
+        sid = path_params.get("storage")
+        if sid in self.storages and not self.storage_on(sid, node):
+            raise ApiError(500, f"storage '{sid}' is not available on node '{node}'")
         handler = getattr(self, "_api_" + re.sub(r"\W+", "_", f"{method}{template}").strip("_"))
         return handler(parsed, params, user, info)
 
@@ -309,10 +316,25 @@ class PveStandin(PowerAndTasks, NodeTools, StorageConfig, FleetEndpoints):
             raise ApiError(401, "authentication failure")
         return m.group(1)
 
+    @property
+    def nodes(self) -> list[str]:
+        return [self.node, *self.other_nodes]
+
+    def add_node(self, node: str) -> None:
+        """Another node of the cluster: it sees the shared storages; VMs are put there by a clone's target."""
+        with self.lock:
+            self.other_nodes.append(node)
+
+    def storage_on(self, sid: str, node: str) -> bool:
+        """A shared storage is on every node; any other only on the first (``node``)."""
+        return node == self.node or bool(self.storages.get(sid, {}).get("shared"))
+
     def _vm(self, parsed: dict[str, Any]) -> Vm:
-        vm = self.vms.get(int(parsed["vmid"]))
-        if vm is None:
-            raise ApiError(500, f"Configuration file 'nodes/{self.node}/qemu-server/{parsed['vmid']}.conf' does not exist")
+        vmid = int(parsed["vmid"])
+        vm = self.vms.get(vmid)
+        node = str(parsed.get("node") or self.node)
+        if vm is None or self.vm_node.get(vmid, self.node) != node:  # a VM's config lives on its own node
+            raise ApiError(500, f"Configuration file 'nodes/{node}/qemu-server/{vmid}.conf' does not exist")
         return vm
 
     # --- endpoints (named after method + path template) --------------------------------------------

@@ -63,6 +63,9 @@ class FleetEndpoints:
     storage_capacity: dict[str, int]  # bytes per storage (not a storage.cfg key); TIB when not set
     volume_sizes: dict[str, int]
     destroyed_vms: list[int]
+    vm_node: dict[int, str]
+    nodes: list[str]
+    storage_on: Any
 
     #: how long a clone task runs (seconds), linked and full
     clone_seconds = 0.2
@@ -134,7 +137,7 @@ class FleetEndpoints:
         with self.lock:
             out = []
             for sid in sorted(self.storages):
-                if p.get("storage") and p["storage"] != sid:
+                if (p.get("storage") and p["storage"] != sid) or not self.storage_on(sid, str(p["node"])):
                     continue
                 st = self._storage_status(sid)
                 if p.get("content") and not set(str(p["content"]).split(",")) <= set(st["content"].split(",")):
@@ -226,11 +229,12 @@ class FleetEndpoints:
         with self.lock:
             out: list[dict[str, Any]] = []
             if kind in (None, "node"):
-                out.append({"id": f"node/{self.node}", "type": "node", "node": self.node, "status": "online"})
+                out += [{"id": f"node/{n}", "type": "node", "node": n, "status": "online"} for n in self.nodes]
             if kind in (None, "vm"):
                 for vmid, vm in sorted(self.vms.items()):
                     conf = self.merged(vm)
-                    out.append({"id": f"qemu/{vmid}", "type": "qemu", "vmid": vmid, "node": self.node,
+                    out.append({"id": f"qemu/{vmid}", "type": "qemu", "vmid": vmid,
+                                "node": self.vm_node.get(vmid, self.node),
                                 "name": conf.get("name", f"VM {vmid}"),
                                 "status": "running" if vm.running else "stopped",
                                 "template": int(conf.get("template", "0") == "1"), "tags": conf.get("tags", ""),
@@ -238,10 +242,11 @@ class FleetEndpoints:
                                 "maxcpu": int(conf.get("cores", "1")) * int(conf.get("sockets", "1")),
                                 **({"lock": conf["lock"]} if "lock" in conf else {})})
             if kind in (None, "storage"):
-                for sid in sorted(self.storages):
+                for node, sid in [(n, sid) for n in self.nodes for sid in sorted(self.storages)
+                                  if self.storage_on(sid, n)]:
                     st = self._storage_status(sid)
-                    out.append({"id": f"storage/{self.node}/{sid}", "type": "storage", "storage": sid,
-                                "node": self.node, "content": st["content"], "plugintype": st["type"],
+                    out.append({"id": f"storage/{node}/{sid}", "type": "storage", "storage": sid,
+                                "node": node, "content": st["content"], "plugintype": st["type"],
                                 "disk": st["used"], "maxdisk": st["total"], "shared": st["shared"],
                                 "status": "available"})
             return out
@@ -259,8 +264,13 @@ class FleetEndpoints:
             conf = self.merged(src)
             template = conf.get("template") == "1"
             full = bool(p["full"]) if p.get("full") is not None else not template
-            if p.get("target") not in (None, self.node):
-                raise ApiError(500, f"can't clone VM to node '{p['target']}' (VM uses local storage)")
+            here = self.vm_node.get(src.vmid, self.node)
+            target = str(p.get("target") or here)
+            if target not in self.nodes:
+                raise ApiError(500, f"no such cluster node '{target}'")
+            local = [k for k, v in self._disks(conf) if not self.storage_on(v.partition(":")[0], target)]
+            if target != here and local:  # qemu-server: a clone to another node needs shared storage
+                raise ApiError(500, f"can't clone VM to node '{target}' (VM uses local storage)")
             if not full:
                 if p.get("storage"):
                     raise param_error({"storage": "parameter 'storage' not allowed for linked clones"})
@@ -268,7 +278,7 @@ class FleetEndpoints:
                     disk = next((k for k, _ in self._disks(conf)), "scsi0")
                     raise ApiError(500, f"Linked clone feature is not supported for drive '{disk}'")
             if newid in self.vms:
-                raise ApiError(500, f"VM {newid} already exists on node '{self.node}'")
+                raise ApiError(500, f"VM {newid} already exists on node '{self.vm_node.get(newid, self.node)}'")
             target_sid = p.get("storage")
             if target_sid:
                 self._storage(target_sid)
@@ -276,6 +286,7 @@ class FleetEndpoints:
             from .pve_power import Vm
 
             self.vms[newid] = Vm(newid, {"lock": "clone"})
+            self.vm_node[newid] = target
             made: list[str] = []
             # an injected failure (fail_next_task) happens inside the clone, so its clean-up runs too
             injected = self._task_faults.get("qmclone", [])

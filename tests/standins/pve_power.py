@@ -81,12 +81,14 @@ class PowerAndTasks:
     bridge_addresses: dict[int, str]
     guest_execs: dict[tuple[int, int], dict[str, Any]]
     bridge_address: Callable[[int], str]
+    vm_node: dict[int, str]
 
     def _task(self, ttype: str, vmid: int, user: str, body: Callable[[Task], None]) -> str:
         with self.lock:
             self._task_counter += 1
             now = int(time.time())
-            upid = (f"UPID:{self.node}:{os.getpid() + self._task_counter:08X}:{self._task_counter:08X}:"
+            node = self.vm_node.get(vmid, self.node)  # a VM's tasks run on its node
+            upid = (f"UPID:{node}:{os.getpid() + self._task_counter:08X}:{self._task_counter:08X}:"
                     f"{now:08X}:{ttype}:{vmid}:{user}:")
             task = Task(upid, ttype, vmid, user, now)
             self.tasks[upid] = task
@@ -413,8 +415,10 @@ class PowerAndTasks:
         task = self.tasks.get(str(p["upid"]))
         if task is None:
             raise ApiError(500, f"unable to parse worker upid '{p['upid']}'")
+        if task.upid.split(":")[1] != p["node"]:  # a task's log and status are on the node that runs it
+            raise ApiError(500, f"no such task on node '{p['node']}'")
         self._check_task_user(task, user)
-        out: dict[str, Any] = {"upid": task.upid, "node": self.node, "type": task.type, "id": str(task.vmid),
+        out: dict[str, Any] = {"upid": task.upid, "node": task.upid.split(":")[1], "type": task.type, "id": str(task.vmid),
                                "user": task.user, "status": task.status, "starttime": task.starttime,
                                "pid": int(task.upid.split(":")[2], 16), "pstart": int(task.upid.split(":")[3], 16)}
         if task.status == "stopped":

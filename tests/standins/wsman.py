@@ -37,7 +37,7 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 from tests.pwshengine import pwsh_path
 
@@ -476,6 +476,17 @@ def _fakewindows():  # tests/pwsh/FakeWindows is a folder of test data and progr
         sys.modules[name] = module
         spec.loader.exec_module(module)
     return sys.modules[name]
+
+
+@dataclass
+class FirstUpload:
+    """What a session's first ``wait_ready`` did in a guest whose %TEMP% was empty (the executor tests'
+    conftest.first_upload), kept for the test of the upload itself."""
+
+    temp: Path  # the %TEMP% it filled (shared by every later guest)
+    facts: dict[str, Any]  # what wait_ready returned
+    command_lines: list[str]  # every command line the stand-in received, in order
+    actions: list[str]  # every WS-Man action the stand-in processed, before the executor closed
 
 
 class FakeWindowsGuest:

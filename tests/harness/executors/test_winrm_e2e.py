@@ -36,13 +36,6 @@ pytestmark = [pytest.mark.pwsh, pytest.mark.slow,
               pytest.mark.skipif(shutil.which("fio") is None, reason="fio is not installed")]
 
 
-@pytest.fixture(scope="module")
-def guest_temp(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One %TEMP% for this file's guests: the module is uploaded once (an upload is ~40 pwsh starts; the
-    upload itself is tested in test_winrm_standin.py)."""
-    return tmp_path_factory.mktemp("guest-temp")
-
-
 @pytest.fixture()
 def guest(tmp_path: Path, guest_temp: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[FakeWindowsGuest, str]]:
     monkeypatch.setenv("SMX_WINRM_PW", PASSWORD)

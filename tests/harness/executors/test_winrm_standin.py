@@ -26,7 +26,7 @@ from stormatrix.core.errors import (
 )
 from stormatrix.core.model import Cell, DiskConfig, Timing, Workload
 from stormatrix.executors import winrm as w
-from tests.standins.wsman import FakeWindowsGuest, WSManStandIn, self_signed_cert
+from tests.standins.wsman import FakeWindowsGuest, FirstUpload, WSManStandIn, self_signed_cert
 
 #: a generous limit, not a measurement: the first command uploads the module (~40 pwsh starts, each
 #: several seconds on a loaded 2-core machine)
@@ -34,12 +34,6 @@ DEADLINE = 900
 PASSWORD = "Str0ng'pa$$\"word"
 ENV = {"STORMATRIX_PW": PASSWORD}
 pytestmark = [pytest.mark.pwsh, pytest.mark.skipif(shutil.which("fio") is None, reason="fio is not installed")]
-
-
-@pytest.fixture(scope="session")
-def guest_temp(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One %TEMP% for the guests of this session: the module is uploaded once (an upload is ~40 commands)."""
-    return tmp_path_factory.mktemp("guest-temp")
 
 
 def make_guest(tmp_path: Path, guest_temp: Path | None, changes: dict[str, Any] | None = None,
@@ -100,24 +94,24 @@ class Window:
 
 # --- upload and calls -------------------------------------------------------------------------------------
 
-def test_upload_in_chunks_with_a_margin_then_call(tmp_path: Path) -> None:
-    with make_guest(tmp_path, None) as g:  # a guest of its own: an empty %TEMP%
-        ex = executor(g)
-        facts = ex.wait_ready(time.monotonic() + DEADLINE)
-        assert facts["OsBuild"] == "20348" and facts["TestDisk"] == 1
-        assert facts["signature"] == "none" and facts["test_disk"]["PartitionStyle"] == "RAW"
-        module = w.default_module_dir()
-        installed = next((g.root / "tmp" / "stormatrix").iterdir()) / "StormatrixGuest"
-        for path in module.rglob("*.ps1"):
-            assert (installed / path.relative_to(module)).read_text(encoding="utf-8-sig") == path.read_text(encoding="utf-8")
-        lines = g.server.command_lines
-        assert len(lines) >= 5, "the module needs several chunks"
-        assert max(len(line) for line in lines) <= w.CMD_LIMIT - w.CMD_MARGIN
-        # this exact version is present now: a new executor checks and calls, no upload
-        before = len(lines)
+def test_upload_in_chunks_with_a_margin_then_call(tmp_path: Path, first_upload: FirstUpload) -> None:
+    """The session's first wait_ready, into an empty %TEMP% (conftest.first_upload: done once, its %TEMP% is
+    then every guest's), uploaded the module in chunks; a guest that has it only checks it."""
+    facts = first_upload.facts
+    assert facts["OsBuild"] == "20348" and facts["TestDisk"] == 1
+    assert facts["signature"] == "none" and facts["test_disk"]["PartitionStyle"] == "RAW"
+    module = w.default_module_dir()
+    installed = next((first_upload.temp / "stormatrix").iterdir()) / "StormatrixGuest"
+    for path in module.rglob("*.ps1"):
+        assert (installed / path.relative_to(module)).read_text(encoding="utf-8-sig") == path.read_text(encoding="utf-8")
+    lines = first_upload.command_lines
+    assert len(lines) >= 5, "the module needs several chunks"
+    assert max(len(line) for line in lines) <= w.CMD_LIMIT - w.CMD_MARGIN
+    # this exact version is present now: a new executor checks and calls, no upload
+    with make_guest(tmp_path, first_upload.temp) as g:
         executor(g).call("Get-StormatrixPowerPlan", {})
-        assert len(g.server.command_lines) == before + 2
-        assert {"Create", "Command", "Receive", "Signal", "Delete"} <= set(g.server.actions)
+        assert len(g.server.command_lines) == 2
+        assert {"Create", "Command", "Receive", "Signal", "Delete"} <= set(first_upload.actions) | set(g.server.actions)
 
 
 def test_cmd_exe_refuses_a_line_over_its_limit(guest: FakeWindowsGuest) -> None:

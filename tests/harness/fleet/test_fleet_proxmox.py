@@ -153,7 +153,9 @@ def test_bad_fleet_keys_are_named(standin: PveStandin, tmp_path: Path, capsys: p
     for change, key in (({"workers": 0}, "[fleet] workers"), ({"vmids": "300-301"}, "[fleet] vmids"),
                         ({"clone": "thin"}, "[fleet] clone"), ({"name_prefix": "Bad_Name"}, "[fleet] name_prefix"),
                         ({"aio": "native", "cache": "writeback"}, "[fleet] aio"),
-                        ({"storages": ["bb-iscsi", "bb-iscsi"]}, "[fleet] storages")):
+                        ({"storages": ["bb-iscsi", "bb-iscsi"]}, "[fleet] storages"),
+                        ({"nodes": ["pve", "pve"]}, "[fleet] nodes"), ({"nodes": ["pve_1"]}, "[fleet] nodes"),
+                        ({"node": "pve", "nodes": ["pve", "pve2"]}, "[fleet] nodes")):
         code = main(["fleet", "plan", str(fleet_file(standin, tmp_path, **change))])
         err = capsys.readouterr().err
         assert code == 2 and key in err, (change, err)

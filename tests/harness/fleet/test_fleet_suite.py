@@ -257,3 +257,45 @@ def test_a_kill_9_in_a_points_power_cycle_or_the_fio_check_leaves_nothing(
     assert (set(api_only.vms), api_only.volumes()) == before  # the decoy VM and volumes are still there
     assert FleetJournal(run).state().empty
     assert_only_the_journals_things_were_touched(api_only, run)
+
+
+@pytest.mark.slow
+def test_a_fleet_on_two_nodes_places_the_workers_in_turn_and_removes_everything(
+        api_only: PveStandin, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``[fleet] nodes``: workers cloned onto the two nodes in turn (``target``), every call about a worker
+    sent to its node and each task read on the node that runs it; a storage the second node does not see
+    is refused by plan; host metrics are not taken from one node for a fleet on two."""
+    api_only.add_node("pve2")
+    api_only.storages[STORAGES[0]]["shared"] = 1  # shared LVM over iSCSI: on both nodes; bb-nvme is local
+    nodes = {"nodes": [api_only.node, "pve2"]}
+    both = suite_file(api_only, tmp_path, workers=3, fleet=nodes, filename="target.dat", size="1m")
+    assert main(["suite", "plan", str(both)]) == 2
+    err = capsys.readouterr().err
+    assert f"storage '{STORAGES[1]}' does not exist on node pve2" in err and not created(api_only)
+    before = (set(api_only.vms), api_only.volumes())
+    path = suite_file(api_only, tmp_path, workers=3, fleet={**nodes, "storages": [STORAGES[0]]},
+                      filename="target.dat", size="1m", host_metrics="auto")
+    assert main(["suite", "plan", str(path)]) == 0
+    assert f"nodes {api_only.node}, pve2 in turn: 3 workers" in capsys.readouterr().out
+    run = tmp_path / "run"
+    assert main(["suite", "run", str(path), "-o", str(run)]) == 0, capsys.readouterr().err[-3000:]
+    placed = {int(r["vmid"]): r["node"] for r in FleetJournal(run).records() if r["type"] == "vm"}
+    assert placed == {300: api_only.node, 301: "pve2", 302: api_only.node}
+    clones = [r for r in api_only.requests if r["path"].endswith("/clone")]
+    assert [int(r["params"]["newid"]) for r in clones if r["params"].get("target") == "pve2"] == [301]
+    for req in api_only.requests:  # a worker's config, power, agent, allocation and tasks: on its node
+        parts = req["path"].split("/")
+        if "qemu" in parts and parts[parts.index("qemu") + 1].isdigit():
+            assert parts[2] == placed.get(int(parts[parts.index("qemu") + 1]), api_only.node), req
+        if req["path"].endswith("/content") and req["method"] == "POST":
+            assert parts[2] == placed[int(req["params"]["vmid"])], req
+        if "/tasks/UPID:" in req["path"]:
+            assert parts[2] == req["path"].split("/tasks/UPID:")[1].split(":")[0], req
+    records = list(Journal(run / STORAGES[0]).records())
+    rec = next(r for r in records if r["type"] == "run")
+    assert rec["host_collector"]["mode"] == "none" and "2 nodes" in rec["host_collector"]["detail"]
+    cell = next(r for r in records if r["type"] == "cell")
+    assert len(cell["clients"]) == 3 and all(c["fio"]["total"]["io_bytes"] > 0 for c in cell["clients"])
+    assert (set(api_only.vms), api_only.volumes()) == before and FleetJournal(run).state().empty
+    assert sorted(api_only.destroyed_vms) == [300, 301, 302]
+    assert_only_the_journals_things_were_touched(api_only, run)

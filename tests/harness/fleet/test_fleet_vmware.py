@@ -124,48 +124,6 @@ def _suite_file(tmp_path: Path, port: int, **fleet: Any) -> Path:
     return path
 
 
-def test_suite_run_on_an_esxi_fleet_runs_each_datastore_as_a_side_and_removes_everything(
-        vcenter: FakeVCenter, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    import openpyxl
-
-    before = {name: vcenter.layout(name) for name in OTHERS}
-    free_before = {d["name"]: float(d["freeSpaceGB"]) for d in vcenter.read()["datastores"]}
-    run = tmp_path / "run"
-    with fio_server_on_host(tmp_path / "guest") as (host, port):
-        vcenter.change(guestIpPool=[host])  # the worker's Tools report this machine, where fio --server runs
-        vcenter.set_guest_fio(fio_version("fio"))  # the template's image runs the controller's fio
-        vcenter.declare_fio(fio_version("fio"))  # and its Notes say so
-        path = _suite_file(tmp_path, port, workers=1, controller="nvme")
-        assert main(["suite", "plan", str(path)]) == 0
-        out = capsys.readouterr().out
-        assert "sides: bb-iscsi, bb-nvme" in out and "New-VM" not in vcenter.cmdlets()
-        assert f"fio: template smx-worker-tpl declares {fio_version('fio')}, the controller's fio is" in out
-        code = main(["suite", "run", str(path), "-o", str(run)])
-        err = capsys.readouterr().err
-        assert code == 0, err
-    for storage in ("bb-iscsi", "bb-nvme"):
-        records = list(Journal(run / storage).records())
-        rec = next(r for r in records if r["type"] == "run")
-        assert rec["side"] == storage and rec["storage"]["server"] == "vmware datastore"
-        assert [d.split("/")[0] for d in rec["storage"]["disks"]] == [f"[{storage}] smx-w01"]
-        cells = [r for r in records if r["type"] == "cell"]
-        assert len(cells) == 1 and cells[0]["fio"]["total"]["io_bytes"] > 0
-        assert [c["name"] for c in cells[0]["clients"]] == ["smx-w01"]
-    header = [c.value for c in openpyxl.load_workbook(run / "comparison.xlsx")["Comparison"][1]]
-    assert "IOPS bb-iscsi" in header and "IOPS bb-nvme" in header
-    assert vcenter.cmdlets().count("Start-VM") == 2 and vcenter.cmdlets().count("New-NvmeController") == 2
-    assert vcenter.cmdlets().count("CloneVM_Task") == 1  # the plan cloned nothing
-    # the guest's fio was asked once, before the first point, with the guest account (its password in no log)
-    assert [c["ScriptText"] for c in vcenter.calls("Invoke-VMScript")] == ["fio --version"]
-    assert vcenter.cmdlets().index("Invoke-VMScript") < vcenter.cmdlets().index("Remove-HardDisk")
-    assert not [f for f in run.rglob("*") if f.is_file() and GUEST_PASSWORD.encode() in f.read_bytes()]
-    after = vcenter.read()
-    assert vm_names(vcenter) == OTHERS and after["orphanFiles"] == []
-    assert {name: vcenter.layout(name) for name in OTHERS} == before  # nothing of theirs changed
-    assert {d["name"]: float(d["freeSpaceGB"]) for d in after["datastores"]} == free_before
-    assert replay(FleetJournal(run)).empty
-
-
 def test_space_running_out_mid_attach_is_vspheres_error_and_detach_frees_what_was_made(
         vcenter: FakeVCenter, tmp_path: Path) -> None:
     fleet = fleet_for(tmp_path / "run", storages=["bb-iscsi"])
@@ -248,35 +206,40 @@ def _cells(side: Path) -> int:
         return 0
 
 
-def test_esxi_suite_refuses_another_fio_then_kill_9_at_every_stage_and_destroy_leave_nothing(
+def test_esxi_suite_runs_each_datastore_as_a_side_through_a_kill_9_at_every_stage_and_removes_everything(
         vcenter: FakeVCenter, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """The plan refuses a template whose Notes declare another fio; then one fleet through every stage of a suite
-    run on ESXi, killed at each: the fio check before the first point (--keep: the workers stay for the next run), a side's power cycle, between the points of a side, a
-    side's disk attach, the teardown; each rerun resumes from the journal, and fleet destroy after the last kill
-    leaves nothing of the fleet and the lab's own VMs as they were."""
+    """`suite plan` refuses a template whose Notes declare another fio; then one fleet through a whole suite run on
+    ESXi (two datastores as two sides, the comparison workbook), killed at every stage: the fio check before the
+    first point refuses the workers' fio (--keep: they stay for the next run), a side's power cycle, between a
+    side's points, a side's disk attach, the teardown; each rerun resumes from the journal, and the last one
+    removes everything the fleet created, the lab's own VMs as they were. (A kill during the deploy followed by
+    `fleet destroy` is test_kill_9_leaves_a_journal_from_which_destroy_removes_exactly_what_was_created.)"""
+    import openpyxl
+
     before = {name: vcenter.layout(name) for name in OTHERS}
     free_before = {d["name"]: float(d["freeSpaceGB"]) for d in vcenter.read()["datastores"]}
     run = tmp_path / "run"
+    controller = str(fio_version("fio"))
     with fio_server_on_host(tmp_path / "guest") as (host, port):
-        vcenter.change(guestIpPool=[host])
+        vcenter.change(guestIpPool=[host])  # the worker's Tools report this machine, where fio --server runs
         vcenter.set_guest_fio("fio-2.2")  # the template was built with another fio than this controller's
         vcenter.declare_fio("fio-2.2")  # and its Notes say so: the plan refuses it
-        path = _suite_file(tmp_path, port, workers=1)
-        body = path.read_text().replace("queue_depths = [1]", "queue_depths = [1, 2]")
-        path.write_text(body)
+        path = _suite_file(tmp_path, port, workers=1, controller="nvme")
+        path.write_text(path.read_text().replace("queue_depths = [1]", "queue_depths = [1, 2]"))
         argv = [sys.executable, "-m", "stormatrix", "suite", "run", str(path), "-o", str(run)]
         assert main(["suite", "plan", str(path)]) == 2
-        err = capsys.readouterr().err
+        out, err = capsys.readouterr()
+        assert "sides: bb-iscsi, bb-nvme" in out
         assert "template smx-worker-tpl declares fio-2.2 (stormatrix-fio in its Notes), the controller runs" in err
         assert "rebuild the template" in err and "vSphere Client" in err and "New-VM" not in vcenter.cmdlets()
         vcenter.declare_fio(None)  # Notes without a declaration: only the workers' guests can tell
         assert main(["suite", "run", str(path), "-o", str(run), "--keep"]) == 2
         err = capsys.readouterr().err
-        assert "VM smx-w01 runs fio-2.2, the controller " + str(fio_version("fio")) in err
+        assert f"VM smx-w01 runs fio-2.2, the controller {controller}" in err
         assert "rebuild template smx-worker-tpl" in err and "nothing was measured" in err
         assert GUEST_PASSWORD not in err and _cells(run / "bb-iscsi") == 0
         assert "smx-w01" in vm_names(vcenter)  # --keep: the workers stay
-        vcenter.set_guest_fio(fio_version("fio"), "smx-w01")  # the worker's fio fixed
+        vcenter.set_guest_fio(controller, "smx-w01")  # the worker's fio fixed
         vcenter.change(hang="Start-VM")  # killed while a side's workers are power-cycled
         _kill_9_at_the_hang(vcenter, argv)
         _kill_9_at_the_hang(vcenter, argv, reached=lambda: _cells(run / "bb-iscsi") >= 1)  # between/inside points
@@ -285,12 +248,25 @@ def test_esxi_suite_refuses_another_fio_then_kill_9_at_every_stage_and_destroy_l
         assert _cells(run / "bb-iscsi") == 2
         vcenter.change(hang="Remove-VM")  # killed in the teardown, after every point
         _kill_9_at_the_hang(vcenter, argv)
-    assert _cells(run / "bb-iscsi") == 2 and _cells(run / "bb-nvme") == 2 and (run / "comparison.xlsx").exists()
-    assert not replay(FleetJournal(run)).empty and "smx-w01" in vm_names(vcenter)
-    assert main(["fleet", "destroy", str(path), "-o", str(run)]) == 0
+        assert not replay(FleetJournal(run)).empty and "smx-w01" in vm_names(vcenter)
+        assert main(["suite", "run", str(path), "-o", str(run)]) == 0, capsys.readouterr().err  # the rerun ends it
+    for storage in ("bb-iscsi", "bb-nvme"):
+        records = list(Journal(run / storage).records())
+        rec = next(r for r in records if r["type"] == "run")
+        assert rec["side"] == storage and rec["storage"]["server"] == "vmware datastore"
+        assert [d.split("/")[0] for d in rec["storage"]["disks"]] == [f"[{storage}] smx-w01"]
+        cells = [r for r in records if r["type"] == "cell"]
+        assert len(cells) == 2 and all(c["fio"]["total"]["io_bytes"] > 0 for c in cells)
+        assert [c["name"] for c in cells[0]["clients"]] == ["smx-w01"]
+    header = [c.value for c in openpyxl.load_workbook(run / "comparison.xlsx")["Comparison"][1]]
+    assert "IOPS bb-iscsi" in header and "IOPS bb-nvme" in header
+    assert vcenter.cmdlets().count("CloneVM_Task") == 1 and vcenter.cmdlets().count("New-NvmeController") == 2
+    # the guests were asked twice: the refused check, and the first one after the fix; the reruns after that
+    # took the passed check from the journal (same workers, same controller fio)
+    assert [c["ScriptText"] for c in vcenter.calls("Invoke-VMScript")] == ["fio --version"] * 2
     after = vcenter.read()
     assert replay(FleetJournal(run)).empty and vm_names(vcenter) == OTHERS and after["orphanFiles"] == []
-    assert {name: vcenter.layout(name) for name in OTHERS} == before
+    assert {name: vcenter.layout(name) for name in OTHERS} == before  # nothing of theirs changed
     assert {d["name"]: float(d["freeSpaceGB"]) for d in after["datastores"]} == free_before
     assert not [f for f in run.rglob("*") if f.is_file() and GUEST_PASSWORD.encode() in f.read_bytes()]
 
