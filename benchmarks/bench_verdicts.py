@@ -22,7 +22,7 @@ sum of warm-up + window.
 
 This is a benchmark, not a test: the numbers depend on the machine and on what else runs on it.
 
-Measured with 3 pairs on the shared 2-core development machine while four other helpers ran test suites,
+Measured with 3 pairs on the shared 2-core development machine while other test suites ran on it,
 QEMU and pwsh (load average 7.3-28.3; per run at start-end below):
 
     run  strategy  time    load       decided  extra wanted, not run   matrix overhead
