@@ -210,8 +210,8 @@ def test_esxi_suite_runs_each_datastore_as_a_side_through_a_kill_9_at_every_stag
         vcenter: FakeVCenter, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """`suite plan` refuses a template whose Notes declare another fio; then one fleet through a whole suite run on
     ESXi (two datastores as two sides, the comparison workbook), killed at every stage: the fio check before the
-    first point refuses the workers' fio (--keep: they stay for the next run), a side's power cycle, between a
-    side's points, a side's disk attach, the teardown; each rerun resumes from the journal, and the last one
+    first point refuses the workers' fio (--keep: they stay for the next run), the fio check itself, a side's power
+    cycle, between a side's points, a side's disk detach, the next side's disk attach, the teardown; each rerun resumes from the journal, and the last one
     removes everything the fleet created, the lab's own VMs as they were. (A kill during the deploy followed by
     `fleet destroy` is test_kill_9_leaves_a_journal_from_which_destroy_removes_exactly_what_was_created.)"""
     import openpyxl
@@ -240,9 +240,14 @@ def test_esxi_suite_runs_each_datastore_as_a_side_through_a_kill_9_at_every_stag
         assert GUEST_PASSWORD not in err and _cells(run / "bb-iscsi") == 0
         assert "smx-w01" in vm_names(vcenter)  # --keep: the workers stay
         vcenter.set_guest_fio(controller, "smx-w01")  # the worker's fio fixed
+        vcenter.change(hang="Invoke-VMScript")  # killed while the workers' fio is checked
+        _kill_9_at_the_hang(vcenter, argv)
         vcenter.change(hang="Start-VM")  # killed while a side's workers are power-cycled
         _kill_9_at_the_hang(vcenter, argv)
         _kill_9_at_the_hang(vcenter, argv, reached=lambda: _cells(run / "bb-iscsi") >= 1)  # between/inside points
+        vcenter.change(hang="Remove-HardDisk")  # killed while the first side's disk is detached, after its points
+        _kill_9_at_the_hang(vcenter, argv)
+        assert _cells(run / "bb-iscsi") == 2
         vcenter.change(hang="New-HardDisk")  # killed while the second side's disk is made
         _kill_9_at_the_hang(vcenter, argv)
         assert _cells(run / "bb-iscsi") == 2
@@ -261,9 +266,9 @@ def test_esxi_suite_runs_each_datastore_as_a_side_through_a_kill_9_at_every_stag
     header = [c.value for c in openpyxl.load_workbook(run / "comparison.xlsx")["Comparison"][1]]
     assert "IOPS bb-iscsi" in header and "IOPS bb-nvme" in header
     assert vcenter.cmdlets().count("CloneVM_Task") == 1 and vcenter.cmdlets().count("New-NvmeController") == 2
-    # the guests were asked twice: the refused check, and the first one after the fix; the reruns after that
-    # took the passed check from the journal (same workers, same controller fio)
-    assert [c["ScriptText"] for c in vcenter.calls("Invoke-VMScript")] == ["fio --version"] * 2
+    # the guests were asked three times: the refused check, the one killed, and the first one after that; the
+    # reruns after that took the passed check from the journal (same workers, same controller fio)
+    assert [c["ScriptText"] for c in vcenter.calls("Invoke-VMScript")] == ["fio --version"] * 3
     after = vcenter.read()
     assert replay(FleetJournal(run)).empty and vm_names(vcenter) == OTHERS and after["orphanFiles"] == []
     assert {name: vcenter.layout(name) for name in OTHERS} == before  # nothing of theirs changed
