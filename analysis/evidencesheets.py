@@ -10,7 +10,7 @@ from __future__ import annotations
 import pandas as pd
 from openpyxl import Workbook
 from openpyxl.formatting.rule import ColorScaleRule
-from openpyxl.styles import Font
+from openpyxl.styles import Alignment, Font
 from openpyxl.utils import get_column_letter
 
 from .efficiency import EfficiencyResult
@@ -137,7 +137,8 @@ def write_iopath_sheet(wb: Workbook, result: EfficiencyResult) -> None:
     width = sum(ws.column_dimensions[get_column_letter(j)].width or 10.0 for j in range(3, last_col + 1))
     for i, f in enumerate(efficiency_findings(io.scored, what="I/O-path score"), start=1):
         r += 1
-        ws.cell(row=r, column=1, value=i)
+        # the number at the top of its row, beside its evidence and finding (as on the Summary sheet)
+        ws.cell(row=r, column=1, value=i).alignment = Alignment(horizontal="center", vertical="top")
         ws.cell(row=r, column=2, value=safe_value(f.status or None)).alignment = WRAP
         ws.cell(row=r, column=3, value=safe_value(f.text)).alignment = WRAP
         ws.merge_cells(start_row=r, start_column=3, end_row=r, end_column=last_col)

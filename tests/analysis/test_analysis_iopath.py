@@ -164,6 +164,13 @@ def test_io_path_sheet_needs_no_second_read_of_the_journal(tmp_path: Path, monke
     rows = {r[head.index("Configuration")]: dict(zip(head, r)) for r in ws.iter_rows(min_row=2, values_only=True)
             if r[head.index("Configuration")]}
     assert rows["virtio-blk aio=threads"]["I/O-path CPU/MiB mean (CPU-ms/MiB)"] == pytest.approx((1.50 + 1.55 + 1.52) / 3 * 1000 / MIB)
+    # the findings below the table: a row's number, evidence and finding start on one line when printed (a number
+    # at the bottom of a tall row stood beside the next finding's evidence)
+    title = next(c.row for c in ws["A"] if c.value == "Findings on the I/O path alone")
+    numbered = [row for row in ws.iter_rows(min_row=title + 2) if isinstance(row[0].value, int)]
+    assert numbered
+    for row in numbered:
+        assert {row[j].alignment.vertical for j in (0, 1, 2)} == {"top"}, row[0].value
 
 
 def test_frame_without_the_carried_split_reads_the_journal(tmp_path: Path) -> None:
