@@ -229,6 +229,15 @@ class HostMetrics(JsonPart):
     unmatched: Any = _f(omit_none=True)
     null_reasons: Any = _f(omit_none=True)
 
+    @classmethod
+    def parse(cls, obj: Mapping[str, Any], where: str, prefix: str = "") -> "HostMetrics":
+        """The host part; for an older record, ``cpu_total_source`` worked out from what its collector
+        (``source``) counted with (not written back: ``to_json`` keeps the record's own keys)."""
+        host = super().parse(obj, where, prefix)
+        if not isinstance(host.cpu_total_source, str):
+            host.cpu_total_source = _older_total_source(host.source, host.cpu_metric)
+        return host
+
     def reason(self, key: str) -> str | None:
         """Why the collector left ``key`` null (its ``null_reasons`` or ``unmatched``)."""
         return host_reason(self.to_json(), key)
@@ -380,8 +389,7 @@ CTX_FIX = ("a host collector that counted context switches writes the number in 
 
 
 def _check_host(rec: CellRecord, where: str) -> None:
-    """The host metrics a report reads, checked against each other; ``cpu_total_source`` worked out for an
-    older record from what its collector (``source``) counted with."""
+    """The host metrics a report reads, checked against each other."""
     host, key = rec.host, rec.key
     assert host is not None
     metric = host.cpu_metric
@@ -409,8 +417,6 @@ def _check_host(rec: CellRecord, where: str) -> None:
                                    f"(expected {CPU_PER_MIB_UNIT[metric]!r})")
     _positive("host.window_s", host.window_s, where)
     _positive("per_mib.mib", rec.per_mib.mib if rec.per_mib else None, where)
-    if not isinstance(host.cpu_total_source, str):
-        host.cpu_total_source = _older_total_source(host.source, metric)
 
 
 def _positive(dotted: str, value: float | None, where: str) -> None:
@@ -420,7 +426,7 @@ def _positive(dotted: str, value: float | None, where: str) -> None:
                             EDITED_FIX)
 
 
-def _older_total_source(source: Any, metric: str) -> str | None:
+def _older_total_source(source: Any, metric: str | None) -> str | None:
     """What an older record's ``cpu_total`` counted, from its collector's ``source``."""
     source = str(source or "")
     if metric == "cycles":
