@@ -225,6 +225,7 @@ class HostMetrics(JsonPart):
     source: str | None = _f()
     scope: Any = _f()
     cpu_total_source: str | None = _f(omit_none=True)
+    by_role: Any = _f(omit_none=True)  # the Linux collector's per-thread split: role -> CPU and switches
     cpu_split_note: Any = _f(omit_none=True)
     unmatched: Any = _f(omit_none=True)
     null_reasons: Any = _f(omit_none=True)
