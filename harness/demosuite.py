@@ -43,7 +43,9 @@ from .collect import ProcessesCollector
 from .core.errors import GuestNotReady, InputError, StormatrixError, VmStartError
 from .core.model import DiskConfig
 from .core.scope import HostScope
-from .executors.fioserver import FioGuest, find_fio, probe_servers
+from .executors.fioserver_client import find_fio
+from .executors.fioserver_inputs import FioGuest
+from .executors.fioserver_probe import probe_servers
 from .executors.localagent import AgentChannel, parse_event
 from .fleet.localstore import local_storage
 from .journal import Journal

@@ -61,7 +61,7 @@ from .backends.proxmox.settings import PROXMOX_SECTION, REMOTE_COLLECTOR_DIR, ma
 from .collect import HostCollector, ProcessesCollector, RemoteProcessesCollector
 from .core.errors import CollectorError, MatrixError, PveApiError, PveAuthError, StormatrixError
 from .core.scope import ROLE_IOTHREAD, ROLE_MAIN, ROLE_VCPU, HostScope
-from .executors.fioserver import NAME_RE, FioGuest
+from .executors.fioserver_inputs import FioGuest, NAME_RE
 from .qmp import Qmp
 from .spec import Section
 
