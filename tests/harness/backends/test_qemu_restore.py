@@ -104,11 +104,11 @@ def test_a_saved_state_is_restored_for_every_cell_and_a_damaged_one_boots_instea
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
     states = tmp_path / "states"
     monkeypatch.setattr(QemuBackend, "states_root", staticmethod(lambda: states))
-    # a VM booting ahead saves its state once it is ready (outside any window)
+    # a booted VM saves its state once it is ready (outside any window)
     backend = backend_for(tmp_path)
     backend.prepare()
     try:
-        vm = backend._start_vm(VB, ahead=True)
+        vm = backend._start_vm(VB)
         backend.aheads.append(vm)
         t0 = time.monotonic()
         backend._finish_prep(vm, cancel=False)
