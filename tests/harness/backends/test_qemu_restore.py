@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import time
 from dataclasses import replace
 from datetime import datetime
@@ -91,6 +92,18 @@ def test_a_state_cut_short_is_deleted_with_a_warning_before_qemu_reads_it(
     assert "1000 bytes, and 4100 were saved" in caplog.text and "boots instead" in caplog.text
     assert not cache.path("k1").exists() and not list((tmp_path / "states").iterdir())
     assert cache.lookup("k2") is None  # none saved: nothing said
+
+
+def test_the_least_recently_used_states_go_beyond_the_limit(tmp_path: Path) -> None:
+    cache = StateCache(tmp_path / "states")
+    for i in range(4):
+        staged = cache.staging(f"k{i}")
+        staged.write_bytes(bytes(10))
+        cache.commit(f"k{i}", staged, {}, 0.1)
+        os.utime(tmp_path / "states" / f"k{i}.json", (1000 + i, 1000 + i))
+    assert cache.lookup("k0") is not None  # used now: kept
+    cache.prune(keep=2)
+    assert sorted(p.name for p in (tmp_path / "states").iterdir()) == ["k0.json", "k0.state", "k3.json", "k3.state"]
 
 
 def cells(run_dir: Path) -> list[dict]:
