@@ -109,10 +109,10 @@ class JsonPart:
             part: type[JsonPart] | None = f.metadata["part"]
             if part is not None:
                 if not isinstance(value, dict):
-                    raise DataFileError(where, f"'{dotted}' is {value!r}, not an object")
+                    raise DataFileError(where, f"'{dotted}' is {value!r}, not an object", EDITED_FIX)
                 value = part.parse(value, where, dotted + ".")
             elif not _TESTS[f.metadata["kind"]](value):
-                raise DataFileError(where, f"'{dotted}' is {value!r}, not {f.metadata['kind']}")
+                raise DataFileError(where, f"'{dotted}' is {value!r}, not {f.metadata['kind']}", EDITED_FIX)
             values[f.name] = value
         rest = {k: v for k, v in obj.items() if k not in typed}
         return cls(**values, rest=rest, keys=tuple(obj))
@@ -349,7 +349,7 @@ class CellRecord(JsonPart):
             raise DataFileError(where, "'cell.disk.controller' is empty", EDITED_FIX)
         host = obj.get("host")
         if host is not None and not isinstance(host, dict):
-            raise DataFileError(where, f"'host' is {type(host).__name__}, not an object or null")
+            raise DataFileError(where, f"'host' is {type(host).__name__}, not an object or null", EDITED_FIX)
         rec = _of_type(cls, obj, where)
         assert rec.cell is not None and rec.cell.disk is not None and rec.cell.disk.controller is not None
         controller = rec.cell.disk.controller
@@ -395,13 +395,13 @@ def _check_host(rec: CellRecord, where: str) -> None:
     assert host is not None
     metric = host.cpu_metric
     if metric not in CPU_PER_MIB_UNIT:
-        raise DataFileError(where, f"host.cpu_metric is {metric!r}; expected 'cycles' or 'cpu_time'")
+        raise DataFileError(where, f"host.cpu_metric is {metric!r}; expected 'cycles' or 'cpu_time'", EDITED_FIX)
     if host.cpu_total is None:
-        raise DataFileError(where, "cell record has no 'host.cpu_total'")
+        raise DataFileError(where, "cell record has no 'host.cpu_total'", EDITED_FIX)
     value = host.ctx_switches
     if value is not None:
         if not _is_number(value):
-            raise DataFileError(where, f"'host.ctx_switches' is {value!r}, not a number")
+            raise DataFileError(where, f"'host.ctx_switches' is {value!r}, not a number", CTX_FIX)
         if not float(value).is_integer():
             raise DataFileError(where, f"cell {key}: 'host.ctx_switches' is {value!r}: a count of context switches "
                                        "is a whole number", CTX_FIX)
@@ -415,7 +415,7 @@ def _check_host(rec: CellRecord, where: str) -> None:
     unit = rec.per_mib.cpu_unit if rec.per_mib else None
     if unit is not None and unit != CPU_PER_MIB_UNIT[metric]:
         raise DataFileError(where, f"per_mib.cpu_unit is {unit!r} but host.cpu_metric is {metric!r} "
-                                   f"(expected {CPU_PER_MIB_UNIT[metric]!r})")
+                                   f"(expected {CPU_PER_MIB_UNIT[metric]!r})", EDITED_FIX)
     _positive("host.window_s", host.window_s, where)
     _positive("per_mib.mib", rec.per_mib.mib if rec.per_mib else None, where)
 
@@ -557,7 +557,7 @@ def _need(obj: Mapping[str, Any], dotted: str, kind: str, where: str) -> Any:
     """A required key of the record: present, and of its kind (else DataFileError naming it)."""
     value = _get(obj, dotted)
     if value is None:
-        raise DataFileError(where, f"cell record has no '{dotted}'")
+        raise DataFileError(where, f"cell record has no '{dotted}'", EDITED_FIX)
     if not _TESTS[kind](value):
-        raise DataFileError(where, f"'{dotted}' is {value!r}, not {kind}")
+        raise DataFileError(where, f"'{dotted}' is {value!r}, not {kind}", EDITED_FIX)
     return value
