@@ -291,9 +291,25 @@ class ClockCheck(JsonPart):
 
 # --- the records ----------------------------------------------------------------------------------
 
+R = TypeVar("R", bound="JournalRecord")
+
 
 @dataclass
-class RunRecord(JsonPart):
+class JournalRecord(JsonPart):
+    """A whole journal line: ``HEAD`` names its ``schema`` and ``type``."""
+
+    @classmethod
+    def from_json(cls: type[R], obj: Mapping[str, Any], where: str) -> R:
+        """The record from a journal line's object (``where``: ``file:line``); one of another ``type``, or
+        with a key of the wrong type, raises DataFileError naming it and the fix."""
+        want = cls.HEAD["type"]
+        if obj.get("type") != want:
+            raise DataFileError(where, f"'type' is {obj.get('type')!r}, not {want!r}", EDITED_FIX)
+        return cls.parse(obj, where)
+
+
+@dataclass
+class RunRecord(JournalRecord):
     """``run``: a run (or a resumed run) started: where, on what, the matrix, what restore puts back."""
 
     HEAD: ClassVar[dict[str, str]] = {"schema": SCHEMA, "type": RUN}
@@ -308,13 +324,9 @@ class RunRecord(JsonPart):
     cells: int | None = _f()
     todo: int | None = _f()
 
-    @classmethod
-    def from_json(cls, obj: Mapping[str, Any], where: str) -> "RunRecord":
-        return _of_type(cls, obj, where)
-
 
 @dataclass
-class CellRecord(JsonPart):
+class CellRecord(JournalRecord):
     """``cell``: one measured cell (or suite point). ``rest`` holds what its executor and the run added
     (``clients``' siblings: ``skew``, ``noise``..., a suite's name)."""
 
@@ -350,7 +362,7 @@ class CellRecord(JsonPart):
         host = obj.get("host")
         if host is not None and not isinstance(host, dict):
             raise DataFileError(where, f"'host' is {type(host).__name__}, not an object or null", EDITED_FIX)
-        rec = _of_type(cls, obj, where)
+        rec = super().from_json(obj, where)
         assert rec.cell is not None and rec.cell.disk is not None and rec.cell.disk.controller is not None
         controller = rec.cell.disk.controller
         if disk_options_apply(controller, rec.backend) and (controller != "unknown" or rec.cell.disk.aio is not None):
@@ -463,7 +475,7 @@ class ErrorPart(JsonPart):
 
 
 @dataclass
-class CellErrorRecord(JsonPart):
+class CellErrorRecord(JournalRecord):
     """``cell-error``: one failed attempt at a cell (tried again on resume)."""
 
     HEAD: ClassVar[dict[str, str]] = {"schema": SCHEMA, "type": CELL_ERROR}
@@ -477,13 +489,9 @@ class CellErrorRecord(JsonPart):
     error: ErrorPart | None = _f(part=ErrorPart)
     partial_clients: list[dict[str, Any]] | None = _f(_LIST, omit_none=True)
 
-    @classmethod
-    def from_json(cls, obj: Mapping[str, Any], where: str) -> "CellErrorRecord":
-        return _of_type(cls, obj, where)
-
 
 @dataclass
-class CellSkippedRecord(JsonPart):
+class CellSkippedRecord(JournalRecord):
     """``cell-skipped``: a cell not run, and why (a Windows guest without the controller's driver)."""
 
     HEAD: ClassVar[dict[str, str]] = {"schema": SCHEMA, "type": CELL_SKIPPED}
@@ -496,13 +504,9 @@ class CellSkippedRecord(JsonPart):
     drivers: Any = _f()
     readiness: str | None = _f(omit_none=True)  # what the boot that showed the reason reported
 
-    @classmethod
-    def from_json(cls, obj: Mapping[str, Any], where: str) -> "CellSkippedRecord":
-        return _of_type(cls, obj, where)
-
 
 @dataclass
-class RestoredRecord(JsonPart):
+class RestoredRecord(JournalRecord):
     """``restored``: the VM is back as the run found it (by the run's ``backend``, or later ``by`` a command)."""
 
     HEAD: ClassVar[dict[str, str]] = {"schema": SCHEMA, "type": RESTORED}
@@ -511,10 +515,6 @@ class RestoredRecord(JsonPart):
     backend: str | None = _f(_STR, omit_none=True)
     vm: str | None = _f(omit_none=True)
     by: str | None = _f(_STR, omit_none=True)
-
-    @classmethod
-    def from_json(cls, obj: Mapping[str, Any], where: str) -> "RestoredRecord":
-        return _of_type(cls, obj, where)
 
 
 Record = RunRecord | CellRecord | CellErrorRecord | CellSkippedRecord | RestoredRecord
@@ -532,16 +532,6 @@ def record_from_json(obj: Mapping[str, Any], where: str) -> Record:
         raise DataFileError(where, f"'type' is {kind!r}; expected one of {', '.join(sorted(RECORD_CLASSES))}",
                             EDITED_FIX)
     return cls.from_json(obj, where)
-
-
-R = TypeVar("R", bound=JsonPart)
-
-
-def _of_type(cls: type[R], obj: Mapping[str, Any], where: str) -> R:
-    want = cls.HEAD["type"]
-    if obj.get("type") != want:
-        raise DataFileError(where, f"'type' is {obj.get('type')!r}, not {want!r}", EDITED_FIX)
-    return cls.parse(obj, where)
 
 
 def _get(obj: Mapping[str, Any], dotted: str) -> Any:
