@@ -89,7 +89,7 @@ QEMU_SECTION = Section("qemu", {
     "pipeline": Field(bool, True, help="with overlap and boot_ahead: two cells in flight: the next cell's job is "
                       "sent as soon as the current cell's window closes, and the current cell's result is collected, "
                       "cross-checked, journaled and its VM stopped while the next one warms up (never in its window)"),
-    "restore": Field(bool, False, help="start each configuration's VM from a saved state of the same VM booted and "
+    "restore": Field(bool, True, help="start each configuration's VM from a saved state of the same VM booted and "
                      "ready (in the cache folder's states/, saved the first time it boots, ~2-4 s) instead of booting "
                      "it: ~0.4 CPU-seconds instead of ~3.5 under software emulation. A state loads only into a VM "
                      "with the same guest-visible devices (machine, memory, vCPUs, guest image, controller, cache, "
@@ -211,8 +211,13 @@ class QemuBackend(Backend):
     def plan_notes(cls, spec: MatrixSpec) -> list[str]:
         plan, why = plan_pinning(cls.options(spec)["pin_threads"], spec.path)
         if plan is None:
-            return [f"QEMU's threads are not pinned ({why}): cells are exposed to the host scheduler's placement"]
-        return [f"each measurement window: {plan.describe()}"]
+            notes = [f"QEMU's threads are not pinned ({why}): cells are exposed to the host scheduler's placement"]
+        else:
+            notes = [f"each measurement window: {plan.describe()}"]
+        if cls.options(spec)["restore"]:
+            notes.append(f"VMs start from their saved booted states in {cls.states_root()} where there is one; a "
+                         "device set's first VM boots and saves its state (~2-4 s once)")
+        return notes
 
     def _prepare(self) -> dict[str, Any]:
         # before anything starts: a run folder too deep for a VM's sockets would fail every cell the same way
