@@ -29,7 +29,7 @@ from ..core.model import NOT_APPLICABLE, format_size
 from .compare import ComparisonResult
 from .efficiency import EfficiencyResult
 from .safe import neutralize, safe_value
-from .sheets import WRAP, autosize, header, print_table
+from .sheets import WRAP, autosize, cpu_format, header, print_table
 
 # a symbol per storage controller, a colour per aio mode (the method's chart convention)
 MARKERS = ["circle", "square", "triangle", "diamond", "x", "star", "plus", "dash", "dot"]
@@ -47,6 +47,8 @@ NOTE_COLUMNS = 10              # columns a note is merged across (it wraps withi
 INDICATIVE_TITLE = " - INDICATIVE: single repeats, not tested"
 SOME_INDICATIVE = " - configurations marked (1 repeat) are INDICATIVE"
 ONE_REPEAT = " (1 repeat)"
+# the comparison's Chart data columns (QD, IOPS A/B, latency A/B, MiB/s A/B) at the Points sheet's precision
+POINT_FORMATS = ["@", "#,##0", "#,##0", "0.0", "0.0", "0.0", "0.0"]
 
 
 def _a4_landscape(ws: Worksheet) -> None:
@@ -144,7 +146,6 @@ def efficiency_charts(wb: Workbook, result: EfficiencyResult) -> dict[str, Calla
     charts = wb.create_sheet("Charts")
     _a4_landscape(charts)
     data = wb.create_sheet("Chart data")
-    data.column_dimensions["A"].width = 44
     cells = result.cells
     controllers = list(dict.fromkeys(cells["controller"].fillna("?")))
     symbol = {c: MARKERS[i % len(MARKERS)] for i, c in enumerate(controllers)}
@@ -168,6 +169,9 @@ def efficiency_charts(wb: Workbook, result: EfficiencyResult) -> dict[str, Calla
                          "Normalized CPU", "Normalized ctx", f"CPU/MiB CI95 +/- ({unit})", "ctx/MiB CI95 +/-",
                          "Repeats"])
         r += 1
+        # shown at the precision of the Scores sheet; the cells keep the exact values the charts draw
+        cpu = cpu_format(unit)
+        point_formats = ["@", "@", cpu, "0.00", "0.000", "0.000", cpu, "0.00", "0"]
         raw = ScatterChart()
         norm = ScatterChart()
         for ch, what in ((raw, "Measured"), (norm, "Normalized")):
@@ -181,6 +185,7 @@ def efficiency_charts(wb: Workbook, result: EfficiencyResult) -> dict[str, Calla
                                if ch is raw else "Normalized context switches per MiB")
             ch.legend.position = "b"   # below the plot: a 15-entry legend at the side took 3/4 of the chart
             ch.x_axis.delete = ch.y_axis.delete = False
+            _plain_axes(ch.x_axis, ch.y_axis)
         norm.x_axis.scaling.min = norm.y_axis.scaling.min = 0
         norm.x_axis.scaling.max = norm.y_axis.scaling.max = 1
         for (ctrl, aio), gs in g.groupby([g["controller"].fillna("?"), g["aio"].fillna("?")], sort=False):
@@ -191,7 +196,7 @@ def efficiency_charts(wb: Workbook, result: EfficiencyResult) -> dict[str, Calla
                 ctx_half = row["ctx_per_mib_ci_high"] - row["ctx_per_mib_mean"]
                 for j, v in enumerate([series, row["config"], row["cpu_per_mib_mean"], row["ctx_per_mib_mean"],
                                        row["norm_cpu"], row["norm_ctx"], cpu_half, ctx_half, row["n"]], start=1):
-                    data.cell(row=r, column=j, value=safe_value(v))
+                    data.cell(row=r, column=j, value=safe_value(v)).number_format = point_formats[j - 1]
                 r += 1
             last = r - 1
             if not has_ctx[gs.index].any():
@@ -221,8 +226,8 @@ def efficiency_charts(wb: Workbook, result: EfficiencyResult) -> dict[str, Calla
             data.cell(row=r, column=1, value=safe_value(label))
             data.cell(row=r, column=2, value=safe_value(row["score"])).number_format = "0.000"
             if row["n"] >= 2:  # a single repeat has no spread of its own: no bar
-                data.cell(row=r, column=3, value=safe_value(row["score"] - row["score_ci_low"]))
-                data.cell(row=r, column=4, value=safe_value(row["score_ci_high"] - row["score"]))
+                for j, v in ((3, row["score"] - row["score_ci_low"]), (4, row["score_ci_high"] - row["score"])):
+                    data.cell(row=r, column=j, value=safe_value(v)).number_format = "0.000"
             data.cell(row=r, column=5, value=safe_value(row.get("evidence") or None))
             r += 1
         last = r - 1
@@ -240,10 +245,25 @@ def efficiency_charts(wb: Workbook, result: EfficiencyResult) -> dict[str, Calla
         else:
             at = _place_at(charts, norm, at)
         at = _place_at(charts, bar, at)
-    autosize(data)
-    data.column_dimensions["A"].width = 44
-    print_table(data, data.max_column, data.max_row, header_row=None)
+    autosize(data)  # column A as wide as its longest name (it was 44 whatever the names)
+    _print_data(data)
     return score_charts
+
+
+def _plain_axes(*axes: Any) -> None:
+    """Value axes labelled in Excel's General format, not linked to the Chart data cells' number formats
+    (linked, a CPU/MiB axis read 5.000, 10.000 ...: the cells' precision is for reading a value, not a tick)."""
+    for axis in axes:
+        axis.number_format = "General"
+
+
+def _print_data(data: Worksheet) -> None:
+    """The Chart data sheet prints every column of a row on one page width: a table of at most nine
+    columns that ran a little over the page (LibreOffice at 75 %) put its last column alone on a page of
+    its own, its rows no longer beside their names."""
+    print_table(data, data.max_column, data.max_row, header_row=None)
+    data.sheet_properties.pageSetUpPr.fitToPage = True
+    data.page_setup.fitToWidth, data.page_setup.fitToHeight = 1, 0
 
 
 def _score_bars(data: Worksheet, first: int, last: int, ordered: pd.DataFrame, title: str) -> BarChart:
@@ -314,6 +334,7 @@ def _bar(title: str, y_title: str, x_title: str) -> BarChart:
     ch.y_axis.title = y_title
     ch.x_axis.title = x_title
     ch.legend.position = "b"
+    _plain_axes(ch.y_axis)
     return ch
 
 
@@ -336,7 +357,7 @@ def comparison_charts(wb: Workbook, result: ComparisonResult) -> None:
             r += 1
             for j, v in enumerate([f"QD{int(p['iodepth'])}", p["iops_a"], p["iops_b"], p["lat_us_a"], p["lat_us_b"],
                                    p["bw_mib_s_a"], p["bw_mib_s_b"]], start=1):
-                data.cell(row=r, column=j, value=safe_value(v))
+                data.cell(row=r, column=j, value=safe_value(v)).number_format = POINT_FORMATS[j - 1]
         last = r
         cats = Reference(data, min_col=1, min_row=head + 1, max_row=last)
         for col, what, unit in ((2, "IOPS", "IOPS"), (4, "Latency", "Mean latency (us)"), (6, "Bandwidth", "MiB/s")):
@@ -359,7 +380,7 @@ def comparison_charts(wb: Workbook, result: ComparisonResult) -> None:
                 r += 1
                 k = f"QD{int(p[key])}" if key == "iodepth" else format_size(int(p[key]))
                 for j, v in enumerate([k, p["iops_gain_pct"], p["lat_reduction_pct"]], start=1):
-                    data.cell(row=r, column=j, value=safe_value(v))
+                    data.cell(row=r, column=j, value=safe_value(v)).number_format = "@" if j == 1 else "0.0"
             last = r
             cats = Reference(data, min_col=1, min_row=head + 1, max_row=last)
             across = "block sizes" if key == "iodepth" else "queue depths"
@@ -375,4 +396,4 @@ def comparison_charts(wb: Workbook, result: ComparisonResult) -> None:
             r += 2
     autosize(data)
     data.column_dimensions["A"].width = 28
-    print_table(data, data.max_column, data.max_row, header_row=None)
+    _print_data(data)

@@ -122,7 +122,8 @@ def header(ws: Worksheet, row: int, headers: Sequence[str]) -> None:
         c.alignment = Alignment(wrap_text=True, vertical="center")
 
 
-def _cpu_format(unit: Any) -> str:
+def cpu_format(unit: Any) -> str:
+    """The number format of a CPU/MiB figure: whole cycles, or CPU-ms to the microsecond."""
     return "#,##0" if str(unit).startswith("cycles") else "0.000"
 
 
@@ -155,8 +156,8 @@ def content_width(header_text: str, shown: Iterable[str]) -> float:
 
 def autosize(ws: Worksheet, *, max_width: float = MAX_WIDTH) -> None:
     """Size a sheet written cell by cell (Chart data): each column as wide as its widest value, header cells
-    (bold on the header fill) wrapped over their words with their rows as tall as they need; numbers at 4
-    shown as they are (a chart takes its axis format from them)."""
+    (bold on the header fill) wrapped over their words with their rows as tall as they need; a number as
+    its format shows it (an unformatted float at up to 10 digits)."""
     widths: dict[int, float] = {}
     heads: list[Any] = []
     for row in ws.iter_rows():
@@ -166,7 +167,8 @@ def autosize(ws: Worksheet, *, max_width: float = MAX_WIDTH) -> None:
             if c.fill is not None and c.fill.fgColor is not None and c.fill.fgColor.rgb == HEADER_FILL.fgColor.rgb:
                 heads.append(c)
                 continue
-            shown = f"{c.value:.10g}" if isinstance(c.value, float) else _shown(c.value, c.number_format)
+            plain = isinstance(c.value, float) and c.number_format == "General"
+            shown = f"{c.value:.10g}" if plain else _shown(c.value, c.number_format)
             widths[c.column] = max(widths.get(c.column, 0.0), min(max_width, len(shown) / CHARS_PER_WIDTH + 2.0))
     for c in heads:
         words = max([len(w) for w in str(c.value).split()] + [4]) / CHARS_PER_WIDTH + 2.0
@@ -232,7 +234,7 @@ def write_table(ws: Worksheet, frame: pd.DataFrame, columns: Sequence[Column], *
             value = data[f][i] if f in data else None
             cell = ws.cell(row=r, column=j, value=safe_value(value))
             if isinstance(cell.value, (int, float)) and not isinstance(cell.value, bool):
-                cell.number_format = _cpu_format(units[i]) if fmt == "cpu" else fmt
+                cell.number_format = cpu_format(units[i]) if fmt == "cpu" else fmt
             shown[j].append(_shown(cell.value, cell.number_format if cell.number_format != "General" else fmt))
     last = start_row + len(frame)
     if autofilter and len(frame):

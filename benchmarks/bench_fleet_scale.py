@@ -37,7 +37,8 @@ from typing import Any, Sequence
 
 from stormatrix.analysis.ingest import ingest
 from stormatrix.executors import fioserver
-from stormatrix.executors.fioserver import FioGuest, PointResult
+from stormatrix.executors.fioserver import PointResult
+from stormatrix.executors.fioserver_inputs import FioGuest
 from stormatrix.executors.fioserver_parse import noise_lines, parse_client_output, window_skew
 from stormatrix.executors.fioserver_probe import ProbeResult
 from stormatrix.registry import suite_from_dict

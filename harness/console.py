@@ -17,6 +17,11 @@ Why each part exists:
 - **SIGTERM and SIGHUP** (a ``kill``, a closed terminal, a CI timeout): raised in the main thread as
   :class:`Terminated` (a KeyboardInterrupt), so every ``finally`` runs — temporary files are removed, a
   VM is restored — where the default action would end the process on the spot. Exit 128 + the signal.
+- **a signal while the command is still importing** (its first 0.1 s): the package's first lines
+  (``stormatrix/__init__.py``) point SIGINT, SIGTERM and SIGHUP at a handler that says "interrupted
+  while starting" in one line and exits 128 + the signal; :func:`install_signal_handlers` takes over in
+  ``cli.main``. Before the package's first line the interpreter is still starting up, and a signal there
+  gets the interpreter's own default.
 
 Every write to stdout goes through :class:`GuardedStdout`, which turns a failing write into
 :class:`OutputFailed`: the CLI can tell "stdout failed" apart from an OSError of a file it writes.
@@ -30,6 +35,8 @@ import signal
 import sys
 from types import FrameType
 from typing import Any, TextIO
+
+from . import exit_while_starting
 
 EXIT_BROKEN_PIPE = 128 + signal.SIGPIPE
 
@@ -162,6 +169,11 @@ def install_signal_handlers() -> dict[int, Any]:
     """SIGTERM and SIGHUP raise :class:`Terminated` in the main thread (only the main thread may set
     handlers; elsewhere nothing changes). Returns the previous handlers, for :func:`restore_signal_handlers`."""
     old: dict[int, Any] = {}
+    try:  # the package's handler for the imports (exit at once) gives way to KeyboardInterrupt, which unwinds
+        if signal.getsignal(signal.SIGINT) is exit_while_starting:
+            old[signal.SIGINT] = signal.signal(signal.SIGINT, signal.default_int_handler)
+    except (ValueError, OSError):  # not the main thread
+        pass
     for sig in (signal.SIGTERM, signal.SIGHUP):
         try:
             current = signal.getsignal(sig)

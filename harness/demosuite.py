@@ -42,7 +42,8 @@ from .backends.qemu import ensure_test_disk, qemu_version
 from .backends.qemu_suite import DemoGuests
 from .core.errors import InputError
 from .core.model import DiskConfig
-from .executors.fioserver import FioGuest, find_fio
+from .executors.fioserver_client import find_fio
+from .executors.fioserver_inputs import FioGuest
 from .fleet.localstore import local_storage
 from .journal import Journal
 from .suite import Suite, SuitePoint, suite_for_guests

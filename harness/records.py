@@ -1,5 +1,5 @@
 """Build every journal record (docs/journal.md): ``run``, ``cell``, ``cell-error``, ``cell-skipped`` and
-``restored``; their type names are :mod:`stormatrix.core.journalfile`'s, which analysis reads them by.
+``restored``, as the types of :mod:`stormatrix.core.recordtypes`, which analysis reads them back through.
 
 Pure functions: given what the stages measured, summarise the engine's output (fio or DiskSpd, by the
 result's ``engine``), compute per-MiB values, the fixed-rate check and the fio-versus-QEMU byte
@@ -12,12 +12,14 @@ point has (per-guest results, skew, the fio client process) comes from the execu
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
 from .analysis.diskspd import parse_diskspd_xml
 from .analysis.fio import jobs_named, summarize_jobs
 from .core.errors import DataFileError, ErrorDetails, StormatrixError, WorkloadFailed
-from .core.journalfile import CELL, CELL_ERROR, CELL_SKIPPED, RESTORED, RUN
+from .core.recordtypes import (CellErrorRecord, CellPart, CellRecord, CellSkippedRecord, ClockCheck, CrossCheck,
+                               ErrorPart, FioSummary, HostMetrics, JsonPart, PerMib, RateCheck, RestoredRecord,
+                               RunRecord, Times)
 from .core.metrics import MIB, per_mib
 from .core.model import MIXED_MODES, WRITE_MODES, Cell, now_iso
 from .core.scope import BlockStats
@@ -232,61 +234,64 @@ def clock_check(fio: dict[str, Any], host_window_s: float | None, tolerance_pct:
 def cell_record(*, run_id: str, cell: Cell, backend: str | None, side: str | None, vm: str | list[str],
                 times: dict[str, Any], fio: dict[str, Any], host: dict[str, Any] | None,
                 result: WorkloadResult, rate: dict[str, Any] | None, cross: dict[str, Any] | None,
-                overlap: dict[str, Any] | None = None) -> dict[str, Any]:
+                overlap: dict[str, Any] | None = None) -> CellRecord:
     """One measured cell. ``result.record`` adds (or, for ``vm``/``guest``/``raw``, replaces) what only
     its executor knows: per-guest results of a multi-guest point, its raw output's shape."""
-    rec: dict[str, Any] = {
-        "type": CELL, "run_id": run_id, "key": cell.key, "cell": cell.to_dict(),
-        "backend": backend, "side": side, "vm": vm, "engine": result.engine, "times": times, "fio": fio,
-        "host": host, "per_mib": per_mib(fio["total"]["io_bytes"], host), "rate": rate, "crosscheck": cross,
-        "clock": clock_check(fio, times["window_s"]) if times.get("window_s") else None,
-        "guest": result.guest, "window_source": result.window_source, "clients": None,
-        "raw": {"engine": result.engine, "output": result.raw},
-        "overlap": overlap,
-    }
+    where = f"the record of cell {cell.key}"
     extra = dict(result.record)
-    rec["times"] = {**times, **extra.pop("times", {})}
-    rec.update(extra)
-    return rec
+    times = {**times, **extra.pop("times", {})}
+    typed = {"vm": vm, "clients": None, "raw": {"engine": result.engine, "output": result.raw}}
+    typed.update({k: extra.pop(k) for k in list(extra) if k in typed})
+    return CellRecord(
+        run_id=run_id, key=cell.key, cell=CellPart.of(cell), backend=backend, side=side, vm=typed["vm"],
+        engine=result.engine, times=Times.parse(times, where, "times."),
+        fio=FioSummary.parse(fio, where, "fio."), host=_part(HostMetrics, host, where, "host."),
+        per_mib=PerMib.parse(per_mib(fio["total"]["io_bytes"], host), where, "per_mib."),
+        rate=_part(RateCheck, rate, where, "rate."), crosscheck=_part(CrossCheck, cross, where, "crosscheck."),
+        clock=ClockCheck.parse(clock_check(fio, times["window_s"]), where, "clock.") if times.get("window_s") else None,
+        guest=result.guest, window_source=result.window_source, clients=typed["clients"], raw=typed["raw"],
+        overlap=overlap, rest=extra)
+
+
+P = TypeVar("P", bound=JsonPart)
+
+
+def _part(cls: type[P], value: dict[str, Any] | None, where: str, prefix: str) -> P | None:
+    return cls.parse(value, where, prefix) if value is not None else None
 
 
 def error_record(*, run_id: str, cell: Cell, stage: str, attempt: int, exc: BaseException,
-                 side: str | None = None, console_tail: str = "") -> dict[str, Any]:
+                 side: str | None = None, console_tail: str = "") -> CellErrorRecord:
     """One failed attempt. A multi-guest point's error names the guests that dropped out
     (``error.guests``) and keeps what the others measured (``partial_clients``)."""
     details = exc.details if isinstance(exc, StormatrixError) else ErrorDetails()
     partial = details.partial
-    error: dict[str, Any] = {"type": type(exc).__name__, "message": str(exc),
-                             "console_tail": console_tail[-800:] if console_tail else None}
-    if details.guests is not None:
-        error["guests"] = details.guests
-    rec: dict[str, Any] = {"type": CELL_ERROR, "run_id": run_id, "key": cell.key, "cell": cell.to_dict(),
-                           "side": side, "stage": stage, "attempt": attempt, "time": now_iso(), "error": error}
-    if partial:
-        rec["partial_clients"] = [{"name": c["name"], "fio": c["fio"]} for c in partial]
-    return rec
+    error = ErrorPart(type=type(exc).__name__, message=str(exc),
+                      console_tail=console_tail[-800:] if console_tail else None, guests=details.guests)
+    return CellErrorRecord(run_id=run_id, key=cell.key, cell=CellPart.of(cell), side=side, stage=stage,
+                           attempt=attempt, time=now_iso(), error=error,
+                           partial_clients=[{"name": c["name"], "fio": c["fio"]} for c in partial] if partial else None)
 
 
 def run_record(*, run_id: str, matrix_path: str, matrix: dict[str, Any], backend: str, side: str | None,
                environment: dict[str, Any], original_config: dict[str, Any] | None, cells: int, todo: int,
-               extra: dict[str, Any] | None = None) -> dict[str, Any]:
+               extra: dict[str, Any] | None = None) -> RunRecord:
     """A run starts: where and on what it runs, the matrix as read, what restore will put back; ``extra``
     is what a suite adds (its points, its side)."""
-    return {"type": RUN, "run_id": run_id, "started": now_iso(), "matrix_path": matrix_path, "matrix": matrix,
-            "backend": backend, "side": side, "environment": environment, "original_config": original_config,
-            "cells": cells, "todo": todo, **(extra or {})}
+    return RunRecord(run_id=run_id, started=now_iso(), matrix_path=matrix_path, matrix=matrix, backend=backend,
+                     side=side, environment=environment, original_config=original_config, cells=cells, todo=todo,
+                     rest=dict(extra or {}))
 
 
 def skipped_record(*, run_id: str, cell: Cell, side: str | None, reason: str, drivers: Any,
-                   readiness: str = "") -> dict[str, Any]:
+                   readiness: str = "") -> CellSkippedRecord:
     """A cell not run, and why (``readiness``: what the boot that showed the reason reported)."""
-    return {"type": CELL_SKIPPED, "run_id": run_id, "key": cell.key, "cell": cell.to_dict(), "side": side,
-            "time": now_iso(), "reason": reason, "drivers": drivers, **({"readiness": readiness} if readiness else {})}
+    return CellSkippedRecord(run_id=run_id, key=cell.key, cell=CellPart.of(cell), side=side, time=now_iso(),
+                             reason=reason, drivers=drivers, readiness=readiness or None)
 
 
 def restored_record(*, run_id: str | None, backend: str | None = None, vm: str | None = None,
-                    by: str | None = None) -> dict[str, Any]:
+                    by: str | None = None) -> RestoredRecord:
     """The VM is back as the run found it: at the end of the run (``backend``), or later by ``by``
     (``stormatrix restore``, naming the ``vm``)."""
-    extra = {k: v for k, v in (("backend", backend), ("vm", vm), ("by", by)) if v is not None}
-    return {"type": RESTORED, "run_id": run_id, "time": now_iso(), **extra}
+    return RestoredRecord(run_id=run_id, time=now_iso(), backend=backend, vm=vm, by=by)

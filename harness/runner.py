@@ -37,6 +37,7 @@ from .core.errors import (AuthenticationFailed, BackendError, CollectorError, Jo
                           StormatrixError, UnsafeWrite)
 from .core.journalfile import CELL, RUN, run_kind
 from .core.model import WRITE_MODES, Cell, DiskConfig, Plan, now_iso
+from .core.recordtypes import CellRecord
 from .core.scope import GuestEndpoint
 from .core.settings import RunSettings
 from .executors.base import DriverGate, GuestExecutor, WorkloadResult
@@ -388,7 +389,7 @@ class Runner:
                            errors=self.errors, driver_skipped=self.driver_skipped)
             try:
                 backend.restore()
-                self.journal.append(records.restored_record(run_id=self.run_id, backend=backend.name))
+                self.journal.append(records.restored_record(run_id=self.run_id, backend=backend.name).to_json())
             finally:
                 backend.close()
         return summary
@@ -460,7 +461,7 @@ class Runner:
         self.journal.append(records.run_record(
             run_id=self.run_id, matrix_path=self.settings.path, matrix=self.settings.raw, backend=backend.name,
             side=self.side, environment=env, original_config=backend.original_config(), cells=cells, todo=pending,
-            extra={"order": self.order, "seed": self.seed, **self.source.run_fields(backend)}))
+            extra={"order": self.order, "seed": self.seed, **self.source.run_fields(backend)}).to_json())
 
     def _run_group(self, backend: Backend, disk: DiskConfig, cells: list[Cell], progress: Progress | None,
                    upcoming: list[DiskConfig] | None = None, attempt: int = 0) -> None:
@@ -578,9 +579,9 @@ class Runner:
         for disk in pending:
             backend.boot_ahead(disk)
 
-    def _journal_cell(self, f: _Flight, record: dict[str, Any], progress: Progress | None) -> None:
+    def _journal_cell(self, f: _Flight, record: CellRecord, progress: Progress | None) -> None:
         cell = f.remaining[0]
-        self.journal.append(record)
+        self.journal.append(record.to_json())
         self._mark(cell.key, "journaled")
         self.measured += 1
         self.measured_keys.append(cell.key)
@@ -676,7 +677,7 @@ class Runner:
         log.warning("skipping %d cell(s) of %s: %s", len(cells), disk.key, reason)
         for cell in cells:
             self.journal.append(records.skipped_record(run_id=self.run_id, cell=cell, side=self.side, reason=reason,
-                                                       drivers=gate.describe(), readiness=evidence))
+                                                       drivers=gate.describe(), readiness=evidence).to_json())
             self.driver_skipped.append((cell.key, reason))
             if progress:
                 progress.update(f"{cell.key}: skipped (driver)", advance=True)
@@ -687,7 +688,7 @@ class Runner:
         factory = self.options.collector_factory or backend.collector_factory
         return Window(backend, factory, point_collector=backend.window_collector())
 
-    def _record(self, backend: Backend, f: _Flight, window: Window, result: WorkloadResult) -> dict[str, Any]:
+    def _record(self, backend: Backend, f: _Flight, window: Window, result: WorkloadResult) -> CellRecord:
         """The cell's journal record: the window's host measurements, fio's summary, the cross-checks."""
         cell, timing = f.remaining[0], self.settings.timing
         measured = window.result()
@@ -709,13 +710,13 @@ class Runner:
             result=result, rate=records.rate_check(cell, fio, run["rate_tolerance_pct"]),
             cross=records.crosscheck(fio, measured.bs0, measured.bs1, run["crosscheck_tolerance_pct"]),
             overlap=measured.overlap)
-        record.update(self.source.cell_fields())
+        record.rest.update(self.source.cell_fields())
         marks = self.timeline.setdefault(cell.key, {})
         marks.update({k: v for k, v in (("sent", window.mono_sent), ("measure_start", window.mono_start),
                                         ("measure_end", window.mono_end)) if v})
         self._mark(cell.key, "record")
         if cell.key in self._extra_reasons:
-            record["extra_repeat"] = self._extra_reasons[cell.key]
+            record.extra_repeat = self._extra_reasons[cell.key]
         return record
 
     def _mark(self, key: str, stage: str, when: float | None = None) -> None:
@@ -725,7 +726,7 @@ class Runner:
         tail = backend.console_tail()
         log.warning("cell %s failed at %s (attempt %d): %s", cell.key, stage, attempt, exc)
         self.journal.append(records.error_record(run_id=self.run_id, cell=cell, stage=stage, attempt=attempt,
-                                                 exc=exc, side=self.side, console_tail=tail))
+                                                 exc=exc, side=self.side, console_tail=tail).to_json())
 
 
 def run_environment(backend: Backend) -> dict[str, Any]:

@@ -10,7 +10,7 @@ import signal
 import subprocess
 import time
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import pytest
 from standins.pve import PveStandin, guest_interface
@@ -114,7 +114,7 @@ def fio_server_on_host(home: Path) -> Iterator[tuple[str, int]]:
 
     from standins.fioservers import free_port
 
-    from stormatrix.executors.fioserver import find_fio
+    from stormatrix.executors.fioserver_client import find_fio
 
     host = host_ipv4()
     if host is None:
@@ -137,22 +137,36 @@ def fio_server_on_host(home: Path) -> Iterator[tuple[str, int]]:
         server.wait()
 
 
-def kill_at_hold(standin: PveStandin, hold: tuple[str, str, int], argv: list[str], env: dict[str, str]) -> None:
-    """Run ``argv`` (a harness) until the stand-in holds the request ``hold`` (method, path suffix, how
-    many matching ones pass first), SIGKILL it there, then let the stand-in carry the request out."""
-    release = standin.hold_request(hold[0], hold[1], skip=hold[2])
+def kill_when(argv: list[str], env: dict[str, str], ready: Callable[[], bool], what: str,
+              timeout_s: float = 120.0) -> None:
+    """Run ``argv`` (a harness) until ``ready()`` (polled; it may block a little itself) says it is at the
+    moment to test, and SIGKILL it there; fails, naming ``what``, if the harness ends or times out first."""
     harness = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
-        if not standin.held(120):
-            assert harness.stderr is not None
-            pytest.fail("the harness never reached the held request: " + harness.stderr.read().decode()[-2000:])
+        deadline = time.monotonic() + timeout_s
+        while not ready():
+            if harness.poll() is not None or time.monotonic() > deadline:
+                assert harness.stderr is not None
+                if harness.poll() is None:
+                    harness.kill()
+                pytest.fail(f"the harness never reached {what}: " + harness.stderr.read().decode()[-2000:])
+            time.sleep(0.01)
         os.kill(harness.pid, signal.SIGKILL)
         harness.wait()
     finally:
-        release.set()
         if harness.poll() is None:
             harness.kill()
             harness.wait()
         assert harness.stderr is not None
         harness.stderr.close()
+
+
+def kill_at_hold(standin: PveStandin, hold: tuple[str, str, int], argv: list[str], env: dict[str, str]) -> None:
+    """Run ``argv`` (a harness) until the stand-in holds the request ``hold`` (method, path suffix, how
+    many matching ones pass first), SIGKILL it there, then let the stand-in carry the request out."""
+    release = standin.hold_request(hold[0], hold[1], skip=hold[2])
+    try:
+        kill_when(argv, env, lambda: standin.held(0.2), "the held request")
+    finally:
+        release.set()
     time.sleep(0.5)  # the held request goes on inside the stand-in, as Proxmox would carry it out

@@ -90,7 +90,8 @@ def restore_run(run_dir: Path, *, force: bool = False) -> str:
     finally:
         backend.close()
     what = RESTORABLE[backend_name](original)
-    Journal(run_dir).open().append(restored_record(run_id=run.get("run_id"), vm=what["vm"], by="stormatrix restore"))
+    restored = restored_record(run_id=run.get("run_id"), vm=what["vm"], by="stormatrix restore")
+    Journal(run_dir).open().append(restored.to_json())
     return f"{what['text']} restored to its original configuration"
 
 

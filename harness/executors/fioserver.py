@@ -50,34 +50,10 @@ from ..core.errors import DataFileError, GuestDisconnected, GuestNotReady, Workl
 from ..core.model import Cell, Timing, parse_size
 from ..core.scope import GuestEndpoint
 from .base import GuestExecutor, WindowListener, WorkloadResult
-from .fioserver_client import FioClientRun, client_args, find_fio, run_fio_client
-from .fioserver_inputs import (
-                               ALL_CLIENTS,
-                               DEFAULT_PORT,
-                               FIO_HUNG_CLIENT_S,
-                               NAME_RE,
-                               PROBE_JOB_NAME,
-                               FioGuest,
-                               FioJob,
-                               check_unique,
-                               fio_rate,
-                               )
-from .fioserver_parse import (
-                               ClientOutput,
-                               aggregate_check,
-                               lost_hosts_in_text,
-                               noise_lines,
-                               parse_client_output,
-                               read_iops_logs,
-                               window_skew,
-                               )
-from .fioserver_probe import PROBE_JOB, ProbeResult, probe_servers, require_servers
-
-__all__ = ["ALL_CLIENTS", "DEFAULT_PORT", "FIO_HUNG_CLIENT_S", "NAME_RE", "PROBE_JOB", "PROBE_JOB_NAME",
-           "ClientOutput", "FioClientRun", "FioGuest", "FioJob", "FioServerExecutor", "PointResult", "ProbeResult",
-           "aggregate_check", "check_unique", "client_args", "find_fio", "fio_rate", "lost_hosts_in_text",
-           "noise_lines", "parse_client_output", "probe_servers", "read_iops_logs", "require_servers", "run_fio_client",
-           "run_point", "window_skew"]
+from .fioserver_client import client_args, find_fio, run_fio_client
+from .fioserver_inputs import FIO_HUNG_CLIENT_S, FioGuest, FioJob, check_unique, fio_rate
+from .fioserver_parse import lost_hosts_in_text, noise_lines, parse_client_output, read_iops_logs, window_skew
+from .fioserver_probe import ProbeResult, require_servers
 
 log = logging.getLogger("stormatrix.fioserver")
 

@@ -14,6 +14,7 @@ import pytest
 from stormatrix.cli import main
 
 from test_analysis_iopath import qemu_record, write_journal
+from test_comparison_report import SIDE_A, SIDE_B, write_side
 
 CONTROLLERS = ("virtio-blk", "virtio-scsi-single", "pvscsi", "sata", "ide")
 AIO = ("native", "io_uring", "threads")
@@ -132,3 +133,39 @@ def test_mixed_repeats_mark_the_single_repeat_configurations_by_name(tmp_path: P
     assert sorted(s.tx.v for s in raw.series) == ["sata / aio=native", "sata / aio=threads (1 repeat)"]
     labels = [r[0] for r in wb["Chart data"].iter_rows(values_only=True) if r[0] and str(r[0]).startswith("sata aio=")]
     assert labels == ["sata aio=native", "sata aio=threads (1 repeat)"]
+
+
+def shown_decimals(fmt: str) -> int:
+    """Decimals an Excel number format shows ("0.000" -> 3, "#,##0" -> 0); General shows up to ten."""
+    assert fmt != "General", "a number left in General format prints every digit (0.8219283746)"
+    return len(fmt.split(".")[1].rstrip("%")) if "." in fmt else 0
+
+
+def chart_data_is_readable(xlsx: Path) -> int:
+    """Every number on the Chart data sheet has a number format of at most three decimals (the cell keeps
+    the exact value the chart draws), the sheet prints a row on one page width, and the charts' value axes
+    keep General ticks instead of taking the cells' decimals; returns how many numbers were checked."""
+    wb = openpyxl.load_workbook(xlsx)
+    data = wb["Chart data"]
+    numbers = [c for row in data.iter_rows() for c in row
+               if isinstance(c.value, (int, float)) and not isinstance(c.value, bool)]
+    for c in numbers:
+        assert shown_decimals(c.number_format) <= 3, f"Chart data!{c.coordinate}: {c.number_format}"
+    assert any(isinstance(c.value, float) and round(c.value, 3) != c.value for c in numbers), \
+        "the cells hold the exact values, not rounded copies"
+    assert data.sheet_properties.pageSetUpPr.fitToPage and data.page_setup.fitToWidth == 1
+    for x in chart_xml(xlsx):
+        for axis in re.findall(r"<valAx>.*?</valAx>", x, re.S):
+            fmt = re.search(r"<numFmt formatCode=\"([^\"]*)\" sourceLinked=\"(\d)\"", axis)
+            if "<barChart>" in x and "Efficiency score" in x:
+                continue  # the score bars: their value axis reads the score cells' 0.000, as always
+            assert fmt and fmt.groups() == ("General", "0"), axis[:200]
+    return len(numbers)
+
+
+def test_chart_data_shows_rounded_numbers_of_exact_values(books: dict[int, Path], tmp_path: Path) -> None:
+    assert chart_data_is_readable(books[3]) > 100
+    sides = [str(write_side(tmp_path / "a", SIDE_A)), str(write_side(tmp_path / "b", SIDE_B))]
+    xlsx = tmp_path / "c.xlsx"
+    assert main(["compare", *sides, "-o", str(xlsx)]) == 0
+    assert chart_data_is_readable(xlsx) > 5

@@ -49,8 +49,8 @@ def test_every_builder_writes_a_known_type() -> None:
                                 environment={}, original_config=None, cells=1, todo=1),
              records.skipped_record(run_id="r", cell=cell, side=None, reason="no driver", drivers={}),
              records.restored_record(run_id="r", backend="qemu")]
-    assert [r["type"] for r in built] == [RUN, CELL_SKIPPED, RESTORED]
-    assert built[1]["key"] == cell.key and "readiness" not in built[1]
+    assert [r.to_json()["type"] for r in built] == [RUN, CELL_SKIPPED, RESTORED]
+    assert built[1].key == cell.key and "readiness" not in built[1].to_json()
 
 
 def test_an_executor_sets_only_its_own_record_keys() -> None:

@@ -16,7 +16,8 @@ import time
 from pathlib import Path
 
 from stormatrix.core.errors import EnvironmentProblem
-from stormatrix.executors.fioserver import FioGuest, find_fio
+from stormatrix.executors.fioserver_client import find_fio
+from stormatrix.executors.fioserver_inputs import FioGuest
 from stormatrix.executors.fioserver_client import signal_group
 
 log = logging.getLogger("standins.fioservers")

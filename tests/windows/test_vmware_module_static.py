@@ -67,21 +67,31 @@ def test_the_dispatch_is_by_allowlisted_name_and_splatting() -> None:
     assert "Connect-StormatrixVMware @connection" in code
 
 
-#: the functions that read a password from the environment: vCenter's, and the workers' guest account's
-PASSWORD_READERS = ("Connect-StormatrixVMware", "Get-StormatrixVMwareFleetFioVersion")
+#: the one function that reads a password from the environment (Private/), and the functions that get
+#: their credential from it: vCenter's, and the workers' guest account's
+PASSWORD_READER = "Get-StormatrixVMwareEnvironmentCredential"
+CREDENTIAL_USERS = ("Connect-StormatrixVMware", "Get-StormatrixVMwareFleetFioVersion")
 
 
 def test_password_is_never_written_to_a_stream() -> None:
-    for name in PASSWORD_READERS:
-        text = (MODULE / "Public" / f"{name}.ps1").read_text(encoding="utf-8")
-        assert "ConvertTo-SecureString -String $password -AsPlainText -Force" in text, name
-        assert "$password = $null" in text, name
-        for line in text.splitlines():
-            if re.search(r"Write-(Host|Output|Verbose|Warning|Information|Debug)|throw|-Message", line):
-                assert "$password" not in line, line.strip()
+    text = (MODULE / "Private" / f"{PASSWORD_READER}.ps1").read_text(encoding="utf-8")
+    code = strip_strings_and_comments(text)
+    assert "ConvertTo-SecureString -String $password -AsPlainText -Force" in text
+    assert code.index("ConvertTo-SecureString") < code.index("$password = $null", code.index("ConvertTo-SecureString")), \
+        "the plain-text password is cleared right after it became a SecureString"
+    assert "System.Management.Automation.PSCredential -ArgumentList $user, $secure" in text
+    for line in text.splitlines():
+        if re.search(r"Write-(Host|Output|Verbose|Warning|Information|Debug)|throw|-Message|Out-|Export-|Set-Content", line):
+            assert "$password" not in line, line.strip()
+    for name in CREDENTIAL_USERS:
+        user = code_of(MODULE / "Public" / f"{name}.ps1")
+        assert f"{PASSWORD_READER} -UserVariable" in user, f"{name} builds its credential elsewhere"
     for path in PUBLIC + PRIVATE:
-        if path.stem not in PASSWORD_READERS:
-            assert "$password" not in path.read_text(encoding="utf-8").lower().replace("passwordvariable", ""), path.name
+        if path.stem != PASSWORD_READER:
+            text = path.read_text(encoding="utf-8")
+            assert "$password" not in text.lower().replace("passwordvariable", ""), path.name
+            assert "ConvertTo-SecureString" not in text and "GetEnvironmentVariable" not in text, \
+                f"{path.name}: reads a secret outside {PASSWORD_READER}"
 
 
 def test_certificate_validation_is_on_unless_turned_off() -> None:

@@ -21,10 +21,11 @@ import openpyxl
 import pytest
 from standins.pve import PveStandin
 from standins.pve_launch import FioServerLauncher
-from suite_pve import SECRET, SECRET_ENV, TOKEN, TOKEN_ID, kill_at_hold
+from standins.fioservers import processes_in
+from suite_pve import SECRET, SECRET_ENV, TOKEN, TOKEN_ID, kill_at_hold, kill_when
 
 from stormatrix.cli import main
-from stormatrix.executors.fioserver import find_fio
+from stormatrix.executors.fioserver_client import find_fio
 from stormatrix.fleet.journal import FleetJournal
 from stormatrix.fleet.proxmox import TAG
 from stormatrix.journal import Journal
@@ -256,6 +257,58 @@ def test_a_kill_9_in_a_points_power_cycle_or_the_fio_check_leaves_nothing(
         assert main(["fleet", "destroy", str(path), "-o", str(run)]) == 0, capsys.readouterr().err[-3000:]
     assert (set(api_only.vms), api_only.volumes()) == before  # the decoy VM and volumes are still there
     assert FleetJournal(run).state().empty
+    assert_only_the_journals_things_were_touched(api_only, run)
+
+
+def fio_running_on_every_worker(standin: PveStandin, workers: int) -> bool:
+    """Every worker's guest is running a fio job: besides its fio server, the server's connection child
+    and the job's own process have the guest's directory as their working directory (the guest's state,
+    read from /proc, not a guess of how long the harness takes to get there)."""
+    guests = {spec.run_dir / f"{spec.vmid}.guest" for spec in standin.launcher.started if spec.vmid >= 300}
+    return len(guests) == workers and all(len(processes_in(g)) >= 3 for g in guests)
+
+
+def cells_journaled(side: Path) -> int:
+    """Cell records in a side's journal while the harness writes it (a line being written is not one yet)."""
+    try:
+        lines = (side / "journal.ndjson").read_text().splitlines()
+    except FileNotFoundError:
+        return 0
+    count = 0
+    for line in lines:
+        try:
+            count += json.loads(line).get("type") == "cell"
+        except ValueError:
+            pass
+    return count
+
+
+@pytest.mark.slow
+def test_a_kill_9_while_a_points_fio_runs_on_the_workers_is_measured_once_on_the_rerun(
+        api_only: PveStandin, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Killed while the second point's fio jobs run in the workers (the first point journaled): the
+    rerun resumes, measures the second point once and the first not again, finishes the suite and
+    removes the fleet; the decoy VM and volumes are untouched."""
+    before = (set(api_only.vms), api_only.volumes())
+    path = suite_file(api_only, tmp_path, workers=2, fleet={"storages": [STORAGES[0]]},
+                      filename="target.dat", size="1m", host_metrics="off", queue_depths=[1, 2], measure_seconds=2)
+    run = tmp_path / "run"
+    side = run / STORAGES[0]
+    argv = [sys.executable, "-m", "stormatrix", "suite", "run", str(path), "-o", str(run)]
+    kill_when(argv, dict(os.environ),
+              lambda: cells_journaled(side) == 1 and fio_running_on_every_worker(api_only, 2),
+              "the second point's fio run on both workers")
+    first = [r for r in Journal(side).records() if r["type"] == "cell"]
+    assert len(first) == 1
+    assert main(["suite", "run", str(path), "-o", str(run)]) == 0, capsys.readouterr().err[-3000:]
+    cells = [r for r in Journal(side).records() if r["type"] == "cell"]
+    assert len(cells) == 2 and cells[0] == first[0]       # the first point kept, not measured again
+    assert len({c["key"] for c in cells}) == 2             # the second measured once
+    assert all(len(c["clients"]) == 2 and all(cl["fio"]["total"]["io_bytes"] > 0 for cl in c["clients"])
+               for c in cells)
+    assert (set(api_only.vms), api_only.volumes()) == before  # the decoy VM and volumes are still there
+    assert FleetJournal(run).state().empty
+    assert sorted(api_only.destroyed_vms) == [300, 301]
     assert_only_the_journals_things_were_touched(api_only, run)
 
 

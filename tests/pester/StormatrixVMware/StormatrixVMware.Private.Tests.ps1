@@ -16,6 +16,32 @@ Describe 'Private helpers' {
         { InModuleScope StormatrixVMware { Disconnect-StormatrixVMware } } | Should -Not -Throw
         InModuleScope StormatrixVMware { $script:StormatrixVIServer } | Should -BeNullOrEmpty
     }
+    It 'Get-StormatrixVMwareEnvironmentCredential should build the credential from the named variables' {
+        $env:SMX_CRED_USER = 'svc-bench'
+        $env:SMX_CRED_PASSWORD = 'cr3d-Pa55'
+        try {
+            $c = InModuleScope StormatrixVMware { Get-StormatrixVMwareEnvironmentCredential -UserVariable SMX_CRED_USER -PasswordVariable SMX_CRED_PASSWORD -Purpose 'p' }
+            $c | Should -BeOfType ([System.Management.Automation.PSCredential])
+            $c.UserName | Should -Be 'svc-bench'
+            $c.GetNetworkCredential().Password | Should -Be 'cr3d-Pa55'
+        }
+        finally { Remove-Item -Path Env:SMX_CRED_USER, Env:SMX_CRED_PASSWORD -ErrorAction SilentlyContinue }
+    }
+    It 'Get-StormatrixVMwareEnvironmentCredential should name every missing variable and the caller''s purpose, never the password' {
+        $env:SMX_CRED_PASSWORD = 'cr3d-Pa55'
+        try {
+            $e = $null
+            try { InModuleScope StormatrixVMware { Get-StormatrixVMwareEnvironmentCredential -UserVariable SMX_CRED_NOUSER -PasswordVariable SMX_CRED_PASSWORD -Purpose 'the lab account' -TargetObject 'vc01.lab' } }
+            catch { $e = $_ }
+            $e.FullyQualifiedErrorId | Should -BeLike 'Stormatrix.VMware.CredentialMissing*'
+            $e.Exception.Message | Should -Be 'environment variable(s) SMX_CRED_NOUSER not set: the lab account'
+            $e.TargetObject | Should -Be 'vc01.lab'
+            Remove-Item -Path Env:SMX_CRED_PASSWORD
+            { InModuleScope StormatrixVMware { Get-StormatrixVMwareEnvironmentCredential -UserVariable SMX_CRED_NOUSER -PasswordVariable SMX_CRED_PASSWORD -Purpose 'p' } } |
+                Should -Throw -ErrorId 'Stormatrix.VMware.CredentialMissing' -ExpectedMessage 'environment variable(s) SMX_CRED_NOUSER, SMX_CRED_PASSWORD not set: p'
+        }
+        finally { Remove-Item -Path Env:SMX_CRED_PASSWORD -ErrorAction SilentlyContinue }
+    }
     It 'Remove-StormatrixVMwareController should refuse a controller that holds disks' {
         { InModuleScope StormatrixVMware {
                 $vm = Get-VM -Name bench01

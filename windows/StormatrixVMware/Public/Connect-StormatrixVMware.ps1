@@ -78,18 +78,8 @@ function Connect-StormatrixVMware {
     }
     $connect = @{ Server = $Server }
     if ($CredentialSource -eq 'Environment') {
-        $user = [Environment]::GetEnvironmentVariable($UserVariable)
-        $password = [Environment]::GetEnvironmentVariable($PasswordVariable)
-        $missing = @()
-        if (-not $user) { $missing += $UserVariable }
-        if (-not $password) { $missing += $PasswordVariable }
-        if ($missing.Count -gt 0) {
-            throw (New-StormatrixVMwareError -ErrorId 'CredentialMissing' -Category 'AuthenticationError' -TargetObject $Server `
-                    -Message "environment variable(s) $($missing -join ', ') not set: set them in the environment that runs stormatrix")
-        }
-        $secure = ConvertTo-SecureString -String $password -AsPlainText -Force
-        $password = $null
-        $connect['Credential'] = New-Object -TypeName System.Management.Automation.PSCredential -ArgumentList $user, $secure
+        $connect['Credential'] = Get-StormatrixVMwareEnvironmentCredential -UserVariable $UserVariable -PasswordVariable $PasswordVariable `
+            -TargetObject $Server -Purpose 'set them in the environment that runs stormatrix'
     }
     else {
         $lookup = @{ Host = $Server; ErrorAction = 'SilentlyContinue' }

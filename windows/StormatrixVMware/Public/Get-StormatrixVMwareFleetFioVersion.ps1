@@ -47,18 +47,8 @@ function Get-StormatrixVMwareFleetFioVersion {
         [ValidatePattern('^[A-Za-z_][A-Za-z0-9_]*$')][string]$GuestUserVariable = 'STORMATRIX_GUEST_USER',
         [ValidatePattern('^[A-Za-z_][A-Za-z0-9_]*$')][string]$GuestPasswordVariable = 'STORMATRIX_GUEST_PASSWORD'
     )
-    $user = [Environment]::GetEnvironmentVariable($GuestUserVariable)
-    $password = [Environment]::GetEnvironmentVariable($GuestPasswordVariable)
-    $missing = @()
-    if (-not $user) { $missing += $GuestUserVariable }
-    if (-not $password) { $missing += $GuestPasswordVariable }
-    if ($missing.Count -gt 0) {
-        throw (New-StormatrixVMwareError -ErrorId 'CredentialMissing' -Category 'AuthenticationError' `
-                -Message "environment variable(s) $($missing -join ', ') not set: the guest account that runs fio --version in the workers; set them in the environment that runs stormatrix")
-    }
-    $secure = ConvertTo-SecureString -String $password -AsPlainText -Force
-    $credential = New-Object -TypeName System.Management.Automation.PSCredential -ArgumentList $user, $secure
-    $password = $null
+    $credential = Get-StormatrixVMwareEnvironmentCredential -UserVariable $GuestUserVariable -PasswordVariable $GuestPasswordVariable `
+        -Purpose 'the guest account that runs fio --version in the workers; set them in the environment that runs stormatrix'
     $members = Get-StormatrixVMwareFleetMember -VMId $VMId -RunId $RunId
     foreach ($vm in $members) {
         $answer = [ordered]@{ Kind = 'vm'; Id = [string]$vm.Id; Name = [string]$vm.Name; Version = $null; ExitCode = $null; Problem = $null }

@@ -1,0 +1,562 @@
+"""The journal's record types (docs/journal.md), defined once: what the harness writes and analysis reads.
+
+Each record (``run``, ``cell``, ``cell-error``, ``cell-skipped``, ``restored``) and each nested part a
+reader uses (a cell's ``cell``, ``times``, ``fio`` summary with its direction blocks, ``host`` metrics,
+``per_mib``, the ``rate``, ``crosscheck`` and ``clock`` checks) is a dataclass here with:
+
+- ``to_json()``: the JSON object that is journaled, key for key the one the harness has always written;
+- ``from_json(obj, where)``: a journal line's object back as the type, for every journal a stormatrix
+  wrote, older ones included. A field of the wrong type, or a required one missing, raises
+  :class:`~stormatrix.core.errors.DataFileError` naming ``where`` (``file:line``), the dotted key and the
+  fix. What older records lack is worked out here, in one place: a cell's ``engine`` (from ``raw.engine``,
+  else fio) and what its ``host.cpu_total`` counted (``cpu_total_source``, from the collector's ``source``).
+
+A part keeps the keys it does not type in ``rest`` (a collector's per-thread split, an executor's own keys,
+a suite's additions), and a part read from a line remembers the line's keys and their order (``keys``), so
+``to_json(from_json(line)) == line`` for every line; a part built by the harness has ``keys`` None and is
+written in the order the fields are declared, then ``rest``. ``stormatrix.records`` builds these types,
+the runner journals ``to_json()``, and ``stormatrix.analysis.journalrows`` maps ``from_json()`` to tidy rows.
+Standard library only.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Mapping, TypeVar
+
+from .errors import DataFileError
+from .journalfile import CELL, CELL_ERROR, CELL_SKIPPED, RESTORED, RUN, SCHEMA
+from .metrics import CPU_PER_MIB_UNIT, MIB, host_reason, per_mib
+from .model import disk_options_apply
+
+EDITED_FIX = "use the unedited journal of the run, or remove this line (the other lines stay usable)"
+ENGINES = ("fio", "diskspd")
+
+# What a field holds, checked by from_json: (test, how a wrong value is described)
+_NUM, _INT, _STR, _OBJ, _LIST, _ANY = "a number", "an integer", "a string", "an object", "a list", "any"
+
+
+def _is_number(value: Any) -> bool:
+    """A real number (JSON's true/false are not measurements)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+_TESTS: dict[str, Any] = {
+    _NUM: _is_number,
+    _INT: lambda v: isinstance(v, int) and not isinstance(v, bool),
+    _STR: lambda v: isinstance(v, str),
+    _OBJ: lambda v: isinstance(v, dict),
+    _LIST: lambda v: isinstance(v, list),
+    _ANY: lambda v: True,
+}
+
+
+def _f(kind: str = _ANY, *, key: str | None = None, part: type | None = None, omit_none: bool = False) -> Any:
+    """A typed JSON field: its kind, its JSON key when not the field's name, its nested part type, and
+    whether the harness leaves the key out when the value is None."""
+    return field(default=None, metadata={"kind": kind, "key": key, "part": part, "omit_none": omit_none})
+
+
+P = TypeVar("P", bound="JsonPart")
+
+
+@dataclass
+class JsonPart:
+    """A JSON object with typed fields; the keys it does not type stay in ``rest``, in their order."""
+
+    #: the JSON keys the type writes before its fields (a record's ``schema`` and ``type``)
+    HEAD: ClassVar[dict[str, str]] = {}
+    #: the keys the type does not type, in their order (a collector's or an executor's own, a suite's)
+    rest: dict[str, Any] = field(default_factory=dict, kw_only=True)
+    #: the keys of the line it was read from, in their order; None for a part the harness built
+    keys: tuple[str, ...] | None = field(default=None, compare=False, repr=False, kw_only=True)
+
+    def _typed(self) -> list[dataclasses.Field[Any]]:
+        return [f for f in dataclasses.fields(self) if "kind" in f.metadata]
+
+    def given(self, key: str) -> bool:
+        """Whether the JSON has ``key``: always for a part the harness built, else as the line had it."""
+        return self.keys is None or key in self.keys
+
+    def to_json(self) -> dict[str, Any]:
+        """What is journaled: the typed fields (nested parts as their JSON), then ``rest``."""
+        out: dict[str, Any] = dict(self.HEAD)
+        for f in self._typed():
+            value = getattr(self, f.name)
+            if value is None and f.metadata["omit_none"]:
+                continue
+            out[f.metadata["key"] or f.name] = value.to_json() if isinstance(value, JsonPart) else value
+        out.update(self.rest)
+        if self.keys is None:
+            return out
+        # as the line had them: a value worked out for an older line (its engine) stays out
+        return {k: out.get(k) for k in self.keys}
+
+    @classmethod
+    def parse(cls: type[P], obj: Mapping[str, Any], where: str, prefix: str = "") -> P:
+        """The part from a JSON object; a typed field of the wrong kind raises DataFileError naming its key."""
+        values: dict[str, Any] = {}
+        typed: set[str] = set(cls.HEAD)
+        for f in dataclasses.fields(cls):
+            if "kind" not in f.metadata:
+                continue
+            key = f.metadata["key"] or f.name
+            typed.add(key)
+            if obj.get(key) is None:
+                continue
+            value, dotted = obj[key], prefix + key
+            part: type[JsonPart] | None = f.metadata["part"]
+            if part is not None:
+                if not isinstance(value, dict):
+                    raise DataFileError(where, f"'{dotted}' is {value!r}, not an object")
+                value = part.parse(value, where, dotted + ".")
+            elif not _TESTS[f.metadata["kind"]](value):
+                raise DataFileError(where, f"'{dotted}' is {value!r}, not {f.metadata['kind']}")
+            values[f.name] = value
+        rest = {k: v for k, v in obj.items() if k not in typed}
+        return cls(**values, rest=rest, keys=tuple(obj))
+
+
+# --- the parts of a cell record -------------------------------------------------------------------
+
+
+@dataclass
+class DiskPart(JsonPart):
+    """``cell.disk``: the disk configuration the cell ran on."""
+
+    controller: str | None = _f(_STR)
+    aio: str | None = _f(_STR)
+    iothread: Any = _f()      # true/false (older records: any truthy value)
+    cache: str | None = _f()
+    bus: str | None = _f()
+    scsihw: str | None = _f()
+
+
+@dataclass
+class WorkloadPart(JsonPart):
+    """``cell.workload``: the fio job the cell ran."""
+
+    name: str | None = _f()
+    rw: str | None = _f(_STR)
+    bs: int | None = _f(_INT)
+    iodepth: int | None = _f(_INT)
+    numjobs: Any = _f()
+    rate_mib_s: float | None = _f(_NUM)
+    rwmixread: Any = _f()
+
+
+@dataclass
+class CellPart(JsonPart):
+    """``cell``: the planned cell (:meth:`stormatrix.core.model.Cell.to_dict`)."""
+
+    disk: DiskPart | None = _f(part=DiskPart)
+    workload: WorkloadPart | None = _f(part=WorkloadPart)
+    repeat: int | None = _f(_INT)
+    key: str | None = _f(_STR)
+
+    @classmethod
+    def of(cls, cell: Any) -> "CellPart":
+        """The part for a planned :class:`~stormatrix.core.model.Cell`, as the harness journals it."""
+        return cls.parse(cell.to_dict(), f"cell {cell.key}")
+
+
+@dataclass
+class Times(JsonPart):
+    """``times``: when the cell's stages happened (ISO times) and how long its window was."""
+
+    started: str | None = _f(_STR)
+    ready: str | None = _f()
+    measure_start: str | None = _f()
+    measure_end: str | None = _f()
+    finished: str | None = _f()
+    boot_s: float | None = _f()
+    ramp_s: float | None = _f()
+    measure_s: float | None = _f()
+    window_s: float | None = _f(_NUM)
+    booted_ahead: bool | None = _f(omit_none=True)
+
+
+@dataclass
+class Direction(JsonPart):
+    """One direction block of the ``fio`` summary (``total``, ``read``, ``write``); a rate that could not be
+    computed is None, never 0."""
+
+    io_bytes: float | None = _f(_NUM)
+    bw_bytes: float | None = _f(_NUM)
+    iops: float | None = _f(_NUM)
+    total_ios: float | None = _f(_NUM)
+    runtime_ms: float | None = _f(_NUM)
+    lat_mean_ns: float | None = _f(_NUM)
+    lat_p99_ns: float | None = _f(_NUM)
+    clat_p99_ns: float | None = _f(_NUM)
+
+
+@dataclass
+class FioSummary(JsonPart):
+    """``fio``: the measurement's figures in one shape, whichever engine produced them."""
+
+    version: Any = _f()
+    jobs: Any = _f()
+    error: Any = _f()
+    usr_cpu: float | None = _f(_NUM)
+    sys_cpu: float | None = _f(_NUM)
+    ctx: float | None = _f(_NUM)
+    read: Direction | None = _f(part=Direction)
+    write: Direction | None = _f(part=Direction)
+    total: Direction | None = _f(part=Direction)
+    engine: str | None = _f(omit_none=True)
+    null_reasons: dict[str, Any] | None = _f(_OBJ, omit_none=True)
+
+
+@dataclass
+class HostMetrics(JsonPart):
+    """``host``: what the host collector measured over the window (docs/journal.md, ``host``); a collector's
+    own extras (``by_role``, ``threads``, ``perf``...) stay in ``rest``."""
+
+    cpu_metric: str | None = _f()
+    cpu_unit: str | None = _f()
+    cpu_total: float | None = _f(_NUM)
+    cpu_user: float | None = _f(_NUM)
+    cpu_system: float | None = _f(_NUM)
+    cycles: dict[str, Any] | None = _f()
+    ctx_switches: float | None = _f()
+    window_s: float | None = _f(_NUM)
+    source: str | None = _f()
+    scope: Any = _f()
+    cpu_total_source: str | None = _f(omit_none=True)
+    cpu_split_note: Any = _f(omit_none=True)
+    unmatched: Any = _f(omit_none=True)
+    null_reasons: Any = _f(omit_none=True)
+
+    @classmethod
+    def parse(cls, obj: Mapping[str, Any], where: str, prefix: str = "") -> "HostMetrics":
+        """The host part; for an older record, ``cpu_total_source`` worked out from what its collector
+        (``source``) counted with (not written back: ``to_json`` keeps the record's own keys)."""
+        host = super().parse(obj, where, prefix)
+        if not isinstance(host.cpu_total_source, str):
+            host.cpu_total_source = _older_total_source(host.source, host.cpu_metric)
+        return host
+
+    def reason(self, key: str) -> str | None:
+        """Why the collector left ``key`` null (its ``null_reasons`` or ``unmatched``)."""
+        return host_reason(self.to_json(), key)
+
+
+@dataclass
+class PerMib(JsonPart):
+    """``per_mib``: host cost per MiB moved (:func:`stormatrix.core.metrics.per_mib`, the one definition)."""
+
+    mib: float | None = _f(_NUM)
+    cpu: float | None = _f(_NUM)
+    cpu_unit: str | None = _f()
+    ctx: float | None = _f(_NUM)
+
+
+@dataclass
+class RateCheck(JsonPart):
+    """``rate``: did a fixed-rate cell run at its rate (``stormatrix.records.rate_check``)."""
+
+    target_mib_s: float | None = _f(_NUM)
+    achieved_mib_s: float | None = _f(_NUM)
+    miss_pct: float | None = _f()
+    tolerance_pct: float | None = _f()
+    missed: bool | None = _f()
+    overshot: bool | None = _f(omit_none=True)
+
+
+@dataclass
+class CrossCheck(JsonPart):
+    """``crosscheck``: fio's bytes against QEMU's own count for the test disk."""
+
+    fio_bytes: float | None = _f()
+    qemu_bytes: float | None = _f()
+    qemu_read_bytes: float | None = _f(omit_none=True)
+    qemu_write_bytes: float | None = _f(omit_none=True)
+    tolerance_pct: float | None = _f()
+    diff_pct: float | None = _f()
+    flag: bool | None = _f()
+
+
+@dataclass
+class ClockCheck(JsonPart):
+    """``clock``: fio's runtime (the guest's clock) against the host's window."""
+
+    fio_runtime_s: float | None = _f()
+    host_window_s: float | None = _f()
+    diff_pct: float | None = _f()
+    flag: bool | None = _f()
+
+
+# --- the records ----------------------------------------------------------------------------------
+
+
+@dataclass
+class RunRecord(JsonPart):
+    """``run``: a run (or a resumed run) started: where, on what, the matrix, what restore puts back."""
+
+    HEAD: ClassVar[dict[str, str]] = {"schema": SCHEMA, "type": RUN}
+    run_id: str | None = _f(_STR)
+    started: str | None = _f(_STR)
+    matrix_path: str | None = _f(_STR)
+    matrix: Any = _f()
+    backend: str | None = _f(_STR)
+    side: str | None = _f()
+    environment: dict[str, Any] | None = _f()
+    original_config: Any = _f()
+    cells: int | None = _f()
+    todo: int | None = _f()
+
+    @classmethod
+    def from_json(cls, obj: Mapping[str, Any], where: str) -> "RunRecord":
+        return _of_type(cls, obj, where)
+
+
+@dataclass
+class CellRecord(JsonPart):
+    """``cell``: one measured cell (or suite point). ``rest`` holds what its executor and the run added
+    (``clients``' siblings: ``skew``, ``noise``..., a suite's name)."""
+
+    HEAD: ClassVar[dict[str, str]] = {"schema": SCHEMA, "type": CELL}
+    run_id: str | None = _f(_STR)
+    key: str | None = _f(_STR)
+    cell: CellPart | None = _f(part=CellPart)
+    backend: str | None = _f(_STR)
+    side: Any = _f()
+    vm: Any = _f()                       # one VM's name, or several joined / listed for a suite point
+    engine: str | None = _f()            # fio or diskspd; worked out for older records (see from_json)
+    times: Times | None = _f(part=Times)
+    fio: FioSummary | None = _f(part=FioSummary)
+    host: HostMetrics | None = _f(part=HostMetrics)
+    per_mib: PerMib | None = _f(part=PerMib)
+    rate: RateCheck | None = _f(part=RateCheck)
+    crosscheck: CrossCheck | None = _f(part=CrossCheck)
+    clock: ClockCheck | None = _f(part=ClockCheck)
+    guest: Any = _f()
+    window_source: Any = _f()
+    clients: Any = _f()
+    raw: Any = _f()
+    overlap: Any = _f()
+    extra_repeat: dict[str, Any] | None = _f(omit_none=True)
+
+    @classmethod
+    def from_json(cls, obj: Mapping[str, Any], where: str) -> "CellRecord":
+        """A cell record from a journal line; refuses one no run could have written, naming the key."""
+        _need(obj, "key", _STR, where)
+        _need(obj, "cell.disk.controller", _STR, where)
+        if not obj["cell"]["disk"]["controller"].strip():
+            raise DataFileError(where, "'cell.disk.controller' is empty", EDITED_FIX)
+        host = obj.get("host")
+        if host is not None and not isinstance(host, dict):
+            raise DataFileError(where, f"'host' is {type(host).__name__}, not an object or null")
+        rec = _of_type(cls, obj, where)
+        assert rec.cell is not None and rec.cell.disk is not None and rec.cell.disk.controller is not None
+        controller = rec.cell.disk.controller
+        if disk_options_apply(controller, rec.backend) and (controller != "unknown" or rec.cell.disk.aio is not None):
+            # a suite point whose side does not name its disk configuration has controller "unknown" and aio
+            # null (docs/journal.md, suite points); every other cell on a disk with an aio mode names it
+            _need(obj, "cell.disk.aio", _STR, where)
+        for dotted, kind in (("cell.workload.rw", _STR), ("cell.workload.bs", _INT),
+                             ("cell.workload.iodepth", _INT), ("cell.repeat", _INT)):
+            _need(obj, dotted, kind, where)
+        if rec.cell.repeat is not None and rec.cell.repeat < 1:
+            raise DataFileError(where, f"'cell.repeat' is {rec.cell.repeat}: repeats count from 1", EDITED_FIX)
+        for dotted, kind in (("fio.total", _OBJ), ("fio.total.io_bytes", _NUM), ("fio.total.iops", _NUM)):
+            _need(obj, dotted, kind, where)
+        _positive("times.window_s", rec.times.window_s if rec.times else None, where)
+        rec.engine = _engine(obj, where)
+        if rec.host is not None:
+            _check_host(rec, where)
+        return rec
+
+    def cost_per_mib(self) -> tuple[float | None, float | None]:
+        """(CPU per MiB, context switches per MiB): the record's ``per_mib``, or for an older record without
+        it the one definition (:func:`stormatrix.core.metrics.per_mib`) over its host and bytes."""
+        cpu = self.per_mib.cpu if self.per_mib else None
+        ctx = self.per_mib.ctx if self.per_mib else None
+        if self.host is not None and (cpu is None or ctx is None):
+            assert self.fio is not None and self.fio.total is not None and self.fio.total.io_bytes is not None
+            mib = (self.per_mib.mib if self.per_mib else None) or self.fio.total.io_bytes / MIB
+            computed = per_mib(mib * MIB, self.host.to_json())
+            cpu = computed["cpu"] if cpu is None else cpu
+            ctx = computed["ctx"] if ctx is None else ctx
+        return cpu, ctx
+
+
+CTX_FIX = ("a host collector that counted context switches writes the number in host.ctx_switches; one that has "
+           "no such counter (the ESXi collectors) writes null and the reason in host.unmatched.ctx_switches. Use "
+           "the unedited journal of the run, or remove this line")
+
+
+def _check_host(rec: CellRecord, where: str) -> None:
+    """The host metrics a report reads, checked against each other."""
+    host, key = rec.host, rec.key
+    assert host is not None
+    metric = host.cpu_metric
+    if metric not in CPU_PER_MIB_UNIT:
+        raise DataFileError(where, f"host.cpu_metric is {metric!r}; expected 'cycles' or 'cpu_time'")
+    if host.cpu_total is None:
+        raise DataFileError(where, "cell record has no 'host.cpu_total'")
+    value = host.ctx_switches
+    if value is not None:
+        if not _is_number(value):
+            raise DataFileError(where, f"'host.ctx_switches' is {value!r}, not a number")
+        if not float(value).is_integer():
+            raise DataFileError(where, f"cell {key}: 'host.ctx_switches' is {value!r}: a count of context switches "
+                                       "is a whole number", CTX_FIX)
+    elif host.reason("ctx_switches") is None:
+        raise DataFileError(where, f"cell {key}: 'host.ctx_switches' is null and 'host.unmatched.ctx_switches' "
+                                   "gives no reason (nor 'host.null_reasons.ctx_switches'; a collector without a "
+                                   "context-switch count must say why)", CTX_FIX)
+    if value is None and rec.per_mib is not None and rec.per_mib.ctx is not None:
+        raise DataFileError(where, f"cell {key}: 'per_mib.ctx' is {rec.per_mib.ctx!r} but 'host.ctx_switches' is "
+                                   "null: a ctx/MiB without context switches", CTX_FIX)
+    unit = rec.per_mib.cpu_unit if rec.per_mib else None
+    if unit is not None and unit != CPU_PER_MIB_UNIT[metric]:
+        raise DataFileError(where, f"per_mib.cpu_unit is {unit!r} but host.cpu_metric is {metric!r} "
+                                   f"(expected {CPU_PER_MIB_UNIT[metric]!r})")
+    _positive("host.window_s", host.window_s, where)
+    _positive("per_mib.mib", rec.per_mib.mib if rec.per_mib else None, where)
+
+
+def _positive(dotted: str, value: float | None, where: str) -> None:
+    """An optional quantity that is above 0 whenever it is written (a window length, MiB moved)."""
+    if value is not None and value <= 0:
+        raise DataFileError(where, f"'{dotted}' is {value!r}: it is above 0 in every record a run writes",
+                            EDITED_FIX)
+
+
+def _older_total_source(source: Any, metric: str | None) -> str | None:
+    """What an older record's ``cpu_total`` counted, from its collector's ``source``."""
+    source = str(source or "")
+    if metric == "cycles":
+        return "perf cycles:u + cycles:k" if "perf" in source else None
+    return "perf task-clock (ns)" if source == "perf+proc" else \
+        "/proc/PID/stat utime + stime (clock ticks)" if source == "proc" else None
+
+
+def _engine(obj: Mapping[str, Any], where: str) -> str:
+    """The engine that measured the cell: the record's ``engine``, else ``raw.engine``; records written
+    before either key existed were fio's. Two keys that disagree mean an edited record."""
+    raw = obj.get("raw")
+    given = {k: v for k, v in (("engine", obj.get("engine")),
+                               ("raw.engine", raw.get("engine") if isinstance(raw, dict) else None)) if v is not None}
+    for key, engine in given.items():
+        if engine not in ENGINES:
+            raise DataFileError(where, f"'{key}' is {engine!r}; expected one of {', '.join(ENGINES)}",
+                                "use the unedited journal of the run, or remove this line")
+    if len(set(given.values())) > 1:
+        raise DataFileError(where, f"'engine' is {given['engine']!r} but 'raw.engine' is {given['raw.engine']!r}",
+                            "use the unedited journal of the run, or remove this line")
+    return str(next(iter(given.values()), "fio"))
+
+
+@dataclass
+class ErrorPart(JsonPart):
+    """``cell-error``'s ``error``: the exception, and for a multi-guest point the guests that dropped out."""
+
+    type: str | None = _f()
+    message: str | None = _f(_STR)
+    console_tail: str | None = _f(_STR)
+    guests: Any = _f(omit_none=True)
+
+
+@dataclass
+class CellErrorRecord(JsonPart):
+    """``cell-error``: one failed attempt at a cell (tried again on resume)."""
+
+    HEAD: ClassVar[dict[str, str]] = {"schema": SCHEMA, "type": CELL_ERROR}
+    run_id: str | None = _f(_STR)
+    key: str | None = _f(_STR)
+    cell: CellPart | None = _f(part=CellPart)
+    side: str | None = _f()
+    stage: str | None = _f(_STR)
+    attempt: int | None = _f()
+    time: str | None = _f(_STR)
+    error: ErrorPart | None = _f(part=ErrorPart)
+    partial_clients: list[dict[str, Any]] | None = _f(_LIST, omit_none=True)
+
+    @classmethod
+    def from_json(cls, obj: Mapping[str, Any], where: str) -> "CellErrorRecord":
+        return _of_type(cls, obj, where)
+
+
+@dataclass
+class CellSkippedRecord(JsonPart):
+    """``cell-skipped``: a cell not run, and why (a Windows guest without the controller's driver)."""
+
+    HEAD: ClassVar[dict[str, str]] = {"schema": SCHEMA, "type": CELL_SKIPPED}
+    run_id: str | None = _f(_STR)
+    key: str | None = _f(_STR)
+    cell: CellPart | None = _f(part=CellPart)
+    side: str | None = _f()
+    time: str | None = _f(_STR)
+    reason: str | None = _f(_STR)
+    drivers: Any = _f()
+    readiness: str | None = _f(omit_none=True)  # what the boot that showed the reason reported
+
+    @classmethod
+    def from_json(cls, obj: Mapping[str, Any], where: str) -> "CellSkippedRecord":
+        return _of_type(cls, obj, where)
+
+
+@dataclass
+class RestoredRecord(JsonPart):
+    """``restored``: the VM is back as the run found it (by the run's ``backend``, or later ``by`` a command)."""
+
+    HEAD: ClassVar[dict[str, str]] = {"schema": SCHEMA, "type": RESTORED}
+    run_id: str | None = _f(_STR)
+    time: str | None = _f(_STR)
+    backend: str | None = _f(_STR, omit_none=True)
+    vm: str | None = _f(omit_none=True)
+    by: str | None = _f(_STR, omit_none=True)
+
+    @classmethod
+    def from_json(cls, obj: Mapping[str, Any], where: str) -> "RestoredRecord":
+        return _of_type(cls, obj, where)
+
+
+Record = RunRecord | CellRecord | CellErrorRecord | CellSkippedRecord | RestoredRecord
+#: the record type (``"type"``) -> its class
+RECORD_CLASSES: dict[str, type[Record]] = {
+    RUN: RunRecord, CELL: CellRecord, CELL_ERROR: CellErrorRecord, CELL_SKIPPED: CellSkippedRecord,
+    RESTORED: RestoredRecord}
+
+
+def record_from_json(obj: Mapping[str, Any], where: str) -> Record:
+    """Any journal record as its type; an unknown ``type`` raises DataFileError naming it."""
+    kind = obj.get("type")
+    cls = RECORD_CLASSES.get(kind) if isinstance(kind, str) else None
+    if cls is None:
+        raise DataFileError(where, f"'type' is {kind!r}; expected one of {', '.join(sorted(RECORD_CLASSES))}",
+                            EDITED_FIX)
+    return cls.from_json(obj, where)
+
+
+R = TypeVar("R", bound=JsonPart)
+
+
+def _of_type(cls: type[R], obj: Mapping[str, Any], where: str) -> R:
+    want = cls.HEAD["type"]
+    if obj.get("type") != want:
+        raise DataFileError(where, f"'type' is {obj.get('type')!r}, not {want!r}", EDITED_FIX)
+    return cls.parse(obj, where)
+
+
+def _get(obj: Mapping[str, Any], dotted: str) -> Any:
+    node: Any = obj
+    for part in dotted.split("."):
+        if not isinstance(node, dict):
+            return None
+        node = node.get(part)
+    return node
+
+
+def _need(obj: Mapping[str, Any], dotted: str, kind: str, where: str) -> Any:
+    """A required key of the record: present, and of its kind (else DataFileError naming it)."""
+    value = _get(obj, dotted)
+    if value is None:
+        raise DataFileError(where, f"cell record has no '{dotted}'")
+    if not _TESTS[kind](value):
+        raise DataFileError(where, f"'{dotted}' is {value!r}, not {kind}")
+    return value

@@ -1,0 +1,195 @@
+"""One typed record per journal type (core/recordtypes.py): the harness builds them (records.py), journals
+``to_json()``, and analysis reads ``from_json()``. A line read and written again is the same line, a record
+built and read back is the same record, and a bad record names its file, line, key and fix."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from stormatrix import records
+from stormatrix.analysis.journalrows import read_journal_rows
+from stormatrix.core.errors import DataFileError, WorkloadFailed
+from stormatrix.core.journalfile import SCHEMA
+from stormatrix.core.model import Cell, DiskConfig, Workload
+from stormatrix.core.recordtypes import (CellErrorRecord, CellRecord, CellSkippedRecord, RestoredRecord, RunRecord,
+                                         record_from_json)
+from stormatrix.core.scope import BlockStats
+from stormatrix.executors.base import WorkloadResult
+import paths
+
+DATA = paths.ROOT / "tests" / "data"
+CELL = Cell(DiskConfig("virtio-scsi-single", "native", True, "none"), Workload("rr", "randread", 4096, 4), 2)
+MIXED = Cell(DiskConfig("sata", "threads", False, "none"),
+             Workload("mix", "randrw", 8192, 8, numjobs=2, rate_mib_s=4.0, rwmixread=70), 1)
+HOST = {"cpu_metric": "cpu_time", "cpu_unit": "s", "cpu_total": 0.5, "cpu_user": 0.2, "cpu_system": 0.3,
+        "ctx_switches": 1200, "window_s": 10.0, "source": "perf+proc", "scope": "qemu pid 1",
+        "by_role": {"vcpu": {"user_s": 0.1, "system_s": 0.1, "ctx_voluntary": 5, "ctx_involuntary": 1}}}
+
+
+def _lines(path: Path) -> list[tuple[int, dict[str, Any]]]:
+    out = []
+    for number, raw in enumerate(path.read_bytes().split(b"\n"), start=1):
+        try:
+            value = json.loads(raw)
+        except ValueError:
+            continue
+        if isinstance(value, dict) and value.get("schema") == SCHEMA:
+            out.append((number, value))
+    return out
+
+
+def _dumps(obj: dict[str, Any]) -> str:
+    return json.dumps(obj, ensure_ascii=False)
+
+
+def _journals() -> list[Path]:
+    return sorted(DATA.rglob("*.ndjson"))
+
+
+def _built(cell: Cell, fio_doc: str) -> list[Any]:
+    """One of each record, as the runner builds them from a real fio document."""
+    doc = json.loads((DATA / "fio" / fio_doc).read_text())
+    result = WorkloadResult(engine="fio", raw=json.dumps(doc), data=doc, guest={"kernel": "6.1"},
+                            record={"times": {"window_offset_s": 0.25}, "skew": {"max_s": 0.1}})
+    fio = records.summarize(result, cell)
+    times = {"started": "2026-11-27T22:00:00+00:00", "ready": "2026-11-27T22:00:05+00:00",
+             "measure_start": "2026-11-27T22:00:07+00:00", "measure_end": "2026-11-27T22:00:17+00:00",
+             "finished": "2026-11-27T22:00:18+00:00", "boot_s": 4.5, "ramp_s": 2.0, "measure_s": 10.0,
+             "window_s": 10.0, "booted_ahead": False}
+    cell_rec = records.cell_record(
+        run_id="r1", cell=cell, backend="qemu", side="A", vm="smx-1", times=times, fio=fio, host=HOST,
+        result=result, rate=records.rate_check(cell, fio, 10.0),
+        cross=records.crosscheck(fio, BlockStats(0, 0, 0, 0), BlockStats(4096, 1, 0, 0), 5.0),
+        overlap={"vm": "smx-1", "paused_in_window": False, "cpu_s_in_window": 0.0})
+    cell_rec.rest["suite"] = "s"
+    cell_rec.extra_repeat = {"basis": "cv", "reason": "CV 12 % over 10 %"}
+    failed = WorkloadFailed("fio died", cell=cell.key)
+    return [records.run_record(run_id="r1", matrix_path="m.toml", matrix={"repeats": 2}, backend="qemu", side="A",
+                               environment={"accel": "tcg"}, original_config=None, cells=2, todo=2,
+                               extra={"order": "rounds", "seed": 7}),
+            cell_rec,
+            records.error_record(run_id="r1", cell=cell, stage="window", attempt=1, exc=failed, console_tail="x" * 900),
+            records.skipped_record(run_id="r1", cell=cell, side="A", reason="no vioscsi driver", drivers={"a": 1},
+                                   readiness="booted"),
+            records.skipped_record(run_id="r1", cell=cell, side=None, reason="no driver", drivers=None),
+            records.restored_record(run_id="r1", backend="qemu"),
+            records.restored_record(run_id="r1", vm="100", by="stormatrix restore")]
+
+
+@pytest.mark.parametrize("cell, fio_doc", [(CELL, "fio3_randread_bs4k_qd1.json"),
+                                           (MIXED, "fio3_randrw70_bs8k_qd8_numjobs2_group.json")])
+def test_what_the_harness_builds_reads_back_as_the_same_record(cell: Cell, fio_doc: str) -> None:
+    for rec in _built(cell, fio_doc):
+        line = json.loads(_dumps(rec.to_json()))  # through the journal's text
+        again = type(rec).from_json(line, "journal.ndjson:1")
+        assert again == rec
+        assert _dumps(again.to_json()) == _dumps(rec.to_json())
+        assert record_from_json(line, "journal.ndjson:1") == rec
+
+
+def test_a_cell_record_is_journaled_key_for_key_as_before() -> None:
+    """The keys and their order the runner has always written; an executor's own keys and the run's come after."""
+    built = _built(MIXED, "fio3_randrw70_bs8k_qd8_numjobs2_group.json")
+    cell = built[1].to_json()
+    assert list(cell) == ["schema", "type", "run_id", "key", "cell", "backend", "side", "vm", "engine", "times",
+                          "fio", "host", "per_mib", "rate", "crosscheck", "clock", "guest", "window_source", "clients",
+                          "raw", "overlap", "extra_repeat", "skew", "suite"]
+    assert cell["cell"] == MIXED.to_dict() and cell["times"]["window_offset_s"] == 0.25
+    assert cell["raw"] == {"engine": "fio", "output": built[1].raw["output"]}
+    assert cell["host"] == HOST and cell["rate"]["directions"]["read"]["target_mib_s"] == pytest.approx(2.8)
+    assert [list(r.to_json())[:2] for r in built] == [["schema", "type"]] * len(built)
+    error = built[2].to_json()
+    assert list(error) == ["schema", "type", "run_id", "key", "cell", "side", "stage", "attempt", "time", "error"]
+    assert error["error"]["console_tail"] == "x" * 800 and "guests" not in error["error"]
+    assert "readiness" not in built[4].to_json() and built[3].to_json()["readiness"] == "booted"
+    assert list(built[5].to_json()) == ["schema", "type", "run_id", "time", "backend"]
+    assert list(built[6].to_json()) == ["schema", "type", "run_id", "time", "vm", "by"]
+    assert list(built[0].to_json())[-2:] == ["order", "seed"]
+
+
+@pytest.mark.parametrize("path", _journals(), ids=lambda p: str(p.relative_to(DATA)))
+def test_every_journal_line_in_tests_data_is_written_back_as_it_was_read(path: Path) -> None:
+    read = 0
+    for number, line in _lines(path):
+        try:
+            rec = record_from_json(line, f"{path}:{number}")
+        except DataFileError as exc:  # the malformed journals' damaged lines: refused, naming the line
+            assert exc.path == f"{path}:{number}" and exc.problem
+            continue
+        read += 1
+        assert _dumps(rec.to_json()) == _dumps(line)
+        assert type(rec).from_json(rec.to_json(), "again") == rec
+    assert read or path.parent.name == "journal"  # every good journal has records that read
+
+
+def test_the_sample_journals_hold_every_record_type() -> None:
+    kinds = {type(record_from_json(line, "x")) for p in (DATA / "journal").rglob("*.ndjson") for _, line in _lines(p)}
+    assert {RunRecord, CellRecord, CellErrorRecord, RestoredRecord} <= kinds
+
+
+def _cell_line() -> dict[str, Any]:
+    return json.loads(_dumps(_built(CELL, "fio3_randread_bs4k_qd1.json")[1].to_json()))
+
+
+def test_an_older_record_has_its_engine_and_cpu_source_worked_out_once_and_written_back_unchanged() -> None:
+    line = _cell_line()
+    del line["engine"]  # older records: no engine key (fio's, or raw.engine) and no host.cpu_total_source
+    assert "cpu_total_source" not in line["host"]
+    rec = CellRecord.from_json(line, "j:3")
+    assert rec.engine == "fio" and rec.host is not None and rec.host.cpu_total_source == "perf task-clock (ns)"
+    assert rec.to_json() == line  # what was worked out is not written into the record
+    line["raw"]["engine"] = "diskspd"
+    assert CellRecord.from_json(line, "j:3").engine == "diskspd"
+    line["host"]["source"] = "proc"
+    assert _source(line) == "/proc/PID/stat utime + stime (clock ticks)"
+    line["host"]["cpu_total_source"] = "named by the collector"
+    assert _source(line) == "named by the collector"
+
+
+def _source(line: dict[str, Any]) -> str | None:
+    host = CellRecord.from_json(line, "j:3").host
+    assert host is not None
+    return host.cpu_total_source
+
+
+@pytest.mark.parametrize("edit, key", [
+    (lambda r: r["cell"]["workload"].update(bs="4k"), "'cell.workload.bs' is '4k', not an integer"),
+    (lambda r: r["fio"].pop("total"), "cell record has no 'fio.total'"),
+    (lambda r: r["fio"]["total"].update(iops="fast"), "'fio.total.iops' is 'fast', not a number"),
+    (lambda r: r.update(host="busy"), "'host' is str, not an object or null"),
+    (lambda r: r["host"].update(cpu_metric="jiffies"), "host.cpu_metric is 'jiffies'"),
+    (lambda r: r["times"].update(window_s=0), "'times.window_s' is 0: it is above 0"),
+    (lambda r: r.update(engine="diskspd"), "'engine' is 'diskspd' but 'raw.engine' is 'fio'"),
+    (lambda r: r["host"].update(ctx_switches=None), "'host.ctx_switches' is null"),
+    (lambda r: r["times"].update(started=17), "'times.started' is 17, not a string"),
+])
+def test_a_bad_cell_record_is_refused_naming_the_line_and_the_key(edit: Any, key: str) -> None:
+    line = _cell_line()
+    edit(line)
+    with pytest.raises(DataFileError) as caught:
+        CellRecord.from_json(line, "run/journal.ndjson:7")
+    assert caught.value.path == "run/journal.ndjson:7" and key in caught.value.problem
+
+
+def test_a_record_of_another_type_or_an_unknown_one_is_refused_with_the_fix() -> None:
+    with pytest.raises(DataFileError, match="'type' is 'cell', not 'restored'.*unedited journal"):
+        RestoredRecord.from_json(_cell_line(), "j:1")
+    with pytest.raises(DataFileError, match="'type' is 'bogus'; expected one of cell, cell-error"):
+        record_from_json({"schema": SCHEMA, "type": "bogus"}, "j:1")
+    with pytest.raises(DataFileError, match="'key' is 3, not a string"):
+        CellSkippedRecord.from_json({"schema": SCHEMA, "type": "cell-skipped", "key": 3}, "j:1")
+
+
+def test_analysis_reports_a_bad_skipped_record_and_keeps_the_rest(tmp_path: Path) -> None:
+    """A damaged line is a problem naming it; the journal's other records still count."""
+    journal = tmp_path / "journal.ndjson"
+    good = _cell_line()
+    bad = {"schema": SCHEMA, "type": "cell-skipped", "run_id": "r1", "key": ["x"], "reason": "no driver"}
+    journal.write_text("\n".join(_dumps(r) for r in (good, bad)) + "\n")
+    rows, _, problems, _ = read_journal_rows(journal)
+    assert [r["key"] for r in rows] == [CELL.key]
+    assert [p.source for p in problems] == [f"{journal}:2"] and "'key' is ['x'], not a string" in problems[0].reason
