@@ -32,7 +32,9 @@ from typing import Any, Callable
 
 import pandas as pd
 
+from ..core.errors import DataFileError
 from ..core.journalfile import CELL, RUN, SCHEMA, read_lines
+from ..core.recordtypes import CellRecord, RunRecord
 from .labels import config_label
 
 VCPU = "vcpu"
@@ -51,36 +53,40 @@ class IOPathResult:
     rows: pd.DataFrame = field(default_factory=pd.DataFrame)  # per measurement: io_cpu_per_mib, io_ctx_per_mib, io_note
 
 
-def _records(sources: list[str]) -> tuple[dict[str, dict[str, Any]], list[dict[str, Any]]]:
-    """Cell records by ``path:line`` and the run records, from the journals the sources name."""
-    by_source: dict[str, dict[str, Any]] = {}
-    runs: list[dict[str, Any]] = []
+def _records(sources: list[str]) -> tuple[dict[str, CellRecord], list[RunRecord]]:
+    """Cell records by ``path:line`` and the run records, from the journals the sources name (a line that is
+    no record of its type is left out: ingest has reported it)."""
+    by_source: dict[str, CellRecord] = {}
+    runs: list[RunRecord] = []
     for path in sorted({s.rsplit(":", 1)[0] for s in sources if ":" in s}):
         try:
             data = Path(path).read_bytes()
         except OSError:
             continue
         for line in read_lines(data):
-            rec = line.record
+            rec, where = line.record, f"{path}:{line.number}"
             if rec is None or rec.get("schema") != SCHEMA:
                 continue
-            if rec.get("type") == RUN:
-                runs.append(rec)
-            elif rec.get("type") == CELL:
-                by_source[f"{path}:{line.number}"] = rec
+            try:
+                if rec.get("type") == RUN:
+                    runs.append(RunRecord.from_json(rec, where))
+                elif rec.get("type") == CELL:
+                    by_source[where] = CellRecord.from_json(rec, where)
+            except DataFileError:
+                continue
     return by_source, runs
 
 
-def split_of(rec: dict[str, Any] | None) -> tuple[float | None, float | None, str | None]:
+def split_of(rec: CellRecord | None) -> tuple[float | None, float | None, str | None]:
     """(I/O-path CPU seconds, I/O-path context switches, why blank) of one cell record."""
     if rec is None:
         return None, None, "not from a journal: a plain result file has no per-thread split"
-    host = rec.get("host")
-    if not isinstance(host, dict):
+    host = rec.host
+    if host is None:
         return None, None, "no host record (no collector ran)"
-    roles = host.get("by_role")
+    roles = host.by_role
     if not isinstance(roles, dict) or not roles:
-        src = host.get("source")
+        src = host.source
         return None, None, (f"the host collector ({src}) records no per-thread split" if src else
                             "the record has no per-thread split (host.by_role)")
     if VCPU not in roles:
@@ -107,8 +113,8 @@ def iopath_frame(frame: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
     # ingest carries the split (io_path_cpu_s, io_path_ctx, io_path_note) and the run's accel: then the journals,
     # already read once, are not read again (and may be gone); otherwise they are read here
     carried = all(c in frame.columns for c in ("io_path_cpu_s", "io_path_ctx", "io_path_note", "accel"))
-    recs: dict[str, dict[str, Any]] = {}
-    runs: list[dict[str, Any]] = []
+    recs: dict[str, CellRecord] = {}
+    runs: list[RunRecord] = []
     if not carried:
         journal_rows = frame["source_format"] == "journal" if "source_format" in frame else frame["source"].notna()
         recs, runs = _records([str(s) for s in frame.loc[journal_rows.fillna(False).astype(bool), "source"].dropna()])
@@ -139,8 +145,8 @@ def iopath_frame(frame: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
     if carried:
         accels = sorted({str(a) for a in frame["accel"].dropna() if a == "tcg"})
     else:
-        accels = sorted({str(r.get("environment", {}).get("accel")) for r in runs
-                         if isinstance(r.get("environment"), dict) and r["environment"].get("accel") == "tcg"})
+        accels = sorted({"tcg" for r in runs
+                         if isinstance(r.environment, dict) and r.environment.get("accel") == "tcg"})
     return out, accels
 
 

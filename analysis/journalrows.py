@@ -89,7 +89,7 @@ def cell_row(rec: CellRecord, where: str) -> dict[str, Any]:
         "window_s": _float(times.window_s),
     }
     _explain_blanks(rec, row)
-    io_cpu, io_ctx, io_note = split_of({"host": rec.host.to_json()} if rec.host else {})
+    io_cpu, io_ctx, io_note = split_of(rec)
     row.update({"io_path_cpu_s": io_cpu, "io_path_ctx": io_ctx, "io_path_note": io_note})
     host = rec.host
     if host is not None:

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from stormatrix import guestimage
-from stormatrix.backends.qemu import QemuVm, VmSpec, ensure_test_disk
+from stormatrix.backends.qemu import QemuBackend, QemuVm, VmSpec, ensure_test_disk
 from stormatrix.executors.localagent import AgentChannel, fio_job, parse_event
 from stormatrix.core.model import DiskConfig, Timing, Workload
 
@@ -205,17 +205,39 @@ def breakdown_main(args: argparse.Namespace) -> int:
         runs: list[tuple[str, dict[str, str]]] = [(f"{key}={v}", {key: v}) for v in values] if key else [("now", {})]
         if args.baseline:  # first the baseline's [qemu] settings, then the matrix as configured
             runs = [("baseline", dict(kv.split("=", 1) for kv in args.baseline.split())), ("now", {})]
+        if args.restore:
+            # the saved states in a folder of this benchmark's own: the second run starts with none (its VMs
+            # booting ahead save them), the third finds them all (as a user's second run does)
+            states = Path(tmp) / "states"
+            QemuBackend.states_root = staticmethod(lambda: states)  # type: ignore[method-assign]
+            runs = [("restore off", {"restore": "false"}), ("restore on, no saved states yet", {"restore": "true"}),
+                    ("restore on, states saved by the run before", {"restore": "true"})]
         for tag, settings in runs:
             mtext = with_settings(text, "qemu", settings) if settings else text
-            runner, _summary, wall = run_matrix(Path(tmp), mtext, tag)
+            runner, _summary, wall = run_matrix(Path(tmp), mtext, re.sub(r"\W+", "-", tag))
             b = breakdown(runner, ramp_s, measure_s)
             b["wall_s"] = wall
             b["loadavg"] = Path("/proc/loadavg").read_text().split()[:3]
+            b["vm_starts"] = vm_starts(runner)
             results[tag] = b
             label = ", ".join(f"{k} = {v}" for k, v in settings.items()) or "as configured"
             print_breakdown(f"[{tag}] {label} (load average {' '.join(b['loadavg'])})", b, ramp_s)
+            print(f"    VM starts: {', '.join(f'{n} {how}' for how, n in b['vm_starts'].items())}")
+    if len(results) > 1:
+        print("matrix overhead: " + "; ".join(f"{tag}: {b['overhead_pct']:.1f} %" for tag, b in results.items()))
     print(json.dumps(results), file=sys.stderr)
     return 0
+
+
+def vm_starts(runner: Any) -> dict[str, int]:
+    """How the run's VMs started (the cell records' ``times.vm_start``): booted, restored, states saved."""
+    out = {"booted": 0, "restored": 0, "saved a state": 0}
+    for rec in runner.journal.records():
+        how = (rec.get("times") or {}).get("vm_start") if rec.get("type") == "cell" else None
+        if how:
+            out["restored" if how["how"] == "restore" else "booted"] += 1
+            out["saved a state"] += 1 if how.get("saved") else 0
+    return out
 
 
 def main() -> int:
@@ -236,6 +258,10 @@ def main() -> int:
     ap.add_argument("--baseline", metavar="'KEY=V KEY=V'",
                     help="with --breakdown: run the matrix first with these [qemu] settings, then as configured, e.g. "
                          "--baseline 'boot_ahead_depth=1 pipeline=false' (the harness before two cells in flight)")
+    ap.add_argument("--restore", action="store_true",
+                    help="with --breakdown: run the matrix three times, [qemu] restore off, then on with no saved "
+                         "states (the VMs booting ahead save them), then on with the states the run before saved "
+                         "(kept in a temporary folder, not the cache's)")
     ap.add_argument("--repeats", type=int, default=0,
                     help="with --breakdown: override [run] repeats (and no extra repeats), e.g. 1 for 10 cells")
     args = ap.parse_args()

@@ -5,9 +5,10 @@ switches per MiB). After the planned ``repeats``, every configuration (a disk co
 workload) whose repeats vary more than ``cv_limit_pct`` — the coefficient of variation (sample
 standard deviation / mean, as the workbook computes it) of CPU per MiB or of context switches per MiB —
 gets one more repeat, and again, until it is stable, it reaches ``max_repeats``, or the optional time
-budget would be exceeded. The values are recomputed from the journal's cell records with
-:func:`stormatrix.core.metrics.per_mib`, the same formula analysis uses, so a resumed run decides
-exactly as the interrupted one would have: the journal is the only memory.
+budget would be exceeded. The values are read from the journal's cell records as analysis reads them
+(:class:`stormatrix.core.recordtypes.CellRecord`: its ``per_mib``, or for an older record the one formula,
+:func:`stormatrix.core.metrics.per_mib`), so a resumed run decides exactly as the interrupted one would have:
+the journal is the only memory.
 
 **Open verdicts first** (``[run] repeat_policy = "verdicts"``, the default): before any CV-driven repeat,
 both sides of every comparison the findings rest on that is still undecided get one: the best
@@ -29,9 +30,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
+from .core.errors import DataFileError
 from .core.journalfile import CELL
-from .core.metrics import per_mib
 from .core.model import NOT_APPLICABLE, Cell, Plan
+from .core.recordtypes import CellRecord
 
 
 @dataclass(frozen=True)
@@ -70,17 +72,18 @@ def config_key(key: str) -> str:
 def stability_by_config(records: Iterable[dict[str, Any]]) -> dict[str, Stability]:
     """Per configuration, from the journal's ``cell`` records: repeats and the CV of CPU and ctx per MiB."""
     values: dict[str, dict[int, tuple[float | None, float | None]]] = {}
-    for rec in records:
-        if rec.get("type") != CELL or not isinstance(rec.get("key"), str):
+    for number, rec in enumerate(records, start=1):
+        if rec.get("type") != CELL:
             continue
-        fio: dict[str, Any] = rec["fio"] if isinstance(rec.get("fio"), dict) else {}
-        total: dict[str, Any] = fio["total"] if isinstance(fio.get("total"), dict) else {}
-        host: dict[str, Any] | None = rec["host"] if isinstance(rec.get("host"), dict) else None
-        pm = per_mib(total.get("io_bytes"), host)
-        _, _, rep = rec["key"].rpartition("/rep")
+        try:  # read as analysis reads it; a record analysis refuses counts for no configuration here either
+            cell = CellRecord.from_json(rec, f"journal record {number}")
+        except DataFileError:
+            continue
+        assert cell.key is not None
+        _, _, rep = cell.key.rpartition("/rep")
         if not rep.isdigit():
             continue
-        values.setdefault(config_key(rec["key"]), {})[int(rep)] = (pm["cpu"], pm["ctx"])
+        values.setdefault(config_key(cell.key), {})[int(rep)] = cell.cost_per_mib()
     out: dict[str, Stability] = {}
     for cfg, reps in values.items():
         cpu = [v[0] for v in reps.values() if v[0] is not None]

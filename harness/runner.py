@@ -273,6 +273,7 @@ class _Flight:
     t_ready: str = ""
     boot_s: float = 0.0
     booted_ahead: bool = False
+    vm_start: dict[str, Any] | None = None  # how the backend started the VM (boot, or restore from a saved state)
     ahead_pending: list[DiskConfig] = field(default_factory=list)  # still to be booted ahead in this VM start
     handed_off: bool = False  # the VM went on with the last cell's result to come (:class:`_Tail`)
 
@@ -509,6 +510,7 @@ class Runner:
         backend.apply(f.disk)
         self._mark(f.current.key, "applied")
         f.booted_ahead = backend.booted_ahead
+        f.vm_start = backend.vm_start
         f.ahead_pending = list(f.upcoming)
         if backend.overlaps and not f.booted_ahead and f.ahead_pending:
             # at once: the next VM boots while this one gets ready and warms up (paused in windows); the ones
@@ -589,7 +591,7 @@ class Runner:
         f.attempt = 0
         if progress:
             progress.update(cell.key, advance=True)
-        f.t_started, f.boot_s, f.booted_ahead = now_iso(), 0.0, False
+        f.t_started, f.boot_s, f.booted_ahead, f.vm_start = now_iso(), 0.0, False, None
 
     def _finish_tail(self, progress: Progress | None) -> None:
         """Collect, cross-check, journal and stop the cell left in flight (:class:`_Tail`), if any. A failure
@@ -699,10 +701,13 @@ class Runner:
             raise CollectorError("the measurement window never opened or closed", cell=cell.key)
         fio = records.summarize(result, cell)
         result.guest = {**f.guest, **result.guest}
-        times = {"started": f.t_started, "ready": f.t_ready, "measure_start": measured.t_start,
-                 "measure_end": measured.t_end, "finished": now_iso(), "boot_s": f.boot_s,
-                 "ramp_s": timing.ramp_s, "measure_s": timing.measure_s,
-                 "window_s": measured.seconds, "booted_ahead": f.booted_ahead}
+        times: dict[str, Any] = {
+            "started": f.t_started, "ready": f.t_ready, "measure_start": measured.t_start,
+            "measure_end": measured.t_end, "finished": now_iso(), "boot_s": f.boot_s,
+            "ramp_s": timing.ramp_s, "measure_s": timing.measure_s,
+            "window_s": measured.seconds, "booted_ahead": f.booted_ahead}
+        if f.vm_start is not None:
+            times["vm_start"] = f.vm_start
         run = self.settings.run
         record = records.cell_record(
             run_id=self.run_id, cell=cell, backend=backend.name, side=self.side,

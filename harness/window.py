@@ -85,6 +85,9 @@ class Window:
             # The guest's fio waits for GO (sent when this returns), so nothing here races its I/O.
             self._opened = True
             self.backend.window_opened()  # first: a VM booting ahead stops before anything is measured
+            # the window starts now: window_opened may have waited (a VM's restore finishing, ~0.5 s)
+            self.mono_start = time.monotonic()
+            self.t_start = now_iso()
             self.scopes = self.backend.scope()
             if self.point_collector is not None:
                 self.collectors = [self.point_collector]

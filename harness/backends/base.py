@@ -66,6 +66,9 @@ class Backend(ABC):
         self.current: DiskConfig | None = None
         #: the VM of the last apply() had booted ahead (the cell's boot time was hidden in the one before)
         self.booted_ahead = False
+        #: how the VM of the last apply() started, where the backend says (local QEMU: {"how": "boot" or
+        #: "restore", "state": the saved state's key}); the cell record's ``times.vm_start``
+        self.vm_start: dict[str, Any] | None = None
 
     # --- stages called by the runner --------------------------------------------------------------
     def prepare(self) -> dict[str, Any]:
@@ -78,6 +81,7 @@ class Backend(ABC):
         """Attach the test disk as ``disk`` describes and restart the VM so that it takes effect."""
         log.info("applying %s", disk.key)
         self.booted_ahead = False
+        self.vm_start = None
         self._apply(disk)
         self.current = disk
 

@@ -17,6 +17,7 @@ import ctypes
 import fcntl
 import logging
 import os
+import shlex
 import signal
 import socket
 import struct
@@ -24,6 +25,7 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import psutil
 
@@ -93,6 +95,10 @@ class QemuVm:
         self.qmp: Qmp | None = None
         self.agent: socket.socket | None = None
         self.started_at: float | None = None
+        #: start paused, waiting for a saved state (``-incoming defer``): :meth:`load_state`
+        self.incoming = False
+        #: how this VM was started, for the records: "boot", or "restore" (with ``state``: the saved state's key)
+        self.how: dict[str, Any] = {"how": "boot"}
         problem = socket_path_problem(spec.run_dir, spec.name)
         if problem:
             raise EnvironmentProblem(problem)
@@ -154,6 +160,8 @@ class QemuVm:
             argv += ["-netdev", f"user,id=net0,hostfwd=tcp:{s.fio_host}:{s.fio_port}-:{self.GUEST_PORT}",
                      "-device", f"virtio-net-pci,netdev=net0,id=net0{pci_addr('net0', bridges)}"]
         argv += list(s.extra_args)
+        if self.incoming:
+            argv += ["-incoming", "defer"]
         return argv
 
     def start(self, timeout: float = 30.0, lock_wait: float = 15.0) -> None:
@@ -243,6 +251,60 @@ class QemuVm:
     def resume(self) -> None:
         assert self.qmp is not None
         self.qmp.execute("cont")
+
+    def save_state(self, path: Path, deadline: float) -> None:
+        """Write the VM's state to ``path`` (QMP ``migrate`` to a file, the vCPUs stopped), then let it run on.
+
+        After a completed migration QEMU has given up its disk images; ``cont`` takes them back. A save that
+        fails or does not finish by ``deadline`` is cancelled (the VM runs on as before) and raises QmpError.
+        """
+        assert self.qmp is not None
+        self.qmp.execute("stop")
+        try:
+            self.qmp.execute("migrate", uri=f"exec:cat > {shlex.quote(str(path))}")
+            status = self._migration_end(deadline)
+            if status != "completed":
+                raise QmpError(f"saving the VM's state ended {status}")
+        except (QmpError, TimeoutError) as exc:
+            try:
+                self.qmp.execute("migrate_cancel")
+            except QmpError:
+                pass
+            raise QmpError(f"saving the VM's state failed: {exc}") from None
+        finally:
+            if self.alive():
+                self.qmp.execute("cont")
+
+    def _migration_end(self, deadline: float) -> str:
+        assert self.qmp is not None
+        while True:
+            status = str((self.qmp.execute("query-migrate") or {}).get("status", ""))
+            if status in ("completed", "failed", "cancelled"):
+                return status
+            if time.monotonic() > deadline:
+                raise TimeoutError("not done in time")
+            time.sleep(0.02)
+
+    def load_state(self, path: Path, deadline: float) -> None:
+        """Load a saved state into this VM, started with :attr:`incoming`; it stays paused (it was saved so).
+
+        Raises VmStartError when QEMU refuses the state (it exits, or the load fails) or is not done by
+        ``deadline``."""
+        assert self.qmp is not None and self.incoming
+        try:
+            self.qmp.execute("migrate-incoming", uri=f"exec:cat {shlex.quote(str(path))}")
+            while True:
+                status = self.qmp.execute("query-status")["status"]
+                if status != "inmigrate":
+                    break
+                if time.monotonic() > deadline:
+                    raise VmStartError("loading the saved state did not finish in time")
+                time.sleep(0.02)
+        except QmpError as exc:
+            tail = "" if self.alive() else f" (QEMU exited: {self.stderr_tail(300)})"
+            raise VmStartError(f"QEMU did not load the saved state: {exc}{tail}") from None
+        if status not in ("paused", "postmigrate", "running"):
+            raise VmStartError(f"QEMU did not load the saved state: the VM is {status}")
 
     def cpu_seconds(self) -> float:
         """User + system CPU time of the whole QEMU process so far (all its threads)."""

@@ -109,10 +109,10 @@ class JsonPart:
             part: type[JsonPart] | None = f.metadata["part"]
             if part is not None:
                 if not isinstance(value, dict):
-                    raise DataFileError(where, f"'{dotted}' is {value!r}, not an object")
+                    raise DataFileError(where, f"'{dotted}' is {value!r}, not an object", EDITED_FIX)
                 value = part.parse(value, where, dotted + ".")
             elif not _TESTS[f.metadata["kind"]](value):
-                raise DataFileError(where, f"'{dotted}' is {value!r}, not {f.metadata['kind']}")
+                raise DataFileError(where, f"'{dotted}' is {value!r}, not {f.metadata['kind']}", EDITED_FIX)
             values[f.name] = value
         rest = {k: v for k, v in obj.items() if k not in typed}
         return cls(**values, rest=rest, keys=tuple(obj))
@@ -225,6 +225,7 @@ class HostMetrics(JsonPart):
     source: str | None = _f()
     scope: Any = _f()
     cpu_total_source: str | None = _f(omit_none=True)
+    by_role: Any = _f(omit_none=True)  # the Linux collector's per-thread split: role -> CPU and switches
     cpu_split_note: Any = _f(omit_none=True)
     unmatched: Any = _f(omit_none=True)
     null_reasons: Any = _f(omit_none=True)
@@ -290,9 +291,25 @@ class ClockCheck(JsonPart):
 
 # --- the records ----------------------------------------------------------------------------------
 
+R = TypeVar("R", bound="JournalRecord")
+
 
 @dataclass
-class RunRecord(JsonPart):
+class JournalRecord(JsonPart):
+    """A whole journal line: ``HEAD`` names its ``schema`` and ``type``."""
+
+    @classmethod
+    def from_json(cls: type[R], obj: Mapping[str, Any], where: str) -> R:
+        """The record from a journal line's object (``where``: ``file:line``); one of another ``type``, or
+        with a key of the wrong type, raises DataFileError naming it and the fix."""
+        want = cls.HEAD["type"]
+        if obj.get("type") != want:
+            raise DataFileError(where, f"'type' is {obj.get('type')!r}, not {want!r}", EDITED_FIX)
+        return cls.parse(obj, where)
+
+
+@dataclass
+class RunRecord(JournalRecord):
     """``run``: a run (or a resumed run) started: where, on what, the matrix, what restore puts back."""
 
     HEAD: ClassVar[dict[str, str]] = {"schema": SCHEMA, "type": RUN}
@@ -307,13 +324,9 @@ class RunRecord(JsonPart):
     cells: int | None = _f()
     todo: int | None = _f()
 
-    @classmethod
-    def from_json(cls, obj: Mapping[str, Any], where: str) -> "RunRecord":
-        return _of_type(cls, obj, where)
-
 
 @dataclass
-class CellRecord(JsonPart):
+class CellRecord(JournalRecord):
     """``cell``: one measured cell (or suite point). ``rest`` holds what its executor and the run added
     (``clients``' siblings: ``skew``, ``noise``..., a suite's name)."""
 
@@ -348,8 +361,8 @@ class CellRecord(JsonPart):
             raise DataFileError(where, "'cell.disk.controller' is empty", EDITED_FIX)
         host = obj.get("host")
         if host is not None and not isinstance(host, dict):
-            raise DataFileError(where, f"'host' is {type(host).__name__}, not an object or null")
-        rec = _of_type(cls, obj, where)
+            raise DataFileError(where, f"'host' is {type(host).__name__}, not an object or null", EDITED_FIX)
+        rec = super().from_json(obj, where)
         assert rec.cell is not None and rec.cell.disk is not None and rec.cell.disk.controller is not None
         controller = rec.cell.disk.controller
         if disk_options_apply(controller, rec.backend) and (controller != "unknown" or rec.cell.disk.aio is not None):
@@ -394,13 +407,13 @@ def _check_host(rec: CellRecord, where: str) -> None:
     assert host is not None
     metric = host.cpu_metric
     if metric not in CPU_PER_MIB_UNIT:
-        raise DataFileError(where, f"host.cpu_metric is {metric!r}; expected 'cycles' or 'cpu_time'")
+        raise DataFileError(where, f"host.cpu_metric is {metric!r}; expected 'cycles' or 'cpu_time'", EDITED_FIX)
     if host.cpu_total is None:
-        raise DataFileError(where, "cell record has no 'host.cpu_total'")
+        raise DataFileError(where, "cell record has no 'host.cpu_total'", EDITED_FIX)
     value = host.ctx_switches
     if value is not None:
         if not _is_number(value):
-            raise DataFileError(where, f"'host.ctx_switches' is {value!r}, not a number")
+            raise DataFileError(where, f"'host.ctx_switches' is {value!r}, not a number", CTX_FIX)
         if not float(value).is_integer():
             raise DataFileError(where, f"cell {key}: 'host.ctx_switches' is {value!r}: a count of context switches "
                                        "is a whole number", CTX_FIX)
@@ -414,7 +427,7 @@ def _check_host(rec: CellRecord, where: str) -> None:
     unit = rec.per_mib.cpu_unit if rec.per_mib else None
     if unit is not None and unit != CPU_PER_MIB_UNIT[metric]:
         raise DataFileError(where, f"per_mib.cpu_unit is {unit!r} but host.cpu_metric is {metric!r} "
-                                   f"(expected {CPU_PER_MIB_UNIT[metric]!r})")
+                                   f"(expected {CPU_PER_MIB_UNIT[metric]!r})", EDITED_FIX)
     _positive("host.window_s", host.window_s, where)
     _positive("per_mib.mib", rec.per_mib.mib if rec.per_mib else None, where)
 
@@ -462,7 +475,7 @@ class ErrorPart(JsonPart):
 
 
 @dataclass
-class CellErrorRecord(JsonPart):
+class CellErrorRecord(JournalRecord):
     """``cell-error``: one failed attempt at a cell (tried again on resume)."""
 
     HEAD: ClassVar[dict[str, str]] = {"schema": SCHEMA, "type": CELL_ERROR}
@@ -476,13 +489,9 @@ class CellErrorRecord(JsonPart):
     error: ErrorPart | None = _f(part=ErrorPart)
     partial_clients: list[dict[str, Any]] | None = _f(_LIST, omit_none=True)
 
-    @classmethod
-    def from_json(cls, obj: Mapping[str, Any], where: str) -> "CellErrorRecord":
-        return _of_type(cls, obj, where)
-
 
 @dataclass
-class CellSkippedRecord(JsonPart):
+class CellSkippedRecord(JournalRecord):
     """``cell-skipped``: a cell not run, and why (a Windows guest without the controller's driver)."""
 
     HEAD: ClassVar[dict[str, str]] = {"schema": SCHEMA, "type": CELL_SKIPPED}
@@ -495,13 +504,9 @@ class CellSkippedRecord(JsonPart):
     drivers: Any = _f()
     readiness: str | None = _f(omit_none=True)  # what the boot that showed the reason reported
 
-    @classmethod
-    def from_json(cls, obj: Mapping[str, Any], where: str) -> "CellSkippedRecord":
-        return _of_type(cls, obj, where)
-
 
 @dataclass
-class RestoredRecord(JsonPart):
+class RestoredRecord(JournalRecord):
     """``restored``: the VM is back as the run found it (by the run's ``backend``, or later ``by`` a command)."""
 
     HEAD: ClassVar[dict[str, str]] = {"schema": SCHEMA, "type": RESTORED}
@@ -510,10 +515,6 @@ class RestoredRecord(JsonPart):
     backend: str | None = _f(_STR, omit_none=True)
     vm: str | None = _f(omit_none=True)
     by: str | None = _f(_STR, omit_none=True)
-
-    @classmethod
-    def from_json(cls, obj: Mapping[str, Any], where: str) -> "RestoredRecord":
-        return _of_type(cls, obj, where)
 
 
 Record = RunRecord | CellRecord | CellErrorRecord | CellSkippedRecord | RestoredRecord
@@ -533,16 +534,6 @@ def record_from_json(obj: Mapping[str, Any], where: str) -> Record:
     return cls.from_json(obj, where)
 
 
-R = TypeVar("R", bound=JsonPart)
-
-
-def _of_type(cls: type[R], obj: Mapping[str, Any], where: str) -> R:
-    want = cls.HEAD["type"]
-    if obj.get("type") != want:
-        raise DataFileError(where, f"'type' is {obj.get('type')!r}, not {want!r}", EDITED_FIX)
-    return cls.parse(obj, where)
-
-
 def _get(obj: Mapping[str, Any], dotted: str) -> Any:
     node: Any = obj
     for part in dotted.split("."):
@@ -556,7 +547,7 @@ def _need(obj: Mapping[str, Any], dotted: str, kind: str, where: str) -> Any:
     """A required key of the record: present, and of its kind (else DataFileError naming it)."""
     value = _get(obj, dotted)
     if value is None:
-        raise DataFileError(where, f"cell record has no '{dotted}'")
+        raise DataFileError(where, f"cell record has no '{dotted}'", EDITED_FIX)
     if not _TESTS[kind](value):
-        raise DataFileError(where, f"'{dotted}' is {value!r}, not {kind}")
+        raise DataFileError(where, f"'{dotted}' is {value!r}, not {kind}", EDITED_FIX)
     return value

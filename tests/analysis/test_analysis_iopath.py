@@ -13,6 +13,7 @@ import pytest
 from stormatrix.analysis.efficiency import score_cells
 from stormatrix.analysis.ingest import ingest
 from stormatrix.cli import main
+from stormatrix.core.recordtypes import CellRecord
 
 MIB = 100.0
 
@@ -127,7 +128,7 @@ def test_split_carried_by_ingest_is_used_as_it_is(tmp_path: Path) -> None:
     run = write_journal(tmp_path / "r", recs)
     frame = ingest([run], strict=True).frame
     read_back, _ = iopath_frame(frame)
-    by_key = {r["key"]: split_of(r) for r in recs}
+    by_key = {r["key"]: split_of(CellRecord.from_json(r, "test")) for r in recs}
     carried = frame.assign(io_path_cpu_s=[by_key[k][0] for k in frame["key"]],
                            io_path_ctx=[by_key[k][1] for k in frame["key"]],
                            io_path_note=[by_key[k][2] for k in frame["key"]])

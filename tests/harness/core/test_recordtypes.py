@@ -173,6 +173,7 @@ def test_a_bad_cell_record_is_refused_naming_the_line_and_the_key(edit: Any, key
     with pytest.raises(DataFileError) as caught:
         CellRecord.from_json(line, "run/journal.ndjson:7")
     assert caught.value.path == "run/journal.ndjson:7" and key in caught.value.problem
+    assert "unedited journal" in caught.value.fix  # and the fix
 
 
 def test_a_record_of_another_type_or_an_unknown_one_is_refused_with_the_fix() -> None:
