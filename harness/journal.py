@@ -8,7 +8,8 @@ glued to the next record. Resume = skip the keys that already have a ``cell`` re
 Record types (field ``type``):
 
 - ``run``        one per invocation: run id, matrix, environment, backend's original VM config
-- ``cell``       one per finished cell x repeat: see :mod:`stormatrix.records`
+- ``cell``       one per finished cell x repeat: see :mod:`stormatrix.records` (built) and
+  :mod:`stormatrix.core.recordtypes` (defined)
 - ``cell-error`` a failed attempt at a cell (the cell is tried again on resume)
 - ``restored``   the backend put the VM back (so ``stormatrix restore`` knows there is nothing to do)
 """
@@ -27,6 +28,7 @@ from typing import Any, Iterator
 from .core.errors import DataFileError, InputError, JournalWriteError
 from .core.journalfile import CELL, looks_binary, read_lines
 from .core.paths import input_problem
+from .core.recordtypes import JournalRecord
 
 log = logging.getLogger("stormatrix.journal")
 
@@ -168,8 +170,9 @@ class Journal:
             fh.flush()
             os.fsync(fh.fileno())
 
-    def append(self, record: dict[str, Any]) -> None:
-        record = {"schema": SCHEMA, **record}
+    def append(self, record: dict[str, Any] | JournalRecord) -> None:
+        """Append one record (a :mod:`stormatrix.core.recordtypes` record is written as its ``to_json()``)."""
+        record = {"schema": SCHEMA, **(record.to_json() if isinstance(record, JournalRecord) else record)}
         line = json.dumps(_clean(record), default=_json_default, ensure_ascii=False, allow_nan=False)
         data = (line + "\n").encode("utf-8")
         try:

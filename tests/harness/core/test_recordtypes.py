@@ -19,6 +19,7 @@ from stormatrix.core.recordtypes import (CellErrorRecord, CellRecord, CellSkippe
                                          record_from_json)
 from stormatrix.core.scope import BlockStats
 from stormatrix.executors.base import WorkloadResult
+from stormatrix.journal import Journal
 import paths
 
 DATA = paths.ROOT / "tests" / "data"
@@ -194,3 +195,13 @@ def test_analysis_reports_a_bad_skipped_record_and_keeps_the_rest(tmp_path: Path
     rows, _, problems, _ = read_journal_rows(journal)
     assert [r["key"] for r in rows] == [CELL.key]
     assert [p.source for p in problems] == [f"{journal}:2"] and "'key' is ['x'], not a string" in problems[0].reason
+
+
+def test_the_journal_writes_a_typed_record_as_its_json_and_reads_it_back_equal(tmp_path: Path) -> None:
+    built = _built(CELL, "fio3_randread_bs4k_qd1.json")
+    typed, plain = Journal(tmp_path / "typed").open(), Journal(tmp_path / "plain").open()
+    for rec in built:
+        typed.append(rec)
+        plain.append(rec.to_json())
+    assert typed.path.read_bytes() == plain.path.read_bytes()
+    assert [record_from_json(r, "j") for r in typed.records()] == built
