@@ -10,41 +10,16 @@ The package maps the product's fixed top-level folders onto one import namespace
 
 from __future__ import annotations
 
-import os as _os
-import signal as _signal
 import sys as _sys
 
-
-def exit_while_starting(signum: int, frame: object) -> None:
-    """Ctrl-C, SIGTERM or SIGHUP before ``cli.main`` has set up its own handlers (the command is still
-    importing): one line and exit 128 + the signal, as the command says it later, never a traceback from
-    whichever import the signal landed in (nothing has been done yet, so there is nothing to clean up)."""
-    what = "interrupted" if signum == _signal.SIGINT else "terminated"
-    try:
-        _os.write(2, f"stormatrix: {what} while starting; nothing was done\n".encode())
-    except OSError:
-        pass
-    _os._exit(128 + signum)
-
-
-def _install_starting_handlers() -> None:
-    """The earliest moment the command's own code runs: every import after it is covered. A signal the
-    user set to be ignored (``nohup``, a background job's SIGINT) stays ignored."""
-    for sig in (_signal.SIGINT, _signal.SIGTERM, _signal.SIGHUP):
-        try:
-            if _signal.getsignal(sig) is not _signal.SIG_IGN:
-                _signal.signal(sig, exit_while_starting)
-        except (ValueError, OSError):  # not the main thread
-            pass
-
+from .core import __version__
+from .core.starting import install_starting_handlers, is_the_command
 
 # Only for the command itself (the console script, or ``python -m stormatrix``), never a library user's
-# program; before anything else of the package is imported. cli.main replaces these handlers with its own.
-_COMMAND = bool(_sys.argv) and _os.path.basename(_sys.argv[0]) in ("stormatrix", "-m")
+# program: a signal during the rest of the imports ends in one line (cli.main replaces these handlers).
+_COMMAND = is_the_command(_sys.argv)
 if _COMMAND:
-    _install_starting_handlers()
-
-from .core import __version__  # noqa: E402  (after the handlers: its import is covered too)
+    install_starting_handlers()
 
 
 def _quiet_interrupt_hook(kind: type[BaseException], value: BaseException, tb: object) -> None:

@@ -88,9 +88,11 @@ def main(argv: list[str] | None = None) -> int:
     args: Any = None
     try:
         console.guard_streams()
-        try:
-            from .core.errors import StormatrixError
+        # outside the try that names it: a Ctrl-C during this import made ``except StormatrixError`` an
+        # UnboundLocalError (a traceback) instead of the interrupted message
+        from .core.errors import StormatrixError
 
+        try:
             parser = build_parser()
             args = parser.parse_args(argv)
             setup_logging(args.verbose)

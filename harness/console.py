@@ -17,11 +17,10 @@ Why each part exists:
 - **SIGTERM and SIGHUP** (a ``kill``, a closed terminal, a CI timeout): raised in the main thread as
   :class:`Terminated` (a KeyboardInterrupt), so every ``finally`` runs — temporary files are removed, a
   VM is restored — where the default action would end the process on the spot. Exit 128 + the signal.
-- **a signal while the command is still importing** (its first 0.1 s): the package's first lines
-  (``stormatrix/__init__.py``) point SIGINT, SIGTERM and SIGHUP at a handler that says "interrupted
-  while starting" in one line and exits 128 + the signal; :func:`install_signal_handlers` takes over in
-  ``cli.main``. Before the package's first line the interpreter is still starting up, and a signal there
-  gets the interpreter's own default.
+- **a signal while the command is still starting** (its first 0.1 s): :mod:`stormatrix.core.starting`
+  (from the venv's ``.pth`` and the package's first lines) points SIGINT, SIGTERM and SIGHUP at a
+  handler that says "interrupted while starting" in one line and exits 128 + the signal;
+  :func:`install_signal_handlers` takes over in ``cli.main``.
 
 Every write to stdout goes through :class:`GuardedStdout`, which turns a failing write into
 :class:`OutputFailed`: the CLI can tell "stdout failed" apart from an OSError of a file it writes.
@@ -36,7 +35,7 @@ import sys
 from types import FrameType
 from typing import Any, TextIO
 
-from . import exit_while_starting
+from .core.starting import exit_while_starting
 
 EXIT_BROKEN_PIPE = 128 + signal.SIGPIPE
 

@@ -32,6 +32,7 @@ from .suite import SUITE_SECTION
 if TYPE_CHECKING:
     from .backends.base import Backend
     from .executors.base import GuestExecutor
+    from .suiteguests import SuiteGuests
 
 
 #: ``[run] backend`` -> "module:Class"
@@ -46,6 +47,15 @@ EXECUTORS: dict[str, str] = {
     "local-agent": "stormatrix.executors.localagent:LocalAgentExecutor",
     "winrm": "stormatrix.executors.winrm:WinRMExecutor",
     "fio-server": "stormatrix.executors.fioserver:FioServerExecutor",
+}
+
+#: what gives a suite's side its guests (:class:`~stormatrix.suiteguests.SuiteGuests`), by the ``[suite]`` key that
+#: lists them: ``guests`` by address, ``vms`` a VM list on the platform whose section says where (Proxmox; the
+#: suite's validation refuses a VM list elsewhere). The demo's local QEMU guests are the qemu backend's
+#: (:class:`~stormatrix.backends.qemu_suite.DemoGuests`); a fleet's workers are each side's VM list.
+SUITE_GUESTS: dict[str, str] = {
+    "guests": "stormatrix.suiteguests:AddressGuests",
+    "vms": "stormatrix.suitevms:ProxmoxVmGuests",
 }
 
 #: the sections backends, executors and the suite own (``[run]``, ``[matrix]`` and ``[[workload]]`` are
@@ -68,6 +78,13 @@ def backend_class(name: str) -> type[Backend]:
 
 def executor_class(name: str) -> type[GuestExecutor]:
     return _load(EXECUTORS, "executor", name)
+
+
+def suite_guests(suite: _suite.Suite) -> SuiteGuests:
+    """The side's guests of a suite file, not started yet (:meth:`SuiteGuests.start`)."""
+    key = "vms" if suite.vms else "guests"
+    guests: SuiteGuests = _load(SUITE_GUESTS, "suite guests", key).from_suite(suite)
+    return guests
 
 
 def sections() -> dict[str, Section]:

@@ -90,7 +90,7 @@ QEMU_SECTION = Section("qemu", {
                       "sent as soon as the current cell's window closes, and the current cell's result is collected, "
                       "cross-checked, journaled and its VM stopped while the next one warms up (never in its window)"),
     "restore": Field(bool, False, help="start each configuration's VM from a saved state of the same VM booted and "
-                     "ready (in the cache folder's states/, saved the first time it boots ahead) instead of booting "
+                     "ready (in the cache folder's states/, saved the first time it boots, ~2-4 s) instead of booting "
                      "it: ~0.4 CPU-seconds instead of ~3.5 under software emulation. A state loads only into a VM "
                      "with the same guest-visible devices (machine, memory, vCPUs, guest image, controller, cache, "
                      "disk size, QEMU binary; aio and iothread may differ); one that fails to load or whose guest "
@@ -277,10 +277,10 @@ class QemuBackend(Backend):
             if vm.proc is not None:  # the thread failed: stop it here, where a failure is reported
                 vm.stop()
 
-    def _start_vm(self, disk: DiskConfig, ahead: bool = False) -> QemuVm:
+    def _start_vm(self, disk: DiskConfig) -> QemuVm:
         """Start a VM on a test-disk image no live VM holds, and listen to its agent at once; with ``[qemu]
         restore``, from its saved state when there is one (the load runs in a thread, see :meth:`_prepare_vm`),
-        and a VM booting ahead without one saves its state once it is ready."""
+        and a VM booted without one saves its state once it is ready."""
         live = [vm for vm in (self.vm, *self.aheads, *self._finishing) if vm is not None]
         if len(self._stopping) + len(live) >= len(self.disk_paths):
             self._reap()  # the image the new VM needs is still held by a VM being stopped
@@ -294,8 +294,8 @@ class QemuBackend(Backend):
             if state is not None:
                 vm.incoming, vm.how = True, {"how": "restore", "state": key}
         self._launch(vm)
-        if self.states is not None and (state is not None or ahead):
-            # the restore (or, booting ahead without a state, the save once it is ready) runs beside the runner
+        if self.states is not None:
+            # the restore (or, without a state, the save once the guest is ready) runs beside the runner
             cancel = threading.Event()
             thread = threading.Thread(target=self._prepare_vm, args=(vm, key, made_of, state, cancel),
                                       name=f"prep-{vm.spec.name}", daemon=True)
@@ -379,9 +379,10 @@ class QemuBackend(Backend):
 
     def _save_vm(self, vm: QemuVm, key: str, made_of: dict[str, Any], cancel: threading.Event) -> None:
         """Once the booted VM is ready (its READY line waits on the agent socket, left there for the executor),
-        save its state, outside any window, unless it is taken over first (``cancel``)."""
+        save its state, outside any window, unless the backend closes first (``cancel``)."""
         assert self.states is not None and vm.agent is not None
-        facts = peek_ready(vm.agent, time.monotonic() + float(self.spec.run["boot_timeout_seconds"]), cancel)
+        started = vm.started_at or time.monotonic()
+        facts = peek_ready(vm.agent, started + float(self.spec.run["boot_timeout_seconds"]), cancel)
         if facts is None or not facts.get("disk"):
             return
         with self._outside_windows(cancel) as go:
@@ -401,7 +402,7 @@ class QemuBackend(Backend):
                  time.monotonic() - t0)
 
     def _finish_prep(self, vm: QemuVm, *, cancel: bool = True) -> None:
-        """Wait for ``vm``'s restore (always finished) or save (abandoned unless it already began)."""
+        """Wait for ``vm``'s restore (always finished) or save (``cancel``: abandoned unless it already began)."""
         entry = self._prep.pop(vm, None)
         if entry is not None:
             if cancel:
@@ -421,7 +422,9 @@ class QemuBackend(Backend):
             self._cv.notify_all()
         ahead = next((vm for vm in self.aheads if vm.spec.disk == disk), None)
         if ahead is not None:
-            self._finish_prep(ahead)  # its restore done (or booted instead); a save not begun is dropped
+            # its restore done (or booted instead), or its state saved: a VM taken before it was ready saves
+            # then (once per device set: on a busy host a VM booting ahead is seldom ready before its turn)
+            self._finish_prep(ahead, cancel=False)
         for dead in [vm for vm in self.aheads if vm not in self._prep and not vm.alive()]:
             dead.stop()
             self.aheads.remove(dead)
@@ -435,7 +438,7 @@ class QemuBackend(Backend):
                       "was restored" if ahead.how["how"] == "restore" else "booted")
             return
         self.vm = self._start_vm(disk)
-        self._finish_prep(self.vm)
+        self._finish_prep(self.vm, cancel=False)
         self.vm_start = dict(self.vm.how)
 
     def boot_ahead(self, disk: DiskConfig) -> None:
@@ -445,7 +448,7 @@ class QemuBackend(Backend):
         if any(vm.spec.disk == disk for vm in self.aheads):
             return
         try:
-            self.aheads.append(self._start_vm(disk, ahead=True))
+            self.aheads.append(self._start_vm(disk))
         except (VmStartError, EnvironmentProblem) as exc:
             # not fatal: the next apply() starts the VM the ordinary way and reports a real problem
             log.warning("booting %s ahead failed (%s); it will start when its turn comes", disk.key, exc)

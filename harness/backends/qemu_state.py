@@ -42,6 +42,9 @@ log = logging.getLogger("stormatrix.qemu")
 #: what the harness does around a saved state; states of another protocol are never loaded
 PROTOCOL = 1
 
+#: states kept at most (~250 MB each for the demo's guest): the least recently used go first
+MAX_STATES = 12
+
 #: what a VM's host-side disk options are made equal to in its state key (they do not change what loads)
 _KEY_AIO, _KEY_IOTHREAD = "native", False
 
@@ -113,6 +116,10 @@ class StateCache:
         if real != size:
             self.discard(key, f"it has {real} bytes, and {size} were saved")
             return None
+        try:
+            os.utime(meta)  # used now: the last to be pruned
+        except OSError:
+            pass
         return path
 
     def staging(self, key: str) -> Path:
@@ -128,7 +135,21 @@ class StateCache:
         tmp.write_text(json.dumps({**made_of, "bytes": size, "save_s": round(seconds, 3),
                                    "saved": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}, indent=1))
         os.replace(tmp, self._meta(key))
+        self.prune()
         return size
+
+    def prune(self, keep: int = MAX_STATES) -> None:
+        """Delete the least recently used states beyond ``keep`` (and saves left half-done over a day ago)."""
+        metas = sorted(self.root.glob("*.json"), key=lambda p: p.stat().st_mtime, reverse=True)
+        for meta in metas[keep:]:
+            for p in (meta, meta.with_suffix(".state")):
+                p.unlink(missing_ok=True)
+        for part in self.root.glob("*.part"):
+            try:
+                if time.time() - part.stat().st_mtime > 86400:
+                    part.unlink()
+            except OSError:
+                pass
 
     def discard(self, key: str, why: str) -> None:
         """Delete a state that cannot be used, and say so (the VM boots instead)."""

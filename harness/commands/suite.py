@@ -14,10 +14,9 @@ from ..fleet.proxmox import ProxmoxFleet
 from ..fleet.suiterun import fleet_spec, run_fleet_suite
 from ..fleet.vmware import VmwareFleet, is_vmware_fleet, make_runner, vmware_fleet_from_dict
 from ..journal import Journal
-from ..registry import load_suite
+from ..registry import load_suite, suite_guests
 from ..suite import Suite, eta
 from ..suiterun import check_resumable, fio_version, run_suite
-from ..suitevms import ProxmoxSuiteVms
 from .argtypes import check_run_dir
 from .runlock import hold_run_dir
 
@@ -83,21 +82,6 @@ def _describe(suite: Suite) -> list[str]:
     return lines
 
 
-def _resolve(suite: Suite) -> tuple[Suite, Any, Any, dict[str, Any]]:
-    """For a VM list: (suite with the discovered guests, the VM list, its collector, the collector status).
-    The caller closes the VM list."""
-    vms = ProxmoxSuiteVms(suite)
-    try:
-        guests = vms.discover()
-        for vm, g in zip(vms.vms, guests):
-            print(f"  VM {vm.vmid} -> {g.describe()} (QEMU pid {vm.pid})", file=sys.stderr)
-        collector, status = vms.host_collector()
-    except BaseException:
-        vms.close()
-        raise
-    return suite.with_guests(guests), vms, collector, status
-
-
 def cmd_plan(args: argparse.Namespace) -> int:
     suite = load_suite(args.matrix)
     done = 0
@@ -114,9 +98,12 @@ def cmd_plan(args: argparse.Namespace) -> int:
     if "fleet" in suite.raw:
         _plan_fleet(suite, args.output, fio_version(args.fio))
     if args.discover and suite.vms:
-        resolved, vms, _, status = _resolve(suite)
-        vms.close()
-        print(f"  guests ({len(resolved.guests)}): " + ", ".join(g.describe() for g in resolved.guests))
+        with suite_guests(suite) as guests:
+            found = guests.start()
+            for line in guests.describe():
+                print(line, file=sys.stderr)
+            status = guests.host_status()
+        print(f"  guests ({len(found)}): " + ", ".join(g.describe() for g in found))
         print(f"  host metrics: {status['mode']}: {status.get('detail', '')}")
     total = eta(suite)
     print(f"{total.points} points; ETA {total.describe()}")
@@ -188,17 +175,14 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def _run_held(args: argparse.Namespace, suite: Suite) -> int:
-    if not suite.vms:
-        outcome = run_suite(suite, args.output, fio=args.fio, progress=True)
-    else:
-        suite, vms, collector, status = _resolve(suite)
-        try:
-            print(f"host metrics: {status['mode']}: {status.get('detail', '')}"
-                  + (f". To get them: {status['fix']}" if status.get("fix") else ""), file=sys.stderr)
-            outcome = run_suite(suite, args.output, fio=args.fio, progress=True, collector=collector,
-                                backend="proxmox", host_collector=status, vms=vms.record())
-        finally:
-            vms.close()
+    with suite_guests(suite) as guests:  # the side's guests, from the platform's capability (registry)
+        guests.start()
+        for line in guests.describe():
+            print(line, file=sys.stderr)
+        status = guests.host_status()
+        print(f"host metrics: {status['mode']}: {status.get('detail', '')}"
+              + (f". To get them: {status['fix']}" if status.get("fix") else ""), file=sys.stderr)
+        outcome = run_suite(suite, args.output, guests, fio=args.fio, progress=True)
     print(f"measured {len(outcome.measured)} points, {len(outcome.already_done)} were already journaled, "
           f"{len(outcome.failed)} failed", file=sys.stderr)
     for key, message in outcome.failed:

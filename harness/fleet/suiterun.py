@@ -13,7 +13,8 @@ of ``[fleet] storages``, in order:
    version through the agent
    (``fio --version``, :meth:`ProxmoxFleet.check_fio_versions`): a mismatch with the controller's fio is
    named with the template's fix (exit 2) before anything is measured;
-4. find each worker's fio server through its agent (:class:`~stormatrix.suitevms.ProxmoxSuiteVms`) and
+4. find each worker's fio server through its agent (the side's guests are a
+   :class:`~stormatrix.suitevms.ProxmoxVmGuests`, whose power cycle before each point this supplies) and
    run every point not yet journaled into ``RUN_DIR/<storage>`` (:func:`~stormatrix.suiterun.run_suite`:
    the side is the storage's id; the run record names the storage), probing the servers until they
    answer (they have just booted);
@@ -46,7 +47,8 @@ from ..executors.fioserver_inputs import FioGuest
 from ..journal import Journal
 from ..suite import Suite
 from ..suiterun import SuiteOutcome, fio_version, run_suite, write_comparison
-from ..suitevms import ProxmoxSuiteVms
+from ..suiteguests import AddressGuests
+from ..suitevms import ProxmoxSuiteVms, ProxmoxVmGuests
 from .proxmox import ProxmoxFleet
 from .spec import FleetSpec, fleet_from_dict
 from .vmware import VmwareFleet, is_vmware_fleet, make_runner, vmware_fleet_from_dict
@@ -101,22 +103,15 @@ def run_fleet_suite(suite: Suite, run_dir: str | Path, *, fio: str = "fio", keep
                 check_fio(fleet, outcome.vmids, controller_fio, keep=keep)
                 versions_checked = True
             vms = ProxmoxSuiteVms(side, transport=transport, nodes={v: fleet.node_of(v) for v in outcome.vmids})
-            guests = vms.discover()
-            collector, status = vms.host_collector()
-            before_point = None
+            power_cycle = None
             if spec.power_cycle == "point":
                 # before each point after the side's first (the cycle above is the first point's)
-                def before_point(point: Cell, _storage: str = storage, _collector: Any = collector) -> None:
+                def power_cycle(point: Cell, _storage: str = storage) -> None:
                     cycle(fleet, outcome.vmids, _storage, point.key, stop=True)
-                    invalidate = getattr(getattr(_collector, "scopes", None), "invalidate", None)
-                    if invalidate is not None:
-                        invalidate()  # the workers' QEMU processes are new: the collector takes their pids anew
             storage_record = {"kind": storage, "server": "proxmox storage", "volumes": _volumes(fleet, storage),
                               "power_cycle": spec.power_cycle}
-            outcome.sides[storage] = run_suite(side.with_guests(guests), side_dir, fio=fio, progress=progress,
-                                               collector=collector, backend="proxmox", host_collector=status,
-                                               vms=vms.record(), storage=storage_record, booting=True,
-                                               before_point=before_point)
+            guests = ProxmoxVmGuests(vms, storage=storage_record, power_cycle=power_cycle, booting=True)
+            outcome.sides[storage] = run_suite(side, side_dir, guests, fio=fio, progress=progress)
             print(f"storage {storage}: detaching and freeing the volumes", file=stream)
             fleet.detach(storage)
         return _finish(fleet, spec.storages, run_dir, outcome, keep=keep, stream=stream)
@@ -199,13 +194,14 @@ def run_vmware_fleet_suite(suite: Suite, run_dir: Path, *, fio: str, keep: bool,
         if not versions_checked:
             check_fio(fleet, outcome.vmids, controller_fio, keep=keep)
             versions_checked = True
-        guests = [FioGuest(name=str(g["Name"]), host=str(g["IPAddress"]), port=side.port) for g in cycled]
         disks = [d.filename for d in fleet.state().disks.values() if d.datastore == storage and d.filename]
-        outcome.sides[storage] = run_suite(
-            side.with_guests(guests), side_dir, fio=fio, progress=progress, collector=None, backend="vmware",
-            host_collector=status, vms=[{"name": g["Name"], "id": g["Id"], "address": g["IPAddress"]} for g in cycled],
+        guests = AddressGuests(
+            [FioGuest(name=str(g["Name"]), host=str(g["IPAddress"]), port=side.port) for g in cycled],
+            platform="vmware", status=status,
+            vms=[{"name": g["Name"], "id": g["Id"], "address": g["IPAddress"]} for g in cycled],
             storage={"kind": storage, "server": "vmware datastore", "disks": disks, "power_cycle": "side"},
             booting=True)
+        outcome.sides[storage] = run_suite(side, side_dir, guests, fio=fio, progress=progress)
         print(f"storage {storage}: removing the test disks", file=stream)
         fleet.detach(storage)
     return _finish(fleet, spec.storages, run_dir, outcome, keep=keep, stream=stream)

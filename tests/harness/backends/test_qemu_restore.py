@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import time
 from dataclasses import replace
 from datetime import datetime
@@ -93,6 +94,18 @@ def test_a_state_cut_short_is_deleted_with_a_warning_before_qemu_reads_it(
     assert cache.lookup("k2") is None  # none saved: nothing said
 
 
+def test_the_least_recently_used_states_go_beyond_the_limit(tmp_path: Path) -> None:
+    cache = StateCache(tmp_path / "states")
+    for i in range(4):
+        staged = cache.staging(f"k{i}")
+        staged.write_bytes(bytes(10))
+        cache.commit(f"k{i}", staged, {}, 0.1)
+        os.utime(tmp_path / "states" / f"k{i}.json", (1000 + i, 1000 + i))
+    assert cache.lookup("k0") is not None  # used now: kept
+    cache.prune(keep=2)
+    assert sorted(p.name for p in (tmp_path / "states").iterdir()) == ["k0.json", "k0.state", "k3.json", "k3.state"]
+
+
 def cells(run_dir: Path) -> list[dict]:
     lines = (run_dir / "journal.ndjson").read_text().splitlines()
     return [r for r in map(json.loads, lines) if r["type"] == "cell"]
@@ -104,11 +117,11 @@ def test_a_saved_state_is_restored_for_every_cell_and_a_damaged_one_boots_instea
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
     states = tmp_path / "states"
     monkeypatch.setattr(QemuBackend, "states_root", staticmethod(lambda: states))
-    # a VM booting ahead saves its state once it is ready (outside any window)
+    # a booted VM saves its state once it is ready (outside any window)
     backend = backend_for(tmp_path)
     backend.prepare()
     try:
-        vm = backend._start_vm(VB, ahead=True)
+        vm = backend._start_vm(VB)
         backend.aheads.append(vm)
         t0 = time.monotonic()
         backend._finish_prep(vm, cancel=False)
