@@ -33,7 +33,6 @@ from .suite import SUITE_SECTION
 if TYPE_CHECKING:
     from .backends.base import Backend
     from .executors.base import GuestExecutor
-    from .fleet.suiterun import FleetSuite
     from .suiteguests import SuiteGuests
 
 
@@ -95,15 +94,15 @@ def suite_guests(suite: _suite.Suite) -> SuiteGuests:
     return guests
 
 
-def fleet_suite(suite: _suite.Suite) -> FleetSuite:
-    """The fleet of a suite file with a ``[fleet]`` (validated by :func:`load_suite`: its backend is known)."""
+def fleet_suite(suite: _suite.Suite) -> Any:
+    """The :class:`~stormatrix.fleet.suiterun.FleetSuite` of a suite file with a ``[fleet]`` (validated by
+    :func:`load_suite`: its backend is known). Typed Any: the run loop's layer is above this one."""
     fleet = suite.raw.get("fleet")
     backend = fleet.get("backend", "proxmox") if isinstance(fleet, dict) else None
     if backend not in FLEET_SUITES:
         raise MatrixError(suite.path, "[fleet] backend", f"{backend!r} cannot deploy a suite's workers (known: "
                           f"{', '.join(sorted(FLEET_SUITES))})", "set [fleet] backend to one of them")
-    runner: FleetSuite = _load(FLEET_SUITES, "fleet", backend)(suite)
-    return runner
+    return _load(FLEET_SUITES, "fleet", backend)(suite)
 
 
 def sections() -> dict[str, Section]:
