@@ -25,6 +25,7 @@ from . import suite as _suite
 from .backends.proxmox.settings import PROXMOX_SECTION
 from .backends.qemu import QEMU_SECTION
 from .backends.vmware_settings import VMWARE_SECTION
+from .core.errors import MatrixError
 from .executors.winrm_settings import WINRM_SECTION
 from .schema import Section
 from .suite import SUITE_SECTION
@@ -32,6 +33,7 @@ from .suite import SUITE_SECTION
 if TYPE_CHECKING:
     from .backends.base import Backend
     from .executors.base import GuestExecutor
+    from .fleet.suiterun import FleetSuite
     from .suiteguests import SuiteGuests
 
 
@@ -56,6 +58,12 @@ EXECUTORS: dict[str, str] = {
 SUITE_GUESTS: dict[str, str] = {
     "guests": "stormatrix.suiteguests:AddressGuests",
     "vms": "stormatrix.suitevms:ProxmoxVmGuests",
+}
+
+#: a suite's ``[fleet]``, by its ``backend``: what plans the fleet, deploys it and runs each storage as a side
+FLEET_SUITES: dict[str, str] = {
+    "proxmox": "stormatrix.fleet.suiterun:ProxmoxFleetSuite",
+    "vmware": "stormatrix.fleet.suiterun:VmwareFleetSuite",
 }
 
 #: the sections backends, executors and the suite own (``[run]``, ``[matrix]`` and ``[[workload]]`` are
@@ -85,6 +93,17 @@ def suite_guests(suite: _suite.Suite) -> SuiteGuests:
     key = "vms" if suite.vms else "guests"
     guests: SuiteGuests = _load(SUITE_GUESTS, "suite guests", key).from_suite(suite)
     return guests
+
+
+def fleet_suite(suite: _suite.Suite) -> FleetSuite:
+    """The fleet of a suite file with a ``[fleet]`` (validated by :func:`load_suite`: its backend is known)."""
+    fleet = suite.raw.get("fleet")
+    backend = fleet.get("backend", "proxmox") if isinstance(fleet, dict) else None
+    if backend not in FLEET_SUITES:
+        raise MatrixError(suite.path, "[fleet] backend", f"{backend!r} cannot deploy a suite's workers (known: "
+                          f"{', '.join(sorted(FLEET_SUITES))})", "set [fleet] backend to one of them")
+    runner: FleetSuite = _load(FLEET_SUITES, "fleet", backend)(suite)
+    return runner
 
 
 def sections() -> dict[str, Section]:

@@ -6,15 +6,11 @@ import argparse
 import sys
 from typing import Any
 
-from ..backends.proxmox.settings import make_transport
 from ..core.errors import InputError
 from ..core.model import format_size
 from ..core.paths import executable_problem
-from ..fleet.proxmox import ProxmoxFleet
-from ..fleet.suiterun import fleet_spec, run_fleet_suite
-from ..fleet.vmware import VmwareFleet, is_vmware_fleet, make_runner, vmware_fleet_from_dict
 from ..journal import Journal
-from ..registry import load_suite, suite_guests
+from ..registry import fleet_suite, load_suite, suite_guests
 from ..suite import Suite, eta
 from ..suiterun import check_resumable, fio_version, run_suite
 from .argtypes import check_run_dir
@@ -96,7 +92,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     for line in _describe(suite):
         print(line)
     if "fleet" in suite.raw:
-        _plan_fleet(suite, args.output, fio_version(args.fio))
+        fleet_suite(suite).plan(args.output, fio_version(args.fio))
     if args.discover and suite.vms:
         with suite_guests(suite) as guests:
             found = guests.start()
@@ -130,27 +126,6 @@ def check_fio_client(fio: str) -> None:
         raise InputError(f"--fio {fio} {problem}. Fix: give the fio client binary itself, e.g. --fio /usr/bin/fio")
 
 
-def _plan_fleet(suite: Suite, run_dir: str | None, fio: str | None) -> None:
-    """A suite on a fleet: the fleet it would deploy, checked now (exit 2 before anything is created);
-    ``fio`` is the controller's ``fio --version``, which the template's declared fio must be."""
-    fleet: Any
-    if is_vmware_fleet(suite.raw):
-        vspec = vmware_fleet_from_dict(suite.raw, suite.path)
-        fleet, storages, cycle = VmwareFleet(vspec, make_runner(vspec), run_dir or ".", fio=fio), vspec.storages, "side"
-    else:
-        assert suite.proxmox is not None
-        spec = fleet_spec(suite)
-        fleet = ProxmoxFleet(spec, make_transport(suite.proxmox, suite.path), run_dir or ".", fio=fio)
-        storages, cycle = spec.storages, spec.power_cycle
-    with fleet:
-        plan = fleet.plan()
-        for line in plan.describe():
-            print(line)
-        print(f"  sides: {', '.join(storages)} (each storage in turn: allocate, attach, "
-              f"power-cycle: {cycle}, run every point, detach, free)")
-        fleet.check(plan)
-
-
 def cmd_run(args: argparse.Namespace) -> int:
     suite = load_suite(args.matrix)
     check_run_dir("-o", args.output)
@@ -162,7 +137,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         for line in _describe(suite):
             print(line, file=sys.stderr)
         with hold_run_dir(args.output, "suite run"):
-            fleet_outcome = run_fleet_suite(suite, args.output, fio=args.fio, keep=args.keep, progress=True)
+            fleet_outcome = fleet_suite(suite).run(args.output, fio=args.fio, keep=args.keep, progress=True)
         for key, message in fleet_outcome.failed:
             print(f"  failed: {key}: {message}", file=sys.stderr)
         return 1 if fleet_outcome.failed else 0

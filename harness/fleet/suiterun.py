@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import logging
 import sys
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterator
@@ -51,7 +52,7 @@ from ..suiteguests import AddressGuests
 from ..suitevms import ProxmoxSuiteVms, ProxmoxVmGuests
 from .proxmox import ProxmoxFleet
 from .spec import FleetSpec, fleet_from_dict
-from .vmware import VmwareFleet, is_vmware_fleet, make_runner, vmware_fleet_from_dict
+from .vmware import VmwareFleet, make_runner, vmware_fleet_from_dict
 
 log = logging.getLogger("stormatrix.fleet")
 
@@ -76,13 +77,69 @@ def fleet_spec(suite: Suite) -> FleetSpec:
     return fleet_from_dict(suite.raw, suite.path, suite.proxmox["node"])
 
 
+class FleetSuite(ABC):
+    """A suite whose sides are the storages a fleet's workers attach in turn: what ``stormatrix suite plan|run``
+    asks of the fleet's platform, picked by :func:`stormatrix.registry.fleet_suite` (``[fleet] backend``)."""
+
+    def __init__(self, suite: Suite) -> None:
+        self.suite = suite
+
+    @abstractmethod
+    def _fleet(self, run_dir: str, fio: str | None) -> tuple[Any, tuple[str, ...], str]:
+        """The fleet (not deployed), its storages under test and when its workers are power-cycled."""
+
+    @abstractmethod
+    def run(self, run_dir: str | Path, *, fio: str = "fio", keep: bool = False, progress: bool = False,
+            stream: Any = None) -> FleetSuiteOutcome:
+        """Deploy, run each storage as a side, write the comparison, destroy (unless ``keep``)."""
+
+    def plan(self, run_dir: str | None, fio: str | None) -> None:
+        """The fleet it would deploy, printed and checked now (exit 2 before anything is created); ``fio`` is the
+        controller's ``fio --version``, which the template's declared fio must be."""
+        fleet, storages, cycle = self._fleet(run_dir or ".", fio)
+        with fleet:
+            plan = fleet.plan()
+            for line in plan.describe():
+                print(line)
+            print(f"  sides: {', '.join(storages)} (each storage in turn: allocate, attach, "
+                  f"power-cycle: {cycle}, run every point, detach, free)")
+            fleet.check(plan)
+
+
+class ProxmoxFleetSuite(FleetSuite):
+    """A fleet of Proxmox VMs cloned from a template; each side's guests are their VM list
+    (:class:`~stormatrix.suitevms.ProxmoxVmGuests`)."""
+
+    def _fleet(self, run_dir: str, fio: str | None) -> tuple[Any, tuple[str, ...], str]:
+        assert self.suite.proxmox is not None
+        spec = fleet_spec(self.suite)
+        fleet = ProxmoxFleet(spec, make_transport(self.suite.proxmox, self.suite.path), run_dir, fio=fio)
+        return fleet, spec.storages, spec.power_cycle
+
+    def run(self, run_dir: str | Path, *, fio: str = "fio", keep: bool = False, progress: bool = False,
+            stream: Any = None) -> FleetSuiteOutcome:
+        return run_fleet_suite(self.suite, run_dir, fio=fio, keep=keep, progress=progress, stream=stream)
+
+
+class VmwareFleetSuite(FleetSuite):
+    """A fleet of ESXi VMs cloned from a vSphere template; each side's guests are at the addresses VMware Tools
+    report (:class:`~stormatrix.suiteguests.AddressGuests`)."""
+
+    def _fleet(self, run_dir: str, fio: str | None) -> tuple[Any, tuple[str, ...], str]:
+        vspec = vmware_fleet_from_dict(self.suite.raw, self.suite.path)
+        return VmwareFleet(vspec, make_runner(vspec), run_dir, fio=fio), vspec.storages, "side"
+
+    def run(self, run_dir: str | Path, *, fio: str = "fio", keep: bool = False, progress: bool = False,
+            stream: Any = None) -> FleetSuiteOutcome:
+        return run_vmware_fleet_suite(self.suite, Path(run_dir), fio=fio, keep=keep, progress=progress,
+                                      stream=stream or sys.stderr)
+
+
 def run_fleet_suite(suite: Suite, run_dir: str | Path, *, fio: str = "fio", keep: bool = False,
                     progress: bool = False, transport: Any = None, stream: Any = None) -> FleetSuiteOutcome:
-    """Deploy, run each storage as a side, write the comparison, destroy (unless ``keep``)."""
+    """On Proxmox: deploy, run each storage as a side, write the comparison, destroy (unless ``keep``)."""
     stream = stream or sys.stderr
     run_dir = Path(run_dir)
-    if is_vmware_fleet(suite.raw):
-        return run_vmware_fleet_suite(suite, run_dir, fio=fio, keep=keep, progress=progress, stream=stream)
     spec = fleet_spec(suite)
     assert suite.proxmox is not None
     transport = transport if transport is not None else make_transport(suite.proxmox, suite.path)
