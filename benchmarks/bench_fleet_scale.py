@@ -43,6 +43,7 @@ from stormatrix.executors.fioserver_parse import noise_lines, parse_client_outpu
 from stormatrix.executors.fioserver_probe import ProbeResult
 from stormatrix.registry import suite_from_dict
 from stormatrix.suite import eta
+from stormatrix.suiteguests import AddressGuests
 from stormatrix.suiterun import run_suite
 
 CAPTURE = Path(__file__).resolve().parent.parent / "tests" / "data" / "fio-server" / \
@@ -134,7 +135,7 @@ def timed_journal(workers: int, run_dir: Path) -> tuple[float, int]:
     try:
         suite = suite_from_dict(suite_raw(workers), "<bench>")
         t0 = time.perf_counter()
-        outcome = run_suite(suite, run_dir, collector=Collector())
+        outcome = run_suite(suite, run_dir, AddressGuests(suite.guests, collector=Collector()))
         seconds = time.perf_counter() - t0
     finally:
         fioserver.run_point, fioserver.FioServerExecutor._probe = saved  # type: ignore[method-assign]

@@ -10,7 +10,8 @@ storage, and compare the two sides point by point. Here:
   own initiator (libiscsi), side ``nbd`` a ``qemu-storage-daemon`` NBD export per worker; both sides
   attach it the same way (virtio-scsi-single, aio=native, iothread, cache=none), so the protocol is
   what differs;
-- each side boots N (2-4) workers of the tiny image in ``mode="server"``: virtio-net with QEMU user
+- each side boots N (2-4) workers of the tiny image in ``mode="server"`` (the qemu backend's suite
+  capability, :class:`~stormatrix.backends.qemu_suite.DemoGuests`): virtio-net with QEMU user
   networking and a host port forwarded from ``127.0.0.1:<port>`` to the guest's fio server; every
   worker's volume is its own raw file (one per worker index, served by each side's target in turn:
   a side's storage and guests are stopped before the next side's start);
@@ -30,7 +31,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import socket
 import sys
 import time
 from dataclasses import dataclass, field
@@ -38,28 +38,18 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from . import guestimage
-from .backends.qemu import QemuVm, VmSpec, ensure_test_disk, qemu_version
-from .collect import ProcessesCollector
-from .core.errors import GuestNotReady, InputError, StormatrixError, VmStartError
+from .backends.qemu import ensure_test_disk, qemu_version
+from .backends.qemu_suite import DemoGuests
+from .core.errors import InputError
 from .core.model import DiskConfig
-from .core.scope import HostScope
 from .executors.fioserver_client import find_fio
 from .executors.fioserver_inputs import FioGuest
-from .executors.fioserver_probe import probe_servers
-from .executors.localagent import AgentChannel, parse_event
 from .fleet.localstore import local_storage
 from .journal import Journal
 from .suite import Suite, SuitePoint, suite_for_guests
 from .suiterun import SuiteOutcome, run_suite, write_comparison
 
 log = logging.getLogger("stormatrix.demosuite")
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 free right now, for a guest's forwarded fio server port."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 MIN_GUESTS, MAX_GUESTS = 2, 4
@@ -136,144 +126,6 @@ class DemoSuiteOutcome:
         return [f for o in self.sides.values() if o is not None for f in o.failed]
 
 
-# --- one side's guests -------------------------------------------------------------------------------
-
-class SideGuests:
-    """N server-mode QEMU guests with one disk configuration, each with its own test disk and port.
-
-    :meth:`start` boots them all (QEMU processes run in parallel), waits for each guest's READY
-    line on its agent socket (which names the test device), then until every fio server answers a
-    probe through the forwarded port. :meth:`stop` always stops every VM.
-    """
-
-    PORT_ATTEMPTS = 3
-
-    def __init__(self, side: DemoSide, config: DemoSuiteConfig, image: guestimage.GuestImage,
-                 disks: Sequence[Path | str]) -> None:
-        self.side = side
-        self.config = config
-        self.image = image
-        self.disks = list(disks)
-        self.vms: list[QemuVm] = []
-        self.guests: list[FioGuest] = []
-        self.ready: dict[str, dict[str, str]] = {}
-        self.workdir = config.run_dir / side.key / "vm"
-
-    def __enter__(self) -> "SideGuests":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    def _spec(self, name: str, disk: Path | str, port: int) -> VmSpec:
-        c = self.config
-        return VmSpec(name=f"{self.side.key}-{name}", disk=self.side.disk, disk_image=disk, run_dir=self.workdir,
-                      image=self.image, slot=0, vcpus=c.vcpus, memory_mib=c.memory_mib, mode="server",
-                      fio_port=port)
-
-    def _boot(self, name: str, disk: Path | str) -> tuple[QemuVm, AgentChannel]:
-        """Start one VM and connect to its agent socket at once: QEMU drops what the guest writes
-        to a socket chardev while nobody is connected, and READY comes only once."""
-        last: VmStartError | None = None
-        for _ in range(self.PORT_ATTEMPTS):
-            vm = QemuVm(self._spec(name, disk, free_port()))
-            try:
-                vm.start()
-            except VmStartError as exc:
-                # another process may take the free port between our probe and QEMU's bind
-                if "forward" in str(exc).lower():
-                    last = exc
-                    continue
-                raise
-            self.vms.append(vm)
-            channel = AgentChannel(str(vm.agent_path))
-            channel.connect(time.monotonic() + 10)
-            return vm, channel
-        raise VmStartError(f"{self.side.key}-{name}: no free host port for the fio server after "
-                           f"{self.PORT_ATTEMPTS} attempts: {last}")
-
-    def start(self) -> list[FioGuest]:
-        c = self.config
-        t0 = time.monotonic()
-        channels: list[tuple[QemuVm, AgentChannel]] = []
-        try:
-            for name, disk in zip(c.guest_names(), self.disks):
-                channels.append(self._boot(name, disk))
-            deadline = time.monotonic() + c.boot_timeout_s
-            for (vm, ch), name in zip(channels, c.guest_names()):
-                kv = self._wait_ready(vm, ch, deadline)
-                self.ready[name] = kv
-                assert vm.spec.fio_port is not None
-                self.guests.append(FioGuest(name=name, host="127.0.0.1", port=vm.spec.fio_port, filename=kv["disk"]))
-        finally:
-            for _, ch in channels:
-                ch.close()
-        self._wait_servers(time.monotonic() + max(30.0, c.boot_timeout_s - (time.monotonic() - t0)))
-        log.info("side %s: %d guests ready in %.1f s: %s", self.side.key, len(self.guests), time.monotonic() - t0,
-                 ", ".join(f"{g.name}={g.address} {g.filename}" for g in self.guests))
-        return self.guests
-
-    def _wait_ready(self, vm: QemuVm, ch: AgentChannel, deadline: float) -> dict[str, str]:
-        while True:
-            try:
-                line = ch.readline(deadline)
-            except TimeoutError:
-                raise GuestNotReady(f"{vm.spec.name}: no READY from the guest within {self.config.boot_timeout_s:.0f} s"
-                                    f"; console: {self._console(vm)}") from None
-            except StormatrixError as exc:
-                raise GuestNotReady(f"{vm.spec.name}: {exc}; QEMU: {vm.stderr_tail()}; console: {self._console(vm)}"
-                                    ) from None
-            event = parse_event(line)
-            if event is None or event[0] != "READY":
-                continue
-            kv = event[2]
-            if kv.get("mode") != "server":
-                raise GuestNotReady(f"{vm.spec.name}: the guest booted in mode {kv.get('mode', 'agent')!r}, "
-                                    "not as a fio server")
-            if not kv.get("disk", "").startswith("/dev/"):
-                raise GuestNotReady(f"{vm.spec.name}: the guest found no test disk for {self.side.disk.controller}"
-                                    f"; console: {self._console(vm)}")
-            return kv
-
-    def _wait_servers(self, deadline: float) -> None:
-        """The guest says READY just before it execs ``fio --server``: probe until all answer."""
-        pending = list(self.guests)
-        probe_dir = self.config.run_dir / self.side.key / "points" / "boot-probe"
-        while True:
-            results = probe_servers(pending, probe_dir, fio=self.config.fio, timeout_s=15.0)
-            pending = [r.guest for r in results if not r.ok]
-            if not pending:
-                return
-            dead = [vm.spec.name for vm in self.vms if not vm.alive()]
-            if dead or time.monotonic() > deadline:
-                why = "; ".join(f"{r.guest.describe()}: {r.detail}" for r in results if not r.ok)
-                raise GuestNotReady(f"side {self.side.key}: fio server not answering on {len(pending)} guests"
-                                    f"{' (QEMU exited: ' + ', '.join(dead) + ')' if dead else ''}: {why}",
-                                    guests=[g.name for g in pending])
-            time.sleep(0.5)
-
-    @staticmethod
-    def _console(vm: QemuVm, limit: int = 600) -> str:
-        try:
-            return vm.console_path.read_text(errors="replace").strip()[-limit:] or "(empty)"
-        except OSError:
-            return "(no console log)"
-
-    def scopes(self) -> list[HostScope]:
-        return [HostScope(pid=vm.pid, threads=vm.thread_roles(), vm=vm.spec.name) for vm in self.vms]
-
-    def stop(self) -> None:
-        errors: list[BaseException] = []
-        for vm in self.vms:
-            try:
-                vm.stop()
-            except BaseException as exc:  # any failure: stop the others, then report the first
-                errors.append(exc)
-        self.vms = []
-        if errors:
-            raise errors[0]
-
-
 # --- the suite per side, then the workbook ------------------------------------------------------------
 
 def side_suite(config: DemoSuiteConfig, side: DemoSide, guests: Sequence[FioGuest]) -> Suite:
@@ -328,17 +180,14 @@ def demo_suite(config: DemoSuiteConfig, *, progress: bool = True, stream: Any = 
         t0 = time.monotonic()
         with local_storage(side.storage, config.run_dir / side.key / "storage") as storage:
             urls = storage.start(disks)
-            with SideGuests(side, config, image, urls) as guests:
+            guests = DemoGuests(side.key, side.disk, config.run_dir / side.key, image, config.guest_names(), urls,
+                                vcpus=config.vcpus, memory_mib=config.memory_mib,
+                                boot_timeout_s=config.boot_timeout_s, fio=config.fio, storage=storage.describe())
+            with guests:
                 fio_guests = guests.start()
                 outcome.boot_s[side.key] = time.monotonic() - t0
-                suite = side_suite(config, side, fio_guests)
-                collector = ProcessesCollector(guests.scopes)
-
-                status = {"mode": "local", "processes": len(guests.vms),
-                          "detail": f"{len(guests.vms)} local QEMU processes (side {side.key})"}
-                outcome.sides[side.key] = run_suite(suite, config.run_dir / side.key, collector=collector,
-                                                    fio=fio, backend="qemu", progress=progress,
-                                                    host_collector=status, storage=storage.describe())
+                outcome.sides[side.key] = run_suite(side_suite(config, side, fio_guests), config.run_dir / side.key,
+                                                    guests, fio=fio, progress=progress)
     outcome.workbook = write_workbook(config)
     return outcome
 

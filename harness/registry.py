@@ -25,6 +25,7 @@ from . import suite as _suite
 from .backends.proxmox.settings import PROXMOX_SECTION
 from .backends.qemu import QEMU_SECTION
 from .backends.vmware_settings import VMWARE_SECTION
+from .core.errors import MatrixError
 from .executors.winrm_settings import WINRM_SECTION
 from .schema import Section
 from .suite import SUITE_SECTION
@@ -32,6 +33,7 @@ from .suite import SUITE_SECTION
 if TYPE_CHECKING:
     from .backends.base import Backend
     from .executors.base import GuestExecutor
+    from .suiteguests import SuiteGuests
 
 
 #: ``[run] backend`` -> "module:Class"
@@ -46,6 +48,21 @@ EXECUTORS: dict[str, str] = {
     "local-agent": "stormatrix.executors.localagent:LocalAgentExecutor",
     "winrm": "stormatrix.executors.winrm:WinRMExecutor",
     "fio-server": "stormatrix.executors.fioserver:FioServerExecutor",
+}
+
+#: what gives a suite's side its guests (:class:`~stormatrix.suiteguests.SuiteGuests`), by the ``[suite]`` key that
+#: lists them: ``guests`` by address, ``vms`` a VM list on the platform whose section says where (Proxmox; the
+#: suite's validation refuses a VM list elsewhere). The demo's local QEMU guests are the qemu backend's
+#: (:class:`~stormatrix.backends.qemu_suite.DemoGuests`); a fleet's workers are each side's VM list.
+SUITE_GUESTS: dict[str, str] = {
+    "guests": "stormatrix.suiteguests:AddressGuests",
+    "vms": "stormatrix.suitevms:ProxmoxVmGuests",
+}
+
+#: a suite's ``[fleet]``, by its ``backend``: what plans the fleet, deploys it and runs each storage as a side
+FLEET_SUITES: dict[str, str] = {
+    "proxmox": "stormatrix.fleet.suiterun:ProxmoxFleetSuite",
+    "vmware": "stormatrix.fleet.suiterun:VmwareFleetSuite",
 }
 
 #: the sections backends, executors and the suite own (``[run]``, ``[matrix]`` and ``[[workload]]`` are
@@ -68,6 +85,24 @@ def backend_class(name: str) -> type[Backend]:
 
 def executor_class(name: str) -> type[GuestExecutor]:
     return _load(EXECUTORS, "executor", name)
+
+
+def suite_guests(suite: _suite.Suite) -> SuiteGuests:
+    """The side's guests of a suite file, not started yet (:meth:`SuiteGuests.start`)."""
+    key = "vms" if suite.vms else "guests"
+    guests: SuiteGuests = _load(SUITE_GUESTS, "suite guests", key).from_suite(suite)
+    return guests
+
+
+def fleet_suite(suite: _suite.Suite) -> Any:
+    """The :class:`~stormatrix.fleet.suiterun.FleetSuite` of a suite file with a ``[fleet]`` (validated by
+    :func:`load_suite`: its backend is known). Typed Any: the run loop's layer is above this one."""
+    fleet = suite.raw.get("fleet")
+    backend = fleet.get("backend", "proxmox") if isinstance(fleet, dict) else None
+    if backend not in FLEET_SUITES:
+        raise MatrixError(suite.path, "[fleet] backend", f"{backend!r} cannot deploy a suite's workers (known: "
+                          f"{', '.join(sorted(FLEET_SUITES))})", "set [fleet] backend to one of them")
+    return _load(FLEET_SUITES, "fleet", backend)(suite)
 
 
 def sections() -> dict[str, Section]:

@@ -10,9 +10,12 @@ flight; running the same command again skips every journaled cell. A failed atte
 as ``cell-error`` and retried ``[run] retries`` times; then ``[run] on_error`` decides: ``skip`` goes
 on with the next cell, ``stop`` ends the run (after restoring the VM).
 
-This is the only run loop: a platform-comparison suite's points go through it too, as cells whose
-executor drives many fio servers (:mod:`stormatrix.suiterun`). The measurement window is in
-:mod:`stormatrix.window`, the records in :mod:`stormatrix.records`.
+This is the only run loop. What it runs comes from a :class:`RunSource`: a matrix
+(:class:`MatrixSource`: cells expanded from the grid, the backend and executor its ``[run]`` names) or a
+platform-comparison suite (:class:`stormatrix.suiterun.SuiteSource`: points on a side's guests, given by
+the platform's suite-guests capability). The runner reads the source's :class:`RunSettings` and asks
+it for the plan, the backend, the executor and what its records add; it knows no kind of source. The
+measurement window is in :mod:`stormatrix.window`, the records in :mod:`stormatrix.records`.
 """
 
 from __future__ import annotations
@@ -22,19 +25,21 @@ import logging
 import secrets
 import sys
 import time
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Mapping, TextIO
+from typing import Any, Callable, TextIO
 
 from . import __version__, records, repeats, runorder
 from .backends.base import Backend
 from .core.errors import (AuthenticationFailed, BackendError, CollectorError, JournalWriteError, MatrixError,
                           StormatrixError, UnsafeWrite)
-from .core.journalfile import CELL, RUN
+from .core.journalfile import CELL, RUN, run_kind
 from .core.model import WRITE_MODES, Cell, DiskConfig, Plan, now_iso
 from .core.recordtypes import CellRecord
 from .core.scope import GuestEndpoint
+from .core.settings import RunSettings
 from .executors.base import DriverGate, GuestExecutor, WorkloadResult
 from .host.inventory import inventory
 from .journal import Journal
@@ -89,28 +94,99 @@ class RunPolicy:
 
 @dataclass(frozen=True)
 class RunOptions:
-    """What a run is given besides its matrix and run directory, passed as one typed value.
-
-    How it is labelled and shown (``side``, ``progress``, ``stream``: all the command line gives), and the
-    parts a caller hands in instead of those the matrix names: a suite hands in its points (``plan``), a
-    backend that only reports, an executor for its fio servers (``executor_factory``), its one window
-    collector (``collector``), what its run and cell records add (``run_extra``, ``cell_extra``), how
-    failures end it (``policy``) and its per-point overhead for the ETA; a test hands in stand-ins
-    (``backend``, ``collector_factory``).
-    """
+    """How a run is labelled and shown (``side``, ``progress``, ``stream``: all the command line gives), and
+    the stand-ins a test hands in for the source's own parts (``backend``, ``collector_factory``: the host
+    collector per scope, ``executor_factory``)."""
 
     side: str | None = None
     progress: bool = True
     stream: TextIO | None = None  # default: sys.stderr, bound when the run starts
     backend: Backend | None = None
-    plan: Plan | None = None
-    executor_factory: Callable[[list[GuestEndpoint]], GuestExecutor] | None = None
     collector_factory: Callable[[Any], Any] | None = None
-    collector: Any = None
-    run_extra: Mapping[str, Any] = field(default_factory=dict)
-    cell_extra: Mapping[str, Any] = field(default_factory=dict)
+    executor_factory: Callable[[list[GuestEndpoint]], GuestExecutor] | None = None
+
+
+class RunSource(ABC):
+    """What a run is of: its settings, its plan, the backend and executor that measure it, and what its
+    journal's records add. The runner asks, in this order: :meth:`check_resume` (before anything is
+    appended), :meth:`plan`, :meth:`make_backend` (unless a test hands one in), the backend's ``prepare()``,
+    :meth:`run_fields` for the run record, then per VM start :meth:`make_executor`, and per cell record
+    :meth:`cell_fields`."""
+
+    settings: RunSettings
+    #: the backend class the run uses (its controllers, for the plan; tests patch its methods)
+    backend_cls: type[Backend]
     policy: RunPolicy = RunPolicy()
+    #: seconds per VM start beyond warm-up and window, for the ETA
     overhead_s: float = DEFAULT_OVERHEAD_S
+
+    @abstractmethod
+    def check_resume(self, records_before: list[dict[str, Any]], run_dir: Path, side: str | None) -> None:
+        """Refuse (MatrixError) to resume into a journal this run does not belong in."""
+
+    @abstractmethod
+    def plan(self) -> Plan: ...
+
+    @abstractmethod
+    def make_backend(self, run_dir: Path) -> Backend: ...
+
+    @abstractmethod
+    def make_executor(self, backend: Backend) -> GuestExecutor: ...
+
+    def driver_gate(self) -> DriverGate | None:
+        """The executor's gate on the guest's drivers (a Windows guest's virtio-win), if it has one."""
+        return None
+
+    def boots_ahead(self) -> bool:
+        """Will the backend boot each next VM during the current cell (for the ETA)?"""
+        return False
+
+    def run_fields(self, backend: Backend) -> dict[str, Any]:
+        """What the run record adds (after the backend's ``prepare()``): docs/journal.md."""
+        return {}
+
+    def cell_fields(self) -> dict[str, Any]:
+        """What every cell record adds."""
+        return {}
+
+
+class MatrixSource(RunSource):
+    """A matrix file: its cells expanded from the grid on the backend its ``[run]`` names, run by the executor
+    it names (``auto``: the backend's default)."""
+
+    def __init__(self, spec: MatrixSpec, *, backend_cls: type[Backend] | None = None) -> None:
+        self.spec = spec
+        self.settings = spec
+        self.backend_cls = backend_cls or backend_class(spec.run["backend"])
+
+    def check_resume(self, records_before: list[dict[str, Any]], run_dir: Path, side: str | None) -> None:
+        def differences(rec: dict[str, Any]) -> list[str]:
+            return run_differences(rec["matrix"], self.settings.raw) if isinstance(rec.get("matrix"), dict) else []
+
+        check_same_run(records_before, self.spec, run_dir, side=side, kind="matrix", differences=differences)
+
+    def plan(self) -> Plan:
+        return expand(self.spec, backend_controllers=self.backend_cls.controllers)
+
+    def make_backend(self, run_dir: Path) -> Backend:
+        return self.backend_cls(self.spec, run_dir)
+
+    def executor_name(self) -> str:
+        name = self.settings.run["executor"]
+        return self.backend_cls.default_executor if name == "auto" else name
+
+    def executor_class(self) -> type[GuestExecutor]:
+        return executor_class(self.executor_name())
+
+    def make_executor(self, backend: Backend) -> GuestExecutor:
+        name = self.executor_name()
+        return executor_class(name)(backend.endpoints(), self.settings.raw.get(name, {}))
+
+    def boots_ahead(self) -> bool:
+        return self.backend_cls.boots_ahead(self.spec)
+
+    def driver_gate(self) -> DriverGate | None:
+        return self.executor_class().driver_gate(self.spec)
 
 
 def executor_name_for(spec: MatrixSpec) -> str:
@@ -155,23 +231,26 @@ def run_differences(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     return out
 
 
-def check_same_run(records_before: list[dict[str, Any]], spec: MatrixSpec, run_dir: Path, *,
-                   side: str | None, suite: bool) -> None:
-    """Refuse (before anything is appended) to resume into another run's journal: docs/journal.md, Resuming."""
+def check_same_run(records_before: list[dict[str, Any]], settings: RunSettings, run_dir: Path, *,
+                   side: str | None, kind: str,
+                   differences: Callable[[dict[str, Any]], list[str]] | None = None) -> None:
+    """Refuse (before anything is appended) to resume into another run's journal: docs/journal.md, Resuming.
+
+    ``kind``: what this run is (:func:`~stormatrix.core.journalfile.run_kind`); ``differences``: how the source
+    tells its own settings apart from a run record's (a matrix: key by key; a suite checks its guests itself)."""
     for rec in (r for r in records_before if r.get("type") == RUN):
         fix = f"give -o a new run directory (e.g. {run_dir}-2), or resume with the matrix that run was measured with"
-        if (rec.get("suite") is not None) != suite:
-            diff = [f"it holds a {'matrix' if suite else 'suite'} run's journal, this is a "
-                    f"{'suite' if suite else 'matrix'} run"]
+        if run_kind(rec) != kind:
+            diff = [f"it holds a {run_kind(rec)} run's journal, this is a {kind} run"]
         elif rec.get("side") != side:
             diff = [f"it was measured as side {rec.get('side')!r}, this run is side {side!r}"]
             fix = f"resume with {'--side ' + repr(rec['side']) if rec.get('side') else 'no --side'}, or {fix}"
-        else:  # a suite checks its own guests (suiterun.check_resumable)
-            diff = [] if suite or not isinstance(rec.get("matrix"), dict) else run_differences(rec["matrix"], spec.raw)
-            conflict = runorder.seed_conflict(spec.run, [rec])
+        else:
+            diff = differences(rec) if differences is not None else []
+            conflict = runorder.seed_conflict(settings.run, [rec])
             diff += [conflict] if conflict else []
         if diff:
-            raise MatrixError(spec.path, "", f"{run_dir} holds the journal of another run ({rec.get('run_id')}, "
+            raise MatrixError(settings.path, "", f"{run_dir} holds the journal of another run ({rec.get('run_id')}, "
                               f"matrix {rec.get('matrix_path')}): {'; '.join(diff[:3])}"
                               f"{f' (and {len(diff) - 3} more)' if len(diff) > 3 else ''}; resuming would mix "
                               "two runs in one journal", fix)
@@ -213,33 +292,28 @@ class _Tail:
 
 
 class Runner:
-    """Runs a plan's cells through a backend and an executor, journaling each one.
+    """Runs a source's cells through a backend and an executor, journaling each one.
 
-    A matrix run expands its cells from the spec and builds the backend and executor its ``[run]``
-    names; a suite or a test hands in its own parts through :class:`RunOptions`. Both journal through
-    the same record builders.
+    ``source``: what the run is of (:class:`RunSource`; a :class:`MatrixSpec` is run as its
+    :class:`MatrixSource`), ``run_dir`` where its journal goes, ``options`` how it is labelled and shown
+    and the stand-ins a test hands in. Every kind of source journals through the same record builders.
     """
 
-    def __init__(self, spec: MatrixSpec, run_dir: str | Path, options: RunOptions = RunOptions()) -> None:
-        self.spec = spec
+    def __init__(self, source: RunSource | MatrixSpec, run_dir: str | Path, options: RunOptions = RunOptions()) -> None:
+        if isinstance(source, MatrixSpec):
+            source = MatrixSource(source, backend_cls=type(options.backend) if options.backend else None)
+        self.source = source
+        self.settings = source.settings
         self.run_dir = Path(run_dir)
         self.options = options
         self.side = options.side
         self.show_progress = options.progress
         self.stream = options.stream if options.stream is not None else sys.stderr  # bound when run, not imported
-        backend = options.backend
-        self.backend_cls = type(backend) if backend else backend_class(spec.run["backend"])
-        self.backend = backend
-        self._collector_factory = options.collector_factory
-        self._collector = options.collector
-        self._plan = options.plan
-        self._executor_factory = options.executor_factory
-        self.run_extra = dict(options.run_extra)
-        self.cell_extra = dict(options.cell_extra)
-        self.policy = options.policy
-        self.overhead_s = options.overhead_s
+        self.backend_cls = source.backend_cls
+        self.backend = options.backend
+        self.policy = source.policy
         self.journal = Journal(self.run_dir)
-        self.run_id = make_run_id(spec.run["name"])
+        self.run_id = make_run_id(self.settings.name)
         self.failed: list[str] = []
         self.measured = 0
         self.measured_keys: list[str] = []
@@ -247,8 +321,8 @@ class Runner:
         self._extra_reasons: dict[str, dict[str, Any]] = {}  # cell key -> why this extra repeat runs
         self._t_run0 = time.monotonic()
         self._gate: DriverGate | None = None  # the executor's driver gate (a Windows guest's virtio-win drivers)
-        self.order: str = spec.run.get("order", "rounds")
-        self.seed: int = int(spec.run.get("seed") or 0)  # decided in run(): the journal's, the matrix's, or drawn
+        self.order: str = self.settings.run.get("order", "rounds")
+        self.seed: int = int(self.settings.run.get("seed") or 0)  # decided in run(): the journal's, the file's, or new
         self._round = ""  # "round 2: " in the progress line while a round runs
         #: per cell key, the monotonic time of each stage it passed (benchmarks/bench_cell_overhead.py reads it):
         #: apply, applied, ready, sent, measure_start, measure_end, result, record, journaled, stopped
@@ -259,34 +333,22 @@ class Runner:
         self._stop_exc: BaseException | None = None  # a tail's failure that ends the run
 
     def plan(self) -> Plan:
-        if self._plan is not None:
-            return self._plan
-        return expand(self.spec, backend_controllers=self.backend_cls.controllers)
-
-    def executor_name(self) -> str:
-        name = self.spec.run["executor"]
-        return self.backend_cls.default_executor if name == "auto" else name
-
-    def executor_class(self) -> type[GuestExecutor]:
-        """The executor the matrix names: whose capabilities (its driver gate) the run asks for, also when
-        a suite or a test builds its instances (``executor_factory``)."""
-        return executor_class(self.executor_name())
+        return self.source.plan()
 
     def make_executor(self, backend: Backend) -> GuestExecutor:
-        if self._executor_factory is not None:
-            return self._executor_factory(backend.endpoints())
-        name = self.executor_name()
-        return executor_class(name)(backend.endpoints(), self.spec.raw.get(name, {}))
+        if self.options.executor_factory is not None:
+            return self.options.executor_factory(backend.endpoints())
+        return self.source.make_executor(backend)
 
     # --- the run --------------------------------------------------------------------------------------
     def run(self) -> dict[str, Any]:
         plan = self.plan()
         self.journal.check_existing()  # then read, and refused before open() could cut another run's torn tail
         records_before = self.journal.records() if self.journal.path.is_file() else []
-        check_same_run(records_before, self.spec, self.run_dir, side=self.side, suite=self.backend_cls.runs_suite)
+        self.source.check_resume(records_before, self.run_dir, self.side)
         self.journal.open()
         done = {r["key"] for r in records_before if r.get("type") == CELL and "key" in r}
-        self.seed, seed_source = runorder.run_seed(self.spec.run, records_before)
+        self.seed, seed_source = runorder.run_seed(self.settings.run, records_before)
         if self.order == "rounds":
             log.info("cells run in shuffled rounds, seed %d (%s)", self.seed, seed_source)
         pending = [c for c in plan.cells if c.key not in done]
@@ -297,25 +359,25 @@ class Runner:
                    "measured": 0, "measured_keys": [], "failed": [], "errors": [],
                    "skipped": [(s.disk.key, s.reason) for s in plan.skipped], "extra_repeats": []}
         # a resumed run may owe extra repeats although every planned cell is journaled
-        extra_first = (repeats.next_extra(plan, self.spec.run, records_before, set(), self.journal.path)
+        extra_first = (repeats.next_extra(plan, self.settings.run, records_before, set(), self.journal.path)
                        if not pending else [])
         if not pending and not extra_first:
             log.info("all %d cells are in the journal already", len(plan.cells))
             return summary
-        timing = self.spec.timing
-        boot_ahead = self.backend_cls.boots_ahead(self.spec)
+        timing = self.settings.timing
+        boot_ahead = self.source.boots_ahead()
         todo = pending or [c for c, _ in extra_first]
-        est = estimate_seconds(Plan(todo), timing.ramp_s, timing.measure_s, overhead_s=self.overhead_s,
+        est = estimate_seconds(Plan(todo), timing.ramp_s, timing.measure_s, overhead_s=self.source.overhead_s,
                                boot_ahead=boot_ahead) / len(todo)
         self._cell_estimate = est
-        extra_max = repeats.possible_extra(plan, self.spec.run)
-        budget_s = float(self.spec.run.get("time_budget_minutes") or 0.0) * 60
+        extra_max = repeats.possible_extra(plan, self.settings.run)
+        budget_s = float(self.settings.run.get("time_budget_minutes") or 0.0) * 60
         progress = (Progress(len(pending), est, self.stream, extra_max=extra_max, budget_s=budget_s)
                     if self.show_progress else None)
-        backend = self.backend or self.backend_cls(self.spec, self.run_dir)
+        backend = self.backend or self.source.make_backend(self.run_dir)
         self.backend = backend
         self._t_run0 = time.monotonic()
-        self._gate, self.driver_skipped = self.executor_class().driver_gate(self.spec), []
+        self._gate, self.driver_skipped = self.source.driver_gate(), []
         try:
             facts = backend.prepare()
             self._journal_run_header(facts, backend, len(plan.cells), len(pending))
@@ -360,10 +422,10 @@ class Runner:
         ``[run] cv_limit_pct``), decided from the journal after each round, until none is wanted, each
         configuration is at ``max_repeats``, or the time budget is spent: a round takes as many of its
         repeats, most needed first, as fit in what is left of the budget at the pace measured so far."""
-        budget_min = float(self.spec.run.get("time_budget_minutes") or 0.0)
+        budget_min = float(self.settings.run.get("time_budget_minutes") or 0.0)
         given_up: set[str] = set()
         while True:
-            extra = repeats.next_extra(plan, self.spec.run, self.journal.records(), given_up, self.journal.path)
+            extra = repeats.next_extra(plan, self.settings.run, self.journal.records(), given_up, self.journal.path)
             if not extra:
                 return
             spent = False
@@ -398,9 +460,9 @@ class Runner:
     def _journal_run_header(self, facts: dict[str, Any], backend: Backend, cells: int, pending: int) -> None:
         env = {**run_environment(backend), **facts, "stormatrix": __version__}
         self.journal.append(records.run_record(
-            run_id=self.run_id, matrix_path=self.spec.path, matrix=self.spec.raw, backend=backend.name,
+            run_id=self.run_id, matrix_path=self.settings.path, matrix=self.settings.raw, backend=backend.name,
             side=self.side, environment=env, original_config=backend.original_config(), cells=cells, todo=pending,
-            extra={"order": self.order, "seed": self.seed, **self.run_extra}).to_json())
+            extra={"order": self.order, "seed": self.seed, **self.source.run_fields(backend)}).to_json())
 
     def _run_group(self, backend: Backend, disk: DiskConfig, cells: list[Cell], progress: Progress | None,
                    upcoming: list[DiskConfig] | None = None, attempt: int = 0) -> None:
@@ -461,7 +523,7 @@ class Runner:
         f.executor = self.make_executor(backend)
         f.executor.before_ready(f.current)
         f.executor.connect(time.monotonic() + 30)
-        guest = f.executor.wait_ready(time.monotonic() + self.spec.run["boot_timeout_seconds"])
+        guest = f.executor.wait_ready(time.monotonic() + self.settings.run["boot_timeout_seconds"])
         if self._gate is not None:  # the executor's driver gate: which drivers the guest has (Windows: virtio-win)
             self._gate.learn(guest, f.current.key)
             guest = self._gate.annotate(guest)
@@ -482,7 +544,7 @@ class Runner:
             f.stage = "ready"
             executor.check_ready(cell)
         f.stage = "safety"
-        check_write_allowed(cell, f.guest, self.spec.run["allow_write"])
+        check_write_allowed(cell, f.guest, self.settings.run["allow_write"])
         f.stage = "run"
         last = len(f.remaining) == 1
         if last and not backend.overlaps:
@@ -490,7 +552,7 @@ class Runner:
         window = self._window(backend)
         try:
             if executor.splits:
-                executor.send(cell, self.spec.timing, window)
+                executor.send(cell, self.settings.timing, window)
                 # while this cell warms up: the previous cell's result, record, journal and stop, then the
                 # next VMs' boot (nothing of it in this cell's window: its guest waits for GO to measure)
                 self._finish_tail(progress)
@@ -506,7 +568,7 @@ class Runner:
                 result = executor.collect(cell)
             else:
                 self._boot_ahead(backend, f)
-                result = executor.run(cell, self.spec.timing, window)
+                result = executor.run(cell, self.settings.timing, window)
         except BaseException:
             window.abort()
             raise
@@ -562,7 +624,7 @@ class Runner:
     def _stage_failed(self, backend: Backend, f: _Flight, exc: StormatrixError | OSError,
                       progress: Progress | None) -> None:
         """Journal the failed attempt; give the cell up (or end the run) after ``[run] retries``."""
-        retries = self.spec.run["retries"]
+        retries = self.settings.run["retries"]
         current = f.current
         if isinstance(exc, StormatrixError) and exc.cell is None:
             exc.cell = current.key
@@ -584,7 +646,7 @@ class Runner:
         if f.attempt > retries:
             self.failed.append(current.key)
             self.errors.append((current.key, str(exc)))
-            if fatal or self.spec.run["on_error"] == "stop":
+            if fatal or self.settings.run["on_error"] == "stop":
                 # the CLI prints one line: it must name the cell, and an OSError is no traceback
                 if isinstance(exc, StormatrixError):
                     raise exc
@@ -625,12 +687,12 @@ class Runner:
 
     def _window(self, backend: Backend) -> Window:
         # a backend that measures its host itself (ESXi: Get-Stat; Proxmox over ssh) brings its own collector
-        factory = self._collector_factory or backend.collector_factory
-        return Window(backend, factory, point_collector=self._collector)
+        factory = self.options.collector_factory or backend.collector_factory
+        return Window(backend, factory, point_collector=backend.window_collector())
 
     def _record(self, backend: Backend, f: _Flight, window: Window, result: WorkloadResult) -> CellRecord:
         """The cell's journal record: the window's host measurements, fio's summary, the cross-checks."""
-        cell, timing = f.remaining[0], self.spec.timing
+        cell, timing = f.remaining[0], self.settings.timing
         measured = window.result()
         if measured.error:
             raise CollectorError(f"the host collector failed: {measured.error}", cell=cell.key,
@@ -646,14 +708,14 @@ class Runner:
             "window_s": measured.seconds, "booted_ahead": f.booted_ahead}
         if f.vm_start is not None:
             times["vm_start"] = f.vm_start
-        run = self.spec.run
+        run = self.settings.run
         record = records.cell_record(
             run_id=self.run_id, cell=cell, backend=backend.name, side=self.side,
             vm=", ".join(measured.vms), times=times, fio=fio, host=measured.host,
             result=result, rate=records.rate_check(cell, fio, run["rate_tolerance_pct"]),
             cross=records.crosscheck(fio, measured.bs0, measured.bs1, run["crosscheck_tolerance_pct"]),
             overlap=measured.overlap)
-        record.rest.update(self.cell_extra)
+        record.rest.update(self.source.cell_fields())
         marks = self.timeline.setdefault(cell.key, {})
         marks.update({k: v for k, v in (("sent", window.mono_sent), ("measure_start", window.mono_start),
                                         ("measure_end", window.mono_end)) if v})

@@ -42,7 +42,6 @@ from .core.model import (
                          DiskConfig,
                          Plan,
                          SkippedCell,
-                         Timing,
                          Workload,
                          disk_options_apply,
                          iothread_effective,
@@ -50,6 +49,7 @@ from .core.model import (
                          parse_size,
                          )
 from .core.paths import TooLarge, input_problem, looks_utf16, read_bounded
+from .core.settings import RunSettings
 from .guestdrivers import declared_guest_drivers, plan_skip_reason, windows_notes
 from .schema import Field, Section, _show, parse_section
 
@@ -148,17 +148,13 @@ WORKLOAD_SECTION = Section("workload", {
 # --- the spec ----------------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
-class MatrixSpec:
-    path: str
-    run: dict[str, Any]
-    matrix: dict[str, Any]
-    workloads: tuple[Workload, ...]
-    sections: dict[str, dict[str, Any]] = field(default_factory=dict)
-    raw: dict[str, Any] = field(default_factory=dict)
+class MatrixSpec(RunSettings):
+    """A matrix file: the run settings every run has (:class:`~stormatrix.core.settings.RunSettings`), and
+    the grid of disk configurations x workloads the runner expands, with the backends' sections."""
 
-    @property
-    def timing(self) -> Timing:
-        return Timing(self.run["ramp_seconds"], self.run["measure_seconds"])
+    matrix: dict[str, Any] = field(default_factory=dict)
+    workloads: tuple[Workload, ...] = ()
+    sections: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def section(self, name: str) -> dict[str, Any]:
         return self.sections.get(name, {})

@@ -60,6 +60,7 @@ from .core.model import (
                          parse_size,
                          )
 from .core.names import label_problem
+from .core.settings import RunSettings
 from .executors.fioserver_inputs import DEFAULT_PORT, FIO_HUNG_CLIENT_S, FioGuest, FioJob
 from .fleet.spec import load_fleet_tables
 from .fleet.vmware import is_vmware_fleet, vmware_fleet_from_dict
@@ -227,6 +228,14 @@ class Suite:
         return FioJob(name=w.name, rw=w.rw, bs=w.bs, iodepth=w.iodepth, numjobs=w.numjobs,
                       ramp_s=self.ramp_s, measure_s=self.measure_s, filename=self.filename,
                       size=self.size, direct=self.direct, ioengine=self.ioengine, rwmixread=w.rwmixread)
+
+    def settings(self) -> RunSettings:
+        """What the runner reads: the suite's [run] keys, with its timing and executor (fio-server)."""
+        run = dict(self.run)
+        run.update(name=self.name, executor="fio-server", ramp_seconds=self.ramp_s, measure_seconds=self.measure_s,
+                   allow_write=True,  # checked at plan time against the device (suite_from_dict)
+                   boot_timeout_seconds=self.probe_timeout_s)
+        return RunSettings(path=self.path, run=run, raw=self.raw)
 
     def with_guests(self, guests: Sequence[FioGuest]) -> "Suite":
         """The same suite on a given guest list (e.g. addresses discovered from ``vms``)."""

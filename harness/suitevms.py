@@ -60,10 +60,12 @@ from .backends.proxmox.node import NodeShell, ensure_remote_collector, parse_hmp
 from .backends.proxmox.settings import PROXMOX_SECTION, REMOTE_COLLECTOR_DIR, make_transport
 from .collect import HostCollector, ProcessesCollector, RemoteProcessesCollector
 from .core.errors import CollectorError, MatrixError, PveApiError, PveAuthError, StormatrixError
+from .core.model import Cell
 from .core.scope import ROLE_IOTHREAD, ROLE_MAIN, ROLE_VCPU, HostScope
 from .executors.fioserver_inputs import FioGuest, NAME_RE
 from .qmp import Qmp
 from .spec import Section
+from .suiteguests import SuiteGuests, inventory_for
 
 log = logging.getLogger("stormatrix.suitevms")
 
@@ -177,6 +179,7 @@ class ProxmoxSuiteVms:
         self.suite = suite
         self.opts: dict[str, Any] = dict(suite.proxmox)
         self.transport = transport if transport is not None else make_transport(self.opts)
+        self._own_transport = transport is None  # a transport handed in (a fleet's) stays open for its owner
         self.nodes = {int(v): (nodes or {}).get(int(v), self.opts["node"]) for v in suite.vms}
         self.clients = {vmid: PveClient(self.transport, node, vmid) for vmid, node in self.nodes.items()}
         self.vms: list[SuiteVm] = [SuiteVm(int(v)) for v in suite.vms]
@@ -184,7 +187,7 @@ class ProxmoxSuiteVms:
 
     def close(self) -> None:
         close = getattr(self.transport, "close", None)
-        if close is not None:
+        if close is not None and self._own_transport:
             close()
 
     def __enter__(self) -> "ProxmoxSuiteVms":
@@ -369,7 +372,7 @@ class ProxmoxSuiteVms:
             scopes = self.scopes(local=False, ssh=target)
             collector = RemoteProcessesCollector(NodeShell(target, config), Cached(
                 lambda: self.scopes(local=False, ssh=target, refresh=True), scopes), remote_dir=rdir)
-            # ssh_dir/ssh_config: the node's facts are read there too (suiterun.inventory_for)
+            # ssh_dir/ssh_config: the node's facts are read there too (suiteguests.inventory_for)
             where = {"ssh": target, "ssh_dir": rdir, **({"ssh_config": config} if config else {})}
             return collector, {"mode": "ssh", **where,
                                "processes": len(scopes), "roles": self.roles_source,
@@ -385,6 +388,65 @@ class ProxmoxSuiteVms:
         log.warning("no host metrics for this suite: %s", why)
         return None, {"mode": "none", "detail": f"no host metrics: {why}",
                       "fix": "run stormatrix on the Proxmox node, or set [proxmox] ssh = \"root@<node>\""}
+
+
+class ProxmoxVmGuests(SuiteGuests):
+    """The suite's guests on Proxmox (:class:`~stormatrix.suiteguests.SuiteGuests`): the VMs of a VM list (or
+    of a fleet's workers), found through their guest agents when started, measured by one collector over
+    their QEMU processes where the node is reachable (:meth:`ProxmoxSuiteVms.host_collector`).
+
+    ``power_cycle`` (a fleet's ``[fleet] power_cycle = "point"``): runs before each point but the side's
+    first, after which the collector takes the workers' new QEMU pids; ``storage``: what served the side's
+    disks, for the run record; ``booting``: the guests were just started (the first probe waits for them)."""
+
+    def __init__(self, vms: ProxmoxSuiteVms, *, storage: dict[str, Any] | None = None,
+                 power_cycle: Callable[[Cell], None] | None = None, booting: bool = False) -> None:
+        super().__init__(platform="proxmox")
+        self.vms = vms
+        self._storage = storage
+        self._power_cycle = power_cycle
+        self.cycles_points = power_cycle is not None
+        self.booting = booting
+        self._collector: Any = None
+        self._status: dict[str, Any] = {}
+
+    @classmethod
+    def from_suite(cls, suite: Any) -> SuiteGuests:
+        return cls(ProxmoxSuiteVms(suite))
+
+    def _start(self) -> list[FioGuest]:
+        guests = self.vms.discover()
+        self._collector, self._status = self.vms.host_collector()
+        return guests
+
+    def describe(self) -> list[str]:
+        return [f"  VM {vm.vmid} -> {g.describe()} (QEMU pid {vm.pid})" for vm, g in zip(self.vms.vms, self.start())]
+
+    def before_point(self, cell: Cell) -> None:
+        if self._power_cycle is None:
+            return
+        self._power_cycle(cell)
+        invalidate = getattr(getattr(self._collector, "scopes", None), "invalidate", None)
+        if invalidate is not None:
+            invalidate()  # the workers' QEMU processes are new: the collector takes their pids anew
+
+    def window_collector(self) -> Any | None:
+        return self._collector
+
+    def host_status(self) -> dict[str, Any]:
+        return dict(self._status)
+
+    def vms_record(self) -> list[dict[str, Any]] | None:
+        return self.vms.record()
+
+    def storage_record(self) -> dict[str, Any] | None:
+        return self._storage
+
+    def host_inventory(self) -> dict[str, Any] | None:
+        return inventory_for(self._status, self.vms.record())()
+
+    def _teardown(self) -> None:
+        self.vms.close()
 
 
 class Cached:

@@ -30,10 +30,3 @@ if [ ! -x .venv/bin/python ] || ! .venv/bin/python -c 'import stormatrix' 2>/dev
     /usr/bin/python3 -m venv --system-site-packages .venv
     .venv/bin/python -m pip install -q --no-build-isolation --no-deps -e .
 fi
-# A Ctrl-C or SIGTERM in the command's first 0.1 s ends in one line and 130/143, not a traceback from the
-# interpreter's site step (the editable install's finder): the venv's first .pth runs
-# harness/core/starting.py for the stormatrix command only (every other program just reads one line).
-SITE="$(.venv/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
-STARTING="$ROOT/harness/core/starting.py"
-printf '%s\n' "import sys, os, _signal; p = '$STARTING'; 'stormatrix' in ' '.join(sys.orig_argv[1:3]) and os.path.exists(p) and (m := _signal.pthread_sigmask(_signal.SIG_BLOCK, (_signal.SIGINT, _signal.SIGTERM, _signal.SIGHUP))) is not None and exec(compile(open(p, encoding='utf-8').read(), p, 'exec'), {'__name__': 'stormatrix_starting', 'mask': m})" \
-    > "$SITE/00-stormatrix-starting.pth"

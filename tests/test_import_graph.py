@@ -52,9 +52,12 @@ LAYERS: list[tuple[int, str, tuple[str, ...]]] = [
                       "stormatrix.executors.base", "stormatrix.collect", "stormatrix.records")),
     (5, "backends", ("stormatrix.backends.*",)),
     (5, "executors", ("stormatrix.executors.*",)),
-    # a suite of guests (the [suite] section, its VMs, the [fleet] that deploys them)
-    (6, "suite", ("stormatrix.suite", "stormatrix.suitevms", "stormatrix.fleet.spec", "stormatrix.fleet.template",
-                  "stormatrix.fleet.proxmox", "stormatrix.fleet.vmware")),
+    # a suite of guests (the [suite] section, the side's guests as a platform gives them: by address, a VM list,
+    # the qemu backend's local guests (they read the local agent's READY and probe fio servers, so they sit here,
+    # above the executors), and the [fleet] that deploys them)
+    (6, "suite", ("stormatrix.suite", "stormatrix.suiteguests", "stormatrix.suitevms", "stormatrix.backends.qemu_suite",
+                  "stormatrix.fleet.spec", "stormatrix.fleet.template", "stormatrix.fleet.proxmox",
+                  "stormatrix.fleet.vmware")),
     # the one list of backends, executors and sections
     (7, "registry", ("stormatrix.registry",)),
     # the run loop

@@ -59,9 +59,6 @@ class Backend(ABC):
     controllers: ClassVar[frozenset[str]]
     #: executor used when the matrix says executor = "auto"
     default_executor: ClassVar[str] = "local-agent"
-    #: runs a suite's points on guests that exist already (its journal is a suite's, whose side and guest
-    #: set the suite checks itself on resume), rather than a matrix's cells on a VM it reconfigures
-    runs_suite: ClassVar[bool] = False
 
     def __init__(self, spec: MatrixSpec, workdir: Path) -> None:
         self.spec = spec
@@ -179,6 +176,11 @@ class Backend(ABC):
         """The host collector for one scope. Default: the local per-thread collector (a backend that
         measures its host otherwise — over ssh, through vSphere — overrides this)."""
         return default_collector_factory(scope)
+
+    def window_collector(self) -> Any | None:
+        """One host collector for the whole window, over every VM under test (a suite's side: all its
+        guests' QEMU processes), instead of :meth:`collector_factory` per scope; None (the default) for that."""
+        return None
 
     def host_inventory(self) -> dict[str, Any] | None:
         """The measured host's facts for the run record's environment (the keys of

@@ -6,18 +6,13 @@ import argparse
 import sys
 from typing import Any
 
-from ..backends.proxmox.settings import make_transport
 from ..core.errors import InputError
 from ..core.model import format_size
 from ..core.paths import executable_problem
-from ..fleet.proxmox import ProxmoxFleet
-from ..fleet.suiterun import fleet_spec, run_fleet_suite
-from ..fleet.vmware import VmwareFleet, is_vmware_fleet, make_runner, vmware_fleet_from_dict
 from ..journal import Journal
-from ..registry import load_suite
+from ..registry import fleet_suite, load_suite, suite_guests
 from ..suite import Suite, eta
 from ..suiterun import check_resumable, fio_version, run_suite
-from ..suitevms import ProxmoxSuiteVms
 from .argtypes import check_run_dir
 from .runlock import hold_run_dir
 
@@ -83,21 +78,6 @@ def _describe(suite: Suite) -> list[str]:
     return lines
 
 
-def _resolve(suite: Suite) -> tuple[Suite, Any, Any, dict[str, Any]]:
-    """For a VM list: (suite with the discovered guests, the VM list, its collector, the collector status).
-    The caller closes the VM list."""
-    vms = ProxmoxSuiteVms(suite)
-    try:
-        guests = vms.discover()
-        for vm, g in zip(vms.vms, guests):
-            print(f"  VM {vm.vmid} -> {g.describe()} (QEMU pid {vm.pid})", file=sys.stderr)
-        collector, status = vms.host_collector()
-    except BaseException:
-        vms.close()
-        raise
-    return suite.with_guests(guests), vms, collector, status
-
-
 def cmd_plan(args: argparse.Namespace) -> int:
     suite = load_suite(args.matrix)
     done = 0
@@ -112,11 +92,14 @@ def cmd_plan(args: argparse.Namespace) -> int:
     for line in _describe(suite):
         print(line)
     if "fleet" in suite.raw:
-        _plan_fleet(suite, args.output, fio_version(args.fio))
+        fleet_suite(suite).plan(args.output, fio_version(args.fio))
     if args.discover and suite.vms:
-        resolved, vms, _, status = _resolve(suite)
-        vms.close()
-        print(f"  guests ({len(resolved.guests)}): " + ", ".join(g.describe() for g in resolved.guests))
+        with suite_guests(suite) as guests:
+            found = guests.start()
+            for line in guests.describe():
+                print(line, file=sys.stderr)
+            status = guests.host_status()
+        print(f"  guests ({len(found)}): " + ", ".join(g.describe() for g in found))
         print(f"  host metrics: {status['mode']}: {status.get('detail', '')}")
     total = eta(suite)
     print(f"{total.points} points; ETA {total.describe()}")
@@ -143,27 +126,6 @@ def check_fio_client(fio: str) -> None:
         raise InputError(f"--fio {fio} {problem}. Fix: give the fio client binary itself, e.g. --fio /usr/bin/fio")
 
 
-def _plan_fleet(suite: Suite, run_dir: str | None, fio: str | None) -> None:
-    """A suite on a fleet: the fleet it would deploy, checked now (exit 2 before anything is created);
-    ``fio`` is the controller's ``fio --version``, which the template's declared fio must be."""
-    fleet: Any
-    if is_vmware_fleet(suite.raw):
-        vspec = vmware_fleet_from_dict(suite.raw, suite.path)
-        fleet, storages, cycle = VmwareFleet(vspec, make_runner(vspec), run_dir or ".", fio=fio), vspec.storages, "side"
-    else:
-        assert suite.proxmox is not None
-        spec = fleet_spec(suite)
-        fleet = ProxmoxFleet(spec, make_transport(suite.proxmox, suite.path), run_dir or ".", fio=fio)
-        storages, cycle = spec.storages, spec.power_cycle
-    with fleet:
-        plan = fleet.plan()
-        for line in plan.describe():
-            print(line)
-        print(f"  sides: {', '.join(storages)} (each storage in turn: allocate, attach, "
-              f"power-cycle: {cycle}, run every point, detach, free)")
-        fleet.check(plan)
-
-
 def cmd_run(args: argparse.Namespace) -> int:
     suite = load_suite(args.matrix)
     check_run_dir("-o", args.output)
@@ -175,7 +137,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         for line in _describe(suite):
             print(line, file=sys.stderr)
         with hold_run_dir(args.output, "suite run"):
-            fleet_outcome = run_fleet_suite(suite, args.output, fio=args.fio, keep=args.keep, progress=True)
+            fleet_outcome = fleet_suite(suite).run(args.output, fio=args.fio, keep=args.keep, progress=True)
         for key, message in fleet_outcome.failed:
             print(f"  failed: {key}: {message}", file=sys.stderr)
         return 1 if fleet_outcome.failed else 0
@@ -188,17 +150,14 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def _run_held(args: argparse.Namespace, suite: Suite) -> int:
-    if not suite.vms:
-        outcome = run_suite(suite, args.output, fio=args.fio, progress=True)
-    else:
-        suite, vms, collector, status = _resolve(suite)
-        try:
-            print(f"host metrics: {status['mode']}: {status.get('detail', '')}"
-                  + (f". To get them: {status['fix']}" if status.get("fix") else ""), file=sys.stderr)
-            outcome = run_suite(suite, args.output, fio=args.fio, progress=True, collector=collector,
-                                backend="proxmox", host_collector=status, vms=vms.record())
-        finally:
-            vms.close()
+    with suite_guests(suite) as guests:  # the side's guests, from the platform's capability (registry)
+        guests.start()
+        for line in guests.describe():
+            print(line, file=sys.stderr)
+        status = guests.host_status()
+        print(f"host metrics: {status['mode']}: {status.get('detail', '')}"
+              + (f". To get them: {status['fix']}" if status.get("fix") else ""), file=sys.stderr)
+        outcome = run_suite(suite, args.output, guests, fio=args.fio, progress=True)
     print(f"measured {len(outcome.measured)} points, {len(outcome.already_done)} were already journaled, "
           f"{len(outcome.failed)} failed", file=sys.stderr)
     for key, message in outcome.failed:

@@ -11,12 +11,14 @@ reader uses (a cell's ``cell``, ``times``, ``fio`` summary with its direction bl
   fix. What older records lack is worked out here, in one place: a cell's ``engine`` (from ``raw.engine``,
   else fio) and what its ``host.cpu_total`` counted (``cpu_total_source``, from the collector's ``source``).
 
-A part keeps the keys it does not type in ``rest`` (a collector's per-thread split, an executor's own keys,
-a suite's additions), and a part read from a line remembers the line's keys and their order (``keys``), so
-``to_json(from_json(line)) == line`` for every line; a part built by the harness has ``keys`` None and is
-written in the order the fields are declared, then ``rest``. ``stormatrix.records`` builds these types,
-the runner journals ``to_json()``, and ``stormatrix.analysis.journalrows`` maps ``from_json()`` to tidy rows.
-Standard library only.
+A part keeps the keys it does not type in ``rest`` (a collector's extras, an executor's own keys, a suite's
+additions). A part read from a JSON object remembers its keys and their order (``keys``), so
+``to_json(from_json(line)) == line`` for every line, and a part the harness makes from its own dict (the fio
+summary, the host block, the checks) is written as that dict was; a record the harness builds field by field
+(``keys`` None) is written in the order its fields are declared, then ``rest`` — the order the harness always
+wrote, except that a suite point's ``extra_repeat`` now comes before its executor's and the suite's keys.
+``stormatrix.records`` builds these types, the runner journals ``to_json()``, and
+``stormatrix.analysis.journalrows`` maps ``from_json()`` to tidy rows. Standard library only.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from .model import disk_options_apply
 EDITED_FIX = "use the unedited journal of the run, or remove this line (the other lines stay usable)"
 ENGINES = ("fio", "diskspd")
 
-# What a field holds, checked by from_json: (test, how a wrong value is described)
+# What a field holds (as a wrong value is described), checked by from_json with _TESTS
 _NUM, _INT, _STR, _OBJ, _LIST, _ANY = "a number", "an integer", "a string", "an object", "a list", "any"
 
 
@@ -52,10 +54,10 @@ _TESTS: dict[str, Any] = {
 }
 
 
-def _f(kind: str = _ANY, *, key: str | None = None, part: type | None = None, omit_none: bool = False) -> Any:
-    """A typed JSON field: its kind, its JSON key when not the field's name, its nested part type, and
-    whether the harness leaves the key out when the value is None."""
-    return field(default=None, metadata={"kind": kind, "key": key, "part": part, "omit_none": omit_none})
+def _f(kind: str = _ANY, *, part: type | None = None, omit_none: bool = False) -> Any:
+    """A typed JSON field (its JSON key is its name): its kind, its nested part type, and whether the harness
+    leaves the key out when the value is None."""
+    return field(default=None, metadata={"kind": kind, "part": part, "omit_none": omit_none})
 
 
 P = TypeVar("P", bound="JsonPart")
@@ -86,7 +88,7 @@ class JsonPart:
             value = getattr(self, f.name)
             if value is None and f.metadata["omit_none"]:
                 continue
-            out[f.metadata["key"] or f.name] = value.to_json() if isinstance(value, JsonPart) else value
+            out[f.name] = value.to_json() if isinstance(value, JsonPart) else value
         out.update(self.rest)
         if self.keys is None:
             return out
@@ -101,7 +103,7 @@ class JsonPart:
         for f in dataclasses.fields(cls):
             if "kind" not in f.metadata:
                 continue
-            key = f.metadata["key"] or f.name
+            key = f.name
             typed.add(key)
             if obj.get(key) is None:
                 continue

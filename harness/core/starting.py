@@ -3,22 +3,17 @@ before ``cli.main`` sets up its own handlers (:mod:`stormatrix.console`): one li
 signal, never a traceback from whichever import the signal landed in. Nothing has been done yet, so
 there is nothing to clean up.
 
-Standard library only and self-contained, because it runs twice, as early as each path allows:
-
-- from the package's first lines (``stormatrix/__init__.py``), for every import of the command;
-- earlier still, from the venv's ``00-stormatrix-starting.pth`` that ``scripts/setup.sh`` writes: the
-  interpreter's ``site`` step runs it (by path, as ``stormatrix_starting``) before the editable install's
-  finder and the other ``.pth`` files, which take most of the first 0.1 s. The ``.pth`` blocks the three
-  signals before it reads this file and passes the previous mask as ``mask``; restoring it delivers a
-  signal that came meanwhile to the handler. Only the interpreter's own start-up (before ``site``) comes
-  first; a signal there ends the process by the signal's default action, or with the interpreter's own
-  message if its KeyboardInterrupt handler is already set.
+Standard library only, installed from the package's first lines (``stormatrix/__init__.py``) for
+every import of the command. What comes before them — the interpreter's own start-up and its ``site`` step
+(with an editable install, its import finder: most of the first 0.1 s) — keeps Python's default: a
+signal there ends the process by the signal's default action or with Python's KeyboardInterrupt
+traceback. Closing that gap would take code run by every interpreter of the venv (a ``.pth`` hook), which
+is not worth a few milliseconds in which nothing has been done.
 """
 
 from __future__ import annotations
 
 import os
-import sys
 
 import _signal as signal  # type: ignore[import]  # the C module: ``signal`` imports enum first (10-20 ms)
 
@@ -50,18 +45,3 @@ def install_starting_handlers() -> None:
                 signal.signal(sig, exit_while_starting)
         except (ValueError, OSError):  # not the main thread
             pass
-
-
-def started_as_the_command(orig_argv: list[str]) -> bool:
-    """The same question from the interpreter's own command line (``sys.orig_argv``; ``sys.argv`` is not
-    set yet while ``site`` runs): ``python .../stormatrix ...`` or ``python -m stormatrix ...``."""
-    return orig_argv[1:3] == ["-m", "stormatrix"] or (
-        len(orig_argv) > 1 and os.path.basename(orig_argv[1]) == "stormatrix")
-
-
-if __name__ == "stormatrix_starting":  # run by path from the .pth, which blocked the signals while this compiled
-    if started_as_the_command(sys.orig_argv):
-        install_starting_handlers()
-    previous = globals().get("mask")  # the .pth's: the signal mask from before it blocked them
-    if previous is not None:
-        signal.pthread_sigmask(signal.SIG_SETMASK, previous)  # a signal that came meanwhile is handled now

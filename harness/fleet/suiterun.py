@@ -13,7 +13,8 @@ of ``[fleet] storages``, in order:
    version through the agent
    (``fio --version``, :meth:`ProxmoxFleet.check_fio_versions`): a mismatch with the controller's fio is
    named with the template's fix (exit 2) before anything is measured;
-4. find each worker's fio server through its agent (:class:`~stormatrix.suitevms.ProxmoxSuiteVms`) and
+4. find each worker's fio server through its agent (the side's guests are a
+   :class:`~stormatrix.suitevms.ProxmoxVmGuests`, whose power cycle before each point this supplies) and
    run every point not yet journaled into ``RUN_DIR/<storage>`` (:func:`~stormatrix.suiterun.run_suite`:
    the side is the storage's id; the run record names the storage), probing the servers until they
    answer (they have just booted);
@@ -35,6 +36,7 @@ from __future__ import annotations
 
 import logging
 import sys
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterator
@@ -46,10 +48,11 @@ from ..executors.fioserver_inputs import FioGuest
 from ..journal import Journal
 from ..suite import Suite
 from ..suiterun import SuiteOutcome, fio_version, run_suite, write_comparison
-from ..suitevms import ProxmoxSuiteVms
+from ..suiteguests import AddressGuests
+from ..suitevms import ProxmoxSuiteVms, ProxmoxVmGuests
 from .proxmox import ProxmoxFleet
 from .spec import FleetSpec, fleet_from_dict
-from .vmware import VmwareFleet, is_vmware_fleet, make_runner, vmware_fleet_from_dict
+from .vmware import VmwareFleet, make_runner, vmware_fleet_from_dict
 
 log = logging.getLogger("stormatrix.fleet")
 
@@ -74,13 +77,69 @@ def fleet_spec(suite: Suite) -> FleetSpec:
     return fleet_from_dict(suite.raw, suite.path, suite.proxmox["node"])
 
 
+class FleetSuite(ABC):
+    """A suite whose sides are the storages a fleet's workers attach in turn: what ``stormatrix suite plan|run``
+    asks of the fleet's platform, picked by :func:`stormatrix.registry.fleet_suite` (``[fleet] backend``)."""
+
+    def __init__(self, suite: Suite) -> None:
+        self.suite = suite
+
+    @abstractmethod
+    def _fleet(self, run_dir: str, fio: str | None) -> tuple[Any, tuple[str, ...], str]:
+        """The fleet (not deployed), its storages under test and when its workers are power-cycled."""
+
+    @abstractmethod
+    def run(self, run_dir: str | Path, *, fio: str = "fio", keep: bool = False, progress: bool = False,
+            stream: Any = None) -> FleetSuiteOutcome:
+        """Deploy, run each storage as a side, write the comparison, destroy (unless ``keep``)."""
+
+    def plan(self, run_dir: str | None, fio: str | None) -> None:
+        """The fleet it would deploy, printed and checked now (exit 2 before anything is created); ``fio`` is the
+        controller's ``fio --version``, which the template's declared fio must be."""
+        fleet, storages, cycle = self._fleet(run_dir or ".", fio)
+        with fleet:
+            plan = fleet.plan()
+            for line in plan.describe():
+                print(line)
+            print(f"  sides: {', '.join(storages)} (each storage in turn: allocate, attach, "
+                  f"power-cycle: {cycle}, run every point, detach, free)")
+            fleet.check(plan)
+
+
+class ProxmoxFleetSuite(FleetSuite):
+    """A fleet of Proxmox VMs cloned from a template; each side's guests are their VM list
+    (:class:`~stormatrix.suitevms.ProxmoxVmGuests`)."""
+
+    def _fleet(self, run_dir: str, fio: str | None) -> tuple[Any, tuple[str, ...], str]:
+        assert self.suite.proxmox is not None
+        spec = fleet_spec(self.suite)
+        fleet = ProxmoxFleet(spec, make_transport(self.suite.proxmox, self.suite.path), run_dir, fio=fio)
+        return fleet, spec.storages, spec.power_cycle
+
+    def run(self, run_dir: str | Path, *, fio: str = "fio", keep: bool = False, progress: bool = False,
+            stream: Any = None) -> FleetSuiteOutcome:
+        return run_fleet_suite(self.suite, run_dir, fio=fio, keep=keep, progress=progress, stream=stream)
+
+
+class VmwareFleetSuite(FleetSuite):
+    """A fleet of ESXi VMs cloned from a vSphere template; each side's guests are at the addresses VMware Tools
+    report (:class:`~stormatrix.suiteguests.AddressGuests`)."""
+
+    def _fleet(self, run_dir: str, fio: str | None) -> tuple[Any, tuple[str, ...], str]:
+        vspec = vmware_fleet_from_dict(self.suite.raw, self.suite.path)
+        return VmwareFleet(vspec, make_runner(vspec), run_dir, fio=fio), vspec.storages, "side"
+
+    def run(self, run_dir: str | Path, *, fio: str = "fio", keep: bool = False, progress: bool = False,
+            stream: Any = None) -> FleetSuiteOutcome:
+        return run_vmware_fleet_suite(self.suite, Path(run_dir), fio=fio, keep=keep, progress=progress,
+                                      stream=stream or sys.stderr)
+
+
 def run_fleet_suite(suite: Suite, run_dir: str | Path, *, fio: str = "fio", keep: bool = False,
                     progress: bool = False, transport: Any = None, stream: Any = None) -> FleetSuiteOutcome:
-    """Deploy, run each storage as a side, write the comparison, destroy (unless ``keep``)."""
+    """On Proxmox: deploy, run each storage as a side, write the comparison, destroy (unless ``keep``)."""
     stream = stream or sys.stderr
     run_dir = Path(run_dir)
-    if is_vmware_fleet(suite.raw):
-        return run_vmware_fleet_suite(suite, run_dir, fio=fio, keep=keep, progress=progress, stream=stream)
     spec = fleet_spec(suite)
     assert suite.proxmox is not None
     transport = transport if transport is not None else make_transport(suite.proxmox, suite.path)
@@ -101,22 +160,15 @@ def run_fleet_suite(suite: Suite, run_dir: str | Path, *, fio: str = "fio", keep
                 check_fio(fleet, outcome.vmids, controller_fio, keep=keep)
                 versions_checked = True
             vms = ProxmoxSuiteVms(side, transport=transport, nodes={v: fleet.node_of(v) for v in outcome.vmids})
-            guests = vms.discover()
-            collector, status = vms.host_collector()
-            before_point = None
+            power_cycle = None
             if spec.power_cycle == "point":
                 # before each point after the side's first (the cycle above is the first point's)
-                def before_point(point: Cell, _storage: str = storage, _collector: Any = collector) -> None:
+                def power_cycle(point: Cell, _storage: str = storage) -> None:
                     cycle(fleet, outcome.vmids, _storage, point.key, stop=True)
-                    invalidate = getattr(getattr(_collector, "scopes", None), "invalidate", None)
-                    if invalidate is not None:
-                        invalidate()  # the workers' QEMU processes are new: the collector takes their pids anew
             storage_record = {"kind": storage, "server": "proxmox storage", "volumes": _volumes(fleet, storage),
                               "power_cycle": spec.power_cycle}
-            outcome.sides[storage] = run_suite(side.with_guests(guests), side_dir, fio=fio, progress=progress,
-                                               collector=collector, backend="proxmox", host_collector=status,
-                                               vms=vms.record(), storage=storage_record, booting=True,
-                                               before_point=before_point)
+            guests = ProxmoxVmGuests(vms, storage=storage_record, power_cycle=power_cycle, booting=True)
+            outcome.sides[storage] = run_suite(side, side_dir, guests, fio=fio, progress=progress)
             print(f"storage {storage}: detaching and freeing the volumes", file=stream)
             fleet.detach(storage)
         return _finish(fleet, spec.storages, run_dir, outcome, keep=keep, stream=stream)
@@ -199,13 +251,14 @@ def run_vmware_fleet_suite(suite: Suite, run_dir: Path, *, fio: str, keep: bool,
         if not versions_checked:
             check_fio(fleet, outcome.vmids, controller_fio, keep=keep)
             versions_checked = True
-        guests = [FioGuest(name=str(g["Name"]), host=str(g["IPAddress"]), port=side.port) for g in cycled]
         disks = [d.filename for d in fleet.state().disks.values() if d.datastore == storage and d.filename]
-        outcome.sides[storage] = run_suite(
-            side.with_guests(guests), side_dir, fio=fio, progress=progress, collector=None, backend="vmware",
-            host_collector=status, vms=[{"name": g["Name"], "id": g["Id"], "address": g["IPAddress"]} for g in cycled],
+        guests = AddressGuests(
+            [FioGuest(name=str(g["Name"]), host=str(g["IPAddress"]), port=side.port) for g in cycled],
+            platform="vmware", status=status,
+            vms=[{"name": g["Name"], "id": g["Id"], "address": g["IPAddress"]} for g in cycled],
             storage={"kind": storage, "server": "vmware datastore", "disks": disks, "power_cycle": "side"},
             booting=True)
+        outcome.sides[storage] = run_suite(side, side_dir, guests, fio=fio, progress=progress)
         print(f"storage {storage}: removing the test disks", file=stream)
         fleet.detach(storage)
     return _finish(fleet, spec.storages, run_dir, outcome, keep=keep, stream=stream)

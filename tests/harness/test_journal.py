@@ -227,7 +227,7 @@ def test_a_suite_journal_and_a_matrix_journal_do_not_mix(tmp_path: Path) -> None
     suite_rec = {"type": "run", "run_id": "s1", "suite": "", "side": None, "matrix": {}}  # even a suite named ""
     matrix_rec = {"type": "run", "run_id": "m1", "side": None, "matrix": spec.raw}
     with pytest.raises(MatrixError, match="suite run's journal, this is a matrix run"):
-        check_same_run([suite_rec], spec, tmp_path, side=None, suite=False)
+        check_same_run([suite_rec], spec, tmp_path, side=None, kind="matrix")
     with pytest.raises(MatrixError, match="matrix run's journal, this is a suite run"):
-        check_same_run([matrix_rec], spec, tmp_path, side=None, suite=True)
-    check_same_run([matrix_rec, {"type": "cell", "key": "k"}], spec, tmp_path, side=None, suite=False)  # the same run
+        check_same_run([matrix_rec], spec, tmp_path, side=None, kind="suite")
+    check_same_run([matrix_rec, {"type": "cell", "key": "k"}], spec, tmp_path, side=None, kind="matrix")  # the same run

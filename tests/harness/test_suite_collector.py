@@ -150,15 +150,12 @@ def test_the_node_is_described_over_the_collectors_ssh(standin: PveStandin, sshd
     import platform
 
     from stormatrix.runner import run_environment
-    from stormatrix.suiterun import SuiteBackend, inventory_for, suite_spec
+    from stormatrix.suitevms import ProxmoxVmGuests
 
     add_vm(standin, 101, "vm01", interfaces=[LO, eth("ens18", "bc:24:11:00:12:01", "10.0.0.121/24")])
     suite = suite_from_dict(suite_matrix(standin, [101], proxmox=ssh_keys(sshd, tmp_path)), "s.toml")
-    with ProxmoxSuiteVms(suite) as vms:
-        suite = suite.with_guests(vms.discover())
-        _, status = vms.host_collector()
-        backend = SuiteBackend(suite_spec(suite), tmp_path, suite, platform="proxmox", facts={},
-                               inventory=inventory_for(status, vms.record()))
+    with ProxmoxVmGuests(ProxmoxSuiteVms(suite)) as backend:
+        backend.start()
         before = sshd.accepted()
         env = run_environment(backend)
     assert sshd.accepted() > before  # read over ssh, not here

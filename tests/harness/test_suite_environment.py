@@ -25,7 +25,8 @@ from standins.fioservers import LocalFioServers
 from stormatrix.journal import Journal
 from stormatrix.runner import run_environment
 from stormatrix.registry import suite_from_dict
-from stormatrix.suiterun import SuiteBackend, inventory_for, run_suite, suite_spec
+from stormatrix.suiteguests import AddressGuests, inventory_for
+from stormatrix.suiterun import run_suite
 
 HOST_KEYS = ("cpu_model", "kernel", "cpus", "qemu", "perf")
 
@@ -38,9 +39,9 @@ def suite_raw(guests: list[str], **suite: Any) -> dict[str, Any]:
     return raw
 
 
-def backend(tmp_path: Path, inventory: Any = None) -> SuiteBackend:
+def backend(tmp_path: Path, inventory: Any = None) -> AddressGuests:
     suite = suite_from_dict(suite_raw(["g1=127.0.0.1:8765"]), "env.toml")
-    return SuiteBackend(suite_spec(suite), tmp_path, suite, platform=None, facts={}, inventory=inventory)
+    return AddressGuests(suite.guests, inventory=inventory)
 
 
 def test_guests_by_address_do_not_lend_this_machine_as_their_host(tmp_path: Path) -> None:

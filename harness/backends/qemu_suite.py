@@ -1,0 +1,195 @@
+"""The local qemu backend's suite capability: N server-mode QEMU guests on this machine, one side's guests.
+
+:class:`DemoGuests` is a :class:`~stormatrix.suiteguests.SuiteGuests` (``stormatrix demo --suite``): each
+guest boots the tiny image in ``mode="server"`` with its own test disk (a raw file, or a storage server's
+URL: :mod:`stormatrix.fleet.localstore`) and a host port forwarded from ``127.0.0.1:<port>`` to its fio
+server. :meth:`~DemoGuests.start` boots them all (QEMU processes run in parallel), waits for each guest's
+READY line on its agent socket (which names the test device), then until every fio server answers a probe
+through the forwarded port. The host collector measures all their QEMU processes in each window
+(:class:`~stormatrix.collect.ProcessesCollector`); the host is this machine. ``close()`` always stops
+every VM; they also die with the harness (PR_SET_PDEATHSIG), which is tied to the thread that started
+them: start them from the main thread.
+
+It sits in the suite layer (tests/test_import_graph.py), not beside the backends: it reads the guest's
+READY line (the local agent's protocol) and probes fio servers (the fio-server executor's).
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import time
+from pathlib import Path
+from typing import Any, Sequence
+
+from .. import guestimage
+from ..collect import ProcessesCollector
+from ..core.errors import GuestNotReady, StormatrixError, VmStartError
+from ..core.model import DiskConfig
+from ..core.scope import HostScope
+from ..executors.fioserver_inputs import FioGuest
+from ..executors.fioserver_probe import probe_servers
+from ..executors.localagent import AgentChannel, parse_event
+from ..suiteguests import SuiteGuests
+from .qemu import QemuVm, VmSpec
+
+log = logging.getLogger("stormatrix.demosuite")
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 free right now, for a guest's forwarded fio server port."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class DemoGuests(SuiteGuests):
+    """One side's local QEMU guests (see the module docstring): ``names`` and ``disks`` pair up, one guest
+    each; ``key`` names the side's VMs and folders (``<run_dir>/vm``, ``<run_dir>/points/boot-probe``);
+    ``storage`` is what serves their disks, for the run record."""
+
+    PORT_ATTEMPTS = 3
+
+    def __init__(self, key: str, disk: DiskConfig, run_dir: Path, image: guestimage.GuestImage,
+                 names: Sequence[str], disks: Sequence[Path | str], *, vcpus: int = 1, memory_mib: int = 512,
+                 boot_timeout_s: float = 120.0, fio: str = "fio", storage: dict[str, Any] | None = None) -> None:
+        super().__init__(platform="qemu", workdir=run_dir / "vm")
+        self.key = key
+        self.disk = disk
+        self.run_dir = run_dir
+        self.image = image
+        self.names = list(names)
+        self.disks = list(disks)
+        self.vcpus = vcpus
+        self.memory_mib = memory_mib
+        self.boot_timeout_s = boot_timeout_s
+        self.fio = fio
+        self._storage = storage
+        self.vms: list[QemuVm] = []
+        self.ready: dict[str, dict[str, str]] = {}
+        self._collector = ProcessesCollector(self.scopes)
+
+    def _spec(self, name: str, disk: Path | str, port: int) -> VmSpec:
+        return VmSpec(name=f"{self.key}-{name}", disk=self.disk, disk_image=disk, run_dir=self.workdir,
+                      image=self.image, slot=0, vcpus=self.vcpus, memory_mib=self.memory_mib, mode="server",
+                      fio_port=port)
+
+    def _boot(self, name: str, disk: Path | str) -> tuple[QemuVm, AgentChannel]:
+        """Start one VM and connect to its agent socket at once: QEMU drops what the guest writes
+        to a socket chardev while nobody is connected, and READY comes only once."""
+        last: VmStartError | None = None
+        for _ in range(self.PORT_ATTEMPTS):
+            vm = QemuVm(self._spec(name, disk, free_port()))
+            try:
+                vm.start()
+            except VmStartError as exc:
+                # another process may take the free port between our probe and QEMU's bind
+                if "forward" in str(exc).lower():
+                    last = exc
+                    continue
+                raise
+            self.vms.append(vm)
+            channel = AgentChannel(str(vm.agent_path))
+            channel.connect(time.monotonic() + 10)
+            return vm, channel
+        raise VmStartError(f"{self.key}-{name}: no free host port for the fio server after "
+                           f"{self.PORT_ATTEMPTS} attempts: {last}")
+
+    def _start(self) -> list[FioGuest]:
+        t0 = time.monotonic()
+        channels: list[tuple[QemuVm, AgentChannel]] = []
+        guests: list[FioGuest] = []
+        try:
+            for name, disk in zip(self.names, self.disks):
+                channels.append(self._boot(name, disk))
+            deadline = time.monotonic() + self.boot_timeout_s
+            for (vm, ch), name in zip(channels, self.names):
+                kv = self._wait_ready(vm, ch, deadline)
+                self.ready[name] = kv
+                assert vm.spec.fio_port is not None
+                guests.append(FioGuest(name=name, host="127.0.0.1", port=vm.spec.fio_port, filename=kv["disk"]))
+        finally:
+            for _, ch in channels:
+                ch.close()
+        self._wait_servers(guests, time.monotonic() + max(30.0, self.boot_timeout_s - (time.monotonic() - t0)))
+        log.info("side %s: %d guests ready in %.1f s: %s", self.key, len(guests), time.monotonic() - t0,
+                 ", ".join(f"{g.name}={g.address} {g.filename}" for g in guests))
+        return guests
+
+    def _wait_ready(self, vm: QemuVm, ch: AgentChannel, deadline: float) -> dict[str, str]:
+        while True:
+            try:
+                line = ch.readline(deadline)
+            except TimeoutError:
+                raise GuestNotReady(f"{vm.spec.name}: no READY from the guest within {self.boot_timeout_s:.0f} s"
+                                    f"; console: {self._console(vm)}") from None
+            except StormatrixError as exc:
+                raise GuestNotReady(f"{vm.spec.name}: {exc}; QEMU: {vm.stderr_tail()}; console: {self._console(vm)}"
+                                    ) from None
+            event = parse_event(line)
+            if event is None or event[0] != "READY":
+                continue
+            kv = event[2]
+            if kv.get("mode") != "server":
+                raise GuestNotReady(f"{vm.spec.name}: the guest booted in mode {kv.get('mode', 'agent')!r}, "
+                                    "not as a fio server")
+            if not kv.get("disk", "").startswith("/dev/"):
+                raise GuestNotReady(f"{vm.spec.name}: the guest found no test disk for {self.disk.controller}"
+                                    f"; console: {self._console(vm)}")
+            return kv
+
+    def _wait_servers(self, guests: list[FioGuest], deadline: float) -> None:
+        """The guest says READY just before it execs ``fio --server``: probe until all answer."""
+        pending = list(guests)
+        probe_dir = self.run_dir / "points" / "boot-probe"
+        while True:
+            results = probe_servers(pending, probe_dir, fio=self.fio, timeout_s=15.0)
+            pending = [r.guest for r in results if not r.ok]
+            if not pending:
+                return
+            dead = [vm.spec.name for vm in self.vms if not vm.alive()]
+            if dead or time.monotonic() > deadline:
+                why = "; ".join(f"{r.guest.describe()}: {r.detail}" for r in results if not r.ok)
+                raise GuestNotReady(f"side {self.key}: fio server not answering on {len(pending)} guests"
+                                    f"{' (QEMU exited: ' + ', '.join(dead) + ')' if dead else ''}: {why}",
+                                    guests=[g.name for g in pending])
+            time.sleep(0.5)
+
+    @staticmethod
+    def _console(vm: QemuVm, limit: int = 600) -> str:
+        try:
+            return vm.console_path.read_text(errors="replace").strip()[-limit:] or "(empty)"
+        except OSError:
+            return "(no console log)"
+
+    def scopes(self) -> list[HostScope]:
+        return [HostScope(pid=vm.pid, threads=vm.thread_roles(), vm=vm.spec.name) for vm in self.vms]
+
+    # --- what the run record says ----------------------------------------------------------------------
+    def window_collector(self) -> Any | None:
+        return self._collector
+
+    def host_status(self) -> dict[str, Any]:
+        return {"mode": "local", "processes": len(self.names),
+                "detail": f"{len(self.names)} local QEMU processes (side {self.key})"}
+
+    def host_inventory(self) -> dict[str, Any] | None:
+        return None  # the guests are QEMU processes on this machine: its facts are the host's
+
+    def storage_record(self) -> dict[str, Any] | None:
+        return self._storage
+
+    def _teardown(self) -> None:
+        self.stop_vms()
+
+    def stop_vms(self) -> None:
+        """Stop every VM (each one, whatever the others do); raise the first failure."""
+        errors: list[BaseException] = []
+        for vm in self.vms:
+            try:
+                vm.stop()
+            except BaseException as exc:  # any failure: stop the others, then report the first
+                errors.append(exc)
+        self.vms = []
+        if errors:
+            raise errors[0]
