@@ -89,13 +89,13 @@ QEMU_SECTION = Section("qemu", {
     "pipeline": Field(bool, True, help="with overlap and boot_ahead: two cells in flight: the next cell's job is "
                       "sent as soon as the current cell's window closes, and the current cell's result is collected, "
                       "cross-checked, journaled and its VM stopped while the next one warms up (never in its window)"),
-    "restore": Field(bool, False, help="start each configuration's VM from a saved state of the same VM booted and "
+    "restore": Field(bool, True, help="start each configuration's VM from a saved state of the same VM booted and "
                      "ready (in the cache folder's states/, saved the first time it boots, ~2-4 s) instead of booting "
                      "it: ~0.4 CPU-seconds instead of ~3.5 under software emulation. A state loads only into a VM "
                      "with the same guest-visible devices (machine, memory, vCPUs, guest image, controller, cache, "
                      "disk size, QEMU binary; aio and iothread may differ); one that fails to load or whose guest "
-                     "does not answer is deleted with a warning and the VM boots. Each cell record's "
-                     "times.vm_start says how its VM started"),
+                     "does not answer is deleted with a warning and the VM boots. Not with disk_path (the VM "
+                     "boots). Each cell record's times.vm_start says how its VM started"),
     "pin_threads": Field(str, "auto", check=check_setting,
                          help="pin QEMU's threads for each measurement window: auto (where the host has two or "
                               "more CPUs: vCPUs on the last CPU, main loop, iothreads, aio workers and the harness "
@@ -198,6 +198,13 @@ class QemuBackend(Backend):
         return bool(opts["boot_ahead"] and not opts["disk_path"])
 
     @classmethod
+    def restores(cls, spec: MatrixSpec) -> bool:
+        """[qemu] restore, unless the test disk is the user's own (disk_path): its guest must boot and probe it
+        as it is, partitions and all, not carry over what a saved guest saw of another disk."""
+        opts = cls.options(spec)
+        return bool(opts["restore"] and not opts["disk_path"])
+
+    @classmethod
     def ahead_count(cls, spec: MatrixSpec) -> int:
         """How many VMs boot ahead at once (0: none)."""
         return int(cls.options(spec)["boot_ahead_depth"]) if cls.boots_ahead(spec) else 0
@@ -211,8 +218,13 @@ class QemuBackend(Backend):
     def plan_notes(cls, spec: MatrixSpec) -> list[str]:
         plan, why = plan_pinning(cls.options(spec)["pin_threads"], spec.path)
         if plan is None:
-            return [f"QEMU's threads are not pinned ({why}): cells are exposed to the host scheduler's placement"]
-        return [f"each measurement window: {plan.describe()}"]
+            notes = [f"QEMU's threads are not pinned ({why}): cells are exposed to the host scheduler's placement"]
+        else:
+            notes = [f"each measurement window: {plan.describe()}"]
+        if cls.restores(spec):
+            notes.append(f"VMs start from their saved booted states in {cls.states_root()} where there is one; a "
+                         "device set's first VM boots and saves its state (~2-4 s once)")
+        return notes
 
     def _prepare(self) -> dict[str, Any]:
         # before anything starts: a run folder too deep for a VM's sockets would fail every cell the same way
@@ -224,7 +236,7 @@ class QemuBackend(Backend):
         self.pin_plan, self.pin_note = plan_pinning(self.opts["pin_threads"], self.spec.path)
         version = qemu_version(self.opts["binary"])
         self.image = guestimage.build()
-        if self.opts["restore"]:
+        if self.restores(self.spec):
             self.states = StateCache(self.states_root())
             self._binary = binary_identity(self.opts["binary"], version)
         if self.opts["disk_path"]:
@@ -247,7 +259,8 @@ class QemuBackend(Backend):
                 "boot_ahead": len(self.disk_paths) > 1,
                 "boot_ahead_depth": self.ahead_depth if len(self.disk_paths) > 1 else 0,
                 "restore": ({"states": str(self.states.root)} if self.states is not None
-                            else {"off": "[qemu] restore = false: every VM boots"}),
+                            else {"off": "[qemu] disk_path is set: the VM boots (the disk is seen as it is)"
+                                  if self.opts["restore"] else "[qemu] restore = false: every VM boots"}),
                 "pin_threads": ({"vcpu_cpus": format_cpuset(self.pin_plan.vcpu_cpus),
                                  "other_cpus": format_cpuset(self.pin_plan.other_cpus)}
                                 if self.pin_plan else {"off": self.pin_note})}
@@ -318,8 +331,7 @@ class QemuBackend(Backend):
         iothread made equal and the run's own paths left out."""
         probe = QemuVm(replace(spec, disk=key_disk(spec.disk)))
         per_run = {str(spec.run_dir): "RUN", str(spec.disk_image): "DISK", spec.name: "VM"}
-        size = self.opts["disk_size_mib"] if not self.opts["disk_path"] else os.path.getsize(spec.disk_image)
-        return state_key(probe.argv(), per_run, binary=self._binary, disk_size=int(size),
+        return state_key(probe.argv(), per_run, binary=self._binary, disk_size=int(self.opts["disk_size_mib"]),
                          guest_image=spec.image.image_id)
 
     @contextmanager

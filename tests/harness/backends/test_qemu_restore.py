@@ -175,3 +175,13 @@ def test_a_saved_state_is_restored_for_every_cell_and_a_damaged_one_boots_instea
     finally:
         backend.close()
     assert not qemu_processes(str(tmp_path))
+
+
+def test_the_users_own_disk_is_never_restored_onto(tmp_path: Path) -> None:
+    """[qemu] disk_path: the guest must probe that disk as it is (partitions too), so its VM always boots."""
+    disk = tmp_path / "own.raw"
+    disk.write_bytes(bytes(2**20))
+    assert QemuBackend.restores(backend_for(tmp_path).spec)
+    own = backend_for(tmp_path, qemu_extra=f'restore = true\ndisk_path = "{disk}"\n', name="own")
+    assert not QemuBackend.restores(own.spec)
+    assert not any("saved booted states" in n for n in QemuBackend.plan_notes(own.spec))
