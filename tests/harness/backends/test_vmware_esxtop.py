@@ -291,7 +291,7 @@ class EsxLab:
         return json.loads(self.path.read_text())
 
     def write(self, state: dict[str, Any]) -> None:
-        self.path.write_text(json.dumps(state))
+        write_state(self.path, state)
 
     def set(self, **over: Any) -> None:
         self.write({**self.read(), **over})
@@ -396,6 +396,14 @@ def test_abort_stops_a_running_esxtop(esx: EsxLab, esx_backend: Any) -> None:
 
 # --- the stand-in ssh -----------------------------------------------------------------------------------------
 
+def write_state(path: Path, state: dict[str, Any]) -> None:
+    """Replace the stand-in's state at once: the test polls it while the stand-in ssh writes it, and a read
+    between a plain write's truncate and its text found an empty file (JSONDecodeError, seen under load)."""
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(state))
+    os.replace(tmp, path)
+
+
 def ssh_main(argv: list[str] | None = None) -> int:
     """``ssh`` to an ESXi host whose esxtop writes batch output for the configured VM.
 
@@ -408,7 +416,7 @@ def ssh_main(argv: list[str] | None = None) -> int:
     state = json.loads(path.read_text())
     state["calls"].append(argv)
     state["pid"] = os.getpid()
-    path.write_text(json.dumps(state))
+    write_state(path, state)
     if argv[:4] != ["-o", "BatchMode=yes", "-o", "ConnectTimeout=10"] or len(argv) < 6 or argv[5] != "--":
         sys.stderr.write(f"stand-in ssh: expected -o BatchMode=yes -o ConnectTimeout=10 <dest> -- ..., got {argv!r}\n")
         return 98
