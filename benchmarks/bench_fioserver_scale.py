@@ -30,9 +30,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from stormatrix.executors.fioserver import run_point
-from stormatrix.executors.fioserver_inputs import FioJob
-from stormatrix.executors.fioserver_probe import probe_servers
+from stormatrix.executors.fioserver.executor import run_point
+from stormatrix.executors.fioserver.inputs import FioJob
+from stormatrix.executors.fioserver.probe import probe_servers
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from standins.fioservers import LocalFioServers  # noqa: E402 - the loopback servers live with the tests

@@ -36,11 +36,11 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from stormatrix.analysis.ingest import ingest
-from stormatrix.executors import fioserver
-from stormatrix.executors.fioserver import PointResult
-from stormatrix.executors.fioserver_inputs import FioGuest
-from stormatrix.executors.fioserver_parse import noise_lines, parse_client_output, window_skew
-from stormatrix.executors.fioserver_probe import ProbeResult
+from stormatrix.executors.fioserver import executor as fioserver
+from stormatrix.executors.fioserver.executor import PointResult
+from stormatrix.executors.fioserver.inputs import FioGuest
+from stormatrix.executors.fioserver.parse import noise_lines, parse_client_output, window_skew
+from stormatrix.executors.fioserver.probe import ProbeResult
 from stormatrix.registry import suite_from_dict
 from stormatrix.suite import eta
 from stormatrix.suiteguests import AddressGuests

@@ -38,12 +38,12 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from . import guestimage
-from .backends.qemu import ensure_test_disk, qemu_version
+from .backends.qemu.backend import ensure_test_disk, qemu_version
 from .backends.qemu_suite import DemoGuests
 from .core.errors import InputError
 from .core.model import DiskConfig
-from .executors.fioserver_client import find_fio
-from .executors.fioserver_inputs import FioGuest
+from .executors.fioserver.client import find_fio
+from .executors.fioserver.inputs import FioGuest
 from .fleet.localstore import local_storage
 from .journal import Journal
 from .suite import Suite, SuitePoint, suite_for_guests

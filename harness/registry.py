@@ -23,10 +23,10 @@ from typing import TYPE_CHECKING, Any
 from . import spec as _spec
 from . import suite as _suite
 from .backends.proxmox.settings import PROXMOX_SECTION
-from .backends.qemu import QEMU_SECTION
-from .backends.vmware_settings import VMWARE_SECTION
+from .backends.qemu.backend import QEMU_SECTION
+from .backends.vmware.settings import VMWARE_SECTION
 from .core.errors import MatrixError
-from .executors.winrm_settings import WINRM_SECTION
+from .executors.winrm.settings import WINRM_SECTION
 from .schema import Section
 from .suite import SUITE_SECTION
 
@@ -38,16 +38,16 @@ if TYPE_CHECKING:
 
 #: ``[run] backend`` -> "module:Class"
 BACKENDS: dict[str, str] = {
-    "qemu": "stormatrix.backends.qemu:QemuBackend",
+    "qemu": "stormatrix.backends.qemu.backend:QemuBackend",
     "proxmox": "stormatrix.backends.proxmox.backend:ProxmoxBackend",
-    "vmware": "stormatrix.backends.vmware:VmwareBackend",
+    "vmware": "stormatrix.backends.vmware.backend:VmwareBackend",
 }
 
 #: ``[run] executor`` -> "module:Class"
 EXECUTORS: dict[str, str] = {
     "local-agent": "stormatrix.executors.localagent:LocalAgentExecutor",
-    "winrm": "stormatrix.executors.winrm:WinRMExecutor",
-    "fio-server": "stormatrix.executors.fioserver:FioServerExecutor",
+    "winrm": "stormatrix.executors.winrm.executor:WinRMExecutor",
+    "fio-server": "stormatrix.executors.fioserver.executor:FioServerExecutor",
 }
 
 #: what gives a suite's side its guests (:class:`~stormatrix.suiteguests.SuiteGuests`), by the ``[suite]`` key that

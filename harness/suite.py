@@ -61,7 +61,7 @@ from .core.model import (
                          )
 from .core.names import label_problem
 from .core.settings import RunSettings
-from .executors.fioserver_inputs import DEFAULT_PORT, FIO_HUNG_CLIENT_S, FioGuest, FioJob
+from .executors.fioserver.inputs import DEFAULT_PORT, FIO_HUNG_CLIENT_S, FioGuest, FioJob
 from .fleet.spec import load_fleet_tables
 from .fleet.vmware import is_vmware_fleet, vmware_fleet_from_dict
 from .progress import fmt_hours

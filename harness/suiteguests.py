@@ -36,7 +36,7 @@ from .backends.proxmox.node import NodeShell, node_inventory
 from .backends.proxmox.settings import REMOTE_COLLECTOR_DIR
 from .core.model import CONTROLLERS, Cell, DiskConfig
 from .core.scope import GuestEndpoint, HostScope
-from .executors.fioserver_inputs import FioGuest
+from .executors.fioserver.inputs import FioGuest
 
 #: what a suite's run record says about host metrics when the guests are given by address
 NO_VMS = {"mode": "none", "detail": "no host metrics: the guests are given by address ([suite] guests), so "

@@ -1,6 +1,6 @@
 """Running a suite: its points are cells of the one :class:`~stormatrix.runner.Runner`.
 
-A suite point is a cell whose executor (:class:`~stormatrix.executors.fioserver.FioServerExecutor`)
+A suite point is a cell whose executor (:class:`~stormatrix.executors.fioserver.executor.FioServerExecutor`)
 drives every guest's fio server at once. The runner journals it with the same record builders, window,
 per-MiB function and run id as a matrix cell. What is the suite's own is small and lives here:
 
@@ -29,7 +29,7 @@ from .core.errors import GuestDisconnected, GuestNotReady, MatrixError
 from .core.journalfile import RUN
 from .core.model import Cell, Plan
 from .executors.base import GuestExecutor
-from .executors.fioserver import FioServerExecutor
+from .executors.fioserver.executor import FioServerExecutor
 from .journal import Journal
 from .runner import RunOptions, RunPolicy, Runner, RunSource, check_same_run
 from .suite import OVERHEAD_PER_POINT_S, Suite, eta

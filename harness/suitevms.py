@@ -62,7 +62,7 @@ from .collect import HostCollector, ProcessesCollector, RemoteProcessesCollector
 from .core.errors import CollectorError, MatrixError, PveApiError, PveAuthError, StormatrixError
 from .core.model import Cell
 from .core.scope import ROLE_IOTHREAD, ROLE_MAIN, ROLE_VCPU, HostScope
-from .executors.fioserver_inputs import FioGuest, NAME_RE
+from .executors.fioserver.inputs import FioGuest, NAME_RE
 from .qmp import Qmp
 from .spec import Section
 from .suiteguests import SuiteGuests, inventory_for

@@ -114,7 +114,7 @@ def fio_server_on_host(home: Path) -> Iterator[tuple[str, int]]:
 
     from standins.fioservers import free_port
 
-    from stormatrix.executors.fioserver_client import find_fio
+    from stormatrix.executors.fioserver.client import find_fio
 
     host = host_ipv4()
     if host is None:

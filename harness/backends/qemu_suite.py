@@ -27,11 +27,11 @@ from ..collect import ProcessesCollector
 from ..core.errors import GuestNotReady, StormatrixError, VmStartError
 from ..core.model import DiskConfig
 from ..core.scope import HostScope
-from ..executors.fioserver_inputs import FioGuest
-from ..executors.fioserver_probe import probe_servers
+from ..executors.fioserver.inputs import FioGuest
+from ..executors.fioserver.probe import probe_servers
 from ..executors.localagent import AgentChannel, parse_event
 from ..suiteguests import SuiteGuests
-from .qemu import QemuVm, VmSpec
+from .qemu.backend import QemuVm, VmSpec
 
 log = logging.getLogger("stormatrix.demosuite")
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 from ..backends.proxmox.settings import make_transport
 from ..core.errors import InputError
-from ..executors.fioserver_inputs import DEFAULT_PORT
+from ..executors.fioserver.inputs import DEFAULT_PORT
 from ..fleet.proxmox import ProxmoxFleet
 from ..fleet.spec import load_fleet_tables
 from ..fleet.vmware import VmwareFleet, make_runner, vmware_fleet_from_dict

@@ -18,8 +18,8 @@ from ..core.errors import GuestNotReady, InputError, RemoteTimeout, TestDiskMiss
 from ..core.model import CONTROLLER_ALIASES, CONTROLLERS
 from ..secrets import check_option
 from .argtypes import ca_bundle, host_name, non_empty, port_number, positive_seconds
-from ..executors.winrm import TRANSPORTS, VALIDATION_RUNNERS, WinRMExecutor, WinRMSettings
-from ..executors.winrm_settings import _check_serial
+from ..executors.winrm.executor import TRANSPORTS, VALIDATION_RUNNERS, WinRMExecutor, WinRMSettings
+from ..executors.winrm.settings import _check_serial
 
 
 def register(subparsers: Any) -> None:

@@ -32,7 +32,7 @@ from ..core.model import Cell, Timing, Workload
 from ..core.scope import GuestEndpoint
 from ..qmp import connect_unix
 from .base import GuestExecutor, WindowListener, WorkloadResult
-from .fioserver_inputs import fio_rate
+from .fioserver.inputs import fio_rate
 
 log = logging.getLogger("stormatrix.agent")
 

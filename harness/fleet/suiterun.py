@@ -44,7 +44,7 @@ from typing import Any, Iterator
 from ..backends.proxmox.settings import make_transport
 from ..core.errors import MatrixError
 from ..core.model import Cell
-from ..executors.fioserver_inputs import FioGuest
+from ..executors.fioserver.inputs import FioGuest
 from ..journal import Journal
 from ..suite import Suite
 from ..suiterun import SuiteOutcome, fio_version, run_suite, write_comparison

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 
-from ..executors.fioserver_inputs import DEFAULT_PORT
+from ..executors.fioserver.inputs import DEFAULT_PORT
 
 UNIT_NAME = "stormatrix-fio-server.service"
 

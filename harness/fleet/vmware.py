@@ -1,7 +1,7 @@
 """The fleet on VMware ESXi / vCenter: plan, deploy, attach a datastore's test disks, power-cycle, detach, destroy.
 
 The same stages as :mod:`.proxmox`, through the StormatrixVMware module (PowerCLI) run by ``pwsh`` the way the
-``vmware`` backend runs it (:class:`~stormatrix.backends.vmware_pwsh.PwshRunner`: one process per call, one
+``vmware`` backend runs it (:class:`~stormatrix.backends.vmware.pwsh.PwshRunner`: one process per call, one
 JSON request, nothing spliced into script text):
 
 - plan: ``Get-StormatrixVMwareFleetTarget`` (the template is a template, the host and datastores exist, each
@@ -55,8 +55,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .. import secrets
-from ..backends.vmware_pwsh import PwshRunner
-from ..backends.vmware_settings import (CONNECTION_KEYS, CONTROLLER_TYPES, VMWARE_SECTION, connection,
+from ..backends.vmware.pwsh import PwshRunner
+from ..backends.vmware.settings import (CONNECTION_KEYS, CONTROLLER_TYPES, VMWARE_SECTION, connection,
                                         credentials_for_child)
 from ..core.errors import InputError, MatrixError
 from ..core.model import parse_size

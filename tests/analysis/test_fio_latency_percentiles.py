@@ -21,7 +21,7 @@ import pytest
 
 from stormatrix.analysis.fio import jobs_named, summarize_jobs
 from stormatrix.core.model import Timing, Workload
-from stormatrix.executors.fioserver_inputs import FioJob
+from stormatrix.executors.fioserver.inputs import FioJob
 from stormatrix.executors.localagent import fio_job
 
 from qemumatrix import small_matrix

@@ -159,7 +159,7 @@ def test_a_diskspd_block_size_of_zero_is_refused() -> None:
         diskspd(DISKSPD.replace("<BlockSize>65536</BlockSize>", "<BlockSize>0</BlockSize>"))
 
 
-@pytest.mark.parametrize("module", ["stormatrix.suite", "stormatrix.backends.proxmox.settings", "stormatrix.backends.qemu"])
+@pytest.mark.parametrize("module", ["stormatrix.suite", "stormatrix.backends.proxmox.settings", "stormatrix.backends.qemu.backend"])
 def test_the_modules_holding_these_checks_import_on_their_own(module: str) -> None:
     """The host check lives with the CLI's types; a module importing it at import time closed a cycle
     (commands -> suite -> the [proxmox] settings -> commands) that only a fresh interpreter shows."""
@@ -238,7 +238,7 @@ def test_demo_output_that_is_a_file_is_exit_2_and_untouched(suite: list[str], tm
 def test_qemu_version_names_a_binary_that_cannot_run(tmp_path: Path) -> None:
     """The run-time side of [qemu] binary (a file changed after plan): an EnvironmentProblem with the fix,
     not an OSError traceback; the package hint only for the default name."""
-    from stormatrix.backends.qemu_vm import qemu_version
+    from stormatrix.backends.qemu.vm import qemu_version
     from stormatrix.core.errors import EnvironmentProblem
 
     with pytest.raises(EnvironmentProblem, match=r"cannot be run .*\[qemu\]|\[qemu\] binary .* cannot be run"):

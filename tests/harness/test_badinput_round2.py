@@ -619,7 +619,7 @@ def test_guest_check_options_are_refused_before_connecting(opt: str, value: str,
                                                            monkeypatch: pytest.MonkeyPatch,
                                                            capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setenv("SMX_PW", "pw")
-    from stormatrix.executors import winrm
+    from stormatrix.executors.winrm import executor as winrm
 
     def never(*a: object, **k: object) -> None:
         raise AssertionError("connected before checking the options")

@@ -25,7 +25,7 @@ from winrm.protocol import Protocol
 from stormatrix.cli import build_parser
 from stormatrix.commands import guest as guest_cmd
 from stormatrix.core.errors import StormatrixError
-from stormatrix.executors import winrm as w
+from stormatrix.executors.winrm import executor as w
 from tests.standins.wsman import WSManStandIn
 
 

@@ -249,16 +249,16 @@ def test_proxmox_code_never_sends_force_or_deletes_unused() -> None:
 
 def test_tls_verification_is_on_by_default() -> None:
     from stormatrix.backends.proxmox.settings import PROXMOX_SECTION
-    from stormatrix.executors.winrm import WINRM_SECTION
+    from stormatrix.executors.winrm.executor import WINRM_SECTION
 
     assert PROXMOX_SECTION.fields["verify_tls"].default is True
     assert WINRM_SECTION.fields["cert_validation"].default is True
-    vmware = pytest.importorskip("stormatrix.backends.vmware")
+    vmware = pytest.importorskip("stormatrix.backends.vmware.backend")
     assert vmware.VMWARE_SECTION.fields["verify_tls"].default is True
 
 
 def test_vmware_tls_opt_out_is_logged(caplog: pytest.LogCaptureFixture) -> None:
-    from stormatrix.backends.vmware_settings import connection
+    from stormatrix.backends.vmware.settings import connection
 
     o = {"server": "vc.lab", "credential_source": "credential_store", "credential_store_user": "u",
          "verify_tls": False}
@@ -285,13 +285,13 @@ def test_proxmox_tls_opt_out_is_logged(tmp_path: Path, monkeypatch: pytest.Monke
 
 
 def test_winrm_tls_opt_out_is_logged(caplog: pytest.LogCaptureFixture) -> None:
-    from stormatrix.executors import winrm as w
+    from stormatrix.executors.winrm import executor as w
 
     settings = w.WinRMSettings.from_section({"host": "127.0.0.1", "username": "u", "password_env": "PW",
                                              "use_tls": True, "cert_validation": False, "disk_serial": "S"},
                                             environ={"PW": "pw-secret"})
     with caplog.at_level(logging.WARNING):
-        from stormatrix.executors.winrm_channel import WinRMChannel
+        from stormatrix.executors.winrm.channel import WinRMChannel
 
         channel = WinRMChannel(settings)
         channel.protocol  # noqa: B018 - reconnecting must not repeat the warning

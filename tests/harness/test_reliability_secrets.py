@@ -24,7 +24,7 @@ from standins.pve import PveStandin
 from stormatrix.cli import build_parser, main
 from stormatrix.commands import guest as guest_cmd
 from stormatrix.core.errors import InputError, StormatrixError
-from stormatrix.executors import winrm as w
+from stormatrix.executors.winrm import executor as w
 from stormatrix.runner import RunOptions, Runner
 from stormatrix.registry import spec_from_dict
 from tests.standins.wsman import WSManStandIn

@@ -19,7 +19,7 @@ from suite_pve import (LO, SECRET, SECRET_ENV, TOKEN, add_vm, eth, fio_server_on
 
 from stormatrix.cli import main
 from stormatrix.core.errors import InputError, MatrixError
-from stormatrix.executors.fioserver_inputs import FioGuest
+from stormatrix.executors.fioserver.inputs import FioGuest
 from stormatrix.journal import Journal
 from stormatrix.registry import suite_from_dict
 from stormatrix.suitevms import ProxmoxSuiteVms, guest_names, pick_address

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from stormatrix.core.errors import GuestNotReady, MatrixError
-from stormatrix.executors.fioserver_inputs import FioGuest
+from stormatrix.executors.fioserver.inputs import FioGuest
 from stormatrix.fleet.suiterun import ProxmoxFleetSuite, VmwareFleetSuite
 from stormatrix.journal import Journal
 from stormatrix.registry import fleet_suite, suite_from_dict, suite_guests

@@ -148,7 +148,7 @@ def test_every_host_collector_satisfies_the_one_protocol() -> None:
     HostCollector's methods with its signatures: the runner needs nothing else of them."""
     import inspect
 
-    from stormatrix.backends.vmware import EsxtopCollector, VmwareCpuCollector
+    from stormatrix.backends.vmware.backend import EsxtopCollector, VmwareCpuCollector
     from stormatrix.collect import HostCollector, ProcessesCollector, RemoteProcessesCollector
 
     for cls in (WindowCollector, ProcessesCollector, RemoteProcessesCollector, VmwareCpuCollector, EsxtopCollector):

@@ -16,9 +16,9 @@ import time
 from pathlib import Path
 
 from stormatrix.core.errors import EnvironmentProblem
-from stormatrix.executors.fioserver_client import find_fio
-from stormatrix.executors.fioserver_inputs import FioGuest
-from stormatrix.executors.fioserver_client import signal_group
+from stormatrix.executors.fioserver.client import find_fio
+from stormatrix.executors.fioserver.inputs import FioGuest
+from stormatrix.executors.fioserver.client import signal_group
 
 log = logging.getLogger("standins.fioservers")
 

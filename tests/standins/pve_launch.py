@@ -201,7 +201,7 @@ VERSION_ANSWERS: dict[tuple[str, int], tuple[int, str, str]] = {}
 
 
 def find_fio(fio: str) -> str:
-    from stormatrix.executors.fioserver_client import find_fio as find
+    from stormatrix.executors.fioserver.client import find_fio as find
 
     return str(find(fio))
 

@@ -43,7 +43,7 @@ def test_convertfrom_json_gives_datetimes_as_pwsh_7_does() -> None:
 @pytest.fixture(scope="module")
 def executor_scripts(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
     """The scripts the WinRM executor sends, as files (built by the executor itself)."""
-    from stormatrix.executors import winrm
+    from stormatrix.executors.winrm import executor as winrm
 
     payload = winrm.ModulePayload.from_dir(winrm.default_module_dir())
     texts = [*winrm.upload_scripts(payload), winrm.present_script(payload),
@@ -90,7 +90,7 @@ def test_python_sent_upload_and_call_run_on_pwsh(tmp_path: Path) -> None:
     """The executor's upload scripts unpack the module, its present-check finds it, and its call script
     imports it and answers with the error marker a real guest would send (diskspd missing: the one
     public function that needs no Windows-only cmdlet), error id and message intact."""
-    from stormatrix.executors import winrm
+    from stormatrix.executors.winrm import executor as winrm
 
     payload = winrm.ModulePayload.from_dir(winrm.default_module_dir())
     env = {"TMPDIR": str(tmp_path)}

@@ -29,9 +29,9 @@ from typing import Any
 
 import pytest
 
-from stormatrix.backends import vmware as vm
+from stormatrix.backends.vmware import backend as vm
 from stormatrix.core.model import Cell, DiskConfig, Timing, Workload
-from stormatrix.executors import winrm as w
+from stormatrix.executors.winrm import executor as w
 from tests.pwshengine import PwshUnavailable, run_pwsh
 import paths
 

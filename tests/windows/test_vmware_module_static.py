@@ -17,7 +17,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_windows_module_static import strip_strings_and_comments  # noqa: E402
 
-from stormatrix.backends.vmware import ENTRY_SCRIPT, PYTHON_CALLS  # noqa: E402
+from stormatrix.backends.vmware.backend import ENTRY_SCRIPT, PYTHON_CALLS  # noqa: E402
 import paths
 
 ROOT = paths.ROOT

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from standins.processes import qemu_processes
 
-from stormatrix.backends.qemu import QemuBackend
+from stormatrix.backends.qemu.backend import QemuBackend
 from stormatrix.commands.run import execute
 from stormatrix.executors.localagent import LocalAgentExecutor
 from stormatrix.runner import RunOptions, Runner

@@ -16,7 +16,7 @@ from typing import Iterator
 import pytest
 
 from stormatrix.backends.base import ROLE_VCPU, format_cpuset, parse_cpuset
-from stormatrix.backends.qemu import QemuBackend, ensure_test_disk, plan_pinning
+from stormatrix.backends.qemu.backend import QemuBackend, ensure_test_disk, plan_pinning
 from stormatrix.commands.run import execute
 from stormatrix.core.errors import MatrixError
 from stormatrix.core.model import DiskConfig

@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 from standins.processes import qemu_processes
 
-from stormatrix.backends.qemu import QemuBackend
-from stormatrix.backends.qemu_state import StateCache
+from stormatrix.backends.qemu.backend import QemuBackend
+from stormatrix.backends.qemu.state import StateCache
 from stormatrix.commands.run import execute
 from stormatrix.core.model import DiskConfig
 from stormatrix.guestimage import GuestImage

@@ -17,8 +17,8 @@ from typing import Any, Iterator
 
 import pytest
 
-from stormatrix.backends import vmware as vm
-from stormatrix.backends import vmware_pwsh
+from stormatrix.backends.vmware import backend as vm
+from stormatrix.backends.vmware import pwsh as vmware_pwsh
 from stormatrix.core.errors import EnvironmentProblem, GuestNotReady, InputError, MatrixError
 from stormatrix.core.model import DiskConfig
 from stormatrix.registry import backend_class, spec_from_dict

@@ -253,7 +253,7 @@ def test_unreadable_files_are_clear(tmp_path: Path) -> None:
 # --- the esxtop collector of the vmware backend, against a stand-in ssh ---------------------------------------
 
 def test_vmware_section_checks_the_esxtop_settings(tmp_path: Path) -> None:
-    from stormatrix.backends import vmware as vm
+    from stormatrix.backends.vmware import backend as vm
     from stormatrix.registry import spec_from_dict
     from test_vmware_pwsh import matrix
 
@@ -304,7 +304,7 @@ def esx(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> EsxLab:
 
 @pytest.fixture()
 def esx_backend(esx: EsxLab, tmp_path: Path) -> Iterator[Any]:
-    from stormatrix.backends import vmware as vm
+    from stormatrix.backends.vmware import backend as vm
     from stormatrix.registry import spec_from_dict
     from test_vmware_pwsh import matrix
 
@@ -323,7 +323,7 @@ def fixed_clock(*times: float) -> Any:
 def test_esxtop_collector_measures_the_window_over_ssh(esx: EsxLab, esx_backend: Any, tmp_path: Path) -> None:
     """measure 10 s, -d 5: 10/5 + 1 = 3 iterations; %USED 150, 180, 170: the window [0, 10] holds the
     first two rows -> 1.5 x 5 + 1.8 x 5 = 16.5 s; the third (past the window's end) counts 0."""
-    from stormatrix.backends.vmware import EsxtopCollector
+    from stormatrix.backends.vmware.backend import EsxtopCollector
     from stormatrix.core.model import DiskConfig
 
     esx_backend.prepare()

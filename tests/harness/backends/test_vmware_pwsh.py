@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from stormatrix.backends import vmware as vm
+from stormatrix.backends.vmware import backend as vm
 from stormatrix.core.errors import InputError
 from stormatrix.core.model import DiskConfig
 from stormatrix.registry import spec_from_dict

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from stormatrix.backends import vmware as vm
-from stormatrix.backends.vmware_cpu import MIN_COVERAGE, check_coverage
+from stormatrix.backends.vmware import backend as vm
+from stormatrix.backends.vmware.cpu import MIN_COVERAGE, check_coverage
 from stormatrix.core.errors import CollectorError
 
 from test_vmware_pwsh import FakeVCenter, backend_for  # noqa: F401 (fixture's class)

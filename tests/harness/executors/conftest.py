@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from winrm.protocol import Protocol
 
-from stormatrix.executors import winrm as w
+from stormatrix.executors.winrm import executor as w
 from tests.standins.wsman import FakeWindowsGuest, FirstUpload
 
 PASSWORD = "first-upload pa$$'word"

@@ -15,9 +15,9 @@ from typing import Any, Iterator
 import pytest
 
 from stormatrix.core.errors import GuestDisconnected, GuestNotReady
-from stormatrix.executors.fioserver import FioServerExecutor, run_point
-from stormatrix.executors.fioserver_inputs import FioJob
-from stormatrix.executors.fioserver_probe import probe_servers, require_servers
+from stormatrix.executors.fioserver.executor import FioServerExecutor, run_point
+from stormatrix.executors.fioserver.inputs import FioJob
+from stormatrix.executors.fioserver.probe import probe_servers, require_servers
 from stormatrix.journal import Journal
 from standins.fioservers import LocalFioServers, processes_in
 from stormatrix.core.model import Cell, DiskConfig, Timing, Workload
@@ -202,7 +202,7 @@ def test_an_abandoned_point_stops_the_jobs_in_the_guests(farm: LocalFioServers, 
     A SIGKILLed fio client leaves each server's job running, orphaned, until its runtime ends; the
     executor sends SIGINT first, which makes fio tell every server to stop.
     """
-    from stormatrix.executors.fioserver_client import client_args, run_fio_client
+    from stormatrix.executors.fioserver.client import client_args, run_fio_client
 
     g = farm.guests[0]
     long_job = job(measure_s=30)
@@ -220,7 +220,7 @@ def test_an_abandoned_point_stops_the_jobs_in_the_guests(farm: LocalFioServers, 
 
 def test_local_servers_leave_no_process_behind(tmp_path: Path) -> None:
     """Closing the farm mid-job kills the job processes too (they setsid() out of the server's group)."""
-    from stormatrix.executors.fioserver_client import client_args, run_fio_client
+    from stormatrix.executors.fioserver.client import client_args, run_fio_client
 
     with LocalFioServers(1, tmp_path / "servers") as servers:
         g = servers.guests[0]

@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 
 from stormatrix.core.errors import DataFileError
-from stormatrix.executors.fioserver_client import FioClientRun, client_args
-from stormatrix.executors.fioserver_inputs import FioGuest, FioJob
-from stormatrix.executors.fioserver_parse import (lost_hosts_in_text, noise_lines, parse_client_output, read_iops_logs,
+from stormatrix.executors.fioserver.client import FioClientRun, client_args
+from stormatrix.executors.fioserver.inputs import FioGuest, FioJob
+from stormatrix.executors.fioserver.parse import (lost_hosts_in_text, noise_lines, parse_client_output, read_iops_logs,
                                                   window_skew)
-from stormatrix.executors.fioserver_probe import PROBE_JOB, _probe_verdicts
+from stormatrix.executors.fioserver.probe import PROBE_JOB, _probe_verdicts
 import paths
 
 DATA = paths.DATA / "fio-server"

@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 
 from stormatrix.core.model import Cell, DiskConfig, Timing, Workload
-from stormatrix.executors.fioserver import FioServerExecutor
-from stormatrix.executors.fioserver_inputs import fio_rate
+from stormatrix.executors.fioserver.executor import FioServerExecutor
+from stormatrix.executors.fioserver.inputs import fio_rate
 from stormatrix.executors.localagent import fio_job
 from stormatrix.records import MIB, rate_check
 

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from standins.fioservers import LocalFioServers
-from stormatrix.executors.fioserver import run_point
-from stormatrix.executors.fioserver_inputs import FioJob
-from stormatrix.executors.fioserver_probe import probe_servers
+from stormatrix.executors.fioserver.executor import run_point
+from stormatrix.executors.fioserver.inputs import FioJob
+from stormatrix.executors.fioserver.probe import probe_servers
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(shutil.which("fio") is None, reason="fio is not installed")]
 

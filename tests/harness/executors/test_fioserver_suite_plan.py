@@ -10,7 +10,7 @@ import pytest
 
 from stormatrix.cli import main
 from stormatrix.core.errors import MatrixError
-from stormatrix.executors.fioserver_inputs import FioGuest
+from stormatrix.executors.fioserver.inputs import FioGuest
 from stormatrix.records import per_mib
 from stormatrix.suite import eta
 from stormatrix.registry import suite_from_dict

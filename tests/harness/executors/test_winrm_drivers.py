@@ -20,11 +20,11 @@ import pytest
 from standins.agent import FakeVmBackend
 
 from stormatrix.backends.base import GuestEndpoint
-from stormatrix.executors.fioserver import FioServerExecutor
+from stormatrix.executors.fioserver.executor import FioServerExecutor
 from stormatrix.executors.localagent import LocalAgentExecutor
-from stormatrix.executors.winrm import WinRMExecutor
+from stormatrix.executors.winrm.executor import WinRMExecutor
 from stormatrix.core.errors import TestDiskMissing
-from stormatrix.executors.winrm_testdisk import check_test_disk
+from stormatrix.executors.winrm.testdisk import check_test_disk
 from stormatrix.guestdrivers import DriverGate, installed_storage_drivers, with_storage_drivers
 from stormatrix.journal import read_journal
 from stormatrix.runner import RunOptions, Runner

@@ -20,7 +20,7 @@ import pytest
 from standins.agent import FakeVmBackend
 from stormatrix.backends.base import GuestEndpoint
 from stormatrix.cli import main
-from stormatrix.executors import winrm as w
+from stormatrix.executors.winrm import executor as w
 from stormatrix.journal import read_journal
 from stormatrix.runner import RunOptions, Runner
 from stormatrix.registry import spec_from_dict

@@ -13,8 +13,9 @@ from winrm.exceptions import InvalidCredentialsError, WinRMError, WinRMOperation
 
 from stormatrix.core.errors import AuthenticationFailed, GuestDisconnected, RemoteCommandError, RemoteTimeout
 from stormatrix.core.model import Cell, DiskConfig, Timing, Workload
-from stormatrix.executors import winrm as w
-from stormatrix.executors import winrm_channel, winrm_encoding
+from stormatrix.executors.winrm import executor as w
+from stormatrix.executors.winrm import channel as winrm_channel
+from stormatrix.executors.winrm import encoding as winrm_encoding
 import paths
 
 
@@ -233,7 +234,7 @@ def test_check_report_table() -> None:
 def test_diskspd_document_as_data() -> None:
     from pathlib import Path
 
-    from stormatrix.executors.winrm_parse import diskspd_document
+    from stormatrix.executors.winrm.parse import diskspd_document
 
     xml = (paths.DATA / "diskspd" / "diskspd_randread_64k_qd8_t1.xml").read_text(encoding="utf-8-sig")
     d = diskspd_document(xml)

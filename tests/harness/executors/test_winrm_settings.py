@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from stormatrix.core.errors import EnvironmentProblem, InputError, MatrixError
-from stormatrix.executors import winrm as w
+from stormatrix.executors.winrm import executor as w
 from stormatrix.registry import sections, spec_from_dict
 
 PASSWORD = "s3cr3t:P@ss/word"
@@ -153,7 +153,7 @@ def test_missing_auth_plugin_is_an_environment_problem(monkeypatch: pytest.Monke
 
 
 def test_the_section_is_a_plain_constant() -> None:
-    from stormatrix.executors.winrm_settings import WINRM_SECTION
+    from stormatrix.executors.winrm.settings import WINRM_SECTION
 
     assert WINRM_SECTION is w.WINRM_SECTION and WINRM_SECTION.name == "winrm"
     assert WINRM_SECTION.fields["transport"].default == "ntlm"

@@ -17,15 +17,15 @@ import pytest
 from winrm.protocol import Protocol
 
 from stormatrix.core.errors import (
-    AuthenticationFailed,
-    GuestDisconnected,
-    GuestNotReady,
-    RemoteCommandError,
-    RemoteTimeout,
-    WorkloadFailed,
-)
+                                    AuthenticationFailed,
+                                    GuestDisconnected,
+                                    GuestNotReady,
+                                    RemoteCommandError,
+                                    RemoteTimeout,
+                                    WorkloadFailed,
+                                    )
 from stormatrix.core.model import Cell, DiskConfig, Timing, Workload
-from stormatrix.executors import winrm as w
+from stormatrix.executors.winrm import executor as w
 from tests.standins.wsman import FakeWindowsGuest, FirstUpload, WSManStandIn, self_signed_cert
 
 #: a generous limit, not a measurement: the first command uploads the module (~40 pwsh starts, each

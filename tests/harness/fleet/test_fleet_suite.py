@@ -25,7 +25,7 @@ from standins.fioservers import processes_in
 from suite_pve import SECRET, SECRET_ENV, TOKEN, TOKEN_ID, kill_at_hold, kill_when
 
 from stormatrix.cli import main
-from stormatrix.executors.fioserver_client import find_fio
+from stormatrix.executors.fioserver.client import find_fio
 from stormatrix.fleet.journal import FleetJournal
 from stormatrix.fleet.proxmox import TAG
 from stormatrix.journal import Journal

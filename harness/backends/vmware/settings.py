@@ -4,7 +4,7 @@ credential store), the esxcli tuning and the host CPU source. Checks run when th
 bad value is exit 2 naming the key, before PowerShell starts.
 
 ``VMWARE_SECTION`` is a plain constant: whoever needs the section (the config-section registry) imports
-it from here or from :mod:`stormatrix.backends.vmware`.
+it from here or from :mod:`stormatrix.backends.vmware.backend`.
 """
 
 from __future__ import annotations
@@ -15,11 +15,11 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from .. import secrets
-from ..core.errors import InputError
-from ..secrets import check_env_name, check_secret_file
-from ..spec import Field, Section
-from ..ssh import check_target
+from ... import secrets
+from ...core.errors import InputError
+from ...secrets import check_env_name, check_secret_file
+from ...spec import Field, Section
+from ...ssh import check_target
 
 #: stormatrix controller name -> the module's -Type value
 CONTROLLER_TYPES: dict[str, str] = {

@@ -15,8 +15,8 @@ from typing import Any, Iterable
 
 import xmltodict
 
-from ..core.errors import RemoteCommandError
-from ..secrets import Secret, redact
+from ...core.errors import RemoteCommandError
+from ...secrets import Secret, redact
 
 RESULT_MARK = "##stormatrix:result "
 ERROR_MARK = "##stormatrix:error "

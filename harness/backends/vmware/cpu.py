@@ -14,12 +14,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..analysis.esxtop import read_esxtop, vm_cpu_record
-from ..core.errors import CollectorError, InputError
-from ..ssh import SshOptions
+from ...analysis.esxtop import read_esxtop, vm_cpu_record
+from ...core.errors import CollectorError, InputError
+from ...ssh import SshOptions
 
 if TYPE_CHECKING:
-    from .vmware import VmwareBackend
+    from .backend import VmwareBackend
 
 log = logging.getLogger("stormatrix.backend.vmware")
 

@@ -1,8 +1,8 @@
 """The local ``qemu`` backend: real QEMU, started by the harness, with exactly the test-disk devices
 Proxmox's qemu-server generates for the same configuration.
 
-The backend is split by job: :mod:`.qemu_devices` builds the test disk's devices as qemu-server does,
-:mod:`.qemu_vm` runs one QEMU process, :mod:`.qemu_pinning` pins its threads for the measurement
+The backend is split by job: :mod:`.devices` builds the test disk's devices as qemu-server does,
+:mod:`.vm` runs one QEMU process, :mod:`.pinning` pins its threads for the measurement
 window. This module holds the ``[qemu]`` settings and the backend that ties them together; the names
 other modules import from here (``disk_devices``, ``QemuVm``, ``VmSpec``, ...) stay importable here.
 """
@@ -20,18 +20,18 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from .. import guestimage
-from ..core.errors import EnvironmentProblem, QmpError, VmStartError
-from ..core.model import CONTROLLERS, DiskConfig
-from ..core.paths import disk_image_problem, executable_problem
-from ..core.scope import BlockStats, GuestEndpoint, HostScope, format_cpuset
-from ..spec import Field, MatrixSpec, Section
-from .base import Backend
-from .qemu_devices import PCI_ADDR, disk_devices, drive_option, pci_addr
-from .qemu_pinning import PinPlan, PlacementCollector, ThreadPinner, check_setting, plan_pinning
-from .qemu_state import StateCache, binary_identity, key_disk, state_key
-from .qemu_vm import (QBOOT, QEMU_BINARY, DiskClaim, QemuVm, VmSpec, claim_test_disks, ensure_test_disk,
-                      free_test_disks, image_in_use, kill_stale, qemu_version, socket_path_problem)
+from ... import guestimage
+from ...core.errors import EnvironmentProblem, QmpError, VmStartError
+from ...core.model import CONTROLLERS, DiskConfig
+from ...core.paths import disk_image_problem, executable_problem
+from ...core.scope import BlockStats, GuestEndpoint, HostScope, format_cpuset
+from ...spec import Field, MatrixSpec, Section
+from ..base import Backend
+from .devices import PCI_ADDR, disk_devices, drive_option, pci_addr
+from .pinning import PinPlan, PlacementCollector, ThreadPinner, check_setting, plan_pinning
+from .state import StateCache, binary_identity, key_disk, state_key
+from .vm import (QBOOT, QEMU_BINARY, DiskClaim, QemuVm, VmSpec, claim_test_disks, ensure_test_disk,
+                 free_test_disks, image_in_use, kill_stale, qemu_version, socket_path_problem)
 
 __all__ = ["QEMU_SECTION", "QemuBackend", "PCI_ADDR", "disk_devices", "drive_option", "pci_addr", "QBOOT",
            "QEMU_BINARY", "QemuVm", "VmSpec", "ensure_test_disk", "free_test_disks", "image_in_use", "kill_stale",
@@ -151,7 +151,7 @@ class QemuBackend(Backend):
     **Pinning** (``[qemu] pin_threads``, auto by default): for each window the vCPU thread runs on its
     own host CPU and the rest of QEMU and the harness on the others, so a cell's context switches do not
     depend on where the scheduler happened to put the vCPU and the main loop; the record's
-    ``host.placement`` says where every role ran (:mod:`.qemu_pinning`).
+    ``host.placement`` says where every role ran (:mod:`.pinning`).
     """
 
     name = "qemu"
@@ -327,7 +327,7 @@ class QemuBackend(Backend):
             raise VmStartError(f"cannot connect to the guest agent socket {vm.agent_path}: {exc}") from None
 
     def state_key(self, spec: VmSpec) -> tuple[str, dict[str, Any]]:
-        """The key of ``spec``'s saved state (:func:`.qemu_state.state_key`): its command line with aio and
+        """The key of ``spec``'s saved state (:func:`.state.state_key`): its command line with aio and
         iothread made equal and the run's own paths left out."""
         probe = QemuVm(replace(spec, disk=key_disk(spec.disk)))
         per_run = {str(spec.run_dir): "RUN", str(spec.disk_image): "DISK", spec.name: "VM"}
@@ -496,7 +496,7 @@ class QemuBackend(Backend):
         self._pin()
 
     def _pin(self) -> None:
-        """Pin the VM under test's threads and the harness's for the window (see :mod:`.qemu_pinning`)."""
+        """Pin the VM under test's threads and the harness's for the window (see :mod:`.pinning`)."""
         if self.pin_plan is None or self.vm is None:
             return
         self._pinner = self._pinner or ThreadPinner(self.pin_plan)

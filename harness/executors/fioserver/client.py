@@ -22,9 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
-from ..core.errors import EnvironmentProblem
-from .base import WindowListener
-from .fioserver_inputs import FioGuest
+from ...core.errors import EnvironmentProblem
+from ..base import WindowListener
+from .inputs import FioGuest
 
 log = logging.getLogger("stormatrix.fioserver")
 

@@ -1,8 +1,8 @@
 """The fio-server executor's typed inputs: a guest's fio server, one point's fio job, its ``rate=``.
 
 Everything fio gets is built from these validated values: job-file text from checked numbers and names
-(:meth:`FioJob.render`); the client's argument list is :func:`~.fioserver_client.client_args`'s (see
-:mod:`stormatrix.executors.fioserver` for the method).
+(:meth:`FioJob.render`); the client's argument list is :func:`~.client.client_args`'s (see
+:mod:`stormatrix.executors.fioserver.executor` for the method).
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ import secrets
 from dataclasses import dataclass
 from typing import Sequence
 
-from ..core.model import RW_MODES
-from ..core.names import host_problem
-from ..core.scope import GuestEndpoint
+from ...core.model import RW_MODES
+from ...core.names import host_problem
+from ...core.scope import GuestEndpoint
 
 DEFAULT_PORT = 8765
 ALL_CLIENTS = "All clients"

@@ -45,15 +45,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-from ..analysis.fio import extract_json_documents
-from ..core.errors import DataFileError, GuestDisconnected, GuestNotReady, WorkloadFailed
-from ..core.model import Cell, Timing, parse_size
-from ..core.scope import GuestEndpoint
-from .base import GuestExecutor, WindowListener, WorkloadResult
-from .fioserver_client import client_args, find_fio, run_fio_client
-from .fioserver_inputs import FIO_HUNG_CLIENT_S, FioGuest, FioJob, check_unique, fio_rate
-from .fioserver_parse import lost_hosts_in_text, noise_lines, parse_client_output, read_iops_logs, window_skew
-from .fioserver_probe import ProbeResult, require_servers
+from ...analysis.fio import extract_json_documents
+from ...core.errors import DataFileError, GuestDisconnected, GuestNotReady, WorkloadFailed
+from ...core.model import Cell, Timing, parse_size
+from ...core.scope import GuestEndpoint
+from ..base import GuestExecutor, WindowListener, WorkloadResult
+from .client import client_args, find_fio, run_fio_client
+from .inputs import FIO_HUNG_CLIENT_S, FioGuest, FioJob, check_unique, fio_rate
+from .parse import lost_hosts_in_text, noise_lines, parse_client_output, read_iops_logs, window_skew
+from .probe import ProbeResult, require_servers
 
 log = logging.getLogger("stormatrix.fioserver")
 

@@ -7,10 +7,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-from ..core.errors import DataFileError, GuestNotReady
-from .fioserver_client import FioClientRun, client_args, find_fio, run_fio_client
-from .fioserver_inputs import PROBE_JOB_NAME, FioGuest, FioJob, check_unique
-from .fioserver_parse import ClientOutput, lost_hosts_in_text, parse_client_output
+from ...core.errors import DataFileError, GuestNotReady
+from .client import FioClientRun, client_args, find_fio, run_fio_client
+from .inputs import PROBE_JOB_NAME, FioGuest, FioJob, check_unique
+from .parse import ClientOutput, lost_hosts_in_text, parse_client_output
 
 
 PROBE_JOB = FioJob(name=PROBE_JOB_NAME, rw="read", bs=4096, iodepth=1, ramp_s=0, measure_s=0.1,

@@ -20,12 +20,12 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
-from ..core.errors import EnvironmentProblem, InputError
-from ..core.names import host_problem
-from ..core.paths import ca_bundle_problem
-from ..core.model import Workload
-from ..secrets import Secret, check_env_name, check_secret_file, reference, resolve
-from ..spec import Field, Section
+from ...core.errors import EnvironmentProblem, InputError
+from ...core.names import host_problem
+from ...core.paths import ca_bundle_problem
+from ...core.model import Workload
+from ...secrets import Secret, check_env_name, check_secret_file, reference, resolve
+from ...spec import Field, Section
 
 TRANSPORTS = ("ntlm", "kerberos", "credssp", "https")
 # our transport -> (pywinrm transport, scheme, default port)

@@ -19,8 +19,8 @@ Nothing on the platform changes in :meth:`prepare` (it only reads the layout and
 the runner has journaled the original before the first change: the host tuning is set by the first
 :meth:`apply`.
 
-The pieces: :mod:`.vmware_settings` (the ``[vmware]`` section), :mod:`.vmware_pwsh` (the pwsh call, the JSON
-protocol and the typed errors), :mod:`.vmware_cpu` (the two host CPU collectors) and this module (the
+The pieces: :mod:`.settings` (the ``[vmware]`` section), :mod:`.pwsh` (the pwsh call, the JSON
+protocol and the typed errors), :mod:`.cpu` (the two host CPU collectors) and this module (the
 backend and the journaled original); everything is importable from here.
 
 What differs from Proxmox: there is no QEMU process, so no per-thread accounting, no block stats
@@ -35,17 +35,17 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from ..core.errors import (BackendError, InputError, MatrixError, PowerCLIConnectError, PowerCLIContractError,
-                           PowerCLIError, PowerCLIGuestNotReady, PowerCLINotFound, PowerCLIStatsError,
-                           PowerCLIUnavailable, StormatrixError)
-from ..core.model import DiskConfig
-from ..core.scope import GuestEndpoint, HostScope
-from .base import Backend
-from .vmware_cpu import EsxtopCollector, VmwareCpuCollector, iso_utc
-from .vmware_pwsh import (ENTRY_SCRIPT, MODULE_DIR, PYTHON_CALLS, RESPONSE_PREFIX, SCHEMA, PwshRunner, build_request,
-                          error_from_response, parse_response, pwsh_argv)
-from .vmware_settings import (CONTROLLER_TYPES, FILE_PASSWORD_VARIABLE, VMWARE_SECTION, connection,
-                              credentials_for_child)
+from ...core.errors import (BackendError, InputError, MatrixError, PowerCLIConnectError, PowerCLIContractError,
+                            PowerCLIError, PowerCLIGuestNotReady, PowerCLINotFound, PowerCLIStatsError,
+                            PowerCLIUnavailable, StormatrixError)
+from ...core.model import DiskConfig
+from ...core.scope import GuestEndpoint, HostScope
+from ..base import Backend
+from .cpu import EsxtopCollector, VmwareCpuCollector, iso_utc
+from .pwsh import (ENTRY_SCRIPT, MODULE_DIR, PYTHON_CALLS, RESPONSE_PREFIX, SCHEMA, PwshRunner, build_request,
+                   error_from_response, parse_response, pwsh_argv)
+from .settings import (CONTROLLER_TYPES, FILE_PASSWORD_VARIABLE, VMWARE_SECTION, connection,
+                       credentials_for_child)
 
 __all__ = ["CONTROLLER_TYPES", "ENTRY_SCRIPT", "EsxtopCollector", "FILE_PASSWORD_VARIABLE", "MODULE_DIR",
            "PYTHON_CALLS", "PowerCLIConnectError", "PowerCLIContractError", "PowerCLIError", "PowerCLIGuestNotReady",

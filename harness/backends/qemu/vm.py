@@ -29,12 +29,12 @@ from typing import Any
 
 import psutil
 
-from .. import guestimage
-from ..core.errors import EnvironmentProblem, QmpError, VmStartError
-from ..core.model import DiskConfig
-from ..core.scope import ROLE_IOTHREAD, ROLE_MAIN, ROLE_OTHER, ROLE_VCPU, ROLE_WORKER, BlockStats
-from ..qmp import Qmp, connect_unix
-from .qemu_devices import disk_devices, pci_addr
+from ... import guestimage
+from ...core.errors import EnvironmentProblem, QmpError, VmStartError
+from ...core.model import DiskConfig
+from ...core.scope import ROLE_IOTHREAD, ROLE_MAIN, ROLE_OTHER, ROLE_VCPU, ROLE_WORKER, BlockStats
+from ...qmp import Qmp, connect_unix
+from .devices import disk_devices, pci_addr
 
 log = logging.getLogger("stormatrix.qemu")
 

@@ -20,13 +20,13 @@ import threading
 from pathlib import Path
 from typing import Any, Callable
 
-from .. import secrets
-from ..core.errors import (PowerCLIConnectError, PowerCLIContractError, PowerCLIError, PowerCLIGuestNotReady,
-                           PowerCLINotFound, PowerCLIStatsError, PowerCLIUnavailable, StormatrixError)
+from ... import secrets
+from ...core.errors import (PowerCLIConnectError, PowerCLIContractError, PowerCLIError, PowerCLIGuestNotReady,
+                            PowerCLINotFound, PowerCLIStatsError, PowerCLIUnavailable, StormatrixError)
 
 log = logging.getLogger("stormatrix.backend.vmware")
 
-MODULE_DIR = Path(__file__).resolve().parents[2] / "windows" / "StormatrixVMware"
+MODULE_DIR = Path(__file__).resolve().parents[3] / "windows" / "StormatrixVMware"
 ENTRY_SCRIPT = "stormatrix-vmware.ps1"
 RESPONSE_PREFIX = "STORMATRIX-JSON:"
 #: one object a command wrote, printed the moment it was written (before the response): the fleet functions'

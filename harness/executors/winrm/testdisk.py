@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..core.errors import TestDiskMissing
-from ..guestdrivers import CONTROLLER_DRIVERS, as_list
+from ...core.errors import TestDiskMissing
+from ...guestdrivers import CONTROLLER_DRIVERS, as_list
 
 #: Windows device problem code 28 (CM_PROB_FAILED_INSTALL): "The drivers for this device are not installed."
 PROBLEM_DRIVER_MISSING = "28"

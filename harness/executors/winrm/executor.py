@@ -2,13 +2,13 @@
 
 The pieces, one job each:
 
-- :mod:`.winrm_settings` - the ``[winrm]`` section (:data:`WINRM_SECTION`), :class:`WinRMSettings`,
+- :mod:`.settings` - the ``[winrm]`` section (:data:`WINRM_SECTION`), :class:`WinRMSettings`,
   the password it names (:func:`load_password`, a :class:`Secret` from :mod:`stormatrix.secrets`), and the
   plan-time check of the shell memory quota (:func:`check_workload_memory`);
-- :mod:`.winrm_encoding` - command lines for cmd.exe, the module upload, call scripts;
-- :mod:`.winrm_parse` - the ``##stormatrix:`` output protocol and typed errors from it;
-- :mod:`.winrm_channel` - pywinrm with deadlines, retries and typed transport errors;
-- :mod:`.winrm_testdisk` - guest facts: the test disk, and why it is missing (the driver rules are
+- :mod:`.encoding` - command lines for cmd.exe, the module upload, call scripts;
+- :mod:`.parse` - the ``##stormatrix:`` output protocol and typed errors from it;
+- :mod:`.channel` - pywinrm with deadlines, retries and typed transport errors;
+- :mod:`.testdisk` - guest facts: the test disk, and why it is missing (the driver rules are
   :mod:`stormatrix.guestdrivers`');
 - this module - the executor: readiness, reboots, workloads, the guest validation.
 
@@ -27,53 +27,53 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
-from ..analysis.fio import parse_fio_json
-from ..core.errors import (AuthenticationFailed, GuestDisconnected, GuestNotReady, InputError, RemoteCommandError,
-                           RemoteTimeout, TestDiskMissing, WSManServiceError, WorkloadFailed)
-from ..core.model import Cell, Timing
-from ..core.scope import GuestEndpoint
-from ..guestdrivers import DriverGate, storage_drivers, with_storage_drivers
-from ..secrets import RedactingFilter, Secret, redact
-from .base import GuestExecutor, WindowListener, WorkloadResult
-from .winrm_channel import ProtocolFactory, WinRMChannel, _default_protocol, map_transport_error
-from .winrm_encoding import (
-                             CMD_LIMIT,
-                             CMD_MARGIN,
-                             MODULE_NAME,
-                             POWERSHELL_PREFIX,
-                             PRELUDE,
-                             ModulePayload,
-                             call_script,
-                             default_module_dir,
-                             encode_command,
-                             encode_parameters,
-                             max_chunk_chars,
-                             present_script,
-                             restart_script,
-                             upload_scripts,
-                             )
-from .winrm_testdisk import check_test_disk
-from .winrm_parse import (
-                           STARTED_MARK,
-                           CheckReport,
-                           CheckResult,
-                           CommandOutput,
-                           clean_clixml,
-                           diskspd_document,
-                           parse_call_output,
-                           )
-from .winrm_settings import (
-                             DEFAULT_SHELL_MEMORY_MB,
-                             TRANSPORTS,
-                             WINRM_SECTION,
-                             WinRMSettings,
-                             check_transport_available,
-                             check_workload_memory,
-                             load_password,
-                             )
+from ...analysis.fio import parse_fio_json
+from ...core.errors import (AuthenticationFailed, GuestDisconnected, GuestNotReady, InputError, RemoteCommandError,
+                            RemoteTimeout, TestDiskMissing, WSManServiceError, WorkloadFailed)
+from ...core.model import Cell, Timing
+from ...core.scope import GuestEndpoint
+from ...guestdrivers import DriverGate, storage_drivers, with_storage_drivers
+from ...secrets import RedactingFilter, Secret, redact
+from ..base import GuestExecutor, WindowListener, WorkloadResult
+from .channel import ProtocolFactory, WinRMChannel, _default_protocol, map_transport_error
+from .encoding import (
+                       CMD_LIMIT,
+                       CMD_MARGIN,
+                       MODULE_NAME,
+                       POWERSHELL_PREFIX,
+                       PRELUDE,
+                       ModulePayload,
+                       call_script,
+                       default_module_dir,
+                       encode_command,
+                       encode_parameters,
+                       max_chunk_chars,
+                       present_script,
+                       restart_script,
+                       upload_scripts,
+                       )
+from .testdisk import check_test_disk
+from .parse import (
+                    STARTED_MARK,
+                    CheckReport,
+                    CheckResult,
+                    CommandOutput,
+                    clean_clixml,
+                    diskspd_document,
+                    parse_call_output,
+                    )
+from .settings import (
+                       DEFAULT_SHELL_MEMORY_MB,
+                       TRANSPORTS,
+                       WINRM_SECTION,
+                       WinRMSettings,
+                       check_transport_available,
+                       check_workload_memory,
+                       load_password,
+                       )
 
 if TYPE_CHECKING:
-    from ..spec import MatrixSpec
+    from ...spec import MatrixSpec
 
 __all__ = [
     "CMD_LIMIT", "CMD_MARGIN", "MODULE_NAME", "POWERSHELL_PREFIX", "PRELUDE", "PYTHON_CALLS", "TRANSPORTS",

@@ -1,7 +1,7 @@
 """Reading fio's client-mode output: per-guest results, fio's own aggregate, lost guests, windows.
 
 Pure functions over fio's text and its IOPS logs (what fio 3.33 writes is described in
-:mod:`stormatrix.executors.fioserver` and docs/fio-server.md).
+:mod:`stormatrix.executors.fioserver.executor` and docs/fio-server.md).
 """
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from ..analysis.fio import parse_fio_json, summarize_jobs
-from ..core.errors import DataFileError
-from .fioserver_inputs import ALL_CLIENTS, FioGuest
+from ...analysis.fio import parse_fio_json, summarize_jobs
+from ...core.errors import DataFileError
+from .inputs import ALL_CLIENTS, FioGuest
 
 _DISCONNECT_RES = (
     re.compile(r"client: host=(?P<host>\S+) disconnected"),

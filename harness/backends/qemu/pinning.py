@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..core.errors import MatrixError
-from ..core.scope import ROLE_IOTHREAD, ROLE_MAIN, ROLE_OTHER, ROLE_VCPU, ROLE_WORKER, format_cpuset, parse_cpuset
+from ...core.errors import MatrixError
+from ...core.scope import ROLE_IOTHREAD, ROLE_MAIN, ROLE_OTHER, ROLE_VCPU, ROLE_WORKER, format_cpuset, parse_cpuset
 
 log = logging.getLogger("stormatrix.qemu")
 

@@ -10,8 +10,8 @@ qemu-server's own expectations for every controller.
 
 from __future__ import annotations
 
-from ..core.errors import EnvironmentProblem
-from ..core.model import CONTROLLERS, DiskConfig
+from ...core.errors import EnvironmentProblem
+from ...core.model import CONTROLLERS, DiskConfig
 
 # qemu-server's PCI address map (PVE/QemuServer/PCI.pm) for the devices the test disk can need.
 PCI_ADDR: dict[str, tuple[int, int]] = {

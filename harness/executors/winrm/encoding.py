@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
-from ..core.errors import EnvironmentProblem
+from ...core.errors import EnvironmentProblem
 
 MODULE_NAME = "StormatrixGuest"
 CMD_LIMIT = 8191  # cmd.exe: the longest command line it runs
@@ -42,7 +42,7 @@ _PAYLOAD = "(Join-Path $d 'payload.b64')"
 
 def default_module_dir() -> Path:
     """``windows/StormatrixGuest`` of this checkout (the package maps ``harness/`` to ``stormatrix``)."""
-    return Path(__file__).resolve().parents[2] / "windows" / MODULE_NAME
+    return Path(__file__).resolve().parents[3] / "windows" / MODULE_NAME
 
 
 def encode_command(script: str) -> str:

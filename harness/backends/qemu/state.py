@@ -35,7 +35,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ..core.model import DiskConfig
+from ...core.model import DiskConfig
 
 log = logging.getLogger("stormatrix.qemu")
 

@@ -13,10 +13,10 @@ import math
 import time
 from typing import Any, Callable
 
-from ..core.errors import (AuthenticationFailed, GuestDisconnected, RemoteCommandError, RemoteTimeout,
-                           WSManServiceError)
-from .winrm_parse import CommandOutput
-from .winrm_settings import WinRMSettings, check_transport_available
+from ...core.errors import (AuthenticationFailed, GuestDisconnected, RemoteCommandError, RemoteTimeout,
+                            WSManServiceError)
+from .parse import CommandOutput
+from .settings import WinRMSettings, check_transport_available
 
 log = logging.getLogger("stormatrix.executor.winrm")
 
