@@ -82,11 +82,18 @@ def ours(marker: str) -> list[int]:
             if marker.encode() in cmd and (b"qemu-system" in cmd or b"fio" in cmd.split(b"\0")[0])]
 
 
+def running(pid: int) -> bool:
+    """``pid`` exists and is not a zombie; one that ends while its stat is read (ESRCH, ENOENT) is not running."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (ProcessLookupError, FileNotFoundError):
+        return False
+
+
 def gone(pids: set[int], timeout: float = 8.0) -> set[int]:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        alive = {p for p in pids if Path(f"/proc/{p}").exists()
-                 and (Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z")}
+        alive = {p for p in pids if running(p)}
         if not alive:
             return set()
         time.sleep(0.1)
