@@ -13,7 +13,7 @@ from __future__ import annotations
 import sys as _sys
 
 from .core import __version__
-from .core.starting import install_starting_handlers, is_the_command
+from .core.starting import install_starting_handlers, is_the_command, say_stopped_while_starting
 
 # Only for the command itself (the console script, or ``python -m stormatrix``), never a library user's
 # program: a signal during the rest of the imports ends in one line (cli.main replaces these handlers).
@@ -26,10 +26,7 @@ def _quiet_interrupt_hook(kind: type[BaseException], value: BaseException, tb: o
     """Ctrl-C while the command is still importing (before ``cli.main`` can catch it): one line, no
     traceback; the interpreter then ends with the SIGINT status (130) as for any uncaught Ctrl-C."""
     if issubclass(kind, KeyboardInterrupt):
-        try:
-            print("stormatrix: interrupted while starting; nothing was done", file=_sys.stderr)
-        except (OSError, ValueError):
-            pass
+        say_stopped_while_starting("interrupted")
         return
     _previous_hook(kind, value, tb)  # type: ignore[arg-type]
 

@@ -27,12 +27,17 @@ def is_the_command(argv: list[str]) -> bool:
     return bool(argv) and os.path.basename(argv[0]) in ("stormatrix", "-m")
 
 
-def exit_while_starting(signum: int, frame: object) -> None:
-    what = "interrupted" if signum == signal.SIGINT else "terminated"
+def say_stopped_while_starting(what: str) -> None:
+    """The one line a signal (or a raised KeyboardInterrupt) while starting prints: ``what`` is
+    ``interrupted`` or ``terminated``."""
     try:
         os.write(2, f"stormatrix: {what} while starting; nothing was done\n".encode())
     except OSError:
         pass
+
+
+def exit_while_starting(signum: int, frame: object) -> None:
+    say_stopped_while_starting("interrupted" if signum == signal.SIGINT else "terminated")
     os._exit(128 + signum)
 
 
