@@ -138,10 +138,14 @@ def side_suite(config: DemoSuiteConfig, side: DemoSide, guests: Sequence[FioGues
                             run={"on_error": "skip", "name": "demo-suite"})
 
 
+def placeholder_guests(config: DemoSuiteConfig) -> list[FioGuest]:
+    """The side's guests before they exist (their names; their addresses come when they boot)."""
+    return [FioGuest(name=n, host="127.0.0.1", port=i, filename="/dev/vda")
+            for i, n in enumerate(config.guest_names(), start=1)]
+
+
 def todo_points(config: DemoSuiteConfig, side: DemoSide) -> list[SuitePoint]:
-    placeholder = [FioGuest(name=n, host="127.0.0.1", port=i, filename="/dev/vda")
-                   for i, n in enumerate(config.guest_names(), start=1)]
-    suite = side_suite(config, side, placeholder)
+    suite = side_suite(config, side, placeholder_guests(config))
     journal = Journal(config.run_dir / side.key)
     done = journal.done_keys() if journal.path.exists() else set()
     return [p for p in suite.points() if p.key not in done]
@@ -180,8 +184,9 @@ def demo_suite(config: DemoSuiteConfig, *, progress: bool = True, stream: Any = 
         t0 = time.monotonic()
         with local_storage(side.storage, config.run_dir / side.key / "storage") as storage:
             urls = storage.start(disks)
-            guests = DemoGuests(side.key, side.disk, config.run_dir / side.key, image, config.guest_names(), urls,
-                                vcpus=config.vcpus, memory_mib=config.memory_mib,
+            settings = side_suite(config, side, placeholder_guests(config)).settings()
+            guests = DemoGuests(settings, side.key, side.disk, config.run_dir / side.key, image, config.guest_names(),
+                                urls, vcpus=config.vcpus, memory_mib=config.memory_mib,
                                 boot_timeout_s=config.boot_timeout_s, fio=config.fio, storage=storage.describe())
             with guests:
                 fio_guests = guests.start()
