@@ -76,7 +76,7 @@ def test_a_failure_discards_the_prepared_vm_and_its_job_never_runs(tmp_path: Pat
     """The first cell's guest drops its connection in the cell's warm-up, after the second configuration's job
     went ahead: the retry of the first cell runs next, so that prepared VM is discarded (its job never released)
     and the second configuration gets a VM (and a job sent ahead) again."""
-    runner, backend, summary = run(tmp_path, {"agent": {"drop_mid_command": 1}}, retries=1)
+    runner, backend, summary = run(tmp_path, {"first_agent": {"drop_mid_command": 1}}, retries=1)
     assert summary["measured"] == 3 and not summary["failed"]
     plan = runner.plan().cells
     errors = [r for r in read_journal(tmp_path / "run" / "journal.ndjson").records if r["type"] == "cell-error"]

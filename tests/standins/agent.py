@@ -75,6 +75,7 @@ class AgentStandin:
         self.go_received = 0  # GO answers to measure-start markers
         self.gate_waits: list[float] = []  # seconds each job sent ahead held at its warm-up gate until its GO
         self.booted = time.monotonic()  # the guest's uptime counts from here
+        self._unread = b""  # what _talk read past the command it is handling (one conversation at a time)
         self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.path.unlink(missing_ok=True)
         self._sock.bind(str(self.path))
@@ -121,8 +122,10 @@ class AgentStandin:
                 buf += chunk
                 while b"\n" in buf:
                     line, buf = buf.split(b"\n", 1)
+                    self._unread = buf  # a GO that came in the same read as RUN is _await_go's
                     if not self._command(conn, line.decode()):
                         return
+                    buf, self._unread = self._unread, b""
         except OSError:
             return
         finally:
@@ -185,7 +188,7 @@ class AgentStandin:
     def _await_go(self, conn: socket.socket, timeout: float = 10.0, count: bool = True) -> None:
         """Read until the host's GO line (smx-mark's ``read -t 10``); other input is an error."""
         deadline = time.monotonic() + timeout
-        buf = b""
+        buf, self._unread = self._unread, b""
         while b"\n" not in buf and time.monotonic() < deadline:
             conn.settimeout(max(0.01, deadline - time.monotonic()))
             try:
@@ -195,7 +198,8 @@ class AgentStandin:
             if not chunk:
                 return
             buf += chunk
-        self.go_received += count and buf.strip() == b"GO"
+        line, _, self._unread = buf.partition(b"\n")
+        self.go_received += count and line.strip() == b"GO"
 
     def close(self) -> None:
         self._stop.set()
@@ -254,6 +258,9 @@ class FakeVmBackend(Backend):
         self.claimed: list[tuple[AgentStandin, subprocess.Popen[bytes]]] = []
         self.discarded: list[str] = []  # the configurations whose claimed VM was discarded
         self.agents: list[AgentStandin] = []  # every guest started, in order
+        # "first_agent": faults of the first guest started only (the others get "agent"'s): with two guests
+        # talking at once (a job sent ahead), which one takes a shared fault first is a race
+        self.first_faults = AgentFaults.from_dict(faults["first_agent"]) if "first_agent" in faults else None
 
     def _prepare(self) -> dict[str, Any]:
         return {"qemu": "standin"}
@@ -283,7 +290,8 @@ class FakeVmBackend(Backend):
         path = Path(self.workdir) / "vm" / f"agent{self.starts}.sock"  # one per VM: two may live at once
         path.parent.mkdir(parents=True, exist_ok=True)
         proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)"], stdin=subprocess.DEVNULL)
-        agent = AgentStandin(path, self.agent_faults)
+        first = self.first_faults is not None and self.starts == 1
+        agent = AgentStandin(path, self.first_faults if first and self.first_faults else self.agent_faults)
         self.agents.append(agent)
         return agent, proc
 
