@@ -56,13 +56,13 @@ EXECUTORS: dict[str, str] = {
 #: (:class:`~stormatrix.backends.qemu_suite.DemoGuests`); a fleet's workers are each side's VM list.
 SUITE_GUESTS: dict[str, str] = {
     "guests": "stormatrix.suiteguests:AddressGuests",
-    "vms": "stormatrix.suitevms:ProxmoxVmGuests",
+    "vms": "stormatrix.backends.proxmox.vms:ProxmoxVmGuests",
 }
 
 #: a suite's ``[fleet]``, by its ``backend``: what plans the fleet, deploys it and runs each storage as a side
 FLEET_SUITES: dict[str, str] = {
-    "proxmox": "stormatrix.fleet.suiterun:ProxmoxFleetSuite",
-    "vmware": "stormatrix.fleet.suiterun:VmwareFleetSuite",
+    "proxmox": "stormatrix.backends.proxmox.fleetsuite:ProxmoxFleetSuite",
+    "vmware": "stormatrix.backends.vmware.fleetsuite:VmwareFleetSuite",
 }
 
 #: the sections backends, executors and the suite own (``[run]``, ``[matrix]`` and ``[[workload]]`` are
