@@ -46,7 +46,7 @@ LAYERS: list[tuple[int, str, tuple[str, ...]]] = [
                   "stormatrix.journal", "stormatrix.progress", "stormatrix.guestimage", "stormatrix.repeats",
                   "stormatrix.console", "stormatrix.runorder")),
     # the worker fleet's parts that know no backend: its journal, the storages under test
-    (3, "fleet", ("stormatrix.fleet", "stormatrix.fleet.journal", "stormatrix.fleet.localstore")),
+    (3, "fleet", ("stormatrix.fleet", "stormatrix.fleet.journal")),
     # the contracts a backend and an executor fulfil, the collectors and the records they feed
     (4, "contracts", ("stormatrix.backends", "stormatrix.backends.base", "stormatrix.executors",
                       "stormatrix.executors.base", "stormatrix.collect", "stormatrix.records")),
@@ -55,13 +55,14 @@ LAYERS: list[tuple[int, str, tuple[str, ...]]] = [
     # a suite of guests (the [suite] section, the side's guests as a platform gives them: by address, a VM list,
     # the qemu backend's local guests (they read the local agent's READY and probe fio servers, so they sit here,
     # above the executors), and the [fleet] that deploys them)
-    (6, "suite", ("stormatrix.suite", "stormatrix.suiteguests", "stormatrix.suitevms", "stormatrix.backends.qemu_suite",
+    (6, "suite", ("stormatrix.suite", "stormatrix.suiteguests", "stormatrix.suitevms", "stormatrix.backends.qemu.guests",
                   "stormatrix.fleet.spec", "stormatrix.fleet.template", "stormatrix.fleet.proxmox",
                   "stormatrix.fleet.vmware")),
     # the one list of backends, executors and sections
     (7, "registry", ("stormatrix.registry",)),
     # the run loop
     (8, "runner", ("stormatrix.window", "stormatrix.runner", "stormatrix.suiterun", "stormatrix.demosuite",
+                   "stormatrix.backends.qemu.fleetsuite",
                    "stormatrix.fleet.suiterun")),
     # the command line
     (9, "commands", ("stormatrix.cli", "stormatrix.__main__", "stormatrix.commands", "stormatrix.commands.*")),

@@ -4,7 +4,7 @@ What is checked is what a worker's QEMU relies on: each volume URL opens with QE
 (libiscsi for ``iscsi://``, its NBD client for ``nbd://``), a write through URL ``i`` lands in backing
 file ``i`` and nowhere else, the server listens on 127.0.0.1 only, and stopping it (or SIGKILLing the
 harness that started it) leaves no server process, no port and, for tgtd, no control socket behind.
-Guests doing fio over each storage are in ``test_demo_suite.py``.
+Workers doing fio over each storage are in ``test_local_fleet_suite.py``.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import psutil
 import pytest
 
 from stormatrix.core.errors import InputError
-from stormatrix.fleet.localstore import TGT_IPC_DIR, IscsiStorage, NbdStorage, listens, local_storage
+from stormatrix.backends.qemu.storages import TGT_IPC_DIR, IscsiStorage, NbdStorage, listens, local_storage
 
 MIB = 2**20
 
@@ -127,7 +127,7 @@ def test_bad_volumes_are_refused_before_a_server_starts(tmp_path: Path) -> None:
 _HARNESS = """
 import sys, time
 from pathlib import Path
-from stormatrix.fleet.localstore import local_storage
+from stormatrix.backends.qemu.storages import local_storage
 s = local_storage(sys.argv[1], Path(sys.argv[2]))
 s.start([Path(sys.argv[3])])
 print(s.proc.pid, s.port, getattr(s, "control", None) or 0, flush=True)
