@@ -1,7 +1,8 @@
 """``stormatrix suite run`` on a local fleet (``[fleet] backend = "qemu"``), for real: 2 QEMU workers in fio
 server mode, their volumes served over iSCSI (tgtd, opened by QEMU's libiscsi) then over NBD
-(qemu-storage-daemon) on 127.0.0.1, 1 block size x 2 queue depths with short windows; the comparison workbook;
-nothing left behind; then a rerun that serves nothing and boots nothing. ``stormatrix demo --suite`` is this
+(qemu-storage-daemon) on 127.0.0.1, 1 block size x 2 queue depths with short windows, the workers booted again
+before the second point (``power_cycle = "point"``); the comparison workbook; nothing left behind; then a rerun
+that serves nothing and boots nothing. ``stormatrix demo --suite`` is this
 run on its shipped suite file (``test_local_fleet.py`` checks that file).
 """
 
@@ -40,6 +41,7 @@ backend = "qemu"
 workers = 2
 storages = ["iscsi", "nbd"]
 disk_size = "16M"
+power_cycle = "point"
 """
 SIDES = {"iscsi": ("iSCSI", "tgtd"), "nbd": ("NBD", "qemu-storage-daemon")}
 
@@ -96,6 +98,10 @@ def test_suite_run_on_a_local_fleet_two_storages_then_nothing_left_then_resume(
                 assert pm["mib"] == pytest.approx(c["fio"]["total"]["io_bytes"] / 2**20)
                 assert pm["cpu"] > 0 and pm["ctx"] > 0 and pm["cpu_unit"] in ("CPU-ms/MiB", "cycles/MiB")
                 assert c["guest"]["device"] == "/dev/sda"  # the workers' only disk, as their READY line said
+            # power_cycle = "point": the second point ran on workers booted again (new QEMU processes, journaled)
+            assert not set(cells[0]["host"]["pid"]) & set(cells[1]["host"]["pid"])
+            booted = [r for r in _records(run_dir / "fleet.ndjson") if r.get("role") == "qemu" and r["storage"] == storage]
+            assert sorted(r["pid"] for r in booted) == sorted(cells[0]["host"]["pid"] + cells[1]["host"]["pid"])
 
         wb = openpyxl.load_workbook(run_dir / "comparison.xlsx")
         for sheet in ("Summary", "Measurements", "Comparison", "Averages", "Environment"):
