@@ -100,7 +100,8 @@ def test_suite_run_on_a_local_fleet_two_storages_then_nothing_left_then_resume(
                 assert c["guest"]["device"] == "/dev/sda"  # the workers' only disk, as their READY line said
             # power_cycle = "point": the second point ran on workers booted again (new QEMU processes, journaled)
             assert not set(cells[0]["host"]["pid"]) & set(cells[1]["host"]["pid"])
-            booted = [r for r in _records(run_dir / "fleet.ndjson") if r.get("role") == "qemu" and r["storage"] == storage]
+            booted = [r for r in _records(run_dir / "fleet.ndjson")
+                      if r.get("role") == "qemu" and r["storage"] == storage]
             assert sorted(r["pid"] for r in booted) == sorted(cells[0]["host"]["pid"] + cells[1]["host"]["pid"])
 
         wb = openpyxl.load_workbook(run_dir / "comparison.xlsx")
