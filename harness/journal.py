@@ -21,14 +21,14 @@ import json
 import logging
 import math
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterable
 
 from .core.errors import DataFileError, InputError, JournalWriteError
-from .core.journalfile import CELL, looks_binary, read_lines
+from .core.journalfile import looks_binary, read_lines
 from .core.paths import input_problem
-from .core.recordtypes import JournalRecord
+from .core.recordtypes import CellRecord, JournalRecord, Record, resume_record
 
 log = logging.getLogger("stormatrix.journal")
 
@@ -59,6 +59,14 @@ def _clean(value: Any) -> Any:
 class ReadResult:
     records: list[dict[str, Any]]
     torn_tail: bool
+    numbers: list[int] = field(default_factory=list)  # each record's line number
+
+    def typed(self, path: str | Path) -> list[Record]:
+        """The records as their types (:func:`~stormatrix.core.recordtypes.resume_record`: a wrong-typed key
+        raises DataFileError naming ``path``, the line and the key); a type this stormatrix does not write is
+        left out."""
+        typed = (resume_record(rec, f"{path}:{number}") for rec, number in zip(self.records, self.numbers))
+        return [rec for rec in typed if rec is not None]
 
 
 def read_journal(path: str | Path) -> ReadResult:
@@ -75,6 +83,7 @@ def read_journal(path: str | Path) -> ReadResult:
                             f"give the run directory whose {JOURNAL_NAME} stormatrix wrote, or move this file "
                             "away to start a new run there")
     records: list[dict[str, Any]] = []
+    line_numbers: list[int] = []
     bad: list[tuple[int, str]] = []  # (line number, why): every damaged line is named, not only the first
     torn = False
     for line in read_lines(data):
@@ -92,6 +101,7 @@ def read_journal(path: str | Path) -> ReadResult:
             continue
         assert line.record is not None
         records.append(line.record)
+        line_numbers.append(line.number)
     if bad:
         numbers = ", ".join(str(n) for n, _ in bad[:10]) + (f" and {len(bad) - 10} more" if len(bad) > 10 else "")
         which = f"line {numbers} is" if len(bad) == 1 else f"lines {numbers} are"
@@ -99,7 +109,7 @@ def read_journal(path: str | Path) -> ReadResult:
                             "restore the file from a backup or delete "
                             f"{'that line' if len(bad) == 1 else 'those lines'}; "
                             f"the other {len(records)} records are intact")
-    return ReadResult(records, torn)
+    return ReadResult(records, torn, line_numbers)
 
 
 class Journal:
@@ -201,10 +211,18 @@ class Journal:
             os.close(fd)
 
     def records(self) -> list[dict[str, Any]]:
+        """Every record as the JSON object on its line."""
         return read_journal(self.path).records
 
-    def iter_cells(self) -> Iterator[dict[str, Any]]:
-        return (r for r in self.records() if r.get("type") == CELL)
+    def typed_records(self) -> list[Record]:
+        """Every record as its type (:meth:`ReadResult.typed`): what a resume reads."""
+        return read_journal(self.path).typed(self.path)
 
     def done_keys(self) -> set[str]:
-        return {r["key"] for r in self.iter_cells() if "key" in r}
+        """The keys of the cells already measured (a ``cell`` record): a resume skips them."""
+        return done_keys(self.typed_records())
+
+
+def done_keys(records: Iterable[Record]) -> set[str]:
+    """The keys of the ``cell`` records among ``records``."""
+    return {r.key for r in records if isinstance(r, CellRecord) and r.key is not None}

@@ -17,9 +17,9 @@ from typing import Any, TypeVar
 from .analysis.diskspd import parse_diskspd_xml
 from .analysis.fio import jobs_named, summarize_jobs
 from .core.errors import DataFileError, ErrorDetails, StormatrixError, WorkloadFailed
-from .core.recordtypes import (CellErrorRecord, CellPart, CellRecord, CellSkippedRecord, ClockCheck, CrossCheck,
-                               ErrorPart, FioSummary, HostMetrics, JsonPart, PerMib, RateCheck, RestoredRecord,
-                               RunRecord, Times)
+from .core.recordtypes import (CellErrorRecord, CellPart, CellRecord, CellSkippedRecord, ClientPart, ClockCheck,
+                               CrossCheck, ErrorPart, FioSummary, HostMetrics, JsonPart, PerMib, PointInfo, RateCheck,
+                               RestoredRecord, RunRecord, SuiteInfo, Times)
 from .core.metrics import MIB, per_mib
 from .core.model import MIXED_MODES, WRITE_MODES, Cell, now_iso
 from .core.scope import BlockStats
@@ -234,14 +234,18 @@ def clock_check(fio: dict[str, Any], host_window_s: float | None, tolerance_pct:
 def cell_record(*, run_id: str, cell: Cell, backend: str | None, side: str | None, vm: str | list[str],
                 times: dict[str, Any], fio: dict[str, Any], host: dict[str, Any] | None,
                 result: WorkloadResult, rate: dict[str, Any] | None, cross: dict[str, Any] | None,
-                overlap: dict[str, Any] | None = None) -> CellRecord:
+                overlap: dict[str, Any] | None = None, fields: dict[str, Any] | None = None) -> CellRecord:
     """One measured cell. ``result.record`` adds (or, for ``vm``/``guest``/``raw``, replaces) what only
-    its executor knows: per-guest results of a multi-guest point, its raw output's shape."""
+    its executor knows: per-guest results of a multi-guest point, its raw output's shape; ``fields`` what
+    the run adds to every cell record (a suite's name). What a point on many guests adds is typed
+    (:class:`~stormatrix.core.recordtypes.PointInfo`); anything else stays in the record's ``rest``."""
     where = f"the record of cell {cell.key}"
-    extra = dict(result.record)
+    extra = {**result.record, **(fields or {})}
     times = {**times, **extra.pop("times", {})}
     typed = {"vm": vm, "clients": None, "raw": {"engine": result.engine, "output": result.raw}}
     typed.update({k: extra.pop(k) for k in list(extra) if k in typed})
+    point = {k: extra.pop(k) for k in list(extra) if k in PointInfo.json_keys()}
+    clients = ClientPart.parse_list(typed["clients"], where, "clients") if typed["clients"] is not None else None
     return CellRecord(
         run_id=run_id, key=cell.key, cell=CellPart.of(cell), backend=backend, side=side, vm=typed["vm"],
         engine=result.engine, times=Times.parse(times, where, "times."),
@@ -249,8 +253,8 @@ def cell_record(*, run_id: str, cell: Cell, backend: str | None, side: str | Non
         per_mib=PerMib.parse(per_mib(fio["total"]["io_bytes"], host), where, "per_mib."),
         rate=_part(RateCheck, rate, where, "rate."), crosscheck=_part(CrossCheck, cross, where, "crosscheck."),
         clock=ClockCheck.parse(clock_check(fio, times["window_s"]), where, "clock.") if times.get("window_s") else None,
-        guest=result.guest, window_source=result.window_source, clients=typed["clients"], raw=typed["raw"],
-        overlap=overlap, rest=extra)
+        guest=result.guest, window_source=result.window_source, clients=clients, raw=typed["raw"],
+        overlap=overlap, point_info=PointInfo.parse(point, where) if point else None, rest=extra)
 
 
 P = TypeVar("P", bound=JsonPart)
@@ -268,19 +272,25 @@ def error_record(*, run_id: str, cell: Cell, stage: str, attempt: int, exc: Base
     partial = details.partial
     error = ErrorPart(type=type(exc).__name__, message=str(exc),
                       console_tail=console_tail[-800:] if console_tail else None, guests=details.guests)
+    clients = [{"name": c["name"], "fio": c["fio"]} for c in partial] if partial else None
     return CellErrorRecord(run_id=run_id, key=cell.key, cell=CellPart.of(cell), side=side, stage=stage,
                            attempt=attempt, time=now_iso(), error=error,
-                           partial_clients=[{"name": c["name"], "fio": c["fio"]} for c in partial] if partial else None)
+                           partial_clients=ClientPart.parse_list(clients, f"the error record of cell {cell.key}",
+                                                                 "partial_clients") if clients else None)
 
 
 def run_record(*, run_id: str, matrix_path: str, matrix: dict[str, Any], backend: str, side: str | None,
                environment: dict[str, Any], original_config: dict[str, Any] | None, cells: int, todo: int,
-               extra: dict[str, Any] | None = None) -> RunRecord:
-    """A run starts: where and on what it runs, the matrix as read, what restore will put back; ``extra``
-    is what a suite adds (its points, its side)."""
+               order: str | None = None, seed: int | None = None, extra: dict[str, Any] | None = None) -> RunRecord:
+    """A run starts: where and on what it runs, the matrix as read, what restore will put back, the order its
+    cells run in; ``extra`` is what the run's source adds (a suite's name, guests, points: typed as
+    :class:`~stormatrix.core.recordtypes.SuiteInfo`; anything else stays in the record's ``rest``)."""
+    extra = dict(extra or {})
+    suite = {k: extra.pop(k) for k in list(extra) if k in SuiteInfo.json_keys()}
     return RunRecord(run_id=run_id, started=now_iso(), matrix_path=matrix_path, matrix=matrix, backend=backend,
                      side=side, environment=environment, original_config=original_config, cells=cells, todo=todo,
-                     rest=dict(extra or {}))
+                     order=order, seed=seed, suite_info=SuiteInfo.parse(suite, f"the run record of {run_id}")
+                     if suite else None, rest=extra)
 
 
 def skipped_record(*, run_id: str, cell: Cell, side: str | None, reason: str, drivers: Any,

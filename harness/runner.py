@@ -35,14 +35,13 @@ from . import __version__, records, repeats, runorder
 from .backends.base import Backend
 from .core.errors import (AuthenticationFailed, BackendError, CollectorError, JournalWriteError, MatrixError,
                           StormatrixError, UnsafeWrite)
-from .core.journalfile import CELL, RUN, run_kind
 from .core.model import WRITE_MODES, Cell, DiskConfig, Plan, now_iso
-from .core.recordtypes import CellRecord
+from .core.recordtypes import CellRecord, Record, RunRecord
 from .core.scope import GuestEndpoint
 from .core.settings import RunSettings
 from .executors.base import DriverGate, GuestExecutor, WorkloadResult
 from .host.inventory import inventory
-from .journal import Journal
+from .journal import Journal, done_keys
 from .progress import DEFAULT_OVERHEAD_S, Progress, estimate_seconds, fmt_duration
 from .registry import backend_class, executor_class, sections
 from .spec import MATRIX_SECTION, RUN_SECTION, WORKLOAD_SECTION, MatrixSpec, expand
@@ -121,8 +120,9 @@ class RunSource(ABC):
     overhead_s: float = DEFAULT_OVERHEAD_S
 
     @abstractmethod
-    def check_resume(self, records_before: list[dict[str, Any]], run_dir: Path, side: str | None) -> None:
-        """Refuse (MatrixError) to resume into a journal this run does not belong in."""
+    def check_resume(self, records_before: list[Record], run_dir: Path, side: str | None) -> None:
+        """Refuse (MatrixError) to resume into a journal this run does not belong in (``records_before``: the
+        journal's records as their types)."""
 
     @abstractmethod
     def plan(self) -> Plan: ...
@@ -159,9 +159,9 @@ class MatrixSource(RunSource):
         self.settings = spec
         self.backend_cls = backend_cls or backend_class(spec.run["backend"])
 
-    def check_resume(self, records_before: list[dict[str, Any]], run_dir: Path, side: str | None) -> None:
-        def differences(rec: dict[str, Any]) -> list[str]:
-            return run_differences(rec["matrix"], self.settings.raw) if isinstance(rec.get("matrix"), dict) else []
+    def check_resume(self, records_before: list[Record], run_dir: Path, side: str | None) -> None:
+        def differences(rec: RunRecord) -> list[str]:
+            return run_differences(rec.matrix, self.settings.raw) if isinstance(rec.matrix, dict) else []
 
         check_same_run(records_before, self.spec, run_dir, side=side, kind="matrix", differences=differences)
 
@@ -231,27 +231,28 @@ def run_differences(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     return out
 
 
-def check_same_run(records_before: list[dict[str, Any]], settings: RunSettings, run_dir: Path, *,
+def check_same_run(records_before: list[Record], settings: RunSettings, run_dir: Path, *,
                    side: str | None, kind: str,
-                   differences: Callable[[dict[str, Any]], list[str]] | None = None) -> None:
+                   differences: Callable[[RunRecord], list[str]] | None = None) -> None:
     """Refuse (before anything is appended) to resume into another run's journal: docs/journal.md, Resuming.
 
-    ``kind``: what this run is (:func:`~stormatrix.core.journalfile.run_kind`); ``differences``: how the source
-    tells its own settings apart from a run record's (a matrix: key by key; a suite checks its guests itself)."""
-    for rec in (r for r in records_before if r.get("type") == RUN):
+    ``kind``: what this run is (:attr:`~stormatrix.core.recordtypes.RunRecord.kind`); ``differences``: how the
+    source tells its own settings apart from a run record's (a matrix: key by key; a suite checks its guests
+    itself)."""
+    for rec in (r for r in records_before if isinstance(r, RunRecord)):
         fix = f"give -o a new run directory (e.g. {run_dir}-2), or resume with the matrix that run was measured with"
-        if run_kind(rec) != kind:
-            diff = [f"it holds a {run_kind(rec)} run's journal, this is a {kind} run"]
-        elif rec.get("side") != side:
-            diff = [f"it was measured as side {rec.get('side')!r}, this run is side {side!r}"]
-            fix = f"resume with {'--side ' + repr(rec['side']) if rec.get('side') else 'no --side'}, or {fix}"
+        if rec.kind != kind:
+            diff = [f"it holds a {rec.kind} run's journal, this is a {kind} run"]
+        elif rec.side != side:
+            diff = [f"it was measured as side {rec.side!r}, this run is side {side!r}"]
+            fix = f"resume with {'--side ' + repr(rec.side) if rec.side else 'no --side'}, or {fix}"
         else:
             diff = differences(rec) if differences is not None else []
             conflict = runorder.seed_conflict(settings.run, [rec])
             diff += [conflict] if conflict else []
         if diff:
-            raise MatrixError(settings.path, "", f"{run_dir} holds the journal of another run ({rec.get('run_id')}, "
-                              f"matrix {rec.get('matrix_path')}): {'; '.join(diff[:3])}"
+            raise MatrixError(settings.path, "", f"{run_dir} holds the journal of another run ({rec.run_id}, "
+                              f"matrix {rec.matrix_path}): {'; '.join(diff[:3])}"
                               f"{f' (and {len(diff) - 3} more)' if len(diff) > 3 else ''}; resuming would mix "
                               "two runs in one journal", fix)
 
@@ -344,10 +345,10 @@ class Runner:
     def run(self) -> dict[str, Any]:
         plan = self.plan()
         self.journal.check_existing()  # then read, and refused before open() could cut another run's torn tail
-        records_before = self.journal.records() if self.journal.path.is_file() else []
+        records_before = self.journal.typed_records() if self.journal.path.is_file() else []
         self.source.check_resume(records_before, self.run_dir, self.side)
         self.journal.open()
-        done = {r["key"] for r in records_before if r.get("type") == CELL and "key" in r}
+        done = done_keys(records_before)
         self.seed, seed_source = runorder.run_seed(self.settings.run, records_before)
         if self.order == "rounds":
             log.info("cells run in shuffled rounds, seed %d (%s)", self.seed, seed_source)
@@ -359,7 +360,7 @@ class Runner:
                    "measured": 0, "measured_keys": [], "failed": [], "errors": [],
                    "skipped": [(s.disk.key, s.reason) for s in plan.skipped], "extra_repeats": []}
         # a resumed run may owe extra repeats although every planned cell is journaled
-        extra_first = (repeats.next_extra(plan, self.settings.run, records_before, set(), self.journal.path)
+        extra_first = (repeats.next_extra(plan, self.settings.run, self.journal.records(), set(), self.journal.path)
                        if not pending else [])
         if not pending and not extra_first:
             log.info("all %d cells are in the journal already", len(plan.cells))
@@ -462,7 +463,7 @@ class Runner:
         self.journal.append(records.run_record(
             run_id=self.run_id, matrix_path=self.settings.path, matrix=self.settings.raw, backend=backend.name,
             side=self.side, environment=env, original_config=backend.original_config(), cells=cells, todo=pending,
-            extra={"order": self.order, "seed": self.seed, **self.source.run_fields(backend)}).to_json())
+            order=self.order, seed=self.seed, extra=self.source.run_fields(backend)).to_json())
 
     def _run_group(self, backend: Backend, disk: DiskConfig, cells: list[Cell], progress: Progress | None,
                    upcoming: list[DiskConfig] | None = None, attempt: int = 0) -> None:
@@ -714,8 +715,7 @@ class Runner:
             vm=", ".join(measured.vms), times=times, fio=fio, host=measured.host,
             result=result, rate=records.rate_check(cell, fio, run["rate_tolerance_pct"]),
             cross=records.crosscheck(fio, measured.bs0, measured.bs1, run["crosscheck_tolerance_pct"]),
-            overlap=measured.overlap)
-        record.rest.update(self.source.cell_fields())
+            overlap=measured.overlap, fields=self.source.cell_fields())
         marks = self.timeline.setdefault(cell.key, {})
         marks.update({k: v for k, v in (("sent", window.mono_sent), ("measure_start", window.mono_start),
                                         ("measure_end", window.mono_end)) if v})

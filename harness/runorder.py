@@ -23,6 +23,7 @@ import secrets
 from typing import Any, Iterable
 
 from .core.model import Cell, DiskConfig
+from .core.recordtypes import Record, RunRecord
 
 Group = tuple[tuple[DiskConfig, int], list[Cell]]
 
@@ -65,15 +66,15 @@ def ordered_cells(cells: Iterable[Cell], order: str, seed: int) -> list[Cell]:
     return [c for _, group in ordered_groups(cells, order, seed) for c in group]
 
 
-def journaled_order(records: Iterable[dict[str, Any]]) -> tuple[str, int] | None:
+def journaled_order(records: Iterable[Record]) -> tuple[str, int] | None:
     """(order, seed) of the first run record that has them: the order a resumed run keeps."""
     for rec in records:
-        if rec.get("type") == "run" and isinstance(rec.get("seed"), int) and rec.get("order") in ORDERS:
-            return rec["order"], rec["seed"]
+        if isinstance(rec, RunRecord) and rec.seed is not None and rec.order in ORDERS:
+            return rec.order, rec.seed
     return None
 
 
-def run_seed(run: dict[str, Any], records: Iterable[dict[str, Any]]) -> tuple[int, str]:
+def run_seed(run: dict[str, Any], records: Iterable[Record]) -> tuple[int, str]:
     """The seed this invocation orders by, and where it comes from (for the log and the run record).
 
     A journaled seed wins over a fresh draw, so a resumed run keeps its order; a matrix that sets
@@ -88,7 +89,7 @@ def run_seed(run: dict[str, Any], records: Iterable[dict[str, Any]]) -> tuple[in
     return draw_seed(), "drawn at the run's start ([run] seed = 0)"
 
 
-def seed_conflict(run: dict[str, Any], records: Iterable[dict[str, Any]]) -> str | None:
+def seed_conflict(run: dict[str, Any], records: Iterable[Record]) -> str | None:
     """Why this invocation cannot resume the journal's order, or None.
 
     A matrix that sets a seed other than the journaled one would put the pending cells elsewhere than

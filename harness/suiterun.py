@@ -26,8 +26,8 @@ from typing import Any, Callable
 
 from .backends.base import Backend
 from .core.errors import GuestDisconnected, GuestNotReady, MatrixError
-from .core.journalfile import RUN
 from .core.model import Cell, Plan
+from .core.recordtypes import Record, RunRecord
 from .executors.base import GuestExecutor
 from .executors.fioserver.executor import FioServerExecutor
 from .journal import Journal
@@ -97,7 +97,7 @@ class SuiteSource(RunSource):
                          "grace_s": suite.grace_s, "probe_until_ready": guests.booting or guests.cycles_points,
                          "probe_each_cell": True}
 
-    def check_resume(self, records_before: list[dict[str, Any]], run_dir: Path, side: str | None) -> None:
+    def check_resume(self, records_before: list[Record], run_dir: Path, side: str | None) -> None:
         check_same_run(records_before, self.settings, run_dir, side=side, kind="suite")  # guests: check_resumable
 
     def plan(self) -> Plan:
@@ -126,17 +126,20 @@ class SuiteSource(RunSource):
 
 
 def check_resumable(journal: Journal, suite: Suite) -> None:
-    """Refuse to mix sides or guest sets in one run directory: the points would not be comparable."""
+    """Refuse to mix sides or guest sets in one run directory: the points would not be comparable (the
+    journal's suite run records, read as :class:`~stormatrix.core.recordtypes.RunRecord` with its
+    :class:`~stormatrix.core.recordtypes.SuiteInfo`)."""
     if not journal.path.exists():
         return
-    for rec in journal.records():
-        if rec.get("type") != RUN or rec.get("suite") is None:
+    for rec in journal.typed_records():
+        if not isinstance(rec, RunRecord) or rec.kind != "suite":
             continue
-        if rec.get("side") != suite.side:
+        if rec.side != suite.side:
             raise MatrixError(suite.path, "[suite] side",
-                              f"{journal.run_dir} holds side {rec.get('side')!r}, not {suite.side!r}",
+                              f"{journal.run_dir} holds side {rec.side!r}, not {suite.side!r}",
                               "give each side its own run directory (-o runs/<side>)")
-        old = [g.get("name") for g in rec.get("guests", [])]
+        assert rec.suite_info is not None
+        old = [str(name) for name in rec.suite_info.guest_names()]
         new = [g.name for g in suite.guests]
         if old and sorted(old) != sorted(new):
             raise MatrixError(suite.path, "[suite] guests",

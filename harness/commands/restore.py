@@ -20,6 +20,7 @@ from typing import Any
 
 from ..core.errors import InputError
 from ..core.paths import input_problem
+from ..core.recordtypes import Record, RestoredRecord, RunRecord
 from ..journal import Journal, read_journal, JOURNAL_NAME
 from ..records import restored_record
 from ..registry import backend_class, spec_from_dict
@@ -27,13 +28,13 @@ from ..registry import backend_class, spec_from_dict
 log = logging.getLogger("stormatrix.restore")
 
 
-def pending_restore(records: list[dict[str, Any]]) -> dict[str, Any] | None:
+def pending_restore(records: list[Record]) -> RunRecord | None:
     """The last ``run`` record with an original config that no later ``restored`` record covers."""
-    last: dict[str, Any] | None = None
+    last: RunRecord | None = None
     for rec in records:
-        if rec.get("type") == "run" and rec.get("original_config"):
+        if isinstance(rec, RunRecord) and rec.original_config:
             last = rec
-        elif rec.get("type") == "restored" and last is not None and rec.get("run_id") == last.get("run_id"):
+        elif isinstance(rec, RestoredRecord) and last is not None and rec.run_id == last.run_id:
             last = None
     return last
 
@@ -52,14 +53,14 @@ def restore_run(run_dir: Path, *, force: bool = False) -> str:
         raise InputError(f"{journal_path} {journal_problem}, so no journal can be read there. Fix: give the run "
                          "directory "
                          "of a 'stormatrix run', whose journal.ndjson is a file")
-    records = read_journal(journal_path).records
-    all_runs = [r for r in records if r.get("type") == "run"]
-    runs = [r for r in all_runs if r.get("original_config")]
+    records = read_journal(journal_path).typed(journal_path)
+    all_runs = [r for r in records if isinstance(r, RunRecord)]
+    runs = [r for r in all_runs if r.original_config]
     if not all_runs:
         return (f"nothing to restore: {journal_path} holds no run record, so no run started here and no VM "
                 "was changed")
     if not runs:
-        used = ", ".join(sorted({str(r.get("backend")) for r in all_runs}))
+        used = ", ".join(sorted({str(r.backend) for r in all_runs}))
         return (f"nothing to restore: the runs in this journal (backend {used}) journaled no original VM "
                 "configuration, so none was changed (the local qemu backend starts its own VMs and keeps "
                 "nothing after a run)")
@@ -68,29 +69,29 @@ def restore_run(run_dir: Path, *, force: bool = False) -> str:
         if not force:
             return "nothing to restore: the journal says the VM was put back (use --force to check anyway)"
         run = runs[-1]
-    backend_name = run.get("backend")
-    original = run["original_config"]
+    backend_name = run.backend
+    original = run.original_config
     if backend_name not in RESTORABLE:
         raise InputError(f"the run used the {backend_name!r} backend, which keeps nothing to restore")
     if not isinstance(original, dict):
-        raise InputError(f"{journal_path}: run {run.get('run_id')}: original_config is {type(original).__name__}, "
+        raise InputError(f"{journal_path}: run {run.run_id}: original_config is {type(original).__name__}, "
                          "not an object. Fix: the journal was edited or damaged; restore it from a backup")
-    if not isinstance(run.get("matrix"), dict):
-        raise InputError(f"{journal_path}: run {run.get('run_id')}: the run record has no matrix, so the backend "
+    if not isinstance(run.matrix, dict):
+        raise InputError(f"{journal_path}: run {run.run_id}: the run record has no matrix, so the backend "
                          "cannot be rebuilt. Fix: the journal was edited or damaged; restore it from a backup")
-    spec = spec_from_dict(run["matrix"], str(run.get("matrix_path", "<journal>")))
+    spec = spec_from_dict(run.matrix, str(run.matrix_path) if run.given("matrix_path") else "<journal>")
     backend = backend_class(backend_name)(spec, run_dir)
     try:
         try:
             # every RESTORABLE backend (checked above) has load_original; the Backend base does not
             backend.load_original(original)  # type: ignore[attr-defined]
         except InputError as exc:
-            raise InputError(f"{journal_path}: run {run.get('run_id')}: {exc}") from None
+            raise InputError(f"{journal_path}: run {run.run_id}: {exc}") from None
         backend.restore()
     finally:
         backend.close()
     what = RESTORABLE[backend_name](original)
-    restored = restored_record(run_id=run.get("run_id"), vm=what["vm"], by="stormatrix restore")
+    restored = restored_record(run_id=run.run_id, vm=what["vm"], by="stormatrix restore")
     Journal(run_dir).open().append(restored.to_json())
     return f"{what['text']} restored to its original configuration"
 

@@ -27,12 +27,6 @@ RESTORED = "restored"          # the VM was put back as the run found it
 RECORD_TYPES = frozenset({RUN, CELL, CELL_ERROR, CELL_SKIPPED, RESTORED})
 
 
-def run_kind(record: dict[str, Any]) -> str:
-    """What a ``run`` record's run measured: ``"suite"`` (its record names the suite, even one named "") or
-    ``"matrix"`` (docs/journal.md)."""
-    return "suite" if record.get("suite") is not None else "matrix"
-
-
 @dataclass(frozen=True)
 class Line:
     """One non-blank line: its decoded JSON value, or why it could not be decoded."""

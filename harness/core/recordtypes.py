@@ -54,10 +54,12 @@ _TESTS: dict[str, Any] = {
 }
 
 
-def _f(kind: str = _ANY, *, part: type | None = None, omit_none: bool = False) -> Any:
-    """A typed JSON field (its JSON key is its name): its kind, its nested part type, and whether the harness
-    leaves the key out when the value is None."""
-    return field(default=None, metadata={"kind": kind, "part": part, "omit_none": omit_none})
+def _f(kind: str = _ANY, *, part: type | None = None, omit_none: bool = False, flat: bool = False) -> Any:
+    """A typed JSON field (its JSON key is its name): its kind, its nested part type (with ``kind`` ``_LIST``: a
+    list of such parts), and whether the harness leaves the key out when the value is None. A ``flat`` part is
+    no key of its own: its keys sit beside the record's (a suite's additions to a run or cell record), read
+    when any of them is there and written in its place."""
+    return field(default=None, metadata={"kind": kind, "part": part, "omit_none": omit_none, "flat": flat})
 
 
 P = TypeVar("P", bound="JsonPart")
@@ -86,9 +88,16 @@ class JsonPart:
         out: dict[str, Any] = dict(self.HEAD)
         for f in self._typed():
             value = getattr(self, f.name)
+            if f.metadata["flat"]:
+                out.update(value.to_json() if value is not None else {})
+                continue
             if value is None and f.metadata["omit_none"]:
                 continue
-            out[f.name] = value.to_json() if isinstance(value, JsonPart) else value
+            if isinstance(value, JsonPart):
+                value = value.to_json()
+            elif f.metadata["part"] is not None and isinstance(value, list):
+                value = [v.to_json() for v in value]
+            out[f.name] = value
         out.update(self.rest)
         if self.keys is None:
             return out
@@ -103,21 +112,52 @@ class JsonPart:
         for f in dataclasses.fields(cls):
             if "kind" not in f.metadata:
                 continue
+            part: type[JsonPart] | None = f.metadata["part"]
+            if f.metadata["flat"]:
+                assert part is not None
+                own = {k: v for k, v in obj.items() if k in part.json_keys()}
+                typed |= part.json_keys()
+                if own:
+                    values[f.name] = part.parse(own, where, prefix)
+                continue
             key = f.name
             typed.add(key)
             if obj.get(key) is None:
                 continue
             value, dotted = obj[key], prefix + key
-            part: type[JsonPart] | None = f.metadata["part"]
-            if part is not None:
-                if not isinstance(value, dict):
-                    raise DataFileError(where, f"'{dotted}' is {value!r}, not an object", EDITED_FIX)
-                value = part.parse(value, where, dotted + ".")
+            if part is not None and f.metadata["kind"] == _LIST:
+                value = part.parse_list(value, where, dotted)
+            elif part is not None:
+                value = part.parse(_object(value, dotted, where), where, dotted + ".")
             elif not _TESTS[f.metadata["kind"]](value):
                 raise DataFileError(where, f"'{dotted}' is {value!r}, not {f.metadata['kind']}", EDITED_FIX)
             values[f.name] = value
         rest = {k: v for k, v in obj.items() if k not in typed}
         return cls(**values, rest=rest, keys=tuple(obj))
+
+    @classmethod
+    def parse_list(cls: type[P], value: Any, where: str, dotted: str) -> list[P]:
+        """A JSON list of such parts (``dotted``: its key); anything else raises DataFileError naming it."""
+        if not isinstance(value, list):
+            raise DataFileError(where, f"'{dotted}' is {value!r}, not a list", EDITED_FIX)
+        return [cls.parse(_object(item, f"{dotted}[{i}]", where), where, f"{dotted}[{i}].")
+                for i, item in enumerate(value)]
+
+    @classmethod
+    def json_keys(cls) -> frozenset[str]:
+        """The JSON keys the type reads into its fields (a flat part's own included)."""
+        keys: set[str] = set()
+        for f in dataclasses.fields(cls):
+            if "kind" in f.metadata:
+                keys |= f.metadata["part"].json_keys() if f.metadata["flat"] else {f.name}
+        return frozenset(keys)
+
+
+def _object(value: Any, dotted: str, where: str) -> Mapping[str, Any]:
+    """A nested part's JSON: an object, else DataFileError naming its key."""
+    if not isinstance(value, dict):
+        raise DataFileError(where, f"'{dotted}' is {value!r}, not an object", EDITED_FIX)
+    return value
 
 
 # --- the parts of a cell record -------------------------------------------------------------------
@@ -291,6 +331,150 @@ class ClockCheck(JsonPart):
     flag: bool | None = _f()
 
 
+# --- what a point on many guests adds (the fio-server executor, a suite) --------------------------
+
+
+@dataclass
+class ClientWindow(JsonPart):
+    """``clients[].window``: one guest's measurement window in unix ms, from its fio IOPS log."""
+
+    start_ms: float | None = _f(_NUM)
+    end_ms: float | None = _f(_NUM)
+    last_sample_ms: float | None = _f(_NUM)
+    samples: int | None = _f(_INT)
+
+
+@dataclass
+class ClientPart(JsonPart):
+    """One guest of a multi-guest point (``clients[]``; a ``cell-error``'s ``partial_clients[]``): its name
+    and address, what it measured (the shape of ``fio``) and its own window."""
+
+    name: str | None = _f(_STR)
+    host: str | None = _f(_STR)
+    port: int | None = _f(_INT)
+    fio: FioSummary | None = _f(part=FioSummary)
+    window: ClientWindow | None = _f(part=ClientWindow)
+
+
+@dataclass
+class AggregateCheck(JsonPart):
+    """``aggregate_check``: the guests' summed counts against fio's own "All clients" entry."""
+
+    match: bool | None = _f()
+    clients: int | None = _f(_INT)
+    fio_all_clients: Any = _f()
+    rule: str | None = _f(_STR)
+    read: dict[str, Any] | None = _f(_OBJ)
+    write: dict[str, Any] | None = _f(_OBJ)
+    total: dict[str, Any] | None = _f(_OBJ)
+
+
+@dataclass
+class Skew(JsonPart):
+    """``skew``: how far apart the guests' windows started and ended."""
+
+    source: str | None = _f(_STR)
+    clients_dated: int | None = _f(_INT)
+    start_skew_s: float | None = _f(_NUM)
+    end_skew_s: float | None = _f(_NUM)
+    first_start_ms: float | None = _f(_NUM)
+    last_start_ms: float | None = _f(_NUM)
+    overlap_s: float | None = _f(_NUM)
+
+
+@dataclass
+class ClientProcess(JsonPart):
+    """``controller``: the one fio client process that drove every guest."""
+
+    returncode: int | None = _f(_INT)
+    timed_out: bool | None = _f()
+    elapsed_s: float | None = _f(_NUM)
+    user_s: float | None = _f(_NUM)
+    system_s: float | None = _f(_NUM)
+    cpu_s: float | None = _f(_NUM)
+    max_rss_kib: float | None = _f(_NUM)
+
+
+@dataclass
+class PointInfo(JsonPart):
+    """What a point on many guests adds to its ``cell`` record, beside the record's own keys (flat): the
+    fio-server executor's ``fio_all_clients``, ``aggregate_check``, ``skew``, ``controller`` and ``noise``,
+    and a suite's name (``suite``; docs/journal.md, Suite points)."""
+
+    fio_all_clients: FioSummary | None = _f(part=FioSummary)
+    aggregate_check: AggregateCheck | None = _f(part=AggregateCheck)
+    skew: Skew | None = _f(part=Skew)
+    controller: ClientProcess | None = _f(part=ClientProcess)
+    noise: list[Any] | None = _f(_LIST)
+    suite: str | None = _f(_STR)
+
+
+@dataclass
+class GuestPart(JsonPart):
+    """``guests[]`` of a suite's run record: a guest's fio server."""
+
+    name: str | None = _f(_STR)
+    host: str | None = _f(_STR)
+    port: int | None = _f(_INT)
+
+
+@dataclass
+class VmPart(JsonPart):
+    """``vms[]`` of a suite's run record: a VM behind a guest (Proxmox: ``vmid``, ``pid``; ESXi: ``id``)."""
+
+    vmid: int | None = _f(_INT)
+    id: str | None = _f(_STR)
+    name: str | None = _f(_STR)
+    pid: int | None = _f(_INT)
+    address: str | None = _f(_STR)
+
+
+@dataclass
+class HostCollectorPart(JsonPart):
+    """``host_collector`` of a suite's run record: how host metrics were measured (``mode``) and why."""
+
+    mode: str | None = _f(_STR)
+    detail: str | None = _f(_STR)
+    fix: str | None = _f(_STR)
+    ssh: str | None = _f(_STR)
+    ssh_dir: str | None = _f(_STR)
+    ssh_config: str | None = _f(_STR)
+    processes: Any = _f()
+    roles: Any = _f()
+
+
+@dataclass
+class StoragePart(JsonPart):
+    """``storage`` of a suite's run record: what served the side's test disks."""
+
+    kind: str | None = _f(_STR)
+    server: str | None = _f(_STR)
+    volumes: Any = _f()
+    urls: Any = _f()
+    pid: int | None = _f(_INT)
+    port: int | None = _f(_INT)
+    target: str | None = _f(_STR)
+
+
+@dataclass
+class SuiteInfo(JsonPart):
+    """What a suite adds to its ``run`` record, beside the record's own keys (flat; docs/journal.md): the
+    suite's name, its executor, how many points, the side's guests, how host metrics were measured, the VMs
+    behind the guests (null: given by address) and what served their disks."""
+
+    suite: str | None = _f(_STR)
+    executor: str | None = _f(_STR)
+    points: int | None = _f(_INT)
+    guests: list[GuestPart] | None = _f(_LIST, part=GuestPart)
+    host_collector: HostCollectorPart | None = _f(part=HostCollectorPart)
+    vms: list[VmPart] | None = _f(_LIST, part=VmPart)
+    storage: StoragePart | None = _f(part=StoragePart, omit_none=True)
+
+    def guest_names(self) -> list[str | None]:
+        """The guests' names, in the run record's order."""
+        return [g.name for g in self.guests or []]
+
+
 # --- the records ----------------------------------------------------------------------------------
 
 R = TypeVar("R", bound="JournalRecord")
@@ -325,6 +509,14 @@ class RunRecord(JournalRecord):
     original_config: Any = _f()
     cells: int | None = _f()
     todo: int | None = _f()
+    order: str | None = _f(_STR, omit_none=True)    # [run] order (records before it: grouped)
+    seed: int | None = _f(_INT, omit_none=True)     # the seed the rounds were shuffled with
+    suite_info: SuiteInfo | None = _f(part=SuiteInfo, flat=True)  # a suite's run: its name, guests, ...
+
+    @property
+    def kind(self) -> str:
+        """What the run measured: ``"suite"`` (its record names the suite, even one named "") or ``"matrix"``."""
+        return "suite" if self.suite_info is not None and self.suite_info.suite is not None else "matrix"
 
 
 @dataclass
@@ -349,10 +541,11 @@ class CellRecord(JournalRecord):
     clock: ClockCheck | None = _f(part=ClockCheck)
     guest: Any = _f()
     window_source: Any = _f()
-    clients: Any = _f()
+    clients: list[ClientPart] | None = _f(_LIST, part=ClientPart)  # a point on many guests: each guest's
     raw: Any = _f()
     overlap: Any = _f()
     extra_repeat: dict[str, Any] | None = _f(omit_none=True)
+    point_info: PointInfo | None = _f(part=PointInfo, flat=True)  # a point on many guests: its client, a suite
 
     @classmethod
     def from_json(cls, obj: Mapping[str, Any], where: str) -> "CellRecord":
@@ -489,7 +682,7 @@ class CellErrorRecord(JournalRecord):
     attempt: int | None = _f()
     time: str | None = _f(_STR)
     error: ErrorPart | None = _f(part=ErrorPart)
-    partial_clients: list[dict[str, Any]] | None = _f(_LIST, omit_none=True)
+    partial_clients: list[ClientPart] | None = _f(_LIST, part=ClientPart, omit_none=True)
 
 
 @dataclass
@@ -534,6 +727,19 @@ def record_from_json(obj: Mapping[str, Any], where: str) -> Record:
         raise DataFileError(where, f"'type' is {kind!r}; expected one of {', '.join(sorted(RECORD_CLASSES))}",
                             EDITED_FIX)
     return cls.from_json(obj, where)
+
+
+def resume_record(obj: Mapping[str, Any], where: str) -> Record | None:
+    """A journal line as the runner reads it to resume (``where``: ``file:line``): its type with every typed
+    field of the right kind (a wrong one raises DataFileError naming the line, the key and the fix), without
+    the measurement checks of :meth:`CellRecord.from_json`: those are analysis's policy, while a cell line the
+    runner wrote is done whether or not a report can use its figures. None for a ``type`` this stormatrix does
+    not write (it has no bearing on a resume)."""
+    kind = obj.get("type")
+    cls = RECORD_CLASSES.get(kind) if isinstance(kind, str) else None
+    if cls is None:
+        return None
+    return cls.parse(obj, where)
 
 
 def _get(obj: Mapping[str, Any], dotted: str) -> Any:

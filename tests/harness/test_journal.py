@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from stormatrix.core.errors import DataFileError
+from stormatrix.core.recordtypes import CellRecord, RunRecord
 from stormatrix.journal import Journal, read_journal
 import paths
 
@@ -224,10 +225,12 @@ def test_a_suite_journal_and_a_matrix_journal_do_not_mix(tmp_path: Path) -> None
     from stormatrix.registry import spec_from_dict
 
     spec = spec_from_dict(_matrix())
-    suite_rec = {"type": "run", "run_id": "s1", "suite": "", "side": None, "matrix": {}}  # even a suite named ""
-    matrix_rec = {"type": "run", "run_id": "m1", "side": None, "matrix": spec.raw}
+    suite_rec = RunRecord.from_json({"type": "run", "run_id": "s1", "suite": "", "side": None, "matrix": {}},
+                                    "j:1")  # even a suite named ""
+    matrix_rec = RunRecord.from_json({"type": "run", "run_id": "m1", "side": None, "matrix": spec.raw}, "j:1")
     with pytest.raises(MatrixError, match="suite run's journal, this is a matrix run"):
         check_same_run([suite_rec], spec, tmp_path, side=None, kind="matrix")
     with pytest.raises(MatrixError, match="matrix run's journal, this is a suite run"):
         check_same_run([matrix_rec], spec, tmp_path, side=None, kind="suite")
-    check_same_run([matrix_rec, {"type": "cell", "key": "k"}], spec, tmp_path, side=None, kind="matrix")  # the same run
+    cell = CellRecord.parse({"type": "cell", "key": "k"}, "j:2")
+    check_same_run([matrix_rec, cell], spec, tmp_path, side=None, kind="matrix")  # the same run

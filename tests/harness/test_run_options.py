@@ -66,7 +66,7 @@ def test_a_suite_is_a_source_with_the_same_settings(tmp_path: Path) -> None:
 
 def test_the_run_loop_has_no_suite_special_case() -> None:
     """No name or string in the runner's code (docstrings aside) speaks of a suite: what a suite adds comes
-    from its source (SuiteSource), and whether a journal is a suite's from the journal format (run_kind)."""
+    from its source (SuiteSource), and whether a journal is a suite's from the journal format (RunRecord.kind)."""
     tree = ast.parse((paths.ROOT / "harness" / "runner.py").read_text())
     docstrings = {id(n.body[0].value) for n in ast.walk(tree)
                   if isinstance(n, (ast.Module, ast.ClassDef, ast.FunctionDef)) and n.body

@@ -65,13 +65,12 @@ def _built(cell: Cell, fio_doc: str) -> list[Any]:
         run_id="r1", cell=cell, backend="qemu", side="A", vm="smx-1", times=times, fio=fio, host=HOST,
         result=result, rate=records.rate_check(cell, fio, 10.0),
         cross=records.crosscheck(fio, BlockStats(0, 0, 0, 0), BlockStats(4096, 1, 0, 0), 5.0),
-        overlap={"vm": "smx-1", "paused_in_window": False, "cpu_s_in_window": 0.0})
-    cell_rec.rest["suite"] = "s"
+        overlap={"vm": "smx-1", "paused_in_window": False, "cpu_s_in_window": 0.0}, fields={"suite": "s"})
     cell_rec.extra_repeat = {"basis": "cv", "reason": "CV 12 % over 10 %"}
     failed = WorkloadFailed("fio died", cell=cell.key)
     return [records.run_record(run_id="r1", matrix_path="m.toml", matrix={"repeats": 2}, backend="qemu", side="A",
                                environment={"accel": "tcg"}, original_config=None, cells=2, todo=2,
-                               extra={"order": "rounds", "seed": 7}),
+                               order="rounds", seed=7),
             cell_rec,
             records.error_record(run_id="r1", cell=cell, stage="window", attempt=1, exc=failed, console_tail="x" * 900),
             records.skipped_record(run_id="r1", cell=cell, side="A", reason="no vioscsi driver", drivers={"a": 1},
