@@ -20,6 +20,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from standins.processes import process_gone
 
 from stormatrix.core.errors import InputError
 from stormatrix.backends.qemu.storages import TGT_IPC_DIR, IscsiStorage, NbdStorage, listens, local_storage
@@ -40,18 +41,6 @@ def _qemu_io(url: str, command: str) -> str:
     done = subprocess.run(["qemu-io", "-f", "raw", url, "-c", command], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     return done.stdout
-
-
-def _gone(pid: int, timeout: float = 10.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
-                return True
-        except psutil.NoSuchProcess:
-            return True
-        time.sleep(0.05)
-    return False
 
 
 def _released(lock: Path, timeout: float = 10.0) -> bool:
@@ -92,7 +81,7 @@ def test_each_url_reaches_its_own_backing_file_through_qemus_client(tmp_path: Pa
         assert data[0] == data[2] == b"\0" * 8 * MIB
         conns = [c for c in psutil.Process(pid).connections(kind="tcp") if c.status == psutil.CONN_LISTEN]
         assert conns and all(c.laddr.ip == "127.0.0.1" for c in conns)  # loopback only
-    assert storage.proc is None and _gone(pid)
+    assert storage.proc is None and process_gone(pid)
     assert not listens(pid, port or 0)
     if kind == "iscsi":
         assert isinstance(storage, IscsiStorage)
@@ -146,7 +135,7 @@ def test_a_killed_harness_leaves_no_server_behind(tmp_path: Path, kind: str) -> 
         assert listens(pid, port)
         os.kill(harness.pid, signal.SIGKILL)
         harness.wait()
-        assert _gone(pid), f"{kind} server {pid} outlived the harness"
+        assert process_gone(pid), f"{kind} server {pid} outlived the harness"
         if kind == "iscsi":  # its control socket stays until the next iSCSI storage sweeps it
             # the killed tgtd's main thread shows as a zombie while its other threads may still hold its
             # files (the lock on socket.N.lock): wait until the lock is let go, as a dead tgtd's is

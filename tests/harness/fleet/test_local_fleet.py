@@ -12,12 +12,12 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import paths
 import psutil
 import pytest
+from standins.processes import process_gone
 from test_import_graph import package_dirs, read_graph
 
 from stormatrix import registry
@@ -185,18 +185,6 @@ def test_plan_refuses_an_fio_mismatch_and_a_volume_folder_without_o_direct(tmp_p
 
 # --- what it creates, from the journal alone ------------------------------------------------------------
 
-def _gone(pid: int, timeout: float = 10.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
-                return True
-        except psutil.NoSuchProcess:
-            return True
-        time.sleep(0.05)
-    return False
-
-
 CHILD = """\
 import sys, time
 from stormatrix.backends.qemu.fleet import LocalFleet, local_fleet_from_dict
@@ -231,7 +219,7 @@ def test_a_kill_9_leaves_only_journaled_files_and_destroy_removes_exactly_those(
         assert child.stdout is not None
         child.stdout.close()
     # the servers die with the harness (PR_SET_PDEATHSIG); the volumes and tgtd's control socket stay
-    assert all(_gone(p.pid) for p in servers.values())
+    assert all(process_gone(p.pid) for p in servers.values())
     assert all((run / v).is_file() for v in state.volumes)
     # a process the kernel gave a journaled pid since is never touched: a decoy journaled with its pid
     decoy = subprocess.Popen(["sleep", "60"])
@@ -261,7 +249,7 @@ def test_destroy_ends_a_journaled_server_that_still_runs(tmp_path: Path) -> None
     other = LocalFleet(spec, tmp_path)  # what a rerun or `fleet destroy` sees: the journal only
     left = other.destroy()
     assert left.empty
-    assert _gone(pid)
+    assert process_gone(pid)
     server.proc.wait(timeout=10)  # (reaped by the other fleet's wait already: Popen learns it is gone)
     server.proc = None  # ended by the other fleet: nothing for the first to stop
     first.close()
