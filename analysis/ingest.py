@@ -47,6 +47,7 @@ from typing import Any, Iterable
 import pandas as pd
 
 from ..core.errors import DataFileError
+from ..core.recordtypes import RunRecord
 from .bulk import no_cyclic_gc
 from .checks import Problem
 from .discover import JOURNAL_NAME, csv_names, discover, perf_partner, stem
@@ -148,7 +149,7 @@ def _ingest(paths: Iterable[str | Path], *, strict: bool, label: str | None, wor
     found = discover(paths)
     csv_names.cache_clear()  # folders may have changed since the last call
     rows: list[dict[str, Any]] = []
-    runs: list[dict[str, Any]] = []
+    runs: list[RunRecord] = []
     problems: list[Problem] = []
     notes: list[str] = list(found.notes) + found.irregular
     for folder, why in found.unlisted:  # (a path past PATH_MAX is thousands of characters: shown by its ends)

@@ -161,7 +161,7 @@ def _explain_blanks(rec: CellRecord, row: dict[str, Any]) -> None:
     row["null_reasons"] = reasons_text(rec.fio.null_reasons, extra)  # the record's own reason first
 
 
-def read_journal_rows(path: str | Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[Problem], list[str]]:
+def read_journal_rows(path: str | Path) -> tuple[list[dict[str, Any]], list[RunRecord], list[Problem], list[str]]:
     """Cell rows, run records, problems and notes from one journal.
 
     Unlike the runner's reader, which must stop at a corrupt line before appending, analysis reports
@@ -175,7 +175,7 @@ def read_journal_rows(path: str | Path) -> tuple[list[dict[str, Any]], list[dict
     except DataFileError as exc:
         return [], [], [Problem(source, exc.problem + f". Fix: {exc.fix}")], []
     rows: list[dict[str, Any]] = []
-    runs: list[dict[str, Any]] = []
+    runs: list[RunRecord] = []
     problems: list[Problem] = []
     notes: list[str] = []
     seen: dict[str, int] = {}
@@ -207,7 +207,7 @@ def read_journal_rows(path: str | Path) -> tuple[list[dict[str, Any]], list[dict
         try:
             if kind == RUN:
                 run = RunRecord.from_json(rec, where)
-                runs.append(run.to_json())
+                runs.append(run)
                 if isinstance(run.environment, dict):  # how the guest ran (kvm, tcg)
                     accel[run.run_id] = run.environment.get("accel")
             elif kind == CELL_SKIPPED:

@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from ..core import metrics
+from ..core.recordtypes import RunRecord
 
 # name -> pandas dtype. Nullable dtypes: a plain fio file has no controller, a journal without a host
 # collector has no CPU figures, and neither may turn into 0.
@@ -264,18 +265,19 @@ def _flatten(prefix: str, value: Any, out: list[tuple[str, str]]) -> None:
         out.append((prefix, str(value)))
 
 
-def environment_frame(runs: list[dict[str, Any]], frame: pd.DataFrame | None = None) -> pd.DataFrame:
+def environment_frame(runs: list[RunRecord], frame: pd.DataFrame | None = None) -> pd.DataFrame:
     """(scope, item, value) rows for the Environment sheet: every run record, then the facts of the plain
     result files among the tidy ``frame``'s rows (read from its columns, not row by row)."""
     items: list[tuple[str, str, str]] = []
     for run in runs:
-        scope = f"run {run.get('run_id', '?')}"
+        scope = f"run {run.run_id if run.given('run_id') else '?'}"
         flat: list[tuple[str, str]] = []
-        for key in ("run_id", "started", "backend", "side", "matrix_path"):
-            if run.get(key) is not None:
-                flat.append((key, str(run[key])))
-        _flatten("environment", run.get("environment") or {}, flat)
-        _flatten("matrix", run.get("matrix") or {}, flat)
+        for key, value in (("run_id", run.run_id), ("started", run.started), ("backend", run.backend),
+                           ("side", run.side), ("matrix_path", run.matrix_path)):
+            if value is not None:
+                flat.append((key, str(value)))
+        _flatten("environment", run.environment or {}, flat)
+        _flatten("matrix", run.matrix or {}, flat)
         items += [(scope, k, v) for k, v in flat]
     if frame is None or not len(frame):
         return pd.DataFrame(items, columns=["scope", "item", "value"])

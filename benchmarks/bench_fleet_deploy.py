@@ -5,7 +5,7 @@ storage's volumes, and torn down, against the same API calls made bare.
 Both variants run side by side in one run, against one stand-in (HTTPS on 127.0.0.1, clone and destroy
 tasks that take the stand-in's time, ``SleepLauncher`` VMs: no QEMU), in alternating order:
 
-- ``fleet``: :class:`stormatrix.fleet.proxmox.ProxmoxFleet`: plan (template, VMIDs, storage room),
+- ``fleet``: :class:`stormatrix.backends.proxmox.fleet.ProxmoxFleet`: plan (template, VMIDs, storage room),
   deploy (journal fsync before each clone, clone task, config read for its digest, tags/cores/memory),
   attach (journal, ``pvesm alloc``, config), detach + free (config, ``imgdel`` task), destroy
   (ownership check from each VM's config, status, destroy task), every step journaled;
@@ -35,8 +35,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from standins.pve import PveStandin  # noqa: E402 - the stand-in lives with the tests
 
 from stormatrix.backends.proxmox.settings import make_transport  # noqa: E402
-from stormatrix.fleet.proxmox import PARALLEL_TASKS, ProxmoxFleet  # noqa: E402
-from stormatrix.fleet.spec import load_fleet_file  # noqa: E402
+from stormatrix.backends.proxmox.fleet import PARALLEL_TASKS, ProxmoxFleet  # noqa: E402
+from stormatrix.backends.proxmox.fleetspec import load_fleet_file  # noqa: E402
 
 TOKEN, SECRET, ENV = "root@pam!bench", "0b5e7c1e-bench-bench-bench-000000000000", "SMX_BENCH_PVE_SECRET"
 TEMPLATE, STORAGE, POLL = 9000, "bb-iscsi", 0.05

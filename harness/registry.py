@@ -57,13 +57,13 @@ EXECUTORS: dict[str, str] = {
 #: QEMU guests (the qemu backend's package, ``demo --suite``).
 SUITE_GUESTS: dict[str, str] = {
     "guests": "stormatrix.suiteguests:AddressGuests",
-    "vms": "stormatrix.suitevms:ProxmoxVmGuests",
+    "vms": "stormatrix.backends.proxmox.vms:ProxmoxVmGuests",
 }
 
 #: a suite's ``[fleet]``, by its ``backend``: what plans the fleet, deploys it and runs each storage as a side
 FLEET_SUITES: dict[str, str] = {
-    "proxmox": "stormatrix.fleet.suiterun:ProxmoxFleetSuite",
-    "vmware": "stormatrix.fleet.suiterun:VmwareFleetSuite",
+    "proxmox": "stormatrix.backends.proxmox.fleetsuite:ProxmoxFleetSuite",
+    "vmware": "stormatrix.backends.vmware.fleetsuite:VmwareFleetSuite",
     "qemu": "stormatrix.backends.qemu.fleetsuite:QemuFleetSuite",
 }
 

@@ -26,7 +26,7 @@ A matrix file describes it in ``[suite]``::
 
 On Proxmox the guests can be given as VMs instead (``vms = [101, 102]`` with a ``[proxmox]`` section):
 their addresses come from the QEMU guest agent and the host collector measures their QEMU processes
-(:mod:`stormatrix.suitevms`, docs/fio-server.md).
+(:mod:`stormatrix.backends.proxmox.vms`, docs/fio-server.md).
 
 This module reads the suite: ``[suite]`` into a :class:`Suite`, whose points are cells
 (:class:`SuitePoint`). They run through the one runner (:mod:`stormatrix.suiterun`, which also holds
@@ -59,14 +59,14 @@ from .core.model import (
                          format_size,
                          parse_size,
                          )
+from .backends.proxmox.fleetspec import load_fleet_tables
+from .backends.proxmox.vms import HOST_METRICS, PER_VM_KEYS, check_network, suite_proxmox_section
+from .backends.vmware.fleet import is_vmware_fleet, vmware_fleet_from_dict
 from .core.names import label_problem
 from .core.settings import RunSettings
 from .executors.fioserver.inputs import DEFAULT_PORT, FIO_HUNG_CLIENT_S, FioGuest, FioJob
-from .fleet.spec import load_fleet_tables
-from .fleet.vmware import is_vmware_fleet, vmware_fleet_from_dict
 from .progress import fmt_hours
 from .spec import RUN_SECTION, Field, Section, _load_toml, parse_section
-from .suitevms import HOST_METRICS, PER_VM_KEYS, check_network, suite_proxmox_section
 
 log = logging.getLogger("stormatrix.suite")
 
@@ -337,7 +337,7 @@ def suite_from_dict(raw: dict[str, Any], path: str = "<suite>", *, sections: Map
     extra = sections
     for key in raw:
         if key in ("proxmox", "vmware", "fleet"):
-            continue  # a suite reads these itself, below (the fleet: stormatrix.fleet.spec)
+            continue  # a suite reads these itself, below (the fleet: its platform's spec)
         if key in ("matrix", "workload"):
             raise MatrixError(path, f"[{key}]", "does not belong in a suite file",
                               "a suite's points come from [suite] rw/block_sizes/queue_depths; "

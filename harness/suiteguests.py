@@ -15,7 +15,7 @@ from is the platform's business, behind one interface, :class:`SuiteGuests`:
 - :meth:`~SuiteGuests.close`: stop what :meth:`start` started, release what it holds.
 
 The implementations: :class:`AddressGuests` (guests given by address, ``[suite] guests``; also an ESXi
-fleet's workers at the addresses VMware Tools report), :class:`stormatrix.suitevms.ProxmoxVmGuests` (a
+fleet's workers at the addresses VMware Tools report), :class:`stormatrix.backends.proxmox.vms.ProxmoxVmGuests` (a
 Proxmox VM list, a Proxmox fleet's workers), and the qemu backend's ``LocalGuests`` (``backends/qemu/guests.py``:
 a local fleet's workers, ``[fleet] backend = "qemu"``, ``stormatrix demo --suite``).
 :func:`stormatrix.registry.suite_guests` picks one for a suite file.

@@ -6,14 +6,15 @@ import argparse
 import sys
 from pathlib import Path
 from typing import Any
+
+from ..backends.proxmox.fleet import ProxmoxFleet
+from ..backends.proxmox.fleetspec import load_fleet_tables
 from ..backends.proxmox.settings import make_transport
+from ..backends.vmware.fleet import VmwareFleet, make_runner, vmware_fleet_from_dict
 from ..core.errors import InputError
 from ..executors.fioserver.inputs import DEFAULT_PORT
-from ..fleet.proxmox import ProxmoxFleet
-from ..fleet.spec import load_fleet_tables
-from ..fleet.vmware import VmwareFleet, make_runner, vmware_fleet_from_dict
-from ..spec import _load_toml
 from ..fleet.template import fio_package_version, user_data
+from ..spec import _load_toml
 from ..suiterun import fio_version
 
 DESCRIPTION = """\

@@ -21,6 +21,7 @@ from stormatrix.backends.proxmox import backend as pmx
 from stormatrix.backends.proxmox import node as pmxnode
 from stormatrix.backends.base import Backend
 from stormatrix.core.errors import BackendError
+from stormatrix.core.recordtypes import RunRecord
 from stormatrix.host.inventory import inventory, pve_manager
 from stormatrix.runner import run_environment
 
@@ -120,7 +121,7 @@ def test_environment_keeps_the_workstation_apart_from_the_measured_host() -> Non
     env = run_environment(_Host({"cpu_model": "Node CPU", "kernel": "6.14.8-2-pve", "host_inventory_source": "x"}))
     assert env["cpu_model"] == "Node CPU" and env["kernel"] == "6.14.8-2-pve"
     assert env["workstation"]["cpu_model"] == here["cpu_model"]
-    sheet = dict(environment_frame([{"run_id": "r", "environment": env}], [])[["item", "value"]].values.tolist())
+    sheet = dict(environment_frame([RunRecord(run_id="r", environment=env)], [])[["item", "value"]].values.tolist())
     assert sheet["environment.cpu_model"] == "Node CPU"
     assert sheet["environment.workstation.kernel"] == here["kernel"]
 

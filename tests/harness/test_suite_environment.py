@@ -3,7 +3,7 @@
 The run record's ``environment`` (the Environment sheet) holds the measured host's facts under the keys
 the sheet shows (``cpu_model``, ``kernel``, ``cpus``, ...) only when that host is known: this machine
 when the guests are local QEMU processes (the demo suite) or stormatrix runs on the Proxmox node; the
-node's own facts read over the collector's ssh (tests/harness/test_suite_collector.py); otherwise the record
+node's own facts read over the collector's ssh (tests/harness/backends/proxmox/test_proxmox_vms_collector.py); otherwise the record
 says why the host is not described and this machine's facts stay under ``workstation``.
 
 The local facts are checked against the operating system's own answers (``platform``, ``os``), not

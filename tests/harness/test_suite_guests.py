@@ -13,7 +13,8 @@ import pytest
 
 from stormatrix.core.errors import GuestNotReady, MatrixError
 from stormatrix.executors.fioserver.inputs import FioGuest
-from stormatrix.fleet.suiterun import ProxmoxFleetSuite, VmwareFleetSuite
+from stormatrix.backends.proxmox.fleetsuite import ProxmoxFleetSuite
+from stormatrix.backends.vmware.fleetsuite import VmwareFleetSuite
 from stormatrix.journal import Journal
 from stormatrix.registry import fleet_suite, suite_from_dict, suite_guests
 from stormatrix.suiteguests import AddressGuests

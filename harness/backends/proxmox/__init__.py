@@ -14,6 +14,15 @@ One module per job:
   QEMU's human monitor read through the API;
 - :mod:`.restore` — putting the VM back, at the end of a run or from a journal after a crash.
 
-Nothing is imported here: the registry loads :mod:`.backend` when a run uses it, and reading a matrix
-needs only :mod:`.settings`.
+What the platform offers a comparison suite (layered above the backends: they are suite and run-loop code):
+
+- :mod:`.vms` — a suite's VM list (``[suite] vms``): guest addresses from the QEMU guest agent, the host
+  collector over the VMs' QEMU processes; :class:`~.vms.ProxmoxVmGuests` is the side's guests;
+- :mod:`.fleetspec` — the ``[fleet]`` of a Proxmox fleet and the suite's ``[proxmox]`` (connection keys only);
+- :mod:`.fleet` — :class:`~.fleet.ProxmoxFleet`: plan, deploy by clone, attach a storage's volumes,
+  power-cycle, detach and free, destroy exactly what its journal owns;
+- :mod:`.fleetsuite` — :class:`~.fleetsuite.ProxmoxFleetSuite`: a suite on that fleet, each storage a side.
+
+Nothing is imported here: the registry loads :mod:`.backend` (:mod:`.vms`, :mod:`.fleetsuite`) when a run
+(a suite, a fleet) uses it, and reading a matrix needs only :mod:`.settings`.
 """

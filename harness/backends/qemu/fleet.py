@@ -54,6 +54,7 @@ from ...core.errors import MatrixError
 from ...core.model import (AIO_MODES, CACHE_MODES, CONTROLLERS, DIRECT_CACHE_MODES, DiskConfig, format_size,
                            iothread_effective, native_aio_problem, parse_size)
 from ...fleet.journal import FleetJournal
+from ...fleet.spec import refuse_problems
 from ...schema import Field, Section, parse_section
 from .storages import STORAGE_KINDS, LocalStorage, local_storage, sweep_stale_control_sockets
 from .vm import ensure_test_disk
@@ -61,7 +62,7 @@ from .vm import ensure_test_disk
 log = logging.getLogger("stormatrix.fleet")
 
 #: the most workers a local fleet boots: each is a QEMU process under software emulation on this machine
-MAX_WORKERS = 4
+MAX_LOCAL_WORKERS = 4
 #: when the workers are booted: for each storage (always: a worker's disk is on its QEMU command line, so a
 #: new storage is a new process), and with "point" again before every point
 POWER_CYCLE = ("side", "point")
@@ -90,8 +91,8 @@ def _controller_ok(value: str) -> None:
 
 
 def _workers_ok(value: int) -> None:
-    if value > MAX_WORKERS:
-        raise ValueError(f"{value} workers: a local fleet boots at most {MAX_WORKERS} (each is a QEMU guest under "
+    if value > MAX_LOCAL_WORKERS:
+        raise ValueError(f"{value} workers: a local fleet boots at most {MAX_LOCAL_WORKERS} (each is a QEMU guest under "
                          f"software emulation on this machine's {os.cpu_count()} cores, and more would measure the "
                          "machine's own contention); deploy a larger fleet on Proxmox or ESXi")
 
@@ -115,7 +116,7 @@ def _check(path: str, f: dict[str, Any]) -> None:
 
 QEMU_FLEET_SECTION = Section("fleet", {
     "backend": Field(str, choices=("qemu",), help="qemu: the workers are local QEMU guests on this machine"),
-    "workers": Field(int, 2, min=1, check=_workers_ok, help=f"local QEMU workers, 1 to {MAX_WORKERS}"),
+    "workers": Field(int, 2, min=1, check=_workers_ok, help=f"local QEMU workers, 1 to {MAX_LOCAL_WORKERS}"),
     "storages": Field(str, ["iscsi", "nbd"], list_of=True, choices=STORAGE_KINDS,
                       help="the storages under test, each a side in this order: iscsi (tgtd, QEMU's libiscsi), "
                            "nbd (qemu-storage-daemon), file (the raw files themselves)"),
@@ -367,12 +368,7 @@ class LocalFleet:
         return LocalFleetPlan(s.names(), storages, self.volume_dir, needed, avail, note, problems)
 
     def check(self, plan: LocalFleetPlan) -> None:
-        if plan.problems:
-            keys = list(dict.fromkeys(k for k, _ in plan.problems))
-            raise MatrixError(self.spec.path, f"[fleet] {keys[0]}",
-                              f"{len(plan.problems)} problem(s) before anything is created: "
-                              + "; ".join(p for _, p in plan.problems),
-                              "fix each named problem, then run the same command again (nothing was created)")
+        refuse_problems(self.spec.path, plan.problems)
 
     # --- deploy ----------------------------------------------------------------------------------------
     def deploy(self, *, on_step: Callable[[str, str], None] | None = None) -> list[str]:

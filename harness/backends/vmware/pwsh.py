@@ -47,7 +47,7 @@ PYTHON_CALLS: dict[str, tuple[str, ...]] = {
     "Set-StormatrixVMwareHostTuning": ("VMHost", "Device", "SchedNumReqOutstanding", "LatencySensitiveThreshold"),
     "Get-StormatrixVMwareCpuUsage": ("VMName", "VMHost", "Start", "Finish", "WaitSeconds"),
     "Get-StormatrixVMwareHostInfo": ("VMName", "VMHost"),
-    # the worker fleet of a comparison suite (stormatrix.fleet.vmware)
+    # the worker fleet of a comparison suite (stormatrix.backends.vmware.fleet)
     "Get-StormatrixVMwareFleetTarget": ("Template", "VMHost", "Datastore", "Name", "RunId"),
     "New-StormatrixVMwareFleet": ("Name", "Template", "VMHost", "Datastore", "RunId", "NumCpu", "MemoryGB", "Parallel"),
     "Add-StormatrixVMwareFleetDisk": ("VMId", "RunId", "Datastore", "CapacityGB", "ControllerType", "StorageFormat",

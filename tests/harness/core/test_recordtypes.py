@@ -12,7 +12,7 @@ import pytest
 
 from stormatrix import records
 from stormatrix.analysis.journalrows import read_journal_rows
-from stormatrix.core.errors import DataFileError, WorkloadFailed
+from stormatrix.core.errors import DataFileError, GuestDisconnected, WorkloadFailed
 from stormatrix.core.journalfile import SCHEMA
 from stormatrix.core.model import Cell, DiskConfig, Workload
 from stormatrix.core.recordtypes import (CellErrorRecord, CellRecord, CellSkippedRecord, RestoredRecord, RunRecord,
@@ -20,6 +20,7 @@ from stormatrix.core.recordtypes import (CellErrorRecord, CellRecord, CellSkippe
 from stormatrix.core.scope import BlockStats
 from stormatrix.executors.base import WorkloadResult
 from stormatrix.journal import Journal
+from stormatrix.suite import UNKNOWN_DISK, SuitePoint
 import paths
 
 DATA = paths.ROOT / "tests" / "data"
@@ -204,3 +205,131 @@ def test_the_journal_writes_a_typed_record_as_its_json_and_reads_it_back_equal(t
         plain.append(rec.to_json())
     assert typed.path.read_bytes() == plain.path.read_bytes()
     assert [record_from_json(r, "j") for r in typed.records()] == built
+
+
+# --- a suite's run record and a point on many guests (SuiteInfo, PointInfo, ClientPart) -------------------
+
+POINT = SuitePoint(UNKNOWN_DISK, Workload("randread-4k-qd8", "randread", 4096, 8), 1)
+SUITE_RUN = {"suite": "proto", "executor": "fio-server", "points": 4,
+             "guests": [{"name": "g1", "host": "10.0.0.1", "port": 8765}, {"name": "g2", "host": "10.0.0.2", "port": 8765}],
+             "host_collector": {"mode": "ssh", "ssh": "root@node", "ssh_dir": "/tmp/smx", "ssh_config": "",
+                                "processes": 2, "roles": ["vcpu"], "detail": "ssh root@node (copied)"},
+             "vms": [{"vmid": 101, "name": "g1", "pid": 4242, "address": "10.0.0.1"},
+                     {"vmid": 102, "name": "g2", "pid": 4243, "address": "10.0.0.2"}],
+             "storage": {"kind": "iscsi", "server": "tgtd", "volumes": ["v1", "v2"], "urls": ["iscsi://x/1"],
+                         "pid": 77, "port": 3260, "target": "iqn.2026-11.stormatrix:t"}}
+
+
+def _suite_built() -> list[Any]:
+    """A suite's run record, a point's cell record and a failed point's error, as the runner builds them from
+    the suite source's fields and the fio-server executor's record (the keys and order it journals)."""
+    doc = json.loads((DATA / "fio" / "fio3_randread_bs4k_qd1.json").read_text())
+    fio = records.summarize(WorkloadResult(engine="fio", raw="", data=doc), POINT)
+    clients = [{"name": g["name"], "host": g["host"], "port": 8765, "fio": fio,
+                "window": {"start_ms": 1764280000000 + i, "end_ms": 1764280010000, "last_sample_ms": 1764280009900,
+                           "samples": 10}} for i, g in enumerate(SUITE_RUN["guests"])]
+    point = {"vm": ["g1", "g2"], "times": {"window_offset_s": -0.2}, "clients": clients, "fio_all_clients": fio,
+             "aggregate_check": {"clients": 2, "fio_all_clients": True, "match": True, "rule": "sums equal",
+                                 "read": {"sum_io_bytes": 1}, "total": {"sum_io_bytes": 1}},
+             "skew": {"source": "iops logs", "clients_dated": 2, "start_skew_s": 0.01, "end_skew_s": 0.02,
+                      "first_start_ms": 1764280000000, "last_start_ms": 1764280000001, "overlap_s": 9.9},
+             "controller": {"returncode": 0, "timed_out": False, "elapsed_s": 12.5, "user_s": 0.1, "system_s": 0.2,
+                            "cpu_s": 0.3, "max_rss_kib": 20480},
+             "noise": ["<g1> hostname=g1"], "raw": {"engine": "fio", "fio_json": "{}", "stderr": ""}}
+    result = WorkloadResult(engine="fio", raw="{}", data={}, guest={"fio": "fio-3.33", "guests": 2},
+                            window_source="timed", record=point)
+    times = {"started": "2026-11-27T22:00:00+00:00", "window_s": 10.0}
+    lost = GuestDisconnected("g2 dropped out", cell=POINT.key, guests=["g2"], partial=[clients[0]])
+    return [records.run_record(run_id="s1", matrix_path="s.toml", matrix={"suite": {}}, backend="proxmox", side="A",
+                               environment={}, original_config=None, cells=4, todo=4, order="rounds", seed=7,
+                               extra=json.loads(json.dumps(SUITE_RUN))),
+            records.cell_record(run_id="s1", cell=POINT, backend="proxmox", side="A", vm="g1, g2", times=times,
+                                fio=fio, host=None, result=result, rate=None, cross=None, fields={"suite": "proto"}),
+            records.error_record(run_id="s1", cell=POINT, stage="run", attempt=1, exc=lost, side="A")]
+
+
+def test_a_suite_run_and_point_are_typed_and_journaled_key_for_key_as_before() -> None:
+    run, point, error = _suite_built()
+    assert list(run.to_json()) == ["schema", "type", "run_id", "started", "matrix_path", "matrix", "backend", "side",
+                                   "environment", "original_config", "cells", "todo", "order", "seed", *SUITE_RUN]
+    assert run.rest == {} and run.kind == "suite" and (run.order, run.seed) == ("rounds", 7)
+    info = run.suite_info
+    assert info is not None and info.guest_names() == ["g1", "g2"] and info.guests and info.guests[1].host == "10.0.0.2"
+    assert info.host_collector and info.host_collector.ssh == "root@node" and info.vms and info.vms[1].pid == 4243
+    assert info.storage and info.storage.target == "iqn.2026-11.stormatrix:t" and info.points == 4
+    assert list(point.to_json())[-7:] == ["overlap", "fio_all_clients", "aggregate_check", "skew", "controller", "noise",
+                                          "suite"]
+    assert point.rest == {} and point.point_info and point.point_info.suite == "proto"
+    assert point.point_info.skew and point.point_info.skew.start_skew_s == 0.01
+    assert point.point_info.controller and point.point_info.controller.returncode == 0
+    assert point.clients and point.clients[1].window and point.clients[1].window.samples == 10
+    assert point.clients[0].fio and point.clients[0].fio.total and point.clients[0].fio.total.io_bytes
+    assert error.partial_clients and [c.name for c in error.partial_clients] == ["g1"]
+    assert list(error.partial_clients[0].to_json()) == ["name", "fio"]
+    for rec in (run, point, error):
+        line = json.loads(_dumps(rec.to_json()))
+        again = record_from_json(line, "journal.ndjson:1")
+        assert again == rec and _dumps(again.to_json()) == _dumps(line)
+    matrix_run = _built(CELL, "fio3_randread_bs4k_qd1.json")[0]
+    assert matrix_run.kind == "matrix" and matrix_run.suite_info is None  # even with order and seed
+    assert RunRecord.from_json({**line_of(run), "suite": ""}, "j:1").kind == "suite"  # a suite named ""
+
+
+def line_of(rec: Any) -> dict[str, Any]:
+    return dict(json.loads(_dumps(rec.to_json())))
+
+
+def test_a_suite_records_unknown_keys_are_kept_where_they_were() -> None:
+    """A key this version does not type (a newer stormatrix's, a collector's own) stays, in its place."""
+    run, point, _ = _suite_built()
+    line = line_of(run)
+    items = list(line.items())
+    line = dict(items[:14] + [("future", {"x": 1})] + items[14:])  # between seed and suite
+    line["storage"]["lun"] = 3
+    line["guests"][0]["mac"] = "52:54:00:00:00:01"
+    rec = RunRecord.from_json(line, "j:1")
+    assert rec.rest == {"future": {"x": 1}} and rec.suite_info and rec.suite_info.storage
+    assert rec.suite_info.storage.rest == {"lun": 3} and rec.suite_info.guests
+    assert rec.suite_info.guests[0].rest == {"mac": "52:54:00:00:00:01"}
+    assert _dumps(rec.to_json()) == _dumps(line)
+    cell = line_of(point)
+    cell["skew"]["clock"] = "ntp"
+    cell["clients"][1]["extra"] = True
+    assert _dumps(CellRecord.from_json(cell, "j:2").to_json()) == _dumps(cell)
+
+
+def _set(path: str, value: Any) -> Any:
+    """An edit of one key (dotted; ``name[i]`` indexes a list) of a record line."""
+    def edit(line: dict[str, Any]) -> None:
+        node: Any = line
+        parts = path.replace("[", ".").replace("]", "").split(".")
+        for part in parts[:-1]:
+            node = node[int(part)] if part.isdigit() else node[part]
+        node[parts[-1]] = value
+    return edit
+
+
+@pytest.mark.parametrize("which, edit, problem", [
+    (0, _set("guests.1.port", "8765"), "'guests[1].port' is '8765', not an integer"),
+    (0, _set("guests", "g1,g2"), "'guests' is 'g1,g2', not a list"),
+    (0, _set("guests", ["g1"]), "'guests[0]' is 'g1', not an object"),
+    (0, _set("host_collector", "ssh"), "'host_collector' is 'ssh', not an object"),
+    (0, _set("vms.0.vmid", "101"), "'vms[0].vmid' is '101', not an integer"),
+    (0, _set("points", 4.5), "'points' is 4.5, not an integer"),
+    (0, _set("seed", "7"), "'seed' is '7', not an integer"),
+    (0, _set("suite", 3), "'suite' is 3, not a string"),
+    (1, _set("clients.0.fio.total.iops", "fast"), "'clients[0].fio.total.iops' is 'fast', not a number"),
+    (1, _set("clients.1.window", 5), "'clients[1].window' is 5, not an object"),
+    (1, _set("skew.start_skew_s", "soon"), "'skew.start_skew_s' is 'soon', not a number"),
+    (1, _set("controller.returncode", "0"), "'controller.returncode' is '0', not an integer"),
+    (1, _set("noise", "x"), "'noise' is 'x', not a list"),
+    (1, _set("fio_all_clients", []), "'fio_all_clients' is [], not an object"),
+    (2, _set("partial_clients.0.name", 2), "'partial_clients[0].name' is 2, not a string"),
+])
+def test_a_bad_suite_value_is_refused_naming_the_line_key_and_fix(which: int, edit: Any, problem: str) -> None:
+    line = line_of(_suite_built()[which])
+    edit(line)
+    with pytest.raises(DataFileError) as caught:
+        record_from_json(line, "runs/A/journal.ndjson:3")
+    assert caught.value.path == "runs/A/journal.ndjson:3" and problem in caught.value.problem
+    assert "unedited journal" in caught.value.fix

@@ -72,7 +72,7 @@ def test_vm_list_instead_of_guests() -> None:
     del raw["suite"]["guests"]
     raw["suite"]["vms"] = [101, 102]
     with pytest.raises(MatrixError, match=r"needs a \[proxmox\] section"):
-        suite_from_dict(raw)  # the node to ask for the addresses (tests/harness/test_suite_discovery.py)
+        suite_from_dict(raw)  # the node to ask for the addresses (tests/harness/backends/proxmox/test_proxmox_vms_discovery.py)
     raw["proxmox"] = {"host": "pve1", "node": "pve1", "token_id": "t", "token_secret_env": "X"}
     s = suite_from_dict(raw)
     assert s.vms == ("101", "102") and s.guests == ()

@@ -10,7 +10,7 @@ import pytest
 
 from stormatrix.core.errors import MatrixError
 from stormatrix.core.model import DiskConfig
-from stormatrix.fleet.spec import fleet_from_dict
+from stormatrix.backends.proxmox.fleetspec import fleet_from_dict
 from stormatrix.registry import spec_from_dict
 from stormatrix.spec import expand
 

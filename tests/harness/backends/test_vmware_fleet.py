@@ -1,4 +1,4 @@
-"""The ESXi fleet for real: :class:`stormatrix.fleet.vmware.VmwareFleet` runs the StormatrixVMware module's fleet
+"""The ESXi fleet for real: :class:`stormatrix.backends.vmware.fleet.VmwareFleet` runs the StormatrixVMware module's fleet
 functions under the real pwsh 7.6.9 against the data-described fake vCenter (tests/pwsh/FakeVCenter: templates,
 datastores whose free space thick disks use up, clone tasks, Remove-VM -DeletePermanently), and journals what
 they create as they report it. A kill -9 of the deploying process leaves a journal from which destroy removes
@@ -22,7 +22,8 @@ import pytest
 from stormatrix.cli import main
 from stormatrix.core.errors import InputError, MatrixError, PowerCLIError
 from stormatrix.fleet.journal import FleetJournal
-from stormatrix.fleet.vmware import GUEST_FILE_VARIABLE, VmwareFleet, make_runner, replay, vmware_fleet_from_dict
+from stormatrix.backends.vmware.fleet import (
+    GUEST_FILE_VARIABLE, VmwareFleet, make_runner, replay, vmware_fleet_from_dict)
 from stormatrix.journal import Journal
 from stormatrix.suiterun import fio_version
 
@@ -138,7 +139,7 @@ def test_space_running_out_mid_attach_is_vspheres_error_and_detach_frees_what_wa
 
 DEPLOY = textwrap.dedent("""
     import json, sys
-    from stormatrix.fleet.vmware import VmwareFleet, make_runner, vmware_fleet_from_dict
+    from stormatrix.backends.vmware.fleet import VmwareFleet, make_runner, vmware_fleet_from_dict
     spec = vmware_fleet_from_dict(json.loads(sys.argv[1]), "suite.toml")
     fleet = VmwareFleet(spec, make_runner(spec), sys.argv[2])
     ids = fleet.deploy()

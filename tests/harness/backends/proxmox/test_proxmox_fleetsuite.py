@@ -27,7 +27,7 @@ from suite_pve import SECRET, SECRET_ENV, TOKEN, TOKEN_ID, kill_at_hold, kill_wh
 from stormatrix.cli import main
 from stormatrix.executors.fioserver.client import find_fio
 from stormatrix.fleet.journal import FleetJournal
-from stormatrix.fleet.proxmox import TAG
+from stormatrix.backends.proxmox.fleet import TAG
 from stormatrix.journal import Journal
 
 TEMPLATE = 9000

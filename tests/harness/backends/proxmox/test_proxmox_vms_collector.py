@@ -29,7 +29,7 @@ from stormatrix.core.errors import CollectorError
 from stormatrix.journal import Journal
 from stormatrix.registry import suite_from_dict
 from stormatrix.collect import RemoteProcessesCollector
-from stormatrix.suitevms import ProxmoxSuiteVms
+from stormatrix.backends.proxmox.vms import ProxmoxSuiteVms
 import paths
 
 MULTI = paths.ROOT / "linux-host" / "multicollector.py"
@@ -150,7 +150,7 @@ def test_the_node_is_described_over_the_collectors_ssh(standin: PveStandin, sshd
     import platform
 
     from stormatrix.runner import run_environment
-    from stormatrix.suitevms import ProxmoxVmGuests
+    from stormatrix.backends.proxmox.vms import ProxmoxVmGuests
 
     add_vm(standin, 101, "vm01", interfaces=[LO, eth("ens18", "bc:24:11:00:12:01", "10.0.0.121/24")])
     suite = suite_from_dict(suite_matrix(standin, [101], proxmox=ssh_keys(sshd, tmp_path)), "s.toml")

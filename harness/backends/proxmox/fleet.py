@@ -7,7 +7,7 @@ content`` (``pvesm alloc``), ``DELETE .../storage/{storage}/content/{volume}`` (
 .../status/stop|start`` (tasks), ``POST .../agent/ping``, ``DELETE /nodes/{node}/qemu/{vmid}`` (a task).
 
 Ownership (issue 24, "nothing left behind, nothing touched that is not ours"): a VM is journaled
-(:mod:`.journal`, fsynced) before its clone is requested, a volume before its allocation; every worker
+(:mod:`stormatrix.fleet.journal`, fsynced) before its clone is requested, a volume before its allocation; every worker
 carries the tag ``stormatrix`` and a description naming the fleet's id (:meth:`ProxmoxFleet.marker`).
 Removal goes by the journal only, and a journaled VMID whose VM does not carry this fleet's marker (the
 clone never happened and someone else took the VMID) is never stopped, changed or deleted.
@@ -23,12 +23,13 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Callable
 
-from ..core.errors import BackendError, MatrixError, PveApiError, StormatrixError, TaskFailed
-from ..backends.proxmox.drives import drive_for, print_drive
-from ..core.model import CONTROLLERS, iothread_effective
-from .journal import FleetJournal, FleetState, OwnedVolume
-from .spec import FleetSpec, refuse_fio_versions, refuse_problems
-from .template import fio_declaration, fio_declaration_note, fio_declaration_problem, with_declaration
+from ...core.errors import BackendError, MatrixError, PveApiError, StormatrixError, TaskFailed
+from ...core.model import CONTROLLERS, iothread_effective
+from ...fleet.journal import FleetJournal, FleetState, OwnedVolume
+from ...fleet.spec import refuse_fio_versions, refuse_problems
+from ...fleet.template import fio_declaration, fio_declaration_note, fio_declaration_problem, with_declaration
+from .drives import drive_for, print_drive
+from .fleetspec import FleetSpec
 
 log = logging.getLogger("stormatrix.fleet")
 

@@ -1,8 +1,8 @@
 """The fleet on VMware ESXi / vCenter: plan, deploy, attach a datastore's test disks, power-cycle, detach, destroy.
 
-The same stages as :mod:`.proxmox`, through the StormatrixVMware module (PowerCLI) run by ``pwsh`` the way the
-``vmware`` backend runs it (:class:`~stormatrix.backends.vmware.pwsh.PwshRunner`: one process per call, one
-JSON request, nothing spliced into script text):
+The same stages as :mod:`stormatrix.backends.proxmox.fleet`, through the StormatrixVMware module (PowerCLI) run
+by ``pwsh`` the way the ``vmware`` backend runs it (:class:`~stormatrix.backends.vmware.pwsh.PwshRunner`: one
+process per call, one JSON request, nothing spliced into script text):
 
 - plan: ``Get-StormatrixVMwareFleetTarget`` (the template is a template, the host and datastores exist, each
   datastore is accessible and has room, no worker name is taken by a VM that is not this fleet's);
@@ -13,9 +13,9 @@ JSON request, nothing spliced into script text):
 - ``Restart-StormatrixVMwareFleet`` (Stop-VM, Start-VM, VMware Tools, each guest's IPv4 address);
 - destroy: ``Remove-StormatrixVMwareFleet`` (``Remove-VM -DeletePermanently``).
 
-Ownership (issue 24): the journal (``fleet.ndjson``, :class:`.journal.FleetJournal`'s file discipline) gets
-every worker's name before its clone is requested and every disk (VM, datastore) before it is created; the
-module writes one object per VM or disk the moment it exists, and each is journaled as it arrives
+Ownership (issue 24): the journal (``fleet.ndjson``, :class:`stormatrix.fleet.journal.FleetJournal`'s file
+discipline) gets every worker's name before its clone is requested and every disk (VM, datastore) before it is
+created; the module writes one object per VM or disk the moment it exists, and each is journaled as it arrives
 (:meth:`PwshRunner.call`'s ``on_item``). Removal goes by the journal: VMs by id, or by exact name when a crash
 kept the id from the journal, and the module touches only VMs whose annotation names this fleet's id.
 
@@ -54,17 +54,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from .. import secrets
-from ..backends.vmware.pwsh import PwshRunner
-from ..backends.vmware.settings import (CONNECTION_KEYS, CONTROLLER_TYPES, VMWARE_SECTION, connection,
-                                        credentials_for_child)
-from ..core.errors import InputError, MatrixError
-from ..core.model import parse_size
-from ..schema import Field, Section, parse_section
-from ..secrets import check_env_name, check_secret_file
-from .journal import FleetJournal
-from .spec import MAX_WORKERS, NAME_PREFIX_RE, refuse_fio_versions, refuse_problems
-from .template import fio_declaration_note, fio_declaration_problem
+from ... import secrets
+from ...core.errors import InputError, MatrixError
+from ...core.model import parse_size
+from ...fleet.journal import FleetJournal
+from ...fleet.spec import MAX_WORKERS, NAME_PREFIX_RE, refuse_fio_versions, refuse_problems
+from ...fleet.template import fio_declaration_note, fio_declaration_problem
+from ...schema import Field, Section, parse_section
+from ...secrets import check_env_name, check_secret_file
+from .pwsh import PwshRunner
+from .settings import CONNECTION_KEYS, CONTROLLER_TYPES, VMWARE_SECTION, connection, credentials_for_child
 
 log = logging.getLogger("stormatrix.fleet")
 

@@ -55,17 +55,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from .backends.proxmox.api import PveClient
-from .backends.proxmox.node import NodeShell, ensure_remote_collector, parse_hmp_threads
-from .backends.proxmox.settings import PROXMOX_SECTION, REMOTE_COLLECTOR_DIR, make_transport
-from .collect import HostCollector, ProcessesCollector, RemoteProcessesCollector
-from .core.errors import CollectorError, MatrixError, PveApiError, PveAuthError, StormatrixError
-from .core.model import Cell
-from .core.scope import ROLE_IOTHREAD, ROLE_MAIN, ROLE_VCPU, HostScope
-from .executors.fioserver.inputs import FioGuest, NAME_RE
-from .qmp import Qmp
-from .spec import Section
-from .suiteguests import SuiteGuests, inventory_for
+from ...collect import HostCollector, ProcessesCollector, RemoteProcessesCollector
+from ...core.errors import CollectorError, MatrixError, PveApiError, PveAuthError, StormatrixError
+from ...core.model import Cell
+from ...core.scope import ROLE_IOTHREAD, ROLE_MAIN, ROLE_VCPU, HostScope
+from ...executors.fioserver.inputs import FioGuest, NAME_RE
+from ...qmp import Qmp
+from ...spec import Section
+from ...suiteguests import SuiteGuests, inventory_for
+from .api import PveClient
+from .node import NodeShell, ensure_remote_collector, parse_hmp_threads
+from .settings import PROXMOX_SECTION, REMOTE_COLLECTOR_DIR, make_transport
 
 log = logging.getLogger("stormatrix.suitevms")
 

@@ -22,7 +22,7 @@ from stormatrix.core.errors import InputError, MatrixError
 from stormatrix.executors.fioserver.inputs import FioGuest
 from stormatrix.journal import Journal
 from stormatrix.registry import suite_from_dict
-from stormatrix.suitevms import ProxmoxSuiteVms, guest_names, pick_address
+from stormatrix.backends.proxmox.vms import ProxmoxSuiteVms, guest_names, pick_address
 
 
 @pytest.fixture

@@ -15,8 +15,8 @@ from standins import pve_cmdline
 from stormatrix.backends.proxmox.cmdline import read_disk
 from stormatrix.backends.proxmox.drives import disk_config_of, parse_drive
 from stormatrix.core.model import CONTROLLERS
-from stormatrix.fleet.proxmox import ProxmoxFleet
-from stormatrix.fleet.spec import fleet_from_dict
+from stormatrix.backends.proxmox.fleet import ProxmoxFleet
+from stormatrix.backends.proxmox.fleetspec import fleet_from_dict
 
 PROXMOX_CONTROLLERS = sorted(c for c, (bus, _) in CONTROLLERS.items() if bus != "esxi")
 #: REFERENCE.md: iothread=1 takes effect for virtio-blk, or scsi with scsihw=virtio-scsi-single

@@ -23,8 +23,8 @@ from suite_pve import SECRET, SECRET_ENV, TOKEN, TOKEN_ID, fio_server_on_host, k
 from stormatrix.backends.proxmox.settings import make_transport
 from stormatrix.cli import main
 from stormatrix.fleet.journal import FleetJournal
-from stormatrix.fleet.proxmox import TAG, ProxmoxFleet
-from stormatrix.fleet.spec import load_fleet_file
+from stormatrix.backends.proxmox.fleet import TAG, ProxmoxFleet
+from stormatrix.backends.proxmox.fleetspec import load_fleet_file
 import paths
 
 REPO = paths.ROOT
@@ -226,8 +226,8 @@ def test_a_vmid_someone_else_took_after_our_clone_failed_is_left_alone(standin: 
 _HARNESS = """
 import sys
 from stormatrix.backends.proxmox.settings import make_transport
-from stormatrix.fleet.proxmox import ProxmoxFleet
-from stormatrix.fleet.spec import load_fleet_file
+from stormatrix.backends.proxmox.fleet import ProxmoxFleet
+from stormatrix.backends.proxmox.fleetspec import load_fleet_file
 _raw, spec, proxmox = load_fleet_file(sys.argv[1])
 fleet = ProxmoxFleet(spec, make_transport(proxmox, sys.argv[1]), sys.argv[2], poll=0.02)
 vmids = fleet.deploy()

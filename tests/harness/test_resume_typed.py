@@ -1,0 +1,98 @@
+"""The runner's resume reads the journal as the record types (core/recordtypes.py, ``resume_record``):
+a run directory written by an older stormatrix resumes, its lines left byte for byte as they were, and a
+record with a wrong-typed key refuses the resume before anything is appended, naming the line and the key.
+
+Through the real runner with the in-process stand-ins (the agent stand-in as the guest, the VM stand-in
+that keeps its config), as tests/harness/test_run_order.py does.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from standins.agent import FakeCollector, FakeVmBackend
+
+from stormatrix.core.errors import DataFileError
+from stormatrix.journal import Journal
+from stormatrix.registry import spec_from_dict
+from stormatrix.runner import RunOptions, Runner
+
+
+def _matrix() -> dict[str, Any]:
+    return {"run": {"name": "older", "ramp_seconds": 0, "measure_seconds": 1, "repeats": 2, "order": "grouped"},
+            "matrix": {"controllers": ["sata", "virtio-blk"], "aio": ["threads"], "cache": ["none"]},
+            "workload": [{"name": "w", "rw": "randread", "bs": "4k"}]}
+
+
+def _run(run_dir: Path) -> dict[str, Any]:
+    spec = spec_from_dict(_matrix())
+    spec.run["boot_timeout_seconds"] = 1.0
+    return Runner(spec, run_dir, RunOptions(progress=False, backend=FakeVmBackend(spec, run_dir, {}),
+                                            collector_factory=FakeCollector)).run()
+
+
+def _older(line: dict[str, Any]) -> dict[str, Any]:
+    """A record as an older stormatrix wrote it: a run record without ``order``/``seed``/``cells``/``todo``
+    (those runs were grouped), a cell record without ``engine``, ``raw.engine`` and
+    ``host.cpu_total_source`` (fio's, worked out when read)."""
+    out = {k: v for k, v in line.items() if k not in ("order", "seed", "cells", "todo", "engine")}
+    if out["type"] == "cell":
+        out["raw"] = {k: v for k, v in out["raw"].items() if k != "engine"}
+        out["host"] = {k: v for k, v in out["host"].items() if k != "cpu_total_source"}
+    return out
+
+
+def _journal_lines(run_dir: Path) -> list[dict[str, Any]]:
+    return Journal(run_dir).records()
+
+
+def test_a_run_directory_of_an_older_format_resumes_where_it_stopped(tmp_path: Path) -> None:
+    whole = _run(tmp_path / "whole")
+    keys = whole["measured_keys"]
+    assert len(keys) == 4
+    lines = _journal_lines(tmp_path / "whole")
+    cells = [r for r in lines if r["type"] == "cell"]
+    older = [_older(next(r for r in lines if r["type"] == "run")), *(_older(c) for c in cells[:2])]
+    run_dir = tmp_path / "older"
+    run_dir.mkdir()
+    text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in older)
+    (run_dir / "journal.ndjson").write_text(text)
+    assert all("engine" not in r and "engine" not in r["raw"] for r in older[1:])
+
+    summary = _run(run_dir)
+    assert summary["already_done_keys"] == keys[:2] and summary["measured_keys"] == keys[2:]
+    after = (run_dir / "journal.ndjson").read_text()
+    assert after.startswith(text)  # the older lines stay as they were
+    new = [json.loads(line) for line in after[len(text):].splitlines()]
+    assert [r["type"] for r in new] == ["run", "cell", "cell", "restored"]
+    assert new[0]["order"] == "grouped" and new[0]["todo"] == 2 and new[0]["cells"] == 4
+    assert Journal(run_dir).done_keys() == set(keys)
+
+
+@pytest.fixture(scope="module")
+def interrupted(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
+    """A whole run's run record and first cell record: the start of a journal to resume."""
+    run_dir = tmp_path_factory.mktemp("whole")
+    _run(run_dir)
+    return _journal_lines(run_dir)[:2]
+
+
+@pytest.mark.parametrize("line, key, value", [(1, "seed", "7"), (1, "guests", "g1"), (2, "cell", "sata"),
+                                              (2, "key", ["x"]), (2, "clients", {"name": "g1"})])
+def test_a_wrong_typed_key_refuses_the_resume_naming_the_line_and_key(tmp_path: Path, interrupted: list[Any],
+                                                                       line: int, key: str, value: Any) -> None:
+    run_dir = tmp_path / "run"
+    lines = json.loads(json.dumps(interrupted))
+    lines[line - 1][key] = value
+    run_dir.mkdir()
+    (run_dir / "journal.ndjson").write_text("".join(json.dumps(r) + "\n" for r in lines))
+    before = (run_dir / "journal.ndjson").read_bytes()
+    with pytest.raises(DataFileError) as err:
+        _run(run_dir)
+    assert err.value.path == f"{run_dir / 'journal.ndjson'}:{line}" and f"'{key}'" in err.value.problem
+    assert "unedited journal" in err.value.fix
+    assert (run_dir / "journal.ndjson").read_bytes() == before  # nothing appended
