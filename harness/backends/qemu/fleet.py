@@ -92,9 +92,9 @@ def _controller_ok(value: str) -> None:
 
 def _workers_ok(value: int) -> None:
     if value > MAX_LOCAL_WORKERS:
-        raise ValueError(f"{value} workers: a local fleet boots at most {MAX_LOCAL_WORKERS} (each is a QEMU guest under "
-                         f"software emulation on this machine's {os.cpu_count()} cores, and more would measure the "
-                         "machine's own contention); deploy a larger fleet on Proxmox or ESXi")
+        raise ValueError(f"{value} workers: a local fleet boots at most {MAX_LOCAL_WORKERS} (each is a QEMU guest "
+                         f"under software emulation on this machine's {os.cpu_count()} cores, and more would "
+                         "measure the machine's own contention); deploy a larger fleet on Proxmox or ESXi")
 
 
 def _power_cycle_ok(value: str) -> None:

@@ -55,6 +55,10 @@ class QemuFleetSuite(FleetSuite):
     def _fleet(self, run_dir: str, fio: str | None) -> tuple[Any, tuple[str, ...], str]:
         return LocalFleet(self.spec, run_dir, fio=fio), self.spec.storages, self.spec.power_cycle
 
+    def fleet(self, run_dir: str | Path, fio: str | None = None) -> LocalFleet:
+        """The fleet of ``run_dir`` (``stormatrix fleet plan|destroy FILE -o RUN_DIR``): what its journal lists."""
+        return LocalFleet(self.spec, run_dir, fio=fio)
+
     def run(self, run_dir: str | Path, *, fio: str = "fio", keep: bool = False, progress: bool = False,
             stream: Any = None, workbook: Path | None = None) -> FleetSuiteOutcome:
         """Deploy, run each storage as a side, write the comparison (``workbook``, by default

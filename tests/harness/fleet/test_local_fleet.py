@@ -25,6 +25,7 @@ from stormatrix.backends.qemu.fleet import (LocalFleet, LocalFleetSpec, QEMU_FLE
                                             replay)
 from stormatrix.backends.qemu.fleetsuite import QemuFleetSuite
 from stormatrix.backends.qemu.storages import TGT_IPC_DIR
+from stormatrix.cli import main
 from stormatrix.core.errors import InputError, MatrixError
 from stormatrix.demosuite import suite_text, write_suite_file
 from stormatrix.suiterun import fio_version
@@ -198,7 +199,8 @@ time.sleep(120)
 """
 
 
-def test_a_kill_9_leaves_only_journaled_files_and_destroy_removes_exactly_those(tmp_path: Path) -> None:
+def test_a_kill_9_leaves_only_journaled_files_and_destroy_removes_exactly_those(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     run = tmp_path / "run"
     decoy_file = run / "volumes" / "not-ours.raw"
     decoy_file.parent.mkdir(parents=True)
@@ -227,8 +229,12 @@ def test_a_kill_9_leaves_only_journaled_files_and_destroy_removes_exactly_those(
         fleet = LocalFleet(local_fleet_from_dict({"fleet": {"backend": "qemu"}}, "s.toml"), run)
         fleet.journal.append({"type": "local-process", "role": "qemu", "pid": decoy.pid, "storage": "nbd",
                               "started": psutil.Process(decoy.pid).create_time() - 30, "name": "nbd-g1"})
-        left = fleet.destroy()
-        assert left.empty and decoy.poll() is None
+        # `stormatrix fleet destroy SUITE -o RUN_DIR`, as after any crash: the journal is all it goes by
+        suite = tmp_path / "suite.toml"
+        suite.write_text(SUITE.format(filename="/dev/sda", fleet="", suite_extra=""))
+        assert main(["fleet", "destroy", str(suite), "-o", str(run)]) == 0
+        assert "everything it created is gone" in capsys.readouterr().out
+        assert fleet.state().empty and decoy.poll() is None
     finally:
         decoy.kill()
         decoy.wait()
