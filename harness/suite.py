@@ -417,6 +417,9 @@ def suite_from_dict(raw: dict[str, Any], path: str = "<suite>", *, sections: Map
 def _fleet_proxmox(path: str, raw: dict[str, Any]) -> tuple[list[int], dict[str, Any] | None]:
     """A suite on a fleet: ``[fleet]`` and ``[proxmox]`` (or, on ESXi, ``[vmware]``) checked now (the VMs
     exist only once deployed)."""
+    fleet = raw.get("fleet")
+    if isinstance(fleet, dict) and fleet.get("backend") not in (None, "proxmox", "vmware"):
+        return [], None  # another platform's fleet: validated by its fleet suite (registry.fleet_suite)
     if is_vmware_fleet(raw):
         vmware_fleet_from_dict(raw, path)
         return [], None

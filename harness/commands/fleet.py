@@ -14,6 +14,7 @@ from ..backends.vmware.fleet import VmwareFleet, make_runner, vmware_fleet_from_
 from ..core.errors import InputError
 from ..executors.fioserver.inputs import DEFAULT_PORT
 from ..fleet.template import fio_package_version, user_data
+from ..registry import fleet_suite, load_suite
 from ..spec import _load_toml
 from ..suiterun import fio_version
 
@@ -27,6 +28,10 @@ or full clones, vCPUs, memory, a name prefix, a VMID range (or "auto") and the s
 [proxmox] says how to reach the node (token by reference, never in the file). With
 [fleet] backend = "vmware" the workers are cloned from a vSphere template onto an ESXi host, the
 storages under test are datastores, and [vmware] says how to reach vCenter (docs/esxi.md).
+With [fleet] backend = "qemu" (FILE is then the suite file) the fleet is local: 1-4 QEMU workers and
+this machine's storages on loopback (iscsi, nbd, file); its workers and servers run only inside
+`stormatrix suite run`, so deploy only checks and journals it, and destroy ends every process and
+removes every volume RUN_DIR/fleet.ndjson lists (after a kill -9, say).
 
   plan     check everything a deploy needs and print the fleet; exit 2 naming every problem (template
            that is not a template or has no agent, VMIDs in use, storage without 'images' content or
@@ -73,6 +78,9 @@ def _fleet(args: argparse.Namespace) -> Any:
     run_dir = args.output or "."
     fleet = raw.get("fleet")
     fio = fio_version(args.fio) if getattr(args, "fio", None) else None
+    if isinstance(fleet, dict) and fleet.get("backend") not in (None, "proxmox", "vmware"):
+        # a fleet that lives only in suites (the local one): its suite file, read through the registry
+        return fleet_suite(load_suite(args.file)).fleet(run_dir, fio)
     if isinstance(fleet, dict) and fleet.get("backend") == "vmware":
         vspec = vmware_fleet_from_dict(raw, args.file)
         return VmwareFleet(vspec, make_runner(vspec), run_dir, fio=fio)
@@ -82,7 +90,7 @@ def _fleet(args: argparse.Namespace) -> Any:
 
 def _owned(fleet: Any) -> Any:
     """What the run directory's journal says the fleet owns (each backend replays its own records)."""
-    return fleet.state() if isinstance(fleet, VmwareFleet) else fleet.journal.state()
+    return fleet.journal.state() if isinstance(fleet, ProxmoxFleet) else fleet.state()
 
 
 def _say(stage: str, vmid: object) -> None:

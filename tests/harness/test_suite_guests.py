@@ -40,9 +40,9 @@ def test_a_fleet_is_run_by_its_platform_and_an_unknown_one_is_refused_by_its_key
     assert type(fleet_suite(dataclasses.replace(suite, raw={"fleet": {}}))) is ProxmoxFleetSuite
     assert type(fleet_suite(dataclasses.replace(suite, raw={"fleet": {"backend": "vmware"}}))) is VmwareFleetSuite
     with pytest.raises(MatrixError) as info:
-        fleet_suite(dataclasses.replace(suite, raw={"fleet": {"backend": "qemu"}}))
+        fleet_suite(dataclasses.replace(suite, raw={"fleet": {"backend": "xen"}}))
     message = str(info.value)
-    assert "[fleet] backend" in message and "'qemu'" in message and "proxmox, vmware" in message
+    assert "[fleet] backend" in message and "'xen'" in message and "proxmox, qemu, vmware" in message
 
 
 class Counted(AddressGuests):
