@@ -83,8 +83,9 @@ class QemuFleetSuite(FleetSuite):
                     outcome.sides[storage] = None
                     fleet.detach(storage, keep_volumes=keep)  # a crash after the last point may have left them
                     continue
-                print(f"storage {storage}: serving {spec.workers} volumes of {spec.disk_size // 2**20} MiB, booting "
-                      f"{spec.workers} workers ({spec.disk.key})", file=stream)
+                plural = "s" if spec.workers > 1 else ""
+                print(f"storage {storage}: serving {spec.workers} volume{plural} of {spec.disk_size // 2**20} MiB, "
+                      f"booting {spec.workers} worker{plural} ({spec.disk.key})", file=stream)
                 urls = fleet.attach(storage)
                 assert fleet.image is not None
                 guests = LocalGuests(storage, spec.disk, side_dir, fleet.image, spec.names(), urls, vcpus=spec.vcpus,
