@@ -33,8 +33,8 @@ from typing import Any, Callable
 import pandas as pd
 
 from ..core.errors import DataFileError
-from ..core.journalfile import CELL, RUN, SCHEMA, read_lines
-from ..core.recordtypes import CellRecord, RunRecord
+from ..core.journalfile import SCHEMA, read_lines
+from ..core.recordtypes import CellRecord, RunRecord, record_from_json
 from .labels import config_label
 
 VCPU = "vcpu"
@@ -68,12 +68,13 @@ def _records(sources: list[str]) -> tuple[dict[str, CellRecord], list[RunRecord]
             if rec is None or rec.get("schema") != SCHEMA:
                 continue
             try:
-                if rec.get("type") == RUN:
-                    runs.append(RunRecord.from_json(rec, where))
-                elif rec.get("type") == CELL:
-                    by_source[where] = CellRecord.from_json(rec, where)
+                typed = record_from_json(rec, where)
             except DataFileError:
                 continue
+            if isinstance(typed, RunRecord):
+                runs.append(typed)
+            elif isinstance(typed, CellRecord):
+                by_source[where] = typed
     return by_source, runs
 
 

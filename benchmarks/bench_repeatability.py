@@ -58,6 +58,8 @@ from typing import Any
 from stormatrix import guestimage
 from stormatrix.analysis.stats import welch
 from stormatrix.commands.run import execute
+from stormatrix.core.errors import DataFileError
+from stormatrix.core.recordtypes import CellRecord, record_from_json
 
 DEMO_MATRIX = Path(guestimage.__file__).parent / "matrices" / "demo.toml"
 GOAL_CV_PCT = 5.0
@@ -73,15 +75,21 @@ def matrix_text(base: str, pin: str, measure_s: float | None) -> str:
     return text + f'\n[qemu]\npin_threads = "{pin}"\n'
 
 
-def cells(run_dir: Path) -> dict[tuple[str, str], list[dict[str, Any]]]:
+def cells(run_dir: Path) -> dict[tuple[str, str], list[CellRecord]]:
     """(controller, aio) -> the configuration's cell records, one per repeat (the last one of a retried
     repeat), in repeat order: the demo matrix runs every configuration several times."""
-    out: dict[tuple[str, str], dict[int, dict[str, Any]]] = {}
-    for line in (run_dir / "journal.ndjson").read_text().splitlines():
-        rec = json.loads(line)
-        if rec.get("type") == "cell":
-            disk = rec["cell"]["disk"]
-            out.setdefault((disk["controller"], disk["aio"]), {})[int(rec["cell"].get("repeat") or 1)] = rec
+    out: dict[tuple[str, str], dict[int, CellRecord]] = {}
+    path = run_dir / "journal.ndjson"
+    for number, line in enumerate(path.read_text().splitlines(), start=1):
+        try:  # read as the report reads it: a record it refuses counts here neither
+            rec = record_from_json(json.loads(line), f"{path}:{number}")
+        except DataFileError as exc:
+            print(f"skipped: {exc}", file=sys.stderr)
+            continue
+        if isinstance(rec, CellRecord):
+            assert rec.cell is not None and rec.cell.disk is not None
+            disk = rec.cell.disk
+            out.setdefault((str(disk.controller), str(disk.aio)), {})[rec.cell.repeat or 1] = rec
     return {k: [v[r] for r in sorted(v)] for k, v in out.items()}
 
 
@@ -91,11 +99,19 @@ def cv_pct(values: list[float]) -> float | None:
     return statistics.stdev(values) / statistics.fmean(values) * 100.0
 
 
-def metric(recs: list[dict[str, Any]], name: str) -> list[float]:
-    return [x["per_mib"][name] for x in recs if x["per_mib"].get(name) is not None]
+def metric(recs: list[CellRecord], name: str) -> list[float]:
+    """``per_mib.<name>`` (cpu or ctx) of each record that has it."""
+    values = [getattr(x.per_mib, name) if x.per_mib else None for x in recs]
+    return [v for v in values if v is not None]
 
 
-def summarise(runs: list[dict[tuple[str, str], list[dict[str, Any]]]]) -> dict[str, Any]:
+def pinned(rec: CellRecord) -> bool:
+    """Whether the cell's QEMU threads were pinned (the host record's ``placement``)."""
+    placement = rec.host.rest.get("placement") if rec.host else None
+    return bool(placement.get("pinned")) if isinstance(placement, dict) else False
+
+
+def summarise(runs: list[dict[tuple[str, str], list[CellRecord]]]) -> dict[str, Any]:
     """Per configuration and metric: the values of every repeat of every run; the CV within each run (over
     its repeats: what the workbook's cv_limit flag and the run's own extra repeats see), over all repeats
     of all runs, and of the runs' means (how far two demo runs' numbers lie apart). Per controller and run:
@@ -106,10 +122,9 @@ def summarise(runs: list[dict[tuple[str, str], list[dict[str, Any]]]]) -> dict[s
     for key in keys:
         recs = [r.get(key, []) for r in runs]
         entry: dict[str, Any] = {"controller": key[0], "aio": key[1],
-                                 "cpu_unit": next((x["per_mib"]["cpu_unit"] for rs in recs for x in rs), None),
+                                 "cpu_unit": next((x.per_mib.cpu_unit for rs in recs for x in rs if x.per_mib), None),
                                  "repeats_per_run": [len(rs) for rs in recs],
-                                 "pinned": sum(bool((x.get("host") or {}).get("placement", {}).get("pinned"))
-                                               for rs in recs for x in rs)}
+                                 "pinned": sum(pinned(x) for rs in recs for x in rs)}
         for name in ("ctx", "cpu"):
             values = [metric(rs, name) for rs in recs]
             means = [statistics.fmean(v) for v in values if v]

@@ -57,8 +57,9 @@ EXECUTORS: dict[str, str] = {
 
 #: what gives a suite's side its guests (:class:`~stormatrix.suiteguests.SuiteGuests`), by the ``[suite]`` key that
 #: lists them: ``guests`` by address, ``vms`` a VM list on the platform whose section says where (Proxmox; the
-#: suite's validation refuses a VM list elsewhere). The demo's local QEMU guests are the qemu backend's
-#: (:class:`~stormatrix.backends.qemu_suite.DemoGuests`); a fleet's workers are each side's VM list.
+#: suite's validation refuses a VM list elsewhere). A fleet's workers are given to each side by its fleet suite
+#: (:data:`FLEET_SUITES`): a Proxmox fleet's as a VM list, an ESXi fleet's by address, a local fleet's as local
+#: QEMU guests (the qemu backend's package, ``demo --suite``).
 SUITE_GUESTS: dict[str, str] = {
     "guests": "stormatrix.suiteguests:AddressGuests",
     "vms": "stormatrix.backends.proxmox.vms:ProxmoxVmGuests",
@@ -69,6 +70,7 @@ SUITE_GUESTS: dict[str, str] = {
 FLEET_SUITES: dict[str, str] = {
     "proxmox": "stormatrix.backends.proxmox.fleetsuite:ProxmoxFleetSuite",
     "vmware": "stormatrix.backends.vmware.fleetsuite:VmwareFleetSuite",
+    "qemu": "stormatrix.backends.qemu.fleetsuite:QemuFleetSuite",
 }
 
 #: the platform of a ``[fleet]`` that names none

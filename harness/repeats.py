@@ -31,9 +31,8 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from .core.errors import DataFileError
-from .core.journalfile import CELL
 from .core.model import NOT_APPLICABLE, Cell, Plan
-from .core.recordtypes import CellRecord
+from .core.recordtypes import CellRecord, record_from_json
 
 
 @dataclass(frozen=True)
@@ -73,11 +72,11 @@ def stability_by_config(records: Iterable[dict[str, Any]]) -> dict[str, Stabilit
     """Per configuration, from the journal's ``cell`` records: repeats and the CV of CPU and ctx per MiB."""
     values: dict[str, dict[int, tuple[float | None, float | None]]] = {}
     for number, rec in enumerate(records, start=1):
-        if rec.get("type") != CELL:
-            continue
         try:  # read as analysis reads it; a record analysis refuses counts for no configuration here either
-            cell = CellRecord.from_json(rec, f"journal record {number}")
+            cell = record_from_json(rec, f"journal record {number}")
         except DataFileError:
+            continue
+        if not isinstance(cell, CellRecord):
             continue
         assert cell.key is not None
         _, _, rep = cell.key.rpartition("/rep")

@@ -16,9 +16,9 @@ from is the platform's business, behind one interface, :class:`SuiteGuests`:
 
 The implementations: :class:`AddressGuests` (guests given by address, ``[suite] guests``; also an ESXi
 fleet's workers at the addresses VMware Tools report), :class:`stormatrix.backends.proxmox.vms.ProxmoxVmGuests` (a
-Proxmox VM list, a Proxmox fleet's workers), and :class:`stormatrix.backends.qemu_suite.DemoGuests` (the
-local QEMU guests of ``stormatrix demo --suite``). :func:`stormatrix.registry.suite_guests` picks one for a
-suite file.
+Proxmox VM list, a Proxmox fleet's workers), and the qemu backend's ``LocalGuests`` (``backends/qemu/guests.py``:
+a local fleet's workers, ``[fleet] backend = "qemu"``, ``stormatrix demo --suite``).
+:func:`stormatrix.registry.suite_guests` picks one for a suite file.
 
 A ``SuiteGuests`` is a :class:`~stormatrix.backends.base.Backend`: the runner drives it like any other
 (prepare, per point the window, restore, close). It reconfigures nothing and restores nothing: a side's disks

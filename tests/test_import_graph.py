@@ -45,9 +45,8 @@ LAYERS: list[tuple[int, str, tuple[str, ...]]] = [
     (2, "tools", ("stormatrix.schema", "stormatrix.spec", "stormatrix.guestdrivers", "stormatrix.secrets", "stormatrix.ssh", "stormatrix.qmp",
                   "stormatrix.journal", "stormatrix.progress", "stormatrix.guestimage", "stormatrix.repeats",
                   "stormatrix.console", "stormatrix.runorder")),
-    # the worker fleet's parts that know no backend: its journal, the storages under test, what every [fleet] shares
-    (3, "fleet", ("stormatrix.fleet", "stormatrix.fleet.journal", "stormatrix.fleet.localstore",
-                  "stormatrix.fleet.spec")),
+    # the worker fleet's parts that know no backend: its journal, what every [fleet] shares
+    (3, "fleet", ("stormatrix.fleet", "stormatrix.fleet.journal", "stormatrix.fleet.spec")),
     # the contracts a backend and an executor fulfil, the collectors and the records they feed
     (4, "contracts", ("stormatrix.backends", "stormatrix.backends.base", "stormatrix.executors",
                       "stormatrix.executors.base", "stormatrix.collect", "stormatrix.records")),
@@ -57,7 +56,7 @@ LAYERS: list[tuple[int, str, tuple[str, ...]]] = [
     # the qemu backend's local guests (they read the local agent's READY and probe fio servers, so they sit here,
     # above the executors), and the [fleet] that deploys them); a backend's package spans this layer and the run
     # loop's by module: its fleet and suite guests are listed here by name
-    (6, "suite", ("stormatrix.suite", "stormatrix.suiteguests", "stormatrix.backends.qemu_suite",
+    (6, "suite", ("stormatrix.suite", "stormatrix.suiteguests", "stormatrix.backends.qemu.guests",
                   "stormatrix.fleet.template", "stormatrix.backends.proxmox.vms",
                   "stormatrix.backends.proxmox.fleetspec", "stormatrix.backends.proxmox.fleet",
                   "stormatrix.backends.vmware.fleet")),
@@ -66,7 +65,7 @@ LAYERS: list[tuple[int, str, tuple[str, ...]]] = [
     # the run loop
     (8, "runner", ("stormatrix.window", "stormatrix.runner", "stormatrix.suiterun", "stormatrix.demosuite",
                    "stormatrix.fleet.suiterun", "stormatrix.backends.proxmox.fleetsuite",
-                   "stormatrix.backends.vmware.fleetsuite")),
+                   "stormatrix.backends.vmware.fleetsuite", "stormatrix.backends.qemu.fleetsuite")),
     # the command line
     (9, "commands", ("stormatrix.cli", "stormatrix.__main__", "stormatrix.commands", "stormatrix.commands.*")),
 ]
@@ -102,16 +101,10 @@ REGISTRY_EXCEPTIONS: dict[tuple[str, str], str] = {
         "a suite's executor is the fio-server executor, extended by suiterun.SuiteExecutor for many guests at once",
     ("stormatrix.commands.guest", "stormatrix.executors.winrm.*"):
         "`stormatrix guest check` is the WinRM executor's own command (a Windows guest's Pester validation)",
-    ("stormatrix.demosuite", "stormatrix.backends.qemu*"):
-        "`stormatrix demo --suite` runs on this machine's QEMU by definition: its guests are the qemu backend's",
-    ("stormatrix.demosuite", "stormatrix.executors.fioserver.client"):
-        "the demo finds this machine's fio client (find_fio) before it boots anything",
-    ("stormatrix.backends.qemu_suite", "stormatrix.backends.qemu.*"):
-        "the qemu backend's local suite guests, a module of that backend kept beside its package",
-    ("stormatrix.backends.qemu_suite", "stormatrix.executors.localagent"):
-        "the local guests report READY through the local agent's channel, as a matrix run's guest does",
-    ("stormatrix.backends.qemu_suite", "stormatrix.executors.fioserver.probe"):
-        "the local guests' fio servers are probed as they boot",
+    ("stormatrix.backends.qemu.guests", "stormatrix.executors.localagent"):
+        "the local fleet's guests report READY through the local agent's channel, as a matrix run's guest does",
+    ("stormatrix.backends.qemu.guests", "stormatrix.executors.fioserver.probe"):
+        "the local fleet's guests' fio servers are probed as they boot",
 }
 
 

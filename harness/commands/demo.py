@@ -61,7 +61,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--suite", action="store_true",
                    help="the protocol-comparison demo (003 in miniature): fio servers in 2-4 local guests per "
                         "side, each guest's test disk over iSCSI (tgtd, QEMU's libiscsi) then over NBD "
-                        "(qemu-storage-daemon) on 127.0.0.1, comparison workbook")
+                        "(qemu-storage-daemon) on 127.0.0.1, comparison workbook; the shipped suite file "
+                        "(RUN_DIR/suite.toml, [fleet] backend = \"qemu\") run as `stormatrix suite run` runs it")
     p.add_argument("--guests", type=guests_per_side, metavar="N",
                    help="with --suite: guests per side, 2-4 (default 2)")
     p.add_argument("--no-progress", action="store_true",

@@ -24,6 +24,10 @@ or full clones, vCPUs, memory, a name prefix, a VMID range (or "auto") and the s
 [proxmox] says how to reach the node (token by reference, never in the file). With
 [fleet] backend = "vmware" the workers are cloned from a vSphere template onto an ESXi host, the
 storages under test are datastores, and [vmware] says how to reach vCenter (docs/esxi.md).
+With [fleet] backend = "qemu" (FILE is then the suite file) the fleet is local: 1-4 QEMU workers and
+this machine's storages on loopback (iscsi, nbd, file); its workers and servers run only inside
+`stormatrix suite run`, so deploy only checks and journals it, and destroy ends every process and
+removes every volume RUN_DIR/fleet.ndjson lists (after a kill -9, say).
 
   plan     check everything a deploy needs and print the fleet; exit 2 naming every problem (template
            that is not a template or has no agent, VMIDs in use, storage without 'images' content or

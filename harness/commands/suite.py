@@ -25,8 +25,9 @@ def register(subparsers: Any) -> None:
                     "given as name=host:port, or on Proxmox as [suite] vms = [101, ...] with a [proxmox] "
                     "section: addresses from the QEMU guest agent, host metrics of the VMs' QEMU processes "
                     "when the node is reachable (on it, or [proxmox] ssh). With a [fleet] the suite deploys "
-                    "its workers (Proxmox, or ESXi with [fleet] backend = \"vmware\"), runs each storage under "
-                    "test as a side, writes the comparison workbook and removes the workers.")
+                    "its workers (Proxmox, ESXi with [fleet] backend = \"vmware\", or 1-4 local QEMU workers with "
+                    "backend = \"qemu\", whose storages are iscsi, nbd or file on 127.0.0.1), runs each storage "
+                    "under test as a side, writes the comparison workbook and removes the workers.")
     sub = parser.add_subparsers(dest="suite_command", metavar="ACTION", required=True)
     plan = sub.add_parser("plan", help="show the points, the guests and the ETA",
                           description="Read the [suite] of MATRIX and print its grid of fio points, the guests of "

@@ -11,14 +11,19 @@ reader uses (a cell's ``cell``, ``times``, ``fio`` summary with its direction bl
   fix. What older records lack is worked out here, in one place: a cell's ``engine`` (from ``raw.engine``,
   else fio) and what its ``host.cpu_total`` counted (``cpu_total_source``, from the collector's ``source``).
 
-A part keeps the keys it does not type in ``rest`` (a collector's extras, an executor's own keys, a suite's
-additions). A part read from a JSON object remembers its keys and their order (``keys``), so
+What a suite adds sits beside a record's own keys and is typed as a *flat* part (``flat=True``: no key of its
+own, read when any of its keys is there): a run record's :class:`SuiteInfo` (``RunRecord.suite_info``) and a
+multi-guest point's :class:`PointInfo` (``CellRecord.point_info``); a point's ``clients`` are a list of
+:class:`ClientPart`. A part keeps the keys it does not type in ``rest`` (a collector's extras, a newer
+version's keys). A part read from a JSON object remembers its keys and their order (``keys``), so
 ``to_json(from_json(line)) == line`` for every line, and a part the harness makes from its own dict (the fio
-summary, the host block, the checks) is written as that dict was; a record the harness builds field by field
-(``keys`` None) is written in the order its fields are declared, then ``rest`` — the order the harness always
-wrote, except that a suite point's ``extra_repeat`` now comes before its executor's and the suite's keys.
-``stormatrix.records`` builds these types, the runner journals ``to_json()``, and
-``stormatrix.analysis.journalrows`` maps ``from_json()`` to tidy rows. Standard library only.
+summary, the host block, the checks, a suite's additions) is written as that dict was; a record the harness
+builds field by field (``keys`` None) is written in the order its fields are declared, then ``rest`` — the
+order the harness always wrote, except that a suite point's ``extra_repeat`` now comes before its executor's
+and the suite's keys. ``stormatrix.records`` builds these types, the runner journals ``to_json()``,
+``stormatrix.analysis.journalrows`` maps ``from_json()`` to tidy rows, and the runner's resume (with ``suite
+run`` and ``restore``) reads every line with :func:`resume_record`: the same types without a cell's
+measurement checks. Standard library only.
 """
 
 from __future__ import annotations
@@ -521,8 +526,8 @@ class RunRecord(JournalRecord):
 
 @dataclass
 class CellRecord(JournalRecord):
-    """``cell``: one measured cell (or suite point). ``rest`` holds what its executor and the run added
-    (``clients``' siblings: ``skew``, ``noise``..., a suite's name)."""
+    """``cell``: one measured cell (or suite point). What a point on many guests adds is ``point_info``;
+    ``rest`` holds any other key (a newer version's)."""
 
     HEAD: ClassVar[dict[str, str]] = {"schema": SCHEMA, "type": CELL}
     run_id: str | None = _f(_STR)

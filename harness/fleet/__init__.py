@@ -3,9 +3,6 @@
 The seeds' comparisons (``000_*``, ``003_*``) run the same grid on many worker VMs, once per storage
 (or platform), and compare the sides. This package owns what the suite needs around the workers:
 
-- :mod:`.localstore`: the local backend's storages, real network block protocols on loopback (an iSCSI
-  LUN served by ``tgtd`` and opened by QEMU's own libiscsi initiator, an NBD export from
-  ``qemu-storage-daemon``) or plain files; started and stopped by the harness;
 - :mod:`.template`: what a worker's guest needs (cloud-init user-data installing fio and a
   ``fio --server`` unit), and the fio a template declares;
 - :mod:`.journal`: ``fleet.ndjson``, what a run owns, written down before it is created;
@@ -13,6 +10,7 @@ The seeds' comparisons (``000_*``, ``003_*``) run the same grid on many worker V
 - :mod:`.suiterun`: :class:`~.suiterun.FleetSuite`, the stages every platform's fleet suite shares.
 
 Only what knows no platform is here: each platform's fleet (its ``[fleet]`` keys, its deploy and removal, its
-fleet suite) is in its backend's package (:mod:`stormatrix.backends.proxmox`, :mod:`stormatrix.backends.vmware`),
+fleet suite) is in its backend's package (:mod:`stormatrix.backends.proxmox`, :mod:`stormatrix.backends.vmware`,
+:mod:`stormatrix.backends.qemu`: the local fleet and its storages on loopback),
 named in :data:`stormatrix.registry.FLEET_SUITES`.
 """

@@ -1,6 +1,7 @@
 """The runner's resume reads the journal as the record types (core/recordtypes.py, ``resume_record``):
 a run directory written by an older stormatrix resumes, its lines left byte for byte as they were, and a
-record with a wrong-typed key refuses the resume before anything is appended, naming the line and the key.
+record with a wrong-typed key refuses the resume before anything is appended, naming the line and the key; a
+suite side resumes only on its side and guests, read from the run record's typed suite part (SuiteInfo).
 
 Through the real runner with the in-process stand-ins (the agent stand-in as the guest, the VM stand-in
 that keeps its config), as tests/harness/test_run_order.py does.
@@ -16,10 +17,11 @@ import pytest
 
 from standins.agent import FakeCollector, FakeVmBackend
 
-from stormatrix.core.errors import DataFileError
+from stormatrix.core.errors import DataFileError, MatrixError
 from stormatrix.journal import Journal
-from stormatrix.registry import spec_from_dict
+from stormatrix.registry import spec_from_dict, suite_from_dict
 from stormatrix.runner import RunOptions, Runner
+from stormatrix.suiterun import check_resumable
 
 
 def _matrix() -> dict[str, Any]:
@@ -96,3 +98,34 @@ def test_a_wrong_typed_key_refuses_the_resume_naming_the_line_and_key(tmp_path: 
     assert err.value.path == f"{run_dir / 'journal.ndjson'}:{line}" and f"'{key}'" in err.value.problem
     assert "unedited journal" in err.value.fix
     assert (run_dir / "journal.ndjson").read_bytes() == before  # nothing appended
+
+
+SUITE = {"run": {"name": "typed"}, "suite": {
+    "side": "A", "block_sizes": ["4k"], "queue_depths": [1], "ramp_seconds": 0.5, "measure_seconds": 1.0,
+    "filename": "target.dat", "size": "16m", "guests": ["g1=127.0.0.1:8765", "g2=127.0.0.1:8766"]}}
+
+
+def _suite_journal(run_dir: Path, **run: Any) -> Path:
+    """A suite side's journal as ``suite run`` writes its run record (the suite's keys beside the record's)."""
+    line = {"schema": "stormatrix/record-1", "type": "run", "run_id": "s1", "started": "2026-11-28T00:00:00+00:00",
+            "matrix_path": "s.toml", "matrix": SUITE, "backend": None, "side": "A", "environment": {},
+            "original_config": None, "cells": 1, "todo": 1, "order": "rounds", "seed": 3, "suite": "typed",
+            "executor": "fio-server", "points": 1,
+            "guests": [{"name": "g1", "host": "127.0.0.1", "port": 8765}, {"name": "g2", "host": "127.0.0.1", "port": 8766}],
+            "host_collector": {"mode": "none", "detail": "given by address"}, "vms": None, **run}
+    run_dir.mkdir()
+    (run_dir / "journal.ndjson").write_text(json.dumps(line) + "\n")
+    return run_dir
+
+
+def test_a_suite_side_resumes_only_on_its_side_and_guests_read_from_the_typed_run_record(tmp_path: Path) -> None:
+    suite = suite_from_dict(SUITE, "s.toml")
+    check_resumable(Journal(_suite_journal(tmp_path / "same")), suite)  # the same side and guests: resumes
+    with pytest.raises(MatrixError, match="holds side 'B', not 'A'"):
+        check_resumable(Journal(_suite_journal(tmp_path / "side", side="B")), suite)
+    with pytest.raises(MatrixError, match="was measured on guests g1, g3"):
+        check_resumable(Journal(_suite_journal(tmp_path / "guests", guests=[{"name": "g1"}, {"name": "g3"}])), suite)
+    bad = _suite_journal(tmp_path / "bad", guests=[{"name": "g1", "port": "8765"}])
+    with pytest.raises(DataFileError) as err:
+        check_resumable(Journal(bad), suite)
+    assert err.value.path == f"{bad / 'journal.ndjson'}:1" and "'guests[0].port' is '8765'" in err.value.problem

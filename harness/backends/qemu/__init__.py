@@ -10,6 +10,17 @@ One module per job:
 - :mod:`.state` — the cache of saved booted states a configuration's VM is restored from;
 - :mod:`.pinning` — pinning QEMU's threads for the measurement window.
 
-The demo suite's local guests are :mod:`stormatrix.backends.qemu_suite` (they sit in the suite layer).
-Nothing is imported here: the registry loads :mod:`.backend` when a run uses it.
+The local fleet (``[fleet] backend = "qemu"`` in a suite file; ``stormatrix demo --suite``), reached only through
+:data:`stormatrix.registry.FLEET_SUITES`:
+
+- :mod:`.fleet` — its ``[fleet]`` section, its plan, and what it creates (volumes, storage servers, workers),
+  journaled and removed;
+- :mod:`.storages` — the storages under test on loopback: tgtd iSCSI opened by QEMU's libiscsi,
+  qemu-storage-daemon NBD, plain files;
+- :mod:`.guests` — one side's workers, server-mode QEMU guests (the suite layer: it reads the guest's READY line
+  and probes fio servers);
+- :mod:`.fleetsuite` — the suite on it, each storage a side, then the comparison workbook (the run loop's layer).
+
+Nothing is imported here: the registry loads :mod:`.backend` when a run uses it, :mod:`.fleetsuite` when a
+suite's fleet is local.
 """

@@ -63,7 +63,7 @@ class VmSpec:
 
     name: str
     disk: DiskConfig
-    disk_image: Path | str  # a file, or a URL QEMU's block layer opens (iscsi://, nbd://: fleet.localstore)
+    disk_image: Path | str  # a file, or a URL QEMU's block layer opens (iscsi://, nbd://: .storages)
     run_dir: Path
     image: guestimage.GuestImage
     slot: int = 1

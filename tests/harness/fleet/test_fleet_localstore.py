@@ -4,7 +4,7 @@ What is checked is what a worker's QEMU relies on: each volume URL opens with QE
 (libiscsi for ``iscsi://``, its NBD client for ``nbd://``), a write through URL ``i`` lands in backing
 file ``i`` and nowhere else, the server listens on 127.0.0.1 only, and stopping it (or SIGKILLing the
 harness that started it) leaves no server process, no port and, for tgtd, no control socket behind.
-Guests doing fio over each storage are in ``test_demo_suite.py``.
+Workers doing fio over each storage are in ``test_local_fleet_suite.py``.
 """
 
 from __future__ import annotations
@@ -20,9 +20,10 @@ from pathlib import Path
 
 import psutil
 import pytest
+from standins.processes import process_gone
 
 from stormatrix.core.errors import InputError
-from stormatrix.fleet.localstore import TGT_IPC_DIR, IscsiStorage, NbdStorage, listens, local_storage
+from stormatrix.backends.qemu.storages import TGT_IPC_DIR, IscsiStorage, NbdStorage, listens, local_storage
 
 MIB = 2**20
 
@@ -40,18 +41,6 @@ def _qemu_io(url: str, command: str) -> str:
     done = subprocess.run(["qemu-io", "-f", "raw", url, "-c", command], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     return done.stdout
-
-
-def _gone(pid: int, timeout: float = 10.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
-                return True
-        except psutil.NoSuchProcess:
-            return True
-        time.sleep(0.05)
-    return False
 
 
 def _released(lock: Path, timeout: float = 10.0) -> bool:
@@ -92,7 +81,7 @@ def test_each_url_reaches_its_own_backing_file_through_qemus_client(tmp_path: Pa
         assert data[0] == data[2] == b"\0" * 8 * MIB
         conns = [c for c in psutil.Process(pid).connections(kind="tcp") if c.status == psutil.CONN_LISTEN]
         assert conns and all(c.laddr.ip == "127.0.0.1" for c in conns)  # loopback only
-    assert storage.proc is None and _gone(pid)
+    assert storage.proc is None and process_gone(pid)
     assert not listens(pid, port or 0)
     if kind == "iscsi":
         assert isinstance(storage, IscsiStorage)
@@ -127,7 +116,7 @@ def test_bad_volumes_are_refused_before_a_server_starts(tmp_path: Path) -> None:
 _HARNESS = """
 import sys, time
 from pathlib import Path
-from stormatrix.fleet.localstore import local_storage
+from stormatrix.backends.qemu.storages import local_storage
 s = local_storage(sys.argv[1], Path(sys.argv[2]))
 s.start([Path(sys.argv[3])])
 print(s.proc.pid, s.port, getattr(s, "control", None) or 0, flush=True)
@@ -146,7 +135,7 @@ def test_a_killed_harness_leaves_no_server_behind(tmp_path: Path, kind: str) -> 
         assert listens(pid, port)
         os.kill(harness.pid, signal.SIGKILL)
         harness.wait()
-        assert _gone(pid), f"{kind} server {pid} outlived the harness"
+        assert process_gone(pid), f"{kind} server {pid} outlived the harness"
         if kind == "iscsi":  # its control socket stays until the next iSCSI storage sweeps it
             # the killed tgtd's main thread shows as a zombie while its other threads may still hold its
             # files (the lock on socket.N.lock): wait until the lock is let go, as a dead tgtd's is

@@ -1,4 +1,4 @@
-"""The local backend's storages under test: real network block protocols on this machine's loopback.
+"""The local fleet's storages under test: real network block protocols on this machine's loopback.
 
 The seeds' protocol comparison (``003_*``) attaches each worker's test disk over iSCSI, then over
 NVMe/TCP. Here the same shape runs on one machine, with real protocol stacks on both ends:
@@ -15,7 +15,9 @@ NVMe/TCP. Here the same shape runs on one machine, with real protocol stacks on 
 Every server listens on loopback only (tgtd's ``-I ALL`` ACL would admit any initiator elsewhere), on
 a port free when it starts; that the server itself holds the port is checked from its own sockets, not
 assumed. Each process dies with the harness (PR_SET_PDEATHSIG), so a SIGKILLed run leaves no target
-behind; the volumes' backing files stay (they are the workers' test disks, reused by the next run).
+behind; each one started is also reported to :attr:`LocalStorage.on_spawn` the moment it runs (the local
+fleet, :mod:`.fleet`, journals it, so that a rerun or ``fleet destroy`` can find it). The volumes' backing
+files are the fleet's (it journals, makes and removes them).
 """
 
 from __future__ import annotations
@@ -32,16 +34,16 @@ import subprocess
 import time
 from abc import ABC, abstractmethod
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import psutil
 
-from ..core.errors import EnvironmentProblem, InputError
+from ...core.errors import EnvironmentProblem, InputError
 
 log = logging.getLogger("stormatrix.fleet")
 
 LOOPBACK = "127.0.0.1"
-#: ``[fleet] storages`` / ``--storages`` names for the local backend
+#: ``[fleet] storages`` of a local fleet (``backend = "qemu"``)
 STORAGE_KINDS = ("file", "iscsi", "nbd")
 #: where tgtd puts its control socket (tgt's usr/tgtd.h, TGT_IPC_DIR)
 TGT_IPC_DIR = Path("/var/run/tgtd")
@@ -89,6 +91,8 @@ class LocalStorage(ABC):
 
     def __init__(self, workdir: Path) -> None:
         self.workdir = Path(workdir)
+        #: hears of every server process the moment it runs: (the program, its pid, its tgtd control number)
+        self.on_spawn: Callable[[str, int, int | None], None] | None = None
         self.files: list[Path] = []
         self.urls: list[str] = []
         self.proc: subprocess.Popen[bytes] | None = None
@@ -133,8 +137,11 @@ class LocalStorage(ABC):
 
     def _spawn(self, argv: list[str], log_name: str) -> subprocess.Popen[bytes]:
         with open(self.workdir / log_name, "wb") as out:
-            return subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=out,
+            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=out,
                                     preexec_fn=_die_with_parent, close_fds=True)
+        if self.on_spawn is not None:
+            self.on_spawn(self.server or Path(argv[0]).name, proc.pid, getattr(self, "control", None))
+        return proc
 
     def _wait_listening(self, proc: subprocess.Popen[bytes], port: int, what: str, log_name: str,
                         timeout: float = 10.0) -> bool:

@@ -1,17 +1,19 @@
-"""The local qemu backend's suite capability: N server-mode QEMU guests on this machine, one side's guests.
+"""The local fleet's workers on one side: N server-mode QEMU guests on this machine.
 
-:class:`DemoGuests` is a :class:`~stormatrix.suiteguests.SuiteGuests` (``stormatrix demo --suite``): each
-guest boots the tiny image in ``mode="server"`` with its own test disk (a raw file, or a storage server's
-URL: :mod:`stormatrix.fleet.localstore`) and a host port forwarded from ``127.0.0.1:<port>`` to its fio
-server. :meth:`~DemoGuests.start` boots them all (QEMU processes run in parallel), waits for each guest's
-READY line on its agent socket (which names the test device), then until every fio server answers a probe
-through the forwarded port. The host collector measures all their QEMU processes in each window
-(:class:`~stormatrix.collect.ProcessesCollector`); the host is this machine. ``close()`` always stops
-every VM; they also die with the harness (PR_SET_PDEATHSIG), which is tied to the thread that started
-them: start them from the main thread.
+:class:`LocalGuests` is a :class:`~stormatrix.suiteguests.SuiteGuests` (a side of a ``[fleet] backend =
+"qemu"`` suite, :mod:`.fleet`): each guest boots the tiny image in ``mode="server"`` with its own test disk
+(a raw file, or a storage server's URL: :mod:`.storages`) and a host port forwarded from
+``127.0.0.1:<port>`` to its fio server. :meth:`~LocalGuests.start` boots them all (QEMU processes run in
+parallel), waits for each guest's READY line on its agent socket (which names the test device), then until
+every fio server answers a probe through the forwarded port. With ``cycle_points`` (``[fleet] power_cycle =
+"point"``) every point but the side's first starts on freshly booted guests, on the same ports. The host
+collector measures all their QEMU processes in each window (:class:`~stormatrix.collect.ProcessesCollector`);
+the host is this machine. ``close()`` always stops every VM; each started VM is reported to ``on_start``
+(the fleet journals its pid), and they also die with the harness (PR_SET_PDEATHSIG), which is tied to the
+thread that started them: start them from the main thread.
 
-It sits in the suite layer (tests/test_import_graph.py), not beside the backends: it reads the guest's
-READY line (the local agent's protocol) and probes fio servers (the fio-server executor's).
+It sits in the suite layer (tests/test_import_graph.py, by its own pattern), above the backends: it reads
+the guest's READY line (the local agent's protocol) and probes fio servers (the fio-server executor's).
 """
 
 from __future__ import annotations
@@ -20,21 +22,21 @@ import logging
 import socket
 import time
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
-from .. import guestimage
-from ..collect import ProcessesCollector
-from ..core.errors import GuestNotReady, StormatrixError, VmStartError
-from ..core.model import DiskConfig
-from ..core.scope import HostScope
-from ..core.settings import RunSettings
-from ..executors.fioserver.inputs import FioGuest
-from ..executors.fioserver.probe import probe_servers
-from ..executors.localagent import AgentChannel, parse_event
-from ..suiteguests import SuiteGuests
-from .qemu.backend import QemuVm, VmSpec
+from ... import guestimage
+from ...collect import ProcessesCollector
+from ...core.errors import GuestNotReady, StormatrixError, VmStartError
+from ...core.model import DiskConfig
+from ...core.scope import HostScope
+from ...core.settings import RunSettings
+from ...executors.fioserver.inputs import FioGuest
+from ...executors.fioserver.probe import probe_servers
+from ...executors.localagent import AgentChannel, parse_event
+from ...suiteguests import SuiteGuests
+from .backend import QemuVm, VmSpec
 
-log = logging.getLogger("stormatrix.demosuite")
+log = logging.getLogger("stormatrix.fleet")
 
 
 def free_port() -> int:
@@ -44,16 +46,21 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-class DemoGuests(SuiteGuests):
+#: reported for each VM the moment it runs: (its name, its QEMU process id)
+OnStart = Callable[[str, int], None]
+
+
+class LocalGuests(SuiteGuests):
     """One side's local QEMU guests (see the module docstring): ``names`` and ``disks`` pair up, one guest
     each; ``key`` names the side's VMs and folders (``<run_dir>/vm``, ``<run_dir>/points/boot-probe``);
-    ``storage`` is what serves their disks, for the run record."""
+    ``storage`` is what serves their disks, for the run record; ``on_start`` hears of every VM started."""
 
     PORT_ATTEMPTS = 3
 
     def __init__(self, settings: RunSettings, key: str, disk: DiskConfig, run_dir: Path, image: guestimage.GuestImage,
                  names: Sequence[str], disks: Sequence[Path | str], *, vcpus: int = 1, memory_mib: int = 512,
-                 boot_timeout_s: float = 120.0, fio: str = "fio", storage: dict[str, Any] | None = None) -> None:
+                 boot_timeout_s: float = 120.0, fio: str = "fio", storage: dict[str, Any] | None = None,
+                 on_start: OnStart | None = None, cycle_points: bool = False) -> None:
         super().__init__(settings, platform="qemu", workdir=run_dir / "vm")
         self.key = key
         self.disk = disk
@@ -66,6 +73,10 @@ class DemoGuests(SuiteGuests):
         self.boot_timeout_s = boot_timeout_s
         self.fio = fio
         self._storage = storage
+        self.on_start = on_start
+        self.cycles_points = cycle_points
+        self.booting = True  # just booted: the first probe is repeated until the servers answer
+        self.ports: dict[str, int] = {}  # a guest keeps its forwarded port across a power cycle
         self.vms: list[QemuVm] = []
         self.ready: dict[str, dict[str, str]] = {}
         self._collector = ProcessesCollector(self.scopes)
@@ -80,21 +91,36 @@ class DemoGuests(SuiteGuests):
         to a socket chardev while nobody is connected, and READY comes only once."""
         last: VmStartError | None = None
         for _ in range(self.PORT_ATTEMPTS):
-            vm = QemuVm(self._spec(name, disk, free_port()))
+            vm = QemuVm(self._spec(name, disk, self.ports.get(name) or free_port()))
             try:
                 vm.start()
             except VmStartError as exc:
                 # another process may take the free port between our probe and QEMU's bind
                 if "forward" in str(exc).lower():
                     last = exc
+                    self.ports.pop(name, None)
                     continue
                 raise
             self.vms.append(vm)
+            assert vm.spec.fio_port is not None
+            self.ports[name] = vm.spec.fio_port
+            if self.on_start is not None:
+                self.on_start(vm.spec.name, vm.pid)
             channel = AgentChannel(str(vm.agent_path))
             channel.connect(time.monotonic() + 10)
             return vm, channel
         raise VmStartError(f"{self.key}-{name}: no free host port for the fio server after "
                            f"{self.PORT_ATTEMPTS} attempts: {last}")
+
+    def before_point(self, cell: Any) -> None:
+        """``[fleet] power_cycle = "point"``: stop every guest and boot it again (same disk, same port), then
+        wait for READY and the fio servers, before each point but the side's first."""
+        log.info("side %s: power-cycling %d guests before %s", self.key, len(self.names), getattr(cell, "key", cell))
+        self.stop_vms()
+        found = self._start()
+        if [(g.name, g.port) for g in found] != [(g.name, g.port) for g in self.guests]:
+            raise GuestNotReady(f"side {self.key}: after the power cycle the guests' fio servers moved "
+                                f"({', '.join(g.address for g in found)}); run the same command again to resume")
 
     def _start(self) -> list[FioGuest]:
         t0 = time.monotonic()
