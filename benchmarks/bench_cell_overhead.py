@@ -101,8 +101,12 @@ def cell_start(spec: VmSpec) -> tuple[float, float]:
         return ready, running
 
 
+#: (name, from mark, to mark) of the runner's timeline; "sent" is the GO at the cell's start for a job sent ahead
 STAGES = (("start or resume", "apply", "applied"), ("ready", "applied", "ready"), ("job sent", "ready", "sent"),
-          ("warm-up", "sent", "measure_start"), ("window", "measure_start", "measure_end"),
+          ("fio setup (sent -> warm-up I/O)", "sent", "warmup_start"),
+          ("warm-up (I/O -> measure marker)", "warmup_start", "measure_marker"),
+          ("window opening", "measure_marker", "measure_start"), ("window", "measure_start", "measure_end"),
+          ("  of it: collectors start", "measure_start", "go"),
           ("result back", "measure_end", "result"), ("cross-check + record", "result", "record"),
           ("journal", "record", "journaled"), ("stop", "journaled", "stopped"))
 
@@ -166,7 +170,8 @@ def print_breakdown(title: str, b: dict[str, Any], ramp_s: float) -> None:
     print(f"{title}: {b['cells']} cells, span {b['span_s']:.1f} s vs {b['active_s']:.0f} s of warm-up + window: "
           f"matrix overhead {b['overhead_pct']:.1f} %  goal <= 5 %  {'OK' if b['overhead_pct'] <= 5 else 'MISSED'}")
     for name, st in b["stages"].items():
-        extra = f"  ({st['median_s'] - ramp_s:+.2f} s beyond the {ramp_s:g} s warm-up)" if name == "warm-up" else ""
+        extra = (f"  ({st['median_s'] - ramp_s:+.2f} s beyond the {ramp_s:g} s warm-up)" if name.startswith("warm-up")
+                 else "")
         print(f"    {name:<31} median {st['median_s']:7.3f} s   total {st['total_s']:7.1f} s{extra}")
 
 
@@ -212,6 +217,8 @@ def breakdown_main(args: argparse.Namespace) -> int:
             QemuBackend.states_root = staticmethod(lambda: states)  # type: ignore[method-assign]
             runs = [("restore off", {"restore": "false"}), ("restore on, no saved states yet", {"restore": "true"}),
                     ("restore on, states saved by the run before", {"restore": "true"})]
+        if args.prime:  # every configuration's booted state saved before anything is timed
+            run_matrix(Path(tmp), with_settings(text, "qemu", {"restore": "true"}), "prime")
         for tag, settings in runs:
             mtext = with_settings(text, "qemu", settings) if settings else text
             runner, _summary, wall = run_matrix(Path(tmp), mtext, re.sub(r"\W+", "-", tag))
@@ -231,12 +238,14 @@ def breakdown_main(args: argparse.Namespace) -> int:
 
 def vm_starts(runner: Any) -> dict[str, int]:
     """How the run's VMs started (the cell records' ``times.vm_start``): booted, restored, states saved."""
-    out = {"booted": 0, "restored": 0, "saved a state": 0}
+    out = {"booted": 0, "restored": 0, "saved a state": 0, "first job sent ahead": 0}
     for rec in runner.journal.records():
-        how = (rec.get("times") or {}).get("vm_start") if rec.get("type") == "cell" else None
+        times = (rec.get("times") or {}) if rec.get("type") == "cell" else {}
+        how = times.get("vm_start")
         if how:
             out["restored" if how["how"] == "restore" else "booted"] += 1
             out["saved a state"] += 1 if how.get("saved") else 0
+        out["first job sent ahead"] += 1 if times.get("job_sent_ahead") else 0
     return out
 
 
@@ -262,6 +271,9 @@ def main() -> int:
                     help="with --breakdown: run the matrix three times, [qemu] restore off, then on with no saved "
                          "states (the VMs booting ahead save them), then on with the states the run before saved "
                          "(kept in a temporary folder, not the cache's)")
+    ap.add_argument("--prime", action="store_true",
+                    help="with --breakdown: first run the matrix once, untimed, so that every configuration's booted "
+                         "state is saved (a new guest image has none) and the timed runs all restore")
     ap.add_argument("--repeats", type=int, default=0,
                     help="with --breakdown: override [run] repeats (and no extra repeats), e.g. 1 for 10 cells")
     args = ap.parse_args()

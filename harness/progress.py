@@ -23,13 +23,24 @@ DEFAULT_OVERHEAD_S = 5.0
 # follows the measured pace.
 BOOTED_AHEAD_OVERHEAD_S = 2.1
 
+# ... when that VM is restored from its saved booted state ([qemu] restore) and its first job was sent to it
+# ahead ([qemu] prepare_ahead): what is left between a window closing and the next warm-up's I/O, and the
+# warm-up's and window's overrun beyond the 0.5 s every cell gets; measured on the demo matrix
+# (benchmarks/bench_cell_overhead.py --breakdown --prime --compare prepare_ahead=false,true --repeats 1)
+RESTORED_AHEAD_OVERHEAD_S = 0.3
+# the run's first VM restored from its saved state, not booted: ~1.5 s until its guest answers (measured)
+FIRST_RESTORE_S = 2.0
+
 
 def estimate_seconds(plan: Plan, ramp_s: float, measure_s: float, overhead_s: float = DEFAULT_OVERHEAD_S,
-                     boot_ahead: bool = False) -> float:
+                     boot_ahead: bool = False, restore: bool = False) -> float:
     """ETA: every cell's warm-up and window, plus a VM start per disk configuration x repeat (only the
-    first one when each next VM boots during the cell before)."""
+    first one when each next VM boots during the cell before; with ``restore`` each VM starts from a saved
+    booted state, the first one too: the first start and every later one cost less)."""
     groups = len({(c.disk, c.repeat) for c in plan.cells})
-    starts = overhead_s + max(groups - 1, 0) * BOOTED_AHEAD_OVERHEAD_S if boot_ahead else groups * overhead_s
+    first = min(overhead_s, FIRST_RESTORE_S) if restore else overhead_s
+    later = RESTORED_AHEAD_OVERHEAD_S if restore else BOOTED_AHEAD_OVERHEAD_S
+    starts = first + max(groups - 1, 0) * later if boot_ahead else groups * first
     return len(plan.cells) * (ramp_s + measure_s + 0.5) + starts
 
 

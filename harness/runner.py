@@ -137,8 +137,17 @@ class RunSource(ABC):
         """The executor's gate on the guest's drivers (a Windows guest's virtio-win), if it has one."""
         return None
 
+    def make_executor_for(self, endpoints: list[GuestEndpoint]) -> GuestExecutor | None:
+        """An executor on guests other than the backend's current VM's (a VM booted ahead, to send it its first
+        job ahead); None where this source has none (then no job is sent ahead)."""
+        return None
+
     def boots_ahead(self) -> bool:
         """Will the backend boot each next VM during the current cell (for the ETA)?"""
+        return False
+
+    def restores(self) -> bool:
+        """Will the backend start VMs from saved booted states (for the ETA)?"""
         return False
 
     def run_fields(self, backend: Backend) -> dict[str, Any]:
@@ -179,11 +188,17 @@ class MatrixSource(RunSource):
         return executor_class(self.executor_name())
 
     def make_executor(self, backend: Backend) -> GuestExecutor:
+        return self.make_executor_for(backend.endpoints())
+
+    def make_executor_for(self, endpoints: list[GuestEndpoint]) -> GuestExecutor:
         name = self.executor_name()
-        return executor_class(name)(backend.endpoints(), self.settings.raw.get(name, {}))
+        return executor_class(name)(endpoints, self.settings.raw.get(name, {}))
 
     def boots_ahead(self) -> bool:
         return self.backend_cls.boots_ahead(self.spec)
+
+    def restores(self) -> bool:
+        return self.backend_cls.restores(self.spec)
 
     def driver_gate(self) -> DriverGate | None:
         return self.executor_class().driver_gate(self.spec)
@@ -277,9 +292,23 @@ class _Flight:
     vm_start: dict[str, Any] | None = None  # how the backend started the VM (boot, or restore from a saved state)
     ahead_pending: list[DiskConfig] = field(default_factory=list)  # still to be booted ahead in this VM start
     handed_off: bool = False  # the VM went on with the last cell's result to come (:class:`_Tail`)
+    next_cell: Cell | None = None  # the next VM start's first cell, whose job may be sent ahead (_Prepared)
+    sent_ahead: bool = False  # this VM start's first job was sent ahead (:meth:`Runner._prepare_next`)
 
     def __post_init__(self) -> None:
         self.current = self.remaining[0]
+
+
+@dataclass
+class _Prepared:
+    """The next VM start's first cell, its job sent ahead to its VM booted ahead (:meth:`Runner._prepare_next`):
+    the guest holds before the warm-up's first I/O until the cell starts."""
+
+    cell: Cell
+    disk: DiskConfig
+    executor: GuestExecutor
+    guest: dict[str, Any]  # what the guest reported when ready
+    handle: Any  # the backend's ahead_ready(), for taken_ahead and discard()
 
 
 @dataclass
@@ -332,6 +361,7 @@ class Runner:
         self._tail: _Tail | None = None  # the cell whose window closed and whose result is still to come
         self._retry_later: list[tuple[DiskConfig, Cell, int]] = []  # (its configuration, cell, attempts so far)
         self._stop_exc: BaseException | None = None  # a tail's failure that ends the run
+        self._prepared: _Prepared | None = None  # the next VM start's first job, sent ahead
 
     def plan(self) -> Plan:
         return self.source.plan()
@@ -369,7 +399,7 @@ class Runner:
         boot_ahead = self.source.boots_ahead()
         todo = pending or [c for c, _ in extra_first]
         est = estimate_seconds(Plan(todo), timing.ramp_s, timing.measure_s, overhead_s=self.source.overhead_s,
-                               boot_ahead=boot_ahead) / len(todo)
+                               boot_ahead=boot_ahead, restore=self.source.restores()) / len(todo)
         self._cell_estimate = est
         extra_max = repeats.possible_extra(plan, self.settings.run)
         budget_s = float(self.settings.run.get("time_budget_minutes") or 0.0) * 60
@@ -387,6 +417,7 @@ class Runner:
             self._run_groups(backend, pending, progress)
             self._run_extra_repeats(backend, plan, progress, summary)
         finally:
+            self._discard_prepared()
             summary.update(measured=self.measured, measured_keys=self.measured_keys, failed=self.failed,
                            errors=self.errors, driver_skipped=self.driver_skipped)
             try:
@@ -410,7 +441,9 @@ class Runner:
             # the configurations the backend may boot ahead ([qemu] boot_ahead_depth), nearest first
             upcoming = list(dict.fromkeys(g[0][0] for g in groups[i + 1:i + 1 + backend.ahead_depth]))
             self._round = f"round {repeat}: " if self.order == "rounds" else ""
-            self._run_group(backend, disk, group, progress, upcoming)
+            self._run_group(backend, disk, group, progress, upcoming,
+                            next_cell=groups[i + 1][1][0] if i + 1 < len(groups) else None)
+        self._discard_prepared()
         self._finish_tail(progress)
         while self._retry_later:  # a cell whose result failed after the next cell was under way
             disk, cell, attempt = self._retry_later.pop(0)
@@ -466,7 +499,7 @@ class Runner:
             order=self.order, seed=self.seed, extra=self.source.run_fields(backend)).to_json())
 
     def _run_group(self, backend: Backend, disk: DiskConfig, cells: list[Cell], progress: Progress | None,
-                   upcoming: list[DiskConfig] | None = None, attempt: int = 0) -> None:
+                   upcoming: list[DiskConfig] | None = None, attempt: int = 0, next_cell: Cell | None = None) -> None:
         """One VM start for cells sharing a disk configuration and repeat, in named stages over a
         :class:`_Flight`; retried as configured (``attempt``: tries already spent, for a cell retried later).
 
@@ -477,7 +510,8 @@ class Runner:
         off once its window closed (:class:`_Tail`); the next group sends its job first and then collects,
         cross-checks, journals and stops this one while its own warm-up runs, never inside its window.
         """
-        f = _Flight(disk=disk, remaining=list(cells), upcoming=list(upcoming or []), attempt=attempt)
+        f = _Flight(disk=disk, remaining=list(cells), upcoming=list(upcoming or []), attempt=attempt,
+                    next_cell=next_cell)
         while f.remaining:
             if self._skip_for_driver(disk, f.remaining, progress):
                 return
@@ -508,8 +542,18 @@ class Runner:
         self._mark(f.current.key, "apply", f.t0)
         if progress:
             progress.update(f"{self._round}{f.disk.key}: starting VM")
+        prepared, self._prepared = self._prepared, None
+        if prepared is not None and (prepared.cell.key != f.current.key or prepared.disk != f.disk):
+            self._discard_prepared(prepared)  # what runs now is not the cell its job was sent ahead for
+            prepared = None
         backend.apply(f.disk)
         self._mark(f.current.key, "applied")
+        f.sent_ahead = False
+        if prepared is not None:
+            if backend.taken_ahead is prepared.handle and prepared.handle is not None:
+                f.executor, f.guest, f.sent_ahead = prepared.executor, prepared.guest, True
+            else:  # (the backend started another VM for it)
+                self._discard_prepared(prepared)
         f.booted_ahead = backend.booted_ahead
         f.vm_start = backend.vm_start
         f.ahead_pending = list(f.upcoming)
@@ -521,14 +565,15 @@ class Runner:
     def _stage_ready(self, backend: Backend, f: _Flight) -> None:
         """Wait until the guest answers; learn what it reports (a Windows guest's drivers)."""
         f.stage = "ready"
-        f.executor = self.make_executor(backend)
-        f.executor.before_ready(f.current)
-        f.executor.connect(time.monotonic() + 30)
-        guest = f.executor.wait_ready(time.monotonic() + self.settings.run["boot_timeout_seconds"])
-        if self._gate is not None:  # the executor's driver gate: which drivers the guest has (Windows: virtio-win)
-            self._gate.learn(guest, f.current.key)
-            guest = self._gate.annotate(guest)
-        f.guest = guest
+        if not f.sent_ahead:  # (else its guest was ready, and its job is there: _prepare_next)
+            f.executor = self.make_executor(backend)
+            f.executor.before_ready(f.current)
+            f.executor.connect(time.monotonic() + 30)
+            guest = f.executor.wait_ready(time.monotonic() + self.settings.run["boot_timeout_seconds"])
+            if self._gate is not None:  # the executor's driver gate: which drivers the guest has (Windows: virtio-win)
+                self._gate.learn(guest, f.current.key)
+                guest = self._gate.annotate(guest)
+            f.guest = guest
         f.boot_s = time.monotonic() - f.t0
         self._mark(f.current.key, "ready")
         f.t_ready = now_iso()
@@ -551,6 +596,7 @@ class Runner:
         if last and not backend.overlaps:
             self._boot_ahead(backend, f)
         window = self._window(backend)
+        window.sent_ahead, f.sent_ahead = f.sent_ahead and first, False
         try:
             if executor.splits:
                 executor.send(cell, self.settings.timing, window)
@@ -559,6 +605,8 @@ class Runner:
                 self._finish_tail(progress)
                 if backend.overlaps or last:
                     self._boot_ahead(backend, f)
+                if last:
+                    self._prepare_next(backend, f, window)
                 executor.await_window(cell, window)
                 handle = backend.hand_off() if last else None
                 if handle is not None:
@@ -575,6 +623,50 @@ class Runner:
             raise
         self._mark(cell.key, "result")
         self._journal_cell(f, self._record(backend, f, window, result), progress)
+
+    def _prepare_next(self, backend: Backend, f: _Flight, window: Window) -> None:
+        """While this cell warms up: send the next VM start's first job ahead to its VM booted ahead, once that VM
+        is ready (waiting at most until shortly before this warm-up ends: the measure marker must be answered at
+        once), so that its warm-up starts the moment its cell does (``[qemu] prepare_ahead``). Only where the
+        backend claims such a VM and the executor can hold a job at its warm-up; never for a guest whose drivers
+        are still to be learnt; a guest whose disk may not be written keeps its job until its turn (the same
+        refusal is raised then). A failure here only means the job is sent at the cell's start."""
+        cell, timing = f.next_cell, self.settings.timing
+        if cell is None or self._prepared is not None or self._gate is not None or timing.ramp_s <= 0:
+            return
+        handle = backend.ahead_ready(cell.disk, window.mono_sent + timing.ramp_s - 0.25)
+        if handle is None:
+            return
+        executor: GuestExecutor | None = None
+        try:
+            endpoints = backend.ahead_endpoints(handle)
+            executor = (self.options.executor_factory(endpoints) if self.options.executor_factory is not None
+                        else self.source.make_executor_for(endpoints))
+            if executor is None or not executor.prepares:
+                raise ValueError("the executor cannot hold a job sent ahead")
+            executor.before_ready(cell)
+            executor.connect(time.monotonic() + 5)
+            guest = executor.wait_ready(time.monotonic() + 5)
+            check_write_allowed(cell, guest, self.settings.run["allow_write"])
+            executor.prepare(cell, timing)
+        except (StormatrixError, OSError, ValueError) as exc:
+            log.info("%s: its job was not sent ahead (%s); it is sent when its cell starts", cell.key, exc)
+            if executor is not None:
+                executor.close()
+            backend.discard(handle)
+            return
+        self._mark(cell.key, "sent_ahead")
+        self._prepared = _Prepared(cell=cell, disk=cell.disk, executor=executor, guest=guest, handle=handle)
+
+    def _discard_prepared(self, prepared: _Prepared | None = None) -> None:
+        """Give up the job sent ahead (``prepared``, or the one pending) and its VM: what runs next changed."""
+        if prepared is None:
+            prepared, self._prepared = self._prepared, None
+        if prepared is None or self.backend is None:
+            return
+        prepared.executor.close()
+        self.backend.discard(prepared.handle)
+        self.timeline.get(prepared.cell.key, {}).pop("sent_ahead", None)
 
     def _boot_ahead(self, backend: Backend, f: _Flight) -> None:
         """Let the backend boot the next configurations' VMs not asked for yet in this VM start."""
@@ -707,6 +799,9 @@ class Runner:
             "measure_end": measured.t_end, "finished": now_iso(), "boot_s": f.boot_s,
             "ramp_s": timing.ramp_s, "measure_s": timing.measure_s,
             "window_s": measured.seconds, "booted_ahead": f.booted_ahead}
+        if window.t_warmup is not None:  # the warm-up's first I/O, by the guest's markers
+            times["warmup_start"] = window.t_warmup
+        times["job_sent_ahead"] = window.sent_ahead
         if f.vm_start is not None:
             times["vm_start"] = f.vm_start
         run = self.settings.run
@@ -717,7 +812,9 @@ class Runner:
             cross=records.crosscheck(fio, measured.bs0, measured.bs1, run["crosscheck_tolerance_pct"]),
             overlap=measured.overlap, fields=self.source.cell_fields())
         marks = self.timeline.setdefault(cell.key, {})
-        marks.update({k: v for k, v in (("sent", window.mono_sent), ("measure_start", window.mono_start),
+        marks.update({k: v for k, v in (("sent", window.mono_sent), ("warmup_start", window.mono_warmup),
+                                        ("measure_marker", window.mono_marker), ("measure_start", window.mono_start),
+                                        ("go", window.mono_go),
                                         ("measure_end", window.mono_end)) if v})
         self._mark(cell.key, "record")
         if cell.key in self._extra_reasons:

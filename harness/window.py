@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 from .backends.base import Backend
 from .collect import merge_hosts
-from .core.model import now_iso
+from .core.model import iso_ago, now_iso
 from .core.scope import BlockStats
 
 log = logging.getLogger("stormatrix.runner")
@@ -59,8 +59,12 @@ class Window:
     collector_factory: Callable[[Any], Any]
     t_start: str | None = None
     t_end: str | None = None
-    mono_sent: float = 0.0  # when the executor sent the job (job_sent), where it says so
+    mono_sent: float = 0.0  # when the executor sent the job or released it (job_sent), where it says so
+    mono_warmup: float = 0.0  # when the warm-up's I/O started (warmup_started), where the guest says so
+    t_warmup: str | None = None
+    mono_marker: float = 0.0  # when the guest said its measurement is about to start (before the window opened)
     mono_start: float = 0.0
+    mono_go: float = 0.0  # when measure_started returned: the collectors run, the guest gets its GO now
     mono_end: float = 0.0
     bs0: BlockStats | None = None
     bs1: BlockStats | None = None
@@ -72,14 +76,20 @@ class Window:
     #: one collector for the whole window (a suite's collector over all its VMs), instead of one per scope
     point_collector: Any = None
     overlap: dict[str, Any] | None = None  # what else ran (paused) on the host during the window
+    sent_ahead: bool = False  # the job was sent ahead and released when the cell started (the record says so)
     _opened: bool = False
 
     def job_sent(self) -> None:
         """The executor handed the job to the guest: its warm-up runs from now (for the timing breakdown)."""
         self.mono_sent = time.monotonic()
 
+    def warmup_started(self, seconds_ago: float) -> None:
+        """The guest's warm-up I/O started ``seconds_ago`` (by the guest's clock, from its markers)."""
+        self.mono_warmup = time.monotonic() - seconds_ago
+        self.t_warmup = iso_ago(seconds_ago)
+
     def measure_started(self) -> None:
-        self.mono_start = time.monotonic()
+        self.mono_marker = self.mono_start = time.monotonic()
         self.t_start = now_iso()
         try:
             # The guest's fio waits for GO (sent when this returns), so nothing here races its I/O.
@@ -99,6 +109,7 @@ class Window:
         except Exception as exc:  # any failure: reported after the workload returns
             self.error = exc
             self.failed_at_start = True
+        self.mono_go = time.monotonic()
 
     def measure_ended(self) -> None:
         self.mono_end = time.monotonic()

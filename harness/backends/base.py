@@ -69,6 +69,8 @@ class Backend(ABC):
         #: how the VM of the last apply() started, where the backend says (local QEMU: {"how": "boot" or
         #: "restore", "state": the saved state's key}); the cell record's ``times.vm_start``
         self.vm_start: dict[str, Any] | None = None
+        #: the handle :meth:`ahead_ready` gave for the VM the last apply() took, if it took one (else None)
+        self.taken_ahead: Any = None
 
     # --- stages called by the runner --------------------------------------------------------------
     def prepare(self) -> dict[str, Any]:
@@ -82,6 +84,7 @@ class Backend(ABC):
         log.info("applying %s", disk.key)
         self.booted_ahead = False
         self.vm_start = None
+        self.taken_ahead = None
         self._apply(disk)
         self.current = disk
 
@@ -137,6 +140,11 @@ class Backend(ABC):
         """Will this backend boot each next VM during the current cell for ``spec``? (ETA, plan)"""
         return False
 
+    @classmethod
+    def restores(cls, spec: MatrixSpec) -> bool:
+        """Will this backend start VMs from saved booted states for ``spec`` (ETA)? (local QEMU's [qemu] restore)"""
+        return False
+
     #: the next VM may start booting as soon as the current one is applied, while it gets ready, rather than
     #: just before the measurement (the qemu backend's ``[qemu] overlap``)
     overlaps: bool = False
@@ -158,6 +166,21 @@ class Backend(ABC):
 
     def release(self, handle: Any) -> None:
         """Stop a VM :meth:`hand_off` kept (its result is in); before the next window opens at the latest."""
+
+    def ahead_ready(self, disk: DiskConfig, deadline: float) -> Any | None:
+        """The VM booting ahead for ``disk`` once it is ready (its guest waits for work; waiting until
+        ``deadline`` at most), claimed so that its first cell's job can be sent ahead: a handle for
+        :meth:`ahead_endpoints` and :meth:`discard`, which :attr:`taken_ahead` names when apply() takes
+        that VM. None where there is none, it is not ready in time, or the backend cannot (the default)."""
+        return None
+
+    def ahead_endpoints(self, handle: Any) -> list[GuestEndpoint]:
+        """How to reach the guest of the VM :meth:`ahead_ready` claimed."""
+        raise NotImplementedError(f"the {self.name} backend boots no VM ahead")
+
+    def discard(self, handle: Any) -> None:
+        """Stop the VM :meth:`ahead_ready` claimed (its job sent ahead is not wanted any more: a failure, a
+        retry or a skip changed what runs next); nothing of it stays."""
 
     def window_opened(self) -> None:
         """The measurement window opens: nothing but the VM under test may run (pause a VM booting ahead)."""

@@ -53,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
         for w in spec.workloads:
             print(f"  {w.name}: {w.describe()}", file=out)
     ahead = cls.boots_ahead(spec)
-    eta = estimate_seconds(plan, timing.ramp_s, timing.measure_s, boot_ahead=ahead)
+    eta = estimate_seconds(plan, timing.ramp_s, timing.measure_s, boot_ahead=ahead, restore=cls.restores(spec))
     configs = len({(c.disk, c.repeat) for c in plan.cells})
     booted = f", {configs - 1} of them booted ahead" if ahead and configs > 1 else ""
     print(f"\n{len(plan.cells)} cells ({configs} VM starts{booted}, {len(plan.skipped)} skipped) on backend "

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 # --- controllers -----------------------------------------------------------------------------------
@@ -45,6 +45,11 @@ MIXED_MODES = frozenset({"rw", "readwrite", "randrw"})
 def now_iso() -> str:
     """The time of a record: UTC, ISO 8601 to the millisecond (every journal record uses this one form)."""
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+
+
+def iso_ago(seconds: float) -> str:
+    """:func:`now_iso` of ``seconds`` ago (a moment the guest's clock placed before now)."""
+    return (datetime.now(timezone.utc) - timedelta(seconds=seconds)).isoformat(timespec="milliseconds")
 
 
 # Highest slot index per Proxmox bus (ide0-3, sata0-5, scsi0-30, virtio0-15).

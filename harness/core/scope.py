@@ -85,3 +85,6 @@ class GuestEndpoint:
     #: a connection the backend opened already (a guest booted ahead announces READY before any
     #: executor exists; QEMU drops serial output nobody is connected to, so the backend listens early)
     connected: Any = field(default=None, compare=False, repr=False)
+    #: how the backend's settings say the executor should drive this guest (the qemu backend's ``[qemu]
+    #: prepare_ahead``: ``measure_job_early``); an executor reads only the names it knows
+    hints: dict[str, Any] = field(default_factory=dict, compare=False)

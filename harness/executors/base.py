@@ -114,6 +114,14 @@ class GuestExecutor(ABC):
     #: that the runner can send the next cell's job before it collects this one's result
     splits: ClassVar[bool] = False
 
+    #: whether :meth:`prepare` can send a cell's job ahead, to a guest that holds it until :meth:`send`
+    prepares: ClassVar[bool] = False
+
+    def prepare(self, cell: Cell, timing: Timing) -> None:
+        """Send ``cell``'s job ahead; the guest sets it up and holds before its first I/O until :meth:`send`
+        (only where :attr:`prepares`)."""
+        raise NotImplementedError(f"the {self.name} executor cannot hold a job sent ahead")
+
     def send(self, cell: Cell, timing: Timing, window: WindowListener) -> None:
         """Hand the cell's job to the guest (only where :attr:`splits`)."""
         raise NotImplementedError(f"the {self.name} executor runs a cell in one step")

@@ -10,6 +10,14 @@ result comes back gzipped, as base64 between ``@@SMX RESULT rc= bytes= sha256= e
 
 Warm-up and measurement are two jobs of ONE fio process (``stonewall`` between them), so the window
 the host measures starts when fio really starts measuring, with no second fio start-up inside it.
+
+Jobs set up before they are needed (``[qemu] prepare_ahead``, passed as the endpoint's hint
+``measure_job_early``): :meth:`LocalAgentExecutor.prepare` sends a cell's job to a VM booted ahead while
+another VM's cell runs, and fio holds it at the warm-up's gate (``smx-mark warmup-gate``) until
+:meth:`~LocalAgentExecutor.send` answers GO; with one job clone the measurement job starts beside the
+warm-up (no stonewall) and holds in its marker until the warm-up's end marker wakes it. The warm-up's
+``warmup-start`` marker carries the guest's uptime, so the host places the warm-up's start
+(``Window.warmup_started``) by the guest's clock, back from the measure-start marker it reads as it comes.
 """
 
 from __future__ import annotations
@@ -40,8 +48,20 @@ PREFIX = b"@@SMX "
 
 
 def fio_job(workload: Workload, timing: Timing, filename: str, *, ioengine: str = "libaio",
-            markers: bool = True, randseed: int | None = None) -> str:
+            markers: bool = True, randseed: int | None = None, gate: bool = False,
+            measure_early: bool = False) -> str:
     """The fio job file for one cell: a warm-up job, then the measurement job (stonewalled).
+
+    With ``markers`` the warm-up job says when its I/O starts (``smx-mark warmup-start``), and with ``gate``
+    (a job sent ahead, :meth:`LocalAgentExecutor.prepare`) it first holds at ``smx-mark warmup-gate`` until
+    the host's GO: fio has then parsed the job, opened the disk and allocated its buffers, and the warm-up's
+    first I/O follows the GO at once.
+
+    With ``measure_early`` (and markers, a warm-up and one job clone) the measurement job is started with the
+    warm-up instead of after it (no ``stonewall``): its thread forks, opens the disk and allocates while the
+    warm-up runs, then waits in its marker (``smx-mark measure-next``) until the warm-up's own end marker
+    wakes it (``warmup-end``); the switch is then two marker round trips, not fio's start of a new job.
+    Several clones keep the stonewall: the marker's hand-over is one to one.
 
     Values are typed and validated before they get here (spec.py); nothing user-supplied is
     interpolated as free text except the workload name, which is not used in the file.
@@ -67,11 +87,18 @@ def fio_job(workload: Workload, timing: Timing, filename: str, *, ioengine: str 
     if rate is not None:
         g.append(f"rate={rate}")  # per job and per direction: see fio_rate
     lines = g + [""]
+    early = measure_early and markers and timing.ramp_s > 0 and workload.numjobs == 1
     if timing.ramp_s > 0:
-        lines += ["[warmup]", f"runtime={max(1, round(timing.ramp_s))}", ""]
-    lines += ["[measure]", "stonewall", "new_group", f"runtime={max(1, round(timing.measure_s))}"]
+        lines += ["[warmup]", f"runtime={max(1, round(timing.ramp_s))}"]
+        if markers:
+            lines.append(f"exec_prerun=/bin/smx-mark {'warmup-gate' if gate else 'warmup-start'}")
+        if early:
+            lines.append("exec_postrun=/bin/smx-mark warmup-end")
+        lines.append("")
+    lines += ["[measure]", *([] if early else ["stonewall"]), "new_group", f"runtime={max(1, round(timing.measure_s))}"]
     if markers:
-        lines += ["exec_prerun=/bin/smx-mark measure-start", "exec_postrun=/bin/smx-mark measure-end"]
+        lines += [f"exec_prerun=/bin/smx-mark {'measure-next' if early else 'measure-start'}",
+                  "exec_postrun=/bin/smx-mark measure-end"]
     return "\n".join(lines) + "\n"
 
 
@@ -131,6 +158,14 @@ def parse_event(line: bytes) -> tuple[str, list[str], dict[str, str]] | None:
     return words[0], words[1:], kv
 
 
+def _uptime(args: list[str]) -> float | None:
+    """The guest uptime a MARK line carries after its name (None when it has none, e.g. an older image)."""
+    try:
+        return float(args[1])
+    except (IndexError, ValueError):
+        return None
+
+
 def decode_result(body: bytes, meta: dict[str, str], cell_key: str) -> bytes:
     """The fio output the guest sent between RESULT and END: base64, of the gzipped output when the RESULT
     line says ``encoding=gzip`` (the current guest: an emulated serial port moves ~20-50 KB/s, and the JSON
@@ -160,6 +195,7 @@ class _InFlight:
     meta: dict[str, str] | None = None  # the RESULT line's k=v
     body: list[bytes] = field(default_factory=list)
     done: bool = False  # END came
+    warmup_up: float | None = None  # the guest's uptime when the warm-up's I/O started (its warmup-start marker)
 
 
 class LocalAgentExecutor(GuestExecutor):
@@ -171,8 +207,11 @@ class LocalAgentExecutor(GuestExecutor):
             raise GuestNotReady("the local agent executor needs exactly one local-agent endpoint")
         self.channel = AgentChannel(endpoints[0].address)
         self.channel.sock = endpoints[0].connected  # the backend may have listened since QEMU started
+        #: the measurement job set up during the warm-up (fio_job's measure_early): the backend's [qemu] prepare_ahead
+        self.measure_early = bool(endpoints[0].hints.get("measure_job_early", False))
         self.facts: dict[str, Any] = {}
         self._cell: _InFlight | None = None  # the cell whose job was sent and whose END has not come
+        self._prepared: str | None = None  # the key of the cell whose job was sent ahead (prepare), its GO owed
 
     def connect(self, deadline: float) -> None:
         """Connect at once after QEMU starts, so the READY line is not missed."""
@@ -215,14 +254,39 @@ class LocalAgentExecutor(GuestExecutor):
         self.await_window(cell, window)
         return self.collect(cell)
 
-    def send(self, cell: Cell, timing: Timing, window: WindowListener) -> None:
-        """Hand the cell's job to the guest's waiting fio: its warm-up starts now."""
-        job = fio_job(cell.workload, timing, "@DISK@")
+    #: :meth:`prepare` can send a cell's job ahead, to a VM that waits for its turn
+    prepares = True
+
+    def prepare(self, cell: Cell, timing: Timing) -> None:
+        """Send ``cell``'s job ahead, while another VM's cell runs: the guest's fio reads it, opens the disk,
+        allocates, and holds before the warm-up's first I/O (``smx-mark warmup-gate``) until :meth:`send`
+        answers GO. Needs a warm-up (``timing.ramp_s`` > 0): the gate is the warm-up job's."""
+        if timing.ramp_s <= 0:
+            raise ValueError("a job sent ahead holds at its warm-up: the timing has none")
+        job = fio_job(cell.workload, timing, "@DISK@", gate=True, measure_early=self.measure_early)
         self.channel.send("RUN " + base64.b64encode(job.encode()).decode())
+        self._prepared = cell.key
+        self._cell = _InFlight(limit=float("inf"))  # from the GO on: ramp + measure + 120 s
+
+    def send(self, cell: Cell, timing: Timing, window: WindowListener) -> None:
+        """Start the cell: hand its job to the guest's waiting fio, or, when the job was sent ahead
+        (:meth:`prepare`), answer its warm-up gate (one GO per job clone: each clone's marker reads one line;
+        a GO sent before fio reached the gate waits in the guest's serial port). Its warm-up starts now."""
+        if self._prepared is not None and self._prepared == cell.key and self._cell is not None:
+            for _ in range(cell.workload.numjobs):
+                self.channel.send("GO")
+            self._prepared = None
+        else:
+            if self._prepared is not None:
+                raise WorkloadFailed(f"this guest holds the job of {self._prepared} sent ahead, not this cell's",
+                                     cell=cell.key)
+            job = fio_job(cell.workload, timing, "@DISK@", measure_early=self.measure_early)
+            self.channel.send("RUN " + base64.b64encode(job.encode()).decode())
+            self._cell = _InFlight(limit=0.0)
         sent = getattr(window, "job_sent", None)  # the runner's Window; a bare WindowListener has none
         if sent is not None:
             sent()
-        self._cell = _InFlight(limit=time.monotonic() + timing.ramp_s + timing.measure_s + 120)
+        self._cell.limit = time.monotonic() + timing.ramp_s + timing.measure_s + 120
 
     def await_window(self, cell: Cell, window: WindowListener) -> None:
         """Answer the guest's window markers until the window has closed (or fio ended without one)."""
@@ -272,9 +336,19 @@ class LocalAgentExecutor(GuestExecutor):
             if ev is None:
                 continue
             kind, args, kv = ev
-            if kind == "MARK" and args and args[0] == "measure-start":
+            if kind == "MARK" and args and args[0] == "warmup-start":
+                if state.warmup_up is None:
+                    state.warmup_up = _uptime(args)
+            elif kind == "MARK" and args and args[0] == "measure-start":
                 state.starts += 1
                 if state.starts == 1 and window is not None:
+                    # the warm-up's start on the host's clock: its length by the guest's clock back from now
+                    # (this marker is read as it comes: the guest waits for its GO); the warmup-start marker
+                    # itself may have been read late, behind the previous cell's result
+                    up = _uptime(args)
+                    told = getattr(window, "warmup_started", None)
+                    if told is not None and up is not None and state.warmup_up is not None:
+                        told(max(up - state.warmup_up, 0.0))
                     window.measure_started()
                 # each job clone's marker holds its I/O until this answer: the window is open now
                 self.channel.send("GO")

@@ -2,8 +2,11 @@
 and a fake backend that "starts a VM" by starting one of these agents.
 
 The protocol is the real one, byte for byte: ``@@SMX READY k=v ...``; ``RUN <base64 job>`` answered by
-``STARTED``, two ``MARK`` lines (from the job's exec_prerun/exec_postrun), ``RESULT rc= bytes= sha256=
-encoding=gzip``, the gzipped output in base64 and ``END``. So the real :class:`LocalAgentExecutor` and the real runner are what
+``STARTED``, the ``MARK`` lines of the job's exec_prerun/exec_postrun (``harness/guest/smx-mark``: a warm-up job
+whose prerun is ``warmup-gate`` holds until a GO, then says ``warmup-start``; one whose prerun is
+``warmup-start`` says so at once; the measurement's ``measure-start`` holds until a GO, then ``measure-end``;
+each with the guest's uptime), ``RESULT rc= bytes= sha256= encoding=gzip``, the gzipped output in base64 and
+``END``. So the real :class:`LocalAgentExecutor` and the real runner are what
 the fault tests exercise; only the guest is pretend.
 
 Faults (``AgentFaults``): never ready, ready without a disk, a disk signature (partitions, ext, ...),
@@ -70,6 +73,9 @@ class AgentStandin:
         self.fio_output = fio_output
         self.jobs: list[str] = []
         self.go_received = 0  # GO answers to measure-start markers
+        self.gate_waits: list[float] = []  # seconds each job sent ahead held at its warm-up gate until its GO
+        self.booted = time.monotonic()  # the guest's uptime counts from here
+        self._unread = b""  # what _talk read past the command it is handling (one conversation at a time)
         self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.path.unlink(missing_ok=True)
         self._sock.bind(str(self.path))
@@ -116,8 +122,10 @@ class AgentStandin:
                 buf += chunk
                 while b"\n" in buf:
                     line, buf = buf.split(b"\n", 1)
+                    self._unread = buf  # a GO that came in the same read as RUN is _await_go's
                     if not self._command(conn, line.decode()):
                         return
+                    buf, self._unread = self._unread, b""
         except OSError:
             return
         finally:
@@ -138,10 +146,19 @@ class AgentStandin:
             if self.faults.take("drop_mid_command"):
                 conn.shutdown(socket.SHUT_RDWR)
                 return False
-            self._say(conn, "MARK measure-start 2.00")
+            warmup = self.jobs[-1].partition("[warmup]")[2].partition("[measure]")[0]
+            if "exec_prerun=/bin/smx-mark warmup-gate" in warmup:
+                self._mark(conn, "warmup-gate")
+                held = time.monotonic()
+                self._await_go(conn, timeout=60.0, count=False)  # smx-mark waits an hour; a test, a minute
+                self.gate_waits.append(time.monotonic() - held)
+                self._mark(conn, "warmup-start")
+            elif "exec_prerun=/bin/smx-mark warmup-start" in warmup:
+                self._mark(conn, "warmup-start")
+            self._mark(conn, "measure-start")
             self._await_go(conn)  # like the guest's smx-mark: I/O starts once the host's window is open
             time.sleep(self.faults.window_s)
-            self._say(conn, "MARK measure-end 2.10")
+            self._mark(conn, "measure-end")
             rc = 0
             out = self.fio_output
             if self.faults.take("fio_rc_count"):
@@ -165,10 +182,13 @@ class AgentStandin:
             self._say(conn, f"ERROR unknown-command={cmd}")
         return True
 
-    def _await_go(self, conn: socket.socket, timeout: float = 10.0) -> None:
+    def _mark(self, conn: socket.socket, name: str) -> None:
+        self._say(conn, f"MARK {name} {time.monotonic() - self.booted:.2f}")
+
+    def _await_go(self, conn: socket.socket, timeout: float = 10.0, count: bool = True) -> None:
         """Read until the host's GO line (smx-mark's ``read -t 10``); other input is an error."""
         deadline = time.monotonic() + timeout
-        buf = b""
+        buf, self._unread = self._unread, b""
         while b"\n" not in buf and time.monotonic() < deadline:
             conn.settimeout(max(0.01, deadline - time.monotonic()))
             try:
@@ -178,7 +198,8 @@ class AgentStandin:
             if not chunk:
                 return
             buf += chunk
-        self.go_received += buf.strip() == b"GO"
+        line, _, self._unread = buf.partition(b"\n")
+        self.go_received += count and line.strip() == b"GO"
 
     def close(self) -> None:
         self._stop.set()
@@ -230,6 +251,16 @@ class FakeVmBackend(Backend):
         self.overlaps = bool(faults.get("pipelined", False))
         self.handed: list[tuple[AgentStandin, subprocess.Popen[bytes]]] = []
         self.starts = 0
+        # "ahead" (with "pipelined"): like the qemu backend's boot-ahead and [qemu] prepare_ahead, the next
+        # configuration's VM starts during the current cell, and ahead_ready() lends it for its first job
+        self.ahead_depth = 1 if faults.get("ahead") else 0
+        self.aheads: dict[DiskConfig, tuple[AgentStandin, subprocess.Popen[bytes]]] = {}
+        self.claimed: list[tuple[AgentStandin, subprocess.Popen[bytes]]] = []
+        self.discarded: list[str] = []  # the configurations whose claimed VM was discarded
+        self.agents: list[AgentStandin] = []  # every guest started, in order
+        # "first_agent": faults of the first guest started only (the others get "agent"'s): with two guests
+        # talking at once (a job sent ahead), which one takes a shared fault first is a race
+        self.first_faults = AgentFaults.from_dict(faults["first_agent"]) if "first_agent" in faults else None
 
     def _prepare(self) -> dict[str, Any]:
         return {"qemu": "standin"}
@@ -244,12 +275,49 @@ class FakeVmBackend(Backend):
         if self.start_fails:
             self.start_fails -= 1
             raise VmStartError("QEMU exited with code 1 at start: (stand-in) could not open disk image")
+        ahead = self.aheads.pop(disk, None)
+        if ahead is not None:
+            self.agent, self.proc = ahead
+            self.booted_ahead = True
+            if ahead in self.claimed:
+                self.claimed.remove(ahead)
+                self.taken_ahead = ahead
+            return
+        self.agent, self.proc = self._start()
+
+    def _start(self) -> tuple[AgentStandin, subprocess.Popen[bytes]]:
         self.starts += 1
         path = Path(self.workdir) / "vm" / f"agent{self.starts}.sock"  # one per VM: two may live at once
         path.parent.mkdir(parents=True, exist_ok=True)
-        self.proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)"],
-                                     stdin=subprocess.DEVNULL)
-        self.agent = AgentStandin(path, self.agent_faults)
+        proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)"], stdin=subprocess.DEVNULL)
+        first = self.first_faults is not None and self.starts == 1
+        agent = AgentStandin(path, self.first_faults if first and self.first_faults else self.agent_faults)
+        self.agents.append(agent)
+        return agent, proc
+
+    def boot_ahead(self, disk: DiskConfig) -> None:
+        if self.ahead_depth and disk not in self.aheads and len(self.aheads) < self.ahead_depth:
+            self.aheads[disk] = self._start()
+
+    def ahead_ready(self, disk: DiskConfig, deadline: float) -> Any:
+        handle = self.aheads.get(disk)
+        if handle is None or handle in self.claimed:
+            return None
+        self.claimed.append(handle)
+        return handle
+
+    def ahead_endpoints(self, handle: Any) -> list[GuestEndpoint]:
+        return [GuestEndpoint(kind="local-agent", address=str(handle[0].path), name="standin-ahead",
+                              hints={"measure_job_early": True})]
+
+    def discard(self, handle: Any) -> None:
+        if handle in self.claimed:
+            self.claimed.remove(handle)
+        for disk, h in list(self.aheads.items()):
+            if h is handle:
+                del self.aheads[disk]
+                self.discarded.append(disk.key)
+                self.release_one(handle)
 
     def _stop(self) -> None:
         if self.agent is not None:
@@ -271,14 +339,21 @@ class FakeVmBackend(Backend):
     def release(self, handle: Any) -> None:
         if handle in self.handed:
             self.handed.remove(handle)
-            agent, proc = handle
-            agent.close()
-            proc.kill()
-            proc.wait()
+            self.release_one(handle)
+
+    @staticmethod
+    def release_one(handle: tuple[AgentStandin, subprocess.Popen[bytes]]) -> None:
+        agent, proc = handle
+        agent.close()
+        proc.kill()
+        proc.wait()
 
     def _restore(self) -> None:
         while self.handed:
             self.release(self.handed[0])
+        while self.aheads:
+            self.release_one(self.aheads.popitem()[1])
+        self.claimed = []
         self._stop()
         self.config = dict(self.ORIGINAL)
         self.restored += 1

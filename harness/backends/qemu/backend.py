@@ -89,6 +89,13 @@ QEMU_SECTION = Section("qemu", {
     "pipeline": Field(bool, True, help="with overlap and boot_ahead: two cells in flight: the next cell's job is "
                       "sent as soon as the current cell's window closes, and the current cell's result is collected, "
                       "cross-checked, journaled and its VM stopped while the next one warms up (never in its window)"),
+    "prepare_ahead": Field(bool, True, help="fio's jobs set up before they are needed. With pipeline: each "
+                           "configuration's first job goes to its VM booted ahead as soon as that VM is ready, during "
+                           "the cell before's warm-up (never in a window); fio reads it, opens the disk, allocates and "
+                           "holds before the warm-up's first I/O until the VM's cell starts (the VM stays paused in "
+                           "the window before; it is discarded when what runs next changes: a failure, a retry). "
+                           "And (one job clone) the measurement job starts with the warm-up and holds until the "
+                           "warm-up ends, instead of fio starting it then"),
     "restore": Field(bool, True, help="start each configuration's VM from a saved state of the same VM booted and "
                      "ready (in the cache folder's states/, saved the first time it boots, ~2-4 s) instead of booting "
                      "it: ~0.4 CPU-seconds instead of ~3.5 under software emulation. A state loads only into a VM "
@@ -101,7 +108,8 @@ QEMU_SECTION = Section("qemu", {
                               "more CPUs: vCPUs on the last CPU, main loop, iothreads, aio workers and the harness "
                               "on the others), on, off, or VCPU_CPUS/OTHER_CPUS such as \"1/0\""),
 }, help="the local QEMU backend",
-   may_change_on_resume=frozenset({"boot_ahead", "boot_ahead_depth", "overlap", "pipeline", "restore"}))
+   may_change_on_resume=frozenset({"boot_ahead", "boot_ahead_depth", "overlap", "pipeline",
+                                   "prepare_ahead", "restore"}))
 
 #: how long a restored guest may take to answer (it answers in ~0.1 s), and a save to finish (~2-3 s)
 RESTORE_ANSWER_S, SAVE_S, LOAD_S = 20.0, 90.0, 60.0
@@ -165,6 +173,9 @@ class QemuBackend(Backend):
         self.overlaps = bool(self.opts["overlap"])  # teardown and the next boot off the critical path
         #: two cells in flight (hand_off): the previous VM sends its result while the next one warms up
         self.pipelines = bool(self.overlaps and self.opts["pipeline"] and self.boots_ahead(spec))
+        #: the next configuration's first job sent ahead to its VM (ahead_ready), which waits at its warm-up's gate
+        self.prepares = bool(self.pipelines and self.opts["prepare_ahead"])
+        self._claimed: list[QemuVm] = []  # VMs booted ahead that ahead_ready gave the runner, a job sent ahead
         self.image: guestimage.GuestImage | None = None
         self.vm: QemuVm | None = None
         self.aheads: list[QemuVm] = []  # the next configurations' VMs, booting or booted, in their order
@@ -445,6 +456,9 @@ class QemuBackend(Backend):
             self.aheads.remove(ahead)
             self.vm = ahead
             self.booted_ahead = True
+            if ahead in self._claimed:
+                self._claimed.remove(ahead)
+                self.taken_ahead = ahead
             self.vm_start = dict(ahead.how)
             log.debug("%s: taking the VM that %s ahead", disk.key,
                       "was restored" if ahead.how["how"] == "restore" else "booted")
@@ -464,6 +478,49 @@ class QemuBackend(Backend):
         except (VmStartError, EnvironmentProblem) as exc:
             # not fatal: the next apply() starts the VM the ordinary way and reports a real problem
             log.warning("booting %s ahead failed (%s); it will start when its turn comes", disk.key, exc)
+
+    def ahead_ready(self, disk: DiskConfig, deadline: float) -> QemuVm | None:
+        """``disk``'s VM booting ahead once its restore (or its state's save) is done and its guest's READY waits
+        on the agent socket, until ``deadline`` at most; never claimed inside a window (see the base class)."""
+        if not self.prepares:
+            return None
+        vm = next((v for v in self.aheads if v.spec.disk == disk), None)
+        if vm is None or vm in self._claimed:
+            return None
+        entry = self._prep.get(vm)
+        if entry is not None:  # a job must not go to a VM whose state is still being saved: it would be in it
+            entry[0].join(max(deadline - time.monotonic(), 0.0))
+            if entry[0].is_alive():
+                return None
+        if vm.agent is None or not vm.alive():
+            return None
+        facts = peek_ready(vm.agent, max(deadline, time.monotonic() + 0.05))
+        if not facts or not facts.get("disk"):
+            return None
+        with self._cv:
+            if self._in_window:
+                return None
+            self._claimed.append(vm)
+        return vm
+
+    def ahead_endpoints(self, handle: Any) -> list[GuestEndpoint]:
+        vm: QemuVm = handle
+        return [GuestEndpoint(kind="local-agent", address=str(vm.agent_path), name=vm.spec.name,
+                              connected=vm.take_agent(), hints=self._hints())]
+
+    def _hints(self) -> dict[str, Any]:
+        """What the local-agent executor obeys: [qemu] prepare_ahead also sets the measurement job up early."""
+        return {"measure_job_early": bool(self.opts["prepare_ahead"])}
+
+    def discard(self, handle: Any) -> None:
+        """Stop a claimed VM booted ahead (in the background, reaped before the next window, as every stop)."""
+        if handle in self._claimed:
+            self._claimed.remove(handle)
+        if handle in self.aheads:
+            self.aheads.remove(handle)
+            self._finish_prep(handle)
+            self._stop_in_background(handle)
+            log.info("%s: discarded (the job sent to it ahead is not what runs next)", handle.spec.name)
 
     def hand_off(self) -> QemuVm | None:
         """With ``overlap`` and boot-ahead (an image to spare): the VM under test leaves the backend's hands
@@ -566,6 +623,7 @@ class QemuBackend(Backend):
         with self._cv:
             self._in_window = False
             self._cv.notify_all()
+        self._claimed = []
         while self.aheads:
             vm = self.aheads.pop()
             self._finish_prep(vm)
@@ -586,7 +644,7 @@ class QemuBackend(Backend):
     def endpoints(self) -> list[GuestEndpoint]:
         assert self.vm is not None
         return [GuestEndpoint(kind="local-agent", address=str(self.vm.agent_path), name=self.vm.spec.name,
-                              connected=self.vm.take_agent())]
+                              connected=self.vm.take_agent(), hints=self._hints())]
 
     def blockstats(self) -> BlockStats | None:
         assert self.vm is not None and self.current is not None
