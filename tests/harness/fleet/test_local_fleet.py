@@ -261,3 +261,19 @@ def test_destroy_ends_a_journaled_server_that_still_runs(tmp_path: Path) -> None
     first.close()
     assert not (TGT_IPC_DIR / f"socket.{control}").exists()
     assert not (tmp_path / "volumes").exists()
+
+
+def test_keep_leaves_the_volumes_for_destroy_and_never_a_server(tmp_path: Path) -> None:
+    """``--keep``: a side's server stops with the side (it cannot outlive the harness), its volumes stay journaled
+    until ``fleet destroy``."""
+    spec = local_fleet_from_dict({"fleet": {"backend": "qemu", "storages": ["nbd"], "disk_size": "16M"}}, "s.toml")
+    with LocalFleet(spec, tmp_path) as fleet:
+        urls = fleet.attach("nbd")
+        assert [u.rsplit("/", 1)[1] for u in urls] == ["disk1", "disk2"]
+        pid = fleet.served("nbd")["pid"]
+        fleet.detach("nbd", keep_volumes=True)
+        assert process_gone(pid) and not fleet.state().processes
+        assert sorted(fleet.state().volumes) == ["volumes/nbd-g1.raw", "volumes/nbd-g2.raw"]
+        assert all((tmp_path / v).stat().st_size == 16 * 2**20 for v in fleet.state().volumes)
+    left = LocalFleet(spec, tmp_path).destroy()
+    assert left.empty and not (tmp_path / "volumes").exists()
