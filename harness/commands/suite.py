@@ -68,7 +68,7 @@ def _describe(suite: Suite) -> list[str]:
              f"  each point: {suite.ramp_s:g} s warm-up + {suite.measure_s:g} s measured on {suite.filename}"]
     if suite.guests:
         lines.append(f"  guests ({len(suite.guests)}): " + ", ".join(g.describe() for g in suite.guests))
-    elif "fleet" in suite.raw:
+    elif suite.fleet is not None:
         lines.append("  workers: deployed by the suite ([fleet]); each storage under test is a side")
     else:
         net = f" in {suite.network}" if suite.network else ""
@@ -92,7 +92,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
         done = sum(1 for p in suite.points() if p.key in keys)
     for line in _describe(suite):
         print(line)
-    if "fleet" in suite.raw:
+    if suite.fleet is not None:
         fleet_suite(suite).plan(args.output, fio_version(args.fio))
     if args.discover and suite.vms:
         with suite_guests(suite) as guests:
@@ -134,7 +134,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     Journal(args.output).check_existing()  # (refused before the run directory is held: a refusal creates nothing)
     if suite.guests:
         check_resumable(Journal(args.output), suite)
-    if "fleet" in suite.raw:
+    if suite.fleet is not None:
         for line in _describe(suite):
             print(line, file=sys.stderr)
         with hold_run_dir(args.output, "suite run"):

@@ -315,6 +315,17 @@ class LocalFleet:
     def state(self) -> LocalFleetState:
         return replay(self.journal)
 
+    def owned(self) -> LocalFleetState:
+        """What the journal says the fleet owns (``stormatrix fleet plan -o``)."""
+        return self.state()
+
+    def record_fio(self, version_line: str) -> str:
+        """``stormatrix fleet template --record``: a local worker has no template; its guest image's fio is read
+        from its READY line when it boots."""
+        raise MatrixError(self.spec.path, "[fleet] backend", "is \"qemu\": a local fleet has no template to declare "
+                          "its fio in", "drop --record: the local workers run the guest image's fio, checked when they "
+                          "boot")
+
     @property
     def volume_dir(self) -> Path:
         return self.run_dir / VOLUMES
