@@ -19,7 +19,6 @@ the guest's READY line (the local agent's protocol) and probes fio servers (the 
 from __future__ import annotations
 
 import logging
-import socket
 import time
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -35,15 +34,9 @@ from ...executors.fioserver.probe import probe_servers
 from ...executors.localagent import AgentChannel, parse_event
 from ...suiteguests import SuiteGuests
 from .backend import QemuVm, VmSpec
+from .storages import free_port
 
 log = logging.getLogger("stormatrix.fleet")
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 free right now, for a guest's forwarded fio server port."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 #: reported for each VM the moment it runs: (its name, its QEMU process id)
