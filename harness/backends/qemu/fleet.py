@@ -56,7 +56,8 @@ from ...core.model import (AIO_MODES, CACHE_MODES, CONTROLLERS, DIRECT_CACHE_MOD
 from ...fleet.journal import FleetJournal
 from ...fleet.spec import refuse_problems
 from ...schema import Field, Section, parse_section
-from .storages import STORAGE_KINDS, LocalStorage, local_storage, sweep_stale_control_sockets
+from .storages import (STORAGE_KINDS, LocalStorage, local_storage, release_control_socket,
+                       sweep_stale_control_sockets)
 from .vm import ensure_test_disk
 
 log = logging.getLogger("stormatrix.fleet")
@@ -456,8 +457,9 @@ class LocalFleet:
     def reap(self, storage: str | None = None, *, on_step: Callable[[str, str], None] | None = None) -> None:
         """End every journaled process (of ``storage``, or all) that still runs: a worker or server an
         interrupted run left (SIGKILL by pid, after checking its start time); then the control sockets of
-        tgtds that are gone."""
+        tgtds that are gone (a killed tgtd's, once its threads let go of the socket's lock)."""
         step = on_step or (lambda _stage, _what: None)
+        controls: list[int] = []
         for owned in self.state().processes.values():
             if storage is not None and owned.storage != storage:
                 continue
@@ -474,6 +476,11 @@ class LocalFleet:
                     log.warning("pid %d did not end within 10 s of SIGKILL", owned.pid)
                     continue
             self.journal.append({"type": "local-gone", "kind": "process", "pid": owned.pid})
+            if owned.role == "tgtd" and owned.control is not None:
+                controls.append(int(owned.control))
+        for number in controls:
+            if not release_control_socket(number):
+                log.warning("tgtd control socket %d is held by a running tgtd: not ours, left alone", number)
         sweep_stale_control_sockets()
 
     def destroy(self, *, on_step: Callable[[str, str], None] | None = None) -> LocalFleetState:
