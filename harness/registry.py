@@ -102,13 +102,14 @@ def executor_class(name: str) -> type[GuestExecutor]:
     return _load(EXECUTORS, "executor", name)
 
 
-def _guests_class(suite: _suite.Suite) -> type[SuiteGuests]:
+def suite_guests_class(suite: _suite.Suite) -> type[SuiteGuests]:
+    """What gives a suite file's running guests, by the ``[suite]`` key that lists them (:data:`SUITE_GUESTS`)."""
     return _load(SUITE_GUESTS, "suite guests", "vms" if suite.vms else "guests")
 
 
 def suite_guests(suite: _suite.Suite) -> SuiteGuests:
     """The side's guests of a suite file, not started yet (:meth:`SuiteGuests.start`)."""
-    return _guests_class(suite).from_suite(suite)
+    return suite_guests_class(suite).from_suite(suite)
 
 
 def _fleet_class(path: str, backend: str) -> Any:
@@ -152,7 +153,7 @@ def suite_from_dict(raw: dict[str, Any], path: str = "<suite>") -> _suite.Suite:
     suite = _suite.suite_from_dict(raw, path, sections=SECTIONS, platform_sections=SUITE_PLATFORM_SECTIONS,
                                    fleets=tuple(FLEET_SUITES), default_fleet=DEFAULT_FLEET)
     checked: _suite.Suite = (_fleet_class(path, suite.fleet) if suite.fleet is not None
-                             else _guests_class(suite)).check(suite)
+                             else suite_guests_class(suite)).check(suite)
     return checked
 
 

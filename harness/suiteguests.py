@@ -86,6 +86,11 @@ class SuiteGuests(Backend):
         """The guests a suite file names (``[suite] guests`` or ``vms``): :func:`stormatrix.registry.suite_guests`."""
         raise NotImplementedError(f"{cls.__name__} is not made from a suite file")
 
+    @classmethod
+    def plan_lines(cls, suite: Suite) -> list[str]:
+        """What ``stormatrix suite plan`` says of the guests a suite file names, before any is found."""
+        return [f"  guests ({len(suite.guests)}): " + ", ".join(g.describe() for g in suite.guests)]
+
     def start(self) -> list[FioGuest]:
         """The side's guests with their fio servers' addresses, booted or found now (once)."""
         if not self._started:

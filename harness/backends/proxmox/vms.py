@@ -443,6 +443,13 @@ class ProxmoxVmGuests(SuiteGuests):
         return check_vm_list(suite)
 
     @classmethod
+    def plan_lines(cls, suite: Suite) -> list[str]:
+        net = f" in {suite.network}" if suite.network else ""
+        node = suite.proxmox["node"] if suite.proxmox else "?"
+        return [f"  VMs ({len(suite.vms)}, on node {node}; each guest's address = the guest agent's first IPv4{net}): "
+                f"{', '.join(suite.vms)}; host metrics: {suite.host_metrics}"]
+
+    @classmethod
     def from_suite(cls, suite: Any) -> SuiteGuests:
         return cls(ProxmoxSuiteVms(suite))
 
