@@ -117,7 +117,7 @@ def _check(path: str, f: dict[str, Any]) -> None:
 
 QEMU_FLEET_SECTION = Section("fleet", {
     "backend": Field(str, choices=("qemu",), help="qemu: the workers are local QEMU guests on this machine"),
-    "workers": Field(int, 2, min=1, check=_workers_ok, help=f"local QEMU workers, 1 to {MAX_LOCAL_WORKERS}"),
+    "workers": Field(int, 2, min=1, check=_workers_ok, help=f"give 1 to {MAX_LOCAL_WORKERS} local QEMU workers"),
     "storages": Field(str, ["iscsi", "nbd"], list_of=True, choices=STORAGE_KINDS,
                       help="the storages under test, each a side in this order: iscsi (tgtd, QEMU's libiscsi), "
                            "nbd (qemu-storage-daemon), file (the raw files themselves)"),
@@ -259,6 +259,9 @@ class LocalFleetPlan:
             lines.append(f"  fio: {self.fio}")
         for s in self.storages:
             lines.append(f"  storage {s['storage']}: {s['how']}")
+        lines.append(f"  time: each of the {len(self.storages)} sides runs every point (the ETA below is one side's), "
+                     "after writing its volumes and booting its workers (6-8 s for 2 workers under software "
+                     "emulation, measured on a 2-core machine; docs/fio-server.md)")
         return lines
 
 
