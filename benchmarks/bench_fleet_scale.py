@@ -135,7 +135,7 @@ def timed_journal(workers: int, run_dir: Path) -> tuple[float, int]:
     try:
         suite = suite_from_dict(suite_raw(workers), "<bench>")
         t0 = time.perf_counter()
-        outcome = run_suite(suite, run_dir, AddressGuests(suite.guests, collector=Collector()))
+        outcome = run_suite(suite, run_dir, AddressGuests(suite.settings(), suite.guests, collector=Collector()))
         seconds = time.perf_counter() - t0
     finally:
         fioserver.run_point, fioserver.FioServerExecutor._probe = saved  # type: ignore[method-assign]

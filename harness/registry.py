@@ -11,7 +11,11 @@ here, because reading any matrix needs every section's name and keys.
 
 Reading a matrix against this list is here too (:func:`load_spec`, :func:`spec_from_dict`,
 :func:`load_suite`, :func:`suite_from_dict`): :mod:`stormatrix.spec` and :mod:`stormatrix.suite` validate
-whatever sections they are given, and these pass them the registered ones.
+whatever sections they are given, and these pass them the registered ones. What gives a suite its guests is
+named here as well (:data:`SUITE_GUESTS`, :data:`FLEET_SUITES`): each class reads its own keys (a VM list, the
+rest of ``[fleet]``, its platform's section) in its ``check(suite)`` when the file is read, so that neither the
+suite nor the commands know a platform's keys. Outside a backend's or an executor's package only this module
+imports it (``tests/test_import_graph.py`` checks that, with its listed exceptions).
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from .backends.qemu.backend import QEMU_SECTION
 from .backends.vmware.settings import VMWARE_SECTION
 from .core.errors import MatrixError
 from .executors.winrm.settings import WINRM_SECTION
+from .fleet.spec import check_fleet_backend, fleet_backend
 from .schema import Section
 from .suite import SUITE_SECTION
 
@@ -61,11 +66,19 @@ SUITE_GUESTS: dict[str, str] = {
 }
 
 #: a suite's ``[fleet]``, by its ``backend``: what plans the fleet, deploys it and runs each storage as a side
+#: (:class:`~stormatrix.fleet.suiterun.FleetSuite`; it reads the rest of ``[fleet]`` and its platform's section itself)
 FLEET_SUITES: dict[str, str] = {
     "proxmox": "stormatrix.backends.proxmox.fleetsuite:ProxmoxFleetSuite",
     "vmware": "stormatrix.backends.vmware.fleetsuite:VmwareFleetSuite",
     "qemu": "stormatrix.backends.qemu.fleetsuite:QemuFleetSuite",
 }
+
+#: the platform of a ``[fleet]`` that names none
+DEFAULT_FLEET = "proxmox"
+
+#: the sections a suite's guests or fleet read themselves, with their own keys (a VM list's or a fleet's
+#: ``[proxmox]``, a fleet's ``[vmware]``: how to reach the platform, nothing about one VM)
+SUITE_PLATFORM_SECTIONS = ("proxmox", "vmware")
 
 #: the sections backends, executors and the suite own (``[run]``, ``[matrix]`` and ``[[workload]]`` are
 #: the spec's own), by name
@@ -89,22 +102,34 @@ def executor_class(name: str) -> type[GuestExecutor]:
     return _load(EXECUTORS, "executor", name)
 
 
+def suite_guests_class(suite: _suite.Suite) -> type[SuiteGuests]:
+    """What gives a suite file's running guests, by the ``[suite]`` key that lists them (:data:`SUITE_GUESTS`)."""
+    return _load(SUITE_GUESTS, "suite guests", "vms" if suite.vms else "guests")
+
+
 def suite_guests(suite: _suite.Suite) -> SuiteGuests:
     """The side's guests of a suite file, not started yet (:meth:`SuiteGuests.start`)."""
-    key = "vms" if suite.vms else "guests"
-    guests: SuiteGuests = _load(SUITE_GUESTS, "suite guests", key).from_suite(suite)
-    return guests
+    return suite_guests_class(suite).from_suite(suite)
+
+
+def _fleet_class(path: str, backend: str) -> Any:
+    check_fleet_backend(path, backend, FLEET_SUITES)
+    return _load(FLEET_SUITES, "fleet", backend)
 
 
 def fleet_suite(suite: _suite.Suite) -> Any:
     """The :class:`~stormatrix.fleet.suiterun.FleetSuite` of a suite file with a ``[fleet]`` (validated by
     :func:`load_suite`: its backend is known). Typed Any: the run loop's layer is above this one."""
-    fleet = suite.raw.get("fleet")
-    backend = fleet.get("backend", "proxmox") if isinstance(fleet, dict) else None
-    if backend not in FLEET_SUITES:
-        raise MatrixError(suite.path, "[fleet] backend", f"{backend!r} cannot deploy a suite's workers (known: "
-                          f"{', '.join(sorted(FLEET_SUITES))})", "set [fleet] backend to one of them")
-    return _load(FLEET_SUITES, "fleet", backend)(suite)
+    if suite.fleet is None:
+        raise MatrixError(suite.path, "[fleet]", "is missing: the suite's guests run already",
+                          "describe the workers to deploy in [fleet], or run the suite on its guests")
+    return _fleet_class(suite.path, suite.fleet)(suite)
+
+
+def open_fleet(raw: dict[str, Any], path: str, run_dir: str | Path, fio: str | None) -> Any:
+    """The fleet a file's ``[fleet]`` describes on its platform, not deployed (``stormatrix fleet``:
+    :meth:`~stormatrix.fleet.suiterun.FleetSuite.open_fleet`)."""
+    return _fleet_class(path, fleet_backend(raw, path, FLEET_SUITES, DEFAULT_FLEET)).open_fleet(raw, path, run_dir, fio)
 
 
 def sections() -> dict[str, Section]:
@@ -123,10 +148,15 @@ def load_spec(path: str | Path) -> _spec.MatrixSpec:
 
 
 def suite_from_dict(raw: dict[str, Any], path: str = "<suite>") -> _suite.Suite:
-    """A suite (already parsed TOML) validated with every registered section."""
-    return _suite.suite_from_dict(raw, path, sections=SECTIONS)
+    """A suite (already parsed TOML) validated with every registered section, then by what gives its guests:
+    its fleet's platform (:data:`FLEET_SUITES`) or its guests' (:data:`SUITE_GUESTS`), each reading its own keys."""
+    suite = _suite.suite_from_dict(raw, path, sections=SECTIONS, platform_sections=SUITE_PLATFORM_SECTIONS,
+                                   fleets=tuple(FLEET_SUITES), default_fleet=DEFAULT_FLEET)
+    checked: _suite.Suite = (_fleet_class(path, suite.fleet) if suite.fleet is not None
+                             else suite_guests_class(suite)).check(suite)
+    return checked
 
 
 def load_suite(path: str | Path) -> _suite.Suite:
-    """The suite file at ``path``, validated with every registered section."""
-    return _suite.load_suite(path, sections=SECTIONS)
+    """The suite file at ``path``, validated as :func:`suite_from_dict` does."""
+    return suite_from_dict(_spec._load_toml(Path(path)), str(path))

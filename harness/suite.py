@@ -37,12 +37,11 @@ journaled.
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 from dataclasses import asdict, dataclass, field, replace
-from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Collection, Mapping, Sequence
 
-from .backends.proxmox import settings as proxmox_settings
 from .core.errors import MatrixError
 from .core.model import (
                          AIO_MODES,
@@ -59,19 +58,19 @@ from .core.model import (
                          format_size,
                          parse_size,
                          )
-from .backends.proxmox.fleetspec import load_fleet_tables
-from .backends.proxmox.vms import HOST_METRICS, PER_VM_KEYS, check_network, suite_proxmox_section
-from .backends.vmware.fleet import is_vmware_fleet, vmware_fleet_from_dict
 from .core.names import label_problem
 from .core.settings import RunSettings
 from .executors.fioserver.inputs import DEFAULT_PORT, FIO_HUNG_CLIENT_S, FioGuest, FioJob
+from .fleet.spec import fleet_backend
 from .progress import fmt_hours
-from .spec import RUN_SECTION, Field, Section, _load_toml, parse_section
+from .spec import RUN_SECTION, Field, Section, parse_section
 
 log = logging.getLogger("stormatrix.suite")
 
 SEED_BLOCK_SIZES = ["512", "4k", "8k", "16k", "32k", "64k", "128k"]
 SEED_QUEUE_DEPTHS = [1, 2, 4, 8, 16, 32, 64, 128]
+#: ``[suite] host_metrics`` of a VM list: measure the VMs' QEMU processes when the node is reachable, require it, never
+HOST_METRICS = ("auto", "require", "off")
 
 
 def _size_ok(value: Any) -> None:
@@ -91,6 +90,16 @@ def _side_ok(value: str) -> None:
     problem = label_problem(value)
     if problem:
         raise ValueError(problem)
+
+
+def check_network(value: str) -> None:
+    """``[suite] network``: an IPv4 network like 10.0.0.0/24 (fio servers are reached over IPv4)."""
+    try:
+        net = ipaddress.ip_network(value, strict=False)
+    except ValueError:
+        raise ValueError(f"{value!r} is not a network like 10.0.0.0/24") from None
+    if net.version != 4:
+        raise ValueError(f"{value!r}: fio servers are reached over IPv4; give an IPv4 network like 10.0.0.0/24")
 
 
 def _controller_ok(value: str) -> None:
@@ -195,6 +204,9 @@ class Suite:
     proxmox: dict[str, Any] | None = None  # [proxmox] connection keys, for a VM list
     network: str | None = None  # [suite] network: where discovered addresses must lie
     host_metrics: str = "auto"
+    #: the platform that deploys the suite's workers (``[fleet] backend``; :data:`stormatrix.registry.FLEET_SUITES`),
+    #: None when the guests run already (``[suite] guests`` or ``vms``)
+    fleet: str | None = None
     raw: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
     run: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)  # the validated [run]
 
@@ -315,8 +327,6 @@ def _network_fits(path: str, network: str | None, vms: int) -> None:
     give two VMs one address."""
     if not network or not vms:
         return
-    import ipaddress
-
     net = ipaddress.ip_network(network, strict=False)
     if net.is_loopback or net.is_unspecified and net.prefixlen == 32 or net.is_multicast:
         kind = "loopback" if net.is_loopback else "multicast" if net.is_multicast else "unspecified"
@@ -329,15 +339,22 @@ def _network_fits(path: str, network: str | None, vms: int) -> None:
                           "would have to share one", "give the network all the VMs are on, e.g. 10.0.0.0/24")
 
 
-def suite_from_dict(raw: dict[str, Any], path: str = "<suite>", *, sections: Mapping[str, Section]) -> Suite:
+def suite_from_dict(raw: dict[str, Any], path: str = "<suite>", *, sections: Mapping[str, Section],
+                    platform_sections: Collection[str] = (), fleets: Collection[str] = (),
+                    default_fleet: str = "") -> Suite:
     """Validate ``[run]`` and ``[suite]`` (and any other of ``sections``, the caller's list, e.g.
-    :data:`stormatrix.registry.SECTIONS`) into a :class:`Suite`."""
+    :data:`stormatrix.registry.SECTIONS`) into a :class:`Suite`.
+
+    What a platform's guests or fleet read themselves is left to them (:func:`stormatrix.registry.suite_from_dict`
+    has them check it): the ``platform_sections`` (a VM list's or a fleet's ``[proxmox]``, a fleet's ``[vmware]``,
+    each with its own keys) and ``[fleet]`` but its ``backend``, one of ``fleets`` (``default_fleet`` when not
+    given), which becomes :attr:`Suite.fleet`."""
     if "suite" not in raw:
         raise MatrixError(path, "[suite]", "is missing", "add a [suite] section (see `stormatrix suite --help`)")
     extra = sections
     for key in raw:
-        if key in ("proxmox", "vmware", "fleet"):
-            continue  # a suite reads these itself, below (the fleet: its platform's spec)
+        if key in platform_sections or key == "fleet":
+            continue  # read by the suite's guests or its fleet, as their platform reads them
         if key in ("matrix", "workload"):
             raise MatrixError(path, f"[{key}]", "does not belong in a suite file",
                               "a suite's points come from [suite] rw/block_sizes/queue_depths; "
@@ -346,11 +363,12 @@ def suite_from_dict(raw: dict[str, Any], path: str = "<suite>", *, sections: Map
             known = ", ".join(f"[{k}]" for k in sorted({"run", "suite"} | set(extra)))
             raise MatrixError(path, f"[{key}]", "unknown section", f"sections: {known}")
     for key, section in extra.items():
-        if key not in ("suite", "proxmox", "vmware") and key in raw:
+        if key != "suite" and key not in platform_sections and key in raw:
             parse_section(path, section, raw[key])  # validated here; used by whoever owns it
     run = parse_section(path, RUN_SECTION, raw.get("run", {}))
     s = parse_section(path, SUITE_SECTION, raw["suite"])
-    if "fleet" in raw:
+    fleet = fleet_backend(raw, path, fleets, default_fleet) if "fleet" in raw else None
+    if fleet is not None:
         given = [k for k in ("guests", "vms") if s[k] is not None]
         if given:
             raise MatrixError(path, f"[suite] {given[0]}", "is given, but with [fleet] the workers are the fleet's "
@@ -359,12 +377,14 @@ def suite_from_dict(raw: dict[str, Any], path: str = "<suite>", *, sections: Map
         raise MatrixError(path, "[suite] guests", "give exactly one of guests or vms",
                           'list the fio servers, guests = ["vm01=10.0.0.11:8765"], or the VMs, vms = [101, 102], '
                           'or describe the workers to deploy in [fleet]')
-    vm_ids, proxmox = _fleet_proxmox(path, raw) if "fleet" in raw else _vm_list(path, raw, s)
+    if fleet is None and s["vms"] is None:
+        _no_vm_list(path, raw, platform_sections)
+    vms = tuple(str(v).strip() for v in s["vms"] or ())
     guests: list[FioGuest] = []
     for i, item in enumerate(s["guests"] or [], start=1):
         guests.append(_guest_from(path, f"[suite] guests[{i}]", item, s["port"]))
     _distinct_guests(path, guests)
-    _network_fits(path, s["network"], len(vm_ids))
+    _network_fits(path, s["network"], len(set(vms)))
     try:
         FioJob(name="check", rw="read", bs=4096, iodepth=1, ramp_s=0, measure_s=1, filename=s["filename"])
     except ValueError as exc:
@@ -407,70 +427,24 @@ def suite_from_dict(raw: dict[str, Any], path: str = "<suite>", *, sections: Map
                  queue_depths=tuple(s["queue_depths"]), numjobs=s["numjobs"], ramp_s=s["ramp_seconds"],
                  measure_s=s["measure_seconds"], filename=s["filename"], size=size, direct=s["direct"],
                  ioengine=s["ioengine"], rwmixread=s["rwmixread"], guests=tuple(guests),
-                 vms=tuple(str(v) for v in vm_ids), port=s["port"], disk=disk,
+                 vms=vms, port=s["port"], disk=disk,
                  repeats=run["repeats"], on_error=run["on_error"], retries=run["retries"],
                  probe_timeout_s=s["probe_timeout_seconds"], grace_s=s["grace_seconds"],
-                 run_name=run["name"], proxmox=proxmox, network=s["network"], host_metrics=s["host_metrics"],
+                 run_name=run["name"], network=s["network"], host_metrics=s["host_metrics"], fleet=fleet,
                  raw=raw, run=run)
 
 
-def _fleet_proxmox(path: str, raw: dict[str, Any]) -> tuple[list[int], dict[str, Any] | None]:
-    """A suite on a fleet: ``[fleet]`` and ``[proxmox]`` (or, on ESXi, ``[vmware]``) checked now (the VMs
-    exist only once deployed)."""
-    fleet = raw.get("fleet")
-    if isinstance(fleet, dict) and fleet.get("backend") not in (None, "proxmox", "vmware"):
-        return [], None  # another platform's fleet: validated by its fleet suite (registry.fleet_suite)
-    if is_vmware_fleet(raw):
-        vmware_fleet_from_dict(raw, path)
-        return [], None
-    _spec, proxmox = load_fleet_tables(raw, path)
-    return [], proxmox
-
-
-def _vm_list(path: str, raw: dict[str, Any], s: dict[str, Any]) -> tuple[list[int], dict[str, Any] | None]:
-    """``[suite] vms`` as Proxmox VM ids, and the ``[proxmox]`` section that says how to reach their node."""
-    if s["vms"] is None:
-        for key in ("proxmox", "vmware"):
-            if key in raw:
-                raise MatrixError(path, f"[{key}]",
-                                  "is only used with [suite] vms (guest addresses found through the hypervisor)",
-                                  f"list the VMs as vms = [101, 102] instead of guests, or remove [{key}]")
-        for key in ("network", "host_metrics"):
-            if key in raw["suite"]:
-                raise MatrixError(path, f"[suite] {key}", "only applies to a VM list ([suite] vms)",
-                                  f"remove {key}, or list the VMs in [suite] vms")
-        return [], None
-    if "vmware" in raw:
-        raise MatrixError(path, "[suite] vms", "discovering guest addresses is not supported for the vmware backend",
-                          'list the guests\' fio servers in [suite] guests = ["vm01=10.0.0.11:8765", ...] '
-                          'and remove vms')
-    if "proxmox" not in raw:
-        raise MatrixError(path, "[suite] vms", "a VM list needs a [proxmox] section: the node to ask for the VMs' "
-                          "addresses", "add [proxmox] with host, node, token_id and token_secret_env (or transport = "
-                          '"local" on the node), or list the guests\' fio servers in [suite] guests')
-    backend = raw.get("run", {}).get("backend") if isinstance(raw.get("run"), dict) else None
-    if backend not in (None, "proxmox"):
-        raise MatrixError(path, "[run] backend", f"{backend!r}, but [suite] vms are Proxmox VMs ([proxmox])",
-                          'set backend = "proxmox" or remove it')
-    table = raw["proxmox"]
-    if isinstance(table, dict):
-        for key in sorted(PER_VM_KEYS & set(table)):
-            raise MatrixError(path, f"[proxmox] {key}", "does not apply to a suite: it names or handles one VM of "
-                              "a matrix run", f"remove {key}; a suite's VMs are [suite] vms, which it never "
-                              "reconfigures")
-    proxmox = parse_section(path, suite_proxmox_section(), table)  # [proxmox] ssh is checked by its Field
-    proxmox_settings.check_section(proxmox, path)  # the checks across keys (token reference, host)
-    ids: list[int] = []
-    for i, v in enumerate(s["vms"], start=1):
-        text = str(v).strip()
-        if not text.isdigit() or not 100 <= int(text) <= 999999999:
-            raise MatrixError(path, f"[suite] vms[{i}]", f"{v!r} is not a Proxmox VM id (100-999999999; value {i} "
-                              "of the list, counting from 1)",
-                              "list the numeric VM ids, as `qm list` shows them: vms = [101, 102]")
-        if int(text) in ids:
-            raise MatrixError(path, "[suite] vms", f"lists VM {int(text)} twice", "list each VM once")
-        ids.append(int(text))
-    return ids, proxmox
+def _no_vm_list(path: str, raw: dict[str, Any], platform_sections: Collection[str]) -> None:
+    """Guests by address: a platform's section, or a VM list's keys, would be read by nobody."""
+    for key in platform_sections:
+        if key in raw:
+            raise MatrixError(path, f"[{key}]",
+                              "is only used with [suite] vms (guest addresses found through the hypervisor)",
+                              f"list the VMs as vms = [101, 102] instead of guests, or remove [{key}]")
+    for key in ("network", "host_metrics"):
+        if key in raw["suite"]:
+            raise MatrixError(path, f"[suite] {key}", "only applies to a VM list ([suite] vms)",
+                              f"remove {key}, or list the VMs in [suite] vms")
 
 
 def suite_for_guests(guests: Sequence[tuple[str, str, int] | FioGuest], *, side: str, filename: str,
@@ -503,8 +477,3 @@ def suite_for_guests(guests: Sequence[tuple[str, str, int] | FioGuest], *, side:
                                         ("iothread", disk.iothread), ("cache", disk.cache)) if v is not None})
     # a suite built in code has [run] and [suite] only: no other section to know
     return suite_from_dict({"run": dict(run or {}), "suite": suite}, f"<suite {name}, side {side}>", sections={})
-
-
-def load_suite(path: str | Path, *, sections: Mapping[str, Section]) -> Suite:
-    path = Path(path)
-    return suite_from_dict(_load_toml(path), str(path), sections=sections)

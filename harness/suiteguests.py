@@ -32,11 +32,11 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from .backends.base import Backend
-from .backends.proxmox.node import NodeShell, node_inventory
-from .backends.proxmox.settings import REMOTE_COLLECTOR_DIR
 from .core.model import CONTROLLERS, Cell, DiskConfig
 from .core.scope import GuestEndpoint, HostScope
+from .core.settings import RunSettings
 from .executors.fioserver.inputs import FioGuest
+from .suite import Suite
 
 #: what a suite's run record says about host metrics when the guests are given by address
 NO_VMS = {"mode": "none", "detail": "no host metrics: the guests are given by address ([suite] guests), so "
@@ -65,11 +65,9 @@ class SuiteGuests(Backend):
     #: :meth:`before_point` runs before each point but the side's first
     cycles_points: bool = False
 
-    def __init__(self, *, platform: str | None, workdir: Path | str = ".") -> None:
-        # no matrix, so not Backend.__init__: a side's guests are configured by the suite, not by [run] backend
-        self.workdir = Path(workdir)
-        self.current: DiskConfig | None = None
-        self.booted_ahead = False
+    def __init__(self, settings: RunSettings, *, platform: str | None, workdir: Path | str = ".") -> None:
+        # the suite's settings (Suite.settings()): a side's guests are configured by the suite, not by [run] backend
+        super().__init__(settings, Path(workdir))
         # the record's backend is the platform (proxmox, vmware, qemu), or null when the guests are only addresses
         self.name = platform  # type: ignore[misc,assignment]
         self.guests: list[FioGuest] = []
@@ -78,9 +76,20 @@ class SuiteGuests(Backend):
 
     # --- the capability ---------------------------------------------------------------------------------
     @classmethod
+    def check(cls, suite: Suite) -> Suite:
+        """The suite with what these guests read of its file validated (a VM list, its platform's section), when
+        the file is read (:func:`stormatrix.registry.suite_from_dict`): a MatrixError names the key and the fix."""
+        return suite
+
+    @classmethod
     def from_suite(cls, suite: Any) -> "SuiteGuests":
         """The guests a suite file names (``[suite] guests`` or ``vms``): :func:`stormatrix.registry.suite_guests`."""
         raise NotImplementedError(f"{cls.__name__} is not made from a suite file")
+
+    @classmethod
+    def plan_lines(cls, suite: Suite) -> list[str]:
+        """What ``stormatrix suite plan`` says of the guests a suite file names, before any is found."""
+        return [f"  guests ({len(suite.guests)}): " + ", ".join(g.describe() for g in suite.guests)]
 
     def start(self) -> list[FioGuest]:
         """The side's guests with their fio servers' addresses, booted or found now (once)."""
@@ -156,11 +165,11 @@ class AddressGuests(SuiteGuests):
     ``collector``: one host collector for every window (a test's, or none); ``status``, ``vms``, ``storage``
     and ``inventory`` what the run record says (by default: no VMs known, the host not described)."""
 
-    def __init__(self, guests: Sequence[FioGuest], *, platform: str | None = None, collector: Any = None,
-                 status: dict[str, Any] | None = None, vms: list[dict[str, Any]] | None = None,
+    def __init__(self, settings: RunSettings, guests: Sequence[FioGuest], *, platform: str | None = None,
+                 collector: Any = None, status: dict[str, Any] | None = None, vms: list[dict[str, Any]] | None = None,
                  storage: dict[str, Any] | None = None, inventory: HostInventory | None = None,
                  booting: bool = False) -> None:
-        super().__init__(platform=platform)
+        super().__init__(settings, platform=platform)
         self._given = list(guests)
         self._collector = collector
         self._status = status if status is not None else (
@@ -172,7 +181,7 @@ class AddressGuests(SuiteGuests):
 
     @classmethod
     def from_suite(cls, suite: Any) -> "SuiteGuests":
-        return cls(suite.guests)
+        return cls(suite.settings(), suite.guests)
 
     def _start(self) -> list[FioGuest]:
         return self._given
@@ -194,21 +203,17 @@ class AddressGuests(SuiteGuests):
 
 
 def inventory_for(host_collector: dict[str, Any], vms: list[dict[str, Any]] | None) -> HostInventory:
-    """Where the host's facts are read: where its collector measures (the same ssh, as a matrix run's
-    Proxmox backend does), so the Environment sheet describes the host that was measured.
+    """Where the host's facts are read: where its collector measures, so the Environment sheet describes the
+    host that was measured.
 
     ``local`` (stormatrix on the Proxmox node, or the demo's local QEMU guests): this machine is the
-    host. ``ssh``: ``linux-host/inventory.py`` on the node, copied there with the collector. Otherwise
-    the host is not reachable from here: the record says why instead of showing this machine's facts.
+    host. A platform that reads its host elsewhere says so itself (a Proxmox VM list's node over the collector's
+    ssh: :func:`stormatrix.backends.proxmox.vms.node_inventory_for`). Otherwise the host is not reachable from
+    here: the record says why instead of showing this machine's facts.
     """
     mode = host_collector.get("mode")
     if mode == "local":
         return lambda: None
-    target = str(host_collector.get("ssh") or "")
-    if mode == "ssh" and target:
-        config = str(host_collector.get("ssh_config") or "")
-        remote_dir = str(host_collector.get("ssh_dir") or REMOTE_COLLECTOR_DIR)
-        return lambda: node_inventory(NodeShell(target, config), remote_dir)
     if vms:
         why = (f"the node that runs the suite's VMs is not described: its facts are read where the host "
                f"collector measures, and there is none ({host_collector.get('detail') or f'host metrics {mode}'})")

@@ -160,7 +160,7 @@ def run_suite(suite: Suite, run_dir: str | Path, guests: SuiteGuests | None = No
     docstring). The guests are closed when the run ends (the demo's VMs stopped, a VM list's connection
     closed).
     """
-    guests = guests if guests is not None else AddressGuests(suite.guests)
+    guests = guests if guests is not None else AddressGuests(suite.settings(), suite.guests)
     with guests:
         suite = suite.with_guests(guests.start())
         if not suite.guests:

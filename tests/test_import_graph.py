@@ -85,6 +85,28 @@ STDLIB_ONLY = frozenset({"core", "host"})
 #: known cycles, each with the issue that removes it (tolerated with their own late imports): none now
 ALLOWED_CYCLES: frozenset[frozenset[str]] = frozenset()
 
+#: the folders whose packages (or single modules) are reached through the registry only: a backend's, an executor's
+OWNED_ROOTS = ("stormatrix.backends", "stormatrix.executors")
+#: what under those folders is a contract every package fulfils, not a package of its own
+CONTRACTS = frozenset({"base"})
+REGISTRY = "stormatrix.registry"
+
+#: who imports a backend's or an executor's package from outside it, besides the registry, and why:
+#: (importer pattern, imported module pattern) -> reason. An exception that excuses no import fails the test.
+REGISTRY_EXCEPTIONS: dict[tuple[str, str], str] = {
+    ("stormatrix.*", "stormatrix.executors.fioserver.inputs"):
+        "the suite's words: a guest's fio server (FioGuest, its default port) and a point's fio job (FioJob), which "
+        "the suite, every platform's suite guests and fleet, the workers' template and the local agent speak",
+    ("stormatrix.suiterun", "stormatrix.executors.fioserver.executor"):
+        "a suite's executor is the fio-server executor, extended by suiterun.SuiteExecutor for many guests at once",
+    ("stormatrix.commands.guest", "stormatrix.executors.winrm.*"):
+        "`stormatrix guest check` is the WinRM executor's own command (a Windows guest's Pester validation)",
+    ("stormatrix.backends.qemu.guests", "stormatrix.executors.localagent"):
+        "the local fleet's guests report READY through the local agent's channel, as a matrix run's guest does",
+    ("stormatrix.backends.qemu.guests", "stormatrix.executors.fioserver.probe"):
+        "the local fleet's guests' fio servers are probed as they boot",
+}
+
 
 @dataclass
 class Imp:
@@ -299,6 +321,34 @@ def problems(graph: Graph, layers: list[tuple[int, str, tuple[str, ...]]],
     return out
 
 
+def owner(module: str, roots: tuple[str, ...] = OWNED_ROOTS, contracts: frozenset[str] = CONTRACTS) -> str | None:
+    """The backend's or executor's package (or single module) ``module`` belongs to; None outside them."""
+    for root in roots:
+        if module.startswith(root + "."):
+            first = module[len(root) + 1:].split(".")[0]
+            return None if first in contracts else f"{root}.{first}"
+    return None
+
+
+def registry_only(graph: Graph, exceptions: dict[tuple[str, str], str], registry: str = REGISTRY,
+                  roots: tuple[str, ...] = OWNED_ROOTS, contracts: frozenset[str] = CONTRACTS) -> list[str]:
+    """Outside a backend's or an executor's package only the registry imports it (type-only imports too: a name
+    another layer needs belongs to a contract); each other import is one of ``exceptions``, all of which are used."""
+    out: list[str] = []
+    used: set[tuple[str, str]] = set()
+    for i in graph.imports:
+        target = owner(i.target, roots, contracts)
+        if target is None or i.source == registry or owner(i.source, roots, contracts) == target:
+            continue
+        excuse = [k for k in exceptions if fnmatch.fnmatchcase(i.source, k[0]) and fnmatch.fnmatchcase(i.target, k[1])]
+        used.update(excuse)
+        if not excuse:
+            out.append(f"{i.source}:{i.line} imports {i.target}: only {registry} imports a backend's or an executor's "
+                       "package (name the class there), or list the import in REGISTRY_EXCEPTIONS with its reason")
+    out += [f"REGISTRY_EXCEPTIONS {k} excuses no import: remove it" for k in exceptions if k not in used]
+    return out
+
+
 # --- the product --------------------------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
@@ -308,6 +358,10 @@ def graph() -> Graph:
 
 def test_the_layers_hold(graph: Graph) -> None:
     assert problems(graph, LAYERS, ALLOWED_CYCLES, LATE_IMPORTERS) == []
+
+
+def test_only_the_registry_reaches_into_a_backend_or_an_executor(graph: Graph) -> None:
+    assert registry_only(graph, REGISTRY_EXCEPTIONS) == []
 
 
 def test_every_folder_of_the_package_is_read(graph: Graph) -> None:
@@ -392,3 +446,23 @@ def test_an_unplaced_module_and_a_third_party_import_in_core_are_found(tmp_path:
     assert any(p.startswith("toy.stray ") and "is in no layer" in p for p in found)
     assert "toy.core:2 imports requests: layer core uses the standard library only" in found
     assert not any("json" in p for p in found)
+
+
+def test_an_import_of_a_backend_past_the_registry_is_found(tmp_path: Path) -> None:
+    g = toy(tmp_path, {"backends/__init__.py": "", "backends/base.py": "", "backends/a/__init__.py": "",
+                       "backends/a/x.py": "from . import y\nfrom ..base import B\n", "backends/a/y.py": "",
+                       "executors/__init__.py": "", "executors/e.py": "",
+                       "registry.py": "from .backends.a import x\nfrom .executors import e\n",
+                       "user.py": "from .backends.base import B\nfrom .backends.a.y import Y\nimport toy.executors.e\n"})
+    roots, contracts = ("toy.backends", "toy.executors"), frozenset({"base"})
+    found = registry_only(g, {}, "toy.registry", roots, contracts)
+    assert found == [
+        "toy.user:2 imports toy.backends.a.y: only toy.registry imports a backend's or an executor's package (name the "
+        "class there), or list the import in REGISTRY_EXCEPTIONS with its reason",
+        "toy.user:3 imports toy.executors.e: only toy.registry imports a backend's or an executor's package (name the "
+        "class there), or list the import in REGISTRY_EXCEPTIONS with its reason"]
+    # an exception with its reason excuses what it names, and one that excuses nothing is found
+    excused = {("toy.user", "toy.backends.a.*"): "why", ("toy.user", "toy.executors.e"): "why",
+               ("toy.other", "toy.executors.*"): "stale"}
+    assert registry_only(g, excused, "toy.registry", roots, contracts) == [
+        "REGISTRY_EXCEPTIONS ('toy.other', 'toy.executors.*') excuses no import: remove it"]

@@ -22,6 +22,7 @@ from ..collect import default_collector_factory
 from ..core.model import DiskConfig
 from ..core.scope import (ROLE_IOTHREAD, ROLE_MAIN, ROLE_OTHER, ROLE_VCPU, ROLE_WORKER, BlockStats, GuestEndpoint,
                           HostScope, format_cpuset, parse_cpuset)
+from ..core.settings import RunSettings
 from ..spec import MatrixSpec
 
 log = logging.getLogger("stormatrix.backend")
@@ -60,8 +61,10 @@ class Backend(ABC):
     #: executor used when the matrix says executor = "auto"
     default_executor: ClassVar[str] = "local-agent"
 
-    def __init__(self, spec: MatrixSpec, workdir: Path) -> None:
-        self.spec = spec
+    def __init__(self, settings: RunSettings, workdir: Path) -> None:
+        #: what the run is of: a matrix (a :class:`~stormatrix.spec.MatrixSpec`, whose backends read its grid too)
+        #: or a suite (:meth:`stormatrix.suite.Suite.settings`, for a side's guests)
+        self.spec = settings
         self.workdir = Path(workdir)
         self.current: DiskConfig | None = None
         #: the VM of the last apply() had booted ahead (the cell's boot time was hidden in the one before)

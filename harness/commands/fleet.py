@@ -7,14 +7,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..backends.proxmox.fleet import ProxmoxFleet
-from ..backends.proxmox.fleetspec import load_fleet_tables
-from ..backends.proxmox.settings import make_transport
-from ..backends.vmware.fleet import VmwareFleet, make_runner, vmware_fleet_from_dict
 from ..core.errors import InputError
 from ..executors.fioserver.inputs import DEFAULT_PORT
 from ..fleet.template import fio_package_version, user_data
-from ..registry import fleet_suite, load_suite
+from ..registry import open_fleet
 from ..spec import _load_toml
 from ..suiterun import fio_version
 
@@ -74,23 +70,9 @@ def register(subparsers: Any) -> None:
 
 
 def _fleet(args: argparse.Namespace) -> Any:
-    raw = _load_toml(Path(args.file))
-    run_dir = args.output or "."
-    fleet = raw.get("fleet")
+    """The file's fleet on the platform its ``[fleet] backend`` names (the registry's), not deployed."""
     fio = fio_version(args.fio) if getattr(args, "fio", None) else None
-    if isinstance(fleet, dict) and fleet.get("backend") not in (None, "proxmox", "vmware"):
-        # a fleet that lives only in suites (the local one): its suite file, read through the registry
-        return fleet_suite(load_suite(args.file)).fleet(run_dir, fio)
-    if isinstance(fleet, dict) and fleet.get("backend") == "vmware":
-        vspec = vmware_fleet_from_dict(raw, args.file)
-        return VmwareFleet(vspec, make_runner(vspec), run_dir, fio=fio)
-    spec, proxmox = load_fleet_tables(raw, args.file)
-    return ProxmoxFleet(spec, make_transport(proxmox, args.file), run_dir, fio=fio)
-
-
-def _owned(fleet: Any) -> Any:
-    """What the run directory's journal says the fleet owns (each backend replays its own records)."""
-    return fleet.journal.state() if isinstance(fleet, ProxmoxFleet) else fleet.state()
+    return open_fleet(_load_toml(Path(args.file)), args.file, args.output or ".", fio)
 
 
 def _say(stage: str, vmid: object) -> None:
@@ -106,7 +88,7 @@ def _plan(args: argparse.Namespace, fleet: Any) -> int:
     plan = fleet.plan()
     for line in plan.describe():
         print(line)
-    state = _owned(fleet)
+    state = fleet.owned()  # what the run directory's journal says it owns (each platform replays its own records)
     if args.output and not state.empty:
         print(f"  {args.output} owns {len(state.vms)} VMs and {len(state.volumes)} volumes (fleet {fleet.fleet_id})")
     fleet.check(plan)
@@ -153,8 +135,7 @@ def _record(path: str, version_line: str | None) -> None:
     if version_line is None or fio_package_version(version_line) is None:
         raise InputError("--record: the controller's fio gave no version (fio --version), so there is nothing to "
                          "declare. Fix: install fio, or give it with --fio PATH")
-    spec, proxmox = load_fleet_tables(_load_toml(Path(path)), path)
-    with ProxmoxFleet(spec, make_transport(proxmox, path), ".") as fleet:
+    with open_fleet(_load_toml(Path(path)), path, ".", None) as fleet:
         line = fleet.record_fio(version_line)
-    print(f"# template {spec.template}: its description now declares {line!r}; `stormatrix fleet plan` refuses "
+    print(f"# template {fleet.spec.template}: its description now declares {line!r}; `stormatrix fleet plan` refuses "
           "a controller of another fio version before anything is created", file=sys.stderr)

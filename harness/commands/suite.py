@@ -10,7 +10,7 @@ from ..core.errors import InputError
 from ..core.model import format_size
 from ..core.paths import executable_problem
 from ..journal import Journal
-from ..registry import fleet_suite, load_suite, suite_guests
+from ..registry import fleet_suite, load_suite, suite_guests, suite_guests_class
 from ..suite import Suite, eta
 from ..suiterun import check_resumable, fio_version, run_suite
 from .argtypes import check_run_dir
@@ -66,16 +66,10 @@ def _describe(suite: Suite) -> list[str]:
              f"queue depths: {', '.join(map(str, suite.queue_depths))}; numjobs {suite.numjobs}; "
              f"repeats {suite.repeats}",
              f"  each point: {suite.ramp_s:g} s warm-up + {suite.measure_s:g} s measured on {suite.filename}"]
-    if suite.guests:
-        lines.append(f"  guests ({len(suite.guests)}): " + ", ".join(g.describe() for g in suite.guests))
-    elif "fleet" in suite.raw:
+    if suite.fleet is not None:
         lines.append("  workers: deployed by the suite ([fleet]); each storage under test is a side")
     else:
-        net = f" in {suite.network}" if suite.network else ""
-        node = suite.proxmox["node"] if suite.proxmox else "?"
-        lines.append(f"  VMs ({len(suite.vms)}, on node {node}; each guest's "
-                     f"address = the guest agent's first IPv4{net}): {', '.join(suite.vms)}; host metrics: "
-                     f"{suite.host_metrics}")
+        lines += suite_guests_class(suite).plan_lines(suite)  # the guests as their platform says them
     return lines
 
 
@@ -92,7 +86,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
         done = sum(1 for p in suite.points() if p.key in keys)
     for line in _describe(suite):
         print(line)
-    if "fleet" in suite.raw:
+    if suite.fleet is not None:
         fleet_suite(suite).plan(args.output, fio_version(args.fio))
     if args.discover and suite.vms:
         with suite_guests(suite) as guests:
@@ -134,7 +128,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     Journal(args.output).check_existing()  # (refused before the run directory is held: a refusal creates nothing)
     if suite.guests:
         check_resumable(Journal(args.output), suite)
-    if "fleet" in suite.raw:
+    if suite.fleet is not None:
         for line in _describe(suite):
             print(line, file=sys.stderr)
         with hold_run_dir(args.output, "suite run"):

@@ -8,11 +8,33 @@ Each platform's ``[fleet]`` (its keys, its spec, its fleet) lives in the backend
 from __future__ import annotations
 
 import re
+from typing import Any, Collection
 
 from ..core.errors import MatrixError
 
 MAX_WORKERS = 256
 NAME_PREFIX_RE = re.compile(r"^[a-z][a-z0-9-]{0,40}$")
+
+
+def fleet_backend(raw: dict[str, Any], path: str, known: Collection[str], default: str) -> str:
+    """``[fleet] backend``: the platform that deploys the workers, one of ``known`` (``default`` when not given);
+    the rest of ``[fleet]`` is that platform's to read."""
+    table = raw.get("fleet")
+    if table is None:
+        raise MatrixError(path, "[fleet]", "is missing", "add a [fleet] section (see `stormatrix fleet --help`)")
+    if not isinstance(table, dict):
+        raise MatrixError(path, "[fleet]", f"must be a table, got {type(table).__name__}",
+                          "write it as a [fleet] section of key = value lines")
+    backend = table.get("backend", default)
+    check_fleet_backend(path, backend, known)
+    return str(backend)
+
+
+def check_fleet_backend(path: str, backend: Any, known: Collection[str]) -> None:
+    """A MatrixError (exit 2) unless ``backend`` is one of the platforms that can deploy a suite's workers."""
+    if not isinstance(backend, str) or backend not in known:
+        raise MatrixError(path, "[fleet] backend", f"{backend!r} cannot deploy a suite's workers (known: "
+                          f"{', '.join(sorted(known))})", "set [fleet] backend to one of them")
 
 
 def refuse_problems(path: str, problems: list[tuple[str, str]]) -> None:

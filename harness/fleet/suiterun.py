@@ -51,10 +51,26 @@ class FleetSuiteOutcome:
 
 class FleetSuite(ABC):
     """A suite whose sides are the storages a fleet's workers attach in turn: what ``stormatrix suite plan|run``
-    asks of the fleet's platform, picked by :func:`stormatrix.registry.fleet_suite` (``[fleet] backend``)."""
+    and ``stormatrix fleet`` ask of the fleet's platform, picked by :func:`stormatrix.registry.fleet_suite` and
+    :func:`stormatrix.registry.fleet` (``[fleet] backend``). The platform reads its own ``[fleet]`` keys and
+    section: the suite and the registry know only ``backend``."""
 
     def __init__(self, suite: Suite) -> None:
         self.suite = suite
+
+    @classmethod
+    @abstractmethod
+    def check(cls, suite: Suite) -> Suite:
+        """The suite with its ``[fleet]`` (and the platform's own section) validated as this platform reads them,
+        when the file is read: a MatrixError (exit 2) names the key and the fix before anything is created."""
+
+    @classmethod
+    @abstractmethod
+    def open_fleet(cls, raw: dict[str, Any], path: str, run_dir: str | Path, fio: str | None) -> Any:
+        """The fleet a file's ``[fleet]`` describes (not deployed), for ``stormatrix fleet plan|deploy|destroy``:
+        a context manager with ``plan()``, ``check(plan)``, ``deploy(on_step)``, ``destroy(on_step)``, ``owned()``
+        (what its journal says it owns), ``journal`` and ``fleet_id``. ``fio`` is the controller's
+        ``fio --version`` (None: not checked)."""
 
     @abstractmethod
     def _fleet(self, run_dir: str, fio: str | None) -> tuple[Any, tuple[str, ...], str]:

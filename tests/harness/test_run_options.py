@@ -50,7 +50,7 @@ def test_a_suite_is_a_source_with_the_same_settings(tmp_path: Path) -> None:
     """The suite's settings are a RunSettings (not a matrix made up for it), its failure policy and records
     its own; its backend is the side's guests."""
     suite = suite_from_dict(SUITE, "s.toml")
-    guests = AddressGuests(suite.guests)
+    guests = AddressGuests(suite.settings(), suite.guests)
     source = SuiteSource(suite, guests, tmp_path, fio="fio")
     runner = Runner(source, tmp_path / "run", RunOptions(side="A", progress=False))
     assert type(runner.settings) is RunSettings

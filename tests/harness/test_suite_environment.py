@@ -41,7 +41,7 @@ def suite_raw(guests: list[str], **suite: Any) -> dict[str, Any]:
 
 def backend(tmp_path: Path, inventory: Any = None) -> AddressGuests:
     suite = suite_from_dict(suite_raw(["g1=127.0.0.1:8765"]), "env.toml")
-    return AddressGuests(suite.guests, inventory=inventory)
+    return AddressGuests(suite.settings(), suite.guests, inventory=inventory)
 
 
 def test_guests_by_address_do_not_lend_this_machine_as_their_host(tmp_path: Path) -> None:

@@ -46,6 +46,7 @@ from ...core.scope import (ROLE_IOTHREAD, ROLE_MAIN, ROLE_VCPU, BlockStats, Gues
                            parse_cpuset)
 from ...host.collector import WindowCollector
 from ...qmp import Qmp
+from ...spec import MatrixSpec
 from ..base import Backend
 from . import sharing
 from .api import PveClient, upid_starttime
@@ -65,8 +66,9 @@ class ProxmoxBackend(Backend):
     name = "proxmox"
     controllers = frozenset(c for c, (bus, _) in CONTROLLERS.items() if bus != "esxi")
     default_executor = "fio-server"
+    spec: MatrixSpec  # a matrix run's: the backend reads its grid (the controllers a cell may attach)
 
-    def __init__(self, spec: Any, workdir: Path) -> None:
+    def __init__(self, spec: MatrixSpec, workdir: Path) -> None:
         super().__init__(spec, workdir)
         if "proxmox" not in spec.sections:
             raise MatrixError(spec.path, "[proxmox]", "is missing",

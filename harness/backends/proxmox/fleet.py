@@ -91,6 +91,10 @@ class ProxmoxFleet:
         # where each VM is (the template's node is learnt by plan): every per-VM call goes to its node
         self.vm_nodes: dict[int, str] = {vmid: str(rec.get("node") or self.node) for vmid, rec in st.vms.items()}
 
+    def owned(self) -> FleetState:
+        """What the journal says the fleet owns (``stormatrix fleet plan -o``)."""
+        return self.journal.state()
+
     def close(self) -> None:
         close = getattr(self.t, "close", None)
         if close is not None:

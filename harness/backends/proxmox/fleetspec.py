@@ -183,11 +183,6 @@ def load_fleet_file(path: str | Path) -> tuple[dict[str, Any], FleetSpec, dict[s
 
 def load_fleet_tables(raw: dict[str, Any], path: str) -> tuple[FleetSpec, dict[str, Any]]:
     """``[fleet]`` and ``[proxmox]`` (connection keys only) of a file already read."""
-    fleet = raw.get("fleet")
-    if isinstance(fleet, dict) and fleet.get("backend") == "vmware":
-        raise MatrixError(path, "[fleet] backend", "is \"vmware\": a suite runs its fleet on Proxmox only so far",
-                          "deploy and remove an ESXi fleet with `stormatrix fleet deploy|destroy` (docs/esxi.md), or "
-                          "describe a Proxmox fleet")
     if "proxmox" not in raw or not isinstance(raw["proxmox"], dict):
         raise MatrixError(path, "[proxmox]", "is missing: the fleet is deployed on a Proxmox node",
                           "add [proxmox] with host, node, token_id and token_secret_env (or transport = \"local\")")

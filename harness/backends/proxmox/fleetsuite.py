@@ -24,6 +24,7 @@ Then :func:`stormatrix.fleet.suiterun.finish`: the comparison workbook, and the 
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +33,7 @@ from ...fleet.suiterun import FleetSuite, FleetSuiteOutcome, check_fio, finish, 
 from ...suite import Suite
 from ...suiterun import fio_version, run_suite
 from .fleet import ProxmoxFleet
-from .fleetspec import FleetSpec, fleet_from_dict
+from .fleetspec import FleetSpec, fleet_from_dict, load_fleet_tables
 from .settings import make_transport
 from .vms import ProxmoxSuiteVms, ProxmoxVmGuests
 
@@ -45,6 +46,17 @@ def fleet_spec(suite: Suite) -> FleetSpec:
 class ProxmoxFleetSuite(FleetSuite):
     """A fleet of Proxmox VMs cloned from a template; each side's guests are their VM list
     (:class:`~stormatrix.backends.proxmox.vms.ProxmoxVmGuests`)."""
+
+    @classmethod
+    def check(cls, suite: Suite) -> Suite:
+        """``[fleet]`` and the suite's ``[proxmox]`` (connection keys only), which the run then reaches the node by."""
+        _spec, proxmox = load_fleet_tables(suite.raw, suite.path)
+        return replace(suite, proxmox=proxmox)
+
+    @classmethod
+    def open_fleet(cls, raw: dict[str, Any], path: str, run_dir: str | Path, fio: str | None) -> ProxmoxFleet:
+        spec, proxmox = load_fleet_tables(raw, path)
+        return ProxmoxFleet(spec, make_transport(proxmox, path), run_dir, fio=fio)
 
     def _fleet(self, run_dir: str, fio: str | None) -> tuple[Any, tuple[str, ...], str]:
         assert self.suite.proxmox is not None

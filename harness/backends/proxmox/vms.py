@@ -51,7 +51,7 @@ import json
 import logging
 import os
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
@@ -61,18 +61,18 @@ from ...core.model import Cell
 from ...core.scope import ROLE_IOTHREAD, ROLE_MAIN, ROLE_VCPU, HostScope
 from ...executors.fioserver.inputs import FioGuest, NAME_RE
 from ...qmp import Qmp
-from ...spec import Section
-from ...suiteguests import SuiteGuests, inventory_for
+from ...schema import Section, parse_section
+from ...suite import Suite
+from ...suiteguests import HostInventory, SuiteGuests, inventory_for
 from .api import PveClient
-from .node import NodeShell, ensure_remote_collector, parse_hmp_threads
-from .settings import PROXMOX_SECTION, REMOTE_COLLECTOR_DIR, make_transport
+from .node import NodeShell, ensure_remote_collector, node_inventory, parse_hmp_threads
+from .settings import PROXMOX_SECTION, REMOTE_COLLECTOR_DIR, check_section, make_transport
 
 log = logging.getLogger("stormatrix.suitevms")
 
 # [proxmox] keys of a matrix run that name or handle ONE VM; a suite's VMs are [suite] vms.
 PER_VM_KEYS = frozenset({"vmid", "test_disk", "restart", "ready", "guest_host", "guest_port", "guest_channel",
                          "pin_cpus", "task_timeout"})
-HOST_METRICS = ("auto", "require", "off")
 
 
 def suite_proxmox_section() -> Section:
@@ -81,13 +81,41 @@ def suite_proxmox_section() -> Section:
                    help="how to reach the Proxmox node of a suite's VMs")
 
 
-def check_network(value: str) -> None:
-    try:
-        net = ipaddress.ip_network(value, strict=False)
-    except ValueError:
-        raise ValueError(f"{value!r} is not a network like 10.0.0.0/24") from None
-    if net.version != 4:
-        raise ValueError(f"{value!r}: fio servers are reached over IPv4; give an IPv4 network like 10.0.0.0/24")
+def check_vm_list(suite: Suite) -> Suite:
+    """``[suite] vms`` as Proxmox VM ids, and the ``[proxmox]`` section that says how to reach their node (its
+    connection keys only), validated when the suite file is read: the suite with both filled in."""
+    path, raw = suite.path, suite.raw
+    if "vmware" in raw:
+        raise MatrixError(path, "[suite] vms", "discovering guest addresses is not supported for the vmware backend",
+                          'list the guests\' fio servers in [suite] guests = ["vm01=10.0.0.11:8765", ...] '
+                          'and remove vms')
+    if "proxmox" not in raw:
+        raise MatrixError(path, "[suite] vms", "a VM list needs a [proxmox] section: the node to ask for the VMs' "
+                          "addresses", "add [proxmox] with host, node, token_id and token_secret_env (or transport = "
+                          '"local" on the node), or list the guests\' fio servers in [suite] guests')
+    backend = raw.get("run", {}).get("backend") if isinstance(raw.get("run"), dict) else None
+    if backend not in (None, "proxmox"):
+        raise MatrixError(path, "[run] backend", f"{backend!r}, but [suite] vms are Proxmox VMs ([proxmox])",
+                          'set backend = "proxmox" or remove it')
+    table = raw["proxmox"]
+    if isinstance(table, dict):
+        for key in sorted(PER_VM_KEYS & set(table)):
+            raise MatrixError(path, f"[proxmox] {key}", "does not apply to a suite: it names or handles one VM of "
+                              "a matrix run", f"remove {key}; a suite's VMs are [suite] vms, which it never "
+                              "reconfigures")
+    proxmox = parse_section(path, suite_proxmox_section(), table)  # [proxmox] ssh is checked by its Field
+    check_section(proxmox, path)  # the checks across keys (token reference, host)
+    ids: list[int] = []
+    for i, v in enumerate(raw["suite"]["vms"], start=1):
+        text = str(v).strip()
+        if not text.isdigit() or not 100 <= int(text) <= 999999999:
+            raise MatrixError(path, f"[suite] vms[{i}]", f"{v!r} is not a Proxmox VM id (100-999999999; value {i} "
+                              "of the list, counting from 1)",
+                              "list the numeric VM ids, as `qm list` shows them: vms = [101, 102]")
+        if int(text) in ids:
+            raise MatrixError(path, "[suite] vms", f"lists VM {int(text)} twice", "list each VM once")
+        ids.append(int(text))
+    return replace(suite, vms=tuple(str(i) for i in ids), proxmox=proxmox)
 
 
 # --- choosing the address ------------------------------------------------------------------------------
@@ -372,7 +400,7 @@ class ProxmoxSuiteVms:
             scopes = self.scopes(local=False, ssh=target)
             collector = RemoteProcessesCollector(NodeShell(target, config), Cached(
                 lambda: self.scopes(local=False, ssh=target, refresh=True), scopes), remote_dir=rdir)
-            # ssh_dir/ssh_config: the node's facts are read there too (suiteguests.inventory_for)
+            # ssh_dir/ssh_config: the node's facts are read there too (node_inventory_for)
             where = {"ssh": target, "ssh_dir": rdir, **({"ssh_config": config} if config else {})}
             return collector, {"mode": "ssh", **where,
                                "processes": len(scopes), "roles": self.roles_source,
@@ -401,7 +429,7 @@ class ProxmoxVmGuests(SuiteGuests):
 
     def __init__(self, vms: ProxmoxSuiteVms, *, storage: dict[str, Any] | None = None,
                  power_cycle: Callable[[Cell], None] | None = None, booting: bool = False) -> None:
-        super().__init__(platform="proxmox")
+        super().__init__(vms.suite.settings(), platform="proxmox")
         self.vms = vms
         self._storage = storage
         self._power_cycle = power_cycle
@@ -409,6 +437,17 @@ class ProxmoxVmGuests(SuiteGuests):
         self.booting = booting
         self._collector: Any = None
         self._status: dict[str, Any] = {}
+
+    @classmethod
+    def check(cls, suite: Suite) -> Suite:
+        return check_vm_list(suite)
+
+    @classmethod
+    def plan_lines(cls, suite: Suite) -> list[str]:
+        net = f" in {suite.network}" if suite.network else ""
+        node = suite.proxmox["node"] if suite.proxmox else "?"
+        return [f"  VMs ({len(suite.vms)}, on node {node}; each guest's address = the guest agent's first IPv4{net}): "
+                f"{', '.join(suite.vms)}; host metrics: {suite.host_metrics}"]
 
     @classmethod
     def from_suite(cls, suite: Any) -> SuiteGuests:
@@ -443,10 +482,22 @@ class ProxmoxVmGuests(SuiteGuests):
         return self._storage
 
     def host_inventory(self) -> dict[str, Any] | None:
-        return inventory_for(self._status, self.vms.record())()
+        return node_inventory_for(self._status, self.vms.record())()
 
     def _teardown(self) -> None:
         self.vms.close()
+
+
+def node_inventory_for(host_collector: dict[str, Any], vms: list[dict[str, Any]] | None) -> HostInventory:
+    """Where the node's facts are read: where its collector measures (the same ssh, as a matrix run's Proxmox
+    backend does). ``ssh``: ``linux-host/inventory.py`` on the node, copied there with the collector; otherwise
+    as :func:`stormatrix.suiteguests.inventory_for` (``local``: this machine is the node)."""
+    target = str(host_collector.get("ssh") or "")
+    if host_collector.get("mode") == "ssh" and target:
+        config = str(host_collector.get("ssh_config") or "")
+        remote_dir = str(host_collector.get("ssh_dir") or REMOTE_COLLECTOR_DIR)
+        return lambda: node_inventory(NodeShell(target, config), remote_dir)
+    return inventory_for(host_collector, vms)
 
 
 class Cached:

@@ -166,6 +166,7 @@ class QemuBackend(Backend):
     controllers = frozenset(c for c, (bus, _) in CONTROLLERS.items() if bus != "esxi")
     default_executor = "local-agent"
     VM_NAMES = ("stormatrix-vm", "stormatrix-vm-b", "stormatrix-vm-c", "stormatrix-vm-d", "stormatrix-vm-e")
+    spec: MatrixSpec  # a matrix run's: the backend reads its grid (the test disk's slot)
 
     def __init__(self, spec: MatrixSpec, workdir: Path) -> None:
         super().__init__(spec, workdir)

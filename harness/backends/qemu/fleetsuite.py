@@ -52,12 +52,18 @@ class QemuFleetSuite(FleetSuite):
         self.spec = local_fleet_from_dict(suite.raw, suite.path)
         check_suite(suite, self.spec)
 
+    @classmethod
+    def check(cls, suite: Suite) -> Suite:
+        """``[fleet]`` as the local fleet reads it, and what ``[suite]`` must say for local workers."""
+        check_suite(suite, local_fleet_from_dict(suite.raw, suite.path))
+        return suite
+
+    @classmethod
+    def open_fleet(cls, raw: dict[str, Any], path: str, run_dir: str | Path, fio: str | None) -> LocalFleet:
+        return LocalFleet(local_fleet_from_dict(raw, path), run_dir, fio=fio)
+
     def _fleet(self, run_dir: str, fio: str | None) -> tuple[Any, tuple[str, ...], str]:
         return LocalFleet(self.spec, run_dir, fio=fio), self.spec.storages, self.spec.power_cycle
-
-    def fleet(self, run_dir: str | Path, fio: str | None = None) -> LocalFleet:
-        """The fleet of ``run_dir`` (``stormatrix fleet plan|destroy FILE -o RUN_DIR``): what its journal lists."""
-        return LocalFleet(self.spec, run_dir, fio=fio)
 
     def run(self, run_dir: str | Path, *, fio: str = "fio", keep: bool = False, progress: bool = False,
             stream: Any = None, workbook: Path | None = None) -> FleetSuiteOutcome:
@@ -88,8 +94,9 @@ class QemuFleetSuite(FleetSuite):
                       f"booting {spec.workers} worker{plural} ({spec.disk.key})", file=stream)
                 urls = fleet.attach(storage)
                 assert fleet.image is not None
-                guests = LocalGuests(storage, spec.disk, side_dir, fleet.image, spec.names(), urls, vcpus=spec.vcpus,
-                                     memory_mib=spec.memory_mib, boot_timeout_s=spec.boot_timeout, fio=fio,
+                guests = LocalGuests(side.settings(), storage, spec.disk, side_dir, fleet.image, spec.names(), urls,
+                                     vcpus=spec.vcpus, memory_mib=spec.memory_mib, boot_timeout_s=spec.boot_timeout,
+                                     fio=fio,
                                      storage=fleet.served(storage), on_start=fleet.on_vm_start(storage),
                                      cycle_points=spec.power_cycle == "point")
                 with guests:

@@ -19,7 +19,6 @@ the guest's READY line (the local agent's protocol) and probes fio servers (the 
 from __future__ import annotations
 
 import logging
-import socket
 import time
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -29,20 +28,15 @@ from ...collect import ProcessesCollector
 from ...core.errors import GuestNotReady, StormatrixError, VmStartError
 from ...core.model import DiskConfig
 from ...core.scope import HostScope
+from ...core.settings import RunSettings
 from ...executors.fioserver.inputs import FioGuest
 from ...executors.fioserver.probe import probe_servers
 from ...executors.localagent import AgentChannel, parse_event
 from ...suiteguests import SuiteGuests
 from .backend import QemuVm, VmSpec
+from .storages import free_port
 
 log = logging.getLogger("stormatrix.fleet")
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 free right now, for a guest's forwarded fio server port."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 #: reported for each VM the moment it runs: (its name, its QEMU process id)
@@ -56,11 +50,11 @@ class LocalGuests(SuiteGuests):
 
     PORT_ATTEMPTS = 3
 
-    def __init__(self, key: str, disk: DiskConfig, run_dir: Path, image: guestimage.GuestImage,
+    def __init__(self, settings: RunSettings, key: str, disk: DiskConfig, run_dir: Path, image: guestimage.GuestImage,
                  names: Sequence[str], disks: Sequence[Path | str], *, vcpus: int = 1, memory_mib: int = 512,
                  boot_timeout_s: float = 120.0, fio: str = "fio", storage: dict[str, Any] | None = None,
                  on_start: OnStart | None = None, cycle_points: bool = False) -> None:
-        super().__init__(platform="qemu", workdir=run_dir / "vm")
+        super().__init__(settings, platform="qemu", workdir=run_dir / "vm")
         self.key = key
         self.disk = disk
         self.run_dir = run_dir

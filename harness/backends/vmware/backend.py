@@ -40,6 +40,7 @@ from ...core.errors import (BackendError, InputError, MatrixError, PowerCLIConne
                             PowerCLIUnavailable, StormatrixError)
 from ...core.model import DiskConfig
 from ...core.scope import GuestEndpoint, HostScope
+from ...spec import MatrixSpec
 from ..base import Backend
 from .cpu import EsxtopCollector, VmwareCpuCollector, iso_utc
 from .pwsh import (ENTRY_SCRIPT, MODULE_DIR, PYTHON_CALLS, RESPONSE_PREFIX, SCHEMA, PwshRunner, build_request,
@@ -98,8 +99,9 @@ class VmwareBackend(Backend):
     name = "vmware"
     controllers = frozenset(CONTROLLER_TYPES)
     default_executor = "fio-server"
+    spec: MatrixSpec  # a matrix run's: the backend reads the executor's section (the test disk's serial)
 
-    def __init__(self, spec: Any, workdir: Path, *, runner: PwshRunner | None = None) -> None:
+    def __init__(self, spec: MatrixSpec, workdir: Path, *, runner: PwshRunner | None = None) -> None:
         super().__init__(spec, workdir)
         if "vmware" not in spec.sections:
             raise MatrixError(spec.path, "[vmware]", "is missing",

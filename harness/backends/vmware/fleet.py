@@ -59,7 +59,7 @@ from ...core.errors import InputError, MatrixError
 from ...core.model import parse_size
 from ...fleet.journal import FleetJournal
 from ...fleet.spec import MAX_WORKERS, NAME_PREFIX_RE, refuse_fio_versions, refuse_problems
-from ...fleet.template import fio_declaration_note, fio_declaration_problem
+from ...fleet.template import fio_declaration, fio_declaration_note, fio_declaration_problem
 from ...schema import Field, Section, parse_section
 from ...secrets import check_env_name, check_secret_file
 from .pwsh import PwshRunner
@@ -299,6 +299,17 @@ class VmwareFleet:
 
     def state(self) -> VmwareFleetState:
         return replay(self.journal)
+
+    def record_fio(self, version_line: str) -> str:
+        """``stormatrix fleet template --record``: a vSphere template declares its fio in its Notes, which this
+        fleet does not write (the user's template is not changed)."""
+        raise MatrixError(self.spec.path, "[fleet] backend", "is \"vmware\": --record writes a Proxmox template's "
+                          "description only", f"add the line {fio_declaration(version_line)!r} to the Notes of the "
+                          f"vSphere template {self.spec.template}; plan then reads it")
+
+    def owned(self) -> VmwareFleetState:
+        """What the journal says the fleet owns (``stormatrix fleet plan -o``)."""
+        return self.state()
 
     def close(self) -> None:
         """Nothing to close: each module call is a pwsh process of its own (the same interface as the

@@ -26,6 +26,17 @@ class VmwareFleetSuite(FleetSuite):
     """A fleet of ESXi VMs cloned from a vSphere template; each side's guests are at the addresses VMware Tools
     report (:class:`~stormatrix.suiteguests.AddressGuests`)."""
 
+    @classmethod
+    def check(cls, suite: Suite) -> Suite:
+        """``[fleet]`` and ``[vmware]`` (how to reach vCenter) as an ESXi fleet reads them."""
+        vmware_fleet_from_dict(suite.raw, suite.path)
+        return suite
+
+    @classmethod
+    def open_fleet(cls, raw: dict[str, Any], path: str, run_dir: str | Path, fio: str | None) -> VmwareFleet:
+        vspec = vmware_fleet_from_dict(raw, path)
+        return VmwareFleet(vspec, make_runner(vspec), run_dir, fio=fio)
+
     def _fleet(self, run_dir: str, fio: str | None) -> tuple[Any, tuple[str, ...], str]:
         vspec = vmware_fleet_from_dict(self.suite.raw, self.suite.path)
         return VmwareFleet(vspec, make_runner(vspec), run_dir, fio=fio), vspec.storages, "side"
@@ -63,7 +74,7 @@ def run_vmware_fleet_suite(suite: Suite, run_dir: Path, *, fio: str, keep: bool,
             versions_checked = True
         disks = [d.filename for d in fleet.state().disks.values() if d.datastore == storage and d.filename]
         guests = AddressGuests(
-            [FioGuest(name=str(g["Name"]), host=str(g["IPAddress"]), port=side.port) for g in cycled],
+            side.settings(), [FioGuest(name=str(g["Name"]), host=str(g["IPAddress"]), port=side.port) for g in cycled],
             platform="vmware", status=status,
             vms=[{"name": g["Name"], "id": g["Id"], "address": g["IPAddress"]} for g in cycled],
             storage={"kind": storage, "server": "vmware datastore", "disks": disks, "power_cycle": "side"},

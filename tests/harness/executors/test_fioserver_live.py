@@ -138,7 +138,7 @@ def test_guest_killed_mid_point_is_named_and_the_suite_resumes_there(farm: Local
     # kill g02 half a second into the second point's measurement window
     rec.on_start.append(lambda n: n == 2 and threading.Timer(0.5, farm.kill, args=("g02",)).start())
     with pytest.raises(GuestDisconnected) as info:
-        run_suite(suite, run_dir, AddressGuests(suite.guests, collector=rec))
+        run_suite(suite, run_dir, AddressGuests(suite.settings(), suite.guests, collector=rec))
     msg = str(info.value)
     assert f"g02 (127.0.0.1:{farm.guest('g02').port})" in msg
     assert keys[1] in msg  # the point
@@ -167,7 +167,7 @@ def test_guest_killed_mid_point_is_named_and_the_suite_resumes_there(farm: Local
 
     # the guest comes back: the same command resumes at the failed point
     farm.restart("g02")
-    outcome = run_suite(suite, run_dir, AddressGuests(suite.guests, collector=Recorder()))
+    outcome = run_suite(suite, run_dir, AddressGuests(suite.settings(), suite.guests, collector=Recorder()))
     assert outcome.already_done == [keys[0]]
     assert outcome.measured == keys[1:]
     cells = [r for r in Journal(run_dir).records() if r["type"] == "cell"]
@@ -256,7 +256,7 @@ def test_a_collector_that_fails_to_start_fails_the_point_cleanly(farm: LocalFioS
     raw = suite_raw(farm, queue_depths=[1, 2])
     raw["run"]["retries"] = 0
     suite = suite_from_dict(raw, "loop.toml")
-    outcome = run_suite(suite, tmp_path / "run", AddressGuests(suite.guests, collector=Broken()))
+    outcome = run_suite(suite, tmp_path / "run", AddressGuests(suite.settings(), suite.guests, collector=Broken()))
     assert [k for k, _ in outcome.failed] == [p.key for p in suite.points()]
     errors = [r for r in Journal(tmp_path / "run").records() if r["type"] == "cell-error"]
     assert errors[0]["stage"] == "collect" and "perf could not attach" in errors[0]["error"]["message"]
@@ -266,6 +266,6 @@ def test_a_collector_that_fails_to_start_fails_the_point_cleanly(farm: LocalFioS
     raw["run"]["on_error"] = "stop"
     with pytest.raises(CollectorError):
         other = suite_from_dict(raw, "loop.toml")
-        run_suite(other, tmp_path / "run2", AddressGuests(other.guests, collector=Broken()))
+        run_suite(other, tmp_path / "run2", AddressGuests(other.settings(), other.guests, collector=Broken()))
     errors = [r for r in Journal(tmp_path / "run2").records() if r["type"] == "cell-error"]
     assert [(e["key"], e["attempt"]) for e in errors] == [(suite.points()[0].key, 1), (suite.points()[0].key, 2)]
