@@ -22,32 +22,32 @@ sum of warm-up + window.
 
 This is a benchmark, not a test: the numbers depend on the machine and on what else runs on it.
 
-Measured with 3 pairs on the shared 2-core development machine while other test suites ran on it,
-QEMU and pwsh (load average 7.3-28.3; per run at start-end below):
+Measured with 3 pairs on the shared 2-core development machine (2026-11-28, with saved-state restore): the first
+run alone on a quiet machine, the rest while other helpers' tests ran (load average per run at start-end):
 
-    run  strategy  time    load       decided  extra wanted, not run   matrix overhead
-    1    new       603 s   7.3-28.3   4 of 5   10 (4 open verdict)      81.3 %
-    2    old       675 s   28.3-8.5   5 of 5    8 (cv)                 104.2 %
-    3    old       586 s   8.5-7.6    4 of 5    6 (cv)                  77.3 %
-    4    new       596 s   7.6-19.7   4 of 5   10 (4 open verdict)      80.2 %
-    5    new       682 s   19.7-12.7  4 of 5    9 (4 open verdict)     105.8 %
-    6    old       812 s   12.7-10.8  5 of 5    5 (cv)                 145.2 %
+    run  strategy  time    load     cells  decided  extra run / wanted, not run     matrix overhead
+    1    new       507 s   0.2-3.7   40    0 of 5   10 open verdict / 0               15.0 %
+    2    old       516 s   3.7-6.9   36    3 of 5    6 cv / 4                         30.0 %
+    3    old       516 s   6.9-7.4   32    3 of 5    2 cv / 6                         46.4 %
+    4    new       510 s   7.4-5.8   38    4 of 5    6 open verdict + 2 cv / 1        21.7 %
+    5    new       503 s   5.8-6.1   37    4 of 5    6 open verdict + 1 cv / 0        23.1 %
+    6    old       511 s   6.1-6.8   36    3 of 5    6 cv / 3                         28.7 %
 
-- new (rounds + verdicts): 12 of 15 verdicts decided (ide open in all 3 runs); old (grouped + cv): 14 of
-  15 (ide open once). aio=native ahead of aio=threads for every controller in every run.
-- No run reached an extra repeat: the 30 planned cells alone took 9 min 46 s to 13 min 32 s (19.5-27.1 s
-  per 11 s cell), past time_budget_minutes = 8.5, so every wanted repeat was skipped and the two
-  strategies differed only in their order. Their difference in decided verdicts is then the order's:
-  grouped puts a configuration's repeats at one moment of the host's load, which can separate two
-  configurations that a drift spread over every round leaves within noise — more "decided" is not
+- new (rounds + verdicts): 8 of 15 verdicts decided (ide open in all 3 runs, every verdict open in the quiet run 1);
+  old (grouped + cv): 9 of 15 (ide open in all 3, pvscsi in 2, sata in 1). Where decided, aio=native was ahead of aio=threads.
+- With restore the 30 planned cells fit the 8.5-minute budget, so the policies now differ in their extra repeats:
+  new ran 25 (22 for an open verdict) and left 1 wanted; old ran 14 and left 13 wanted (its runs had more
+  overhead, so fewer cells fit the budget).
+- The decided count did not rise: on this guest the threads-vs-native difference in CPU per MiB is small against the
+  run-to-run spread (run 1, the quietest, decided none with 10 extra repeats spent on exactly those comparisons);
+  more repeats narrow the intervals but do not make a small difference large. Rounds spread the machine's drift
+  over every configuration; grouped order can turn a drift into a "decided" difference, so more decided is not
   more often right.
-- Matrix overhead 77-145 %: the critical path is the next VM's boot, not the harness (median window
-  closed -> next job sent 4.9-15.3 s, the booted-ahead VM not yet ready); against 42 % at load 7 in
-  bench_cell_overhead.py's quietest breakdown. The workbook of one run took 9.3 s more.
+- Matrix overhead 15.0 % (quiet) to 46.4 % (load 7): the mean of new was 19.9 %, of old 35.0 %.
 
     .venv/bin/python benchmarks/bench_verdicts.py [--pairs 3] [--out DIR] [--json FILE] [--matrix M.toml]
     .venv/bin/python benchmarks/bench_verdicts.py --from DIR [--json FILE]   # count the runs kept in DIR again
-    # ~7-9 minutes per run: 3 pairs take about 50 minutes
+    # ~8.5 minutes per run (the demo's budget): 3 pairs take about 52 minutes
 """
 
 from __future__ import annotations

@@ -109,6 +109,10 @@ class GuestImage:
                  # loaded host that calibration goes wrong and guest time ran ~10x fast (measured).
                  # The HPET follows QEMU's virtual clock, i.e. real time: fio's runtime stays true.
                  "clocksource=hpet", "no_timer_check",
+                 # pages are zeroed as they are freed: the initramfs archive the kernel frees after unpacking
+                 # it is then zero pages, which a saved state ([qemu] restore) stores as a flag each: the
+                 # state shrank from 238 to 149 MiB, less to load at every restore (measured)
+                 "init_on_free=1",
                  "smx.mods=" + ",".join(self.modules_for(controllers, network=network)),
                  f"smx.mode={mode}"]
         if port:

@@ -24,12 +24,13 @@ DEFAULT_OVERHEAD_S = 5.0
 BOOTED_AHEAD_OVERHEAD_S = 2.1
 
 # ... when that VM is restored from its saved booted state ([qemu] restore) and its first job was sent to it
-# ahead ([qemu] prepare_ahead): what is left between a window closing and the next warm-up's I/O, and the
-# warm-up's and window's overrun beyond the 0.5 s every cell gets; measured on the demo matrix
-# (benchmarks/bench_cell_overhead.py --breakdown --prime --compare prepare_ahead=false,true --repeats 1)
-RESTORED_AHEAD_OVERHEAD_S = 0.3
-# the run's first VM restored from its saved state, not booted: ~1.5 s until its guest answers (measured)
-FIRST_RESTORE_S = 2.0
+# ahead ([qemu] prepare_ahead): what is left of a cell beyond its warm-up, window and the 0.5 s every cell
+# gets (the window's edges, a window waiting for the next VM's restore); measured on the demo matrix at load
+# average 3-6 on 2 CPUs (benchmarks/bench_cell_overhead.py --breakdown --prime --compare
+# prepare_ahead=false,true --repeats 1: span 125.2 s for 10 cells = 10 x 11.5 s + the first start + 9 x 0.9 s)
+RESTORED_AHEAD_OVERHEAD_S = 0.9
+# the run's first VM restored from its saved state, not booted: 1.5 s quiet, ~3 s at load 6 (measured)
+FIRST_RESTORE_S = 2.5
 
 
 def estimate_seconds(plan: Plan, ramp_s: float, measure_s: float, overhead_s: float = DEFAULT_OVERHEAD_S,

@@ -56,7 +56,8 @@ from ...core.model import (AIO_MODES, CACHE_MODES, CONTROLLERS, DIRECT_CACHE_MOD
 from ...fleet.journal import FleetJournal
 from ...fleet.spec import refuse_problems
 from ...schema import Field, Section, parse_section
-from .storages import STORAGE_KINDS, LocalStorage, local_storage, sweep_stale_control_sockets
+from .storages import (STORAGE_KINDS, LocalStorage, local_storage, release_control_socket,
+                       sweep_stale_control_sockets)
 from .vm import ensure_test_disk
 
 log = logging.getLogger("stormatrix.fleet")
@@ -116,7 +117,7 @@ def _check(path: str, f: dict[str, Any]) -> None:
 
 QEMU_FLEET_SECTION = Section("fleet", {
     "backend": Field(str, choices=("qemu",), help="qemu: the workers are local QEMU guests on this machine"),
-    "workers": Field(int, 2, min=1, check=_workers_ok, help=f"local QEMU workers, 1 to {MAX_LOCAL_WORKERS}"),
+    "workers": Field(int, 2, min=1, check=_workers_ok, help=f"give 1 to {MAX_LOCAL_WORKERS} local QEMU workers"),
     "storages": Field(str, ["iscsi", "nbd"], list_of=True, choices=STORAGE_KINDS,
                       help="the storages under test, each a side in this order: iscsi (tgtd, QEMU's libiscsi), "
                            "nbd (qemu-storage-daemon), file (the raw files themselves)"),
@@ -258,6 +259,9 @@ class LocalFleetPlan:
             lines.append(f"  fio: {self.fio}")
         for s in self.storages:
             lines.append(f"  storage {s['storage']}: {s['how']}")
+        lines.append(f"  time: each of the {len(self.storages)} sides runs every point (the ETA below is one side's), "
+                     "after writing its volumes and booting its workers (6-8 s for 2 workers under software "
+                     "emulation, measured on a 2-core machine; docs/fio-server.md)")
         return lines
 
 
@@ -456,8 +460,9 @@ class LocalFleet:
     def reap(self, storage: str | None = None, *, on_step: Callable[[str, str], None] | None = None) -> None:
         """End every journaled process (of ``storage``, or all) that still runs: a worker or server an
         interrupted run left (SIGKILL by pid, after checking its start time); then the control sockets of
-        tgtds that are gone."""
+        tgtds that are gone (a killed tgtd's, once its threads let go of the socket's lock)."""
         step = on_step or (lambda _stage, _what: None)
+        controls: list[int] = []
         for owned in self.state().processes.values():
             if storage is not None and owned.storage != storage:
                 continue
@@ -474,6 +479,11 @@ class LocalFleet:
                     log.warning("pid %d did not end within 10 s of SIGKILL", owned.pid)
                     continue
             self.journal.append({"type": "local-gone", "kind": "process", "pid": owned.pid})
+            if owned.role == "tgtd" and owned.control is not None:
+                controls.append(int(owned.control))
+        for number in controls:
+            if not release_control_socket(number):
+                log.warning("tgtd control socket %d is held by a running tgtd: not ours, left alone", number)
         sweep_stale_control_sockets()
 
     def destroy(self, *, on_step: Callable[[str, str], None] | None = None) -> LocalFleetState:

@@ -271,35 +271,53 @@ class IscsiStorage(LocalStorage):
         return {**super().describe(), "target": self.target}
 
 
+def _remove_if_unlocked(number: int) -> bool | None:
+    """Remove tgtd control socket ``number`` (and its lock file) if no tgtd holds its lock: True when removed,
+    None when there is none, False when a tgtd holds it."""
+    lock = TGT_IPC_DIR / f"socket.{number}.lock"
+    try:
+        fd = os.open(lock, os.O_WRONLY)
+    except OSError:
+        return None
+    try:
+        fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return False  # a tgtd owns it
+    else:
+        (TGT_IPC_DIR / f"socket.{number}").unlink(missing_ok=True)
+        lock.unlink(missing_ok=True)
+        return True
+    finally:
+        os.close(fd)
+
+
 def sweep_stale_control_sockets() -> list[int]:
     """Remove the control sockets of tgtds that are gone (a harness SIGKILLed with its tgtd leaves
     ``socket.N`` and ``socket.N.lock`` behind). A live tgtd holds a lockf lock on its ``.lock`` file for
     its whole life (tgt's ``ipc_init``): whatever file we can lock has no tgtd. Only the numbers this
     module uses (1000 and up) are looked at; the system service's (0) is never touched."""
-    removed: list[int] = []
     try:
         locks = list(TGT_IPC_DIR.glob("socket.*.lock"))
     except OSError:
-        return removed
-    for lock in locks:
-        number = lock.name[len("socket."):-len(".lock")]
-        if not number.isdigit() or int(number) < 1000:
-            continue
-        try:
-            fd = os.open(lock, os.O_WRONLY)
-        except OSError:
-            continue
-        try:
-            fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            continue  # a tgtd owns it
-        else:
-            (TGT_IPC_DIR / f"socket.{number}").unlink(missing_ok=True)
-            lock.unlink(missing_ok=True)
-            removed.append(int(number))
-        finally:
-            os.close(fd)
-    return removed
+        return []
+    numbers = [int(n) for n in (lock.name[len("socket."):-len(".lock")] for lock in locks) if n.isdigit()]
+    return [n for n in numbers if n >= 1000 and _remove_if_unlocked(n)]
+
+
+def release_control_socket(number: int, timeout: float = 10.0) -> bool:
+    """Remove the control socket of a tgtd of ours that was just killed, once its lock is let go: a killed tgtd's
+    main thread is gone (a zombie) while its other threads may still hold the lock for a moment. False if a tgtd
+    still holds it after ``timeout`` (then it is not ours to remove)."""
+    if number < 1000:
+        return False
+    deadline = time.monotonic() + timeout
+    while True:
+        done = _remove_if_unlocked(number)
+        if done is not False:
+            return True
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
 
 
 class NbdStorage(LocalStorage):

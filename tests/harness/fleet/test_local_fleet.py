@@ -277,3 +277,35 @@ def test_keep_leaves_the_volumes_for_destroy_and_never_a_server(tmp_path: Path) 
         assert all((tmp_path / v).stat().st_size == 16 * 2**20 for v in fleet.state().volumes)
     left = LocalFleet(spec, tmp_path).destroy()
     assert left.empty and not (tmp_path / "volumes").exists()
+
+
+def test_a_rerun_after_a_kill_9_reaps_the_journal_and_serves_the_same_volumes_again(tmp_path: Path) -> None:
+    """The same command again after a kill -9: deploy reaps what the journal lists (a killed tgtd's control socket
+    included), the side serves its journaled volumes again (not new ones), and the end leaves nothing."""
+    run = tmp_path / "run"
+    child = subprocess.Popen([sys.executable, "-c", CHILD, str(run)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout is not None and child.stdout.readline().strip() == "served"
+        os.kill(child.pid, signal.SIGKILL)
+        child.wait()
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+        assert child.stdout is not None
+        child.stdout.close()
+    spec = local_fleet_from_dict({"fleet": {"backend": "qemu", "storages": ["iscsi", "nbd"], "disk_size": "16M"}},
+                                 "s.toml")
+    killed = replay(LocalFleet(spec, run).journal)
+    control = next(p.control for p in killed.servers if p.role == "tgtd")
+    inodes = {v: (run / v).stat().st_ino for v in killed.volumes}
+    with LocalFleet(spec, run, fio=fio_version("/usr/bin/fio")) as fleet:
+        assert killed.header is not None and fleet.fleet_id == killed.header["fleet_id"]
+        assert fleet.deploy() == ["g1", "g2"]
+        assert not fleet.state().processes  # every journaled process found ended (none outlived its harness)
+        assert not (TGT_IPC_DIR / f"socket.{control}").exists()
+        fleet.attach("iscsi")
+        assert {v: (run / v).stat().st_ino for v in fleet.state().volumes} == inodes  # the same files again
+        fleet.detach("iscsi")
+        left = fleet.destroy()
+    assert left.empty and not (run / "volumes").exists()
