@@ -201,7 +201,9 @@ class Suite:
     probe_timeout_s: float = 15.0
     grace_s: float = FIO_HUNG_CLIENT_S + 50.0
     run_name: str = "suite"
-    proxmox: dict[str, Any] | None = None  # [proxmox] connection keys, for a VM list
+    #: the validated connection section of the platform that gives the guests (a VM list's or a Proxmox fleet's
+    #: [proxmox]), set by that platform's check (:meth:`SuiteGuests.check`, the fleet suite's ``check``)
+    connection: dict[str, Any] | None = None
     network: str | None = None  # [suite] network: where discovered addresses must lie
     host_metrics: str = "auto"
     #: the platform that deploys the suite's workers (``[fleet] backend``; :data:`stormatrix.registry.FLEET_SUITES`),

@@ -66,7 +66,7 @@ def test_a_fleet_suite_is_typed_when_its_platform_accepts_it() -> None:
            "fleet": {"template": 9000, "storages": ["bb-iscsi", "bb-nvme"]},
            "proxmox": {"host": "pve.lab", "node": "pve1", "token_id": "root@pam!smx", "token_secret_env": "SMX"}}
     suite = suite_from_dict(raw, "s.toml")
-    assert suite.fleet == "proxmox" and suite.proxmox is not None and suite.proxmox["node"] == "pve1"
+    assert suite.fleet == "proxmox" and suite.connection is not None and suite.connection["node"] == "pve1"
     assert type(fleet_suite(suite)) is ProxmoxFleetSuite
 
 

@@ -39,8 +39,8 @@ from .vms import ProxmoxSuiteVms, ProxmoxVmGuests
 
 
 def fleet_spec(suite: Suite) -> FleetSpec:
-    assert suite.proxmox is not None
-    return fleet_from_dict(suite.raw, suite.path, suite.proxmox["node"])
+    assert suite.connection is not None
+    return fleet_from_dict(suite.raw, suite.path, suite.connection["node"])
 
 
 class ProxmoxFleetSuite(FleetSuite):
@@ -51,7 +51,7 @@ class ProxmoxFleetSuite(FleetSuite):
     def check(cls, suite: Suite) -> Suite:
         """``[fleet]`` and the suite's ``[proxmox]`` (connection keys only), which the run then reaches the node by."""
         _spec, proxmox = load_fleet_tables(suite.raw, suite.path)
-        return replace(suite, proxmox=proxmox)
+        return replace(suite, connection=proxmox)
 
     @classmethod
     def open_fleet(cls, raw: dict[str, Any], path: str, run_dir: str | Path, fio: str | None) -> ProxmoxFleet:
@@ -59,9 +59,9 @@ class ProxmoxFleetSuite(FleetSuite):
         return ProxmoxFleet(spec, make_transport(proxmox, path), run_dir, fio=fio)
 
     def _fleet(self, run_dir: str, fio: str | None) -> tuple[Any, tuple[str, ...], str]:
-        assert self.suite.proxmox is not None
+        assert self.suite.connection is not None
         spec = fleet_spec(self.suite)
-        fleet = ProxmoxFleet(spec, make_transport(self.suite.proxmox, self.suite.path), run_dir, fio=fio)
+        fleet = ProxmoxFleet(spec, make_transport(self.suite.connection, self.suite.path), run_dir, fio=fio)
         return fleet, spec.storages, spec.power_cycle
 
     def run(self, run_dir: str | Path, *, fio: str = "fio", keep: bool = False, progress: bool = False,
@@ -75,8 +75,8 @@ def run_fleet_suite(suite: Suite, run_dir: str | Path, *, fio: str = "fio", keep
     stream = stream or sys.stderr
     run_dir = Path(run_dir)
     spec = fleet_spec(suite)
-    assert suite.proxmox is not None
-    transport = transport if transport is not None else make_transport(suite.proxmox, suite.path)
+    assert suite.connection is not None
+    transport = transport if transport is not None else make_transport(suite.connection, suite.path)
     controller_fio = fio_version(fio)
     fleet = ProxmoxFleet(spec, transport, run_dir, fio=controller_fio)  # a template's declared fio is checked
     with fleet:  # its connection is closed however the run ends (a refused plan, a failed point)

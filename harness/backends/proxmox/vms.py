@@ -115,7 +115,7 @@ def check_vm_list(suite: Suite) -> Suite:
         if int(text) in ids:
             raise MatrixError(path, "[suite] vms", f"lists VM {int(text)} twice", "list each VM once")
         ids.append(int(text))
-    return replace(suite, vms=tuple(str(i) for i in ids), proxmox=proxmox)
+    return replace(suite, vms=tuple(str(i) for i in ids), connection=proxmox)
 
 
 # --- choosing the address ------------------------------------------------------------------------------
@@ -201,11 +201,11 @@ class ProxmoxSuiteVms:
     their hosts' processes are not measured (one node's collector would describe part of the fleet)."""
 
     def __init__(self, suite: Any, *, transport: Any = None, nodes: dict[int, str] | None = None) -> None:
-        if suite.proxmox is None:
+        if suite.connection is None:
             raise MatrixError(suite.path, "[proxmox]", "is missing", "add [proxmox] with host, node, token_id and "
                               "token_secret_env (how to reach the node of the suite's VMs)")
         self.suite = suite
-        self.opts: dict[str, Any] = dict(suite.proxmox)
+        self.opts: dict[str, Any] = dict(suite.connection)
         self.transport = transport if transport is not None else make_transport(self.opts)
         self._own_transport = transport is None  # a transport handed in (a fleet's) stays open for its owner
         self.nodes = {int(v): (nodes or {}).get(int(v), self.opts["node"]) for v in suite.vms}
@@ -445,7 +445,7 @@ class ProxmoxVmGuests(SuiteGuests):
     @classmethod
     def plan_lines(cls, suite: Suite) -> list[str]:
         net = f" in {suite.network}" if suite.network else ""
-        node = suite.proxmox["node"] if suite.proxmox else "?"
+        node = suite.connection["node"] if suite.connection else "?"
         return [f"  VMs ({len(suite.vms)}, on node {node}; each guest's address = the guest agent's first IPv4{net}): "
                 f"{', '.join(suite.vms)}; host metrics: {suite.host_metrics}"]
 

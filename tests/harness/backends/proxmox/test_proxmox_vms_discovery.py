@@ -200,8 +200,8 @@ def test_a_valid_vm_list_keeps_its_settings() -> None:
     raw["proxmox"]["ssh"] = "root@pve1"
     s = suite_from_dict(raw, "s.toml")
     assert (s.vms, s.network, s.host_metrics) == (("101", "102"), "10.0.0.0/24", "require")
-    assert s.proxmox is not None and s.proxmox["ssh"] == "root@pve1" and s.proxmox["verify_tls"] is True
-    assert "vmid" not in s.proxmox
+    assert s.connection is not None and s.connection["ssh"] == "root@pve1" and s.connection["verify_tls"] is True
+    assert "vmid" not in s.connection
 
 
 # --- through the CLI -------------------------------------------------------------------------------------
