@@ -76,6 +76,18 @@ def test_spec_takes_vmware_and_refuses_what_names_one_vm() -> None:
         vmware_fleet_from_dict({"fleet": raw_spec()["fleet"]}, "suite.toml")
 
 
+def test_record_refuses_on_esxi_and_says_where_a_vsphere_template_declares_its_fio(vcenter: FakeVCenter,
+                                                                                   tmp_path: Path) -> None:
+    """``fleet template --record`` writes a Proxmox template's description; an ESXi fleet's refuses, naming the
+    line to put in the vSphere template's Notes (which its plan reads), and the template is left as it was."""
+    before = vcenter.read()
+    with pytest.raises(MatrixError) as info:
+        fleet_for(tmp_path).record_fio("fio-3.33")
+    message = str(info.value)
+    assert "[fleet] backend" in message and "'stormatrix-fio: fio-3.33'" in message and "Notes" in message
+    assert "smx-worker-tpl" in message and vcenter.read() == before
+
+
 def test_the_guest_account_is_by_reference_and_checked_before_anything_is_created(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     secret = tmp_path / "guest-password"
