@@ -26,15 +26,16 @@ by side in one invocation, every VM restored from a saved state (``--prime`` sav
     .venv/bin/python benchmarks/bench_cell_overhead.py --breakdown --prime --compare prepare_ahead=false,true \
         --repeats 1        # the demo matrix, 10 cells of 3 s + 8 s; ~3 runs of 2-3 minutes
 
-Measured on the shared 2-core machine (TCG), two invocations, load average at the end of each run:
+Measured on the shared 2-core machine (TCG), three invocations, load average at the end of each run (the
+last one the quietest, ``--compare prepare_ahead=false,true``):
 
-    | stage (median per cell; in all)   | off, load 6.6 | on, load 3.2 | off, load 3.3 | on, load 12.9  |
-    | fio setup (job sent -> warm-up I/O)| 1.105 s      | 0.014 s      | 0.395 s       | 0.036 s        |
-    | warm-up beyond its 3 s            | +0.44 s       | +0.04 s      | +0.34 s       | +0.16 s        |
-    | window opening (in all)           | 6.3 s         | 3.9 s        | 0.1 s         | 26.9 s         |
-    | window (8 s nominal)              | 8.43 s        | 8.26 s       | 8.18 s        | 8.29 s         |
-    | first job sent ahead              | 0 of 9        | 8 of 9       | 0 of 9        | 8 of 9         |
-    | matrix overhead                   | 28.4 %        | 13.8 %       | 12.9 %        | 38.0 %         |
+    | stage (median per cell; in all)    | off, 6.6 | on, 3.2 | off, 3.3 | on, 12.9 | off, 3.0 | on, 2.7 |
+    | fio setup (job sent -> warm-up I/O) | 1.105 s  | 0.014 s | 0.395 s  | 0.036 s  | 0.409 s  | 0.013 s |
+    | warm-up beyond its 3 s             | +0.44 s  | +0.04 s | +0.34 s  | +0.16 s  | +0.31 s  | +0.03 s |
+    | window opening (in all)            | 6.3 s    | 3.9 s   | 0.1 s    | 26.9 s   | 0.1 s    | 0.7 s   |
+    | window (8 s nominal)               | 8.43 s   | 8.26 s  | 8.18 s   | 8.29 s   | 8.14 s   | 8.15 s  |
+    | first job sent ahead               | 0 of 9   | 8 of 9  | 0 of 9   | 8 of 9   | 0 of 9   | 8 of 9  |
+    | matrix overhead                    | 28.4 %   | 13.8 %  | 12.9 %   | 38.0 %   | 10.9 %   | 5.3 %   |
 
 The load moved under both invocations (other jobs' benchmarks and tests): compare the stages, not the
 totals across loads. At load 13 the windows waited for the VMs after next to finish restoring (a window
@@ -242,9 +243,11 @@ def breakdown_main(args: argparse.Namespace) -> int:
                     ("restore on, states saved by the run before", {"restore": "true"})]
         if args.prime:  # every configuration's booted state saved before anything is timed
             run_matrix(Path(tmp), with_settings(text, "qemu", {"restore": "true"}), "prime")
-        for tag, settings in runs:
+        for i, (tag, settings) in enumerate(runs, 1):
+            if sum(t == tag for t, _ in runs) > 1:  # a value given twice (false,true,false,true): one run each
+                tag = f"{tag} #{sum(t.startswith(tag) for t in results) + 1}"
             mtext = with_settings(text, "qemu", settings) if settings else text
-            runner, _summary, wall = run_matrix(Path(tmp), mtext, re.sub(r"\W+", "-", tag))
+            runner, _summary, wall = run_matrix(Path(tmp), mtext, f"{i}-{re.sub(r'[^A-Za-z0-9]+', '-', tag)}")
             b = breakdown(runner, ramp_s, measure_s)
             b["wall_s"] = wall
             b["loadavg"] = Path("/proc/loadavg").read_text().split()[:3]
