@@ -199,19 +199,11 @@ time.sleep(120)
 """
 
 
-def test_a_kill_9_leaves_only_journaled_files_and_destroy_removes_exactly_those(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    run = tmp_path / "run"
-    decoy_file = run / "volumes" / "not-ours.raw"
-    decoy_file.parent.mkdir(parents=True)
-    decoy_file.write_bytes(b"x")
+def kill_9_once_served(run: Path) -> None:
+    """Run :data:`CHILD` on ``run`` and kill -9 it the moment it says its storages are served."""
     child = subprocess.Popen([sys.executable, "-c", CHILD, str(run)], stdout=subprocess.PIPE, text=True)
     try:
         assert child.stdout is not None and child.stdout.readline().strip() == "served"
-        state = replay(LocalFleet(local_fleet_from_dict({"fleet": {"backend": "qemu"}}, "s.toml"), run).journal)
-        servers = {p.role: p for p in state.servers}
-        assert set(servers) == {"tgtd", "qemu-storage-daemon"} and len(state.volumes) == 4
-        control = servers["tgtd"].control
         os.kill(child.pid, signal.SIGKILL)
         child.wait()
     finally:
@@ -220,6 +212,19 @@ def test_a_kill_9_leaves_only_journaled_files_and_destroy_removes_exactly_those(
             child.wait()
         assert child.stdout is not None
         child.stdout.close()
+
+
+def test_a_kill_9_leaves_only_journaled_files_and_destroy_removes_exactly_those(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run = tmp_path / "run"
+    decoy_file = run / "volumes" / "not-ours.raw"
+    decoy_file.parent.mkdir(parents=True)
+    decoy_file.write_bytes(b"x")
+    kill_9_once_served(run)
+    state = replay(LocalFleet(local_fleet_from_dict({"fleet": {"backend": "qemu"}}, "s.toml"), run).journal)
+    servers = {p.role: p for p in state.servers}
+    assert set(servers) == {"tgtd", "qemu-storage-daemon"} and len(state.volumes) == 4
+    control = servers["tgtd"].control
     # the servers die with the harness (PR_SET_PDEATHSIG); the volumes and tgtd's control socket stay
     assert all(process_gone(p.pid) for p in servers.values())
     assert all((run / v).is_file() for v in state.volumes)
@@ -283,17 +288,7 @@ def test_a_rerun_after_a_kill_9_reaps_the_journal_and_serves_the_same_volumes_ag
     """The same command again after a kill -9: deploy reaps what the journal lists (a killed tgtd's control socket
     included), the side serves its journaled volumes again (not new ones), and the end leaves nothing."""
     run = tmp_path / "run"
-    child = subprocess.Popen([sys.executable, "-c", CHILD, str(run)], stdout=subprocess.PIPE, text=True)
-    try:
-        assert child.stdout is not None and child.stdout.readline().strip() == "served"
-        os.kill(child.pid, signal.SIGKILL)
-        child.wait()
-    finally:
-        if child.poll() is None:
-            child.kill()
-            child.wait()
-        assert child.stdout is not None
-        child.stdout.close()
+    kill_9_once_served(run)
     spec = local_fleet_from_dict({"fleet": {"backend": "qemu", "storages": ["iscsi", "nbd"], "disk_size": "16M"}},
                                  "s.toml")
     killed = replay(LocalFleet(spec, run).journal)
