@@ -212,6 +212,10 @@ def load_spec(path: str | Path, *, sections: Mapping[str, Section]) -> MatrixSpe
 def spec_from_dict(raw: dict[str, Any], path: str = "<matrix>", *, sections: Mapping[str, Section]) -> MatrixSpec:
     """A parsed matrix, validated: [run], [matrix], [[workload]] and each of ``sections`` the file has (any
     other section is refused, naming the known ones)."""
+    if "suite" in raw and "matrix" not in raw:
+        raise MatrixError(path, "[suite]", "makes this a suite file (many guests, fio in server mode), not a matrix",
+                          f"plan it with `stormatrix suite plan {path}` and run it with "
+                          f"`stormatrix suite run {path} -o RUN_DIR`")
     extra = sections
     known = {"run", "matrix", "workload"} | set(extra)
     for key in raw:

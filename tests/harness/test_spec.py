@@ -223,3 +223,17 @@ def test_windows_matrix_with_virtio_win_plans_all_nine_proxmox_controllers(tmp_p
     assert not [s for s in plan.skipped if "driver" in s.reason]
     noted = {n.split(":", 1)[0] for n in plan.notes if "unverified" in n}
     assert {"lsi", "megasas"} <= noted
+
+
+@pytest.mark.parametrize("command", [["plan"], ["run", "-o", "RUN"]])
+def test_a_suite_file_given_as_a_matrix_is_sent_to_the_suite_command(tmp_path: Path, command: list[str]) -> None:
+    """The shipped local-fleet suite (a [suite] and a [fleet], no [matrix]) read by `plan` or `run`: the
+    message says what the file is and which command reads it, not that [fleet] or [matrix] is wrong."""
+    suite = Path(__file__).parents[2] / "harness" / "matrices" / "demo-suite.toml"
+    argv = [str(tmp_path / a) if a == "RUN" else a for a in command]
+    res = subprocess.run([sys.executable, "-m", "stormatrix", argv[0], str(suite), *argv[1:]],
+                         capture_output=True, text=True)
+    assert res.returncode == 2 and "Traceback" not in res.stderr
+    assert "[suite]: makes this a suite file" in res.stderr
+    assert f"stormatrix suite plan {suite}" in res.stderr and f"stormatrix suite run {suite} -o RUN_DIR" in res.stderr
+    assert not (tmp_path / "RUN").exists()
