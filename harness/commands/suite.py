@@ -61,7 +61,9 @@ def register(subparsers: Any) -> None:
 
 
 def _describe(suite: Suite) -> list[str]:
-    lines = [f"suite {suite.name!r}, side {suite.side!r}, disk {suite.disk_key}",
+    head = (f"suite {suite.name!r}, sides: the storages under test of its [fleet] (backend {suite.fleet!r})"
+            if suite.fleet is not None else f"suite {suite.name!r}, side {suite.side!r}, disk {suite.disk_key}")
+    lines = [head,
              f"  rw: {', '.join(suite.rw)}; block sizes: {', '.join(format_size(b) for b in suite.block_sizes)}; "
              f"queue depths: {', '.join(map(str, suite.queue_depths))}; numjobs {suite.numjobs}; "
              f"repeats {suite.repeats}",

@@ -162,6 +162,14 @@ def test_the_demo_ships_a_local_fleet_suite_file(tmp_path: Path) -> None:
 
 # --- plan ------------------------------------------------------------------------------------------------
 
+def test_plan_heads_a_fleet_suite_with_its_sides_not_a_side_and_disk_it_does_not_have(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["suite", "plan", str(write_suite_file(tmp_path / "suite.toml", 2))]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[0] == "suite 'demo-suite', sides: the storages under test of its [fleet] (backend 'qemu')"
+    assert "side 'A'" not in out and "disk unknown" not in out and "storage iscsi" in out and "storage nbd" in out
+
+
 def test_plan_refuses_an_fio_mismatch_and_a_volume_folder_without_o_direct(tmp_path: Path) -> None:
     spec = local_fleet_from_dict({"fleet": {"backend": "qemu", "storages": ["file", "nbd"]}}, "s.toml")
     ok = LocalFleet(spec, tmp_path / "run", fio=fio_version("/usr/bin/fio")).plan()
