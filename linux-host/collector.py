@@ -160,13 +160,23 @@ def cycles_supported() -> bool:
     return _cycles_supported
 
 
+_perf_available: bool | None = None
+
+
 def perf_available() -> bool:
-    try:
-        res = subprocess.run([PERF, "stat", "-x,", "-e", "context-switches", "true"], env=perfstat.perf_env(),
-                             capture_output=True, text=True, timeout=30, check=False)
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-    return res.returncode == 0 and perfstat.parse(res.stderr).value("context-switches") is not None
+    """Whether ``perf stat`` counts here, asked once per process (as :func:`cycles_supported`): a
+    :class:`WindowCollector` with ``use_perf=None`` asks at every window's start, between the guest's
+    measure-start marker and its GO, where the probe (a ``perf stat true``, ~50 ms) would be overhead."""
+    global _perf_available
+    if _perf_available is None:
+        try:
+            res = subprocess.run([PERF, "stat", "-x,", "-e", "context-switches", "true"], env=perfstat.perf_env(),
+                                 capture_output=True, text=True, timeout=30, check=False)
+            _perf_available = (res.returncode == 0
+                               and perfstat.parse(res.stderr).value("context-switches") is not None)
+        except (OSError, subprocess.TimeoutExpired):
+            _perf_available = False
+    return _perf_available
 
 
 def catches_sigint(pid: int) -> bool | None:

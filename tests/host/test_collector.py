@@ -273,3 +273,22 @@ def test_merge_hosts_keeps_a_processs_unknown_figure_unknown_with_its_reason() -
     assert both["by_role"]["iothread"] == {"threads": 2, "runtime_s": None}
     assert both["null_reasons"]["ctx_voluntary"] == "pid 2: ctx_voluntary unknown for 1 of 3 threads: 7 (worker)"
     assert both["cpu_total"] == 2.0
+
+
+def test_perf_is_probed_once_per_process_not_at_every_window(tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """A window collector left to decide (use_perf=None) asks perf_available() at every start, which sits
+    between the guest's measure-start marker and its GO: the probe runs perf once per process, as the
+    cycles probe does."""
+    calls = tmp_path / "calls"
+    fake = tmp_path / "perf"
+    fake.write_text(f"#!/bin/sh\necho probe >> {calls}\necho '7,,context-switches,100,100.00,,' >&2\n")
+    fake.chmod(0o755)
+    monkeypatch.setattr(collector, "PERF", str(fake))
+    monkeypatch.setattr(collector, "_perf_available", None)
+    assert collector.perf_available() and collector.perf_available() and collector.perf_available()
+    assert calls.read_text().splitlines() == ["probe"]
+    monkeypatch.setattr(collector, "_perf_available", None)
+    fake.write_text(f"#!/bin/sh\necho probe >> {calls}\necho 'perf: not permitted' >&2\nexit 1\n")
+    assert not collector.perf_available() and not collector.perf_available()
+    assert calls.read_text().splitlines() == ["probe", "probe"]
