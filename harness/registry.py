@@ -102,6 +102,20 @@ def executor_class(name: str) -> type[GuestExecutor]:
     return _load(EXECUTORS, "executor", name)
 
 
+def matrix_executor(spec: _spec.MatrixSpec, backend_cls: type[Backend] | None = None) -> str:
+    """The guest executor a matrix runs with: ``[run] executor``, or for ``auto`` the default of its backend
+    (``backend_cls``, default: the one ``[run] backend`` names)."""
+    name: str = spec.run["executor"]
+    if name != "auto":
+        return name
+    return (backend_cls or backend_class(spec.run["backend"])).default_executor
+
+
+def check_executor_spec(spec: _spec.MatrixSpec) -> None:
+    """The executor's own plan-time checks (e.g. WinRM's shell memory quota), before any VM is touched."""
+    executor_class(matrix_executor(spec)).check_spec(spec)
+
+
 def suite_guests_class(suite: _suite.Suite) -> type[SuiteGuests]:
     """What gives a suite file's running guests, by the ``[suite]`` key that lists them (:data:`SUITE_GUESTS`)."""
     return _load(SUITE_GUESTS, "suite guests", "vms" if suite.vms else "guests")

@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from .backends.base import Backend
+from .backends.base import Backend, booting_ahead
 from .collect import merge_hosts
 from .core.model import iso_ago, now_iso
 from .core.scope import BlockStats
@@ -79,6 +79,9 @@ class Window:
     sent_ahead: bool = False  # the job was sent ahead and released when the cell started (the record says so)
     _opened: bool = False
 
+    def __post_init__(self) -> None:
+        self._ahead = booting_ahead(self.backend)  # a backend that runs VMs beside the measured one
+
     def job_sent(self) -> None:
         """The executor handed the job to the guest: its warm-up runs from now (for the timing breakdown)."""
         self.mono_sent = time.monotonic()
@@ -94,7 +97,8 @@ class Window:
         try:
             # The guest's fio waits for GO (sent when this returns), so nothing here races its I/O.
             self._opened = True
-            self.backend.window_opened()  # first: a VM booting ahead stops before anything is measured
+            if self._ahead is not None:  # first: a VM booting ahead stops before anything is measured
+                self._ahead.window_opened()
             # the window starts now: window_opened may have waited (a VM's restore finishing, ~0.5 s)
             self.mono_start = time.monotonic()
             self.t_start = now_iso()
@@ -131,6 +135,12 @@ class Window:
                             bs0=self.bs0, bs1=self.bs1, host=self.host, vms=tuple(s.vm for s in self.scopes),
                             overlap=self.overlap, error=self.error, failed_at_start=self.failed_at_start)
 
+    def marks(self) -> dict[str, float]:
+        """The monotonic times of the window's moments that happened (the runner's per-cell timeline)."""
+        return {k: v for k, v in (("sent", self.mono_sent), ("warmup_start", self.mono_warmup),
+                                  ("measure_marker", self.mono_marker), ("measure_start", self.mono_start),
+                                  ("go", self.mono_go), ("measure_end", self.mono_end)) if v}
+
     def abort(self) -> None:
         for c in self.collectors:
             try:
@@ -145,6 +155,6 @@ class Window:
             return
         self._opened = False
         try:
-            self.overlap = self.backend.window_closed()
+            self.overlap = self._ahead.window_closed() if self._ahead is not None else None
         except Exception as exc:  # any failure: the next apply() finds a VM that cannot resume
             log.warning("resuming the VM booting ahead failed: %s", exc)

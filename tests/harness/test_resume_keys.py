@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from stormatrix.registry import sections
-from stormatrix.runner import run_differences
+from stormatrix.resume import run_differences
 from stormatrix.schema import Field, Section
 from stormatrix.spec import MATRIX_SECTION, RUN_SECTION
 

@@ -171,7 +171,10 @@ class QemuBackend(Backend):
     def __init__(self, spec: MatrixSpec, workdir: Path) -> None:
         super().__init__(spec, workdir)
         self.opts = self.options(spec)
+        # the BootsAhead capability (backends.base): the runner's pipeline drives it
         self.overlaps = bool(self.opts["overlap"])  # teardown and the next boot off the critical path
+        self.booted_ahead = False  # the last apply() took a VM booted ahead
+        self.taken_ahead: QemuVm | None = None  # ... and it is the one ahead_ready() lent
         #: two cells in flight (hand_off): the previous VM sends its result while the next one warms up
         self.pipelines = bool(self.overlaps and self.opts["pipeline"] and self.boots_ahead(spec))
         #: the next configuration's first job sent ahead to its VM (ahead_ready), which waits at its warm-up's gate
@@ -436,6 +439,7 @@ class QemuBackend(Backend):
     def _apply(self, disk: DiskConfig) -> None:
         # A new configuration needs a new QEMU process: stop the old one, start with the new devices
         # (or take the one that booted ahead with exactly these devices).
+        self.booted_ahead, self.taken_ahead = False, None
         self._stop()
         for vm, _ in self._paused:  # a window a failure left open: nothing stays paused across it
             if vm.alive():
