@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from . import spec as _spec
 from . import suite as _suite
 from .backends.proxmox.settings import PROXMOX_SECTION
-from .backends.qemu.backend import QEMU_SECTION
+from .backends.qemu.settings import QEMU_SECTION
 from .backends.vmware.settings import VMWARE_SECTION
 from .core.errors import MatrixError
 from .executors.winrm.settings import WINRM_SECTION

@@ -16,7 +16,9 @@ from typing import Iterator
 import pytest
 
 from stormatrix.backends.base import ROLE_VCPU, format_cpuset, parse_cpuset
-from stormatrix.backends.qemu.backend import QemuBackend, ensure_test_disk, plan_pinning
+from stormatrix.backends.qemu.backend import QemuBackend
+from stormatrix.backends.qemu.pinning import plan_pinning
+from stormatrix.backends.qemu.vm import ensure_test_disk
 from stormatrix.commands.run import execute
 from stormatrix.core.errors import MatrixError
 from stormatrix.core.model import DiskConfig
