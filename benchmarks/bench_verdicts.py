@@ -176,7 +176,7 @@ def count_run(run_dir: Path) -> dict[str, Any]:
     over = breakdown(SimpleNamespace(timeline=meta["timeline"], measured_keys=summary["measured_keys"]),
                      meta["ramp_s"], meta["measure_s"])
     return {"run": run_dir.name, "strategy": meta["strategy"], "seconds": meta["seconds"],
-            "load_start": meta["load_start"], "load_end": meta["load_end"], "measured": summary["measured"],
+            "load_start": meta["load_start"], "load_end": meta["load_end"], "measured": len(summary["measured_keys"]),
             "failed": len(summary["failed"]), "verdicts": verdicts,
             "decided": sum(v["decided"] for v in verdicts.values()), "controllers": len(verdicts),
             "extra_run": extra_repeats(run_dir / "journal.ndjson"),

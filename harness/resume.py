@@ -18,13 +18,14 @@ from .core.errors import MatrixError
 from .core.recordtypes import Record, RunRecord
 from .core.settings import RunSettings
 from .registry import sections
-from .spec import MATRIX_SECTION, RUN_SECTION, WORKLOAD_SECTION
+from .spec import HOST_SECTION, MATRIX_SECTION, RUN_SECTION, WORKLOAD_SECTION
 
 
 def run_differences(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     """``[section] key: was X, now Y`` per key that differs, defaults filled in, except the keys each section's
     owner lets a resume change (:attr:`~stormatrix.schema.Section.may_change_on_resume`)."""
-    schema = {"run": RUN_SECTION, "matrix": MATRIX_SECTION, "workload": WORKLOAD_SECTION, **sections()}
+    schema = {"run": RUN_SECTION, "matrix": MATRIX_SECTION, "workload": WORKLOAD_SECTION, "host": HOST_SECTION,
+              **sections()}
 
     def shown(value: Any) -> str:  # TOML has no null: None is a key or section the matrix does not have
         return "(absent)" if value is None else json.dumps(value)[:40]

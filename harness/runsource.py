@@ -123,6 +123,7 @@ class MatrixSource(RunSource):
         check_same_run(records_before, self.spec, run_dir, side=side, kind="matrix", differences=differences)
 
     def plan(self) -> Plan:
+        self.backend_cls.host(self.spec)  # [host]: a scope or CPU set this backend cannot measure stops here
         return expand(self.spec, backend_controllers=self.backend_cls.controllers)
 
     def make_backend(self, run_dir: Path) -> Backend:

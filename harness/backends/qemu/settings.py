@@ -77,9 +77,10 @@ QEMU_SECTION = Section("qemu", {
                      "does not answer is deleted with a warning and the VM boots. Not with disk_path (the VM "
                      "boots). Each cell record's times.vm_start says how its VM started"),
     "pin_threads": Field(str, "auto", check=check_setting,
-                         help="pin QEMU's threads for each measurement window: auto (where the host has two or "
-                              "more CPUs: vCPUs on the last CPU, main loop, iothreads, aio workers and the harness "
-                              "on the others), on, off, or VCPU_CPUS/OTHER_CPUS such as \"1/0\""),
+                         help="with [host] scope = \"process\": pin QEMU's threads for each measurement window: auto "
+                              "(where the host has two or more CPUs: vCPUs on the last CPU, main loop, iothreads, aio "
+                              "workers and the harness on the others), on, off, or VCPU_CPUS/OTHER_CPUS such as "
+                              "\"1/0\". Under scope \"cpus\" (the default) every QEMU thread runs on [host] cpus"),
 }, help="the local QEMU backend",
    may_change_on_resume=frozenset({"boot_ahead", "boot_ahead_depth", "overlap", "pipeline",
                                    "prepare_ahead", "restore"}))
