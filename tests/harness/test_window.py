@@ -8,13 +8,7 @@ from stormatrix.window import Window
 
 
 class _Backend:
-    """Only what a Window asks of a backend."""
-
-    def window_opened(self) -> None:
-        pass
-
-    def window_closed(self) -> None:
-        return None
+    """Only what a Window asks of a backend that runs no VM beside the measured one (no BootsAhead)."""
 
     def scope(self) -> list[object]:
         return []
