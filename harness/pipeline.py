@@ -22,7 +22,7 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
-from .backends.base import Backend, booting_ahead
+from .backends.base import Target, booting_ahead
 from .core.errors import JournalWriteError, StormatrixError
 from .core.model import Cell, DiskConfig
 from .core.scope import GuestEndpoint
@@ -96,7 +96,7 @@ class Pipeline:
     ``sends_ahead``: False while a guest's drivers are still to be learnt (no job is sent ahead then);
     ``timeline``: the run's per-cell stage times, which it marks too."""
 
-    def __init__(self, backend: Backend, settings: RunSettings, *,
+    def __init__(self, backend: Target, settings: RunSettings, *,
                  executor_for: Callable[[list[GuestEndpoint]], GuestExecutor | None], finish: Finish,
                  failed: Failed, sends_ahead: bool, timeline: dict[str, dict[str, float]]) -> None:
         self.ahead = booting_ahead(backend)

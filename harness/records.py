@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 
 from .analysis.diskspd import parse_diskspd_xml
 from .analysis.fio import jobs_named, summarize_jobs
-from .backends.base import Backend
+from .backends.base import Target
 from .core.errors import DataFileError, ErrorDetails, StormatrixError, WorkloadFailed
 from .core.recordtypes import (CellErrorRecord, CellPart, CellRecord, CellSkippedRecord, ClientPart, ClockCheck,
                                CrossCheck, ErrorPart, FioSummary, HostMetrics, JsonPart, PerMib, PointInfo, RateCheck,
@@ -309,7 +309,7 @@ def restored_record(*, run_id: str | None, backend: str | None = None, vm: str |
     return RestoredRecord(run_id=run_id, time=now_iso(), backend=backend, vm=vm, by=by)
 
 
-def run_environment(backend: Backend) -> dict[str, Any]:
+def run_environment(backend: Target) -> dict[str, Any]:
     """The run record's environment: the measured host's facts under the keys the Environment sheet shows
     (``cpu_model``, ``kernel``, ``qemu``, ``perf``, ...), and, when the host is not this machine, this
     machine's own under ``workstation`` — never the workstation's facts as the host's. When the backend

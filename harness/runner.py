@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from . import __version__, records, repeats, runorder
-from .backends.base import Backend
+from .backends.base import Backend, Target
 from .core.errors import BackendError, CollectorError, JournalWriteError, StormatrixError
 from .core.model import Cell, DiskConfig, Plan, now_iso
 from .core.recordtypes import CellRecord
@@ -59,7 +59,8 @@ class Runner:
 
     def __init__(self, source: RunSource | MatrixSpec, run_dir: str | Path, options: RunOptions = RunOptions()) -> None:
         if isinstance(source, MatrixSpec):
-            source = MatrixSource(source, backend_cls=type(options.backend) if options.backend else None)
+            given = options.backend  # a test's stand-in: a matrix runs on a backend
+            source = MatrixSource(source, backend_cls=type(given) if isinstance(given, Backend) else None)
         self.source, self.settings, self.options = source, source.settings, options
         self.run_dir = Path(run_dir)
         self.side, self.show_progress = options.side, options.progress
@@ -132,7 +133,7 @@ class Runner:
                 backend.close()
         return summary
 
-    def _run_groups(self, backend: Backend, cells: list[Cell]) -> None:
+    def _run_groups(self, backend: Target, cells: list[Cell]) -> None:
         groups, gate = runorder.ordered_groups(cells, self.order, self.seed), self._gate
         if gate is not None and self.order == "grouped":
             # a Windows guest: controllers that need no virtio-win driver first, so the guest's driver facts
@@ -154,7 +155,7 @@ class Runner:
             self._run_group(backend, disk, [cell], attempt=attempt)
             self.pipe.finish_tail()
 
-    def _run_extra_repeats(self, backend: Backend, plan: Plan) -> None:
+    def _run_extra_repeats(self, backend: Target, plan: Plan) -> None:
         """Rounds of extra repeats (:mod:`stormatrix.repeats`: open verdicts first, then CV above
         ``[run] cv_limit_pct``), decided from the journal after each round, until none is wanted, each
         configuration is at ``max_repeats``, or the time budget is spent: a round takes as many of its
@@ -182,7 +183,7 @@ class Runner:
             if left:
                 return  # the budget ran out in this round
 
-    def _journal_run_header(self, facts: dict[str, Any], backend: Backend, cells: int, pending: int) -> None:
+    def _journal_run_header(self, facts: dict[str, Any], backend: Target, cells: int, pending: int) -> None:
         env = {**records.run_environment(backend), **facts, "stormatrix": __version__}
         self.journal.append(records.run_record(
             run_id=self.run_id, matrix_path=self.settings.path, matrix=self.settings.raw, backend=backend.name,
@@ -190,7 +191,7 @@ class Runner:
             order=self.order, seed=self.seed, extra=self.source.run_fields(backend)).to_json())
 
     # --- one VM start: apply -> ready -> per cell: run -> journal; finally stop ------------------------------
-    def _run_group(self, backend: Backend, disk: DiskConfig, cells: list[Cell],
+    def _run_group(self, backend: Target, disk: DiskConfig, cells: list[Cell],
                    upcoming: list[DiskConfig] | None = None, attempt: int = 0, next_cell: Cell | None = None) -> None:
         """One VM start for cells sharing a disk configuration and repeat, in named stages over a :class:`Flight`;
         retried as configured (``attempt``: tries already spent, for a cell retried later). Where the backend and
@@ -219,7 +220,7 @@ class Runner:
             finally:
                 self._stage_stop(backend, f)
 
-    def _stage_apply(self, backend: Backend, f: Flight) -> None:
+    def _stage_apply(self, backend: Target, f: Flight) -> None:
         """Apply the configuration: the backend reconfigures and (re)starts the VM (or takes one booted ahead)."""
         f.t_started, f.t0 = now_iso(), time.monotonic()
         self._mark(f.current.key, "apply", f.t0)
@@ -230,7 +231,7 @@ class Runner:
         self.pipe.applied(f, prepared)
         f.vm_start = backend.vm_start
 
-    def _stage_ready(self, backend: Backend, f: Flight) -> None:
+    def _stage_ready(self, backend: Target, f: Flight) -> None:
         """Wait until the guest answers; learn what it reports (a Windows guest's drivers)."""
         f.stage = "ready"
         if not f.sent_ahead:  # (else its guest was ready, and its job is there: Pipeline.prepare_next)
@@ -247,7 +248,7 @@ class Runner:
         self._mark(f.current.key, "ready")
         f.t_ready = now_iso()
 
-    def _stage_cell(self, backend: Backend, f: Flight, first: bool) -> None:
+    def _stage_cell(self, backend: Target, f: Flight, first: bool) -> None:
         """One cell on the guest that is ready: checks, the workload with its window, then its record and journal
         (unless the pipeline keeps it in flight: then :meth:`Pipeline.finish_tail` journals it)."""
         executor, cell = f.executor, f.remaining[0]
@@ -285,7 +286,7 @@ class Runner:
             self.progress.update(cell.key, advance=True)
         f.t_started, f.boot_s, f.booted_ahead, f.vm_start = now_iso(), 0.0, False, None
 
-    def _stage_stop(self, backend: Backend, f: Flight) -> None:
+    def _stage_stop(self, backend: Target, f: Flight) -> None:
         """Stop the group's VM (unless it was handed off with the last cell's result still to come)."""
         if f.executor is not None:
             f.executor.close()

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, TextIO
 
-from .backends.base import Backend, plans_boot_ahead, plans_restore
+from .backends.base import Backend, Target, plans_boot_ahead, plans_restore
 from .core.errors import AuthenticationFailed, UnsafeWrite
 from .core.model import Plan
 from .core.recordtypes import Record, RunRecord
@@ -48,7 +48,7 @@ class RunOptions:
     side: str | None = None
     progress: bool = True
     stream: TextIO | None = None  # default: sys.stderr, bound when the run starts
-    backend: Backend | None = None
+    backend: Target | None = None
     collector_factory: Callable[[Any], Any] | None = None
     executor_factory: Callable[[list[GuestEndpoint]], GuestExecutor] | None = None
 
@@ -62,7 +62,7 @@ class RunSource(ABC):
 
     settings: RunSettings
     #: the backend class the run uses (its controllers, for the plan; tests patch its methods)
-    backend_cls: type[Backend]
+    backend_cls: type[Target]
     policy: RunPolicy = RunPolicy()
     #: seconds per VM start beyond warm-up and window, for the ETA
     overhead_s: float = DEFAULT_OVERHEAD_S
@@ -76,10 +76,10 @@ class RunSource(ABC):
     def plan(self) -> Plan: ...
 
     @abstractmethod
-    def make_backend(self, run_dir: Path) -> Backend: ...
+    def make_backend(self, run_dir: Path) -> Target: ...
 
     @abstractmethod
-    def make_executor(self, backend: Backend) -> GuestExecutor: ...
+    def make_executor(self, backend: Target) -> GuestExecutor: ...
 
     def driver_gate(self) -> DriverGate | None:
         """The executor's gate on the guest's drivers (a Windows guest's virtio-win), if it has one."""
@@ -98,7 +98,7 @@ class RunSource(ABC):
         """Will the backend start VMs from saved booted states (for the ETA)?"""
         return False
 
-    def run_fields(self, backend: Backend) -> dict[str, Any]:
+    def run_fields(self, backend: Target) -> dict[str, Any]:
         """What the run record adds (after the backend's ``prepare()``): docs/journal.md."""
         return {}
 
@@ -110,6 +110,8 @@ class RunSource(ABC):
 class MatrixSource(RunSource):
     """A matrix file: its cells expanded from the grid on the backend its ``[run]`` names, run by the executor
     it names (``auto``: the backend's default)."""
+
+    backend_cls: type[Backend]  # a matrix runs on a backend (a suite's side: on guests, SuiteSource)
 
     def __init__(self, spec: MatrixSpec, *, backend_cls: type[Backend] | None = None) -> None:
         self.spec = spec
@@ -135,7 +137,7 @@ class MatrixSource(RunSource):
     def executor_class(self) -> type[GuestExecutor]:
         return executor_class(self.executor_name())
 
-    def make_executor(self, backend: Backend) -> GuestExecutor:
+    def make_executor(self, backend: Target) -> GuestExecutor:
         return self.make_executor_for(backend.endpoints())
 
     def make_executor_for(self, endpoints: list[GuestEndpoint]) -> GuestExecutor:

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from .backends.base import Backend
+from .backends.base import Target
 from .core.errors import GuestDisconnected, GuestNotReady, MatrixError
 from .core.model import Cell, Plan
 from .core.recordtypes import Record, RunRecord
@@ -105,18 +105,18 @@ class SuiteSource(RunSource):
     def plan(self) -> Plan:
         return Plan(cells=list(self._points))
 
-    def make_backend(self, run_dir: Path) -> Backend:
+    def make_backend(self, run_dir: Path) -> Target:
         self.guests.facts = {"fio": fio_version(self.fio)}
         return self.guests
 
-    def make_executor(self, backend: Backend) -> GuestExecutor:
+    def make_executor(self, backend: Target) -> GuestExecutor:
         ex = SuiteExecutor.for_guests(self.guests.start(), self._options)
         assert isinstance(ex, SuiteExecutor)
         if self.guests.cycles_points:
             ex.before_point, ex.cycled = self.guests.before_point, self._side_started
         return ex
 
-    def run_fields(self, backend: Backend) -> dict[str, Any]:
+    def run_fields(self, backend: Target) -> dict[str, Any]:
         storage = self.guests.storage_record()
         return {"suite": self.suite.name, "executor": "fio-server", "points": len(self._points),
                 "guests": [{"name": g.name, "host": g.host, "port": g.port} for g in self.guests.start()],

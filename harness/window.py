@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from .backends.base import Backend, booting_ahead
+from .backends.base import Target, booting_ahead
 from .collect import merge_hosts
 from .core.model import iso_ago, now_iso
 from .core.scope import BlockStats
@@ -55,7 +55,7 @@ class WindowResult:
 class Window:
     """The measurement window: starts the collector and snapshots QEMU's accounting at both edges."""
 
-    backend: Backend
+    backend: Target
     collector_factory: Callable[[Any], Any]
     t_start: str | None = None
     t_end: str | None = None

@@ -6,6 +6,10 @@ host process and threads the collector must watch, and puts the VM back exactly 
 
 The runner calls the public methods; backends implement the underscore hooks. Retries, logging and
 the "always restore" guarantee live here, once (PerfKitBenchmarker's BaseResource pattern).
+
+What the runner drives is a :class:`Target`: a :class:`Backend` (a matrix run's), or a suite's side of guests
+(:class:`stormatrix.suiteguests.SuiteGuests`), which reconfigures nothing. What only local QEMU can do, run more
+than one VM of the test at once, is the optional :class:`BootsAhead` capability, found by :func:`booting_ahead`.
 """
 
 from __future__ import annotations
@@ -31,8 +35,8 @@ log = logging.getLogger("stormatrix.backend")
 # The values a backend hands the runner and the collectors live in core (every layer shares them); they
 # are named here too because they are this interface's vocabulary.
 __all__ = ["ROLE_IOTHREAD", "ROLE_MAIN", "ROLE_OTHER", "ROLE_VCPU", "ROLE_WORKER", "Backend", "BlockStats",
-           "BootsAhead", "GuestEndpoint", "HostScope", "PlansAhead", "booting_ahead", "format_cpuset", "parse_cpuset",
-           "plans_boot_ahead", "plans_restore", "sigint_deferred"]
+           "BootsAhead", "GuestEndpoint", "HostScope", "PlansAhead", "Target", "booting_ahead", "format_cpuset",
+           "parse_cpuset", "plans_boot_ahead", "plans_restore", "sigint_deferred"]
 
 
 @contextmanager
@@ -56,17 +60,14 @@ def sigint_deferred(doing: str) -> Iterator[None]:
             raise KeyboardInterrupt
 
 
-class Backend(ABC):
+class Target(ABC):
+    """What a run measures on, as the runner drives it: the VM(s) under test, how their guests are reached and their
+    host measured, and what is put back. A :class:`Backend` reconfigures the test disk for each configuration and
+    restarts the VM; a suite's side (:class:`stormatrix.suiteguests.SuiteGuests`) measures guests as their platform
+    made them. The runner calls the public methods: ``prepare()``, per VM start ``apply()`` and ``stop()``, and at
+    the end ``restore()`` and ``close()``."""
+
     name: ClassVar[str]
-    #: controllers this backend can attach the test disk to
-    controllers: ClassVar[frozenset[str]]
-    #: executor used when the matrix says executor = "auto"
-    default_executor: ClassVar[str] = "local-agent"
-    #: ``[host] scope`` when the matrix names none, and the scopes this backend can measure (issue 33)
-    default_host_scope: ClassVar[str] = "process"
-    host_scopes: ClassVar[frozenset[str]] = frozenset({"process"})
-    #: why a scope outside :attr:`host_scopes` cannot be measured here (said with the refusal)
-    host_scope_why: ClassVar[str] = ""
 
     def __init__(self, settings: RunSettings, workdir: Path) -> None:
         #: what the run is of: a matrix (a :class:`~stormatrix.spec.MatrixSpec`, whose backends read its grid too)
@@ -78,53 +79,36 @@ class Backend(ABC):
         #: "restore", "state": the saved state's key}); the cell record's ``times.vm_start``
         self.vm_start: dict[str, Any] | None = None
 
-    # --- stages called by the runner --------------------------------------------------------------
     def prepare(self) -> dict[str, Any]:
-        """Check the platform, remember the VM's original configuration; return environment facts."""
+        """Check the platform, remember what is to be put back; return environment facts."""
         facts = self._prepare()
         log.info("backend %s prepared", self.name)
         return facts
 
+    @abstractmethod
+    def _prepare(self) -> dict[str, Any]: ...
+
+    @abstractmethod
     def apply(self, disk: DiskConfig) -> None:
-        """Attach the test disk as ``disk`` describes and restart the VM so that it takes effect."""
-        log.info("applying %s", disk.key)
-        self.vm_start = None
-        self._apply(disk)
-        self.current = disk
+        """Make ``disk``'s configuration the one the next cells measure (a VM start)."""
 
+    @abstractmethod
     def stop(self) -> None:
-        self._stop()
+        """The cells of a VM start are done."""
 
+    @abstractmethod
     def restore(self) -> None:
-        """Put the VM back exactly as :meth:`prepare` found it. Safe to call more than once.
-
-        A Ctrl-C in the middle would leave the VM half-restored, so it is deferred until restore ends.
-        """
-        with sigint_deferred(f"restoring the {self.name} VM's original configuration"):
-            self._restore()
+        """Put back what the run changed (:meth:`original_config`). Safe to call more than once."""
 
     def close(self) -> None:
-        """Release everything the backend started (processes, sessions). Never raises."""
+        """Release everything the run started (processes, sessions). Never raises."""
         try:
             self._close()
         except Exception:  # any failure: close runs in finally blocks; log, do not mask the real error
             log.exception("backend %s: error while closing", self.name)
 
-    # --- hooks -----------------------------------------------------------------------------------
-    @abstractmethod
-    def _prepare(self) -> dict[str, Any]: ...
-
-    @abstractmethod
-    def _apply(self, disk: DiskConfig) -> None: ...
-
-    @abstractmethod
-    def _stop(self) -> None: ...
-
-    @abstractmethod
-    def _restore(self) -> None: ...
-
     def _close(self) -> None:
-        self._stop()
+        """What :meth:`close` releases (it logs a failure, never raises)."""
 
     @abstractmethod
     def scope(self) -> list[HostScope]:
@@ -142,7 +126,7 @@ class Backend(ABC):
         """What :meth:`restore` will put back; journaled so ``stormatrix restore`` works after a crash."""
         return None
 
-    # --- what the runner may call on every backend (defaults, so it never probes with getattr) ---------
+    # --- what the runner may call on every target (defaults, so it never probes with getattr) ----------
     def collector_factory(self, scope: HostScope) -> Any:
         """The host collector for one scope. Default: the local per-thread collector (a backend that
         measures its host otherwise — over ssh, through vSphere — overrides this)."""
@@ -166,6 +150,52 @@ class Backend(ABC):
     def console_tail(self, limit: int = 800) -> str:
         """The end of the guest's console, for a failed cell's journal entry ("" where there is none)."""
         return ""
+
+
+class Backend(Target):
+    """A hypervisor backend: attaches the test disk as each configuration says and restarts the VM so that it takes
+    effect, and puts the VM's original configuration back. Backends implement the underscore hooks."""
+
+    #: controllers this backend can attach the test disk to
+    controllers: ClassVar[frozenset[str]]
+    #: executor used when the matrix says executor = "auto"
+    default_executor: ClassVar[str] = "local-agent"
+    #: ``[host] scope`` when the matrix names none, and the scopes this backend can measure (issue 33)
+    default_host_scope: ClassVar[str] = "process"
+    host_scopes: ClassVar[frozenset[str]] = frozenset({"process"})
+    #: why a scope outside :attr:`host_scopes` cannot be measured here (said with the refusal)
+    host_scope_why: ClassVar[str] = ""
+
+    def apply(self, disk: DiskConfig) -> None:
+        """Attach the test disk as ``disk`` describes and restart the VM so that it takes effect."""
+        log.info("applying %s", disk.key)
+        self.vm_start = None
+        self._apply(disk)
+        self.current = disk
+
+    def stop(self) -> None:
+        self._stop()
+
+    def restore(self) -> None:
+        """Put the VM back exactly as :meth:`prepare` found it. Safe to call more than once.
+
+        A Ctrl-C in the middle would leave the VM half-restored, so it is deferred until restore ends.
+        """
+        with sigint_deferred(f"restoring the {self.name} VM's original configuration"):
+            self._restore()
+
+    # --- hooks -----------------------------------------------------------------------------------
+    @abstractmethod
+    def _apply(self, disk: DiskConfig) -> None: ...
+
+    @abstractmethod
+    def _stop(self) -> None: ...
+
+    @abstractmethod
+    def _restore(self) -> None: ...
+
+    def _close(self) -> None:
+        self._stop()
 
     @classmethod
     def host(cls, spec: MatrixSpec) -> HostSettings:
@@ -253,7 +283,7 @@ class PlansAhead(Protocol):
         """Will this backend start VMs from saved booted states for ``spec``? (local QEMU's ``[qemu] restore``)"""
 
 
-def booting_ahead(backend: Backend) -> BootsAhead | None:
+def booting_ahead(backend: Target) -> BootsAhead | None:
     """``backend`` as a :class:`BootsAhead`, or None where it cannot run more than one VM of the test."""
     return backend if isinstance(backend, BootsAhead) else None
 
