@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from .backends.base import Target, booting_ahead
+from .backends.base import Target
 from .collect import merge_hosts
 from .core.model import iso_ago, now_iso
 from .core.scope import BlockStats
@@ -79,9 +79,6 @@ class Window:
     sent_ahead: bool = False  # the job was sent ahead and released when the cell started (the record says so)
     _opened: bool = False
 
-    def __post_init__(self) -> None:
-        self._ahead = booting_ahead(self.backend)  # a backend that runs VMs beside the measured one
-
     def job_sent(self) -> None:
         """The executor handed the job to the guest: its warm-up runs from now (for the timing breakdown)."""
         self.mono_sent = time.monotonic()
@@ -97,8 +94,7 @@ class Window:
         try:
             # The guest's fio waits for GO (sent when this returns), so nothing here races its I/O.
             self._opened = True
-            if self._ahead is not None:  # first: a VM booting ahead stops before anything is measured
-                self._ahead.window_opened()
+            self.backend.window_opened()  # first: a VM booting ahead stops before anything is measured
             # the window starts now: window_opened may have waited (a VM's restore finishing, ~0.5 s)
             self.mono_start = time.monotonic()
             self.t_start = now_iso()
@@ -155,6 +151,6 @@ class Window:
             return
         self._opened = False
         try:
-            self.overlap = self._ahead.window_closed() if self._ahead is not None else None
+            self.overlap = self.backend.window_closed()
         except Exception as exc:  # any failure: the next apply() finds a VM that cannot resume
             log.warning("resuming the VM booting ahead failed: %s", exc)

@@ -122,6 +122,16 @@ class Target(ABC):
         """QEMU's accounting of the test disk, or None where the platform has none (ESXi)."""
         return None
 
+    def window_opened(self) -> None:
+        """The measurement window opens: nothing but the VM under test may run (local QEMU pauses a VM booting
+        ahead)."""
+
+    def window_closed(self) -> dict[str, Any] | None:
+        """The window closed: resume what :meth:`window_opened` paused; return what the record must say about what
+        else ran or shared the VM's resources (None: nothing; Proxmox: the disks sharing the test disk's
+        controller)."""
+        return None
+
     def original_config(self) -> dict[str, Any] | None:
         """What :meth:`restore` will put back; journaled so ``stormatrix restore`` works after a crash."""
         return None
@@ -261,13 +271,6 @@ class BootsAhead(Protocol):
     def discard(self, handle: Any) -> None:
         """Stop the VM :meth:`ahead_ready` claimed (its job sent ahead is not wanted any more: a failure, a
         retry or a skip changed what runs next); nothing of it stays."""
-
-    def window_opened(self) -> None:
-        """The measurement window opens: nothing but the VM under test may run (pause a VM booting ahead)."""
-
-    def window_closed(self) -> dict[str, Any] | None:
-        """The window closed: resume what :meth:`window_opened` paused; return what the record must say
-        about it (None: nothing else ran)."""
 
 
 @runtime_checkable

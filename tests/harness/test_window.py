@@ -8,7 +8,13 @@ from stormatrix.window import Window
 
 
 class _Backend:
-    """Only what a Window asks of a backend that runs no VM beside the measured one (no BootsAhead)."""
+    """Only what a Window asks of a backend."""
+
+    def window_opened(self) -> None:
+        pass
+
+    def window_closed(self) -> None:
+        return None
 
     def scope(self) -> list[object]:
         return []

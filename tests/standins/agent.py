@@ -299,12 +299,6 @@ class FakeVmBackend(Backend):
         self.agents.append(agent)
         return agent, proc
 
-    def window_opened(self) -> None:
-        """Nothing runs beside the VM under test here but idle stand-in guests: nothing to pause."""
-
-    def window_closed(self) -> dict[str, Any] | None:
-        return None
-
     def boot_ahead(self, disk: DiskConfig) -> None:
         if self.ahead_depth and disk not in self.aheads and len(self.aheads) < self.ahead_depth:
             self.aheads[disk] = self._start()
