@@ -78,8 +78,9 @@ def _error_bars(ref: Reference, direction: str | None, colour: str = "404040",
     """Custom error bars: +/- a column of CI half-widths (the 95 % confidence interval of the mean), or
     ``ref`` up and ``minus`` down (an interval that is not symmetric about its value); drawn in the series'
     colour, 1.5 pt, so that they read as part of their point and not as grid lines."""
-    bars = SchemaErrorBars(errDir=direction, errBarType="both", errValType="cust", plus=NumDataSource(numRef=NumRef(f=ref)),
-                     minus=NumDataSource(numRef=NumRef(f=minus or ref)), noEndCap=False)
+    bars = SchemaErrorBars(errDir=direction, errBarType="both", errValType="cust",
+                           plus=NumDataSource(numRef=NumRef(f=ref)), minus=NumDataSource(numRef=NumRef(f=minus or ref)),
+                           noEndCap=False)
     bars.spPr = GraphicalProperties()
     bars.spPr.line.solidFill = colour
     bars.spPr.line.width = 19050  # EMU: 1.5 pt

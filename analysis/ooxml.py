@@ -21,7 +21,7 @@ FONT_ORDER = ("b", "i", "strike", "condense", "extend", "outline", "shadow", "u"
               "name", "family", "charset", "scheme")
 
 
-class SchemaErrorBars(ErrorBars):  # type: ignore[misc]  # (openpyxl is untyped)
+class SchemaErrorBars(ErrorBars):
     """``c:errBars`` with its children in CT_ErrBars' sequence."""
 
     tagname = "errBars"
@@ -31,7 +31,7 @@ class SchemaErrorBars(ErrorBars):  # type: ignore[misc]  # (openpyxl is untyped)
     __attrs__ = ErrorBars.__attrs__
 
 
-class SchemaFont(Font):  # type: ignore[misc]  # (openpyxl is untyped)
+class SchemaFont(Font):
     """A style sheet ``font`` with its children in CT_Font's sequence."""
 
     tagname = "font"
