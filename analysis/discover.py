@@ -27,6 +27,7 @@ from ..core.errors import DataFileError, InputError
 from ..core.journalfile import JOURNAL_NAME
 from ..core.paths import TooLarge, read_bounded
 from ..core.paths import kind as file_type
+from .safe import escape_unencodable
 
 RESULT_SUFFIXES = (".json", ".xml", ".ndjson")
 # Far above any real input (fio JSON of many clients is a few MB; a night's journal with raw outputs a few
@@ -184,7 +185,7 @@ def unread_note(unread: list[tuple[str, str]]) -> str | None:
         what, many, why = UNREAD[kind]
         shown = ", ".join(paths[:3]) + (f" and {len(paths) - 3} more" if len(paths) > 3 else "")
         parts.append(f"{len(paths)} {what if len(paths) == 1 else many} ({shown}): {why}")
-    return f"{len(unread)} file(s) under the inputs were not read: " + "; ".join(parts)
+    return escape_unencodable(f"{len(unread)} file(s) under the inputs were not read: " + "; ".join(parts))
 
 
 def _sniff(path: str) -> str:

@@ -59,3 +59,23 @@ def test_no_count_at_all_leaves_the_mean_blank_and_says_why() -> None:
     s = fio.summarize_jobs([job])
     assert s["total"]["lat_mean_ns"] is None
     assert "no I/O count" in s["null_reasons"]["total.lat_mean_ns"]
+
+
+def test_each_blank_measurement_says_why_in_the_measurements_sheet(tmp_path) -> None:
+    """fio 2.1.4 leaves total_ios and the lat p99 blank: the Measurements sheet's blank_reasons names each."""
+    import openpyxl
+
+    from stormatrix.analysis.sheets import MEASURED
+    from stormatrix.cli import main
+
+    out = tmp_path / "old.xlsx"
+    assert main(["report", str(ONE), str(MIXED), "-o", str(out)]) == 0
+    ws = openpyxl.load_workbook(out)["Measurements"]
+    head = [str(c.value).split(" [")[0] for c in ws[1]]
+    rows = [dict(zip(head, r)) for r in ws.iter_rows(min_row=2, values_only=True)]
+    assert len(rows) == 2
+    for row in rows:
+        blank = [c for c in MEASURED if c in row and row[c] is None]
+        assert "total_ios" in blank and "lat_mean_us" not in blank
+        for c in blank:
+            assert f"{c}: " in (row["blank_reasons"] or ""), (c, row["blank_reasons"])
