@@ -149,7 +149,7 @@ def fio_rows(doc: Any, source: str) -> list[dict[str, Any]]:
             "write_lat_mean_us": write["lat_mean_ns"] / 1000.0 if write and write["lat_mean_ns"] is not None else None,
             "lat_p99_us": lat_p99 / 1000.0 if lat_p99 is not None else None,
             "clat_p99_us": clat_p99 / 1000.0 if clat_p99 is not None else None,
-            **_p99_columns(group, s, clat_p99),
+            **_p99_columns(group, s, clat_p99, "client" if client_mode else "job"),
             "guest_usr_cpu": s["usr_cpu"],
             "guest_sys_cpu": s["sys_cpu"],
             "null_reasons": reasons_text(s.get("null_reasons"), {"numjobs": why} if why else None),
@@ -209,7 +209,8 @@ def merged_p99(bins_list: list[dict[str, Any]]) -> float | None:
     return None
 
 
-def _p99_columns(group: list[dict[str, Any]], s: dict[str, Any], clat_p99: float | None) -> dict[str, Any]:
+def _p99_columns(group: list[dict[str, Any]], s: dict[str, Any], clat_p99: float | None,
+                 job: str = "job") -> dict[str, Any]:
     """Per-direction completion-latency p99s, and for a row of several directions or jobs the combined p99
     from the merged json+ bins where the file has them, with ``p99_basis`` saying which it is."""
     used = [d for d in ("read", "write", "trim") if d in s]
@@ -230,7 +231,7 @@ def _p99_columns(group: list[dict[str, Any]], s: dict[str, Any], clat_p99: float
         out["clat_p99_us"] = merged / 1000.0
         out["p99_basis"] = MERGED_P99
     else:
-        what = "direction" if len(used) > 1 and len(group) == 1 else "job" if len(used) == 1 else "job and direction"
+        what = "direction" if len(used) > 1 and len(group) == 1 else job if len(used) == 1 else f"{job} and direction"
         out["p99_basis"] = WORST_P99.format(what=what)
     return out
 
