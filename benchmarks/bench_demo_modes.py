@@ -77,13 +77,15 @@ def toml_value(v: Any) -> str:
     return json.dumps(v)
 
 
-def matrix(cond: str, controllers: list[str], repeats: int, measure_s: int, ramp_s: int, rate: int) -> str:
+def matrix(cond: str, controllers: list[str], repeats: int, measure_s: int, ramp_s: int, rate: int,
+           extra: str = "") -> str:
     qemu, placement, over = CONDITIONS[cond]
     qemu = {"vcpus": 1, "memory_mib": 512, "disk_size_mib": 256,
             "pin_threads": "1/0" if placement == "split" else "off", **qemu}
     iothread = over.get("iothread", False)
     lines = ["[run]", f'name = "modes-{cond}"', 'backend = "qemu"', f"repeats = {repeats}",
              f"ramp_seconds = {ramp_s}", f"measure_seconds = {measure_s}", 'on_error = "skip"', "retries = 1",
+             *[x.strip() for x in extra.split(";") if x.strip()],
              "", "[matrix]", f"controllers = {toml_value(controllers)}", 'aio = ["native", "threads"]',
              f"iothread = [{toml_value(iothread)}]", 'cache = ["none"]', "disk_slot = 0", "",
              "[[workload]]", 'name = "randread-64k"', 'rw = "randread"', 'bs = "64k"', "iodepth = 8",
@@ -250,6 +252,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--ramp-seconds", type=int, default=2)
     ap.add_argument("--rate", type=int, default=32)
     ap.add_argument("--sample-ms", type=int, default=200)
+    ap.add_argument("--run-extra", default="", help="more [run] lines, ';'-separated, e.g. "
+                    "'max_repeats = 5; cv_limit_pct = 5; time_budget_minutes = 8.5' (the demo's extra repeats)")
+    ap.add_argument("--once", action="store_true", help="each condition once, in the order given (no ABBA)")
     ap.add_argument("--out", type=Path, default=None)
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args(argv)
@@ -259,7 +264,7 @@ def main(argv: list[str] | None = None) -> int:
             ap.error(f"unknown condition {c!r}: one of {', '.join(CONDITIONS)}")
     order: list[str] = []
     for _ in range(args.blocks):
-        order += conds + conds[::-1]
+        order += conds if args.once else conds + conds[::-1]
     out = args.out or Path(tempfile.mkdtemp(prefix="smx-modes-"))
     out.mkdir(parents=True, exist_ok=True)
     results: dict[str, dict[str, list[dict[str, float]]]] = {}
@@ -269,7 +274,7 @@ def main(argv: list[str] | None = None) -> int:
         run_dir = out / f"{i:02d}-{cond}"
         mfile = out / f"{i:02d}-{cond}.toml"
         mfile.write_text(matrix(cond, args.controllers.split(","), args.repeats, args.measure_seconds,
-                                args.ramp_seconds, args.rate))
+                                args.ramp_seconds, args.rate, args.run_extra))
         one = CONDITIONS[cond][1] == "one"
         sampler = Sampler(str(run_dir), args.sample_ms / 1000, 1 if one else None)
         sampler.start()
