@@ -6,12 +6,12 @@
 Each *condition* is a set of ``[qemu]`` settings (guest kernel arguments, TCG thread mode, pinning,
 restore, iothread) plus a *placement*:
 
-- ``split``: ``pin_threads = "1/0"`` (today's auto: the vCPU alone on CPU 1; main loop, aio workers and
-  the harness on CPU 0);
-- ``one``: every QEMU thread on CPU 1 and the harness (and everything else it starts) on CPU 0 — the
-  placement of the measurement scope "cpus" (issue 33). Done from outside: the harness runs under
-  ``taskset -c 0`` with ``pin_threads = "off"``, and this script's sampler moves each new QEMU's threads to
-  CPU 1 as soon as it sees them (threads QEMU starts later inherit CPU 1 from their parent thread).
+- ``split``: ``[host] scope = "process"`` with ``pin_threads = "1/0"`` (the vCPU alone on CPU 1; main loop,
+  aio workers and the harness on CPU 0: the placement before the scope "cpus");
+- ``one``: the default ``[host] scope = "cpus"``: every QEMU thread on the measured CPU (the last), the
+  harness and the VMs booting ahead on the other (``--external-one`` does it from outside instead, for a
+  checkout without that scope: the harness under ``taskset -c 0`` with ``pin_threads = "off"``, this script's
+  sampler moving each new QEMU thread to CPU 1).
 
 The conditions run in ABBA blocks (A B B A ...), each block one short ``stormatrix run`` of a small matrix
 (two controllers x native/threads x ``--repeats``), so that a change of the machine's load falls on every
@@ -64,6 +64,8 @@ CONDITIONS: dict[str, tuple[dict[str, Any], str, dict[str, Any]]] = {
     "iothread-one": ({}, "one", {"iothread": True}),
 }
 
+EXTERNAL_ONE = False  # --external-one
+
 ROLES = ("vcpu", "main-loop", "iothread", "aio-worker", "other")
 
 
@@ -80,8 +82,8 @@ def toml_value(v: Any) -> str:
 def matrix(cond: str, controllers: list[str], repeats: int, measure_s: int, ramp_s: int, rate: int,
            extra: str = "") -> str:
     qemu, placement, over = CONDITIONS[cond]
-    qemu = {"vcpus": 1, "memory_mib": 512, "disk_size_mib": 256,
-            "pin_threads": "1/0" if placement == "split" else "off", **qemu}
+    pin = {"pin_threads": "1/0"} if placement == "split" else {"pin_threads": "off"} if EXTERNAL_ONE else {}
+    qemu = {"vcpus": 1, "memory_mib": 512, "disk_size_mib": 256, **pin, **qemu}
     iothread = over.get("iothread", False)
     lines = ["[run]", f'name = "modes-{cond}"', 'backend = "qemu"', f"repeats = {repeats}",
              f"ramp_seconds = {ramp_s}", f"measure_seconds = {measure_s}", 'on_error = "skip"', "retries = 1",
@@ -91,6 +93,8 @@ def matrix(cond: str, controllers: list[str], repeats: int, measure_s: int, ramp
              "[[workload]]", 'name = "randread-64k"', 'rw = "randread"', 'bs = "64k"', "iodepth = 8",
              "numjobs = 1", f"rate_mib_s = {rate}", "", "[qemu]"]
     lines += [f"{k} = {toml_value(v)}" for k, v in qemu.items()]
+    if placement == "split" or EXTERNAL_ONE:
+        lines += ["", "[host]", 'scope = "process"']
     return "\n".join(lines) + "\n"
 
 
@@ -254,10 +258,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sample-ms", type=int, default=200)
     ap.add_argument("--run-extra", default="", help="more [run] lines, ';'-separated, e.g. "
                     "'max_repeats = 5; cv_limit_pct = 5; time_budget_minutes = 8.5' (the demo's extra repeats)")
+    ap.add_argument("--external-one", action="store_true", help="place 'one' from outside (see above)")
     ap.add_argument("--once", action="store_true", help="each condition once, in the order given (no ABBA)")
     ap.add_argument("--out", type=Path, default=None)
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args(argv)
+    global EXTERNAL_ONE
+    EXTERNAL_ONE = args.external_one
     conds = args.conditions.split(",")
     for c in conds:
         if c not in CONDITIONS:
@@ -275,7 +282,7 @@ def main(argv: list[str] | None = None) -> int:
         mfile = out / f"{i:02d}-{cond}.toml"
         mfile.write_text(matrix(cond, args.controllers.split(","), args.repeats, args.measure_seconds,
                                 args.ramp_seconds, args.rate, args.run_extra))
-        one = CONDITIONS[cond][1] == "one"
+        one = CONDITIONS[cond][1] == "one" and EXTERNAL_ONE
         sampler = Sampler(str(run_dir), args.sample_ms / 1000, 1 if one else None)
         sampler.start()
         cmd = ([*(["taskset", "-c", "0"] if one else []), exe, "run", "--no-progress", "-o", str(run_dir),
