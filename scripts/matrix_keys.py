@@ -39,8 +39,13 @@ def fleet_sections() -> dict[str, Any]:
 def sections() -> list[tuple[str, Any]]:
     from stormatrix import registry, spec
 
+    from stormatrix.schema import Section
+
     out: list[tuple[str, Any]] = [("[run]", spec.RUN_SECTION), ("[matrix]", spec.MATRIX_SECTION),
                                   ("[[workload]]", spec.WORKLOAD_SECTION)]
+    # any other section the spec itself reads (e.g. [host]), wherever it is declared there
+    listed = {id(section) for _, section in out}
+    out += [(f"[{v.name}]", v) for v in vars(spec).values() if isinstance(v, Section) and id(v) not in listed]
     out += [(f"[{name}]", section) for name, section in registry.sections().items()]
     out += [(f"[fleet], backend = \"{platform}\"", section)
             for platform, section in fleet_sections().items()]
