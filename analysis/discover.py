@@ -27,6 +27,7 @@ from ..core.errors import DataFileError, InputError
 from ..core.journalfile import JOURNAL_NAME
 from ..core.paths import TooLarge, read_bounded
 from ..core.paths import kind as file_type
+from ..host import perfstat
 from .safe import escape_unencodable
 
 RESULT_SUFFIXES = (".json", ".xml", ".ndjson")
@@ -135,8 +136,6 @@ def sniff_text(text: str, name: str = "") -> str:
 
 def _perf_lines(text: str) -> bool:
     """At least one line in perf stat -x, layout (the parser says what is wrong with the others)."""
-    from ..host import perfstat  # (standard library only)
-
     return bool(perfstat.parse(text).events)
 
 
