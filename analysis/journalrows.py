@@ -11,6 +11,7 @@ from typing import Any
 
 from ..core.errors import DataFileError
 from ..core.journalfile import CELL, CELL_SKIPPED, RUN, SCHEMA, looks_binary, read_lines
+from ..core.metrics import per_mib
 from ..core.model import NOT_APPLICABLE, disk_options_apply
 from ..core.recordtypes import CellRecord, CellSkippedRecord, Direction, RateCheck, RunRecord, Times
 from .checks import Problem, check_row
@@ -120,7 +121,35 @@ def cell_row(rec: CellRecord, where: str) -> dict[str, Any]:
             "cpu_total_source": host.cpu_total_source,
             "cpu_split_note": host.cpu_split_note if isinstance(host.cpu_split_note, str) else None,
         })
+        row.update(_cpu_set_columns(rec))
     return row
+
+
+def _cpu_set_columns(rec: CellRecord) -> dict[str, Any]:
+    """A CPU-set record's extra columns (issue 33): the QEMU process's figures and per-MiB costs beside the
+    set's, the storage-path interrupts and softirqs outside and on the set, the other tasks on it."""
+    host = rec.host
+    if host is None or not host.measured_cpus:
+        return {}
+    out: dict[str, Any] = {"host_cpus": host.cpus}
+    proc = host.process
+    if proc is not None and proc.cpu_metric in CPU_PER_MIB_UNIT and rec.fio is not None and rec.fio.total is not None:
+        cost = per_mib(rec.fio.total.io_bytes, proc.to_json())
+        out.update({"proc_cpu_total": _float(proc.cpu_total), "proc_ctx_switches": _float(proc.ctx_switches),
+                    "proc_cpu_per_mib": cost["cpu"], "proc_ctx_per_mib": cost["ctx"]})
+    leak = host.leak
+    if leak is not None:
+        for name, counts in (("irq", leak.io_interrupts), ("softirq", leak.io_softirqs)):
+            if isinstance(counts, dict):
+                out[f"leak_{name}_outside"] = _float(counts.get("outside"))
+                out[f"leak_{name}_on_set"] = _float(counts.get("on_set"))
+    if host.on_set is not None:
+        rest = host.rest.get("on_set_rest")
+        extra = rest.get("cpu_s") if isinstance(rest, dict) else None
+        extra = extra if isinstance(extra, (int, float)) else 0.0
+        out["on_set_cpu_s"] = float(sum(t.cpu_s or 0.0 for t in host.on_set) + extra)
+        out["on_set_top"] = "; ".join(f"{t.comm} ({t.pid}) {t.cpu_s or 0:.2f} s" for t in host.on_set[:3]) or None
+    return out
 
 
 def _float(value: float | None) -> float | None:

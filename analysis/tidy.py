@@ -88,7 +88,19 @@ COLUMNS: dict[str, str] = {
     "host_source": "string",
     "cpu_total_source": "string",  # what cpu_total (the scored CPU figure) is: perf task-clock, cycles, /proc
     "cpu_split_note": "string",  # why cpu_user + cpu_system differs from cpu_total by > 3 % (the collector's)
-    "host_scope": "string",
+    "host_scope": "string",      # cpus (a CPU set system-wide) | qemu-process | esxi-vm: what the host figures are of
+    # [host] scope = "cpus" (issue 33): the set, and the QEMU process's figures beside the set's (the scored ones)
+    "host_cpus": "string",       # the measured CPU set, a kernel cpulist
+    "proc_cpu_total": "float64",
+    "proc_ctx_switches": "float64",
+    "proc_cpu_per_mib": "float64",
+    "proc_ctx_per_mib": "float64",
+    "leak_irq_outside": "float64",      # storage-path (numbered) interrupts on CPUs outside the set in the window
+    "leak_irq_on_set": "float64",
+    "leak_softirq_outside": "float64",  # BLOCK, IRQ_POLL, NET_RX, NET_TX, TASKLET softirqs outside the set
+    "leak_softirq_on_set": "float64",
+    "on_set_cpu_s": "float64",   # CPU seconds other processes (not the measured QEMU) used on the set
+    "on_set_top": "string",      # the largest of them: "comm (pid) 0.33 s; ..."
     "rate_target_mib_s": "float64",
     "rate_achieved_mib_s": "float64",
     "rate_missed": "boolean",

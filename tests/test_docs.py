@@ -129,7 +129,8 @@ def command_problem(words: list[str]) -> str | None:
 def command_lines(path: Path) -> list[list[str]]:
     """The `stormatrix ...` command lines of a doc: in code spans and code blocks (up to a comment)."""
     text = path.read_text()
-    spans = [line.split("  #")[0].split(" # ")[0] for block in FENCE_RE.findall(text) for line in block.splitlines()]
+    blocks = [re.sub(r"\\\n\s*", " ", block) for block in FENCE_RE.findall(text)]  # a line continued by \\
+    spans = [line.split("  #")[0].split(" # ")[0] for block in blocks for line in block.splitlines()]
     spans += CODE_RE.findall(FENCE_RE.sub("", text))
     found = []
     for span in spans:
