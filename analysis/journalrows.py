@@ -16,6 +16,7 @@ from ..core.model import NOT_APPLICABLE, disk_options_apply
 from ..core.recordtypes import CellRecord, CellSkippedRecord, Direction, RateCheck, RunRecord, Times
 from .checks import Problem, check_row
 from .discover import MAX_JOURNAL_BYTES, read_capped
+from .fiorows import WORST_P99
 from .iopath import split_of
 from .roles import role_split
 from .params import normalize_rw
@@ -82,6 +83,9 @@ def cell_row(rec: CellRecord, where: str) -> dict[str, Any]:
         "write_lat_mean_us": _us(write.lat_mean_ns),
         "lat_p99_us": _us(total.lat_p99_ns),
         "clat_p99_us": _us(total.clat_p99_ns),
+        "read_clat_p99_us": _us(read.clat_p99_ns),
+        "write_clat_p99_us": _us(write.clat_p99_ns),
+        "p99_basis": _p99_basis(rec, read, write, total),
         "guest_usr_cpu": _float(rec.fio.usr_cpu),
         "guest_sys_cpu": _float(rec.fio.sys_cpu),
         "rate_target_mib_s": _float(rate.target_mib_s),
@@ -158,6 +162,16 @@ def _us(ns: float | None) -> float | None:
 
 def _mib(nbytes: float | None) -> float | None:
     return nbytes / 2**20 if nbytes is not None else None
+
+
+def _p99_basis(rec: Any, read: Direction, write: Direction, total: Direction) -> str | None:
+    """What the p99 of a record of several directions or jobs is: the summary keeps each job's and
+    direction's p99 and takes the worst (a journal holds no json+ bins to merge)."""
+    both = bool(read.io_bytes or read.total_ios) and bool(write.io_bytes or write.total_ios)
+    jobs = rec.fio.jobs if isinstance(rec.fio.jobs, int) and not isinstance(rec.fio.jobs, bool) else 1
+    if total.clat_p99_ns is None or (not both and jobs <= 1):
+        return None
+    return WORST_P99.format(what="job and direction" if both and jobs > 1 else "direction" if both else "job")
 
 
 # measured columns whose blank a record explains itself (fio.null_reasons), else by the key it lacks

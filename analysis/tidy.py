@@ -60,6 +60,9 @@ COLUMNS: dict[str, str] = {
     "write_lat_mean_us": "float64",
     "lat_p99_us": "float64",     # total latency (lat = submission + completion) p99, where the engine gave it
     "clat_p99_us": "float64",    # fio's completion latency (clat) p99, its default percentiles
+    "read_clat_p99_us": "float64",   # the same of the reads alone
+    "write_clat_p99_us": "float64",  # and of the writes alone
+    "p99_basis": "string",       # a row of several directions or jobs: merged json+ bins, or the worst's p99
     "lat_p99_us_note": "string",  # an older journal record's lat_p99_us: lat p99 where fio reported it, else clat p99
     "guest_usr_cpu": "float64",  # % as the guest's engine reported it (not the host measurement)
     "guest_sys_cpu": "float64",
