@@ -17,6 +17,10 @@ if ! command -v dotnet >/dev/null 2>&1; then
         "bash scripts/install-openxml-check.sh" >&2
     exit 3
 fi
+mkdir -p "$ROOT/.cache"
+# one build at a time: two test sessions starting together must not remove each other's build
+exec 9>"$ROOT/.cache/openxml-check.lock"
+flock 9
 stamp="$(cat "$SRC/OpenXmlCheck.csproj" "$SRC/Program.cs" | sha256sum | cut -d' ' -f1)"
 if [[ -f "$OUT/bin/OpenXmlCheck.dll" && "$(cat "$OUT/stamp" 2>/dev/null)" == "$stamp" ]]; then
     exit 0
