@@ -30,8 +30,11 @@ def _scopes(frame: pd.DataFrame) -> list[str]:
 
 
 def _is_esxi(frame: pd.DataFrame) -> pd.Series:
-    src = frame["host_source"].astype("string").str.lower() if "host_source" in frame else pd.Series(dtype="string")
-    return src.fillna("").str.contains("|".join(ESXI_SOURCES))
+    """The rows measured by an ESXi CPU source (vSphere realtime statistics, esxtop: host.scope esxi-vm)."""
+    empty = pd.Series("", index=frame.index, dtype="string")
+    src = frame["host_source"].astype("string").str.lower().fillna("") if "host_source" in frame else empty
+    scope = frame["host_scope"].astype("string").fillna("") if "host_scope" in frame else empty
+    return src.str.contains("|".join(ESXI_SOURCES)) | scope.str.startswith("esxi")
 
 
 def scope_text(frame: pd.DataFrame) -> str:

@@ -96,3 +96,25 @@ def test_a_process_scope_data_set_has_no_scopes_sheet_and_says_what_it_misses(tm
     method = {r[0]: r[1] for r in wb["Method"].iter_rows(values_only=True) if r[0]}
     assert method["Collector scope"].startswith("qemu-process: the QEMU process alone")
     assert "outside QEMU's threads" in method["Collector scope"]
+
+
+def _texts(ws: Any) -> str:
+    return " ".join(str(v) for row in ws.iter_rows(values_only=True) for v in row if v is not None)
+
+
+def test_the_answer_page_names_the_cpu_set_it_scored(tmp_path: Path) -> None:
+    out = tmp_path / "wb.xlsx"
+    assert main(["report", str(journal(tmp_path)), "-o", str(out)]) == 0
+    answer = _texts(openpyxl.load_workbook(out)["Answer"])
+    assert "of the host CPU set 1, measured system-wide" in answer and "of the whole QEMU process" not in answer
+
+
+def test_esxi_measurements_keep_their_own_cpu_source_and_say_so(tmp_path: Path) -> None:
+    rec = qemu_record("virtio-blk", "native", 1, vcpu_s=1.0, io_s=0.2, io_ctx=100)
+    rec["host"].update(scope="esxi-vm", source="esxtop")
+    out = tmp_path / "wb.xlsx"
+    assert main(["report", str(write_journal(tmp_path / "run", [rec])), "-o", str(out)]) == 0
+    wb = openpyxl.load_workbook(out)
+    method = {r[0]: r[1] for r in wb["Method"].iter_rows(values_only=True) if r[0]}
+    assert "ESXi: esxtop, the VM's own CPU figures" in method["Collector scope"]
+    assert "no CPU set is measured there" in method["Collector scope"] and "Scopes" not in wb.sheetnames
