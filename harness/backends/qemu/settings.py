@@ -49,6 +49,10 @@ QEMU_SECTION = Section("qemu", {
                        help="give the path of a raw image file or a block device for the test disk, or leave it "
                             "empty for a disk image in the cache"),
     "firmware": Field(str, "qboot", choices=("qboot", "seabios")),
+    "guest_args": Field(str, "", help="kernel command-line words added to the guest's own (e.g. \"idle=poll\"); "
+                        "part of the saved state's key, and recorded in the run record"),
+    "tcg_thread": Field(str, "multi", choices=("multi", "single"),
+                        help="with accel = tcg: TCG's thread mode (QEMU's -accel tcg,thread=...)"),
     "boot_ahead": Field(bool, True, help="boot the next configuration's VM during the current cell's "
                         "warm-up, paused while the measurement window is open"),
     "boot_ahead_depth": Field(int, 2, min=1, max=4,
