@@ -89,12 +89,25 @@ def method_lines(frame: pd.DataFrame) -> list[str | tuple[str, str]]:
                            "system (/proc ticks). The roles add up to the process's per-thread totals; aio-worker "
                            "is about 0 with aio=native (no I/O goes through the thread pool; an idle worker left "
                            "from the VM's start may end in the window)."),
-        ("Whole-process noise", "the vCPU thread (under software emulation: the emulated guest) varies between "
-                                "repeats by far more than the I/O path (its CV is on the 'Roles' sheet), and the "
-                                "whole-process figures carry it: their CV can exceed the CV limit where the verdict "
-                                "figure's does not (measured cause: docs/demo-noise.md)."),
+        ("Whole-process noise", _noise_line(role_table(per_io))),
     ]
     return lines
+
+
+def _cv_range(table: pd.DataFrame, col: str) -> str:
+    v = table[f"{col}_cv"].dropna() if f"{col}_cv" in table else pd.Series(dtype=float)
+    return f"{v.min():.0%}-{v.max():.0%}" if len(v) else "n/a (single repeats)"
+
+
+def _noise_line(table: pd.DataFrame) -> str:
+    """Why the whole-process figures can be noisier than the verdict figure, with this data set's CVs."""
+    return ("the vCPU thread (under software emulation: the emulated guest) carries most of the process's switches "
+            "and CPU, and varies between repeats for reasons of the emulator, not the I/O path: in this data set "
+            f"its switches per I/O vary by CV {_cv_range(table, 'vcpu_ctx_io')} and its CPU per I/O by "
+            f"{_cv_range(table, 'vcpu_cpu_us_io')} over a configuration's repeats, the I/O path's switches per I/O "
+            f"by {_cv_range(table, 'path_ctx_io')} (sheet 'Roles'). The whole-process (and CPU-set) figures carry "
+            "the vCPU's spread, and the CPU set's also other tasks that ran on it. The measured causes: "
+            "docs/demo-noise.md.")
 
 
 def write_roles_sheet(wb: Workbook, frame: pd.DataFrame) -> None:
