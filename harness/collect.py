@@ -195,8 +195,11 @@ class RemoteProcessesCollector:
     STOP_TIMEOUT_S = 60.0
 
     def __init__(self, shell: Shell, scopes: Callable[[], list[HostScope]], *, remote_dir: str,
-                 use_perf: bool | None = None, python: str = "python3", name_vms: bool = True) -> None:
+                 use_perf: bool | None = None, python: str = "python3", name_vms: bool = True,
+                 prefix: Sequence[str] = ()) -> None:
         self.shell = shell
+        #: words before the collector's command on the node (the CPU-set scope runs it off the set)
+        self.prefix = list(prefix)
         self.name_vms = name_vms  # a suite's block names its VMs and node; one VM's block is the plain one
         self.target = shell.where
         self.scopes = scopes
@@ -209,7 +212,7 @@ class RemoteProcessesCollector:
 
     def argv(self) -> list[str]:
         # -B: no __pycache__ next to the copied files (ensure_remote_collector compares the folder's *.py only)
-        return self.shell.argv([self.python, "-B", f"{self.remote_dir}/multicollector.py"])
+        return self.shell.argv([*self.prefix, self.python, "-B", f"{self.remote_dir}/multicollector.py"])
 
     @staticmethod
     def _read(stream: Any, into: "queue.Queue[str | None] | list[str]") -> None:

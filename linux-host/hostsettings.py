@@ -100,7 +100,7 @@ def format_mask(cpus: Any) -> str:
     """CPUs -> a hex mask in 32-bit groups as the kernel prints it (``f``, ``1,00000000``); ``0`` for none."""
     value = sum(1 << c for c in set(cpus))
     digits = f"{value:x}"
-    groups = []
+    groups: list[str] = []
     while len(digits) > 8:
         groups.insert(0, digits[-8:])
         digits = digits[:-8]
@@ -392,9 +392,9 @@ def read_state(host: Host, cpus: list[int], irq_patterns: list[str], interfaces:
     for iface in interfaces:
         masks = host.steering_masks(iface)
         if masks is None:
+            have = sorted(os.listdir(host.path(NET))) if os.path.isdir(host.path(NET)) else []
             problems.append({"what": f"[host] interfaces: the host has no network interface {iface!r}",
-                             "fix": f"name the storage NIC as in /sys/class/net (it has "
-                                    f"{', '.join(sorted(os.listdir(host.path(NET)))) if os.path.isdir(host.path(NET)) else 'none'})"})
+                             "fix": f"name the storage NIC as in /sys/class/net (it has {', '.join(have) or 'none'})"})
             continue
         if not masks:
             problems.append({"what": f"[host] interfaces: {iface} has no rx-N/rps_cpus or tx-N/xps_cpus to steer",
@@ -512,8 +512,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--interface", action="append", default=[], help="a network interface to steer")
     ap.add_argument("--state", default="", help="the state 'read' gave (JSON)")
     ap.add_argument("--systemctl", default=SYSTEMCTL, help="the service manager's program ('' = none)")
-    ap.add_argument("argv", nargs="*", help="off-set: the command to run off the set")
-    args = ap.parse_args(argv)
+    words = list(sys.argv[1:] if argv is None else argv)
+    command = words[words.index("--") + 1:] if "--" in words else []  # off-set: the command to run off the set
+    args = ap.parse_args(words[:words.index("--")] if "--" in words else words)
     host = Host(args.root, args.systemctl or None)
     try:
         cpus = parse_cpulist(args.cpus)
@@ -527,10 +528,10 @@ def main(argv: list[str] | None = None) -> int:
             return 1 if result["failed"] else 0
         else:
             off_set(host, cpus)
-            if not args.argv:
-                raise HostProblem("off-set needs a command to run")
+            if not command:
+                raise HostProblem("off-set needs a command to run after --")
             sys.stdout.flush()
-            os.execvp(args.argv[0], args.argv)
+            os.execvp(command[0], command)
     except (HostProblem, ValueError, KeyError, OSError) as exc:
         _emit({"error": f"{type(exc).__name__}: {exc}" if not isinstance(exc, HostProblem) else str(exc)})
         return 1

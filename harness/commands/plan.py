@@ -30,6 +30,9 @@ def run(args: argparse.Namespace) -> int:
     check_executor_spec(spec)
     cls = backend_class(spec.run["backend"])
     plan = expand(spec, backend_controllers=cls.controllers)
+    # the backend's own notes (CPU placement, storage, the host settings a CPU-set scope changes), asked before
+    # anything is printed: a backend may refuse the matrix here (a node that cannot be steered), --quiet or not
+    backend_notes = cls.plan_notes(spec)
     out = sys.stdout
     timing = spec.timing
     order, seed = spec.run["order"], spec.run["seed"] or draw_seed()
@@ -44,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"\nskipped ({len(plan.skipped)}):", file=out)
             for s in plan.skipped:
                 print(f"  {s.disk.key}: {s.reason}", file=out)
-        notes = list(plan.notes) + cls.plan_notes(spec)  # the backend's own: CPU placement, storage
+        notes = list(plan.notes) + backend_notes
         if notes:
             print("\nnotes:", file=out)
             for note in notes:

@@ -169,7 +169,8 @@ class NodeTree:
         self.desc = desc
         self.root = self.workdir / "root"
         self.daemon = self.workdir / "irqbalance.py"
-        self.pidfile = self.workdir / "irqbalance.pid"
+        self.pidfile = self.workdir / "irqbalance.pid"  # the systemd unit's (the fake systemctl's MainPID)
+        self.direct_pidfile = self.workdir / "irqbalance-direct.pid"  # one started without a unit
         self.systemctl: Path | None = None
         self.started: list[subprocess.Popen[bytes]] = []
 
@@ -236,7 +237,7 @@ class NodeTree:
 
     def start_irqbalance(self) -> int:
         proc = subprocess.Popen([sys.executable, str(self.daemon), str(self.root), str(self.desc.rebalance_s),
-                                 str(self.pidfile)], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                 str(self.direct_pidfile)], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                 stderr=subprocess.DEVNULL, start_new_session=True)
         self.started.append(proc)
         deadline = time.monotonic() + 10
@@ -248,12 +249,16 @@ class NodeTree:
 
     # --- what a test looks at --------------------------------------------------------------------
     def irqbalance_pid(self) -> int | None:
-        try:
-            pid = int(self.pidfile.read_text())
-            os.kill(pid, 0)
-        except (OSError, ValueError):
-            return None
-        return pid if (self.root / "proc" / str(pid) / "comm").exists() else None
+        """The running irqbalance's pid (under the unit or not), None when none runs."""
+        for pidfile in (self.pidfile, self.direct_pidfile):
+            try:
+                pid = int(pidfile.read_text())
+                os.kill(pid, 0)
+            except (OSError, ValueError):
+                continue
+            if (self.root / "proc" / str(pid) / "comm").exists():
+                return pid
+        return None
 
     def settings(self) -> dict[str, Any]:
         """Every setting a run may change, as the files say now (irqbalance: running or not)."""
@@ -297,12 +302,17 @@ class NodeTree:
         return bad
 
     def close(self) -> None:
-        pid = self.irqbalance_pid()
-        if pid is not None:
+        for _ in range(2):  # the unit's and one started without it
+            pid = self.irqbalance_pid()
+            if pid is None:
+                break
             try:
                 os.kill(pid, signal.SIGTERM)
             except OSError:
                 pass
+            deadline = time.monotonic() + 10
+            while self.irqbalance_pid() == pid and time.monotonic() < deadline:
+                time.sleep(0.02)
         for proc in self.started:
             try:
                 proc.wait(timeout=10)
