@@ -344,3 +344,92 @@ def test_cpus_is_required_with_the_cpu_scope(standin: PveStandin, node: tuple[No
                                              tmp_path: Path) -> None:
     with pytest.raises(MatrixError, match=r"\[host\] cpus: is empty"):
         pmx.ProxmoxBackend(spec_from_dict(matrix(standin, node, tmp_path, host={"cpus": ""})), tmp_path / "run")
+
+
+class OnSetCollector:
+    """The window's host collector for the runner test: at each window's start it looks at the node (every setting
+    on the set, irqbalance stopped, the VM's QEMU started with the set), then answers like the real one."""
+
+    seen: list[dict[str, Any]] = []
+
+    def __init__(self, scope: Any, tree: NodeTree, standin: PveStandin) -> None:
+        from standins.agent import FakeCollector
+
+        self.inner = FakeCollector(scope)
+        self.tree, self.standin = tree, standin
+
+    def start(self) -> None:
+        on_set(self.tree)
+        OnSetCollector.seen.append({"affinity": self.standin.vms[VMID].affinity})
+        self.inner.start()
+
+    def stop(self) -> dict[str, Any]:
+        return self.inner.stop()
+
+    def abort(self) -> None:
+        self.inner.abort()
+
+
+def test_a_run_through_the_runner_confines_every_window_and_ends_as_it_began(
+        tmp_path: Path, node: tuple[NodeTree, PrivateSshd], monkeypatch: pytest.MonkeyPatch) -> None:
+    from standins.agent import AgentFaults, AgentStandin
+
+    from stormatrix.runner import RunOptions, Runner
+
+    tree, _ = node
+    monkeypatch.setenv("SMX_PVE_SECRET", SECRET)
+    s = PveStandin(tmp_path / "pve", tokens={TOKEN: SECRET})
+    s.node_tree = tree
+    vol = s.add_volume(VMID, "vm-100-disk-1.raw")
+    s.add_vm(VMID, {"name": "bench", "memory": "512", "cores": "1", "scsihw": "virtio-scsi-single",
+                    "scsi1": f"{vol},cache=none,size=64M", "serial1": "socket"})
+    before = tree.settings()
+    OnSetCollector.seen = []
+    with s:
+        digest0 = s.digest(VMID)
+        agent = AgentStandin(s.run_dir / f"{VMID}.serial1", AgentFaults())
+        try:
+            raw = matrix(s, node, tmp_path, guest_channel="serial1", ready="executor")
+            raw["run"].update(executor="local-agent", ramp_seconds=0, measure_seconds=1, retries=0)
+            runner = Runner(spec_from_dict(raw), tmp_path / "run", RunOptions(
+                progress=False, collector_factory=lambda scope: OnSetCollector(scope, tree, s)))
+            monkeypatch.setattr(runner.backend_cls, "thread_roles", lambda self: {})  # the sleeping "QEMU" has no monitor
+            monkeypatch.setattr(runner.backend_cls, "blockstats", lambda self: None)
+            summary = runner.run()
+        finally:
+            agent.close()
+        assert s.digest(VMID) == digest0 and "affinity" not in s.vms[VMID].conf
+    assert summary["measured"] == 2 and not summary["failed"], summary
+    assert OnSetCollector.seen == [{"affinity": SET}] * 2
+    assert tree.settings() == before and tree.problems() == []
+    records = Journal(tmp_path / "run").records()
+    run = next(r for r in records if r["type"] == "run")
+    assert run["environment"]["host_scope"] == "cpus" and run["environment"]["host_cpus"] == SET
+    assert run["original_config"]["host_settings"]["state"]["irqbalance"]["how"] == "systemd"
+    assert records[-1]["type"] == "restored"
+
+
+def test_ctrl_c_during_apply_puts_everything_back(standin: PveStandin, node: tuple[NodeTree, PrivateSshd],
+                                                  tmp_path: Path) -> None:
+    tree, _ = node
+    before, digest0 = tree.settings(), standin.digest(VMID)
+    b = pmx.ProxmoxBackend(spec_from_dict(matrix(standin, node, tmp_path)), tmp_path / "run")
+    b.prepare()
+    real_task = b._task
+
+    def interrupted(action: str, what: str) -> None:
+        if action == "start":
+            raise KeyboardInterrupt
+        real_task(action, what)
+
+    b._task = interrupted  # type: ignore[method-assign]
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            try:
+                b.apply(CELL)
+            finally:
+                assert tree.settings()["irqbalance"] is False  # the node was steered before the start
+                b.restore()
+    finally:
+        b.close()
+    assert tree.settings() == before and standin.digest(VMID) == digest0
