@@ -352,6 +352,15 @@ def read_state(host: Host, cpus: list[int], irq_patterns: list[str], interfaces:
         if not host.writable(rel):
             problems.append({"what": f"IRQ {n}: /{rel} is not writable by uid {euid}",
                              "fix": "reach the node as root: [proxmox] ssh = \"root@NODE\""})
+        else:
+            # the value it has, written back: a no-op the kernel refuses (EIO) only for an IRQ whose affinity
+            # it manages itself (NVMe queue IRQs on recent kernels), which no run could steer
+            try:
+                host.write(rel, value)
+            except HostProblem as exc:
+                problems.append({"what": f"IRQ {n} ({desc}): the kernel refuses to change its affinity ({exc})",
+                                 "fix": "leave this IRQ out of [host] irqs (a kernel-managed IRQ stays where the "
+                                        "kernel put it: choose the set among the CPUs its queue serves)"})
         if parse_cpulist(value) != cpus:
             changes.append(f"IRQ {n} ({desc}): smp_affinity_list {value} -> {setlist}")
     irqbalance = host.irqbalance()

@@ -147,3 +147,22 @@ def test_cpu_lists_and_masks() -> None:
     assert hs.format_mask([]) == "0"
     with pytest.raises(ValueError):
         hs.parse_cpulist("3-1")
+
+
+def test_an_irq_the_kernel_manages_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A kernel-managed IRQ refuses any write with EIO (kernel/irq/proc.c write_irq_affinity), even its own value;
+    a fake file cannot answer EIO, so the host's write is the kernel here."""
+    with NodeTree(tmp_path / "n", NodeDescription(irqbalance=None)) as t:
+        real = hs.Host.write
+
+        def write(self: hs.Host, rel: str, value: str) -> None:
+            if rel == "proc/irq/51/smp_affinity_list":
+                raise hs.HostProblem(f"writing {value!r} to /{rel} failed: Input/output error")
+            real(self, rel, value)
+
+        monkeypatch.setattr(hs.Host, "write", write)
+        before = t.settings()
+        doc = hs.read_state(hs.Host(str(t.root), None), [1], ["nvme"], [])
+        assert [p["what"].split(" (")[0] for p in doc["problems"]] == ["IRQ 51"]
+        assert "leave this IRQ out of [host] irqs" in doc["problems"][0]["fix"]
+        assert t.settings() == before  # the probe wrote each IRQ's own value back: nothing changed
