@@ -29,6 +29,7 @@ def run(args: argparse.Namespace) -> int:
     check_guest_backend(spec)
     check_executor_spec(spec)
     cls = backend_class(spec.run["backend"])
+    cls.host(spec)  # [host]: a scope or CPU set this backend cannot measure is refused at plan time
     plan = expand(spec, backend_controllers=cls.controllers)
     # the backend's own notes (CPU placement, storage, the host settings a CPU-set scope changes), asked before
     # anything is printed: a backend may refuse the matrix here (a node that cannot be steered), --quiet or not
