@@ -247,6 +247,18 @@ class NodeTree:
             time.sleep(0.02)
         return proc.pid
 
+    def link_process(self, pid: int) -> None:
+        """A process of this machine that runs on the node (the stand-in's QEMU): its ``proc/PID`` in the tree is
+        the real ``/proc/PID``, so what reads the node's /proc under the root finds it."""
+        link = self.root / "proc" / str(pid)
+        if not link.exists():
+            link.symlink_to(f"/proc/{pid}", target_is_directory=True)
+
+    def unlink_process(self, pid: int) -> None:
+        link = self.root / "proc" / str(pid)
+        if link.is_symlink():
+            link.unlink()
+
     # --- what a test looks at --------------------------------------------------------------------
     def irqbalance_pid(self) -> int | None:
         """The running irqbalance's pid (under the unit or not), None when none runs."""

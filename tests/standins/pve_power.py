@@ -143,6 +143,8 @@ class PowerAndTasks:
                 raise
         with self.lock:
             vm.qemu, vm.started_at, vm.affinity = qemu, time.time(), affinity
+        if getattr(self, "node_tree", None) is not None:
+            self.node_tree.link_process(qemu.pid)  # the node's /proc shows its QEMU
 
     def node_cpus(self) -> list[int]:
         """The node's online CPUs: its fake tree's (``node_tree``, tests/standins/pve_nodefs.py), else this machine's."""
@@ -181,6 +183,8 @@ class PowerAndTasks:
         if qemu is not None:
             qemu.stop()
             task.log.append(f"stopped QEMU pid {qemu.pid}")
+            if getattr(self, "node_tree", None) is not None:
+                self.node_tree.unlink_process(qemu.pid)
 
     def launch_spec(self, vm: Vm) -> LaunchSpec:
         """How qemu-server would start this config, reduced to what a launcher needs."""

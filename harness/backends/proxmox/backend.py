@@ -50,14 +50,14 @@ from ...core.scope import (ROLE_IOTHREAD, ROLE_MAIN, ROLE_VCPU, BlockStats, Gues
                            parse_cpuset)
 from ...host.collector import WindowCollector
 from ...qmp import Qmp
-from ...spec import MatrixSpec
+from ...spec import HostSettings, MatrixSpec
 from ..base import Backend
 from . import sharing
 from .api import PveClient, upid_starttime
 from .change import plan_cell
 from .cmdline import CmdlineCheck
 from .drives import DRIVE_KEY_RE, disk_config_of, drive_key, is_cdrom, parse_drive
-from .hostscope import CpuScope, NodeSettings, change_lines, check_reachable, cpu_scope, refusal
+from .hostscope import CpuScope, NodeSettings, change_lines, check_host, check_reachable, cpu_scope, refusal
 from .node import (NodeShell, Pinner, ensure_remote_collector, node_cpus, node_inventory, parse_hmp_blockstats,
                    parse_hmp_threads)
 from .restore import check_original, restore_vm
@@ -71,6 +71,9 @@ class ProxmoxBackend(Backend):
     name = "proxmox"
     controllers = frozenset(c for c, (bus, _) in CONTROLLERS.items() if bus != "esxi")
     default_executor = "fio-server"
+    # technote 004's CPU-set scope needs the node's files ([proxmox] ssh): the QEMU process unless the matrix asks
+    default_host_scope = "process"
+    host_scopes = frozenset({"cpus", "process"})
     spec: MatrixSpec  # a matrix run's: the backend reads its grid (the controllers a cell may attach)
 
     def __init__(self, spec: MatrixSpec, workdir: Path) -> None:
@@ -92,7 +95,7 @@ class ProxmoxBackend(Backend):
         self.pinner = Pinner(self.node, self.opts["vmid"])
         self.cmdline = CmdlineCheck(self.node, self.opts, self.workdir)
         #: ``[host] scope = "cpus"``: the set, and the node's settings steered onto it (None: the process scope)
-        self.cpu_scope: CpuScope | None = cpu_scope(spec.sections, spec.path)
+        self.cpu_scope: CpuScope | None = cpu_scope(self.host(spec), self.opts)
         self.node_settings = NodeSettings(self.node, self.cpu_scope) if self.cpu_scope else None
         if self.cpu_scope is not None:
             check_reachable(spec.path, self.opts)
@@ -560,14 +563,20 @@ class ProxmoxBackend(Backend):
         self._restored = True
 
     @classmethod
+    def host(cls, spec: MatrixSpec) -> HostSettings:
+        """``[host]`` on a Proxmox node (:func:`.hostscope.check_host`); the node itself is checked by
+        :meth:`plan_notes` and prepare, which read it."""
+        return check_host(super().host(spec), spec.path)
+
+    @classmethod
     def plan_notes(cls, spec: MatrixSpec) -> list[str]:
         """With ``[host] scope = "cpus"``: every setting the run will change, read from the node now; a node
         that cannot be steered (a CPU it lacks, no CPU left for the harness, a pattern or interface matching
         nothing, files not writable, irqbalance that cannot be stopped) is refused here with the fix."""
-        scope = cpu_scope(spec.sections, spec.path)
+        opts = dict(spec.section("proxmox"))
+        scope = cpu_scope(cls.host(spec), opts)
         if scope is None:
             return []
-        opts = dict(spec.section("proxmox"))
         check_reachable(spec.path, opts)
         shell = NodeShell(opts.get("ssh", ""), opts.get("ssh_config", ""))
         doc = NodeSettings(shell, scope).read()

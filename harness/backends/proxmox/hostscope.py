@@ -29,6 +29,7 @@ from typing import Any, Mapping
 from ... import host
 from ...core.errors import BackendError, MatrixError
 from ...core.scope import format_cpuset, parse_cpuset
+from ...spec import HostSettings
 from ...ssh import Shell
 
 log = logging.getLogger("stormatrix.backend.proxmox")
@@ -50,23 +51,27 @@ class CpuScope:
         return parse_cpuset(self.cpus)
 
 
-def cpu_scope(sections: Mapping[str, Any], path: str) -> CpuScope | None:
-    """The CPU-set scope a matrix asks of a Proxmox run, or None for ``scope = "process"`` (Proxmox's default)."""
-    h = dict(sections.get("host") or {})
-    if h.get("scope", "process") != "cpus":
-        return None
-    text = str(h.get("cpus") or "")
-    if not text:
+def check_host(host: HostSettings, path: str) -> HostSettings:
+    """``[host]`` as the proxmox backend takes it: ``cpus`` required with ``scope = "cpus"`` (there is no CPU the
+    backend could choose on someone's node), ``irqs``/``interfaces`` only with it (they are steered onto the set)."""
+    if host.scope == "cpus" and not host.cpus:
         raise MatrixError(path, "[host] cpus", "is empty, but scope = \"cpus\" on the proxmox backend needs the "
                           "measured CPU set", "set cpus = \"2-3\" (host CPUs for the VM and its I/O path; the harness "
                           "and everything else keep the others)")
-    try:
-        cpus = format_cpuset(parse_cpuset(text))
-    except ValueError as exc:
-        raise MatrixError(path, "[host] cpus", str(exc), "give a kernel CPU list like \"2-3\" or \"2,4-5\"") from None
-    root = str((sections.get("proxmox") or {}).get("node_root") or "/")
-    return CpuScope(cpus, tuple(str(p) for p in h.get("irqs") or ()), tuple(str(i) for i in h.get("interfaces") or ()),
-                    root)
+    if host.scope != "cpus":
+        for key in ("irqs", "interfaces"):
+            if getattr(host, key):
+                raise MatrixError(path, f"[host] {key}", f"is steered onto the measured CPU set, but this matrix "
+                                  f"measures {host.scope!r}", f"set [host] scope = \"cpus\" and cpus, or remove {key}")
+    return host
+
+
+def cpu_scope(host: HostSettings, proxmox: Mapping[str, Any]) -> CpuScope | None:
+    """The CPU-set scope of a Proxmox run (``host`` checked by :func:`check_host`), or None for the process scope."""
+    if host.scope != "cpus":
+        return None
+    return CpuScope(format_cpuset(host.cpus), tuple(host.irqs), tuple(host.interfaces),
+                    str(proxmox.get("node_root") or "/"))
 
 
 def source() -> str:

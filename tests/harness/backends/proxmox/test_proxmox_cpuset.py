@@ -257,8 +257,9 @@ def test_a_start_with_a_cpu_the_node_lacks_fails_in_the_standin(standin: PveStan
     """The stand-in's own check (qemu-server's taskset), independent of the backend's plan-time one."""
     vm = standin.vms[VMID]
     vm.conf["affinity"] = "9"
-    b = pmx.ProxmoxBackend(spec_from_dict(matrix(standin, node, tmp_path, host={"scope": "process", "cpus": ""})),
-                           tmp_path / "run")
+    raw = matrix(standin, node, tmp_path)
+    raw["host"] = {"scope": "process"}
+    b = pmx.ProxmoxBackend(spec_from_dict(raw), tmp_path / "run")
     b.prepare()
     with pytest.raises(TaskFailed, match="failed to set pid .* affinity: Invalid argument"):
         b.apply(CELL)
@@ -344,6 +345,9 @@ def test_cpus_is_required_with_the_cpu_scope(standin: PveStandin, node: tuple[No
                                              tmp_path: Path) -> None:
     with pytest.raises(MatrixError, match=r"\[host\] cpus: is empty"):
         pmx.ProxmoxBackend(spec_from_dict(matrix(standin, node, tmp_path, host={"cpus": ""})), tmp_path / "run")
+    with pytest.raises(MatrixError, match=r"\[host\] irqs: is steered onto the measured CPU set, but this matrix "
+                                          r"measures 'process'"):
+        pmx.ProxmoxBackend.host(spec_from_dict(matrix(standin, node, tmp_path, host={"scope": "process", "cpus": ""})))
 
 
 class OnSetCollector:
