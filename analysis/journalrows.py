@@ -16,6 +16,7 @@ from ..core.recordtypes import CellRecord, CellSkippedRecord, Direction, RateChe
 from .checks import Problem, check_row
 from .discover import MAX_JOURNAL_BYTES, read_capped
 from .iopath import split_of
+from .roles import role_split
 from .params import normalize_rw
 from .tidy import CPU_PER_MIB_UNIT, reasons_text
 
@@ -91,6 +92,7 @@ def cell_row(rec: CellRecord, where: str) -> dict[str, Any]:
     _explain_blanks(rec, row)
     io_cpu, io_ctx, io_note = split_of(rec)
     row.update({"io_path_cpu_s": io_cpu, "io_path_ctx": io_ctx, "io_path_note": io_note})
+    row.update(role_split(rec))
     host = rec.host
     if host is not None:
         metric = host.cpu_metric
