@@ -59,6 +59,10 @@ class NodeDescription:
     interfaces: dict[str, tuple[int, int]] = field(default_factory=lambda: {"ens19": (2, 2), "eno1": (1, 1)})
     irqbalance: str | None = "systemd"  # "systemd", "pid" or None
     rebalance_s: float = 0.1
+    #: ``proc/stat`` and ``proc/uptime`` are this machine's (symlinks), so a CPU-set collector reading the node
+    #: measures real busy time on the set's CPUs this machine has (the VM's "QEMU" runs there for real); False:
+    #: fixed files of N CPUs
+    live_stat: bool = False
 
 
 def _mask(cpus: range | list[int]) -> str:
@@ -191,7 +195,12 @@ class NodeTree:
         stat = ["cpu  " + " ".join(str(v * n) for v in (100, 0, 50, 1000, 5, 2, 3, 0, 0, 0))]
         stat += [f"cpu{i} 100 0 50 1000 5 2 3 0 0 0" for i in range(n)]
         stat += ["intr 0", "ctxt 12345", "btime 1700000000", "processes 100", "procs_running 1", "procs_blocked 0"]
-        self.write("proc/stat", "\n".join(stat) + "\n")
+        if self.desc.live_stat:
+            for name in ("stat", "uptime"):
+                (self.root / "proc").mkdir(parents=True, exist_ok=True)
+                (self.root / "proc" / name).symlink_to(f"/proc/{name}")
+        else:
+            self.write("proc/stat", "\n".join(stat) + "\n")
         head = " " * 11 + "".join(f"CPU{i:<8}" for i in range(n))
         rows = [head]
         for irq, (chip, hw, name) in sorted(self.desc.irqs.items()):

@@ -43,7 +43,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ...collect import RemoteProcessesCollector
+from ...collect import CpuSetHostCollector, RemoteProcessesCollector
 from ...core.errors import BackendError, GuestNotReady, InputError, MatrixError, PveAuthError, TaskFailed
 from ...core.model import CONTROLLERS, DiskConfig
 from ...core.scope import (ROLE_IOTHREAD, ROLE_MAIN, ROLE_VCPU, BlockStats, GuestEndpoint, HostScope, format_cpuset,
@@ -501,10 +501,19 @@ class ProxmoxBackend(Backend):
     def collector_factory(self, scope: HostScope) -> Any:
         """The host collector for ``scope``: on this machine, or ``linux-host/multicollector.py`` run on the
         node over one ssh session (copied there by :meth:`prepare`), the same remote path as a suite's."""
+        cs = self.cpu_scope
         if scope.ssh:
-            prefix = self.node_settings.off_set_prefix(self.opts["ssh_dir"]) if self.node_settings else []
+            if cs is None or self.node_settings is None:
+                return RemoteProcessesCollector(self.node, lambda: [scope], remote_dir=self.opts["ssh_dir"],
+                                                name_vms=False)
+            # [host] scope = "cpus": the set system-wide around the QEMU process, by a collector that runs (with
+            # its ssh session) off the set
             return RemoteProcessesCollector(self.node, lambda: [scope], remote_dir=self.opts["ssh_dir"],
-                                            name_vms=False, prefix=prefix)
+                                            name_vms=False, cpus=cs.cpus, root=cs.root,
+                                            prefix=self.node_settings.off_set_prefix(self.opts["ssh_dir"]))
+        if cs is not None:  # stormatrix on the node: this process is off the set already (_steer)
+            return CpuSetHostCollector(cs.cpu_list, WindowCollector(scope.pid, dict(scope.threads), root=cs.root),
+                                       exclude=(scope.pid,), root=cs.root)
         return WindowCollector(scope.pid, dict(scope.threads))
 
     # --- the QEMU command line ------------------------------------------------------------------

@@ -46,7 +46,8 @@ CELL = DiskConfig("virtio-scsi-single", "threads", False, "none")
 def node(tmp_path: Path) -> Iterator[tuple[NodeTree, PrivateSshd]]:
     """The node: its files (irqbalance under systemd, rebalancing rarely so that values compare exactly) and sshd,
     whose sessions find the node's systemctl first on their PATH."""
-    tree = NodeTree(tmp_path / "nodefs", NodeDescription(irqbalance="systemd", rebalance_s=3600)).build()
+    tree = NodeTree(tmp_path / "nodefs", NodeDescription(irqbalance="systemd", rebalance_s=3600,
+                                                         live_stat=True)).build()
     bindir = tmp_path / "nodebin"
     tree.install_systemctl(bindir)
     server = PrivateSshd(tmp_path / "sshd", path=[bindir])
@@ -228,7 +229,14 @@ def test_run_confines_and_a_normal_end_puts_everything_back(standin: PveStandin,
             for p in session:
                 assert 1 not in cpus_allowed(p), (p, Path(f"/proc/{p}/cmdline").read_bytes())
     finally:
-        collector.stop()
+        block = collector.stop()
+    # the set's figures in the usual keys, the QEMU process's beside them: the set's window holds the process's
+    assert block is not None and block["scope"] == "cpus" and block["cpus"] == SET
+    assert block["process"]["pid"] == qemu.pid and block["process"]["scope"] == "qemu-process"
+    assert "leak" in block and isinstance(block["on_set"], list)
+    for key in ("cpu_total", "ctx_switches"):
+        if block[key] is not None and block["process"][key] is not None:
+            assert block[key] >= block["process"][key], key
     b.stop()
     b.restore()
     b.restore()  # idempotent
