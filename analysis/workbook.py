@@ -42,6 +42,8 @@ from .rolesheet import ROLES_SHEET, write_roles_sheet
 from .rolesheet import answer_rows as aio_answer_rows
 from .rolesheet import headline as aio_headline
 from .rolesheet import method_lines as roles_method_lines
+from .scopes import SCOPES_SHEET, scope_table, scope_text, write_scopes_sheet
+from .scopes import method_lines as scope_method_lines
 
 ANSWER_SHEET = "Answer"
 
@@ -69,7 +71,6 @@ def _engine_lines(frame: pd.DataFrame) -> list[str | tuple[str, str]]:
 
 
 def _method_efficiency(result: EfficiencyResult, frame: pd.DataFrame) -> list[str | tuple[str, str]]:
-    scopes = sorted({str(s) for s in frame["host_scope"].dropna()}) or ["(not recorded)"]
     sources = sorted({str(s) for s in frame["host_source"].dropna()}) or ["(not recorded)"]
     metrics = sorted({str(m) for m in frame["cpu_metric"].dropna()}) or ["(none)"]
     esxi: list[str | tuple[str, str]] = [
@@ -88,8 +89,7 @@ def _method_efficiency(result: EfficiencyResult, frame: pd.DataFrame) -> list[st
                        "figure is in the 'CPU unit' column: cycles/MiB or CPU-ms/MiB."),
         ("CPU figure scored", _cpu_figure_text(frame)),
         ("Collector", ", ".join(sources)),
-        ("Collector scope", ", ".join(scopes) + ". Only work on these CPUs/threads is counted (the guest, QEMU's "
-                            "threads and the host I/O path); anything outside is not in the figures."),
+        ("Collector scope", scope_text(frame)),
         ("MiB", "bytes the guest's engine transferred in the window / 2^20."),
         "# Formulas",
         ("CPU per MiB", "cpu_total / MiB: (user + kernel cycles) / MiB, or (CPU seconds of the CPU figure above "
@@ -266,8 +266,14 @@ def _efficiency_workbook(path: str | Path, data: IngestResult, result: Efficienc
         method = wb["Method"]
         write_lines(method, role_lines, start_row=method.max_row + 2)
     write_roles_sheet(wb, frame)
-    _order(wb, [ANSWER_SHEET, "Summary", "Method", "Scores", ROLES_SHEET, IOPATH_SHEET, "Charts", "Measurements",
-                "Environment", "Chart data"])
+    scopes = scope_table(frame, result)  # a CPU set's figures beside the QEMU process's (issue 33)
+    scope_lines = scope_method_lines(frame, scopes)
+    if scope_lines:
+        method = wb["Method"]
+        write_lines(method, scope_lines, start_row=method.max_row + 2)
+    write_scopes_sheet(wb, scopes)
+    _order(wb, [ANSWER_SHEET, "Summary", "Method", "Scores", SCOPES_SHEET, ROLES_SHEET, IOPATH_SHEET, "Charts",
+                "Measurements", "Environment", "Chart data"])
     return save_workbook(wb, path)
 
 
