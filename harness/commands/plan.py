@@ -76,7 +76,8 @@ def run(args: argparse.Namespace) -> int:
         most = eta + per_cell * extra
         capped = f", capped by time_budget_minutes = {budget:g}" if budget and most > budget * 60 else ""
         first = ("first to both sides of every comparison the findings rest on that is still within noise (the "
-                 "best vs the runner-up, each controller's aio modes; the workbook's bootstrap share), then "
+                 "best vs the runner-up and each controller's aio modes on the workbook's bootstrap share; native "
+                 "vs threads on the I/O-path switches per I/O, Welch 95 %, as the Answer page decides it), then "
                  if run["repeat_policy"] == "verdicts" else "")
         print(f"extra repeats ([run] repeat_policy = {run['repeat_policy']}): {first}to a configuration whose CV of "
               f"CPU or ctx per MiB is above cv_limit_pct = {run['cv_limit_pct']:g} %, up to max_repeats = "
