@@ -29,7 +29,7 @@ from standins.sshd import PrivateSshd, SshdUnavailable
 
 from stormatrix.backends.proxmox import backend as pmx
 from stormatrix.cli import main
-from stormatrix.core.errors import MatrixError, TaskFailed
+from stormatrix.core.errors import BackendError, MatrixError, TaskFailed
 from stormatrix.core.model import DiskConfig
 from stormatrix.core.scope import HostScope, parse_cpuset
 from stormatrix.journal import Journal
@@ -338,6 +338,12 @@ def test_kill_9_then_stormatrix_restore(standin: PveStandin, node: tuple[NodeTre
                 stream.close()
     on_set(tree)  # the crash left the node steered and the VM confined
     assert standin.vms[VMID].affinity == SET and standin.digest(VMID) != digest0
+    # resuming there first would journal the steered values as the node's own: refused, with the fix
+    again = pmx.ProxmoxBackend(spec_from_dict(raw), run_dir)
+    with pytest.raises(BackendError, match=r"was not put back .* Fix: stormatrix restore"):
+        again.prepare()
+    again.close()
+    on_set(tree)
     assert main(["restore", str(run_dir)]) == 0
     assert "restored to its original configuration" in capsys.readouterr().out
     assert tree.settings() == before
