@@ -10,8 +10,11 @@ cannot be steered is refused with the fix.
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any, Iterator
@@ -166,3 +169,31 @@ def test_an_irq_the_kernel_manages_is_refused(tmp_path: Path, monkeypatch: pytes
         assert [p["what"].split(" (")[0] for p in doc["problems"]] == ["IRQ 51"]
         assert "leave this IRQ out of [host] irqs" in doc["problems"][0]["fix"]
         assert t.settings() == before  # the probe wrote each IRQ's own value back: nothing changed
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0 or shutil.which("setpriv") is None,
+                    reason="needs root and setpriv to run the module as another user")
+def test_a_user_who_is_not_root_is_refused(tmp_path: Path) -> None:
+    """Over ssh as a user other than root the node's files are read-only: every file and irqbalance is refused with
+    the fix (ssh as root), before anything is changed."""
+    base = Path(tempfile.mkdtemp(prefix="smx-nonroot-"))  # readable by everyone (pytest's tmp_path is root's only)
+    try:
+        base.chmod(0o755)
+        with NodeTree(base / "n", NodeDescription(irqbalance="pid", rebalance_s=3600)) as t:
+            for d in [base / "n", *(p for p in (base / "n").rglob("*") if p.is_dir())]:
+                d.chmod(0o755)
+            for f in (p for p in (base / "n").rglob("*") if p.is_file()):
+                f.chmod(0o644)
+            before = t.settings()
+            cmd = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable, "-B", "-", "read",
+                   "--cpus", "1", "--irq", "nvme", "--interface", "ens19", "--root", str(t.root), "--systemctl", ""]
+            proc = subprocess.run(cmd, input=SOURCE, capture_output=True, text=True, timeout=60)
+            assert proc.returncode == 0, proc.stderr
+            problems = json.loads(proc.stdout)["problems"]
+            assert any("smp_affinity_list is not writable by uid 65534" in p["what"] for p in problems)
+            assert any("xps_cpus is not writable by uid 65534" in p["what"] for p in problems)
+            assert any("irqbalance" in p["what"] and "cannot be stopped" in p["what"] for p in problems)
+            assert all("[proxmox] ssh = \"root@NODE\"" in p["fix"] for p in problems)
+            assert t.settings() == before
+    finally:
+        shutil.rmtree(base, ignore_errors=True)

@@ -49,6 +49,7 @@ from ...core.model import CONTROLLERS, DiskConfig
 from ...core.scope import (ROLE_IOTHREAD, ROLE_MAIN, ROLE_VCPU, BlockStats, GuestEndpoint, HostScope, format_cpuset,
                            parse_cpuset)
 from ...host.collector import WindowCollector
+from ...journal import JOURNAL_NAME, read_journal
 from ...qmp import Qmp
 from ...spec import HostSettings, MatrixSpec
 from ..base import Backend
@@ -168,6 +169,7 @@ class ProxmoxBackend(Backend):
             facts["qemu_cmdline"] = self.cmdline.original()
         host_settings: dict[str, Any] | None = None
         if self.cpu_scope is not None and self.node_settings is not None:
+            self._refuse_unrestored_node()
             doc = self.node_settings.read()
             if doc["problems"]:
                 raise refusal(self.spec.path, self.node.where, doc["problems"])
@@ -393,6 +395,26 @@ class ProxmoxBackend(Backend):
                  "; ".join(done) or "nothing")
         if not self.node.remote:
             self._confine_self(self.cpu_scope.cpu_list)
+
+    def _refuse_unrestored_node(self) -> None:
+        """A run directory whose journal holds a CPU-set run that was never put back (killed, power lost): what the
+        node has now is that run's set, not its own values, and journaling it as the original would make them
+        permanent. The journaled values are put back first, by ``stormatrix restore``."""
+        path = self.workdir / JOURNAL_NAME
+        if not path.is_file():
+            return
+        last: str | None = None
+        for rec in read_journal(path).records:
+            if rec.get("type") == "run" and isinstance(rec.get("original_config"), dict) \
+                    and "host_settings" in rec["original_config"]:
+                last = str(rec.get("run_id"))
+            elif rec.get("type") == "restored" and last is not None and str(rec.get("run_id")) == last:
+                last = None
+        if last is not None:
+            raise BackendError(f"{path}: run {last} steered node {self.node.where} onto CPUs and was not put back "
+                               "(it was killed before its end), so the node's settings now are not its own. Fix: "
+                               f"stormatrix restore {self.workdir} (it writes back the values that run journaled), "
+                               "then run again to resume")
 
     def _confine_self(self, cpus: list[int]) -> None:
         """stormatrix runs on the node: every thread of this process onto the CPUs outside the set."""

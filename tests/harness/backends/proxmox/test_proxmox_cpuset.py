@@ -29,7 +29,7 @@ from standins.sshd import PrivateSshd, SshdUnavailable
 
 from stormatrix.backends.proxmox import backend as pmx
 from stormatrix.cli import main
-from stormatrix.core.errors import MatrixError, TaskFailed
+from stormatrix.core.errors import BackendError, MatrixError, TaskFailed
 from stormatrix.core.model import DiskConfig
 from stormatrix.core.scope import HostScope, parse_cpuset
 from stormatrix.journal import Journal
@@ -338,6 +338,12 @@ def test_kill_9_then_stormatrix_restore(standin: PveStandin, node: tuple[NodeTre
                 stream.close()
     on_set(tree)  # the crash left the node steered and the VM confined
     assert standin.vms[VMID].affinity == SET and standin.digest(VMID) != digest0
+    # resuming there first would journal the steered values as the node's own: refused, with the fix
+    again = pmx.ProxmoxBackend(spec_from_dict(raw), run_dir)
+    with pytest.raises(BackendError, match=r"was not put back .* Fix: stormatrix restore"):
+        again.prepare()
+    again.close()
+    on_set(tree)
     assert main(["restore", str(run_dir)]) == 0
     assert "restored to its original configuration" in capsys.readouterr().out
     assert tree.settings() == before
@@ -445,3 +451,23 @@ def test_ctrl_c_during_apply_puts_everything_back(standin: PveStandin, node: tup
     finally:
         b.close()
     assert tree.settings() == before and standin.digest(VMID) == digest0
+
+
+def test_affinity_written_to_a_running_vm_stays_pending_until_its_next_start(
+        standin: PveStandin, node: tuple[NodeTree, PrivateSshd], tmp_path: Path) -> None:
+    """The stand-in's own behaviour (qemu-server applies ``affinity`` at QEMU's start: taskset around it)."""
+    b = pmx.ProxmoxBackend(spec_from_dict(matrix(standin, node, tmp_path)), tmp_path / "run")
+    c = b.client
+    c.wait_task(c.power("start"), what="start")
+    vm = standin.vms[VMID]
+    started_with = vm.affinity
+    c.update_config({"affinity": "2"}, c.config()["digest"])
+    assert c.config()["affinity"] == "2"  # the config with pending values merged
+    assert c.config(current=True).get("affinity") == started_with  # the running values
+    assert [p.get("pending") for p in c.pending() if p["key"] == "affinity"] == ["2"]
+    assert vm.affinity == started_with  # the running QEMU keeps what it was started with
+    c.wait_task(c.power("stop"), what="stop")
+    c.wait_task(c.power("start"), what="start")
+    assert vm.affinity == "2" and not [p for p in c.pending() if "pending" in p]
+    c.wait_task(c.power("stop"), what="stop")
+    b.close()
