@@ -37,6 +37,15 @@ def _is_esxi(frame: pd.DataFrame) -> pd.Series:
     return src.str.contains("|".join(ESXI_SOURCES)) | scope.str.startswith("esxi")
 
 
+def _mixed_workloads(frame: pd.DataFrame) -> list[str]:
+    """The workloads whose scored rows were measured under both a CPU set and the QEMU process."""
+    if "host_scope" not in frame or "workload" not in frame or not len(frame):
+        return []
+    scored = frame[frame["cpu_per_mib"].notna()] if "cpu_per_mib" in frame else frame
+    kinds = scored.assign(_cpus=scored["host_scope"] == CPUS).groupby("workload", dropna=False)["_cpus"].nunique()
+    return sorted(str(w) for w, n in kinds.items() if n > 1)
+
+
 def scope_text(frame: pd.DataFrame) -> str:
     """The Method sheet's 'Collector scope' line: which scope the scored figures are of, and what it includes."""
     scopes = _scopes(frame)
@@ -65,6 +74,12 @@ def scope_text(frame: pd.DataFrame) -> str:
         parts.append(", ".join(others))
     if not parts:
         return "(not recorded)"
+    mixed = _mixed_workloads(frame)
+    if mixed:
+        parts.append(f"WARNING: workload {', '.join(mixed)} holds measurements of a CPU set and of the QEMU process "
+                     "(a run resumed across the change of scope, or data sets read together): their figures are "
+                     "not of the same thing and their configurations should not be ranked together; score one "
+                     "scope at a time")
     scored = "Scores, ranks and the Answer page use the figures of the scope each measurement was taken in"
     if scopes == [CPUS]:
         scored = "Scores, ranks and the Answer page use the CPU set's figures (the matrix's scope); the QEMU " \
@@ -74,17 +89,16 @@ def scope_text(frame: pd.DataFrame) -> str:
 
 SCOPE_COLUMNS: list[Column] = [
     ("Configuration", "config", "@"), ("Workload", "workload", "@"), ("Repeats", "n", "0"),
-    ("CPU set", "host_cpus", "@"),
     ("CPU/MiB, set (scored)", "set_cpu_per_mib", "cpu"), ("CPU/MiB, QEMU process", "proc_cpu_per_mib", "cpu"),
-    ("Set CPU outside QEMU's threads", "cpu_outside_share", "0.0%"),
+    ("Set CPU outside QEMU", "cpu_outside_share", "0.0%"),
     ("ctx/MiB, set (scored)", "set_ctx_per_mib", "0.00"), ("ctx/MiB, QEMU process", "proc_ctx_per_mib", "0.00"),
-    ("Set switches outside QEMU's threads", "ctx_outside_share", "0.0%"),
-    ("Storage interrupts outside the set", "irq_leak_share", "0.0%"),
-    ("Storage softirqs outside the set", "softirq_leak_share", "0.0%"),
-    ("Other tasks' CPU s on the set (mean)", "on_set_cpu_s", "0.00"),
-    ("Largest other tasks (last repeat)", "on_set_top", "@"),
+    ("Set ctx outside QEMU", "ctx_outside_share", "0.0%"),
+    ("Storage IRQs outside set", "irq_leak_share", "0.0%"),
+    ("Storage softirqs outside set", "softirq_leak_share", "0.0%"),
+    ("Others' CPU s on set (mean)", "on_set_cpu_s", "0.00"),
+    ("Largest others on set (last repeat)", "on_set_top", "@"),
     ("Rank, set", "rank_set", "0"), ("Rank, QEMU process", "rank_process", "0"),
-    ("Ranks differ", "ranks_differ", "@"), ("CPU unit", "cpu_per_mib_unit", "@"),
+    ("Ranks differ", "ranks_differ", "@"), ("CPU set", "host_cpus", "@"), ("CPU unit", "cpu_per_mib_unit", "@"),
 ]
 
 
