@@ -37,7 +37,7 @@ import shutil
 import socket
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from ...collect import RemoteProcessesCollector
 from ...core.errors import BackendError, GuestNotReady, InputError, MatrixError, PveAuthError, TaskFailed
@@ -67,6 +67,17 @@ class ProxmoxBackend(Backend):
     controllers = frozenset(c for c, (bus, _) in CONTROLLERS.items() if bus != "esxi")
     default_executor = "fio-server"
     spec: MatrixSpec  # a matrix run's: the backend reads its grid (the controllers a cell may attach)
+
+    @classmethod
+    def linux_only(cls, sections: Mapping[str, Any]) -> tuple[str, str, str] | None:
+        """(key, why, fix) when the file's ``[proxmox]`` needs stormatrix on the node itself (transport = "local":
+        pvesh, qm and the QEMU processes of this machine), else None (:func:`stormatrix.registry.check_platform`)."""
+        table = sections.get("proxmox")
+        if isinstance(table, Mapping) and table.get("transport") == "local":
+            return ("[proxmox] transport", 'transport = "local" runs pvesh and qm on this machine, which must be '
+                    "the Proxmox node", 'use transport = "api" with host, node, token_id and token_secret_env, and '
+                    "[proxmox] ssh = \"root@NODE\" for the host collector (Windows' own OpenSSH client)")
+        return None
 
     def __init__(self, spec: MatrixSpec, workdir: Path) -> None:
         super().__init__(spec, workdir)
