@@ -1,4 +1,4 @@
-"""The widened bad-input corpus: what a new user gets wrong, per class, against every command that takes
+"""The bad-input corpus: what a new user gets wrong, per class, against every command that takes
 input (``plan``, ``run`` before any VM starts, ``report``, ``compare``, ``restore``, ``suite plan``,
 ``guest check``, ``image``, ``demo --matrix``).
 
@@ -560,10 +560,10 @@ FAMILIES = {
 }
 
 
-def _round2() -> None:
-    from badinput_round2 import FAMILIES as ROUND2
+def _cli_io() -> None:
+    from badinput_cli_io import FAMILIES as CLI_IO
 
-    FAMILIES.update(ROUND2)
+    FAMILIES.update(CLI_IO)
 
 
 #: failing cases whose root cause is in a file the corpus' author does not own: the change asked of its
@@ -576,7 +576,7 @@ def awaiting(case_id: str) -> str:
 
 
 def all_cases() -> list[tuple[str, Case]]:
-    _round2()
+    _cli_io()
     return [(family, case) for family, make in FAMILIES.items() for case in make()]
 
 

@@ -5,10 +5,10 @@
     .venv/bin/python benchmarks/reliability_summary.py --junit results.xml   # only tabulate a JUnit file
     .venv/bin/python benchmarks/reliability_summary.py --quick --no-corpus  # the pytest suites only
 
-Category 6 is the widened bad-input corpus (benchmarks/badinput_corpus.py, ~1000 command lines through the
+Category 6 is the bad-input corpus (benchmarks/badinput_corpus.py, ~1000 command lines through the
 real CLI, each in a forked child with a time limit; ~5 min); its cases are counted one by one.
 
-The categories collect the reliability suites (tests/test_reliability_*.py) and the other tests that
+The categories collect the reliability suites (tests/harness/test_reliability_*.py) and the other tests that
 cover part of it (journal torn lines, Proxmox and WinRM faults, the malformed analysis corpus, report
 and compare bad input -- counts past 2^63, impossible rates, devices and pipes as inputs, the same data
 given twice, outputs that cannot be written --, matrix validation, token/password leaks, TLS, formula
@@ -57,7 +57,7 @@ def categories() -> list[Category]:
             ("test_fioserver_live", "dead_guest|collector_that_fails")]),
         Category("3 bad input (matrix, fio, DiskSpd, perf, journal, CLI)", [
             ("test_reliability_badinput", None), ("test_analysis_malformed", None), ("test_spec", None),
-            ("test_analysis_badinput", None), ("test_reliability_widened", None)]),
+            ("test_analysis_badinput", None), ("test_badinput_corpus_cases", None)]),
         Category("4 secrets (env/file only, never in outputs)", [
             ("test_reliability_secrets", None), ("test_proxmox_backend", "token|secret|wrong_token"),
             ("test_winrm_standin", "no_password"), ("test_winrm_settings", "password|secret"),
@@ -112,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="leave out the tests that boot QEMU")
     parser.add_argument("--junit", type=Path, help="tabulate this JUnit XML instead of running the suites")
     parser.add_argument("--crash-json", type=Path, help="the crash test's kill list (with --junit)")
-    parser.add_argument("--no-corpus", action="store_true", help="leave out the widened bad-input corpus")
+    parser.add_argument("--no-corpus", action="store_true", help="leave out the bad-input corpus")
     args = parser.parse_args(argv)
     cats = categories()
     tmp = Path(tempfile.mkdtemp(prefix="smx-reliability-"))
@@ -129,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
         subprocess.run([sys.executable, str(ROOT / "benchmarks" / "badinput_corpus.py"), "--json", str(corpus_json)],
                        cwd=ROOT, stdout=subprocess.DEVNULL)
         corpus = json.loads(corpus_json.read_text()) if corpus_json.exists() else []
-        cat = Category("6 widened bad-input corpus (badinput_corpus.py)", [])
+        cat = Category("6 bad-input corpus (badinput_corpus.py)", [])
         cat.tried, cat.passed = len(corpus), sum(1 for c in corpus if c["passed"])
         cat.failed = [f"corpus::{c['id']}: {'; '.join(map(str, c['problems']))}" for c in corpus
                       if not c["passed"]]
@@ -151,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
           f"{sum(c.skipped for c in cats):>8}")
     if corpus:
         bad = [c for c in corpus if c["bad"]]
-        print(f"widened corpus: {len(bad)} bad inputs tried, {sum(1 for c in bad if c['passed'])} handled "
+        print(f"bad-input corpus: {len(bad)} bad inputs tried, {sum(1 for c in bad if c['passed'])} handled "
               f"(exit 2, file/option and fix named, no traceback, hang or echoed secret, nothing overwritten); "
               f"{len(corpus) - len(bad)} awkward valid inputs, {sum(1 for c in corpus if c['passed'] and not c['bad'])} "
               "worked")

@@ -27,7 +27,7 @@ from typing import Any, Callable, Protocol, Sequence
 
 from .core.errors import CollectorError, QmpError, VmStartError
 from .core.scope import HostScope
-from .host.collector import CollectorProblem, WindowCollector, perf_available
+from .host.collector import CollectorProblem, CpuSetCollector, WindowCollector, perf_available, with_process
 from .ssh import Shell
 
 
@@ -51,6 +51,51 @@ def _add(values: list[Any]) -> Any:
     return None if any(v is None for v in values) else sum(values)
 
 
+class CpuSetHostCollector:
+    """``[host] scope = "cpus"`` on this machine: the set measured system-wide (``CpuSetCollector``) around the
+    QEMU process's own collector (``process``: a ``WindowCollector``, or any :class:`HostCollector`), the set's
+    window holding the process's (started first, stopped last), so the set's counts cover every one of the
+    process's. The block: the set's figures in the usual keys, the process's under ``process``
+    (``collector.with_process``)."""
+
+    def __init__(self, cpus: list[int], process: Any | None, *, exclude: tuple[int, ...] = (),
+                 use_perf: bool | None = None, root: str = "/") -> None:
+        self.cpus = cpus
+        self.process = process
+        self.set = CpuSetCollector(cpus, use_perf=perf_available() if use_perf is None else use_perf, root=root,
+                                   exclude=exclude)
+
+    def start(self) -> None:
+        try:
+            self.set.start()
+        except CollectorProblem as exc:
+            raise CollectorError(f"cannot measure CPU set {self.cpus}: {exc}") from exc
+        try:
+            if self.process is not None:
+                self.process.start()
+        except BaseException:
+            self.set.abort()
+            raise
+
+    def stop(self) -> dict[str, Any] | None:
+        try:
+            proc = self.process.stop() if self.process is not None else None
+        except BaseException:
+            self.set.abort()
+            raise
+        try:
+            return with_process(self.set.stop(), proc)
+        except CollectorProblem as exc:
+            raise CollectorError(f"the CPU set's collector failed: {exc}") from exc
+
+    def abort(self) -> None:
+        try:
+            if self.process is not None:
+                self.process.abort()
+        finally:
+            self.set.abort()
+
+
 def merge_hosts(results: Sequence[dict[str, Any] | None]) -> dict[str, Any] | None:
     """One host block for one or many QEMU processes (many VMs in a suite, or collectors of one window).
 
@@ -61,6 +106,9 @@ def merge_hosts(results: Sequence[dict[str, Any] | None]) -> dict[str, Any] | No
         return None
     if len(measured) == 1:
         return measured[0]
+    if any(r.get("scope") == "cpus" for r in measured):  # each already covers every task on its set
+        raise CollectorError("a window measured a CPU set and something else: a set's figures are not added to "
+                             "others'; give the window one CPU-set collector with every QEMU process in it")
     metrics = {r["cpu_metric"] for r in measured}
     if len(metrics) != 1:
         raise CollectorError("VMs were measured with different CPU metrics; cannot add them up")

@@ -44,7 +44,7 @@ from .host.inventory import inventory
 from .journal import Journal, done_keys
 from .progress import DEFAULT_OVERHEAD_S, Progress, estimate_seconds, fmt_duration
 from .registry import backend_class, executor_class, sections
-from .spec import MATRIX_SECTION, RUN_SECTION, WORKLOAD_SECTION, MatrixSpec, expand
+from .spec import HOST_SECTION, MATRIX_SECTION, RUN_SECTION, WORKLOAD_SECTION, MatrixSpec, expand
 from .window import Window
 
 log = logging.getLogger("stormatrix.runner")
@@ -175,6 +175,7 @@ class MatrixSource(RunSource):
         check_same_run(records_before, self.spec, run_dir, side=side, kind="matrix", differences=differences)
 
     def plan(self) -> Plan:
+        self.backend_cls.host(self.spec)  # [host]: a scope or CPU set this backend cannot measure stops here
         return expand(self.spec, backend_controllers=self.backend_cls.controllers)
 
     def make_backend(self, run_dir: Path) -> Backend:
@@ -218,7 +219,8 @@ def check_executor_spec(spec: MatrixSpec) -> None:
 def run_differences(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     """``[section] key: was X, now Y`` per key that differs, defaults filled in, except the keys each section's
     owner lets a resume change (:attr:`~stormatrix.schema.Section.may_change_on_resume`)."""
-    schema = {"run": RUN_SECTION, "matrix": MATRIX_SECTION, "workload": WORKLOAD_SECTION, **sections()}
+    schema = {"run": RUN_SECTION, "matrix": MATRIX_SECTION, "workload": WORKLOAD_SECTION, "host": HOST_SECTION,
+              **sections()}
 
     def shown(value: Any) -> str:  # TOML has no null: None is a key or section the matrix does not have
         return "(absent)" if value is None else json.dumps(value)[:40]

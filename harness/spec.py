@@ -49,6 +49,7 @@ from .core.model import (
                          parse_size,
                          )
 from .core.paths import TooLarge, input_problem, looks_utf16, read_bounded
+from .core.scope import parse_cpuset
 from .core.settings import RunSettings
 from .guestdrivers import declared_guest_drivers, plan_skip_reason, windows_notes
 from .schema import Field, Section, _show, parse_section
@@ -145,6 +146,73 @@ WORKLOAD_SECTION = Section("workload", {
 }, help="one [[workload]] block per workload")
 
 
+#: what the host collector measures (``[host] scope``): "cpus", a set of host CPUs system-wide (technote 004's
+#: scope: the guest, QEMU's threads, the kernel's I/O work and interrupts on them), or "process", the QEMU
+#: process(es) alone. A backend says which it measures when the matrix names none (``Backend.default_host_scope``)
+HOST_SCOPES = ("cpus", "process")
+
+
+def _check_cpulist(value: str) -> None:
+    if value.strip():
+        parse_cpuset(value)  # ValueError names the problem
+
+
+def _interface_name(value: str) -> None:
+    # Linux's own rule (dev_valid_name): 1-15 bytes, no '/', ':' or white space, not "." or ".."
+    if not value or len(value.encode()) > 15 or value in (".", "..") or any(c in value for c in "/: \t\n"):
+        raise ValueError(f"{_show(value)} is not a network interface name (1-15 characters, no '/', ':' or "
+                         "spaces), e.g. ens19")
+
+
+def _irq_pattern(value: str) -> None:
+    if not value.strip():
+        raise ValueError("is empty: give a part of the interrupt's name in /proc/interrupts, e.g. nvme or iscsi")
+
+
+HOST_SECTION = Section("host", {
+    "scope": Field(str, "", choices=HOST_SCOPES,
+                   help="what the host side measures: \"cpus\" (a set of host CPUs system-wide, with every QEMU "
+                        "thread confined to it and the harness kept off it; technote 004's scope) or \"process\" "
+                        "(the QEMU process alone); not set: the backend's default (\"cpus\" on qemu, \"process\" "
+                        "elsewhere)"),
+    "cpus": Field(str, "", check=_check_cpulist,
+                  help="the measured CPU set as a kernel CPU list (e.g. \"1\" or \"2-3\"); it must exist on the host "
+                       "and leave at least one CPU for the harness; not set: the backend's choice (qemu: the last "
+                       "usable CPU)"),
+    "interfaces": Field(str, [], list_of=True, check=_interface_name,
+                        help="proxmox: the storage NICs whose RPS/XPS are steered onto the set, e.g. [\"ens19\"]"),
+    "irqs": Field(str, [], list_of=True, check=_irq_pattern,
+                  help="proxmox: parts of /proc/interrupts names whose interrupts are steered onto the set, e.g. "
+                       "[\"nvme\", \"iscsi\"]"),
+}, help="what the host collector measures and where the VM's work is confined (scope, cpus)")
+
+
+@dataclass(frozen=True)
+class HostSettings:
+    """``[host]`` resolved for one backend: the scope (its default where the matrix names none), the CPU set as
+    given (empty: the backend chooses), the Proxmox-only steering keys."""
+
+    scope: str
+    scope_given: bool
+    cpus: tuple[int, ...] = ()
+    interfaces: tuple[str, ...] = ()
+    irqs: tuple[str, ...] = ()
+
+    @property
+    def record_scope(self) -> str:
+        """The record's ``host.scope`` word for this scope ("cpus" or "qemu-process")."""
+        return "cpus" if self.scope == "cpus" else "qemu-process"
+
+
+def host_settings(spec: "MatrixSpec", default_scope: str) -> HostSettings:
+    """The matrix's ``[host]`` (defaults filled in), with ``default_scope`` where it names no scope."""
+    values = {**{k: f.default for k, f in HOST_SECTION.fields.items()}, **spec.section("host")}
+    scope = values["scope"] or default_scope
+    return HostSettings(scope=scope, scope_given=bool(values["scope"]),
+                        cpus=tuple(parse_cpuset(values["cpus"])) if values["cpus"].strip() else (),
+                        interfaces=tuple(values["interfaces"]), irqs=tuple(values["irqs"]))
+
+
 # --- the spec ----------------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -217,7 +285,7 @@ def spec_from_dict(raw: dict[str, Any], path: str = "<matrix>", *, sections: Map
                           f"plan it with `stormatrix suite plan {path}` and run it with "
                           f"`stormatrix suite run {path} -o RUN_DIR`")
     extra = sections
-    known = {"run", "matrix", "workload"} | set(extra)
+    known = {"run", "matrix", "workload", "host"} | set(extra)
     for key in raw:
         if key not in known:
             close = difflib.get_close_matches(key, sorted(known), n=1)
@@ -260,6 +328,8 @@ def spec_from_dict(raw: dict[str, Any], path: str = "<matrix>", *, sections: Map
         workloads.append(w)
 
     values: dict[str, dict[str, Any]] = {}
+    if "host" in raw:
+        values["host"] = parse_section(path, HOST_SECTION, raw["host"])
     for name, section in extra.items():
         if name in raw:
             values[name] = parse_section(path, section, raw[name])

@@ -96,8 +96,14 @@ def _parse_stat(text: str) -> tuple[str, int, int]:
     return comm, int(rest[11]), int(rest[12])
 
 
-def sample_thread(pid: int, tid: int) -> ThreadSample | None:
-    base = f"/proc/{pid}/task/{tid}"
+def _proc(root: str, rel: str) -> str:
+    """``rel`` (``proc/1/stat``, ``sys/...``) under ``root``: "/" on a real host, a folder a test or a stand-in
+    fills with the same files (a fake /proc and /sys tree)."""
+    return os.path.join(root, rel)
+
+
+def sample_thread(pid: int, tid: int, root: str = "/") -> ThreadSample | None:
+    base = _proc(root, f"proc/{pid}/task/{tid}")
     try:
         comm, ut, st = _parse_stat(_read(f"{base}/stat"))
         status = _read(f"{base}/status")
@@ -122,22 +128,22 @@ def _status_count(status: str, label: str) -> int | None:
     return None
 
 
-def sample_process(pid: int) -> dict[int, ThreadSample]:
+def sample_process(pid: int, root: str = "/") -> dict[int, ThreadSample]:
     out: dict[int, ThreadSample] = {}
     try:
-        tids = os.listdir(f"/proc/{pid}/task")
+        tids = os.listdir(_proc(root, f"proc/{pid}/task"))
     except OSError:
         raise CollectorProblem(f"process {pid} is gone") from None
     for t in tids:
-        s = sample_thread(pid, int(t))
+        s = sample_thread(pid, int(t), root)
         if s is not None:
             out[s.tid] = s
     return out
 
 
-def process_cpu_ticks(pid: int) -> tuple[int, int]:
+def process_cpu_ticks(pid: int, root: str = "/") -> tuple[int, int]:
     try:
-        _, ut, st = _parse_stat(_read(f"/proc/{pid}/stat"))
+        _, ut, st = _parse_stat(_read(_proc(root, f"proc/{pid}/stat")))
     except (OSError, ValueError):
         raise CollectorProblem(f"process {pid} is gone") from None
     return ut, st
@@ -233,6 +239,7 @@ class WindowCollector:
     roles: dict[int, str] = field(default_factory=dict)
     use_perf: bool | None = None  # None: use it when it works
     interval: float = 0.2
+    root: str = "/"  # where /proc is read from ("/": this host; a test's or stand-in's fake tree)
 
     def __post_init__(self) -> None:
         self._perf: subprocess.Popen[str] | None = None
@@ -251,16 +258,10 @@ class WindowCollector:
         if self.use_perf:
             self.cycles = cycles_supported()
             events = ["context-switches", "task-clock"] + (["cycles:u", "cycles:k"] if self.cycles else [])
-            fd, self._perf_out = tempfile.mkstemp(prefix="stormatrix-perf-", suffix=".csv")
-            os.close(fd)
-            self._perf = subprocess.Popen(
-                [PERF, "stat", "-x,", "-e", ",".join(events), "-p", str(self.pid), "-o", self._perf_out],
-                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                env=perfstat.perf_env())  # LC_ALL=C: 42.52, never a decimal comma inside the CSV
-            wait_for_sigint_handler(self._perf.pid)
-        self._first = sample_process(self.pid)
+            self._perf, self._perf_out = start_perf(["-p", str(self.pid)], events)
+        self._first = sample_process(self.pid, self.root)
         self._last = dict(self._first)
-        self._proc0 = process_cpu_ticks(self.pid)
+        self._proc0 = process_cpu_ticks(self.pid, self.root)
         self._t0 = time.monotonic()
         self._sampler = threading.Thread(target=self._sample_loop, daemon=True)
         self._sampler.start()
@@ -268,15 +269,15 @@ class WindowCollector:
     def _sample_loop(self) -> None:
         while not self._stop.wait(self.interval):
             try:
-                self._last.update(sample_process(self.pid))
+                self._last.update(sample_process(self.pid, self.root))
             except CollectorProblem:
                 return
 
     def stop(self) -> dict[str, Any]:
         self._t1 = time.monotonic()
         try:
-            end = sample_process(self.pid)
-            proc1 = process_cpu_ticks(self.pid)
+            end = sample_process(self.pid, self.root)
+            proc1 = process_cpu_ticks(self.pid, self.root)
         finally:
             self._stop.set()
             if self._sampler:
@@ -423,22 +424,479 @@ def _sum_over(rows: list[dict[str, Any]], key: str, where: str, why: dict[str, s
     return sum(r[key] for r in rows)
 
 
+# --- CPU-set mode (issue 33): the CPUs that carry the guest's I/O, measured system-wide ---------------------
+
+#: /proc/stat's per-CPU columns, in order (proc(5)); the first ``len`` a kernel writes are read
+STAT_FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal", "guest", "guest_nice")
+#: the columns that are work (guest and guest_nice are already inside user and nice; idle and iowait are not work)
+WORK_FIELDS = ("user", "nice", "system", "irq", "softirq", "steal")
+#: softirqs of the storage path (block completions, the network stack of iSCSI/NVMe-TCP, tasklets): the leak's
+#: ``io_softirqs``; TIMER, SCHED, RCU, HRTIMER are the CPU's own housekeeping
+IO_SOFTIRQS = ("BLOCK", "IRQ_POLL", "NET_RX", "NET_TX", "TASKLET")
+SCAN_INTERVAL = 1.0  # seconds between two scans of every task for ``on_set``
+ON_SET_LIMIT = 25  # tasks named in ``on_set``; the rest are summed in ``on_set_rest``
+
+
+def read_cpu_stat(root: str = "/") -> dict[int, dict[str, int]]:
+    """Per CPU, /proc/stat's columns in clock ticks (USER_HZ), keyed by CPU number."""
+    out: dict[int, dict[str, int]] = {}
+    path = _proc(root, "proc/stat")
+    try:
+        text = _read(path)
+    except OSError as exc:
+        raise CollectorProblem(f"cannot read {path}: {exc.strerror}") from None
+    for line in text.splitlines():
+        words = line.split()
+        if not words or not words[0].startswith("cpu") or words[0] == "cpu":
+            continue
+        try:
+            cpu = int(words[0][3:])
+            values = [int(w) for w in words[1:]]
+        except ValueError:
+            raise CollectorProblem(f"{path}: {line[:80]!r} is not a per-CPU line (cpuN and numbers)") from None
+        if len(values) < 8:  # steal (2.6.11) is the last column every kernel of these machines writes
+            raise CollectorProblem(f"{path}: {words[0]} has {len(values)} columns, not the 8 or more of "
+                                   "user nice system idle iowait irq softirq steal")
+        out[cpu] = dict(zip(STAT_FIELDS, values))
+    if not out:
+        raise CollectorProblem(f"{path} has no per-CPU lines (cpu0 ...)")
+    return out
+
+
+def read_uptime(root: str = "/") -> float | None:
+    """/proc/uptime's first figure (seconds since boot, 0.01 s); None when unreadable."""
+    try:
+        return float(_read(_proc(root, "proc/uptime")).split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def read_per_cpu_counts(root: str, rel: str) -> tuple[list[int], dict[str, tuple[str, list[int]]]]:
+    """/proc/interrupts or /proc/softirqs: (the header's CPU numbers, {label: (description, count per column)}).
+    A line with fewer counts than CPUs (``ERR:``, ``MIS:``: one system-wide count) is left out: it belongs to no
+    CPU. None of it is fatal: an unreadable file gives no rows (the leak then says it was not seen)."""
+    try:
+        lines = _read(_proc(root, rel)).splitlines()
+    except OSError:
+        return [], {}
+    if not lines:
+        return [], {}
+    try:
+        cpus = [int(w[3:]) for w in lines[0].split() if w.startswith("CPU")]
+    except ValueError:
+        return [], {}
+    rows: dict[str, tuple[str, list[int]]] = {}
+    for line in lines[1:]:
+        label, colon, rest = line.partition(":")
+        if not colon:
+            continue
+        words = rest.split()
+        counts: list[int] = []
+        for w in words[:len(cpus)]:
+            if not w.isdigit():
+                break
+            counts.append(int(w))
+        if len(counts) < len(cpus) or not cpus:
+            continue
+        rows[label.strip()] = (" ".join(words[len(cpus):]), counts)
+    return cpus, rows
+
+
+@dataclass
+class TaskSample:
+    pid: int  # the thread group (process) it belongs to
+    comm: str
+    cpu: int | None  # the CPU it last ran on (/proc/PID/task/TID/stat field 39, "processor")
+    run_s: float  # its CPU time so far: schedstat's run time (ns) where the file exists, else utime + stime
+
+
+def scan_tasks(root: str = "/") -> dict[int, TaskSample]:
+    """Every task (thread) of the host: tid -> where it last ran and its CPU time so far. A task that ends
+    between listing and reading is left out."""
+    out: dict[int, TaskSample] = {}
+    proc = _proc(root, "proc")
+    try:
+        pids = [int(n) for n in os.listdir(proc) if n.isdigit()]
+    except OSError:
+        return out
+    for pid in pids:
+        try:
+            tids = [int(n) for n in os.listdir(os.path.join(proc, str(pid), "task")) if n.isdigit()]
+        except OSError:
+            continue
+        for tid in tids:
+            base = os.path.join(proc, str(pid), "task", str(tid))
+            try:
+                text = _read(os.path.join(base, "stat"))
+                lpar, rpar = text.index("("), text.rindex(")")
+                rest = text[rpar + 2:].split()
+                comm = text[lpar + 1:rpar]
+                cpu = int(rest[36]) if len(rest) > 36 else None
+                run_s = (int(rest[11]) + int(rest[12])) / CLK_TCK
+            except (OSError, ValueError, IndexError):
+                continue
+            try:
+                run_s = int(_read(os.path.join(base, "schedstat")).split()[0]) / 1e9
+            except (OSError, ValueError, IndexError):
+                pass
+            out[tid] = TaskSample(pid, comm, cpu, run_s)
+    return out
+
+
+class OnSetTracker:
+    """Which tasks other than the measured QEMU processes ran on the set, and how much CPU time they used there.
+
+    Every ``interval`` seconds every task is read (:func:`scan_tasks`); the CPU time a task used between two
+    scans is counted on the set when the later scan finds it last ran on a CPU of the set. Approximate by
+    nature (a task that moved between the set and the rest inside one interval is counted by where it was last;
+    one that started and ended between two scans is not seen), so the record says how it was made."""
+
+    def __init__(self, cpus: set[int], exclude: set[int], root: str, interval: float = SCAN_INTERVAL) -> None:
+        self.cpus, self.exclude, self.root, self.interval = cpus, exclude, root, interval
+        self._last: dict[int, TaskSample] = {}
+        self._on: dict[int, float] = {}  # tid -> CPU seconds seen on the set
+        self._names: dict[int, tuple[int, str]] = {}
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+        self.scans = 0
+
+    def _scan(self) -> None:
+        now = scan_tasks(self.root)
+        with self._lock:
+            for tid, s in now.items():
+                if s.pid in self.exclude:
+                    continue
+                before = self._last.get(tid)
+                if before is not None and s.cpu in self.cpus and s.run_s > before.run_s:
+                    self._on[tid] = self._on.get(tid, 0.0) + (s.run_s - before.run_s)
+                    self._names[tid] = (s.pid, s.comm)
+            self._last = now
+            self.scans += 1
+
+    def start(self) -> None:
+        self._scan()
+        self._thread = threading.Thread(target=self._loop, name="on-set-scan", daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval):
+            self._scan()
+
+    def stop(self) -> list[dict[str, Any]]:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        self._scan()
+        by_pid: dict[int, dict[str, Any]] = {}
+        leaders = {tid: s.comm for tid, s in self._last.items() if tid == s.pid}
+        for tid, cpu_s in self._on.items():
+            pid, comm = self._names[tid]
+            entry = by_pid.setdefault(pid, {"pid": pid, "comm": leaders.get(pid, comm), "cpu_s": 0.0, "threads": 0})
+            entry["cpu_s"] += cpu_s
+            entry["threads"] += 1
+        rows = sorted(by_pid.values(), key=lambda e: (-e["cpu_s"], e["pid"]))
+        for r in rows:
+            r["cpu_s"] = round(r["cpu_s"], 4)
+        return rows
+
+    def abort(self) -> None:
+        self._stop.set()
+
+
+def _cpulist(cpus: Any) -> str:
+    out: list[list[int]] = []
+    for cpu in sorted(set(cpus)):
+        if out and out[-1][1] == cpu - 1:
+            out[-1][1] = cpu
+        else:
+            out.append([cpu, cpu])
+    return ",".join(str(a) if a == b else f"{a}-{b}" for a, b in out)
+
+
+def parse_cpulist(text: str) -> list[int]:
+    """``"0-2,5"`` -> ``[0, 1, 2, 5]`` (the kernel's cpulist format); ValueError names the problem."""
+    cpus: set[int] = set()
+    for part in str(text).split(","):
+        lo_s, dash, hi_s = part.strip().partition("-")
+        if not lo_s.isdigit() or (dash and not hi_s.isdigit()):
+            raise ValueError(f"{text!r} is not a CPU list like 2-3 or 0,2,4")
+        lo, hi = int(lo_s), int(hi_s) if dash else int(lo_s)
+        if hi < lo:
+            raise ValueError(f"{part.strip()!r}: the range goes backwards")
+        cpus.update(range(lo, hi + 1))
+    return sorted(cpus)
+
+
+def start_perf(target: list[str], events: list[str]) -> tuple[subprocess.Popen[str], str]:
+    """``perf stat -x, -e EVENTS TARGET -o FILE`` started and holding its SIGINT handler: (process, file)."""
+    fd, out = tempfile.mkstemp(prefix="stormatrix-perf-", suffix=".csv")
+    os.close(fd)
+    proc = subprocess.Popen([PERF, "stat", "-x,", "-e", ",".join(events), *target, "-o", out],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            env=perfstat.perf_env())  # LC_ALL=C: 42.52, never a decimal comma inside the CSV
+    wait_for_sigint_handler(proc.pid)
+    return proc, out
+
+
+def stop_perf(proc: subprocess.Popen[str], out: str) -> dict[str, perfstat.PerfEvent]:
+    """SIGINT to a :func:`start_perf` process and its counts (CollectorProblem when it wrote none)."""
+    proc.send_signal(signal.SIGINT)
+    try:
+        _, err = proc.communicate(timeout=15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        _, err = proc.communicate()
+    rc = proc.returncode
+    try:
+        text = Path(out).read_text()
+    except OSError:
+        text = ""
+    finally:
+        Path(out).unlink(missing_ok=True)
+    events = perfstat.parse(text).events  # a line no layout fits is perf's own chatter: skipped
+    if not events:
+        raise CollectorProblem(f"perf stat produced no counts (exit {rc}): {(err or '').strip()[-300:]}")
+    return events
+
+
+@dataclass
+class CpuSetCollector:
+    """Measure a set of host CPUs system-wide between :meth:`start` and :meth:`stop` (issue 33, technote 004's
+    scope: the CPUs that carry the guest, QEMU's threads, the kernel's I/O work and its interrupts).
+
+    - ``perf stat -a -C SET -e context-switches,task-clock[,cycles:u,cycles:k]``: every context switch on the
+      set (to and from idle included), and the cycles where the machine has the counters. perf's task-clock
+      in this mode is the set's elapsed time, idle included (journaled under ``perf``, never used as work).
+    - /proc/stat per CPU: user, nice, system, irq, softirq, steal (``cpu_stat``, seconds summed over the set)
+      and idle, iowait, which are not work. ``cpu_total`` (the set's CPU time) is its busy time: the set's
+      elapsed time (/proc/uptime) times its CPU count minus idle and iowait (the kernel measures idle periods
+      exactly on a tickless kernel, while the work columns are sampled at the tick); where /proc/uptime
+      cannot be read it is the work columns' sum. ``cpu_total_source`` says which.
+    - ``leak``: /proc/interrupts and /proc/softirqs deltas on the CPUs outside the set, by kind, and the
+      same on the set, so a reader sees the share of the I/O path's interrupts that escaped.
+    - ``on_set``: the other tasks that ran on the set (:class:`OnSetTracker`).
+
+    ``exclude`` names the measured QEMU processes (their figures are the result's ``process``); ``root`` is
+    where /proc is read (a fake tree in tests and the Proxmox stand-in)."""
+
+    cpus: list[int]
+    use_perf: bool | None = None
+    root: str = "/"
+    exclude: tuple[int, ...] = ()
+    scan_interval: float = SCAN_INTERVAL
+
+    def __post_init__(self) -> None:
+        self._perf: subprocess.Popen[str] | None = None
+        self._perf_out = ""
+        self._stat0: dict[int, dict[str, int]] = {}
+        self._up0: float | None = None
+        self._irq0: tuple[list[int], dict[str, tuple[str, list[int]]]] = ([], {})
+        self._soft0: tuple[list[int], dict[str, tuple[str, list[int]]]] = ([], {})
+        self._tracker: OnSetTracker | None = None
+        self._t0 = 0.0
+        self.cycles = False
+
+    def start(self) -> None:
+        stat = read_cpu_stat(self.root)
+        missing = sorted(set(self.cpus) - set(stat))
+        if not self.cpus or missing:
+            raise CollectorProblem(f"CPU {_cpulist(missing) or '(none)'} of the set {_cpulist(self.cpus)} is not a "
+                                   f"CPU of this host (/proc/stat has {_cpulist(stat)})")
+        if self.use_perf is None:
+            self.use_perf = perf_available()
+        if self.use_perf:
+            self.cycles = cycles_supported()
+            events = ["context-switches", "task-clock"] + (["cycles:u", "cycles:k"] if self.cycles else [])
+            self._perf, self._perf_out = start_perf(["-a", "-C", _cpulist(self.cpus)], events)
+        self._tracker = OnSetTracker(set(self.cpus), set(self.exclude), self.root, self.scan_interval)
+        self._tracker.start()
+        self._irq0 = read_per_cpu_counts(self.root, "proc/interrupts")
+        self._soft0 = read_per_cpu_counts(self.root, "proc/softirqs")
+        self._up0 = read_uptime(self.root)
+        self._stat0 = read_cpu_stat(self.root)
+        self._t0 = time.monotonic()
+
+    def abort(self) -> None:
+        if self._tracker is not None:
+            self._tracker.abort()
+        proc, self._perf = self._perf, None
+        if proc is not None:
+            try:
+                stop_perf(proc, self._perf_out)
+            except CollectorProblem:
+                pass
+
+    def stop(self) -> dict[str, Any]:
+        t1 = time.monotonic()
+        try:
+            stat1 = read_cpu_stat(self.root)
+            up1 = read_uptime(self.root)
+            irq1 = read_per_cpu_counts(self.root, "proc/interrupts")
+            soft1 = read_per_cpu_counts(self.root, "proc/softirqs")
+            on_set = self._tracker.stop() if self._tracker is not None else []
+        finally:
+            proc, self._perf = self._perf, None
+            perf = stop_perf(proc, self._perf_out) if proc is not None else {}
+        return self._result(stat1, up1, irq1, soft1, on_set, perf, t1 - self._t0)
+
+    def _result(self, stat1: dict[int, dict[str, int]], up1: float | None, irq1: Any, soft1: Any,
+                on_set: list[dict[str, Any]], perf: dict[str, perfstat.PerfEvent], window_s: float) -> dict[str, Any]:
+        tick = 1.0 / CLK_TCK
+        why: dict[str, str] = {}
+        cols = {k: 0.0 for k in STAT_FIELDS}
+        per_cpu: dict[str, dict[str, float]] = {}
+        for cpu in self.cpus:
+            a, b = self._stat0.get(cpu, {}), stat1.get(cpu, {})
+            row = {k: round((b[k] - a[k]) * tick, 4) for k in STAT_FIELDS if k in a and k in b}
+            per_cpu[str(cpu)] = row
+            for k, v in row.items():
+                cols[k] += v
+        work = sum(cols[k] for k in WORK_FIELDS)
+        user, system = cols["user"] + cols["nice"], cols["system"] + cols["irq"] + cols["softirq"]
+        busy: float | None = None
+        if self._up0 is not None and up1 is not None:
+            busy = max((up1 - self._up0) * len(self.cpus) - cols["idle"] - cols["iowait"], 0.0)
+            time_source = ("/proc/stat: the set's elapsed time (/proc/uptime x its CPUs) minus idle and iowait "
+                           "(clock ticks)")
+        else:
+            time_source = "/proc/stat: user + nice + system + irq + softirq + steal of the set (clock ticks)"
+        cpu_time = busy if busy is not None else work
+        ctx = None
+        cs = perf.get("context-switches")
+        if cs is not None and cs.value is not None:
+            ctx = cs.value
+        else:
+            why["ctx_switches"] = ("perf did not run here: a CPU's context switches have no per-CPU count in /proc "
+                                   "(/proc/stat's ctxt is the whole host's)" if not perf else
+                                   "perf counted no context-switches on the set")
+        cycles = None
+        cu, ck = perf.get("cycles:u"), perf.get("cycles:k")
+        if cu and ck and cu.value is not None and ck.value is not None:
+            cycles = {"user": cu.value, "kernel": ck.value}
+        if cycles:
+            metric, unit, split = "cycles", "cycles", "perf -a -C cycles:u / cycles:k"
+            total, cu_v, ck_v = cycles["user"] + cycles["kernel"], cycles["user"], cycles["kernel"]
+            total_source = "perf -a -C cycles:u + cycles:k (the set, system-wide)"
+        else:
+            metric, unit = "cpu_time", "s"
+            split = "/proc/stat user + nice / system + irq + softirq of the set (clock ticks; steal in cpu_stat)"
+            total, cu_v, ck_v, total_source = cpu_time, user, system, time_source
+        outside = sorted(set(stat1) - set(self.cpus))
+        out: dict[str, Any] = {
+            "cpu_metric": metric, "cpu_unit": unit, "cpu_total": total, "cpu_user": cu_v, "cpu_system": ck_v,
+            "cpu_split": split, "cpu_total_source": total_source,
+            "cpu_time_s": {"total": cpu_time, "user": user, "system": system, "steal": cols["steal"],
+                           "work_ticks": work},
+            "cpu_stat": {k: round(v, 4) for k, v in cols.items()}, "per_cpu": per_cpu,
+            "cycles": cycles, "ctx_switches": ctx,
+            "source": "perf+proc" if perf else "proc", "scope": "cpus", "cpus": _cpulist(self.cpus),
+            "window_s": window_s,
+            "leak": _leak(set(self.cpus), outside, self._irq0, irq1, self._soft0, soft1),
+            "on_set": on_set[:ON_SET_LIMIT],
+            "on_set_source": (f"every task's /proc/PID/task/TID/stat (processor) and schedstat, read every "
+                              f"{self.scan_interval:g} s ({self._tracker.scans if self._tracker else 0} scans): the "
+                              "CPU time a task used between two scans counts when it last ran on the set; the "
+                              "measured QEMU processes are left out (their figures are under process)"),
+            "perf": {k: {"value": v.value, "unit": v.unit, "status": v.status} for k, v in perf.items()},
+        }
+        if len(on_set) > ON_SET_LIMIT:
+            rest = on_set[ON_SET_LIMIT:]
+            out["on_set_rest"] = {"tasks": len(rest), "cpu_s": round(sum(r["cpu_s"] for r in rest), 4)}
+        if why:
+            out["null_reasons"] = dict(sorted(why.items()))
+        return out
+
+
+def _leak(inside: set[int], outside: list[int], irq0: Any, irq1: Any, soft0: Any, soft1: Any) -> dict[str, Any]:
+    """The window's interrupts and softirqs on the CPUs outside the set and on it, by kind (only kinds that
+    changed). ``io_interrupts``: the numbered (device) interrupt lines; ``io_softirqs``: :data:`IO_SOFTIRQS`."""
+    out: dict[str, Any] = {"outside_cpus": _cpulist(outside)}
+    for name, (c0, rows0), (c1, rows1) in (("interrupts", irq0, irq1), ("softirqs", soft0, soft1)):
+        if not c1 or c0 != c1:
+            out[name] = None
+            out.setdefault("null_reasons", {})[name] = (f"/proc/{name} could not be read at both ends of the window"
+                                                        if not c1 or not c0 else
+                                                        f"/proc/{name}'s CPUs changed during the window")
+            continue
+        kinds: dict[str, dict[str, Any]] = {}
+        io = {"outside": 0, "on_set": 0}
+        for label, (desc, counts1) in rows1.items():
+            before = rows0.get(label)
+            counts0 = before[1] if before else [0] * len(counts1)
+            d = {"outside": 0, "on_set": 0}
+            for cpu, a, b in zip(c1, counts0, counts1):
+                d["on_set" if cpu in inside else "outside"] += max(b - a, 0)
+            if not (d["outside"] or d["on_set"]):
+                continue
+            if name == "interrupts":
+                kinds[label] = {"name": desc, **d}
+                if label.isdigit():
+                    io = {k: io[k] + d[k] for k in io}
+            else:
+                kinds[label] = d
+                if label in IO_SOFTIRQS:
+                    io = {k: io[k] + d[k] for k in io}
+        out[name] = kinds
+        out[f"io_{name}"] = io
+    return out
+
+
+def with_process(cpu_set: dict[str, Any], process: dict[str, Any] | None) -> dict[str, Any]:
+    """The host block of a CPU-set window: the set's figures in the usual keys, the QEMU process's (the same
+    keys, as :class:`WindowCollector` gives them) under ``process``, and the process's per-thread split
+    (``by_role``, ``threads``, ``pid``) where readers look for it: those are QEMU's threads, whatever the scope."""
+    out = dict(cpu_set)
+    out["process"] = process
+    if process is not None:
+        for key in ("by_role", "threads", "pid", "split_approximate"):
+            if key in process:
+                out[key] = process[key]
+    else:
+        out.setdefault("null_reasons", {})["process"] = "no QEMU process was named to measure beside the set"
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description="Measure one process's CPU and context switches until "
                                              "a line arrives on stdin; print JSON.")
-    ap.add_argument("--pid", type=int, required=True)
+    ap.add_argument("--pid", type=int, help="the QEMU process (required without --cpus)")
+    ap.add_argument("--cpus", help="a kernel CPU list (e.g. 1 or 2-3): measure these CPUs system-wide, with the "
+                                   "process's figures (--pid) under 'process'")
+    ap.add_argument("--root", default="/", help="where /proc is read (default /; a fake tree for tests)")
     ap.add_argument("--roles", help="JSON file mapping thread id -> role")
     ap.add_argument("--no-perf", action="store_true", help="use /proc accounting only")
     args = ap.parse_args(argv)
+    if args.pid is None and not args.cpus:
+        ap.error("give --pid PID, --cpus LIST, or both")
+    try:
+        cpus = parse_cpulist(args.cpus) if args.cpus else None
+    except ValueError as exc:
+        ap.error(f"--cpus: {exc}")
     roles = {}
     if args.roles:
         roles = {int(k): v for k, v in json.loads(Path(args.roles).read_text()).items()}
-    c = WindowCollector(args.pid, roles, use_perf=False if args.no_perf else None)
+    use_perf = False if args.no_perf else None
+    c = WindowCollector(args.pid, roles, use_perf=use_perf, root=args.root) if args.pid is not None else None
+    cs = CpuSetCollector(cpus, use_perf=use_perf, root=args.root,
+                         exclude=(args.pid,) if args.pid else ()) if cpus else None
     try:
-        c.start()
+        if cs is not None:  # the set's window holds the process's: set >= process by construction
+            cs.start()
+        try:
+            if c is not None:
+                c.start()
+        except CollectorProblem:
+            if cs is not None:
+                cs.abort()
+            raise
         print("started", flush=True)
         sys.stdin.readline()
-        print(json.dumps(c.stop()), flush=True)
+        try:
+            proc = c.stop() if c is not None else None
+        finally:
+            host = cs.stop() if cs is not None else None
+        print(json.dumps(with_process(host, proc) if host is not None else proc), flush=True)
     except CollectorProblem as exc:
         print(json.dumps({"error": str(exc)}), flush=True)
         return 1

@@ -23,7 +23,8 @@ from ..core.model import DiskConfig
 from ..core.scope import (ROLE_IOTHREAD, ROLE_MAIN, ROLE_OTHER, ROLE_VCPU, ROLE_WORKER, BlockStats, GuestEndpoint,
                           HostScope, format_cpuset, parse_cpuset)
 from ..core.settings import RunSettings
-from ..spec import MatrixSpec
+from ..core.errors import MatrixError
+from ..spec import HostSettings, MatrixSpec, host_settings
 
 log = logging.getLogger("stormatrix.backend")
 
@@ -60,6 +61,11 @@ class Backend(ABC):
     controllers: ClassVar[frozenset[str]]
     #: executor used when the matrix says executor = "auto"
     default_executor: ClassVar[str] = "local-agent"
+    #: ``[host] scope`` when the matrix names none, and the scopes this backend can measure (issue 33)
+    default_host_scope: ClassVar[str] = "process"
+    host_scopes: ClassVar[frozenset[str]] = frozenset({"process"})
+    #: why a scope outside :attr:`host_scopes` cannot be measured here (said with the refusal)
+    host_scope_why: ClassVar[str] = ""
 
     def __init__(self, settings: RunSettings, workdir: Path) -> None:
         #: what the run is of: a matrix (a :class:`~stormatrix.spec.MatrixSpec`, whose backends read its grid too)
@@ -221,6 +227,22 @@ class Backend(ABC):
     def console_tail(self, limit: int = 800) -> str:
         """The end of the guest's console, for a failed cell's journal entry ("" where there is none)."""
         return ""
+
+    @classmethod
+    def host(cls, spec: MatrixSpec) -> HostSettings:
+        """The matrix's ``[host]`` for this backend (its default scope where the matrix names none); a scope it
+        cannot measure, or a key of another backend's, is a :class:`MatrixError` (plan and run call this).
+        A backend that measures a CPU set checks the set itself (it knows the host)."""
+        host = host_settings(spec, cls.default_host_scope)
+        if host.scope not in cls.host_scopes:
+            why = f": {cls.host_scope_why}" if cls.host_scope_why else ""
+            raise MatrixError(spec.path, "[host] scope", f"{host.scope!r} cannot be measured on the {cls.name} backend "
+                              f"(it measures: {', '.join(sorted(cls.host_scopes))}){why}",
+                              f"set scope = \"{cls.default_host_scope}\" or remove it")
+        if host.scope != "cpus" and host.cpus:
+            raise MatrixError(spec.path, "[host] cpus", "a CPU set is measured only with scope = \"cpus\" (this "
+                              f"matrix measures {host.scope!r})", "remove cpus, or set [host] scope = \"cpus\"")
+        return host
 
     @classmethod
     def plan_notes(cls, spec: MatrixSpec) -> list[str]:

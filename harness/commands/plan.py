@@ -29,6 +29,7 @@ def run(args: argparse.Namespace) -> int:
     check_guest_backend(spec)
     check_executor_spec(spec)
     cls = backend_class(spec.run["backend"])
+    cls.host(spec)  # [host]: a scope or CPU set this backend cannot measure is refused at plan time
     plan = expand(spec, backend_controllers=cls.controllers)
     out = sys.stdout
     timing = spec.timing

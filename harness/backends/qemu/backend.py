@@ -21,19 +21,22 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from ... import guestimage
-from ...core.errors import EnvironmentProblem, QmpError, VmStartError
+from ...collect import CpuSetHostCollector
+from ...core.errors import EnvironmentProblem, MatrixError, QmpError, VmStartError
 from ...core.model import CONTROLLERS, DiskConfig
 from ...core.paths import disk_image_problem, executable_problem
 from ...core.scope import BlockStats, GuestEndpoint, HostScope, format_cpuset
-from ...spec import Field, MatrixSpec, Section
+from ...spec import Field, HostSettings, MatrixSpec, Section
+from ...host.collector import WindowCollector
 from ..base import Backend
 from .devices import PCI_ADDR, disk_devices, drive_option, pci_addr
-from .pinning import PinPlan, PlacementCollector, ThreadPinner, check_setting, plan_pinning
+from .pinning import PinPlan, PlacementCollector, ThreadPinner, check_setting, plan_pinning, plan_placement
 from .state import StateCache, binary_identity, key_disk, state_key
 from .vm import (QBOOT, QEMU_BINARY, DiskClaim, QemuVm, VmSpec, claim_test_disks, ensure_test_disk,
                  free_test_disks, image_in_use, kill_stale, qemu_version, socket_path_problem)
 
-__all__ = ["QEMU_SECTION", "QemuBackend", "PCI_ADDR", "disk_devices", "drive_option", "pci_addr", "QBOOT",
+__all__ = ["QEMU_SECTION", "QemuBackend", "plan_pinning", "PCI_ADDR", "disk_devices", "drive_option", "pci_addr",
+           "QBOOT",
            "QEMU_BINARY", "QemuVm", "VmSpec", "ensure_test_disk", "free_test_disks", "image_in_use", "kill_stale",
            "qemu_version", "DiskClaim", "claim_test_disks"]
 
@@ -104,9 +107,10 @@ QEMU_SECTION = Section("qemu", {
                      "does not answer is deleted with a warning and the VM boots. Not with disk_path (the VM "
                      "boots). Each cell record's times.vm_start says how its VM started"),
     "pin_threads": Field(str, "auto", check=check_setting,
-                         help="pin QEMU's threads for each measurement window: auto (where the host has two or "
-                              "more CPUs: vCPUs on the last CPU, main loop, iothreads, aio workers and the harness "
-                              "on the others), on, off, or VCPU_CPUS/OTHER_CPUS such as \"1/0\""),
+                         help="with [host] scope = \"process\": pin QEMU's threads for each measurement window: auto "
+                              "(where the host has two or more CPUs: vCPUs on the last CPU, main loop, iothreads, aio "
+                              "workers and the harness on the others), on, off, or VCPU_CPUS/OTHER_CPUS such as "
+                              "\"1/0\". Under scope \"cpus\" (the default) every QEMU thread runs on [host] cpus"),
 }, help="the local QEMU backend",
    may_change_on_resume=frozenset({"boot_ahead", "boot_ahead_depth", "overlap", "pipeline",
                                    "prepare_ahead", "restore"}))
@@ -165,6 +169,8 @@ class QemuBackend(Backend):
     name = "qemu"
     controllers = frozenset(c for c, (bus, _) in CONTROLLERS.items() if bus != "esxi")
     default_executor = "local-agent"
+    default_host_scope = "cpus"
+    host_scopes = frozenset({"cpus", "process"})
     VM_NAMES = ("stormatrix-vm", "stormatrix-vm-b", "stormatrix-vm-c", "stormatrix-vm-d", "stormatrix-vm-e")
     spec: MatrixSpec  # a matrix run's: the backend reads its grid (the test disk's slot)
 
@@ -192,6 +198,7 @@ class QemuBackend(Backend):
         self._paused: list[tuple[QemuVm, float]] = []
         self.pin_plan: PinPlan | None = None
         self.pin_note = ""
+        self.host_cfg = HostSettings(scope=self.default_host_scope, scope_given=False)
         self._pinner: ThreadPinner | None = None
         self._stopping: list[tuple[QemuVm, threading.Thread]] = []  # VMs being stopped off the critical path
         self._finishing: list[QemuVm] = []  # handed off after their window: sending their result (hand_off)
@@ -234,12 +241,40 @@ class QemuBackend(Backend):
         return self.aheads[0] if self.aheads else None
 
     @classmethod
+    def host(cls, spec: MatrixSpec) -> HostSettings:
+        """``[host]`` on this machine: the CPU set checked against the CPUs this process may use (it must exist and
+        leave one for the harness); with one usable CPU and no scope in the matrix, the process is measured."""
+        host = super().host(spec)
+        for key in ("interfaces", "irqs"):
+            if getattr(host, key):
+                raise MatrixError(spec.path, f"[host] {key}", "is steered on a Proxmox node only: the local backend's "
+                                  "test disk is a file QEMU reads itself, with no storage NIC or interrupt to steer",
+                                  f"remove {key} (or run on backend = \"proxmox\")")
+        plan, _ = cls._placement(spec, host)
+        if host.scope == "cpus" and plan is None:
+            return replace(host, scope="process")
+        return host
+
+    @classmethod
+    def _placement(cls, spec: MatrixSpec, host: HostSettings) -> tuple[PinPlan | None, str]:
+        raw = spec.raw.get("qemu")
+        given = isinstance(raw, dict) and "pin_threads" in raw
+        return plan_placement(cls.options(spec)["pin_threads"], host, spec.path, pin_given=given)
+
+    @classmethod
     def plan_notes(cls, spec: MatrixSpec) -> list[str]:
-        plan, why = plan_pinning(cls.options(spec)["pin_threads"], spec.path)
+        host = cls.host(spec)
+        plan, why = cls._placement(spec, host)
         if plan is None:
-            notes = [f"QEMU's threads are not pinned ({why}): cells are exposed to the host scheduler's placement"]
+            notes = [f"QEMU's threads are not pinned ({why}): cells are exposed to the host scheduler's placement; "
+                     "the QEMU process is measured"]
+        elif plan.whole_qemu:
+            notes = [f"each measurement window: {plan.describe()}; each cell's host figures are the set's "
+                     "(its interrupts and softirqs outside the set, and the other tasks on it, named), the QEMU "
+                     "process's beside them"]
         else:
-            notes = [f"each measurement window: {plan.describe()}"]
+            notes = [f"each measurement window: {plan.describe()}; the QEMU process is measured ([host] scope = "
+                     "\"process\")"]
         if cls.restores(spec):
             notes.append(f"VMs start from their saved booted states in {cls.states_root()} where there is one; a "
                          "device set's first VM boots and saves its state (~2-4 s once)")
@@ -252,7 +287,8 @@ class QemuBackend(Backend):
         problem = socket_path_problem(self.workdir / "vm", max(self.VM_NAMES[:count], key=len))
         if problem:
             raise EnvironmentProblem(problem)
-        self.pin_plan, self.pin_note = plan_pinning(self.opts["pin_threads"], self.spec.path)
+        self.host_cfg = self.host(self.spec)
+        self.pin_plan, self.pin_note = self._placement(self.spec, self.host_cfg)
         version = qemu_version(self.opts["binary"])
         self.image = guestimage.build()
         if self.restores(self.spec):
@@ -282,7 +318,20 @@ class QemuBackend(Backend):
                                   if self.opts["restore"] else "[qemu] restore = false: every VM boots"}),
                 "pin_threads": ({"vcpu_cpus": format_cpuset(self.pin_plan.vcpu_cpus),
                                  "other_cpus": format_cpuset(self.pin_plan.other_cpus)}
-                                if self.pin_plan else {"off": self.pin_note})}
+                                if self.pin_plan and not self.pin_plan.whole_qemu else
+                                {"off": "[host] scope = cpus: every QEMU thread runs on the measured set"}
+                                if self.pin_plan else {"off": self.pin_note}),
+                "host_scope": self.host_facts()}
+
+    def host_facts(self) -> dict[str, Any]:
+        """The run record's ``environment.host_scope``: which scope every cell measures, and where."""
+        plan = self.pin_plan
+        if plan is not None and plan.whole_qemu:
+            return {"scope": "cpus", "cpus": format_cpuset(plan.vcpu_cpus),
+                    "harness_cpus": format_cpuset(plan.other_cpus), "given": self.host_cfg.scope_given}
+        return {"scope": "qemu-process", "given": self.host_cfg.scope_given,
+                **({"note": self.pin_note} if self.host_cfg.scope == "process" and not self.host_cfg.scope_given
+                   and self.default_host_scope == "cpus" else {})}
 
     @staticmethod
     def states_root() -> Path:
@@ -567,7 +616,15 @@ class QemuBackend(Backend):
         self._pinner = self._pinner or ThreadPinner(self.pin_plan)
         try:
             self._pinner.pin(self.vm.pid, self.vm.thread_roles())
+            if self.pin_plan.whole_qemu:  # the paused VMs booting ahead are not the VM under test: off the set
+                for ahead in self.aheads:
+                    if ahead.alive():
+                        self._pinner.keep_off(ahead.pid)
         except OSError as exc:
+            if self.pin_plan.whole_qemu:
+                raise EnvironmentProblem(f"[host] scope = \"cpus\": confining QEMU {self.vm.pid}'s threads to CPU "
+                                         f"{format_cpuset(self.pin_plan.vcpu_cpus)} failed: {exc}. Set [host] scope = "
+                                         "\"process\" to measure the QEMU process instead") from None
             raise EnvironmentProblem(f"[qemu] pin_threads: pinning QEMU {self.vm.pid}'s threads failed: {exc}. "
                                      "Set pin_threads = \"off\" to measure unpinned") from None
 
@@ -582,6 +639,12 @@ class QemuBackend(Backend):
         return {"pinned": False, "reason": self.pin_note or "the window was not pinned"}
 
     def collector_factory(self, scope: HostScope) -> Any:
+        """The window's host collector, with the placement added: under [host] scope = "cpus" the set measured
+        system-wide with the QEMU process's figures beside it, else the QEMU process."""
+        if self.pin_plan is not None and self.pin_plan.whole_qemu:
+            process = WindowCollector(scope.pid, dict(scope.threads))
+            return PlacementCollector(CpuSetHostCollector(list(self.pin_plan.vcpu_cpus), process,
+                                                          exclude=(scope.pid,)), self.placement)
         return PlacementCollector(super().collector_factory(scope), self.placement)
 
     def window_closed(self) -> dict[str, Any] | None:

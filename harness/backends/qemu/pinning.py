@@ -1,5 +1,13 @@
 """Repeatable cells: QEMU's threads pinned for the measurement window, and put back after it.
 
+Two placements, by the matrix's ``[host] scope`` (issue 33):
+
+- ``"cpus"`` (the qemu backend's default): EVERY thread of the QEMU under test runs on the measured set
+  (``[host] cpus``, by default the last usable CPU), and the harness, its collector (and the perf it starts)
+  and the VMs booting ahead (paused) on the other CPUs, so the set carries the guest, QEMU's threads and the
+  kernel's work for them, and is measured system-wide (technote 004's scope). :func:`plan_placement`.
+- ``"process"``: ``[qemu] pin_threads`` as below; the collector measures the QEMU process.
+
 Measured without pinning, the same configuration gives context switches per MiB of about 140 or about
 270, decided by whether the scheduler puts the vCPU thread and QEMU's main loop on the same core —
 host placement, not the controller. So while the window is open:
@@ -25,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from ...core.errors import MatrixError
+from ...spec import HostSettings
 from ...core.scope import ROLE_IOTHREAD, ROLE_MAIN, ROLE_OTHER, ROLE_VCPU, ROLE_WORKER, format_cpuset, parse_cpuset
 
 log = logging.getLogger("stormatrix.qemu")
@@ -52,8 +61,14 @@ class PinPlan:
 
     vcpu_cpus: tuple[int, ...]
     other_cpus: tuple[int, ...]
+    #: [host] scope = "cpus": every QEMU thread on ``vcpu_cpus`` (the measured set), not only the vCPUs
+    whole_qemu: bool = False
 
     def describe(self) -> str:
+        if self.whole_qemu:
+            return ("every QEMU thread (vCPUs, main loop, iothreads, aio workers) on CPU "
+                    f"{format_cpuset(self.vcpu_cpus)}, which is measured system-wide ([host] scope = \"cpus\"); the "
+                    f"harness, its collector and the VMs booting ahead on CPU {format_cpuset(self.other_cpus)}")
         return (f"vCPU threads on CPU {format_cpuset(self.vcpu_cpus)}; QEMU's main loop, iothreads and aio "
                 f"workers, and the harness and its collector, on CPU {format_cpuset(self.other_cpus)}")
 
@@ -91,6 +106,45 @@ def plan_pinning(value: str, path: str, cpus: list[int] | None = None) -> tuple[
                           f"give CPUs out of {format_cpuset(cpus)}, e.g. pin_threads = "
                           f"\"{cpus[-1]}/{format_cpuset(cpus[:-1]) or cpus[-1]}\", or \"off\"")
     return plan, "given"
+
+
+HOST_KEY = "[host] cpus"
+
+
+def plan_placement(pin_threads: str, host: HostSettings, path: str, *, pin_given: bool = False,
+                   cpus: list[int] | None = None) -> tuple[PinPlan | None, str]:
+    """The window's placement for ``[host]`` (resolved) and ``[qemu] pin_threads`` on a host whose usable CPUs
+    are ``cpus``: (plan or None, why). Scope "process": :func:`plan_pinning`. Scope "cpus": every QEMU thread
+    on the set (``host.cpus``, else the last usable CPU), everything else on the rest; a CPU the host does not
+    offer, a set that leaves no CPU for the harness, a pin_threads given with it, are :class:`MatrixError`
+    naming the key and the fix. With fewer than two usable CPUs and no scope in the matrix: (None, why), and
+    the backend measures the process (:meth:`QemuBackend.host` says so)."""
+    cpus = usable_cpus() if cpus is None else cpus
+    if host.scope != "cpus":
+        return plan_pinning(pin_threads, path, cpus)
+    if pin_given:
+        raise MatrixError(path, KEY, "applies under [host] scope = \"process\"; with scope \"cpus\" (the qemu "
+                          "backend's default) every QEMU thread runs on the measured set ([host] cpus) and the harness "
+                          "on the other CPUs", "remove pin_threads, or set [host] scope = \"process\" to keep it")
+    if not host.cpus and len(cpus) < 2:
+        if host.scope_given:
+            raise MatrixError(path, "[host] scope", "\"cpus\" needs two host CPUs (one measured, one for the "
+                              f"harness) and this process may use only CPU {format_cpuset(cpus)}",
+                              "set scope = \"process\", or run where two CPUs are available")
+        return None, f"one usable CPU ({format_cpuset(cpus)}): no CPU set can be kept for the VM alone"
+    chosen = list(host.cpus) or [cpus[-1]]
+    missing = sorted(set(chosen) - set(cpus))
+    example = f"cpus = \"{cpus[-1]}\"" if len(cpus) > 1 else "scope = \"process\""
+    if missing:
+        raise MatrixError(path, HOST_KEY, f"{format_cpuset(chosen)!r} names CPU {format_cpuset(missing)}, which this "
+                          f"host does not offer to this process (usable: {format_cpuset(cpus)})",
+                          f"give CPUs out of {format_cpuset(cpus)}, leaving one for the harness, e.g. {example}")
+    rest = sorted(set(cpus) - set(chosen))
+    if not rest:
+        raise MatrixError(path, HOST_KEY, f"{format_cpuset(chosen)!r} takes every usable CPU ({format_cpuset(cpus)}) "
+                          "and leaves none for the harness, its collector and everything else",
+                          f"leave at least one CPU out of the set, e.g. {example}")
+    return PinPlan(tuple(chosen), tuple(rest), whole_qemu=True), "[host] scope = cpus"
 
 
 def _tasks(pid: int) -> list[int]:
@@ -154,13 +208,23 @@ class ThreadPinner:
             raise OSError(f"QEMU {pid} named no vCPU thread (query-cpus-fast) to pin")
         try:
             for tid, role in self._roles.items():
-                self._set(tid, self.plan.vcpu_cpus if role == ROLE_VCPU else self.plan.other_cpus)
+                on_set = self.plan.whole_qemu or role == ROLE_VCPU
+                self._set(tid, self.plan.vcpu_cpus if on_set else self.plan.other_cpus)
             for tid in _tasks(os.getpid()):
                 self._set(tid, self.plan.other_cpus)
         except OSError:
             self.unpin()
             raise
         log.debug("pinned QEMU %d: %s", pid, self.plan.describe())
+
+    def keep_off(self, pid: int) -> None:
+        """Put every thread of another process of ours (a VM booting ahead, paused for the window) on the other
+        CPUs for the window; :meth:`unpin` gives each its own affinity back."""
+        for tid in _tasks(pid):
+            try:
+                self._set(tid, self.plan.other_cpus)
+            except OSError:
+                pass
 
     def release(self, pid: int) -> None:
         """Give a process started while the window is pinned (it inherited the harness's CPUs) the CPUs
@@ -179,6 +243,9 @@ class ThreadPinner:
         since :meth:`pin` (aio workers spawned in the window) with the CPUs they got."""
         out: dict[str, Any] = {"pinned": True, "vcpu_cpus": format_cpuset(self.plan.vcpu_cpus),
                                "other_cpus": format_cpuset(self.plan.other_cpus), "roles": {}}
+        if self.plan.whole_qemu:
+            out["scope"] = "cpus"
+            out["qemu_cpus"] = out["vcpu_cpus"]
         if self._pid is None:
             return out
         now = qemu_roles(self._pid, {t: r for t, r in self._roles.items() if r in (ROLE_VCPU, ROLE_IOTHREAD)})

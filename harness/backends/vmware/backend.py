@@ -99,6 +99,8 @@ class VmwareBackend(Backend):
     name = "vmware"
     controllers = frozenset(CONTROLLER_TYPES)
     default_executor = "fio-server"
+    host_scope_why = ("ESXi's CPU figures are its own, per VM (vSphere statistics or esxtop: [vmware] "
+                      "host_cpu_source), not a Linux CPU set")
     spec: MatrixSpec  # a matrix run's: the backend reads the executor's section (the test disk's serial)
 
     def __init__(self, spec: MatrixSpec, workdir: Path, *, runner: PwshRunner | None = None) -> None:

@@ -1,4 +1,4 @@
-"""``[qemu] pin_threads``: while a measurement window is open, the real QEMU's vCPU thread runs on one set of
+"""``[qemu] pin_threads`` (under ``[host] scope = "process"``; scope "cpus" is test_qemu_cpuset.py's): while a measurement window is open, the real QEMU's vCPU thread runs on one set of
 host CPUs and everything else of QEMU (main loop, iothreads, aio workers) and every thread of the harness
 on another; afterwards each thread has its own affinity back — also when the cell failed. Checked in
 ``/proc/<pid>/task/<tid>/status`` (``Cpus_allowed_list``): relations between sets, no timings, no
@@ -58,7 +58,7 @@ def raw_spec(**qemu: object) -> dict:
     return {"run": {"backend": "qemu", "ramp_seconds": 1, "measure_seconds": 2, "retries": 0},
             "matrix": {"controllers": ["sata"], "aio": ["native"], "cache": ["none"]},
             "workload": [{"name": "rr", "rw": "randread", "bs": "64k", "iodepth": 4, "rate_mib_s": 8}],
-            "qemu": {"disk_size_mib": 64, "boot_ahead": False, **qemu}}
+            "qemu": {"disk_size_mib": 64, "boot_ahead": False, **qemu}, "host": {"scope": "process"}}
 
 
 @pytest.mark.parametrize("value, problem", [
@@ -168,7 +168,7 @@ def test_every_record_says_where_the_threads_ran(tmp_path: Path) -> None:
         "[run]", "ramp_seconds = 1", "measure_seconds = 2", "retries = 0",
         "[matrix]", 'controllers = ["sata"]', 'aio = ["native"]', 'cache = ["none"]',
         "[[workload]]", 'name = "rr"', 'rw = "randread"', 'bs = "64k"', "iodepth = 4", "rate_mib_s = 8",
-        "[qemu]", f'disk_path = "{own_disk(tmp_path)}"']) + "\n")
+        "[qemu]", f'disk_path = "{own_disk(tmp_path)}"', "[host]", 'scope = "process"']) + "\n")
     own_before = affinities(os.getpid())
     summary = execute(matrix, tmp_path / "run", progress=False)
     assert summary["measured"] == 1 and not summary["failed"]
@@ -218,6 +218,6 @@ def test_plan_prints_where_the_threads_will_run(tmp_path: Path, capsys: pytest.C
     m = tmp_path / "m.toml"
     m.write_text('[run]\nname = "p"\nbackend = "qemu"\n[matrix]\ncontrollers = ["sata"]\naio = ["threads"]\n'
                  'cache = ["none"]\n[[workload]]\nname = "w"\nrw = "randread"\nbs = "4k"\n'
-                 '[qemu]\npin_threads = "off"\n')
+                 '[qemu]\npin_threads = "off"\n[host]\nscope = "process"\n')
     assert main(["plan", str(m)]) == 0
     assert "QEMU's threads are not pinned" in capsys.readouterr().out

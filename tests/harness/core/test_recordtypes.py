@@ -1,9 +1,11 @@
-"""One typed record per journal type (core/recordtypes.py): the harness builds them (records.py), journals
-``to_json()``, and analysis reads ``from_json()``. A line read and written again is the same line, a record
+"""One typed record per journal type (core/recordtypes.py), named once (core/journalfile.py): the harness builds
+them in one module (records.py; an executor adds only its own keys to a cell record), journals ``to_json()``, and
+analysis reads ``from_json()``. A line read and written again is the same line, a record
 built and read back is the same record, and a bad record names its file, line, key and fix."""
 
 from __future__ import annotations
 
+import ast
 import json
 from pathlib import Path
 from typing import Any
@@ -13,12 +15,12 @@ import pytest
 from stormatrix import records
 from stormatrix.analysis.journalrows import read_journal_rows
 from stormatrix.core.errors import DataFileError, GuestDisconnected, WorkloadFailed
-from stormatrix.core.journalfile import SCHEMA
+from stormatrix.core.journalfile import CELL_SKIPPED, RECORD_TYPES, RESTORED, RUN, SCHEMA
 from stormatrix.core.model import Cell, DiskConfig, Workload
 from stormatrix.core.recordtypes import (CellErrorRecord, CellRecord, CellSkippedRecord, RestoredRecord, RunRecord,
                                          record_from_json)
 from stormatrix.core.scope import BlockStats
-from stormatrix.executors.base import WorkloadResult
+from stormatrix.executors.base import EXECUTOR_RECORD_KEYS, WorkloadResult
 from stormatrix.journal import Journal
 from stormatrix.suite import UNKNOWN_DISK, SuitePoint
 import paths
@@ -333,3 +335,50 @@ def test_a_bad_suite_value_is_refused_naming_the_line_key_and_fix(which: int, ed
         record_from_json(line, "runs/A/journal.ndjson:3")
     assert caught.value.path == "runs/A/journal.ndjson:3" and problem in caught.value.problem
     assert "unedited journal" in caught.value.fix
+
+
+# --- records are built in records.py only, of the named types; an executor adds only its own keys -------
+
+ROOT = paths.ROOT
+
+
+def record_literals(folder: Path) -> list[str]:
+    """``file:line`` of every dict literal whose ``"type"`` is a record type, outside records.py."""
+    found = []
+    for path in sorted(folder.rglob("*.py")):
+        if path.name == "records.py" and path.parent.name == "harness":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Dict):
+                for key, value in zip(node.keys, node.values):
+                    if (isinstance(key, ast.Constant) and key.value == "type" and isinstance(value, ast.Constant)
+                            and value.value in RECORD_TYPES):
+                        found.append(f"{path.relative_to(folder.parent)}:{node.lineno}")
+    return found
+
+
+def test_records_are_built_in_records_py_only() -> None:
+    assert record_literals(ROOT / "harness") == []
+
+
+def test_the_scan_finds_a_record_built_elsewhere(tmp_path: Path) -> None:
+    (tmp_path / "harness").mkdir()
+    (tmp_path / "harness" / "runner.py").write_text('rec = {"type": "restored", "run_id": "x"}\n')
+    assert record_literals(tmp_path / "harness") == ["harness/runner.py:1"]
+
+
+def test_every_builder_writes_a_known_type() -> None:
+    cell = Cell(DiskConfig("sata", "threads", False, "none"), Workload("w", "randread", 4096, 1), 1)
+    built = [records.run_record(run_id="r", matrix_path="m.toml", matrix={}, backend="qemu", side=None,
+                                environment={}, original_config=None, cells=1, todo=1),
+             records.skipped_record(run_id="r", cell=cell, side=None, reason="no driver", drivers={}),
+             records.restored_record(run_id="r", backend="qemu")]
+    assert [r.to_json()["type"] for r in built] == [RUN, CELL_SKIPPED, RESTORED]
+    assert built[1].key == cell.key and "readiness" not in built[1].to_json()
+
+
+def test_an_executor_sets_only_its_own_record_keys() -> None:
+    WorkloadResult(engine="fio", raw="", data={}, record={"clients": [], "times": {"window_offset_s": 0.1}})
+    with pytest.raises(ValueError, match="per_mib"):
+        WorkloadResult(engine="fio", raw="", data={}, record={"per_mib": {}, "skew": {}})
+    assert "per_mib" not in EXECUTOR_RECORD_KEYS and "host" not in EXECUTOR_RECORD_KEYS

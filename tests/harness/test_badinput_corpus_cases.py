@@ -1,5 +1,5 @@
-"""Representatives of the widened bad-input corpus (benchmarks/badinput_corpus.py runs all of it, about a
-thousand cases; reliability_summary.py counts them): one or two cases per failure class found and fixed
+"""Representatives of the bad-input corpus (benchmarks/badinput_corpus.py runs all of it, about 1,400
+cases; reliability_summary.py counts them): one or two cases per failure class found and fixed
 there, through the real CLI in a forked child with a time limit, judged by benchmarks/badinput_runner.py
 (exit 2 with the file or option named and a fix, no traceback, no hang, no secret echoed, nothing that
 existed changed). The valid-but-awkward ones (CRLF, [::1], a truncated journal) must work.
@@ -46,7 +46,7 @@ REPRESENTATIVES = [
     # secrets where a reference belongs
     "secret.cli.password-file[1]", "secret.cli.password-env[2]", "secret.winrm.password_file[1]",
     "secret.proxmox.token_secret_env[1]",
-    # round 2 (benchmarks/badinput_round2.py): outputs onto inputs, exact readers, the walk, processes, locks
+    # command-line I/O (benchmarks/badinput_cli_io.py): outputs onto inputs, exact readers, the walk, processes, locks
     "out.default-csv-is-the-perf-sidecar", "out.ok.csv-elsewhere", "read.bs-range", "read.ok.bs-per-dir-read-only",
     "walk.loop-to-ancestor", "share.hardlink", "stdout.closed-pipe.plan", "signal.term-while-writing-the-workbook",
     "suite.guests-name-case", "secret.url.proxmox-host.https-userinfo", "lock.second-writer.run",
@@ -60,7 +60,7 @@ def test_every_representative_is_in_the_corpus() -> None:
 
 
 @pytest.mark.parametrize("case_id", [i for i in REPRESENTATIVES if i in CASES])
-def test_widened_corpus_case(case_id: str) -> None:
+def test_corpus_case(case_id: str) -> None:
     outcome = run_case(CASES[case_id], limit=60)
     assert outcome.passed, (outcome.problems, outcome.text[-2000:])
 

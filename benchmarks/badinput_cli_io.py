@@ -1,4 +1,4 @@
-"""The second round of the bad-input corpus (issue 26), one family per class, each with valid neighbours that
+"""Bad-input families of the corpus about command-line I/O, one family per class, each with valid neighbours that
 must keep working: outputs onto inputs (perf sidecars, files inside input folders), over-long output
 names, fio --status-interval and pasted outputs, block-size ranges, DiskSpd multi-target, decimal-comma
 perf CSV, compare sides sharing a measurement, the walk (linked folders, loops, paths past PATH_MAX), an
@@ -20,7 +20,7 @@ FIO_TEXT = (DATA / "fio" / "fio3_randread_bs4k_qd1.json").read_text()
 FIO_W_TEXT = (DATA / "fio" / "fio3_randwrite_bs64k_qd4.json").read_text()
 FIO_RW_TEXT = (DATA / "fio" / "fio3_randrw70_bs8k_qd8_numjobs2_group.json").read_text()
 PERF = (DATA / "perf" / "perf_stat_fio_process.csv").read_text()
-R2 = DATA / "badinput2"
+AMBIGUOUS = DATA / "ambiguous"
 SAMPLE_RUN = DATA / "journal" / "sample_run"
 SIDECAR_A = {"in/r.json": FIO_TEXT, "in/r.csv": PERF}
 WROTE = ("wrote",)
@@ -103,7 +103,7 @@ def reader_cases() -> Iterable[Case]:
     """Readers refuse a number they cannot read exactly; valid neighbours read it right."""
     rep = ["report", "{tmp}/in", "-o", "{tmp}/o/r.xlsx", "--strict"]
     ok = dict(code=0, bad=False, changes=_outs("o/r.xlsx", "o/r.csv"))
-    status = (R2 / "fio333-status-interval-1s.json").read_text()
+    status = (AMBIGUOUS / "fio333-status-interval-1s.json").read_text()
     yield Case("read.ok.fio-status-interval", rep, {"in/si.json": status}, ("1 measurements",), **ok)  # type: ignore
     yield Case("read.ok.fio-status-interval-with-noise", rep, {"in/si.json": "fio: note\n" + status},
                ("1 measurements",), **ok)  # type: ignore[arg-type]
@@ -122,7 +122,7 @@ def reader_cases() -> Iterable[Case]:
                                 ("bssplit-with-bs", {"bssplit": "4k/10:64k/90"}, "bssplit")):
         yield Case(f"read.{label}", rep, {"in/randread-bs4k-qd1.json": _fio_options(**opts)}, (needle,))
     yield Case("read.fio333-bs-range-capture", rep,
-               {"in/x.json": (R2 / "fio333-randread-bs4k-64k.json").read_text()}, ("range",))
+               {"in/x.json": (AMBIGUOUS / "fio333-randread-bs4k-64k.json").read_text()}, ("range",))
     for label, opts in (("bs-per-dir-read-only", {"bs": "4k,64k", "rw": "randread"}),
                         ("bs-per-dir-write-only", {"bs": ",64k", "rw": "randwrite"}),
                         ("bs-per-dir-equal", {"bs": "8k,8k", "rw": "randrw"}),
@@ -131,13 +131,13 @@ def reader_cases() -> Iterable[Case]:
         yield Case(f"read.ok.{label}", rep, {"in/x.json": _fio_options(**opts)}, ("1 measurements",),
                    **ok)  # type: ignore[arg-type]
     yield Case("read.diskspd-two-workloads", rep,
-               {"in/x.xml": (R2 / "diskspd_two_targets_64k_4k.xml").read_text()}, ("2 targets",))
+               {"in/x.xml": (AMBIGUOUS / "diskspd_two_targets_64k_4k.xml").read_text()}, ("2 targets",))
     yield Case("read.ok.diskspd-two-targets-one-workload", rep,
-               {"in/x.xml": (R2 / "diskspd_two_targets_64k_64k.xml").read_text()}, ("1 measurements",),
+               {"in/x.xml": (AMBIGUOUS / "diskspd_two_targets_64k_64k.xml").read_text()}, ("1 measurements",),
                **ok)  # type: ignore[arg-type]
     for name in ("perf_stat_de_DE.csv", "perf_stat_de_DE_interval.csv", "perf_stat_de_DE_per_cpu.csv"):
         yield Case(f"read.perf-decimal-comma.{name}", rep,
-                   {"in/r.json": FIO_TEXT, "in/r.perf.csv": (R2 / name).read_text()}, ("decimal comma", "LC_ALL=C"))
+                   {"in/r.json": FIO_TEXT, "in/r.perf.csv": (AMBIGUOUS / name).read_text()}, ("decimal comma", "LC_ALL=C"))
     for path in sorted(p for p in (DATA / "perf").glob("*.csv") if "not_counted" not in p.name):
         yield Case(f"read.ok.perf-c-locale.{path.name}", rep, {"in/r.json": FIO_TEXT, "in/r.perf.csv":
                                                                path.read_text()}, ("1 measurements",),
@@ -304,10 +304,10 @@ def secret_and_lock_cases() -> Iterable[Case]:
 
 
 FAMILIES = {
-    "round 2: outputs onto inputs, long names": output_cases,
-    "round 2: readers (status-interval, bs, DiskSpd, perf locale)": reader_cases,
-    "round 2: compare sharing, the walk": sharing_and_walk_cases,
-    "round 2: stdout, signals, resume wording": process_cases,
-    "round 2: suite matrices, guest check options": suite_and_guest_cases,
-    "round 2: secrets in URLs and argv, run-dir lock": secret_and_lock_cases,
+    "outputs onto inputs, long names": output_cases,
+    "readers (status-interval, bs, DiskSpd, perf locale)": reader_cases,
+    "compare sharing, the walk": sharing_and_walk_cases,
+    "stdout, signals, resume wording": process_cases,
+    "suite matrices, guest check options": suite_and_guest_cases,
+    "secrets in URLs and argv, run-dir lock": secret_and_lock_cases,
 }

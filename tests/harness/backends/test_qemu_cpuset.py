@@ -1,0 +1,218 @@
+"""``[host] scope = "cpus"`` (issue 33, the qemu backend's default): every QEMU thread of the VM under test runs
+on the measured set (the last usable CPU by default) and the harness on the others while a window is open; the
+set is measured system-wide, the QEMU process's figures beside it; every affinity is put back.
+
+Relations that hold on any machine with two CPUs (else the QEMU tests skip): the set's figures are never
+below the process's (its window holds the process's, and every QEMU thread ran on it), nothing of the
+harness runs on the set, every thread's affinity is back after the window, after a failed one and after the
+run. The set's CPU time is /proc's (0.01 s accounting units, read at both edges), so it is compared with a
+tolerance of those units, not of the machine's speed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+from qemumatrix import small_matrix
+
+from stormatrix.backends.base import format_cpuset, parse_cpuset
+from stormatrix.backends.qemu.backend import QemuBackend, ensure_test_disk
+from stormatrix.backends.qemu.pinning import plan_placement
+from stormatrix.commands.run import execute
+from stormatrix.core.errors import MatrixError
+from stormatrix.core.model import DiskConfig
+from stormatrix.registry import backend_class, spec_from_dict
+from stormatrix.runner import Window
+from stormatrix.spec import HostSettings
+
+USABLE = sorted(os.sched_getaffinity(0))
+TWO = pytest.mark.skipif(len(USABLE) < 2, reason="a CPU set needs two usable CPUs")
+SET, REST = [USABLE[-1]], USABLE[:-1]
+#: /proc/stat and /proc/uptime count in 1/100 s; the set's busy time is read from both at each edge
+UNITS_S = 0.01
+
+
+def allowed(pid: int, tid: int) -> list[int]:
+    for line in Path(f"/proc/{pid}/task/{tid}/status").read_text().splitlines():
+        if line.startswith("Cpus_allowed_list:"):
+            return parse_cpuset(line.split(":", 1)[1].strip())
+    raise AssertionError(f"no Cpus_allowed_list for {pid}/{tid}")
+
+
+def tasks(pid: int) -> list[int]:
+    return sorted(int(t) for t in os.listdir(f"/proc/{pid}/task"))
+
+
+def affinities(pid: int) -> dict[int, list[int]]:
+    out = {}
+    for tid in tasks(pid):
+        try:
+            out[tid] = allowed(pid, tid)
+        except FileNotFoundError:  # a thread that ended between listing and reading
+            pass
+    return out
+
+
+def own_back(before: dict[int, list[int]]) -> bool:
+    """The harness's threads have their own affinity back (threads started since: the main thread's)."""
+    now = affinities(os.getpid())
+    main = before[os.getpid()]
+    return all(now[t] == cpus for t, cpus in before.items() if t in now) and \
+        all(cpus == main for t, cpus in now.items() if t not in before)
+
+
+def raw(**host: object) -> dict:
+    return {"run": {"backend": "qemu", "ramp_seconds": 1, "measure_seconds": 2, "retries": 0},
+            "matrix": {"controllers": ["sata"], "aio": ["native"], "cache": ["none"]},
+            "workload": [{"name": "rr", "rw": "randread", "bs": "64k", "iodepth": 4, "rate_mib_s": 8}],
+            "qemu": {"disk_size_mib": 64, "boot_ahead": False}, **({"host": host} if host else {})}
+
+
+# --- the settings ------------------------------------------------------------------------------------------
+
+def test_the_qemu_backend_measures_a_cpu_set_by_default_and_others_the_process() -> None:
+    qemu = backend_class("qemu")
+    host = qemu.host(spec_from_dict(raw()))
+    assert host.scope == ("cpus" if len(USABLE) >= 2 else "process") and not host.scope_given
+    assert backend_class("proxmox").default_host_scope == "process"
+    assert qemu.host(spec_from_dict(raw(scope="process"))).scope == "process"
+
+
+@pytest.mark.parametrize("host, key, problem", [
+    ({"cpus": "1-x"}, "[host] cpus", "is not a CPU list"),
+    ({"scope": "cores"}, "[host] scope", "is not one of cpus, process"),
+    ({"interfaces": ["ens 19"]}, "[host] interfaces", "is not a network interface name"),
+])
+def test_a_bad_host_key_is_exit_2_naming_it(host: dict, key: str, problem: str) -> None:
+    with pytest.raises(MatrixError) as exc:
+        spec_from_dict(raw(**host))
+    assert exc.value.exit_code == 2 and key in str(exc.value) and problem in str(exc.value)
+
+
+@pytest.mark.parametrize("cpus, problem, fix", [
+    ([0, 1], "names CPU 9, which this host does not offer", 'cpus = "1"'),
+])
+def test_a_cpu_the_host_lacks_is_refused_with_the_usable_ones(cpus: list[int], problem: str, fix: str) -> None:
+    with pytest.raises(MatrixError) as exc:
+        plan_placement("auto", HostSettings("cpus", True, (9,)), "m.toml", cpus=cpus)
+    assert "[host] cpus" in str(exc.value) and problem in str(exc.value) and fix in str(exc.value)
+    assert "usable: 0-1" in str(exc.value)
+
+
+def test_a_set_that_leaves_no_cpu_for_the_harness_is_refused() -> None:
+    with pytest.raises(MatrixError, match=r"\[host\] cpus: '0-1' takes every usable CPU.*leave at least one"):
+        plan_placement("auto", HostSettings("cpus", True, (0, 1)), "m.toml", cpus=[0, 1])
+    # one CPU: an explicit scope "cpus" is refused; the default falls back to measuring the process
+    with pytest.raises(MatrixError, match=r"\[host\] scope: \"cpus\" needs two host CPUs"):
+        plan_placement("auto", HostSettings("cpus", True), "m.toml", cpus=[0])
+    assert plan_placement("auto", HostSettings("cpus", False), "m.toml", cpus=[0])[0] is None
+    plan, _ = plan_placement("auto", HostSettings("cpus", False), "m.toml", cpus=[0, 1, 2])
+    assert plan is not None and plan.whole_qemu and (plan.vcpu_cpus, plan.other_cpus) == ((2,), (0, 1))
+
+
+@TWO
+def test_pin_threads_belongs_to_scope_process_and_steering_keys_to_proxmox() -> None:
+    qemu = backend_class("qemu")
+    spec = spec_from_dict({**raw(), "qemu": {"pin_threads": "1/0"}})
+    with pytest.raises(MatrixError, match=r'\[qemu\] pin_threads: applies under \[host\] scope = "process"'):
+        qemu.host(spec)
+    with pytest.raises(MatrixError, match=r"\[host\] irqs: is steered on a Proxmox node only"):
+        qemu.host(spec_from_dict(raw(irqs=["nvme"])))
+    with pytest.raises(MatrixError, match=r"\[host\] scope: 'cpus' cannot be measured on the vmware backend.*ESXi"):
+        backend_class("vmware").host(spec_from_dict({**raw(scope="cpus"), "run": {"backend": "vmware"}}))
+    with pytest.raises(MatrixError, match=r'\[host\] cpus: a CPU set is measured only with scope = "cpus"'):
+        qemu.host(spec_from_dict(raw(scope="process", cpus="1")))
+
+
+# --- the real QEMU ---------------------------------------------------------------------------------------------
+
+@pytest.fixture
+def backend(tmp_path: Path) -> Iterator[QemuBackend]:
+    disk = str(ensure_test_disk(tmp_path / "test.raw", 16))  # this test's own: no other run's QEMU locks it
+    spec = spec_from_dict({**raw(cpus=format_cpuset(SET)), "qemu": {"disk_size_mib": 64, "boot_ahead": False,
+                                                                    "disk_path": disk}})
+    b = QemuBackend(spec, tmp_path)
+    b.prepare()
+    b.apply(DiskConfig("virtio-blk", "threads", True, "none"))
+    try:
+        yield b
+    finally:
+        b.close()
+
+
+def check_confined(b: QemuBackend) -> None:
+    assert b.vm is not None
+    for tid in tasks(b.vm.pid):  # every QEMU thread, not only the vCPU's
+        assert allowed(b.vm.pid, tid) == SET, tid
+    for tid in tasks(os.getpid()):  # the harness, every thread of it, off the set
+        assert allowed(os.getpid(), tid) == REST, tid
+
+
+@pytest.mark.qemu
+@TWO
+def test_a_window_confines_qemu_to_the_set_and_measures_it_beside_the_process(backend: QemuBackend) -> None:
+    assert backend.vm is not None
+    qemu_before, own_before = affinities(backend.vm.pid), affinities(os.getpid())
+    window = Window(backend, backend.collector_factory)
+    window.measure_started()
+    assert window.error is None, window.error
+    check_confined(backend)
+    window.measure_ended()
+    assert window.error is None, window.error
+    host = window.host
+    assert host is not None and host["scope"] == "cpus" and host["cpus"] == format_cpuset(SET)
+    assert host["process"]["scope"] == "qemu-process" and host["process"]["pid"] == backend.vm.pid
+    assert host["placement"]["scope"] == "cpus" and host["leak"]["outside_cpus"] == format_cpuset(REST)
+    assert os.getpid() not in {t["pid"] for t in host["on_set"]}  # the harness did not run on the set
+    assert affinities(backend.vm.pid) == qemu_before and own_back(own_before)
+
+
+@pytest.mark.qemu
+@TWO
+def test_a_failed_window_puts_every_affinity_back(backend: QemuBackend) -> None:
+    assert backend.vm is not None
+    qemu_before, own_before = affinities(backend.vm.pid), affinities(os.getpid())
+    window = Window(backend, backend.collector_factory)
+    window.measure_started()
+    check_confined(backend)
+    window.abort()  # the cell's workload failed
+    assert own_back(own_before) and affinities(backend.vm.pid) == qemu_before
+    backend.window_opened()  # a failure before the window's end: the backend's stop puts it back
+    backend.stop()
+    assert own_back(own_before)
+
+
+@pytest.mark.qemu
+@pytest.mark.slow
+@TWO
+def test_a_run_journals_both_scopes_and_the_leak_the_set_never_below_the_process(tmp_path: Path) -> None:
+    matrix = tmp_path / "m.toml"
+    matrix.write_text(small_matrix("cpuset", ["virtio-blk", "sata"], measure_seconds=4))  # boots one ahead
+    own_before = affinities(os.getpid())
+    summary = execute(matrix, tmp_path / "run", progress=False)
+    assert summary["measured"] == 2 and not summary["failed"], summary
+    lines = [json.loads(x) for x in (tmp_path / "run" / "journal.ndjson").read_text().splitlines()]
+    assert lines[0]["environment"]["host_scope"] == {"scope": "cpus", "cpus": format_cpuset(SET),
+                                                     "harness_cpus": format_cpuset(REST), "given": False}
+    cells = [r for r in lines if r["type"] == "cell"]
+    assert len(cells) == 2
+    for rec in cells:
+        host, proc = rec["host"], rec["host"]["process"]
+        assert host["scope"] == "cpus" and host["cpus"] == format_cpuset(SET) and proc["scope"] == "qemu-process"
+        assert host["cpu_metric"] == proc["cpu_metric"]
+        if host["cpu_metric"] == "cpu_time":  # the set's busy time, in /proc's units; the process's in ns
+            assert host["cpu_total"] + 3 * UNITS_S * len(SET) >= proc["cpu_total"] > 0, (host, proc)
+        else:
+            assert host["cpu_total"] >= proc["cpu_total"] > 0
+        if host["ctx_switches"] is not None:  # perf ran: every QEMU switch happened on the set, inside its window
+            assert host["ctx_switches"] >= proc["ctx_switches"] > 0
+        assert set(host["leak"]) >= {"interrupts", "softirqs", "outside_cpus"}
+        assert isinstance(host["on_set"], list)
+        assert os.getpid() not in {t["pid"] for t in host["on_set"]}
+        assert host["per_cpu"].keys() == {str(c) for c in SET}
+        assert rec["per_mib"]["cpu"] > 0  # scored on the set's figures
+    assert own_back(own_before)
