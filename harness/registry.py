@@ -138,7 +138,7 @@ def sections() -> dict[str, Section]:
     return dict(SECTIONS)
 
 
-def check_platform(path: str, backend: str, sections: Mapping[str, Any]) -> None:
+def check_platform(path: str, backend: str, sections: Mapping[str, Any], backend_key: str = "[run] backend") -> None:
     """On Windows, refuse (exit 2) what runs on the hypervisor itself, with the reason and the alternative: the
     qemu backend, ``[proxmox] transport = "local"``; each backend says what of it is Linux-only (its
     ``linux_only(sections)``, where it has such a part). Elsewhere nothing is refused here."""
@@ -148,7 +148,7 @@ def check_platform(path: str, backend: str, sections: Mapping[str, Any]) -> None
     problem = linux_only(sections) if linux_only is not None else None
     if problem:
         key, why, fix = problem
-        raise MatrixError(path, key, f"{why}; this is Windows (the Linux-only parts are listed in "
+        raise MatrixError(path, key or backend_key, f"{why}; this is Windows (the Linux-only parts are listed in "
                           "docs/windows-workstation.md)", fix)
 
 
@@ -170,7 +170,8 @@ def suite_from_dict(raw: dict[str, Any], path: str = "<suite>") -> _suite.Suite:
     its fleet's platform (:data:`FLEET_SUITES`) or its guests' (:data:`SUITE_GUESTS`), each reading its own keys."""
     suite = _suite.suite_from_dict(raw, path, sections=SECTIONS, platform_sections=SUITE_PLATFORM_SECTIONS,
                                    fleets=tuple(FLEET_SUITES), default_fleet=DEFAULT_FLEET)
-    check_platform(path, suite.fleet or ("proxmox" if suite.vms else ""), raw)
+    check_platform(path, suite.fleet or ("proxmox" if suite.vms else ""), raw,
+                   "[fleet] backend" if suite.fleet else "[suite] vms")
     checked: _suite.Suite = (_fleet_class(path, suite.fleet) if suite.fleet is not None
                              else suite_guests_class(suite)).check(suite)
     return checked

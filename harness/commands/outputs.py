@@ -54,8 +54,8 @@ def _limits(path: Path) -> tuple[int, int]:
 def name_problem(path: str | Path, room: int = TEMP_ROOM) -> str | None:
     """Why ``path`` cannot be created on its file system because of its length (a name or the whole path
     too long, counting the ``room`` its temporary name needs), or None."""
-    p = Path(path)
-    name_max, path_max = _limits(p)
+    p = oscompat.pure_path(path)  # (the system's own rules: a drive and backslashes on Windows)
+    name_max, path_max = _limits(Path(path))
     unit = oscompat.name_unit()
     parts = p.parts
     for i, part in enumerate(parts):
@@ -66,7 +66,7 @@ def name_problem(path: str | Path, room: int = TEMP_ROOM) -> str | None:
             extra = f" (plus {room} for its temporary name)" if i == len(parts) - 1 else ""
             return (f"the name {part[:40]!r}... is {oscompat.name_length(part)} {unit} long{extra}; this file "
                     f"system allows {name_max}")
-    whole = oscompat.name_length(str(p.absolute()))
+    whole = oscompat.name_length(str(p) if p.is_absolute() else str(Path(path).absolute()))
     if whole + room >= path_max:
         return f"the path is {whole} {unit} long; this system allows {path_max}"
     return None
@@ -117,7 +117,7 @@ def check_output_name(flag: str, path: str | Path) -> None:
     """An output (a file or a run directory) whose name the file system cannot hold: exit 2, before anything
     is created, instead of an OSError after the work is done."""
     shown = str(path) if len(str(path)) <= 120 else str(path)[:100] + "..."
-    p = Path(path)
+    p = oscompat.pure_path(path)
     for part in p.parts[1:] if p.anchor else p.parts:
         bad = oscompat.name_problem(part)  # (Windows: <>:"|?*, CON, NUL, a trailing dot)
         if bad:

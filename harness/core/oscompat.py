@@ -27,20 +27,23 @@ drives Proxmox over its API and ESXi through PowerCLI. What differs, and what ea
 
 The implementation is chosen once (:data:`OS`); a test puts :class:`Windows` with stand-in primitives
 (:class:`WindowsPrimitives`) in its place to run the Windows branches on Linux. Standard library only, and
-cheap to import (``stormatrix/__init__.py`` imports it through :mod:`.starting` before anything else): the
-``signal`` and ``subprocess`` modules are imported where they are used.
+cheap to import (``stormatrix/__init__.py`` imports it through :mod:`.starting` before the handlers for a
+signal during the imports are in place): no ``typing`` or ``dataclasses`` at run time (45 ms), and the ``signal``,
+``subprocess`` and ``pathlib`` modules are imported where they are used.
 """
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import os
 import sys
-from dataclasses import dataclass
-from typing import Any, Iterator, Protocol
 
 import _signal  # type: ignore[import]  # the C module: ``signal`` imports enum first (10-20 ms)
+
+TYPE_CHECKING = False  # (typing's own costs 10 ms; mypy reads this name as typing's)
+if TYPE_CHECKING:
+    from pathlib import PurePath
+    from typing import Any, Protocol
 
 #: the command runs on Windows (the stand-in tests replace :data:`OS`, never this)
 WINDOWS = sys.platform == "win32"
@@ -59,13 +62,16 @@ SIGPIPE_NUMBER = 13
 LockHeld = BlockingIOError
 
 
-@dataclass(frozen=True)
 class Usage:
     """What an exited child used itself (not its children): seconds of CPU, peak memory in KiB."""
 
-    user_s: float
-    system_s: float
-    max_rss_kib: float | None
+    __slots__ = ("user_s", "system_s", "max_rss_kib")
+
+    def __init__(self, user_s: float, system_s: float, max_rss_kib: float | None) -> None:
+        self.user_s, self.system_s, self.max_rss_kib = user_s, system_s, max_rss_kib
+
+    def __repr__(self) -> str:
+        return f"Usage(user_s={self.user_s!r}, system_s={self.system_s!r}, max_rss_kib={self.max_rss_kib!r})"
 
     def as_dict(self) -> dict[str, float]:
         out = {"user_s": self.user_s, "system_s": self.system_s, "cpu_s": self.user_s + self.system_s}
@@ -74,54 +80,58 @@ class Usage:
         return out
 
 
-class Popenish(Protocol):
-    """What the process-tree functions need of a ``subprocess.Popen``."""
+if TYPE_CHECKING:
+    class Popenish(Protocol):
+        """What the process-tree functions need of a ``subprocess.Popen``."""
 
-    pid: int
-    returncode: Any
+        pid: int
+        returncode: Any
 
-    def poll(self) -> int | None: ...
+        def poll(self) -> int | None: ...
 
-    def kill(self) -> None: ...
+        def kill(self) -> None: ...
 
-    def send_signal(self, sig: int) -> None: ...
+        def send_signal(self, sig: int) -> None: ...
 
+    class System(Protocol):
+        """One platform's answers; the module's functions below delegate to :data:`OS`."""
 
-class System(Protocol):
-    """One platform's answers; the module's functions below delegate to :data:`OS`."""
+        name: str
+        broken_pipe_errnos: frozenset[int]
+        name_unit: str
 
-    name: str
-    broken_pipe_errnos: frozenset[int]
-    name_unit: str
+        @property
+        def termination_signals(self) -> tuple[int, ...]: ...
 
-    @property
-    def termination_signals(self) -> tuple[int, ...]: ...
+        def lock(self, fd: int, *, wait: bool) -> None: ...
 
-    def lock(self, fd: int, *, wait: bool) -> None: ...
+        def unlock(self, fd: int) -> None: ...
 
-    def unlock(self, fd: int) -> None: ...
+        def write_at(self, fd: int, data: bytes, offset: int) -> None: ...
 
-    def write_at(self, fd: int, data: bytes, offset: int) -> None: ...
+        def new_group(self) -> dict[str, Any]: ...
 
-    def new_group(self) -> dict[str, Any]: ...
+        def interrupt_tree(self, proc: Popenish) -> None: ...
 
-    def interrupt_tree(self, proc: Popenish) -> None: ...
+        def kill_tree(self, proc: Popenish) -> None: ...
 
-    def kill_tree(self, proc: Popenish) -> None: ...
+        def reap(self, proc: Popenish) -> tuple[int, Usage | None] | None: ...
 
-    def reap(self, proc: Popenish) -> tuple[int, Usage | None] | None: ...
+        def path_limits(self, folder: str) -> tuple[int, int]: ...
 
-    def path_limits(self, folder: str) -> tuple[int, int]: ...
+        def name_length(self, name: str) -> int: ...
 
-    def name_length(self, name: str) -> int: ...
+        def name_problem(self, name: str) -> str | None: ...
 
-    def name_problem(self, name: str) -> str | None: ...
+        def usable_cpus(self) -> list[int]: ...
 
-    def usable_cpus(self) -> list[int]: ...
+        def cache_home(self) -> str: ...
 
-    def load_average(self) -> float | None: ...
+        def pure_path(self, path: str | os.PathLike[str]) -> PurePath: ...
 
-    def others_may_read(self, mode: int) -> bool: ...
+        def load_average(self) -> float | None: ...
+
+        def others_may_read(self, mode: int) -> bool: ...
 
 
 # --- POSIX -------------------------------------------------------------------------------------------------
@@ -200,6 +210,14 @@ class Posix:
 
     def name_problem(self, name: str) -> str | None:
         return None  # every byte but NUL and "/" (which no name part holds) is allowed
+
+    def cache_home(self) -> str:
+        return os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+
+    def pure_path(self, path: str | os.PathLike[str]) -> PurePath:
+        from pathlib import PurePosixPath
+
+        return PurePosixPath(os.fspath(path))
 
     def usable_cpus(self) -> list[int]:
         affinity = getattr(os, "sched_getaffinity", None)  # Linux; not macOS
@@ -415,6 +433,14 @@ class Windows:
     def usable_cpus(self) -> list[int]:
         return list(range(os.cpu_count() or 1))
 
+    def cache_home(self) -> str:
+        return os.environ.get("LOCALAPPDATA") or os.path.join(os.path.expanduser("~"), "AppData", "Local")
+
+    def pure_path(self, path: str | os.PathLike[str]) -> PurePath:
+        from pathlib import PureWindowsPath
+
+        return PureWindowsPath(os.fspath(path))  # ``C:\\runs\\r1``, ``\\\\server\\share\\r1``, forward slashes too
+
     def load_average(self) -> float | None:
         return None  # Windows keeps no load average
 
@@ -454,14 +480,18 @@ def unlock(fd: int) -> None:
         pass
 
 
-@contextlib.contextmanager
-def locked(fd: int) -> Iterator[None]:
-    """Hold an exclusive lock on ``fd`` while the block runs, waiting for it if another process has it."""
-    OS.lock(fd, wait=True)
-    try:
-        yield
-    finally:
-        unlock(fd)
+class locked:
+    """``with locked(fd):`` holds an exclusive lock on ``fd`` while the block runs, waiting for it if another
+    process has it."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+
+    def __enter__(self) -> None:
+        OS.lock(self.fd, wait=True)
+
+    def __exit__(self, *exc: object) -> None:
+        unlock(self.fd)
 
 
 def write_at(fd: int, data: bytes, offset: int) -> None:
@@ -508,6 +538,17 @@ def path_limits(folder: str) -> tuple[int, int]:
 def name_length(name: str) -> int:
     """A name's length as the file system counts it (bytes on POSIX, UTF-16 units on Windows)."""
     return OS.name_length(name)
+
+
+def pure_path(path: str | os.PathLike[str]) -> PurePath:
+    """``path`` parsed by this system's rules (PureWindowsPath on Windows: a drive, backslashes), for checks of
+    its parts that must not depend on where the test runs."""
+    return OS.pure_path(path)
+
+
+def cache_home() -> str:
+    """Where a user's caches go: ``$XDG_CACHE_HOME`` or ``~/.cache``; on Windows ``%LOCALAPPDATA%``."""
+    return OS.cache_home()
 
 
 def name_unit() -> str:

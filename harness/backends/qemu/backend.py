@@ -177,8 +177,8 @@ class QemuBackend(Backend):
     @classmethod
     def linux_only(cls, sections: Mapping[str, Any]) -> tuple[str, str, str] | None:
         """(key, why, fix): this backend runs QEMU/KVM on this machine, which must be a Linux host
-        (:func:`stormatrix.registry.check_platform` asks on Windows)."""
-        return ("[run] backend", 'backend = "qemu" runs QEMU/KVM on this machine, which needs a Linux host',
+        (:func:`stormatrix.registry.check_platform` asks on Windows; key "": the key that names the backend)."""
+        return ("", 'backend = "qemu" runs QEMU/KVM on this machine, which needs a Linux host',
                 'run it on a Linux host, or measure from here with backend = "proxmox" (over the API) or "vmware"')
 
     def __init__(self, spec: MatrixSpec, workdir: Path) -> None:

@@ -121,7 +121,7 @@ def run_pwsh_process(argv: list[str], request: str, timeout: float,
     timeout) leaves that child running and holding the output pipes, so the call would hang until pwsh
     ends by itself. Raises :class:`subprocess.TimeoutExpired` once every process of the group is gone."""
     proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=env, **oscompat.new_group())
+                            encoding="utf-8", env=env, **oscompat.new_group())
     try:
         out, err = proc.communicate(request, timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -139,7 +139,7 @@ def run_pwsh_streaming(argv: list[str], request: str, timeout: float, env: dict[
     ``on_line`` raises (the error is re-raised): pwsh must not go on creating what its caller can no
     longer write down."""
     proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=env, **oscompat.new_group())
+                            encoding="utf-8", env=env, **oscompat.new_group())
     err: list[str] = []
     out: list[str] = []
     expired = threading.Event()

@@ -33,7 +33,9 @@ _STARTING_RE = re.compile(r"^<[^>]*> Starting \d+ (?:process|processes|thread|th
 def find_fio(fio: str | None = None) -> str:
     path = shutil.which(fio or "fio")
     if not path:
-        raise EnvironmentProblem(f"fio not found ({fio or 'fio'}): install the Debian package 'fio'")
+        raise EnvironmentProblem(f"fio not found ({fio or 'fio'}): install the Debian package 'fio' (on Windows fio's "
+                                 "MSI, of the guests' fio version, and put fio.exe on PATH: "
+                                 "docs/windows-workstation.md)")
     return path
 
 
