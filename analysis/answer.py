@@ -196,7 +196,15 @@ def cpu_figure(frame: pd.DataFrame) -> str:
     """The one CPU figure the scores use, and how far user + system is from it where it is the task-clock."""
     sources = sorted({str(s) for s in frame["cpu_total_source"].dropna()}) if "cpu_total_source" in frame else []
     name = ", ".join(sources) if sources else ", ".join(sorted({str(m) for m in frame["cpu_metric"].dropna()}))
+    scopes = sorted({str(s) for s in frame["host_scope"].dropna()}) if "host_scope" in frame else []
+    if scopes == ["cpus"]:  # [host] scope = "cpus" (issue 33): the figures are a CPU set's, system-wide
+        sets = sorted({str(c) for c in frame["host_cpus"].dropna()}) if "host_cpus" in frame else []
+        return (f"{name or 'none'} of the host CPU set {', '.join(sets) or '(not recorded)'}, measured system-wide "
+                "(every QEMU thread confined to it: the guest, QEMU's threads, the kernel's work and anything else "
+                "that ran there); the QEMU process's own figures are on the Scopes sheet")
     text = f"{name or 'none'} of the whole QEMU process"
+    if "cpus" in scopes:
+        text += " where the host scope was the process, of the host CPU set where it was cpus"
     if "perf task-clock (ns)" in sources:
         tc = frame[frame["cpu_total_source"] == "perf task-clock (ns)"]
         gap = ((tc["cpu_user"] + tc["cpu_system"]) / tc["cpu_total"] - 1).dropna() * 100

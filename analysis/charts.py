@@ -28,6 +28,7 @@ from openpyxl.worksheet.worksheet import Worksheet
 from ..core.model import NOT_APPLICABLE, format_size
 from .compare import ComparisonResult
 from .efficiency import EfficiencyResult
+from .ooxml import SchemaErrorBars
 from .safe import neutralize, safe_value
 from .sheets import WRAP, autosize, cpu_format, header, print_table
 
@@ -77,8 +78,9 @@ def _error_bars(ref: Reference, direction: str | None, colour: str = "404040",
     """Custom error bars: +/- a column of CI half-widths (the 95 % confidence interval of the mean), or
     ``ref`` up and ``minus`` down (an interval that is not symmetric about its value); drawn in the series'
     colour, 1.5 pt, so that they read as part of their point and not as grid lines."""
-    bars = ErrorBars(errDir=direction, errBarType="both", errValType="cust", plus=NumDataSource(numRef=NumRef(f=ref)),
-                     minus=NumDataSource(numRef=NumRef(f=minus or ref)), noEndCap=False)
+    bars = SchemaErrorBars(errDir=direction, errBarType="both", errValType="cust",
+                           plus=NumDataSource(numRef=NumRef(f=ref)), minus=NumDataSource(numRef=NumRef(f=minus or ref)),
+                           noEndCap=False)
     bars.spPr = GraphicalProperties()
     bars.spPr.line.solidFill = colour
     bars.spPr.line.width = 19050  # EMU: 1.5 pt

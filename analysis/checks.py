@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from ..core.errors import DataFileError
+from .safe import escape_unencodable
 
 
 @dataclass(frozen=True)
@@ -20,8 +21,9 @@ class Problem:
     source: str
     reason: str
 
-    def __str__(self) -> str:
-        return self.reason if self.reason.startswith(self.source) else f"{self.source}: {self.reason}"
+    def __str__(self) -> str:  # (a file name that is not UTF-8, a lone surrogate in a job name: shown escaped)
+        text = self.reason if self.reason.startswith(self.source) else f"{self.source}: {self.reason}"
+        return escape_unencodable(text)
 
 
 def is_number(value: Any) -> bool:

@@ -1,10 +1,14 @@
 """Which inputs are what: run directories, fio JSON, DiskSpd XML, journals, and perf CSV partners.
 
 - a directory holding ``journal.ndjson`` is a run directory: only its journal is read;
-- any other directory is searched (recursively) for ``*.json`` (fio), ``*.xml`` (DiskSpd) and
-  ``*.ndjson`` (journals);
+- any other directory is searched (recursively), and every regular file in it is read for what it holds,
+  whatever its name: ``*.json`` (fio), ``*.xml`` (DiskSpd) and ``*.ndjson`` (journals) by their names, any
+  other by its content (:func:`sniff`: fio JSON or json+ with text around it, client/server output, DiskSpd
+  XML, a journal). What is not read is said, per kind and why (:data:`UNREAD`: a job file, a log, an
+  esxtop capture, DiskSpd text, ...), never dropped in silence;
 - host counters for a plain result file come from ``perf stat -x,`` CSV next to it, named
-  ``<stem>.perf.csv`` or ``<stem>.csv``.
+  ``<stem>.perf.csv`` or ``<stem>.csv``; a ``<stem>.csv`` that is not perf's (an esxtop capture) is no
+  partner, and is named among what was not read.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from __future__ import annotations
 import errno
 import glob
 import os
+import re
 import stat
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -22,6 +27,8 @@ from ..core.errors import DataFileError, InputError
 from ..core.journalfile import JOURNAL_NAME
 from ..core.paths import TooLarge, read_bounded
 from ..core.paths import kind as file_type
+from ..host import perfstat
+from .safe import escape_unencodable
 
 RESULT_SUFFIXES = (".json", ".xml", ".ndjson")
 # Far above any real input (fio JSON of many clients is a few MB; a night's journal with raw outputs a few
@@ -42,6 +49,8 @@ class Found:
     irregular: list[str] = field(default_factory=list)  # inside a directory: not a regular file (FIFO, device)
     unlisted: list[tuple[str, str]] = field(default_factory=list)  # (folder, why): could not be walked into
     repeated: list[tuple[str, str]] = field(default_factory=list)  # (path, the path it was first found as)
+    walked_csv: list[str] = field(default_factory=list)  # CSVs inside a folder: perf partners, or said unread
+    unread: list[tuple[str, str]] = field(default_factory=list)  # (path, UNREAD kind) inside a folder
     _seen: dict[str, str] = field(default_factory=dict)
 
     def add(self, kind: str, path: str, real: str | None = None) -> bool:
@@ -57,6 +66,125 @@ class Found:
         else:
             self.files.append((kind, path))
         return True
+
+
+# What a folder walk does not read, by kind: (what it is, plural, why / the fix).
+UNREAD = {
+    "jobfile": ("fio job file", "fio job files", "a job file says what to run, not what was measured; give "
+                "the output fio wrote when it ran it (--output-format=json)"),
+    "log": ("fio log", "fio logs", "samples over time (write_lat_log, write_bw_log, ...), not a run's summary; "
+            "give the run's --output-format=json output"),
+    "esxtop": ("esxtop batch capture", "esxtop batch captures", "an ESXi host's counters (esxtop -b, PDH-CSV), "
+               "not perf stat output; an ESXi run's journal holds them (host_cpu_source = \"esxtop\")"),
+    "diskspd-text": ("DiskSpd text output", "DiskSpd text outputs", "DiskSpd's text report holds no per-thread "
+                     "counts to read; re-run DiskSpd with -Rxml and give the XML"),
+    "fio-text": ("fio text output", "fio text outputs", "fio's normal output; re-run fio with "
+                 "--output-format=json (or json+) and give that"),
+    "output": ("report output", "report outputs", "a workbook or tidy CSV that a report wrote, not a result"),
+    "perf-alone": ("perf stat CSV without a result", "perf stat CSVs without a result",
+                   "no result file of the same name (<stem>.json or <stem>.xml) next to it"),
+    "empty": ("empty file", "empty files", "nothing in it"),
+    "unknown": ("file of unknown kind", "files of unknown kind", "not fio JSON, DiskSpd XML, a journal or perf "
+                "stat CSV"),
+}
+SNIFF_BYTES = 64 * 1024
+SNIFF_WHOLE_BYTES = 16 * 2**20  # text this small is searched whole for a fio document (ETA lines before it)
+_FIO_MARKS = (b'"fio version"', b'"client_stats"')
+_JOB_SECTION = re.compile(r"^\s*\[[^\]\n]+\]\s*$", re.M)
+_JOB_OPTION = re.compile(r"^\s*(rw|readwrite|bs|blocksize|ioengine|filename|directory|size|iodepth|numjobs|"
+                         r"runtime|time_based)\s*(=|$)", re.M)
+_LOG_LINE = re.compile(r"^\s*\d+,\s*-?\d+,\s*\d+,\s*\d+(,\s*\d+)*\s*$")
+_FIO_TEXT = re.compile(r"^\S.*: \(groupid=\d+, jobs=\d+\): err=", re.M)
+
+
+def _text_of(head: bytes) -> str:
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return head.decode("utf-16", errors="replace")
+    return head.decode("utf-8", errors="replace")
+
+
+def sniff_text(text: str, name: str = "") -> str:
+    """What the start of a file holds: ``fio`` | ``diskspd`` | ``journal`` | ``perf`` or a key of
+    :data:`UNREAD` (``esxtop``, ``diskspd-text``, ...). Text only; :func:`sniff` reads the file."""
+    body = text.lstrip("\ufeff \t\r\n")
+    if not body:
+        return "empty"
+    if '"fio version"' in text or '"client_stats"' in text or re.search(r'^\s*"jobs"\s*:', text, re.M):
+        return "fio"
+    if body.startswith("{") and '"schema"' in body.split("\n", 1)[0] and "stormatrix/" in body[:4096]:
+        return "journal"
+    if body.startswith("<") and "<Results" in text:
+        return "diskspd"
+    first = body.split("\n", 1)[0]
+    if first.startswith('"(PDH-CSV 4.0)'):
+        return "esxtop"
+    if "Command Line:" in text[:4096] and ("diskspd" in text[:4096].lower() or "Input parameters:" in text):
+        return "diskspd-text"
+    if _FIO_TEXT.search(text):
+        return "fio-text"
+    if _JOB_SECTION.search(text) and _JOB_OPTION.search(text):
+        return "jobfile"
+    lines = [ln for ln in body.splitlines()[:20] if ln.strip()]
+    if lines and all(_LOG_LINE.match(ln) for ln in lines):
+        return "log"
+    if first.startswith("key,") or (first.count(",") > 10 and "cpu_per_mib" in first and "source" in first):
+        return "output"
+    if name.lower().endswith(".csv") and _perf_lines(text):
+        return "perf"
+    return "unknown"
+
+
+def _perf_lines(text: str) -> bool:
+    """At least one line in perf stat -x, layout (the parser says what is wrong with the others)."""
+    return bool(perfstat.parse(text).events)
+
+
+def sniff(path: str) -> str:
+    """What a file holds, whatever its name (:func:`sniff_text` of its first bytes; a text file of up to
+    :data:`SNIFF_WHOLE_BYTES` whose start is unknown is searched whole for a fio document, which may follow
+    pages of ETA or warning lines). An unreadable file is ``fio``: opening it says what is wrong."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(SNIFF_BYTES)
+            if head.startswith(b"PK\x03\x04"):
+                return "output" if path.lower().endswith((".xlsx", ".xlsm")) else "unknown"
+            if head.startswith(b"\x1f\x8b") or (b"\x00" in head and not head.startswith((b"\xff\xfe", b"\xfe\xff"))):
+                return "unknown"
+            kind = sniff_text(_text_of(head), path)
+            if kind == "unknown" and len(head) == SNIFF_BYTES:
+                rest = fh.read(SNIFF_WHOLE_BYTES)
+                if len(rest) < SNIFF_WHOLE_BYTES and any(mark in rest for mark in _FIO_MARKS):
+                    return "fio"
+            return kind
+    except OSError:
+        return "fio"
+
+
+@lru_cache(maxsize=4096)
+def is_perf_partner(csv: str) -> bool:
+    """A ``<stem>.csv`` that may be perf's: not another tool's format (an esxtop capture, a report's tidy
+    CSV) and not empty. A ``<stem>.perf.csv`` is perf's by its name (its damage is reported as perf's)."""
+    if csv.lower().endswith(".perf.csv"):
+        return True
+    return sniff(csv) == "perf"
+
+
+def unread_note(unread: list[tuple[str, str]]) -> str | None:
+    """The one warning for what a folder walk did not read: how many of each kind, a few names, and why."""
+    if not unread:
+        return None
+    by_kind: dict[str, list[str]] = {}
+    for path, kind in unread:
+        by_kind.setdefault(kind, []).append(path)
+    parts = []
+    for kind in UNREAD:
+        paths = by_kind.get(kind)
+        if not paths:
+            continue
+        what, many, why = UNREAD[kind]
+        shown = ", ".join(paths[:3]) + (f" and {len(paths) - 3} more" if len(paths) > 3 else "")
+        parts.append(f"{len(paths)} {what if len(paths) == 1 else many} ({shown}): {why}")
+    return escape_unencodable(f"{len(unread)} file(s) under the inputs were not read: " + "; ".join(parts))
 
 
 def _sniff(path: str) -> str:
@@ -140,20 +268,31 @@ def _walk(root: str, out: Found) -> None:
                 stack.append((e.path, target))
                 continue
             lname = e.name.lower()
-            if not lname.endswith(RESULT_SUFFIXES):
-                continue
-            kind = _KIND_BY_SUFFIX[lname[lname.rindex("."):]] if not lname.startswith(".") else kind_of(e.path)
+            named = lname.endswith(RESULT_SUFFIXES)
             real = os.path.realpath(e.path) if e.is_symlink() else real_prefix + e.name
             if not _followed(e.is_file):
                 try:
                     mode = e.stat().st_mode
                 except OSError:  # a dangling link: opening it says what is wrong
-                    names.append((e.path, real, kind))
+                    if named:
+                        names.append((e.path, real, ""))
                     continue
-                out.irregular.append(f"{e.path}: {file_type(mode)}, not a result file; skipped")
+                if named:
+                    out.irregular.append(f"{e.path}: {file_type(mode)}, not a result file; skipped")
                 continue
-            names.append((e.path, real, kind))
-    for name, real, kind in sorted(names):
+            names.append((e.path, real, "" if named else "?"))
+    for name, real, how in sorted(names):
+        base = os.path.basename(name).lower()
+        if how == "":  # named as a result: its suffix says what it is (kind_of for names all dots before it)
+            kind = _KIND_BY_SUFFIX[base[base.rindex("."):]] if not base.startswith(".") else kind_of(name)
+        elif base.endswith(".csv"):
+            out.walked_csv.append(name)  # a perf partner of a result, or said unread (ingest decides)
+            continue
+        else:
+            kind = sniff(name)
+            if kind not in ("fio", "diskspd", "journal"):
+                out.unread.append((name, "perf-alone" if kind == "perf" else kind))
+                continue
         out.add(kind, name, real)
 
 
@@ -227,14 +366,15 @@ def stem(path: str) -> str:
 
 
 def perf_partner(path: str) -> str | None:
-    """``<stem>.perf.csv`` or ``<stem>.csv`` next to a result file, if there is one."""
+    """``<stem>.perf.csv`` or ``<stem>.csv`` next to a result file, if there is one that may be perf's
+    (:func:`is_perf_partner`: an esxtop capture under the result's name is none)."""
     folder = os.path.dirname(path)
     names = csv_names(folder or ".")
     if not names:
         return None
     base = stem(path)
     for candidate in (base + ".perf.csv", base + ".csv"):
-        if candidate in names:
+        if candidate in names and is_perf_partner(os.path.join(folder, candidate)):
             return os.path.join(folder, candidate)
     return None
 

@@ -112,7 +112,7 @@ _RAW_FIELDS = (("io_bytes", "io_bytes"), ("total_ios", "total_ios"), ("bw_bytes"
 _COUNTS = ("io_bytes", "total_ios")     # add up over jobs, as integers; unknown when any job's is
 _SUMMED = ("bw_bytes", "iops")          # add up over jobs; unknown when any job's is
 _WORST = ("runtime_ms", "lat_p99_ns", "clat_p99_ns")  # the largest over jobs; unknown when any job's is
-_NO_IOS = "no I/O count (total_ios) to weight the mean latency by"
+_NO_IOS = "no I/O count (total_ios, or iops and runtime) to weight the mean latency by"
 # the reasons' keys (``read.lat_p99_ns``), spelled once rather than for every figure missing in every file
 _PREFIXED = {f"{p}.": {key: f"{p}.{key}" for key in _FIGURES} for p in (*DIRECTIONS, "total")}
 
@@ -124,9 +124,9 @@ def _combine(blocks: list[tuple[str, dict[str, Any]]], prefix: str, why: dict[st
     block lacked it (the block's own reason, ``inner[<block>.<key>]``, where it has one): a sum or a maximum
     over part of the jobs would be a different, smaller number. A single block is its own summary: the
     caller hands over a dict of its own, which is returned (not copied)."""
-    if len(blocks) == 1:  # the common case (one job, one direction)
+    if len(blocks) == 1:  # the common case (one job, one direction): its mean needs no weighting
         name, out = blocks[0]
-        if not out["total_ios"] and out["lat_mean_ns"] is not None:
+        if out["total_ios"] == 0 and out["lat_mean_ns"] is not None:
             out["lat_mean_ns"] = None
             why[f"{prefix}lat_mean_ns"] = _NO_IOS
         if None in out.values():  # the figures fio lacked, and why
@@ -141,8 +141,13 @@ def _combine(blocks: list[tuple[str, dict[str, Any]]], prefix: str, why: dict[st
                 "clat_p99_ns"):
         lacking = [name for name, b in blocks if b[key] is None]
         if key == "lat_mean_ns" and not lacking and any(b["total_ios"] is None for _, b in blocks):
-            out[key] = None  # the I/O count that weights the means is not known
-            why[f"{prefix}{key}"] = _NO_IOS
+            weights = [_ios_of(b) for _, b in blocks]
+            total = sum(w for w in weights if w is not None)
+            if None in weights or not total:
+                out[key] = None  # the I/O count that weights the means is not known
+                why[f"{prefix}{key}"] = _NO_IOS
+            else:  # fio 2.x: no total_ios, but the iops and runtime it computed its iops from
+                out[key] = sum(b[key] * w for (_, b), w in zip(blocks, weights) if w is not None) / total
             continue
         if lacking:
             out[key] = None
@@ -164,6 +169,16 @@ def _combine(blocks: list[tuple[str, dict[str, Any]]], prefix: str, why: dict[st
             why[f"{prefix}{key}"] = f"the {'I/O-weighted mean' if key == 'lat_mean_ns' else 'sum'} over the jobs " \
                                     "is beyond any real figure"
     return out
+
+
+def _ios_of(block: dict[str, Any]) -> float | None:
+    """The I/O count of a block: fio's ``total_ios``, else (fio 2.x wrote none) iops x runtime, the count fio
+    computed its iops from (``iops = 1000 * total_io_u / runtime``, stat.c); None when neither is known."""
+    if block["total_ios"] is not None:
+        return float(block["total_ios"])
+    if block["iops"] is None or block["runtime_ms"] is None:
+        return None
+    return block["iops"] * block["runtime_ms"] / 1000.0
 
 
 def _used(job: dict[str, Any], dname: str, d: dict[str, Any], source: str | None) -> tuple[Any, ...] | None:

@@ -149,6 +149,7 @@ def fio_rows(doc: Any, source: str) -> list[dict[str, Any]]:
             "write_lat_mean_us": write["lat_mean_ns"] / 1000.0 if write and write["lat_mean_ns"] is not None else None,
             "lat_p99_us": lat_p99 / 1000.0 if lat_p99 is not None else None,
             "clat_p99_us": clat_p99 / 1000.0 if clat_p99 is not None else None,
+            **_p99_columns(group, s, clat_p99, "client" if client_mode else "job"),
             "guest_usr_cpu": s["usr_cpu"],
             "guest_sys_cpu": s["sys_cpu"],
             "null_reasons": reasons_text(s.get("null_reasons"), {"numjobs": why} if why else None),
@@ -171,3 +172,69 @@ def _counted_numjobs(doc: dict[str, Any], group: list[dict[str, Any]],
             "group_reporting" in (doc.get("global options") or {}):
         return None, "not in fio's options or the file name (group_reporting folds the clones into one entry)"
     return len(group), None
+
+
+MERGED_P99 = "merged json+ bins: the 99th percentile of all the I/Os together, as fio computes one"
+WORST_P99 = "the worst {what}'s p99 (an upper bound: the file has no json+ bins to merge)"
+
+
+def _bins(block: Any) -> dict[str, Any] | None:
+    clat = block.get("clat_ns") if isinstance(block, dict) else None
+    bins = clat.get("bins") if isinstance(clat, dict) else None
+    return bins if isinstance(bins, dict) and bins else None
+
+
+def merged_p99(bins_list: list[dict[str, Any]]) -> float | None:
+    """The 99th percentile (ns) of json+ completion-latency bins taken together: fio's own method (stat.c
+    ``calc_clat_percentiles``): the first bin, in order of value, at which the running count reaches 99 % of
+    all I/Os. A bin that is no (value, count) pair of numbers makes it None (the worst p99 is used then)."""
+    counts: dict[float, float] = {}
+    try:
+        for bins in bins_list:
+            for value, count in bins.items():
+                v, c = float(value), float(count)
+                if not (0 <= v < float("inf") and 0 <= c < float("inf")):
+                    return None
+                counts[v] = counts.get(v, 0.0) + c
+    except (TypeError, ValueError):
+        return None
+    total = sum(counts.values())
+    if not total:
+        return None
+    running = 0.0
+    for v in sorted(counts):
+        running += counts[v]
+        if running >= 0.99 * total:
+            return v
+    return None
+
+
+def _p99_columns(group: list[dict[str, Any]], s: dict[str, Any], clat_p99: float | None,
+                 job: str = "job") -> dict[str, Any]:
+    """Per-direction completion-latency p99s, and for a row of several directions or jobs the combined p99
+    from the merged json+ bins where the file has them, with ``p99_basis`` saying which it is."""
+    used = [d for d in ("read", "write", "trim") if d in s]
+    out: dict[str, Any] = {}
+    blocks: list[dict[str, Any] | None] = []
+    for d in used:
+        mine = [_bins(job.get(d)) for job in group if _moved(job.get(d))]
+        blocks += mine
+        p99 = s[d]["clat_p99_ns"]
+        if len(mine) > 1 and None not in mine:
+            p99 = merged_p99([b for b in mine if b is not None]) or p99
+        if d in ("read", "write"):
+            out[f"{d}_clat_p99_us"] = p99 / 1000.0 if p99 is not None else None
+    if len(blocks) <= 1 or clat_p99 is None:
+        return out
+    merged = merged_p99([b for b in blocks if b is not None]) if None not in blocks else None
+    if merged is not None:
+        out["clat_p99_us"] = merged / 1000.0
+        out["p99_basis"] = MERGED_P99
+    else:
+        what = "direction" if len(used) > 1 and len(group) == 1 else job if len(used) == 1 else f"{job} and direction"
+        out["p99_basis"] = WORST_P99.format(what=what)
+    return out
+
+
+def _moved(block: Any) -> bool:
+    return isinstance(block, dict) and bool(block.get("total_ios") or block.get("io_bytes"))

@@ -25,8 +25,10 @@ Notebook use::
 How inputs are found:
 
 - a directory holding ``journal.ndjson`` is a run directory: only its journal is read;
-- any other directory is searched (recursively) for ``*.json`` (fio), ``*.xml`` (DiskSpd) and
-  ``*.ndjson`` (journals);
+- any other directory is searched (recursively): every regular file is read for what it holds, by its
+  name (``*.json`` fio, ``*.xml`` DiskSpd, ``*.ndjson`` journals) or else by its content (fio JSON and
+  json+ with text around it, client/server output, DiskSpd XML); what is not read is named in one note,
+  per kind and why (:data:`.discover.UNREAD`);
 - host counters for a plain result file come from ``perf stat -x,`` CSV next to it, named
   ``<stem>.perf.csv`` or ``<stem>.csv`` (``read-rand-bs4096-qd32.json`` +
   ``read-rand-bs4096-qd32.perf.csv``);
@@ -51,7 +53,7 @@ from ..core.errors import DataFileError
 from ..core.recordtypes import RunRecord
 from .bulk import no_cyclic_gc
 from .checks import Problem
-from .discover import JOURNAL_NAME, csv_names, discover, perf_partner, stem
+from .discover import JOURNAL_NAME, UNREAD, csv_names, discover, perf_partner, sniff, stem, unread_note
 from .journalrows import SCHEMA, read_journal_rows
 from .plainfiles import parse_files
 from .tidy import COLUMNS, environment_frame, frame_from_rows, number_repeats
@@ -151,8 +153,9 @@ def _ingest(paths: Iterable[str | Path], *, strict: bool, label: str | None, wor
         shown = folder if len(folder) <= 200 else f"{folder[:80]}...{folder[-60:]}"
         problems.append(Problem(shown, f"{shown}: a folder under the inputs: {why}"))
     paired: set[str] = set()
+    foreign = {c: kind for c in found.explicit_csv if (kind := sniff(c)) in ("esxtop", "output")}
     explicit_by_stem = {os.path.basename(c)[: -len(".perf.csv")] if c.endswith(".perf.csv") else stem(c): c
-                        for c in found.explicit_csv}
+                        for c in found.explicit_csv if c not in foreign}
     work: list[tuple[str, str, str | None]] = []
     cells: dict[tuple[str, str], str] = {}  # (run id, cell key) -> the journal line it was read from
     for kind, path in found.files:
@@ -171,9 +174,21 @@ def _ingest(paths: Iterable[str | Path], *, strict: bool, label: str | None, wor
     rows += file_rows
     problems += file_problems
     for csv in found.explicit_csv:
-        if csv not in paired:
+        if csv in foreign:
+            what, _, why = UNREAD[foreign[csv]]
+            problems.append(Problem(csv, f"an {what}, not perf stat -x, output: {why}. Fix: give the perf stat CSV "
+                                         "of the run (perf stat -x, -o <stem>.perf.csv)"))
+        elif csv not in paired:
             problems.append(Problem(csv, "perf CSV with no result file next to it "
                                          "(expected <stem>.json or <stem>.xml of the same name)"))
+    unread = list(found.unread)
+    for csv in found.walked_csv:
+        if csv not in paired:
+            kind = sniff(csv)
+            unread.append((csv, "perf-alone" if kind == "perf" else kind if kind in UNREAD else "unknown"))
+    note = unread_note(sorted(unread))
+    if note:
+        notes.append(note)
     if label is not None:
         for row in rows:
             row["side"] = label

@@ -11,11 +11,14 @@ from typing import Any
 
 from ..core.errors import DataFileError
 from ..core.journalfile import CELL, CELL_SKIPPED, RUN, SCHEMA, looks_binary, read_lines
+from ..core.metrics import per_mib
 from ..core.model import NOT_APPLICABLE, disk_options_apply
 from ..core.recordtypes import CellRecord, CellSkippedRecord, Direction, RateCheck, RunRecord, Times
 from .checks import Problem, check_row
 from .discover import MAX_JOURNAL_BYTES, read_capped
+from .fiorows import WORST_P99
 from .iopath import split_of
+from .roles import role_split
 from .params import normalize_rw
 from .tidy import CPU_PER_MIB_UNIT, reasons_text
 
@@ -80,6 +83,9 @@ def cell_row(rec: CellRecord, where: str) -> dict[str, Any]:
         "write_lat_mean_us": _us(write.lat_mean_ns),
         "lat_p99_us": _us(total.lat_p99_ns),
         "clat_p99_us": _us(total.clat_p99_ns),
+        "read_clat_p99_us": _us(read.clat_p99_ns),
+        "write_clat_p99_us": _us(write.clat_p99_ns),
+        "p99_basis": _p99_basis(rec, read, write, total),
         "guest_usr_cpu": _float(rec.fio.usr_cpu),
         "guest_sys_cpu": _float(rec.fio.sys_cpu),
         "rate_target_mib_s": _float(rate.target_mib_s),
@@ -91,6 +97,7 @@ def cell_row(rec: CellRecord, where: str) -> dict[str, Any]:
     _explain_blanks(rec, row)
     io_cpu, io_ctx, io_note = split_of(rec)
     row.update({"io_path_cpu_s": io_cpu, "io_path_ctx": io_ctx, "io_path_note": io_note})
+    row.update(role_split(rec))
     host = rec.host
     if host is not None:
         metric = host.cpu_metric
@@ -114,7 +121,35 @@ def cell_row(rec: CellRecord, where: str) -> dict[str, Any]:
             "cpu_total_source": host.cpu_total_source,
             "cpu_split_note": host.cpu_split_note if isinstance(host.cpu_split_note, str) else None,
         })
+        row.update(_cpu_set_columns(rec))
     return row
+
+
+def _cpu_set_columns(rec: CellRecord) -> dict[str, Any]:
+    """A CPU-set record's extra columns (issue 33): the QEMU process's figures and per-MiB costs beside the
+    set's, the storage-path interrupts and softirqs outside and on the set, the other tasks on it."""
+    host = rec.host
+    if host is None or not host.measured_cpus:
+        return {}
+    out: dict[str, Any] = {"host_cpus": host.cpus}
+    proc = host.process
+    if proc is not None and proc.cpu_metric in CPU_PER_MIB_UNIT and rec.fio is not None and rec.fio.total is not None:
+        cost = per_mib(rec.fio.total.io_bytes, proc.to_json())
+        out.update({"proc_cpu_total": _float(proc.cpu_total), "proc_ctx_switches": _float(proc.ctx_switches),
+                    "proc_cpu_per_mib": cost["cpu"], "proc_ctx_per_mib": cost["ctx"]})
+    leak = host.leak
+    if leak is not None:
+        for name, counts in (("irq", leak.io_interrupts), ("softirq", leak.io_softirqs)):
+            if isinstance(counts, dict):
+                out[f"leak_{name}_outside"] = _float(counts.get("outside"))
+                out[f"leak_{name}_on_set"] = _float(counts.get("on_set"))
+    if host.on_set is not None:
+        rest = host.rest.get("on_set_rest")
+        extra = rest.get("cpu_s") if isinstance(rest, dict) else None
+        extra = extra if isinstance(extra, (int, float)) else 0.0
+        out["on_set_cpu_s"] = float(sum(t.cpu_s or 0.0 for t in host.on_set) + extra)
+        out["on_set_top"] = "; ".join(f"{t.comm} ({t.pid}) {t.cpu_s or 0:.2f} s" for t in host.on_set[:3]) or None
+    return out
 
 
 def _float(value: float | None) -> float | None:
@@ -127,6 +162,16 @@ def _us(ns: float | None) -> float | None:
 
 def _mib(nbytes: float | None) -> float | None:
     return nbytes / 2**20 if nbytes is not None else None
+
+
+def _p99_basis(rec: Any, read: Direction, write: Direction, total: Direction) -> str | None:
+    """What the p99 of a record of several directions or jobs is: the summary keeps each job's and
+    direction's p99 and takes the worst (a journal holds no json+ bins to merge)."""
+    both = bool(read.io_bytes or read.total_ios) and bool(write.io_bytes or write.total_ios)
+    jobs = rec.fio.jobs if isinstance(rec.fio.jobs, int) and not isinstance(rec.fio.jobs, bool) else 1
+    if total.clat_p99_ns is None or (not both and jobs <= 1):
+        return None
+    return WORST_P99.format(what="job and direction" if both and jobs > 1 else "direction" if both else "job")
 
 
 # measured columns whose blank a record explains itself (fio.null_reasons), else by the key it lacks

@@ -16,7 +16,7 @@ from ..core import metrics
 from ..core.errors import DataFileError
 from . import diskspd, fio, perfcsv
 from .checks import MEASURED, Problem, check_row, is_number
-from .discover import MAX_RESULT_BYTES, read_capped
+from .discover import MAX_RESULT_BYTES, SNIFF_BYTES, UNREAD, read_capped, sniff_text
 from .fiorows import fio_rows
 from .tidy import CPU_PER_MIB_UNIT
 
@@ -68,6 +68,10 @@ def read_fio_file(text: str, source: str) -> list[dict[str, Any]]:
             if text.lstrip().startswith("{") and exc.problem.startswith("no fio JSON document"):
                 raise DataFileError(source, f"invalid or truncated JSON ({first})",
                                     "re-run fio or copy the complete file") from None
+            kind = sniff_text(text[:SNIFF_BYTES], source) if exc.problem.startswith("no fio JSON document") else ""
+            if kind in UNREAD and kind not in ("unknown", "empty", "perf-alone"):
+                what, _, why = UNREAD[kind]  # the format found, and its own fix
+                raise DataFileError(source, f"{what}, not a result file", why) from None
             raise
     return fio_rows(doc, source)
 

@@ -14,6 +14,7 @@ import pandas as pd
 from openpyxl import Workbook
 
 from ..core.errors import InputError
+from .ooxml import schema_fonts
 from .safe import neutralize
 
 
@@ -39,6 +40,7 @@ def save_workbook(wb: Workbook, path: str | Path) -> Path:
         ws.page_setup.fitToWidth = 1
         ws.page_setup.fitToHeight = 0
         ws.sheet_properties.pageSetUpPr.fitToPage = True
+    schema_fonts(wb)  # (openpyxl writes a font's children out of the schema's order)
     replace_atomically(path, wb.save)
     return path
 

@@ -110,8 +110,9 @@ HOST_POINT_COLUMNS: list[Column] = [
 
 MEASUREMENT_FORMATS = {"iops": "#,##0", "read_iops": "#,##0", "write_iops": "#,##0", "bw_mib_s": "0.00",
                        "mib": "0.00", "lat_mean_us": "0.0", "read_lat_mean_us": "0.0", "write_lat_mean_us": "0.0",
-                       "lat_p99_us": "0.0", "clat_p99_us": "0.0", "cpu_per_mib": "0.000", "ctx_per_mib": "0.00",
-                       "cpu_total": "0.000",
+                       "lat_p99_us": "0.0", "clat_p99_us": "0.0",
+                       "read_clat_p99_us": "0.0", "write_clat_p99_us": "0.0", "cpu_per_mib": "0.000",
+                       "ctx_per_mib": "0.00", "cpu_total": "0.000",
                        "rate_mib_s": "0.0", "window_s": "0.00"}
 
 
@@ -285,7 +286,12 @@ def _cell_values(column: pd.Series) -> list[Any]:
 P99_LABELS = {
     "clat_p99_us": ("clat_p99_us [completion latency p99]",
                     "99th percentile of fio's completion latency (clat): from submission to the device's completion "
-                    "seen by fio, without the submission time. Microseconds."),
+                    "seen by fio, without the submission time. Microseconds. A row of several directions or jobs: "
+                    "p99_basis says what it is (the merged json+ bins, or the worst one's p99)."),
+    "read_clat_p99_us": ("read_clat_p99_us [completion latency p99, reads]",
+                         "99th percentile of fio's completion latency (clat) of the reads alone. Microseconds."),
+    "write_clat_p99_us": ("write_clat_p99_us [completion latency p99, writes]",
+                          "99th percentile of fio's completion latency (clat) of the writes alone. Microseconds."),
     "lat_p99_us": ("lat_p99_us [total latency p99]",
                    "99th percentile of the total latency (lat = submission + completion), where the engine reported "
                    "it (fio with lat_percentiles=1; DiskSpd). Blank where fio gave only completion percentiles."),
@@ -350,9 +356,11 @@ def _from_reasons(reasons: Any, column: str) -> str | None:
 def write_frame(ws: Worksheet, frame: pd.DataFrame, formats: dict[str, str] | None = None) -> int:
     """A whole DataFrame with its own column names as headers (the Measurements sheet); latency percentile
     headers say which latency they are (with a note on the header cell), and a last column says why each
-    blank measurement is blank."""
+    blank measurement is blank (there only when one is)."""
     formats = formats or {}
-    frame = frame.assign(**{BLANK_HEADER: blank_reasons(frame)})
+    reasons = blank_reasons(frame)
+    if any(reasons):  # (a column of nothing when no measurement is blank: then it goes)
+        frame = frame.assign(**{BLANK_HEADER: reasons})
     # a column no row has a value in says nothing: left out, and named in the first header's comment; a
     # measured column stays (each row's blank_reasons says why it is blank), and so does blank_reasons
     empty = [c for c in frame.columns if c not in MEASURED and c != BLANK_HEADER and not frame[c].notna().any()]

@@ -60,6 +60,9 @@ COLUMNS: dict[str, str] = {
     "write_lat_mean_us": "float64",
     "lat_p99_us": "float64",     # total latency (lat = submission + completion) p99, where the engine gave it
     "clat_p99_us": "float64",    # fio's completion latency (clat) p99, its default percentiles
+    "read_clat_p99_us": "float64",   # the same of the reads alone
+    "write_clat_p99_us": "float64",  # and of the writes alone
+    "p99_basis": "string",       # a row of several directions or jobs: merged json+ bins, or the worst's p99
     "lat_p99_us_note": "string",  # an older journal record's lat_p99_us: lat p99 where fio reported it, else clat p99
     "guest_usr_cpu": "float64",  # % as the guest's engine reported it (not the host measurement)
     "guest_sys_cpu": "float64",
@@ -77,11 +80,27 @@ COLUMNS: dict[str, str] = {
     "io_path_cpu_s": "float64",  # CPU seconds of every QEMU thread but the vCPUs' (host.by_role), the I/O path lens
     "io_path_ctx": "float64",    # context switches of those threads
     "io_path_note": "string",    # why the two are blank (no per-thread split, no vCPU role, ...)
+    # per thread role (analysis/roles.py): switches and CPU seconds of the vcpu, main-loop, iothread, aio-worker
+    # and other threads in the window (0: the role had no thread; blank: no per-thread split)
+    **{f"{_r}_{_k}": "float64" for _r in ("vcpu", "main_loop", "iothread", "aio_worker", "other")
+       for _k in ("ctx", "cpu_s")},
     "accel": "string",           # the run's environment.accel (kvm, tcg): tcg's vCPU CPU is the emulated guest
     "host_source": "string",
     "cpu_total_source": "string",  # what cpu_total (the scored CPU figure) is: perf task-clock, cycles, /proc
     "cpu_split_note": "string",  # why cpu_user + cpu_system differs from cpu_total by > 3 % (the collector's)
-    "host_scope": "string",
+    "host_scope": "string",      # cpus (a CPU set system-wide) | qemu-process | esxi-vm: what the host figures are of
+    # [host] scope = "cpus" (issue 33): the set, and the QEMU process's figures beside the set's (the scored ones)
+    "host_cpus": "string",       # the measured CPU set, a kernel cpulist
+    "proc_cpu_total": "float64",
+    "proc_ctx_switches": "float64",
+    "proc_cpu_per_mib": "float64",
+    "proc_ctx_per_mib": "float64",
+    "leak_irq_outside": "float64",      # storage-path (numbered) interrupts on CPUs outside the set in the window
+    "leak_irq_on_set": "float64",
+    "leak_softirq_outside": "float64",  # BLOCK, IRQ_POLL, NET_RX, NET_TX, TASKLET softirqs outside the set
+    "leak_softirq_on_set": "float64",
+    "on_set_cpu_s": "float64",   # CPU seconds other processes (not the measured QEMU) used on the set
+    "on_set_top": "string",      # the largest of them: "comm (pid) 0.33 s; ..."
     "rate_target_mib_s": "float64",
     "rate_achieved_mib_s": "float64",
     "rate_missed": "boolean",

@@ -38,6 +38,12 @@ from .sheets import (HOST_POINT_COLUMNS, MEASUREMENT_FORMATS, POINT_COLUMNS, SCO
                      fit_height, header, header_letter, print_setup, run_dates, write_environment, write_frame,
                      write_lines, write_summary, write_table)
 from .evidencesheets import IOPATH_SHEET, add_evidence_sheets
+from .rolesheet import ROLES_SHEET, write_roles_sheet
+from .rolesheet import answer_rows as aio_answer_rows
+from .rolesheet import headline as aio_headline
+from .rolesheet import method_lines as roles_method_lines
+from .scopes import SCOPES_SHEET, scope_table, scope_text, write_scopes_sheet
+from .scopes import method_lines as scope_method_lines
 
 ANSWER_SHEET = "Answer"
 
@@ -65,7 +71,6 @@ def _engine_lines(frame: pd.DataFrame) -> list[str | tuple[str, str]]:
 
 
 def _method_efficiency(result: EfficiencyResult, frame: pd.DataFrame) -> list[str | tuple[str, str]]:
-    scopes = sorted({str(s) for s in frame["host_scope"].dropna()}) or ["(not recorded)"]
     sources = sorted({str(s) for s in frame["host_source"].dropna()}) or ["(not recorded)"]
     metrics = sorted({str(m) for m in frame["cpu_metric"].dropna()}) or ["(none)"]
     esxi: list[str | tuple[str, str]] = [
@@ -84,8 +89,7 @@ def _method_efficiency(result: EfficiencyResult, frame: pd.DataFrame) -> list[st
                        "figure is in the 'CPU unit' column: cycles/MiB or CPU-ms/MiB."),
         ("CPU figure scored", _cpu_figure_text(frame)),
         ("Collector", ", ".join(sources)),
-        ("Collector scope", ", ".join(scopes) + ". Only work on these CPUs/threads is counted (the guest, QEMU's "
-                            "threads and the host I/O path); anything outside is not in the figures."),
+        ("Collector scope", scope_text(frame)),
         ("MiB", "bytes the guest's engine transferred in the window / 2^20."),
         "# Formulas",
         ("CPU per MiB", "cpu_total / MiB: (user + kernel cycles) / MiB, or (CPU seconds of the CPU figure above "
@@ -138,6 +142,9 @@ def _answer_sheet(ws: Any, data: IngestResult, result: EfficiencyResult, score_c
         ws.cell(row=r, column=1, value="No configuration could be scored: see the Summary sheet's notes.")
         return
     sentence = answer_sentence(result, group)
+    aio_head = aio_headline(data.frame)
+    if aio_head:
+        sentence += " " + aio_head[0].upper() + aio_head[1:]
     others = [g for g in result.groups if g != group]
     if others:
         sentence += f" (Workload {group}; {len(others)} other group(s) on the Summary and Scores sheets.)"
@@ -169,6 +176,22 @@ def _answer_sheet(ws: Any, data: IngestResult, result: EfficiencyResult, score_c
                 c.number_format = row.fmt
         fit_height(ws, r, [(row.topic, ANSWER_WIDTHS["A"]), (row.text, ANSWER_WIDTHS["B"]),
                            (row.unit, ANSWER_WIDTHS["E"]), (row.evidence, ANSWER_WIDTHS["F"])])
+    aio_rows = aio_answer_rows(data.frame)
+    if aio_rows:
+        r += 2
+        title = "aio=threads against aio=native, per controller"
+        ws.cell(row=r, column=1, value=title).font = Font(bold=True, size=12)
+        r += 1
+        header(ws, r, ["Controller", "Answer", "threads - native", "native", "Unit", "Evidence"])
+        for topic, text, value, of, unit, evidence in aio_rows:
+            r += 1
+            for j, v in enumerate([topic, text, value, of, unit, evidence], start=1):
+                c = ws.cell(row=r, column=j, value=safe_value(v))
+                c.alignment = WRAP
+                if j in (3, 4) and v is not None:
+                    c.number_format = "0.00"
+            fit_height(ws, r, [(topic, ANSWER_WIDTHS["A"]), (text, ANSWER_WIDTHS["B"]),
+                               (unit, ANSWER_WIDTHS["E"]), (evidence, ANSWER_WIDTHS["F"])])
     r += 2
     if score_chart is not None:
         chart = score_chart()
@@ -238,8 +261,19 @@ def _efficiency_workbook(path: str | Path, data: IngestResult, result: Efficienc
     _answer_sheet(answer, data, result, score_charts.get(group) if group and len(result.cells) else None)
     write_environment(wb.create_sheet("Environment"), data.environment, _report_facts(frame, inputs))
     add_evidence_sheets(wb, result)  # the significance Method lines and the I/O-path sheet
-    _order(wb, [ANSWER_SHEET, "Summary", "Method", "Scores", IOPATH_SHEET, "Charts", "Measurements", "Environment",
-                "Chart data"])
+    role_lines = roles_method_lines(frame)  # the native-vs-threads verdict figure, and the per-role sheet
+    if role_lines:
+        method = wb["Method"]
+        write_lines(method, role_lines, start_row=method.max_row + 2)
+    write_roles_sheet(wb, frame)
+    scopes = scope_table(frame, result)  # a CPU set's figures beside the QEMU process's (issue 33)
+    scope_lines = scope_method_lines(frame, scopes)
+    if scope_lines:
+        method = wb["Method"]
+        write_lines(method, scope_lines, start_row=method.max_row + 2)
+    write_scopes_sheet(wb, scopes)
+    _order(wb, [ANSWER_SHEET, "Summary", "Method", "Scores", SCOPES_SHEET, ROLES_SHEET, IOPATH_SHEET, "Charts",
+                "Measurements", "Environment", "Chart data"])
     return save_workbook(wb, path)
 
 

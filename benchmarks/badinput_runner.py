@@ -1,5 +1,5 @@
 """Runs one bad-input case through the real CLI and judges it: the machinery of the corpus
-(benchmarks/badinput_corpus.py), also used by tests/harness/test_badinput_corpus_cases.py.
+(benchmarks/badinput_corpus.py), also used by tests/benchmarks/test_badinput_corpus.py.
 
 A case is a command line with placeholders, the files to lay out first (including directories, FIFOs,
 symlink loops) and what the message must name. Each case runs in a forked child of a process that has

@@ -57,7 +57,7 @@ def categories() -> list[Category]:
             ("test_fioserver_live", "dead_guest|collector_that_fails")]),
         Category("3 bad input (matrix, fio, DiskSpd, perf, journal, CLI)", [
             ("test_reliability_badinput", None), ("test_analysis_malformed", None), ("test_spec", None),
-            ("test_analysis_badinput", None), ("test_badinput_corpus_cases", None)]),
+            ("test_analysis_badinput", None), ("test_badinput_corpus", None)]),
         Category("4 secrets (env/file only, never in outputs)", [
             ("test_reliability_secrets", None), ("test_proxmox_backend", "token|secret|wrong_token"),
             ("test_winrm_standin", "no_password"), ("test_winrm_settings", "password|secret"),
@@ -69,8 +69,9 @@ def categories() -> list[Category]:
 
 
 def files_for(cats: list[Category]) -> list[str]:
-    stems = sorted({stem for c in cats for stem, _ in c.selectors})
-    return [str(ROOT / "tests" / f"{s}.py") for s in stems if (ROOT / "tests" / f"{s}.py").exists()]
+    """Each selector's test file, wherever it sits in the folders that mirror the code (tests/harness/..., ...)."""
+    stems = {stem for c in cats for stem, _ in c.selectors}
+    return sorted(str(p) for p in (ROOT / "tests").rglob("test_*.py") if p.stem in stems)
 
 
 def run_pytest(files: list[str], junit: Path, quick: bool, crash_json: Path) -> int:

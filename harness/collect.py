@@ -243,8 +243,13 @@ class RemoteProcessesCollector:
     STOP_TIMEOUT_S = 60.0
 
     def __init__(self, shell: Shell, scopes: Callable[[], list[HostScope]], *, remote_dir: str,
-                 use_perf: bool | None = None, python: str = "python3", name_vms: bool = True) -> None:
+                 use_perf: bool | None = None, python: str = "python3", name_vms: bool = True,
+                 cpus: str | None = None, root: str | None = None) -> None:
         self.shell = shell
+        #: [host] scope = "cpus": the node's CPU set (a kernel cpulist) measured system-wide around the processes;
+        #: the block is then the set's, the processes' merged figures under ``process``
+        self.cpus = cpus
+        self.root = root  # where the node's /proc is read ("/" unless a stand-in's fake tree)
         self.name_vms = name_vms  # a suite's block names its VMs and node; one VM's block is the plain one
         self.target = shell.where
         self.scopes = scopes
@@ -293,9 +298,14 @@ class RemoteProcessesCollector:
         if self._proc is not None:
             raise CollectorError("the host collector is already measuring a window")
         scopes = self.scopes()
-        request = {"processes": [{"pid": s.pid, "name": s.vm or str(s.pid),
-                                  "roles": {str(t): r for t, r in s.threads.items()}} for s in scopes],
-                   "use_perf": self.use_perf}
+        request: dict[str, Any] = {
+            "processes": [{"pid": s.pid, "name": s.vm or str(s.pid), "roles": {str(t): r for t, r in s.threads.items()}}
+                          for s in scopes],
+            "use_perf": self.use_perf}
+        if self.cpus:
+            request["cpus"] = self.cpus
+        if self.root:
+            request["root"] = self.root
         self._lines = queue.Queue()
         self._stderr = []
         try:
@@ -342,6 +352,12 @@ class RemoteProcessesCollector:
             raise CollectorError(f"the host collector on {self.target} lost {len(errors)} of {len(results)} VMs: "
                                  + "; ".join(errors))
         host = merge_hosts([r["host"] for r in results])
+        if self.cpus:
+            if not isinstance(doc.get("cpus"), dict):
+                _invalidate(self.scopes)
+                raise CollectorError(f"the host collector on {self.target} did not measure CPU set {self.cpus}: "
+                                     f"{doc.get('cpus_error', 'no result for the set')}")
+            host = with_process(doc["cpus"], host)
         if host is not None and self.name_vms:
             host["vms"] = [r.get("name") for r in results]
             host["node"] = self.target

@@ -16,7 +16,9 @@ configuration of each workload against its runner-up, and per controller its bes
 next (native against threads). A comparison is decided when the workbook's own test says so — the share
 of the bootstrap's resamples (:mod:`stormatrix.analysis.bootstrap`, through ``score_cells`` exactly as
 ``stormatrix report`` runs it) in which one score is lower is at least 95 % or at most 5 %; with a single
-repeat it is untested, so open. ``"cv"`` gives extra repeats by CV alone. Within
+repeat it is untested, so open. Native against threads, where the records split QEMU's threads by role, is
+decided as the Answer page decides it: Welch's t at 95 % on the I/O-path switches per I/O
+(:mod:`stormatrix.analysis.roles`). ``"cv"`` gives extra repeats by CV alone. Within
 ``time_budget_minutes`` the runner takes as many as fit at the measured pace, in this priority order.
 
 Each extra repeat's record says why it ran (``extra_repeat``, docs/journal.md).
@@ -117,14 +119,23 @@ class Comparison:
     b: str
     share: float | None  # None: untested (a side has a single repeat)
     resamples: int
+    #: "aio verdict of <controller>": Welch's p on the I/O-path switches per I/O (analysis/roles.py), the figure
+    #: the Answer page decides native against threads on; None: untested or a score comparison
+    p: float | None = None
 
     @property
     def decided(self) -> bool:
         from .analysis.bootstrap import LEVEL  # analysis (pandas, numpy) loads only when verdicts are read
 
+        if self.kind.startswith("aio verdict"):
+            return self.p is not None and self.p < 1 - LEVEL
         return self.share is not None and (self.share >= LEVEL or self.share <= 1 - LEVEL)
 
     def describe(self) -> str:
+        if self.kind.startswith("aio verdict"):
+            state = ("untested (a single repeat)" if self.p is None else
+                     f"Welch p = {self.p:.3g} on the I/O-path switches per I/O (decided at p < 0.05)")
+            return f"{self.kind}: {self.a} vs {self.b}, {state}"
         if self.share is None:
             state = "untested (a single repeat)"
         else:
@@ -133,8 +144,11 @@ class Comparison:
         return f"{self.kind} in {self.group}: {self.a} vs {self.b}, {state}"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "group": self.group, "a": self.a, "b": self.b, "share_a_lower": self.share,
-                "resamples": self.resamples}
+        out = {"kind": self.kind, "group": self.group, "a": self.a, "b": self.b, "share_a_lower": self.share,
+               "resamples": self.resamples}
+        if self.kind.startswith("aio verdict"):
+            out["p"] = self.p
+        return out
 
 
 def comparisons(journal: Path) -> tuple[list[Comparison], dict[tuple[str, str], tuple[str, str]]]:
@@ -157,6 +171,7 @@ def comparisons(journal: Path) -> tuple[list[Comparison], dict[tuple[str, str], 
         return [], {}
     where = {(str(r.norm_group), str(r.config)): (str(r.workload), str(r.config)) for r in cells.itertuples()}
     out: list[Comparison] = []
+    aio_pairs = _aio_pairs(data.frame, cells)
 
     def compare(kind: str, group: str, a: str, b: str) -> None:
         draws = result.draws.groups[group]
@@ -172,9 +187,43 @@ def comparisons(journal: Path) -> tuple[list[Comparison], dict[tuple[str, str], 
             gc = g[g["controller"] == controller]
             if gc["iothread"].nunique(dropna=False) > 1:
                 gc = gc[gc["iothread"].fillna(False) == gc["iothread"].fillna(False).iloc[0]]
+            if {"native", "threads"} <= set(gc["aio"]) and aio_pairs.get((str(group), str(controller))):
+                continue  # decided on the verdict figure, below
             if gc["aio"].nunique() >= 2:
                 compare(f"aio modes of {controller}", str(group), str(gc.iloc[0]["config"]), str(gc.iloc[1]["config"]))
+    for (group, controller), (native, threads, p) in aio_pairs.items():
+        out.append(Comparison(f"aio verdict of {controller}", group, native, threads, None, 0, p))
     return out, where
+
+
+def _aio_pairs(frame: Any, cells: Any) -> dict[tuple[str, str], tuple[str, str, float | None]]:
+    """(group, controller) -> (native label, threads label, Welch p or None) of every controller the Answer page
+    decides native against threads for (analysis/roles.py: the I/O-path switches per I/O; first iothread
+    setting of the controller, as the findings pick it)."""
+    import math
+
+    from .analysis.labels import config_label
+    from .analysis.roles import aio_verdicts, per_io_frame
+
+    f = frame.copy()
+    f["config"] = [config_label(c, a, i, k) for c, a, i, k in
+                   f[["controller", "aio", "iothread", "cache"]].itertuples(index=False)]
+    verdicts = aio_verdicts(per_io_frame(f))
+    out: dict[tuple[str, str], tuple[str, str, float | None]] = {}
+    for v in verdicts:
+        rows = cells[(cells["controller"] == v.controller) & (cells["workload"] == v.workload)]
+        rows = rows[rows["aio"].isin(["native", "threads"])]
+        if rows.empty:
+            continue
+        first = rows["iothread"].fillna(False).iloc[0]
+        rows = rows[rows["iothread"].fillna(False) == first]
+        if f"iothread={'1' if bool(first) else '0'}" not in v.group or len(rows) < 2:
+            continue
+        native = rows[rows["aio"] == "native"].iloc[0]
+        threads = rows[rows["aio"] == "threads"].iloc[0]
+        out.setdefault((str(native["norm_group"]), v.controller),
+                       (str(native["config"]), str(threads["config"]), v.p if math.isfinite(v.p) else None))
+    return out
 
 
 def next_extra(plan: Plan, run: dict[str, Any], records: Iterable[dict[str, Any]],

@@ -6,12 +6,16 @@ Standard library only, next to ``collector.py`` (copied to the node with it). Th
 a time on stdin/stdout, so nothing but fixed words ever goes through the remote shell:
 
 1. controller -> ``{"processes": [{"pid": 1234, "name": "vm01", "roles": {"1240": "vcpu"}}, ...],
-   "use_perf": null}`` (``use_perf``: null = when perf works, false = /proc only);
+   "use_perf": null, "cpus": "2-3", "root": "/"}`` (``use_perf``: null = when perf works, false = /proc only;
+   ``cpus``, optional: a CPU set measured system-wide around the processes, ``[host] scope = "cpus"``;
+   ``root``, optional: where /proc is read, "/" unless a stand-in's fake tree);
 2. collector -> ``{"started": [1234, ...]}`` once every process is being measured (or
    ``{"error": "..."}`` and exit 1);
 3. controller -> any line (or closes stdin) at the window's end;
 4. collector -> ``{"results": [{"name": "vm01", "host": {...WindowCollector result...}} |
-   {"name": "vm01", "error": "..."}, ...]}``.
+   {"name": "vm01", "error": "..."}, ...]}``, with ``"cpus": {...CpuSetCollector result...}`` (or
+   ``"cpus_error": "..."``) when a set was asked for. The set's window holds the processes' (started before
+   them, stopped after them); the controller puts the processes' merged figures under the set's ``process``.
 
 One session per window instead of one per VM: 32 simultaneous ssh logins would run into sshd's
 ``MaxStartups`` (10 pending logins by default, then connections are dropped at random).
@@ -24,15 +28,29 @@ import sys
 from typing import Any
 
 try:  # imported as stormatrix.host.multicollector (tests), or run as a script next to collector.py
-    from .collector import CollectorProblem, WindowCollector, perf_available
+    from .collector import CollectorProblem, CpuSetCollector, WindowCollector, parse_cpulist, perf_available
 except ImportError:  # pragma: no cover - the script case is exercised through ssh
     # the same names from collector.py next to this file (mypy checks the package, where it is .collector)
-    from collector import CollectorProblem, WindowCollector, perf_available  # type: ignore[import,no-redef]
+    from collector import (CollectorProblem, CpuSetCollector, WindowCollector,  # type: ignore[import,no-redef]
+                           parse_cpulist, perf_available)
 
 
 def _emit(doc: dict[str, Any]) -> None:
     sys.stdout.write(json.dumps(doc) + "\n")
     sys.stdout.flush()
+
+
+def parse_set(line: str) -> tuple[list[int] | None, str]:
+    """The request's CPU set (None: the processes alone) and /proc root."""
+    try:
+        doc = json.loads(line)
+        cpus = doc.get("cpus")
+        root = doc.get("root") or "/"
+        if not isinstance(root, str):
+            raise ValueError("root must be a path")
+        return (parse_cpulist(cpus) if cpus else None), root
+    except (ValueError, TypeError, AttributeError) as exc:
+        raise CollectorProblem(f"bad request from the controller: {exc}") from None
 
 
 def parse_request(line: str) -> tuple[list[tuple[int, str, dict[int, str]]], bool | None]:
@@ -47,7 +65,7 @@ def parse_request(line: str) -> tuple[list[tuple[int, str, dict[int, str]]], boo
             roles = {int(tid): str(role) for tid, role in (p.get("roles") or {}).items()}
             procs.append((pid, str(p.get("name") or pid), roles))
         use_perf = doc.get("use_perf")
-        if use_perf not in (None, False, True) or not procs:
+        if use_perf not in (None, False, True) or not (procs or doc.get("cpus")):
             raise ValueError("use_perf must be null, true or false, and processes not empty")
     except (ValueError, KeyError, TypeError) as exc:
         raise CollectorProblem(f"bad request from the controller: {exc}") from None
@@ -55,19 +73,27 @@ def parse_request(line: str) -> tuple[list[tuple[int, str, dict[int, str]]], boo
 
 
 def main() -> int:
+    cpu_set: CpuSetCollector | None = None
     try:
-        procs, use_perf = parse_request(sys.stdin.readline())
+        line = sys.stdin.readline()
+        procs, use_perf = parse_request(line)
+        cpus, root = parse_set(line)
         if use_perf is None:
             use_perf = perf_available()  # once, not per process: each probe runs perf
         running: list[tuple[str, WindowCollector]] = []
         try:
+            if cpus is not None:  # first: the set's window holds every process's
+                cpu_set = CpuSetCollector(cpus, use_perf=use_perf, root=root, exclude=tuple(p for p, _, _ in procs))
+                cpu_set.start()
             for pid, name, roles in procs:
-                c = WindowCollector(pid, roles, use_perf=use_perf)
+                c = WindowCollector(pid, roles, use_perf=use_perf, root=root)
                 c.start()
                 running.append((name, c))
         except CollectorProblem:
             for _, c in running:
                 c.abort()
+            if cpu_set is not None:
+                cpu_set.abort()
             raise
     except CollectorProblem as exc:
         _emit({"error": str(exc)})
@@ -80,7 +106,13 @@ def main() -> int:
             results.append({"name": name, "host": c.stop()})
         except CollectorProblem as exc:
             results.append({"name": name, "error": str(exc)})
-    _emit({"results": results})
+    doc: dict[str, Any] = {"results": results}
+    if cpu_set is not None:
+        try:
+            doc["cpus"] = cpu_set.stop()
+        except CollectorProblem as exc:
+            doc["cpus_error"] = str(exc)
+    _emit(doc)
     return 0
 
 

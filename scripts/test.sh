@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# All tests: install PowerShell 7.6.9 + Pester 5.7.1 (scripts/install-pwsh.sh, pinned, into .tools/),
-# pytest (its PowerShell-driving tests on that same pwsh), flake8 and mypy (scripts/lint.sh), then every
-# PowerShell test under Pester 5 (tests/pester/Invoke-StormatrixPester.ps1). Prints each summary and ends
+# All tests: install PowerShell 7.6.9 + Pester 5.7.1 (scripts/install-pwsh.sh, pinned, into .tools/), build
+# the Open XML validator (scripts/install-openxml-check.sh, into .cache/), pytest (its PowerShell-driving
+# tests on that same pwsh; at its end every workbook it wrote goes through the validator, tests/conftest.py),
+# flake8 and mypy (scripts/lint.sh), then every PowerShell test under Pester 5 (tests/pester/Invoke-StormatrixPester.ps1). Prints each summary and ends
 # with Pester's own summary line. Fails if any part fails; when pwsh or Pester cannot be installed it
 # fails at once, naming the command that failed (no fallback).
 set -uo pipefail
@@ -11,6 +12,11 @@ cd "$ROOT"
 echo "== PowerShell $(sed -n 's/^PWSH_VERSION="\(.*\)"/\1/p' scripts/install-pwsh.sh) and Pester $(sed -n 's/^PESTER_VERSION="\(.*\)"/\1/p' scripts/install-pwsh.sh) (scripts/install-pwsh.sh) =="
 if ! bash scripts/install-pwsh.sh; then
     echo "make test: cannot run the tests without PowerShell and Pester (see the failing command above)" >&2
+    exit 1
+fi
+echo "== Open XML validator (scripts/install-openxml-check.sh: DocumentFormat.OpenXml 3.3.0 from NuGet) =="
+if ! bash scripts/install-openxml-check.sh; then
+    echo "make test: cannot validate the workbooks without the Open XML validator (see the failing command above)" >&2
     exit 1
 fi
 # shellcheck disable=SC1091
@@ -26,6 +32,8 @@ log="$(mktemp)"
 rc=${PIPESTATUS[0]}
 if [ "$rc" -ne 0 ] && [ "$rc" -ne 5 ]; then status=1; fi
 pytest_summary="pytest: $(grep -E '(passed|failed|error|no tests ran)' "$log" | tail -n 1 | sed 's/^=* *//; s/ *=*$//')"
+openxml_summary="$(grep -E '^openxml-check: [0-9]+ workbook' "$log" | tail -n 1)"
+[ -z "$openxml_summary" ] && openxml_summary="openxml-check: no workbook written"
 rm -f "$log"
 
 echo
@@ -49,6 +57,7 @@ rm -f "$log"
 echo
 echo "== summary =="
 echo "$pytest_summary"
+echo "$openxml_summary"
 echo "$lint_summary"
 echo "$pester_summary"
 exit $status

@@ -17,10 +17,14 @@ from .argtypes import check_run_dir
 from .runlock import hold_run_dir
 
 
+SUITE_FILE_HELP = ("suite file: its [suite] grid of fio points, and the guests that run them ([suite] guests or vms) "
+                   "or a [fleet] that deploys them")
+
+
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "suite", help="platform-comparison suite: one grid of fio points on many fio-server guests at once",
-        description="Run the [suite] of a matrix file on every guest's fio server at once, one side per "
+        description="Run the [suite] of a suite file on every guest's fio server at once, one side per "
                     "run directory; compare two sides with `stormatrix compare runs/a runs/b`. Guests are "
                     "given as name=host:port, or on Proxmox as [suite] vms = [101, ...] with a [proxmox] "
                     "section: addresses from the QEMU guest agent, host metrics of the VMs' QEMU processes "
@@ -30,11 +34,11 @@ def register(subparsers: Any) -> None:
                     "under test as a side, writes the comparison workbook and removes the workers.")
     sub = parser.add_subparsers(dest="suite_command", metavar="ACTION", required=True)
     plan = sub.add_parser("plan", help="show the points, the guests and the ETA",
-                          description="Read the [suite] of MATRIX and print its grid of fio points, the guests of "
+                          description="Read the [suite] of SUITE_FILE and print its grid of fio points, the guests of "
                                       "the side (with --discover: their addresses, asked of the node now), and the "
                                       "ETA; with -o, what a resume would skip. Runs nothing. Exit code 2 on a bad "
-                                      "matrix.")
-    plan.add_argument("matrix", help="matrix file with a [suite] section")
+                                      "suite file.")
+    plan.add_argument("matrix", metavar="SUITE_FILE", help=SUITE_FILE_HELP)
     plan.add_argument("-o", "--output", help="run directory: also show what a resume would skip")
     plan.add_argument("--discover", action="store_true",
                       help="with [suite] vms: ask the node now for each guest's address and say whether host "
@@ -44,14 +48,14 @@ def register(subparsers: Any) -> None:
                            "fio on PATH)")
     plan.set_defaults(func=cmd_plan)
     run = sub.add_parser("run", help="run the suite (resumable: run again to continue)",
-                         description="Run every point of the [suite] of MATRIX on all the side's fio-server guests "
+                         description="Run every point of the [suite] of SUITE_FILE on all the side's fio-server guests "
                                      "at once, one fio client, and journal each point to RUN_DIR/journal.ndjson. "
                                      "Points already in the journal are skipped, so running the same command again "
                                      "resumes. With [fleet]: deploys the workers, checks each guest's fio version "
                                      "through the guest agent (VMware Tools on ESXi; exit 2 on a mismatch), runs "
                                      "each storage as a side into RUN_DIR/<storage>, writes RUN_DIR/comparison.xlsx "
                                      "and removes the workers (unless --keep).")
-    run.add_argument("matrix", help="matrix file with a [suite] section")
+    run.add_argument("matrix", metavar="SUITE_FILE", help=SUITE_FILE_HELP)
     run.add_argument("-o", "--output", required=True, metavar="RUN_DIR", help="run directory (one per side)")
     run.add_argument("--fio", default="fio", help="the fio client binary (default: fio on PATH)")
     run.add_argument("--keep", action="store_true",

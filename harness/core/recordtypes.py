@@ -257,9 +257,9 @@ class FioSummary(JsonPart):
 
 
 @dataclass
-class HostMetrics(JsonPart):
-    """``host``: what the host collector measured over the window (docs/journal.md, ``host``); a collector's
-    own extras (``by_role``, ``threads``, ``perf``...) stay in ``rest``."""
+class ProcessMetrics(JsonPart):
+    """The figures every host block has (docs/journal.md, ``host``): a QEMU process's (``host.process``, and
+    ``host`` itself under the scope "qemu-process"), or a CPU set's (``host`` under the scope "cpus")."""
 
     cpu_metric: str | None = _f()
     cpu_unit: str | None = _f()
@@ -278,17 +278,67 @@ class HostMetrics(JsonPart):
     null_reasons: Any = _f(omit_none=True)
 
     @classmethod
-    def parse(cls, obj: Mapping[str, Any], where: str, prefix: str = "") -> "HostMetrics":
-        """The host part; for an older record, ``cpu_total_source`` worked out from what its collector
+    def parse(cls: type[P], obj: Mapping[str, Any], where: str, prefix: str = "") -> P:
+        """The part; for an older record, ``cpu_total_source`` worked out from what its collector
         (``source``) counted with (not written back: ``to_json`` keeps the record's own keys)."""
         host = super().parse(obj, where, prefix)
-        if not isinstance(host.cpu_total_source, str):
+        if isinstance(host, ProcessMetrics) and not isinstance(host.cpu_total_source, str):
             host.cpu_total_source = _older_total_source(host.source, host.cpu_metric)
         return host
 
     def reason(self, key: str) -> str | None:
         """Why the collector left ``key`` null (its ``null_reasons`` or ``unmatched``)."""
         return host_reason(self.to_json(), key)
+
+
+@dataclass
+class LeakPart(JsonPart):
+    """``host.leak`` (scope "cpus"): the window's interrupts and softirqs by kind, on the CPUs outside the measured
+    set (``outside``) and on it (``on_set``); ``io_interrupts``/``io_softirqs`` sum the storage path's kinds
+    (numbered device interrupt lines; BLOCK, IRQ_POLL, NET_RX, NET_TX, TASKLET). A file the host could not read
+    at both edges is null, with the reason in ``null_reasons``."""
+
+    outside_cpus: str | None = _f(_STR)
+    interrupts: dict[str, Any] | None = _f(_OBJ)
+    softirqs: dict[str, Any] | None = _f(_OBJ)
+    io_interrupts: dict[str, Any] | None = _f(_OBJ, omit_none=True)
+    io_softirqs: dict[str, Any] | None = _f(_OBJ, omit_none=True)
+    null_reasons: dict[str, Any] | None = _f(_OBJ, omit_none=True)
+
+    def escaped_share(self, kind: str = "io_interrupts") -> float | None:
+        """The share of the window's storage-path interrupts (or ``io_softirqs``) taken outside the set, or
+        None when none were seen (or the file was not read)."""
+        counts = getattr(self, kind)
+        if not isinstance(counts, dict):
+            return None
+        total = (counts.get("outside") or 0) + (counts.get("on_set") or 0)
+        return (counts.get("outside") or 0) / total if total else None
+
+
+@dataclass
+class OnSetTask(JsonPart):
+    """One entry of ``host.on_set``: a process other than the measured QEMU that ran on the set in the window."""
+
+    pid: int | None = _f(_INT)
+    comm: str | None = _f(_STR)
+    cpu_s: float | None = _f(_NUM)
+
+
+@dataclass
+class HostMetrics(ProcessMetrics):
+    """``host``: what the host collector measured over the window (docs/journal.md, ``host``); a collector's
+    own extras (``threads``, ``perf``, ``cpu_stat``...) stay in ``rest``. Under the scope "cpus" the figures
+    are the set's, the QEMU process's are ``process`` (same keys), with ``cpus``, ``leak`` and ``on_set``."""
+
+    cpus: str | None = _f(_STR, omit_none=True)
+    process: ProcessMetrics | None = _f(part=ProcessMetrics, omit_none=True)
+    leak: LeakPart | None = _f(part=LeakPart, omit_none=True)
+    on_set: list[OnSetTask] | None = _f(_LIST, part=OnSetTask, omit_none=True)
+
+    @property
+    def measured_cpus(self) -> bool:
+        """The figures are a CPU set's (scope "cpus"), not a process's."""
+        return self.scope == "cpus"
 
 
 @dataclass

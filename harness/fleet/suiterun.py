@@ -52,7 +52,7 @@ class FleetSuiteOutcome:
 class FleetSuite(ABC):
     """A suite whose sides are the storages a fleet's workers attach in turn: what ``stormatrix suite plan|run``
     and ``stormatrix fleet`` ask of the fleet's platform, picked by :func:`stormatrix.registry.fleet_suite` and
-    :func:`stormatrix.registry.fleet` (``[fleet] backend``). The platform reads its own ``[fleet]`` keys and
+    :func:`stormatrix.registry.open_fleet` (``[fleet] backend``). The platform reads its own ``[fleet]`` keys and
     section: the suite and the registry know only ``backend``."""
 
     def __init__(self, suite: Suite) -> None:

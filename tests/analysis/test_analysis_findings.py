@@ -8,7 +8,7 @@ import pytest
 
 from stormatrix.analysis.compare import compare
 from stormatrix.analysis.efficiency import score_cells
-from stormatrix.analysis.findings import comparison_findings, efficiency_findings
+from stormatrix.analysis.findings import comparison_findings, efficiency_findings, signed
 from stormatrix.analysis.ingest import ingest
 import paths
 
@@ -51,5 +51,5 @@ def test_comparison_findings_use_the_summary_numbers():
     pts = r.points
     assert f[0].text.startswith(f"PVE beat ESXi in {int((pts['iops_b'] > pts['iops_a']).sum())} of 4 tests in IOPS")
     assert f[0].value == pytest.approx(pts["iops_gain_pct"].mean())
-    assert f"{pts['iops_gain_pct'].mean():.1f}%" in f[0].text
+    assert f"(IOPS gain {signed(pts['iops_gain_pct'].mean())})" in f[0].text
     assert f[3].numbers["PVE peak MiB/s"] == pytest.approx(pts["bw_mib_s_b"].max())

@@ -2,7 +2,7 @@
 
 Hand-built journals (suite point records as docs/journal.md describes them, without ``per_mib`` so that
 ingest derives it from the ``host`` block) with round numbers; every expected value below is computed in
-this file from those numbers with DESIGN.md's formulas, never by the code under test:
+this file from those numbers with the method's formulas (the Method sheet, docs/workbook.md), never by the code under test:
 
 - cycles/MiB = (user + kernel cycles) / MiB, CPU-ms/MiB = CPU seconds x 1000 / MiB, ctx/MiB = ctx / MiB;
 - per point and side: the mean over the repeats; reduction % = (1 - B / A) x 100, ratio = B / A.

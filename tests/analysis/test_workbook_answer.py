@@ -6,6 +6,8 @@ states can be checked against what the test put in; the findings' numbers agains
 
 from __future__ import annotations
 
+import itertools
+
 import json
 from pathlib import Path
 from typing import Any
@@ -114,7 +116,7 @@ def test_findings_are_short_with_their_numbers_in_their_own_columns(book: openpy
     ws = book["Answer"]
     rows = list(ws.iter_rows(values_only=True))
     head = next(i for i, r in enumerate(rows) if r[:2] == ("Topic", "Finding"))
-    found = [r for r in rows[head + 1:] if r[0]]
+    found = list(itertools.takewhile(lambda r: r[0], rows[head + 1:]))  # up to the next section
     assert 3 <= len(found) <= 6
     assert all(len(r[1]) <= 120 for r in found)                    # a sentence, not a paragraph
     by_topic = {r[0]: r for r in found}

@@ -23,6 +23,7 @@ from pathlib import Path
 import openpyxl
 import pytest
 
+from stormatrix.analysis.ooxml import schema_fonts
 from stormatrix.cli import main
 
 from test_analysis_iopath import qemu_record, write_journal
@@ -195,6 +196,7 @@ def test_the_check_finds_clipped_text(tmp_path: Path) -> None:
     ws["B1"] = "neighbour text"
     ws.column_dimensions["A"].width = 8
     out = tmp_path / "clipped.xlsx"
+    schema_fonts(wb)  # (every workbook the tests write must pass the Open XML validator: tests/conftest.py)
     wb.save(out)
     with pytest.raises(AssertionError, match="drawn over other text|not printed"):
         check(out, tmp_path)

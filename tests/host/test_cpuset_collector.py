@@ -208,3 +208,42 @@ def test_the_script_measures_a_set_and_a_process_from_the_command_line(tmp_path:
     assert host["scope"] == "cpus" and host["process"]["pid"] == 4242 and host["leak"]["outside_cpus"] == "0"
     bad = subprocess.run([sys.executable, str(script), "--cpus", "1-x"], capture_output=True, text=True)
     assert bad.returncode == 2 and "--cpus" in bad.stderr
+
+
+class LocalShell:
+    """What :class:`RemoteProcessesCollector` needs of an ssh shell, running the command here instead (the
+    ssh path itself is tests/harness/backends/proxmox/test_proxmox_vms_collector.py's)."""
+
+    where = "this machine"
+
+    def argv(self, command: list[str]) -> list[str]:
+        return [sys.executable if command[0] == "python3" else command[0], *command[1:]]
+
+    def ssh_failure(self, rc: int, text: str) -> bool:
+        return False
+
+
+def test_the_node_collector_measures_the_set_around_its_processes_in_one_session(tmp_path: Path) -> None:
+    from stormatrix.collect import RemoteProcessesCollector
+    from stormatrix.core.scope import HostScope
+
+    tree = tmp_path / "node"
+    write_tree(tree, START)
+    remote = RemoteProcessesCollector(LocalShell(), lambda: [HostScope(4242, {4243: "vcpu"}, vm="vm01")],  # type: ignore[arg-type]
+                                      remote_dir=str(Path(collector.__file__).parent), use_perf=False,
+                                      cpus="1", root=str(tree))
+    remote.start()
+    write_tree(tree, END)
+    host = remote.stop()
+    assert host is not None and host["scope"] == "cpus" and host["cpus"] == "1" and host["vms"] == ["vm01"]
+    assert host["process"]["pid"] == 4242 and host["process"]["scope"] == "qemu-process"
+    assert 4242 not in {r["pid"] for r in host["on_set"]} and 777 in {r["pid"] for r in host["on_set"]}
+    assert host["leak"]["io_interrupts"]["outside"] == END["interrupts"]["40"][1][0] - START["interrupts"]["40"][1][0]
+
+
+def test_the_node_collector_refuses_a_set_the_node_lacks(tmp_path: Path) -> None:
+    write_tree(tmp_path, START)
+    multi = Path(collector.__file__).parent / "multicollector.py"
+    line = json.dumps({"processes": [], "cpus": "7", "root": str(tmp_path), "use_perf": False})
+    proc = subprocess.run([sys.executable, str(multi)], input=line + "\n", capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1 and "CPU 7 of the set 7 is not a CPU of this host" in json.loads(proc.stdout)["error"]

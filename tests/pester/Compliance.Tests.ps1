@@ -1,4 +1,4 @@
-# The modules' own rules (STYLE.md, PowerShell), one suite for both modules: every file defines one
+# The modules' own rules for their PowerShell, one suite for both modules: every file defines one
 # advanced function named after it, with comment-based help (public ones: synopsis, description, an
 # example, outputs and exactly their parameters; private ones: a synopsis) read by PowerShell's parser,
 # and every public function has its own test file (tests/pester/<Module>/<Function>.Tests.ps1) with a
@@ -9,7 +9,7 @@
 # (no private one); PSScriptAnalyzer is clean where it is installed (a PowerShell Gallery package that
 # NuGet does not serve, so make test cannot install it: the test says so and is skipped).
 # Parse errors, Windows PowerShell 5.1 compatibility, static binding and the command inventory are
-# checked by tests/pwsh/Checks; the parameters the Python side sends by tests/test_pwsh_sent_scripts.py.
+# checked by tests/pwsh/Checks; the parameters the Python side sends by tests/windows/test_pwsh_sent_scripts.py.
 # Runs under Pester 5.7.1 on pwsh 7.6.9 (scripts/install-pwsh.sh).
 BeforeDiscovery {
     $script:repo = [System.IO.Path]::GetFullPath([System.IO.Path]::Combine($PSScriptRoot, '..', '..'))

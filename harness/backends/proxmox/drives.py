@@ -147,7 +147,7 @@ def drive_for(disk: DiskConfig, base: Mapping[str, str]) -> dict[str, str]:
 
     ``iothread=1`` is written only where qemu-server gives the disk an iothread: virtio-blk, and SCSI on
     ``virtio-scsi-single``. On any other SCSI model the API takes it but qemu-server ignores it with a
-    warning (REFERENCE.md; the cfg2cmd expectations show an iothread object only for those two), so a
+    warning (qemu-server's cfg2cmd expectations show an iothread object only for those two), so a
     config saying ``iothread=1`` there would claim an iothread QEMU does not have: refused, like
     ``iothread`` on ide/sata, whose schema has no such option."""
     bus = disk.bus

@@ -1,10 +1,11 @@
 """The fleet on Proxmox VE: plan, deploy, attach a storage's volumes, power-cycle, detach, destroy.
 
-Every call is one of Proxmox's documented API calls (``../shared/reference/pve-api-fleet.json``,
-docs REFERENCE §8): ``GET /cluster/nextid``, ``GET /cluster/resources``, ``POST .../qemu/{template}/clone``
-(a task), ``PUT .../config`` (tags, cores, memory, the test disk), ``POST /nodes/{node}/storage/{storage}/
-content`` (``pvesm alloc``), ``DELETE .../storage/{storage}/content/{volume}`` (a task), ``POST
-.../status/stop|start`` (tasks), ``POST .../agent/ping``, ``DELETE /nodes/{node}/qemu/{vmid}`` (a task).
+Every call is one of Proxmox's documented API calls (the part of its API schema the tests hold in
+``tests/data/pve-api-fleet.json``): ``GET /cluster/nextid``, ``GET /cluster/resources``, ``POST
+.../qemu/{template}/clone`` (a task), ``PUT .../config`` (tags, cores, memory, the test disk), ``POST
+/nodes/{node}/storage/{storage}/content`` (``pvesm alloc``), ``DELETE .../storage/{storage}/content/{volume}`` (a
+task), ``POST .../status/stop|start`` (tasks), ``POST .../agent/ping``, ``DELETE /nodes/{node}/qemu/{vmid}`` (a
+task).
 
 Ownership (issue 24, "nothing left behind, nothing touched that is not ours"): a VM is journaled
 (:mod:`stormatrix.fleet.journal`, fsynced) before its clone is requested, a volume before its allocation; every worker

@@ -79,6 +79,10 @@ QEMU_SECTION = Section("qemu", {
                        help="give the path of a raw image file or a block device for the test disk, or leave it "
                             "empty for a disk image in the cache"),
     "firmware": Field(str, "qboot", choices=("qboot", "seabios")),
+    "guest_args": Field(str, "", help="kernel command-line words added to the guest's own (e.g. \"idle=poll\"); "
+                        "part of the saved state's key, and recorded in the run record"),
+    "tcg_thread": Field(str, "multi", choices=("multi", "single"),
+                        help="with accel = tcg: TCG's thread mode (QEMU's -accel tcg,thread=...)"),
     "boot_ahead": Field(bool, True, help="boot the next configuration's VM during the current cell's "
                         "warm-up, paused while the measurement window is open"),
     "boot_ahead_depth": Field(int, 2, min=1, max=4,
@@ -310,6 +314,8 @@ class QemuBackend(Backend):
         return {"qemu": version, "accel": self.opts["accel"], "guest_image": self.image.image_id,
                 "guest_kernel": self.image.kernel_release, "vcpus": self.opts["vcpus"],
                 "memory_mib": self.opts["memory_mib"], "firmware": self.opts["firmware"],
+                "guest_args": self.opts["guest_args"],
+                "tcg_thread": self.opts["tcg_thread"] if self.opts["accel"] == "tcg" else None,
                 "test_disk": str(self.disk_paths[0]), "test_disks": [str(p) for p in self.disk_paths],
                 "boot_ahead": len(self.disk_paths) > 1,
                 "boot_ahead_depth": self.ahead_depth if len(self.disk_paths) > 1 else 0,
@@ -343,7 +349,8 @@ class QemuBackend(Backend):
         return VmSpec(name=self.VM_NAMES[index], disk=disk, disk_image=self.disk_paths[index],
                       run_dir=self.workdir / "vm", image=self.image, slot=self.spec.matrix["disk_slot"],
                       vcpus=self.opts["vcpus"], memory_mib=self.opts["memory_mib"], accel=self.opts["accel"],
-                      firmware=self.opts["firmware"], binary=self.opts["binary"])
+                      firmware=self.opts["firmware"], binary=self.opts["binary"],
+                      guest_args=self.opts["guest_args"], tcg_thread=self.opts["tcg_thread"])
 
     def _stop_in_background(self, vm: QemuVm) -> None:
         thread = threading.Thread(target=vm.stop, name=f"stop-{vm.spec.name}", daemon=True)

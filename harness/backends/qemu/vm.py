@@ -75,6 +75,8 @@ class VmSpec:
     fio_port: int | None = None  # host port forwarded to the guest's fio server (mode=server)
     fio_host: str = "127.0.0.1"  # host address of that forward (a loopback address of the guest's own)
     extra_args: tuple[str, ...] = field(default_factory=tuple)
+    guest_args: str = ""  # kernel command-line words added to the image's own ([qemu] guest_args)
+    tcg_thread: str = "multi"  # TCG's thread mode ([qemu] tcg_thread), with accel = tcg
 
 
 def _set_pdeathsig() -> None:  # runs in the child between fork and exec
@@ -138,7 +140,7 @@ class QemuVm:
                 "-name", f"{s.name},debug-threads=on",
                 "-no-reboot",
                 "-nodefaults", "-no-user-config", "-display", "none", "-vga", "none",
-                "-machine", "pc", "-accel", s.accel,
+                "-machine", "pc", "-accel", s.accel + (f",thread={s.tcg_thread}" if s.accel == "tcg" else ""),
                 "-smp", f"{s.vcpus},sockets=1,cores={s.vcpus},maxcpus={s.vcpus}", "-m", str(s.memory_mib),
                 "-pidfile", str(self.pidfile),
                 "-chardev", f"socket,id=qmp,path={self.qmp_path},server=on,wait=off",
@@ -148,7 +150,8 @@ class QemuVm:
                 "-serial", "chardev:smx",
                 "-kernel", str(s.image.kernel), "-initrd", str(s.image.initrd),
                 "-append", s.image.cmdline([s.disk.controller], mode=s.mode, port=self.GUEST_PORT,
-                                           network=network)]
+                                           network=network)
+                + (f" {s.guest_args.strip()}" if s.guest_args.strip() else "")]
         if s.firmware == "qboot":
             argv += ["-bios", str(QBOOT)]
         argv += self.disk_argv()

@@ -382,3 +382,45 @@ def test_an_executor_sets_only_its_own_record_keys() -> None:
     with pytest.raises(ValueError, match="per_mib"):
         WorkloadResult(engine="fio", raw="", data={}, record={"per_mib": {}, "skew": {}})
     assert "per_mib" not in EXECUTOR_RECORD_KEYS and "host" not in EXECUTOR_RECORD_KEYS
+
+
+def _cpuset_line() -> dict[str, Any]:
+    """A cell record whose host block is a CPU set's (issue 33): the set's figures, the process's beside them."""
+    line = _cell_line()
+    process = dict(line["host"])
+    line["host"] = {**process, "scope": "cpus", "cpus": "1", "cpu_total": process["cpu_total"] + 0.8,
+                    "ctx_switches": 15000.0, "cpu_total_source": "/proc/stat: the set's busy time",
+                    "process": process,
+                    "leak": {"outside_cpus": "0", "interrupts": {"40": {"name": "nvme0q1", "outside": 3, "on_set": 97}},
+                             "softirqs": {"BLOCK": {"outside": 0, "on_set": 50}},
+                             "io_interrupts": {"outside": 3, "on_set": 97}, "io_softirqs": {"outside": 0, "on_set": 50}},
+                    "on_set": [{"pid": 777, "comm": "intruder", "cpu_s": 0.5, "threads": 1}],
+                    "cpu_stat": {"user": 3.0, "idle": 0.0}}
+    return line
+
+
+def test_a_cpu_set_host_block_reads_back_typed_and_is_written_as_it_was() -> None:
+    line = _cpuset_line()
+    rec = CellRecord.from_json(line, "j:3")
+    host = rec.host
+    assert host is not None and host.measured_cpus and host.cpus == "1"
+    assert host.process is not None and host.process.cpu_total == line["host"]["process"]["cpu_total"]
+    assert host.process.scope == line["host"]["process"]["scope"] and not host.process.given("leak")
+    assert host.leak is not None and host.leak.escaped_share() == pytest.approx(3 / 100)
+    assert host.leak.escaped_share("io_softirqs") == 0
+    assert host.on_set is not None and host.on_set[0].comm == "intruder" and host.on_set[0].rest == {"threads": 1}
+    assert rec.to_json() == line and CellRecord.from_json(rec.to_json(), "again") == rec
+    assert "process" not in _cell_line()["host"]  # a process-scope record has none of the set's keys
+
+
+@pytest.mark.parametrize("edit, key", [
+    (lambda h: h["on_set"][0].update(pid="x"), "'host.on_set[0].pid' is 'x', not an integer"),
+    (lambda h: h["leak"].update(interrupts=[1]), "'host.leak.interrupts' is [1], not an object"),
+    (lambda h: h["process"].update(cpu_total="a lot"), "'host.process.cpu_total' is 'a lot', not a number"),
+])
+def test_a_bad_cpu_set_block_is_refused_naming_the_key(edit: Any, key: str) -> None:
+    line = _cpuset_line()
+    edit(line["host"])
+    with pytest.raises(DataFileError) as caught:
+        CellRecord.from_json(line, "run/journal.ndjson:7")
+    assert key in caught.value.problem

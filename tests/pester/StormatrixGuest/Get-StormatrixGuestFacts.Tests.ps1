@@ -1,7 +1,7 @@
 # Unit tests of Get-StormatrixGuestFacts (StormatrixGuest); the shared set-up is Guest.TestSetup.ps1. The
 # installed storage drivers are read from the driver store, whatever controller the VM has now. The same
-# function runs against the data-described fake Windows guest in tests/test_winrm_guest_module.py and
-# tests/test_winrm_e2e.py.
+# function runs against the data-described fake Windows guest in tests/windows/test_winrm_guest_module.py and
+# tests/harness/executors/test_winrm_e2e.py.
 BeforeAll {
     . (Join-Path $PSScriptRoot 'Guest.TestSetup.ps1')
 }

@@ -1,7 +1,7 @@
 # Shared set-up of the StormatrixGuest unit tests (one file per public function, dot-sourced in each file's
 # BeforeAll). On Linux: Windows-only cmdlets are stubbed in module scope (Stubs.ps1) and mocked; native
 # executables go through Invoke-StormatrixNative, mocked. The same functions run unmocked against the
-# data-described fake Windows guest (tests/pwsh/FakeWindows) in tests/test_winrm_standin.py,
+# data-described fake Windows guest (tests/pwsh/FakeWindows) in tests/harness/executors/test_winrm_standin.py,
 # test_winrm_guest_module.py and test_winrm_e2e.py.
 $script:ModuleManifest = Join-Path $PSScriptRoot '../../../windows/StormatrixGuest/StormatrixGuest.psd1'
 Import-Module -Name $script:ModuleManifest -Force

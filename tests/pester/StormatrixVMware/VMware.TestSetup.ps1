@@ -10,7 +10,7 @@
 #   branch: they are for PowerCLI releases older than 12.x, which lack the NVMe cmdlets the fake has.
 # - Set-StormatrixVMwareController's NotPowerCycled and Restore-StormatrixVMwareLayout's RestoreIncomplete: safety
 #   nets after PowerCLI reported success; the fake, like vSphere, does what a successful call says. The backend's
-#   own check of the same answer is tested in tests/test_vmware_backend.py (test_wrong_controller_in_the_answer_is_refused).
+#   own check of the same answer is tested in tests/harness/backends/test_vmware_backend.py (test_wrong_controller_in_the_answer_is_refused).
 # - Set-StormatrixVMwareHostTuning's TuningNotApplied (esxcli accepts a value and keeps the old one) and
 #   Set-StormatrixVMwarePower's "Wait-Tools returned nothing without an error": not seen in PowerCLI's documented
 #   behaviour, so not modelled.

@@ -2,7 +2,7 @@
 # ambiguous or repeated parameter, no stray positional argument, and some parameter set gets all its
 # mandatory parameters. Calls are bound inside the module's scope (private functions resolve as they do
 # in the module), from the module's own files. One test per call site, named file:line. The calls the
-# Python side sends are bound by tests/test_pwsh_sent_scripts.py.
+# Python side sends are bound by tests/windows/test_pwsh_sent_scripts.py.
 BeforeDiscovery {
     Import-Module -Name ([System.IO.Path]::Combine($PSScriptRoot, 'StormatrixChecks.psm1')) -Force
     $script:sites = foreach ($module in 'StormatrixGuest', 'StormatrixVMware') {

@@ -4,7 +4,7 @@
 # PSScriptAnalyzer would (a PowerShell Gallery package, not served by NuGet).
 #
 # Why a module of its own: the same checks run over the files under windows/ (tests in this folder) and
-# over the script texts the Python side sends (tests/test_pwsh_sent_scripts.py runs Test-SentScript.ps1
+# over the script texts the Python side sends (tests/windows/test_pwsh_sent_scripts.py runs Test-SentScript.ps1
 # through tests/pwshengine.py). It uses the parser and its AST, StaticParameterBinder and System.IO.
 # Every file is parsed once per session (cached by path and time).
 $script:RepoRoot = [System.IO.Path]::GetFullPath([System.IO.Path]::Combine($PSScriptRoot, '..', '..', '..'))

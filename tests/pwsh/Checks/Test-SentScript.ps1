@@ -1,4 +1,4 @@
-# Checks the script texts the Python side sends, on pwsh; called by tests/test_pwsh_sent_scripts.py.
+# Checks the script texts the Python side sends, on pwsh; called by tests/windows/test_pwsh_sent_scripts.py.
 #   Test-SentScript.ps1 <folder>
 # <folder>/index.tsv has one line per script: file <TAB> target (guest|workstation) <TAB> purpose; the
 # scripts are the files next to it, exactly as the product built them (decoded from -EncodedCommand).

@@ -6,8 +6,8 @@ function Invoke-StormatrixGuestValidationPester {
 
     .NOTES
     Needs Pester 5 in the guest (Initialize-StormatrixGuest -PesterSource installs it). The checks it runs
-    are Get-StormatrixGuestCheck's, the same list the built-in runner runs; tests/test_winrm_guest_module.py
-    and tests/test_winrm_e2e.py run both against the fake Windows guest with Pester 5.7.1 installed there
+    are Get-StormatrixGuestCheck's, the same list the built-in runner runs; tests/windows/test_winrm_guest_module.py
+    and tests/harness/executors/test_winrm_e2e.py run both against the fake Windows guest with Pester 5.7.1 installed there
     and compare them check by check.
     #>
     [CmdletBinding()]

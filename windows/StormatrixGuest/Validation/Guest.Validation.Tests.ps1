@@ -2,8 +2,8 @@
 # -Runner Pester, or Invoke-Pester with a container holding these parameters). The checks themselves are
 # one list, Get-StormatrixGuestCheck, which Invoke-StormatrixGuestValidation also runs without Pester;
 # every failure message says how to fix it.
-# Run under Pester 5.7.1 against the fake Windows guest by tests/test_winrm_guest_module.py and
-# tests/test_winrm_e2e.py (stormatrix guest check --runner pester).
+# Run under Pester 5.7.1 against the fake Windows guest by tests/windows/test_winrm_guest_module.py and
+# tests/harness/executors/test_winrm_e2e.py (stormatrix guest check --runner pester).
 param(
     [Parameter(Mandatory)][string]$Serial,
     [string]$Controller = '',

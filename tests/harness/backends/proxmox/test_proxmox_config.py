@@ -59,7 +59,7 @@ def test_drive_for_keeps_only_options_of_the_new_bus() -> None:
 
 @pytest.mark.parametrize("controller", sorted(c for c, (bus, _) in CONTROLLERS.items() if bus in ("scsi", "virtio")))
 def test_drive_for_writes_an_iothread_only_where_qemu_server_gives_one(controller: str) -> None:
-    """REFERENCE.md: iothread=1 takes effect for virtio-blk and virtio-scsi-single; on any other SCSI model
+    """qemu-server: iothread=1 takes effect for virtio-blk and virtio-scsi-single; on any other SCSI model
     the API takes it and qemu-server ignores it. What QEMU gets is the stand-in's rendering (qemu-server's
     cfg2cmd expectations), read back with the backend's reader."""
     disk = DiskConfig(controller, "io_uring", True, "none")

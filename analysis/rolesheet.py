@@ -1,0 +1,152 @@
+"""The per-role sheet ('Roles'), the Answer page's native-vs-threads rows, and their Method lines
+(:mod:`.roles` computes; this module writes)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pandas as pd
+from openpyxl import Workbook
+from openpyxl.styles import Font
+
+from .labels import config_label
+from .roles import (FIGURES, VERDICT_FIGURE, VERDICT_WHY, AioVerdict, aio_verdicts, per_io_frame, role_table,
+                    verdict_sentence)
+from .safe import safe_value
+from .sheets import WRAP, fit_height, header, print_setup
+
+ROLES_SHEET = "Roles"
+
+
+def with_config(frame: pd.DataFrame) -> pd.DataFrame:
+    if "config" in frame.columns or frame.empty:
+        return frame
+    f = frame.copy()
+    f["config"] = [config_label(c, a, i, k) for c, a, i, k in
+                   f[["controller", "aio", "iothread", "cache"]].itertuples(index=False)]
+    return f
+
+
+def verdicts_of(frame: pd.DataFrame) -> tuple[pd.DataFrame, list[AioVerdict]]:
+    per_io = per_io_frame(with_config(frame))
+    return per_io, aio_verdicts(per_io)
+
+
+def _num(v: float) -> float | None:
+    return float(v) if v is not None and math.isfinite(v) else None
+
+
+def answer_rows(frame: pd.DataFrame) -> list[tuple[str, str, float | None, float | None, str, str]]:
+    """(topic, sentence, threads - native, native mean, unit, evidence) per controller: the Answer page's rows."""
+    _, verdicts = verdicts_of(frame)
+    rows = []
+    for v in verdicts:
+        evidence = ("decided at 95 %" if v.decided else "within noise" if math.isfinite(v.p) else "indicative") + \
+            (f": Welch p = {v.p:.2g}, CV {v.cv_native:.1%} / {v.cv_threads:.1%}" if math.isfinite(v.p) else "")
+        topic = v.controller + (f" ({v.group})" if len({x.group for x in verdicts}) > 1 else "")
+        rows.append((topic, verdict_sentence(v, named=False), _num(v.diff), _num(sum(v.native) / len(v.native)),
+                     "I/O-path switches per I/O: threads - native vs native", evidence))
+    return rows
+
+
+def headline(frame: pd.DataFrame) -> str:
+    """The Answer sentence's native-vs-threads half: how many controllers each way, at 95 % (empty: none compared)."""
+    _, verdicts = verdicts_of(frame)
+    if not verdicts:
+        return ""
+    more = [v for v in verdicts if v.decided and v.diff > 0]
+    less = [v for v in verdicts if v.decided and v.diff < 0]
+    open_ = [v for v in verdicts if not v.decided]
+    n = len(verdicts)
+    parts = []
+    if more:
+        lo, hi = min(v.diff for v in more), max(v.diff for v in more)
+        span = f"{lo:.2f}" if len(more) == 1 else f"{lo:.2f}-{hi:.2f}"
+        parts.append(f"aio=threads costs more than aio=native for {len(more)} of {n} controllers "
+                     f"({span} more I/O-path switches per I/O, 95 %)")
+    if less:
+        parts.append(f"aio=threads costs less for {len(less)} of {n}")
+    if open_:
+        parts.append(f"undecided (within noise) for {len(open_)} of {n}: " + ", ".join(v.controller for v in open_))
+    return "; ".join(parts) + "."
+
+
+def method_lines(frame: pd.DataFrame) -> list[str | tuple[str, str]]:
+    per_io, verdicts = verdicts_of(frame)
+    if per_io.empty:
+        return []
+    lines: list[str | tuple[str, str]] = [
+        "# aio=threads against aio=native (Answer page, sheet 'Roles')",
+        ("Verdict figure", f"{VERDICT_FIGURE}: {VERDICT_WHY}"),
+        ("Verdict test", "per controller (same iothread, cache and workload): the repeats of aio=threads against "
+                         "those of aio=native on the verdict figure, Welch's t-test, two-sided, 95 %; 'decided' "
+                         "where p < 0.05. The difference (threads - native) is given with its 95 % interval "
+                         "(Welch-Satterthwaite), per I/O and per MiB (x I/Os per MiB = 1 MiB / block size)."),
+        ("Per-role table", "sheet 'Roles': per configuration, every thread role's switches (voluntary + "
+                           "involuntary) and CPU time per I/O, mean and standard deviation over the repeats. CPU is "
+                           "the threads' own run time (schedstat, ns) where the collector read it, else user + "
+                           "system (/proc ticks). The roles add up to the process's per-thread totals; aio-worker "
+                           "is 0 with aio=native (the thread pool is not used)."),
+        ("Whole-process noise", "the vCPU thread (under software emulation: the emulated guest) varies between "
+                                "repeats by far more than the I/O path (its CV is on the 'Roles' sheet), and the "
+                                "whole-process figures carry it: their CV can exceed the CV limit where the verdict "
+                                "figure's does not (measured cause: docs/demo-noise.md)."),
+    ]
+    return lines
+
+
+def write_roles_sheet(wb: Workbook, frame: pd.DataFrame) -> None:
+    """Per configuration, each role's switches and CPU-µs per I/O (mean, sd, CV), and the verdicts below."""
+    per_io, verdicts = verdicts_of(frame)
+    if per_io.empty:
+        return
+    ws = wb.create_sheet(ROLES_SHEET)
+    print_setup(ws)
+    table = role_table(per_io)
+    heads = ["Configuration", "Workload", "Repeats"]
+    for col, name in FIGURES:
+        heads += [f"{name} mean", f"{name} sd", f"{name} CV"]
+    header(ws, 1, heads)
+    ws.column_dimensions["A"].width = 28
+    for i, row in enumerate(table.itertuples(index=False), start=2):
+        r = row._asdict()
+        values: list[Any] = [r["config"], r.get("workload"), r["n"]]
+        for col, _ in FIGURES:
+            values += [_num(r[f"{col}_mean"]), _num(r[f"{col}_sd"]), _num(r[f"{col}_cv"])]
+        for j, v in enumerate(values, start=1):
+            c = ws.cell(row=i, column=j, value=safe_value(v))
+            if j > 3:
+                c.number_format = "0.0%" if (j - 4) % 3 == 2 else "0.000"
+    fit_height(ws, 1, [(h, 10.0) for h in heads])
+    ws.freeze_panes = "B2"
+    r = len(table) + 3
+    ws.cell(row=r, column=1, value=f"aio=threads against aio=native on the {VERDICT_FIGURE}").font = \
+        Font(bold=True, size=12)
+    r += 1
+    heads2 = ["Controller", "Verdict", "native mean", "threads mean", "threads - native", "95 % low", "95 % high",
+              "per MiB", "Welch p", "CPU µs per I/O diff", "CPU 95 % low", "CPU 95 % high", "CPU p"]
+    header(ws, r, heads2)
+    fit_height(ws, r, [(h, 9.0) for h in heads2])
+    ws.column_dimensions["B"].width = 24
+    groups = {v.group for v in verdicts}
+    for v in verdicts:
+        r += 1
+        name = v.controller + (f" ({v.group})" if len(groups) > 1 else "")
+        vals = [name, v.words, sum(v.native) / len(v.native),
+                sum(v.threads) / len(v.threads), v.diff, v.low, v.high, v.per_mib, v.p, v.cpu_diff_us, v.cpu_low,
+                v.cpu_high, v.cpu_p]
+        for j, x in enumerate(vals, start=1):
+            c = ws.cell(row=r, column=j, value=safe_value(_num(x) if isinstance(x, float) else x))
+            c.alignment = WRAP
+            if isinstance(x, float):
+                c.number_format = "0.0000" if j in (9, 13) else "0.000"
+        fit_height(ws, r, [(name, 28.0), (v.words, 24.0)])
+    r += 2
+    note = ("Roles: vcpu = the vCPU thread(s) (under software emulation: the emulated guest); main-loop = QEMU's "
+            "main thread; iothread = iothreads; aio-worker = thread-pool workers (aio=threads only); other = the "
+            "rest (e.g. the monitor's thread). The I/O path is every role but vcpu. Switches are voluntary + "
+            "involuntary; CPU is the threads' run time in µs per I/O.")
+    ws.cell(row=r, column=1, value=safe_value(note)).alignment = WRAP
+    ws.merge_cells(start_row=r, start_column=1, end_row=r, end_column=10)
+    fit_height(ws, r, [(note, 120.0)])

@@ -1,0 +1,336 @@
+#!/usr/bin/env python3
+"""Where the demo's noise comes from: per-role figures per I/O under one variable changed at a time.
+
+(The measured table and the finding are in docs/demo-noise.md; this docstring keeps the table too, below.)
+
+Each *condition* is a set of ``[qemu]`` settings (guest kernel arguments, TCG thread mode, pinning,
+restore, iothread) plus a *placement*:
+
+- ``split``: ``[host] scope = "process"`` with ``pin_threads = "1/0"`` (the vCPU alone on CPU 1; main loop,
+  aio workers and the harness on CPU 0: the placement before the scope "cpus");
+- ``one``: the default ``[host] scope = "cpus"``: every QEMU thread on the measured CPU (the last), the
+  harness and the VMs booting ahead on the other (``--external-one`` does it from outside instead, for a
+  checkout without that scope: the harness under ``taskset -c 0`` with ``pin_threads = "off"``, this script's
+  sampler moving each new QEMU thread to CPU 1).
+
+The conditions run in ABBA blocks (A B B A ...), each block one short ``stormatrix run`` of a small matrix
+(two controllers x native/threads x ``--repeats``), so that a change of the machine's load falls on every
+condition alike. Through every run a sampler reads each QEMU thread's run time (``schedstat``) and its
+voluntary/involuntary switches (``status``) every ``--sample-ms`` ms: whether a mode holds for a VM's life
+or flips inside a window shows in the per-interval series (summarised as the vCPU's busy fraction per
+interval: its spread inside a window against its spread between windows).
+
+Per cell it reads the journal's ``host.by_role`` and divides by the cell's I/Os (fio's total I/Os): switches
+and CPU-ms per I/O of the vCPU, the main loop, the iothreads, the aio workers, and the sum of all but the
+vCPU (the I/O path). Per condition and configuration it prints the mean and CV of each.
+
+    .venv/bin/python benchmarks/bench_demo_modes.py --conditions base,idlepoll --blocks 2 --repeats 2
+
+Measured table: see docs/demo-noise.md (copied here when the experiment is done).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+
+#: name -> ([qemu] settings, placement, [matrix]/[run] overrides)
+CONDITIONS: dict[str, tuple[dict[str, Any], str, dict[str, Any]]] = {
+    "base": ({}, "split", {}),
+    "one": ({}, "one", {}),
+    "idlepoll": ({"guest_args": "idle=poll"}, "split", {}),
+    "idlepoll-one": ({"guest_args": "idle=poll"}, "one", {}),
+    "nohz-off": ({"guest_args": "nohz=off"}, "split", {}),
+    "hz-periodic-one": ({"guest_args": "nohz=off"}, "one", {}),
+    "single": ({"tcg_thread": "single"}, "split", {}),
+    "single-one": ({"tcg_thread": "single"}, "one", {}),
+    "boot": ({"restore": False}, "split", {}),
+    "noahead": ({"boot_ahead": False, "prepare_ahead": False}, "split", {}),
+    "noahead-one": ({"boot_ahead": False, "prepare_ahead": False}, "one", {}),
+    "iothread": ({}, "split", {"iothread": True}),
+    "iothread-one": ({}, "one", {"iothread": True}),
+}
+
+EXTERNAL_ONE = False  # --external-one
+
+ROLES = ("vcpu", "main-loop", "iothread", "aio-worker", "other")
+
+
+def toml_value(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return str(v)
+    if isinstance(v, list):
+        return "[" + ", ".join(toml_value(x) for x in v) + "]"
+    return json.dumps(v)
+
+
+def matrix(cond: str, controllers: list[str], repeats: int, measure_s: int, ramp_s: int, rate: int,
+           extra: str = "") -> str:
+    qemu, placement, over = CONDITIONS[cond]
+    pin = {"pin_threads": "1/0"} if placement == "split" else {"pin_threads": "off"} if EXTERNAL_ONE else {}
+    qemu = {"vcpus": 1, "memory_mib": 512, "disk_size_mib": 256, **pin, **qemu}
+    iothread = over.get("iothread", False)
+    lines = ["[run]", f'name = "modes-{cond}"', 'backend = "qemu"', f"repeats = {repeats}",
+             f"ramp_seconds = {ramp_s}", f"measure_seconds = {measure_s}", 'on_error = "skip"', "retries = 1",
+             *[x.strip() for x in extra.split(";") if x.strip()],
+             "", "[matrix]", f"controllers = {toml_value(controllers)}", 'aio = ["native", "threads"]',
+             f"iothread = [{toml_value(iothread)}]", 'cache = ["none"]', "disk_slot = 0", "",
+             "[[workload]]", 'name = "randread-64k"', 'rw = "randread"', 'bs = "64k"', "iodepth = 8",
+             "numjobs = 1", f"rate_mib_s = {rate}", "", "[qemu]"]
+    lines += [f"{k} = {toml_value(v)}" for k, v in qemu.items()]
+    if placement == "split" or EXTERNAL_ONE:
+        lines += ["", "[host]", 'scope = "process"']
+    return "\n".join(lines) + "\n"
+
+
+def read_thread(pid: int, tid: int) -> tuple[str, int, int, int] | None:
+    """(comm, run ns, voluntary, involuntary) of one thread, or None when it is gone."""
+    base = f"/proc/{pid}/task/{tid}"
+    try:
+        comm = Path(base, "comm").read_text().strip()
+        run = int(Path(base, "schedstat").read_text().split()[0])
+        vol = invol = 0
+        for line in Path(base, "status").read_text().splitlines():
+            if line.startswith("voluntary_ctxt_switches"):
+                vol = int(line.split()[1])
+            elif line.startswith("nonvoluntary_ctxt_switches"):
+                invol = int(line.split()[1])
+        return comm, run, vol, invol
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+class Sampler(threading.Thread):
+    """Every ``period`` s: each QEMU (whose command line names ``marker``) thread's counters; with
+    ``pin_one``, each new QEMU thread is moved onto CPU ``pin_one``."""
+
+    def __init__(self, marker: str, period: float, pin_one: int | None) -> None:
+        super().__init__(daemon=True)
+        self.marker, self.period, self.pin_one = marker, period, pin_one
+        self.samples: list[tuple[float, int, dict[int, tuple[str, int, int, int]]]] = []
+        self.stop_event = threading.Event()
+        self.pinned: set[int] = set()
+
+    def qemus(self) -> list[int]:
+        out = []
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                cmd = Path(f"/proc/{entry}/cmdline").read_bytes()
+            except OSError:
+                continue
+            if cmd.startswith(b"qemu-system") and self.marker.encode() in cmd:
+                out.append(int(entry))
+        return out
+
+    def run(self) -> None:
+        while not self.stop_event.is_set():
+            t = time.time()
+            for pid in self.qemus():
+                try:
+                    tids = [int(x) for x in os.listdir(f"/proc/{pid}/task")]
+                except OSError:
+                    continue
+                rows = {}
+                for tid in tids:
+                    if self.pin_one is not None and tid not in self.pinned:
+                        try:
+                            os.sched_setaffinity(tid, {self.pin_one})
+                            self.pinned.add(tid)
+                        except OSError:
+                            pass
+                    r = read_thread(pid, tid)
+                    if r is not None:
+                        rows[tid] = r
+                self.samples.append((t, pid, rows))
+            self.stop_event.wait(max(0.0, self.period - (time.time() - t)))
+
+
+def records(run_dir: Path) -> list[dict[str, Any]]:
+    out = []
+    path = run_dir / "journal.ndjson"
+    if not path.exists():
+        return out
+    for line in path.read_text().splitlines():
+        try:
+            rec = json.loads(line)
+        except ValueError:
+            continue
+        if rec.get("type") == "cell" and rec.get("host"):
+            out.append(rec)
+    return out
+
+
+def ios_of(rec: dict[str, Any]) -> float | None:
+    fio = rec.get("fio") or {}
+    total = fio.get("total") or {}
+    ios = total.get("total_ios") or total.get("ios")
+    if not ios:
+        ios = sum(((fio.get(d) or {}).get("total_ios") or 0) for d in ("read", "write"))
+    return float(ios) if ios else None
+
+
+def per_io(rec: dict[str, Any]) -> dict[str, float]:
+    """Switches and CPU-ms per I/O by role, the I/O path (every role but vcpu) and the process."""
+    host = rec.get("host") or {}
+    by_role = host.get("by_role") or {}
+    ios = ios_of(rec)
+    out: dict[str, float] = {}
+    if not ios:
+        return out
+    path_ctx = path_cpu = 0.0
+    for role in ROLES:
+        r = by_role.get(role) or {}
+        ctx = (r.get("ctx_voluntary") or 0) + (r.get("ctx_involuntary") or 0)
+        cpu = (r.get("user_s") or 0) + (r.get("system_s") or 0)
+        out[f"{role}.vol"] = (r.get("ctx_voluntary") or 0) / ios
+        out[f"{role}.ctx"] = ctx / ios
+        out[f"{role}.cpu"] = cpu * 1000 / ios
+        if role != "vcpu":
+            path_ctx += ctx
+            path_cpu += cpu
+    out["path.ctx"] = path_ctx / ios
+    out["path.cpu"] = path_cpu * 1000 / ios
+    if host.get("ctx_switches") is not None:
+        out["proc.ctx"] = host["ctx_switches"] / ios
+    if host.get("cpu_total") is not None:
+        out["proc.cpu"] = host["cpu_total"] * 1000 / ios
+    out["ios"] = ios
+    return out
+
+
+def cv(values: list[float]) -> float | None:
+    if len(values) < 2 or not statistics.fmean(values):
+        return None
+    return statistics.stdev(values) / abs(statistics.fmean(values)) * 100
+
+
+def window_modes(sampler: Sampler, recs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per cell: the vCPU's busy fraction per sample interval inside its window (mean, sd) — does it flip
+    inside the window?"""
+    out = []
+    for rec in recs:
+        times = rec.get("times") or {}
+        try:
+            start = datetime.fromisoformat(times["measure_start"]).timestamp()
+            end = datetime.fromisoformat(times["measure_end"]).timestamp()
+        except (KeyError, TypeError, ValueError):
+            continue
+        pid = (rec.get("host") or {}).get("pid")
+        if not pid:
+            continue
+        series = [(t, rows) for t, p, rows in sampler.samples if p == pid and start <= t <= end]
+        fracs = []
+        for (t0, a), (t1, b) in zip(series, series[1:]):
+            for tid, row in b.items():
+                if row[0].startswith("CPU ") and tid in a:
+                    fracs.append((row[1] - a[tid][1]) / 1e9 / (t1 - t0))
+        if fracs:
+            out.append({"fracs": fracs})
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--conditions", default="base,one")
+    ap.add_argument("--blocks", type=int, default=1, help="ABBA blocks (each runs every condition twice)")
+    ap.add_argument("--controllers", default="virtio-blk,sata")
+    ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--measure-seconds", type=int, default=6)
+    ap.add_argument("--ramp-seconds", type=int, default=2)
+    ap.add_argument("--rate", type=int, default=32)
+    ap.add_argument("--sample-ms", type=int, default=200)
+    ap.add_argument("--run-extra", default="", help="more [run] lines, ';'-separated, e.g. "
+                    "'max_repeats = 5; cv_limit_pct = 5; time_budget_minutes = 8.5' (the demo's extra repeats)")
+    ap.add_argument("--external-one", action="store_true", help="place 'one' from outside (see above)")
+    ap.add_argument("--once", action="store_true", help="each condition once, in the order given (no ABBA)")
+    ap.add_argument("--out", type=Path, default=None)
+    ap.add_argument("--json", type=Path, default=None)
+    args = ap.parse_args(argv)
+    global EXTERNAL_ONE
+    EXTERNAL_ONE = args.external_one
+    conds = args.conditions.split(",")
+    for c in conds:
+        if c not in CONDITIONS:
+            ap.error(f"unknown condition {c!r}: one of {', '.join(CONDITIONS)}")
+    order: list[str] = []
+    for _ in range(args.blocks):
+        order += conds if args.once else conds + conds[::-1]
+    out = args.out or Path(tempfile.mkdtemp(prefix="smx-modes-"))
+    out.mkdir(parents=True, exist_ok=True)
+    results: dict[str, dict[str, list[dict[str, float]]]] = {}
+    inside: dict[str, list[float]] = {}
+    exe = str(Path(sys.executable).parent / "stormatrix")
+    for i, cond in enumerate(order):
+        run_dir = out / f"{i:02d}-{cond}"
+        mfile = out / f"{i:02d}-{cond}.toml"
+        mfile.write_text(matrix(cond, args.controllers.split(","), args.repeats, args.measure_seconds,
+                                args.ramp_seconds, args.rate, args.run_extra))
+        one = CONDITIONS[cond][1] == "one" and EXTERNAL_ONE
+        sampler = Sampler(str(run_dir), args.sample_ms / 1000, 1 if one else None)
+        sampler.start()
+        cmd = ([*(["taskset", "-c", "0"] if one else []), exe, "run", "--no-progress", "-o", str(run_dir),
+                str(mfile)])
+        t0 = time.monotonic()
+        proc = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        sampler.stop_event.set()
+        sampler.join()
+        load = os.getloadavg()[0]
+        with open(out / f"{i:02d}-{cond}.samples.ndjson", "w") as fh:  # the raw series, for a closer look
+            for t, pid, rows in sampler.samples:
+                fh.write(json.dumps({"t": t, "pid": pid, "threads": {str(k): v for k, v in rows.items()}}) + "\n")
+        print(f"[{i}] {cond}: rc {proc.returncode}, {time.monotonic() - t0:.0f} s, load {load:.1f}", flush=True)
+        if proc.returncode not in (0, 1):
+            print(proc.stderr[-2000:], file=sys.stderr)
+        recs = records(run_dir)
+        for rec in recs:
+            disk = (rec.get("cell") or {}).get("disk") or {}
+            key = f"{disk.get('controller')}/{disk.get('aio')}"
+            results.setdefault(cond, {}).setdefault(key, []).append(per_io(rec))
+        for m in window_modes(sampler, recs):
+            f = m["fracs"]
+            inside.setdefault(cond, []).append(statistics.pstdev(f) if len(f) > 1 else 0.0)
+            inside.setdefault(cond + ":mean", []).append(statistics.fmean(f))
+    figures = ["vcpu.ctx", "vcpu.cpu", "main-loop.ctx", "main-loop.cpu", "iothread.ctx", "aio-worker.ctx",
+               "aio-worker.cpu", "path.ctx", "path.cpu", "proc.ctx", "proc.cpu"]
+    print(f"\nuptime: {subprocess.run(['uptime'], capture_output=True, text=True).stdout.strip()}")
+    print(f"{'condition':<16}{'config':<20}{'n':>3} " + " ".join(f"{f:>15}" for f in figures))
+    table: dict[str, Any] = {}
+    for cond in conds:
+        for key, rows in sorted(results.get(cond, {}).items()):
+            cells = []
+            for f in figures:
+                vals = [r[f] for r in rows if f in r]
+                m = statistics.fmean(vals) if vals else float("nan")
+                c = cv(vals)
+                cells.append(f"{m:8.3f} {('%4.0f%%' % c) if c is not None else '  n/a'}")
+                table.setdefault(cond, {}).setdefault(key, {})[f] = {"mean": m, "cv_pct": c, "values": vals}
+            print(f"{cond:<16}{key:<20}{len(rows):>3} " + " ".join(f"{x:>15}" for x in cells))
+        if inside.get(cond):
+            print(f"  {cond}: vCPU busy fraction per {args.sample_ms} ms inside a window: sd within windows "
+                  f"{statistics.fmean(inside[cond]):.3f}; window means {min(inside[cond + ':mean']):.2f}-"
+                  f"{max(inside[cond + ':mean']):.2f}")
+    if args.json:
+        args.json.write_text(json.dumps({"table": table, "inside": inside, "order": order}, indent=1))
+    print(f"runs kept in {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,148 @@
+"""The per-role figures (analysis/roles.py): they add up to the process's, the aio-worker role is empty for
+aio=native, and the native-vs-threads verdict rests on the I/O-path switches per I/O.
+
+The first tests read journal records written here by hand (each figure chosen so that a wrong sum or a
+wrong role shows); the last one runs real QEMU (two cells, aio=native and aio=threads) and checks the same
+relations on what the collector measured.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from qemumatrix import small_matrix
+
+from stormatrix.analysis.ingest import ingest
+from stormatrix.analysis.rolesheet import answer_rows, headline, with_config
+from stormatrix.analysis.roles import ROLES, STEM, aio_verdicts, per_io_frame, role_table
+
+
+def _role(vol: int, invol: int, run: float, user: float, system: float, threads: int = 1) -> dict:
+    return {"threads": threads, "user_s": user, "system_s": system, "runtime_s": run, "ctx_voluntary": vol,
+            "ctx_involuntary": invol}
+
+
+def _record(controller: str, aio: str, repeat: int, worker_vol: int, main_vol: int, ios: int = 1000) -> dict:
+    by_role = {"vcpu": _role(5000 + 37 * repeat, 400, 3.0 + 0.1 * repeat, 2.9, 0.2),
+               "main-loop": _role(main_vol, 20, 0.3, 0.2, 0.1),
+               "other": _role(3, 0, 0.001, 0.0, 0.0)}
+    if aio == "threads":
+        by_role["aio-worker"] = _role(worker_vol, 11, 0.15, 0.05, 0.1, threads=8)
+    vol = sum(r["ctx_voluntary"] for r in by_role.values())
+    invol = sum(r["ctx_involuntary"] for r in by_role.values())
+    return {
+        "schema": "stormatrix/record-1", "type": "cell", "run_id": "r1",
+        "key": f"{controller}/aio={aio}/iothread=0/cache=none/rr/rep{repeat}",
+        "cell": {"disk": {"controller": controller, "aio": aio, "iothread": False, "cache": "none"},
+                 "workload": {"name": "rr", "rw": "randread", "bs": 65536, "iodepth": 8, "numjobs": 1,
+                              "rate_mib_s": 32.0}, "repeat": repeat},
+        "backend": "qemu", "engine": "fio",
+        "times": {"started": "2026-12-02T04:00:00+00:00", "measure_s": 6.0, "window_s": 6.0},
+        "fio": {"version": "fio-3.33", "jobs": 1, "error": 0,
+                "read": {"io_bytes": ios * 65536, "bw_bytes": ios * 65536 / 6, "iops": ios / 6, "total_ios": ios,
+                         "runtime_ms": 6000},
+                "total": {"io_bytes": ios * 65536, "bw_bytes": ios * 65536 / 6, "iops": ios / 6, "total_ios": ios,
+                          "runtime_ms": 6000}},
+        "host": {"cpu_metric": "cpu_time", "cpu_unit": "s", "cpu_total": 3.6, "cpu_user": 3.2, "cpu_system": 0.4,
+                 "ctx_switches": vol + invol, "ctx_voluntary": vol, "ctx_involuntary": invol,
+                 "source": "perf+proc", "scope": "qemu-process", "pid": 1, "window_s": 6.0, "by_role": by_role},
+    }
+
+
+def _journal(tmp_path: Path, records: list[dict]) -> Path:
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "journal.ndjson").write_text("".join(json.dumps(r) + "\n" for r in records))
+    return run
+
+
+def _frame(tmp_path: Path, records: list[dict]):
+    return with_config(ingest([_journal(tmp_path, records)]).frame)
+
+
+def test_roles_add_up_to_the_process_and_workers_are_empty_for_native(tmp_path: Path) -> None:
+    recs = [_record("sata", aio, rep, 2000 + rep, 3000 + 7 * rep) for aio in ("native", "threads") for rep in (1, 2, 3)]
+    per_io = per_io_frame(_frame(tmp_path, recs))
+    assert len(per_io) == 6
+    for row, rec in zip(per_io.sort_values(["aio", "repeat"]).itertuples(), sorted(recs, key=lambda r: (
+            r["cell"]["disk"]["aio"], r["cell"]["repeat"]))):
+        host = rec["host"]
+        # every role's switches together are the process's (voluntary + involuntary over its threads)
+        assert row.roles_ctx_io * row.ios == pytest.approx(host["ctx_voluntary"] + host["ctx_involuntary"])
+        # and their run time is the threads' run time summed, role by role
+        run = sum(r["runtime_s"] for r in host["by_role"].values())
+        assert row.roles_cpu_us_io * row.ios / 1e6 == pytest.approx(run)
+        if row.aio == "native":
+            assert row.aio_worker_ctx_io == 0 and row.aio_worker_cpu_us_io == 0
+        else:
+            assert row.aio_worker_ctx_io == pytest.approx((2000 + row.repeat + 11) / 1000)
+    table = role_table(per_io)
+    assert set(table["config"]) == {"sata aio=native", "sata aio=threads"}
+    assert {f"{STEM[r]}_ctx_io_mean" for r in ROLES} <= set(table.columns)
+
+
+def test_verdict_rests_on_the_io_path_not_the_vcpu(tmp_path: Path) -> None:
+    """The vCPU's switches differ wildly between repeats (here in the same way for both modes); the verdict
+    is on the I/O path's switches per I/O, which the aio workers' 2 per I/O separate."""
+    recs = [_record("virtio-blk", aio, rep, 2000, 3000 + 5 * rep) for aio in ("native", "threads")
+            for rep in (1, 2, 3)]
+    for i, r in enumerate(recs):  # a vCPU that swings by 3x between repeats
+        r["host"]["by_role"]["vcpu"]["ctx_voluntary"] = (1000, 9000, 3000)[i % 3]
+    frame = _frame(tmp_path, recs)
+    (v,) = aio_verdicts(per_io_frame(frame))
+    assert v.controller == "virtio-blk" and v.decided and v.diff > 0
+    assert v.diff == pytest.approx(2.011, rel=1e-3)  # the workers' 2,000 + 11 switches per 1,000 I/Os
+    assert v.per_mib == pytest.approx(v.diff * 16)  # 16 I/Os of 64 KiB per MiB
+    assert v.low <= v.diff <= v.high
+    rows = answer_rows(frame)
+    assert rows[0][0] == "virtio-blk" and "costs" in rows[0][1] and rows[0][5].startswith("decided")
+    assert headline(frame).startswith("aio=threads costs more than aio=native for 1 of 1 controllers")
+
+
+def test_a_single_repeat_is_not_decided(tmp_path: Path) -> None:
+    frame = _frame(tmp_path, [_record("ide", "native", 1, 0, 3000), _record("ide", "threads", 1, 2000, 3000)])
+    (v,) = aio_verdicts(per_io_frame(frame))
+    assert not v.decided and "indicative" in answer_rows(frame)[0][5]
+
+
+def test_records_without_a_split_give_no_role_figures(tmp_path: Path) -> None:
+    recs = [_record("sata", "native", 1, 0, 3000), _record("sata", "threads", 1, 2000, 3000)]
+    for r in recs:
+        del r["host"]["by_role"]
+    frame = _frame(tmp_path, recs)
+    assert frame["vcpu_ctx"].isna().all()
+    assert per_io_frame(frame).empty and answer_rows(frame) == [] and headline(frame) == ""
+
+
+@pytest.mark.qemu
+@pytest.mark.slow
+def test_real_cells_roles_add_up_and_native_has_no_workers(tmp_path: Path) -> None:
+    """One controller, aio=native and aio=threads, 3 s windows, on real QEMU: the collector's per-role
+    figures add up to its per-thread process totals, and aio=native's thread pool stays empty."""
+    text = small_matrix("roles", ["virtio-blk"], measure_seconds=3).replace('aio = ["native"]',
+                                                                             'aio = ["native", "threads"]')
+    matrix = tmp_path / "m.toml"
+    matrix.write_text(text)
+    run = tmp_path / "run"
+    res = subprocess.run([sys.executable, "-m", "stormatrix", "run", str(matrix), "-o", str(run), "--no-progress"],
+                         capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr + res.stdout
+    recs = [r for r in map(json.loads, (run / "journal.ndjson").read_text().splitlines()) if r["type"] == "cell"]
+    assert sorted(r["cell"]["disk"]["aio"] for r in recs) == ["native", "threads"]
+    per_io = per_io_frame(with_config(ingest([run]).frame))
+    assert len(per_io) == 2
+    for rec in recs:
+        host = rec["host"]
+        proc = host.get("process") or host  # scope "cpus": the QEMU process's own figures are under process
+        row = per_io[per_io["aio"] == rec["cell"]["disk"]["aio"]].iloc[0]
+        assert row.roles_ctx_io * row.ios == pytest.approx(proc["ctx_voluntary"] + proc["ctx_involuntary"])
+        threads_run = sum(t["runtime_s"] for t in host["threads"] if t.get("runtime_s") is not None)
+        assert row.roles_cpu_us_io * row.ios / 1e6 == pytest.approx(threads_run, rel=1e-6)
+        if rec["cell"]["disk"]["aio"] == "native":
+            assert "aio-worker" not in host["by_role"] and row.aio_worker_ctx_io == 0
+        else:
+            assert host["by_role"]["aio-worker"]["threads"] >= 1 and row.aio_worker_ctx_io > 0
