@@ -135,8 +135,10 @@ def sniff_text(text: str, name: str = "") -> str:
 
 
 def _perf_lines(text: str) -> bool:
-    """At least one line in perf stat -x, layout (the parser says what is wrong with the others)."""
-    return bool(perfstat.parse(text).events)
+    """At least one line in perf stat -x, layout, or written under a decimal-comma locale (the parser says
+    what is wrong with the others, and the fix)."""
+    parsed = perfstat.parse(text)
+    return bool(parsed.events or parsed.decimal_comma_lines)
 
 
 def sniff(path: str) -> str:

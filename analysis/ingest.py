@@ -56,6 +56,7 @@ from .checks import Problem
 from .discover import JOURNAL_NAME, UNREAD, csv_names, discover, perf_partner, sniff, stem, unread_note
 from .journalrows import SCHEMA, read_journal_rows
 from .plainfiles import parse_files
+from .safe import escape_unencodable
 from .tidy import COLUMNS, environment_frame, frame_from_rows, number_repeats
 
 __all__ = ["COLUMNS", "JOURNAL_NAME", "SCHEMA", "IngestResult", "Problem", "frame_from_rows", "ingest"]
@@ -196,7 +197,7 @@ def _ingest(paths: Iterable[str | Path], *, strict: bool, label: str | None, wor
     if strict and problems:
         listing = "; ".join(str(p) for p in problems[:20])
         more = f" (and {len(problems) - 20} more)" if len(problems) > 20 else ""
-        raise DataFileError(problems[0].source if len(problems) == 1 else f"{len(problems)} inputs",
+        raise DataFileError(escape_unencodable(problems[0].source) if len(problems) == 1 else f"{len(problems)} inputs",
                             f"cannot be used under --strict: {listing}{more}",
                             "fix or remove these files, or run without --strict to skip them")
     frame = frame_from_rows(rows)

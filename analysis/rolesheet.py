@@ -87,7 +87,8 @@ def method_lines(frame: pd.DataFrame) -> list[str | tuple[str, str]]:
                            "involuntary) and CPU time per I/O, mean and standard deviation over the repeats. CPU is "
                            "the threads' own run time (schedstat, ns) where the collector read it, else user + "
                            "system (/proc ticks). The roles add up to the process's per-thread totals; aio-worker "
-                           "is 0 with aio=native (the thread pool is not used)."),
+                           "is about 0 with aio=native (no I/O goes through the thread pool; an idle worker left "
+                           "from the VM's start may end in the window)."),
         ("Whole-process noise", "the vCPU thread (under software emulation: the emulated guest) varies between "
                                 "repeats by far more than the I/O path (its CV is on the 'Roles' sheet), and the "
                                 "whole-process figures carry it: their CV can exceed the CV limit where the verdict "

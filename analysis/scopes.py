@@ -74,17 +74,16 @@ def scope_text(frame: pd.DataFrame) -> str:
 
 SCOPE_COLUMNS: list[Column] = [
     ("Configuration", "config", "@"), ("Workload", "workload", "@"), ("Repeats", "n", "0"),
-    ("CPU set", "host_cpus", "@"),
     ("CPU/MiB, set (scored)", "set_cpu_per_mib", "cpu"), ("CPU/MiB, QEMU process", "proc_cpu_per_mib", "cpu"),
-    ("Set CPU outside QEMU's threads", "cpu_outside_share", "0.0%"),
+    ("Set CPU outside QEMU", "cpu_outside_share", "0.0%"),
     ("ctx/MiB, set (scored)", "set_ctx_per_mib", "0.00"), ("ctx/MiB, QEMU process", "proc_ctx_per_mib", "0.00"),
-    ("Set switches outside QEMU's threads", "ctx_outside_share", "0.0%"),
-    ("Storage interrupts outside the set", "irq_leak_share", "0.0%"),
-    ("Storage softirqs outside the set", "softirq_leak_share", "0.0%"),
-    ("Other tasks' CPU s on the set (mean)", "on_set_cpu_s", "0.00"),
-    ("Largest other tasks (last repeat)", "on_set_top", "@"),
+    ("Set ctx outside QEMU", "ctx_outside_share", "0.0%"),
+    ("Storage IRQs outside set", "irq_leak_share", "0.0%"),
+    ("Storage softirqs outside set", "softirq_leak_share", "0.0%"),
+    ("Others' CPU s on set (mean)", "on_set_cpu_s", "0.00"),
+    ("Largest others on set (last repeat)", "on_set_top", "@"),
     ("Rank, set", "rank_set", "0"), ("Rank, QEMU process", "rank_process", "0"),
-    ("Ranks differ", "ranks_differ", "@"), ("CPU unit", "cpu_per_mib_unit", "@"),
+    ("Ranks differ", "ranks_differ", "@"), ("CPU set", "host_cpus", "@"), ("CPU unit", "cpu_per_mib_unit", "@"),
 ]
 
 

@@ -26,7 +26,24 @@ vCPU (the I/O path). Per condition and configuration it prints the mean and CV o
 
     .venv/bin/python benchmarks/bench_demo_modes.py --conditions base,idlepoll --blocks 2 --repeats 2
 
-Measured table: see docs/demo-noise.md (copied here when the experiment is done).
+Measured (the 2-CPU development machine, shared: the first ABBA block, load average 2.5-4.7; per I/O,
+mean (CV) over 2 repeats; all conditions and later blocks at load 7-19 are in docs/demo-noise.md):
+
+  cond  config               I/O path    main loop  aio workers  vCPU sw     process sw
+  one   sata native          4.25 (5 %)   4.25 (5 %)           0  5.90 (42 %) 10.15 (27 %)
+  one   sata threads         5.50 (1 %)   2.97 (0 %)  2.52 (2 %)   3.67 (1 %)   9.16 (1 %)
+  one   virtio-blk native   5.90 (46 %)  5.90 (46 %)           0  5.70 (44 %) 11.58 (45 %)
+  one   virtio-blk threads   6.80 (1 %)   4.65 (1 %)  2.15 (1 %)   4.27 (2 %)  11.06 (2 %)
+  split virtio-blk native    3.12 (5 %)   3.12 (5 %)           0   2.19 (1 %)   5.30 (4 %)
+  split virtio-blk threads  6.15 (16 %)  4.03 (25 %)  2.13 (1 %)  2.56 (23 %)  8.70 (18 %)
+  split sata native         3.79 (28 %)  3.79 (28 %)           0  2.00 (30 %)  5.79 (29 %)
+  split sata threads         5.37 (9 %)  3.32 (16 %)  2.04 (2 %)  2.07 (10 %)  7.44 (10 %)
+
+aio workers: 2.0-2.5 switches per I/O, CV 1-6 %, in every condition. With every QEMU thread on one CPU
+(``one``, the scope "cpus") aio=threads' I/O path repeats within 1-2 %; aio=native's main loop keeps a
+mode (virtio-blk native: 7.7 or ~4 switches per I/O). idle=poll, thread=single and clocksource=tsc
+did not remove it (docs/demo-noise.md; nohz=off was not measured to the end). The machine's load
+moved every figure more than any setting did.
 """
 
 from __future__ import annotations
@@ -65,6 +82,28 @@ CONDITIONS: dict[str, tuple[dict[str, Any], str, dict[str, Any]]] = {
 }
 
 EXTERNAL_ONE = False  # --external-one
+
+
+
+def host_tsc_khz() -> int:
+    """The host's TSC in kHz (/proc/cpuinfo's cpu MHz where the flags say the TSC is constant): under TCG the
+    guest reads the host's TSC, and given this the guest kernel does not calibrate it against an emulated PIT
+    (which on a loaded host went ~10x wrong)."""
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return 0
+    if "constant_tsc" not in text:
+        return 0
+    for line in text.splitlines():
+        if line.startswith("cpu MHz"):
+            return int(float(line.split(":")[1]) * 1000)
+    return 0
+
+
+_TSC = f"clocksource=tsc tsc=reliable tsc_early_khz={host_tsc_khz()}"
+CONDITIONS["tsc"] = ({"guest_args": _TSC}, "split", {})
+CONDITIONS["tsc-one"] = ({"guest_args": _TSC}, "one", {})
 
 ROLES = ("vcpu", "main-loop", "iothread", "aio-worker", "other")
 

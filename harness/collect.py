@@ -244,12 +244,14 @@ class RemoteProcessesCollector:
 
     def __init__(self, shell: Shell, scopes: Callable[[], list[HostScope]], *, remote_dir: str,
                  use_perf: bool | None = None, python: str = "python3", name_vms: bool = True,
-                 cpus: str | None = None, root: str | None = None) -> None:
+                 cpus: str | None = None, root: str | None = None, prefix: Sequence[str] = ()) -> None:
         self.shell = shell
         #: [host] scope = "cpus": the node's CPU set (a kernel cpulist) measured system-wide around the processes;
         #: the block is then the set's, the processes' merged figures under ``process``
         self.cpus = cpus
         self.root = root  # where the node's /proc is read ("/" unless a stand-in's fake tree)
+        #: words before the collector's command on the node (the CPU-set scope runs it off the set)
+        self.prefix = list(prefix)
         self.name_vms = name_vms  # a suite's block names its VMs and node; one VM's block is the plain one
         self.target = shell.where
         self.scopes = scopes
@@ -262,7 +264,7 @@ class RemoteProcessesCollector:
 
     def argv(self) -> list[str]:
         # -B: no __pycache__ next to the copied files (ensure_remote_collector compares the folder's *.py only)
-        return self.shell.argv([self.python, "-B", f"{self.remote_dir}/multicollector.py"])
+        return self.shell.argv([*self.prefix, self.python, "-B", f"{self.remote_dir}/multicollector.py"])
 
     @staticmethod
     def _read(stream: Any, into: "queue.Queue[str | None] | list[str]") -> None:

@@ -560,6 +560,7 @@ class OnSetTracker:
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
         self.scans = 0
+        self.ready = threading.Event()  # set once the first scan (the baseline) is done
 
     def _scan(self) -> None:
         now = scan_tasks(self.root)
@@ -573,13 +574,16 @@ class OnSetTracker:
                     self._names[tid] = (s.pid, s.comm)
             self._last = now
             self.scans += 1
+        self.ready.set()
 
     def start(self) -> None:
-        self._scan()
+        """The first scan runs in the tracker's thread (every task read: ~0.1 s on a loaded host), not between
+        the guest's measure-start marker and its GO."""
         self._thread = threading.Thread(target=self._loop, name="on-set-scan", daemon=True)
         self._thread.start()
 
     def _loop(self) -> None:
+        self._scan()
         while not self._stop.wait(self.interval):
             self._scan()
 
@@ -716,6 +720,11 @@ class CpuSetCollector:
         self._up0 = read_uptime(self.root)
         self._stat0 = read_cpu_stat(self.root)
         self._t0 = time.monotonic()
+
+    def wait_ready(self, timeout: float = 10.0) -> bool:
+        """Until the other tasks' baseline scan is done (it runs beside the window's start); the script and the
+        node's multicollector wait before they say "started", a caller that changes a fake tree must too."""
+        return self._tracker is not None and self._tracker.ready.wait(timeout)
 
     def abort(self) -> None:
         if self._tracker is not None:
@@ -890,6 +899,8 @@ def main(argv: list[str] | None = None) -> int:
             if cs is not None:
                 cs.abort()
             raise
+        if cs is not None:
+            cs.wait_ready()
         print("started", flush=True)
         sys.stdin.readline()
         try:

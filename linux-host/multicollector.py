@@ -98,6 +98,8 @@ def main() -> int:
     except CollectorProblem as exc:
         _emit({"error": str(exc)})
         return 1
+    if cpu_set is not None:
+        cpu_set.wait_ready()
     _emit({"started": [c.pid for _, c in running]})
     sys.stdin.readline()  # the window's end, or EOF when the controller went away
     results: list[dict[str, Any]] = []

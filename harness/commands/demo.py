@@ -18,17 +18,19 @@ from .run import execute
 
 DESCRIPTION = """\
 Boot the tiny Linux guest under local QEMU (software emulation) for each cell of the demo
-matrix, run real fio, measure the QEMU process, and write the workbook. Resumable like `run`.
+matrix, run real fio, measure the QEMU threads' CPU (scope "cpus": every QEMU thread on one CPU,
+measured system-wide, the process's figures beside it), and write the workbook. Resumable like `run`.
 
 The demo matrix: five controllers x aio=native and aio=threads, three repeats each (30 cells,
-3 s warm-up + 8 s window; `plan` says 6 min 51 s for an idle 2-core machine; 10-13.5 min measured
-while other jobs kept the load average at 7-28). Three repeats are the
-fewest with which Welch's t-test (95 %) can call a difference significant with some power, so
-the workbook's findings are tested (significant, or within noise with the numbers), not
-"indicative" as with one repeat. A configuration whose repeats vary by more than 10 % (CV of
-CPU or context switches per MiB) gets a 4th repeat, but a round of them starts only if it
-ends within 8.5 min ([run] time_budget_minutes): with the workbook the demo stays within 10 min
-on an idle machine (on a busy one the planned cells alone can take longer; no extra repeat starts).
+2 s warm-up + 6 s window; `plan` says 4 min 44 s for an idle 2-core machine; 8 min 33 s with the
+workbook, 45 cells, measured while other jobs kept the load average at 11-27). Its Answer page decides,
+per controller, whether aio=threads costs more than aio=native, on the I/O-path context switches per
+I/O (every QEMU thread but the vCPU, which under software emulation is the emulated guest; Welch's
+t-test, 95 %; docs/demo-noise.md). Three repeats are the fewest with which the test has some power.
+Extra repeats go first to the controllers still undecided; a configuration whose repeats vary by
+more than 10 % (CV of CPU or context switches per MiB) gets one too, up to a 5th repeat, but a round
+of them starts only if it ends within 8.5 min ([run] time_budget_minutes): with the workbook the demo
+stays within 10 min on an idle machine (on a busy one the planned cells alone can take longer).
 
 --full runs every controller x aio mode with iothread variants and 2 repeats."""
 

@@ -31,6 +31,9 @@ def run(args: argparse.Namespace) -> int:
     cls = backend_class(spec.run["backend"])
     cls.host(spec)  # [host]: a scope or CPU set this backend cannot measure is refused at plan time
     plan = expand(spec, backend_controllers=cls.controllers)
+    # the backend's own notes (CPU placement, storage, the host settings a CPU-set scope changes), asked before
+    # anything is printed: a backend may refuse the matrix here (a node that cannot be steered), --quiet or not
+    backend_notes = cls.plan_notes(spec)
     out = sys.stdout
     timing = spec.timing
     order, seed = spec.run["order"], spec.run["seed"] or draw_seed()
@@ -45,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"\nskipped ({len(plan.skipped)}):", file=out)
             for s in plan.skipped:
                 print(f"  {s.disk.key}: {s.reason}", file=out)
-        notes = list(plan.notes) + cls.plan_notes(spec)  # the backend's own: CPU placement, storage
+        notes = list(plan.notes) + backend_notes
         if notes:
             print("\nnotes:", file=out)
             for note in notes:
@@ -76,7 +79,8 @@ def run(args: argparse.Namespace) -> int:
         most = eta + per_cell * extra
         capped = f", capped by time_budget_minutes = {budget:g}" if budget and most > budget * 60 else ""
         first = ("first to both sides of every comparison the findings rest on that is still within noise (the "
-                 "best vs the runner-up, each controller's aio modes; the workbook's bootstrap share), then "
+                 "best vs the runner-up and each controller's aio modes on the workbook's bootstrap share; native "
+                 "vs threads on the I/O-path switches per I/O, Welch 95 %, as the Answer page decides it), then "
                  if run["repeat_policy"] == "verdicts" else "")
         print(f"extra repeats ([run] repeat_policy = {run['repeat_policy']}): {first}to a configuration whose CV of "
               f"CPU or ctx per MiB is above cv_limit_pct = {run['cv_limit_pct']:g} %, up to max_repeats = "

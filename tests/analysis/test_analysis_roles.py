@@ -143,6 +143,8 @@ def test_real_cells_roles_add_up_and_native_has_no_workers(tmp_path: Path) -> No
         threads_run = sum(t["runtime_s"] for t in host["threads"] if t.get("runtime_s") is not None)
         assert row.roles_cpu_us_io * row.ios / 1e6 == pytest.approx(threads_run, rel=1e-6)
         if rec["cell"]["disk"]["aio"] == "native":
-            assert "aio-worker" not in host["by_role"] and row.aio_worker_ctx_io == 0
+            # no I/O goes through the thread pool: at most an idle worker left from the VM's start (a restore
+            # loads its state through it) ending in the window, against 2 switches per I/O with aio=threads
+            assert row.aio_worker_ctx_io < 0.01, host["by_role"].get("aio-worker")
         else:
-            assert host["by_role"]["aio-worker"]["threads"] >= 1 and row.aio_worker_ctx_io > 0
+            assert host["by_role"]["aio-worker"]["threads"] >= 1 and row.aio_worker_ctx_io > 1.5

@@ -88,3 +88,12 @@ def test_an_esxtop_capture_given_as_perf_csv_is_named_as_such() -> None:
     (problem,) = ingest([FOLDER / "run.csv"]).problems
     assert "an esxtop batch capture, not perf stat -x, output" in str(problem)
     assert "with no result file" not in str(problem)
+
+
+def test_json_with_text_after_it_is_read(tmp_path: Path) -> None:
+    """fio's stderr after the JSON (a `> x.log 2>&1` capture whose job ended with a warning)."""
+    text = (FOLDER / "mixed.fiolog").read_text() + "fio: pid=4242, got signal=15\nfio: terminating on signal 15\n"
+    (tmp_path / "trailer").write_text(text)
+    (row,) = ingest([tmp_path]).frame.to_dict("records")
+    (expected,) = ingest([FOLDER / "mixed.fiolog"]).frame.to_dict("records")
+    assert row["iops"] == expected["iops"] and row["clat_p99_us"] == expected["clat_p99_us"]

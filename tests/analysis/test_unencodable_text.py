@@ -55,3 +55,9 @@ def test_the_escapes() -> None:
     assert escape_unencodable("caf\udce9.json") == "caf\\xe9.json"
     assert escape_unencodable("\ud800x") == "\\ud800x" and escape_unencodable("plain") == "plain"
     assert neutralize("=\ud800\x01") == "'=\\ud800"
+
+
+def test_strict_names_the_file_escaped(folder: Path, tmp_path: Path, capsys) -> None:
+    assert main(["report", "--strict", str(folder), "-o", str(tmp_path / "s.xlsx")]) == 2
+    err = capsys.readouterr().err
+    assert "br\\xf6ken.json: cannot be used under --strict" in err and "Traceback" not in err

@@ -5,8 +5,9 @@ qemu-server paths) is replaced by the stand-in's, and the stand-in is given what
 the template, the storages), so a key the example gets wrong fails here as it would on the user's lab.
 
 - Technote 004's matrix (Proxmox, a Windows Server 2022 guest): every controller Windows drives x aio native /
-  io_uring / threads x iothread, a fixed 1 GiB/s, 10-minute windows; every configuration it plans is applied
-  to the Proxmox stand-in's VM, started as qemu-server would start it, and the VM is put back.
+  io_uring / threads x iothread, a fixed 1 GiB/s, 10-minute windows, the technote's CPU-set scope; planned
+  against the stand-in and its node (a fake /proc and /sys over a real sshd), every configuration it plans applied
+  to the stand-in's VM, started as qemu-server would start it, and the VM and the node put back.
 - Technote 003's fleet suite (iSCSI vs NVMe/TCP on Proxmox) and technote 000's two sides (Proxmox and ESXi):
   7 block sizes x 8 queue depths on 32 workers, planned by `suite plan` against the Proxmox stand-in and the
   fake vCenter, nothing created.
@@ -21,6 +22,8 @@ from typing import Any, Iterator
 
 import pytest
 from standins.pve import PveStandin
+from standins.pve_nodefs import NodeDescription, NodeTree
+from standins.sshd import PrivateSshd, SshdUnavailable
 
 from stormatrix.backends.proxmox.backend import ProxmoxBackend
 from stormatrix.cli import main
@@ -71,11 +74,60 @@ def pve(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[PveStandin]
 
 # --- technote 004: the efficiency matrix, Windows Server 2022 on Proxmox ---------------------------------------
 
-def test_the_windows_efficiency_matrix_is_technote_004s(capsys: pytest.CaptureFixture[str]) -> None:
-    path = EXAMPLES / "proxmox-windows2022-efficiency.toml"
-    assert main(["plan", str(path)]) == 0
+@pytest.fixture
+def node(tmp_path: Path) -> Iterator[tuple[NodeTree, PrivateSshd]]:
+    """The Proxmox node as [host] scope = "cpus" needs it: its /proc and /sys as a fake tree (IRQs, work queues,
+    NICs, irqbalance under systemd) reached over a real sshd, as tests/harness/backends/proxmox/test_proxmox_cpuset.py
+    has it."""
+    tree = NodeTree(tmp_path / "nodefs", NodeDescription(irqbalance="systemd", rebalance_s=3600)).build()
+    bindir = tmp_path / "nodebin"
+    tree.install_systemctl(bindir)
+    server = PrivateSshd(tmp_path / "sshd", path=[bindir])
+    try:
+        server.start()
+    except SshdUnavailable as exc:
+        tree.close()
+        pytest.skip(f"sshd cannot run here: {exc}")
+    try:
+        yield tree, server
+    finally:
+        server.stop()
+        tree.close()
+
+
+def windows_vm(pve: PveStandin, doc: dict[str, Any]) -> int:
+    """A Windows Server 2022 VM as the example's comments describe it: booting from sata0, the raw test disk at the
+    matrix's slot with the serial [winrm] names."""
+    vmid, key, serial = doc["proxmox"]["vmid"], doc["proxmox"]["test_disk"], doc["winrm"]["disk_serial"]
+    boot = pve.add_volume(vmid, f"vm-{vmid}-disk-0.raw")
+    test = pve.add_volume(vmid, f"vm-{vmid}-disk-1.raw")
+    pve.add_vm(vmid, {"name": "w2022", "ostype": "win11", "memory": "4096", "cores": "4", "agent": "1",
+                      "scsihw": "virtio-scsi-single", "sata0": f"{boot},size=64M", "boot": "order=sata0",
+                      key: f"{test},aio=native,cache=none,iothread=1,serial={serial},size=64M"})
+    return int(vmid)
+
+
+@pytest.mark.slow
+def test_the_windows_efficiency_matrix_is_technote_004s_and_applies_to_the_proxmox_vm(
+        pve: PveStandin, node: tuple[NodeTree, PrivateSshd], tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Planned by `stormatrix plan` against the stand-in and the node; then every configuration it plans is applied
+    to the VM, started as qemu-server would start it, and the VM and the node are put back."""
+    tree, sshd = node
+    pve.node_tree = tree
+    doc = pointed_at(pve, read("proxmox-windows2022-efficiency.toml"))
+    # the node's side of the lab: how to reach it, where its files are, and a CPU set it has (the fake node has
+    # CPUs 0-3; CPU 1 exists on every test machine, where the VM's "QEMU" really runs)
+    doc["proxmox"].update(ssh=sshd.target, ssh_config=str(sshd.ssh_config), ssh_dir=str(tmp_path / "node-lh"),
+                          node_root=str(tree.root), check_cmdline=False)
+    doc["host"] = {**doc["host"], "cpus": "1"}
+    vmid = windows_vm(pve, doc)
+    digest, volumes, settings = pve.digest(vmid), pve.volumes(), tree.settings()
+    path = tmp_path / "w2022.toml"
+    path.write_text(toml_text(doc))
+    assert main(["plan", str(path)]) == 0, capsys.readouterr().err[-3000:]
     out = capsys.readouterr().out
-    spec = spec_from_dict(read(path.name), str(path))
+    spec = spec_from_dict(doc, str(path))
     plan = expand(spec, backend_controllers=backend_class("proxmox").controllers)
     configs = {(c.disk.controller, c.disk.aio, c.disk.iothread) for c in plan.cells}
     # every controller Windows drives x every aio mode x iothread where qemu-server honours one, nothing else
@@ -88,38 +140,27 @@ def test_the_windows_efficiency_matrix_is_technote_004s(capsys: pytest.CaptureFi
     assert workload.rate_mib_s == 1024 and workload.rw == "randread"  # 1 GiB/s of random reads
     assert spec.timing.measure_s == 600 and spec.run["repeats"] >= 2  # 10-minute windows, several runs each
     assert spec.run["guest_os"] == "windows2022" and spec.run["executor"] == "winrm"
+    assert doc["host"]["scope"] == "cpus"  # the technote's scope: the CPUs that carry the guest's I/O
     assert f"{len(plan.cells)} cells" in out and f"{len(plan.skipped)} skipped) on backend proxmox" in out
+    assert tree.settings() == settings and pve.digest(vmid) == digest  # plan changed nothing
 
-
-def test_every_configuration_of_the_windows_matrix_applies_to_the_proxmox_vm_and_is_put_back(
-        pve: PveStandin, tmp_path: Path) -> None:
-    doc = pointed_at(pve, read("proxmox-windows2022-efficiency.toml"))
-    vmid, key = doc["proxmox"]["vmid"], doc["proxmox"]["test_disk"]
-    serial = doc["winrm"]["disk_serial"]
-    boot = pve.add_volume(vmid, f"vm-{vmid}-disk-0.raw")
-    test = pve.add_volume(vmid, f"vm-{vmid}-disk-1.raw")
-    # a Windows Server 2022 VM as the example's comments describe it: booting from sata0, the raw test disk
-    # at the matrix's slot with the serial [winrm] names
-    pve.add_vm(vmid, {"name": "w2022", "ostype": "win11", "memory": "4096", "cores": "4", "agent": "1",
-                      "scsihw": "virtio-scsi-single", "sata0": f"{boot},size=64M", "boot": "order=sata0",
-                      key: f"{test},aio=native,cache=none,iothread=1,serial={serial},size=64M"})
-    digest, volumes = pve.digest(vmid), pve.volumes()
-    spec = spec_from_dict(doc, "w2022.toml")
-    plan = expand(spec, backend_controllers=backend_class("proxmox").controllers)
     backend = ProxmoxBackend(spec, tmp_path / "run")
     backend.prepare()
     started = []
+    serial = doc["winrm"]["disk_serial"]
     for disk in dict.fromkeys(c.disk for c in plan.cells):  # each configuration once, in the plan's order
         backend.apply(disk)
         launched = pve.launch_spec(pve.vms[vmid])
-        started.append((launched.controller, launched.aio, launched.iothread, launched.cache, launched.slot))
+        started.append((launched.controller, launched.aio, launched.iothread))
         assert (launched.controller, launched.aio, launched.iothread) == (disk.controller, disk.aio, disk.iothread)
         assert launched.slot == spec.matrix["disk_slot"] and f"serial={serial}" in launched.config[launched.key]
+        assert launched.config.get("affinity") == "1"  # every QEMU thread on the set
     assert len(started) == 27
     backend.stop()
     backend.restore()
     backend.close()
     assert pve.digest(vmid) == digest and pve.volumes() >= volumes and not pve.destroyed
+    assert tree.settings() == settings  # the node's IRQs, work queues, RPS/XPS and irqbalance as they were
 
 
 # --- technotes 003 and 000: the fleet suites ----------------------------------------------------------------

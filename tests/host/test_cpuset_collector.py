@@ -98,6 +98,7 @@ def measure(tmp_path: Path, cpus: list[int], exclude: tuple[int, ...] = (4242,))
     write_tree(tmp_path, START)
     c = CpuSetCollector(cpus, use_perf=False, root=str(tmp_path), exclude=exclude, scan_interval=3600)
     c.start()
+    assert c.wait_ready()
     write_tree(tmp_path, END)
     return c.stop()
 
@@ -128,6 +129,7 @@ def test_without_uptime_the_time_is_the_work_columns(tmp_path: Path) -> None:
     (tmp_path / "proc" / "uptime").unlink()
     c = CpuSetCollector([1], use_perf=False, root=str(tmp_path), scan_interval=3600)
     c.start()
+    assert c.wait_ready()
     write_tree(tmp_path, END)
     (tmp_path / "proc" / "uptime").unlink()
     host = c.stop()
@@ -169,6 +171,7 @@ def test_the_set_holds_the_process_figures_beside_its_own(tmp_path: Path) -> Non
     wc = WindowCollector(4242, {4243: "vcpu"}, use_perf=False, root=str(tmp_path), interval=3600)
     cs.start()
     wc.start()
+    assert cs.wait_ready()
     write_tree(tmp_path, END)
     host = with_process(cs.stop(), wc.stop())
     proc = host["process"]

@@ -23,6 +23,10 @@ data, ``pve_cmdline.py``) so that a bug in the backend is not mirrored here:
   and capacity, volume allocation and deletion, destroy) are in ``pve_fleet.py``;
 - ``GET /storage/{storage}`` answers like pve-manager (``pve_storage.py``); :meth:`set_storage` makes the
   storage dir, lvm, lvmthin, btrfs, rbd, cifs..., which changes QEMU's command line as qemu-server does.
+- ``affinity`` (``pve-cpuset``) is checked like pve-common's ``PVE::CpuSet::parse_cpuset``; like every other
+  change to a running VM it stays pending until the next start, where the "QEMU" runs under qemu-server's
+  ``taskset --cpu-list --all-tasks`` (a CPU the node lacks fails the start; ``Vm.affinity`` says what it got);
+  the node's files (a fake /proc and /sys) are ``pve_nodefs.NodeTree``;
 - power actions return UPIDs of tasks that run in the background, finish with ``OK`` or fail with an
   error ``exitstatus`` and a log; ``start`` really launches the VM through a :class:`Launcher`.
 
@@ -123,6 +127,8 @@ class PveStandin(PowerAndTasks, NodeTools, StorageConfig, FleetEndpoints):
         # node-local tools (qm): the fake executables of install_node_tools() talk to this socket
         self.node_socket = self.workdir / "run" / "node.sock"
         self._node_server: Any = None
+        #: the node's /proc and /sys (pve_nodefs.NodeTree), when a test gives it one: its CPUs are the node's
+        self.node_tree: Any = None
 
     # --- setup -----------------------------------------------------------------------------------
     def add_volume(self, vmid: int, name: str, size: int = 64 * 1024 * 1024) -> str:

@@ -43,6 +43,8 @@ class Vm:
     pending_delete: dict[str, int] = field(default_factory=dict)  # key -> 1, or 2 for force
     qemu: RunningQemu | None = None
     started_at: float = 0.0
+    #: the ``affinity`` the running QEMU was started with (qemu-server: ``taskset --cpu-list --all-tasks``), or None
+    affinity: str | None = None
 
     @property
     def running(self) -> bool:
@@ -131,15 +133,58 @@ class PowerAndTasks:
         except LaunchFailed as exc:
             task.log.extend(exc.lines[-20:])
             raise ApiError(500, f"start failed: QEMU exited with code {exc.code}") from None
+        affinity = vm.conf.get("affinity")
+        if affinity:
+            try:
+                self._taskset(qemu.pid, affinity)
+            except ApiError as exc:
+                qemu.stop()
+                task.log.append(exc.message)
+                raise
         with self.lock:
-            vm.qemu, vm.started_at = qemu, time.time()
+            vm.qemu, vm.started_at, vm.affinity = qemu, time.time(), affinity
+        if getattr(self, "node_tree", None) is not None:
+            self.node_tree.link_process(qemu.pid)  # the node's /proc shows its QEMU
+
+    def node_cpus(self) -> list[int]:
+        """The node's online CPUs: its fake tree's (``node_tree``, tests/standins/pve_nodefs.py), else this machine's."""
+        tree = getattr(self, "node_tree", None)
+        if tree is not None:
+            return list(range(tree.desc.cpus))
+        return sorted(os.sched_getaffinity(0))
+
+    def _taskset(self, pid: int, affinity: str) -> None:
+        """qemu-server's ``vm_start``: with ``affinity`` set, QEMU runs under ``/usr/bin/taskset --cpu-list
+        --all-tasks <affinity>`` (every thread on the set). A CPU the node lacks makes taskset fail ("failed to set
+        pid's affinity: Invalid argument") and the start with it. The node's CPUs the real machine also has are set
+        on every thread of the "QEMU" process for real."""
+        cpus: set[int] = set()
+        for part in affinity.split(","):
+            lo, _, hi = part.strip().partition("-")
+            cpus.update(range(int(lo), int(hi or lo) + 1))
+        if not cpus <= set(self.node_cpus()):
+            raise ApiError(500, f"start failed: taskset: failed to set pid {pid}'s affinity: Invalid argument")
+        real = cpus & set(range(os.cpu_count() or 1))
+        if not real:
+            return
+        try:
+            tids = [int(t) for t in os.listdir(f"/proc/{pid}/task")]
+        except OSError:
+            tids = [pid]
+        for tid in tids:
+            try:
+                os.sched_setaffinity(tid, real)
+            except OSError:
+                continue
 
     def _stop_vm(self, vm: Vm, task: Task) -> None:
         with self.lock:
-            qemu, vm.qemu = vm.qemu, None
+            qemu, vm.qemu, vm.affinity = vm.qemu, None, None
         if qemu is not None:
             qemu.stop()
             task.log.append(f"stopped QEMU pid {qemu.pid}")
+            if getattr(self, "node_tree", None) is not None:
+                self.node_tree.unlink_process(qemu.pid)
 
     def launch_spec(self, vm: Vm) -> LaunchSpec:
         """How qemu-server would start this config, reduced to what a launcher needs."""

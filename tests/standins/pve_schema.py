@@ -171,6 +171,14 @@ def check_value(raw: Any, spec: dict[str, Any]) -> tuple[str | None, Any]:
         for item in re.split(r"[,;\s]+", text.strip()):
             if item and not _CONFIGID.match(item):
                 return f"invalid format - invalid configuration ID '{item}'", text
+    elif fmt == "pve-cpuset":
+        # the VM's ``affinity`` (the reference schema: "List of host cores used to execute guest processes, for
+        # example: 0,5,8-11"): pve-common's PVE::CpuSet::parse_cpuset, which accepts comma-separated numbers and
+        # ranges N-M with M >= N, surrounding blanks allowed, and the format check's one message for anything else
+        for part in text.split(","):
+            m = re.fullmatch(r"\s*(\d+)(?:-(\d+))?\s*", part)
+            if not m or (m.group(2) is not None and int(m.group(2)) < int(m.group(1))):
+                return "invalid format - unable to parse cpuset option", text
     elif fmt == "pve-node":
         if not re.fullmatch(r"[a-zA-Z0-9]([a-zA-Z0-9\-]*[a-zA-Z0-9])?", text):
             return f"invalid format - value does not look like a valid node name", text

@@ -22,6 +22,10 @@ One cell, in order (Proxmox VE API: /nodes/{node}/qemu/{vmid}/config, status/*, 
 6. wait for readiness: guest agent ping, a TCP port (fio server / WinRM), or leave it to the executor;
 7. optionally pin the vCPU and iothreads to ``pin_cpus`` (their affinity is put back by ``stop``).
 
+With ``[host] scope = "cpus"`` (:mod:`.hostscope`) the first apply also steers the node onto the set (IRQs,
+irqbalance, work queues, RPS/XPS: the previous values were read by prepare and journaled with the original
+config) and every apply writes the VM's ``affinity`` = the set before its start.
+
 Restore (at the end, on error, on Ctrl-C, and from ``stormatrix restore RUN_DIR`` after a crash)
 puts back the test disk on its original key with its original text, ``scsihw`` and ``boot``, reverts
 pending changes of those keys, and returns the VM to its original power state. The original config
@@ -39,20 +43,22 @@ import time
 from pathlib import Path
 from typing import Any, Mapping
 
-from ...collect import RemoteProcessesCollector
+from ...collect import CpuSetHostCollector, RemoteProcessesCollector
 from ...core.errors import BackendError, GuestNotReady, InputError, MatrixError, PveAuthError, TaskFailed
 from ...core.model import CONTROLLERS, DiskConfig
 from ...core.scope import (ROLE_IOTHREAD, ROLE_MAIN, ROLE_VCPU, BlockStats, GuestEndpoint, HostScope, format_cpuset,
                            parse_cpuset)
 from ...host.collector import WindowCollector
+from ...journal import JOURNAL_NAME, read_journal
 from ...qmp import Qmp
-from ...spec import MatrixSpec
+from ...spec import HostSettings, MatrixSpec
 from ..base import Backend
 from . import sharing
 from .api import PveClient, upid_starttime
 from .change import plan_cell
 from .cmdline import CmdlineCheck
 from .drives import DRIVE_KEY_RE, disk_config_of, drive_key, is_cdrom, parse_drive
+from .hostscope import CpuScope, NodeSettings, change_lines, check_host, check_reachable, cpu_scope, refusal
 from .node import (NodeShell, Pinner, ensure_remote_collector, node_cpus, node_inventory, parse_hmp_blockstats,
                    parse_hmp_threads)
 from .restore import check_original, restore_vm
@@ -66,6 +72,9 @@ class ProxmoxBackend(Backend):
     name = "proxmox"
     controllers = frozenset(c for c, (bus, _) in CONTROLLERS.items() if bus != "esxi")
     default_executor = "fio-server"
+    # technote 004's CPU-set scope needs the node's files ([proxmox] ssh): the QEMU process unless the matrix asks
+    default_host_scope = "process"
+    host_scopes = frozenset({"cpus", "process"})
     spec: MatrixSpec  # a matrix run's: the backend reads its grid (the controllers a cell may attach)
 
     @classmethod
@@ -97,6 +106,14 @@ class ProxmoxBackend(Backend):
         self.node = NodeShell(self.opts["ssh"], self.opts["ssh_config"])
         self.pinner = Pinner(self.node, self.opts["vmid"])
         self.cmdline = CmdlineCheck(self.node, self.opts, self.workdir)
+        #: ``[host] scope = "cpus"``: the set, and the node's settings steered onto it (None: the process scope)
+        self.cpu_scope: CpuScope | None = cpu_scope(self.host(spec), self.opts)
+        self.node_settings = NodeSettings(self.node, self.cpu_scope) if self.cpu_scope else None
+        if self.cpu_scope is not None:
+            check_reachable(spec.path, self.opts)
+        self._steered = False
+        #: this process's threads moved off the set (stormatrix runs on the node), with their affinity before
+        self._own_affinity: dict[int, set[int]] = {}
 
     # --- connection ----------------------------------------------------------------------------
     @property
@@ -161,12 +178,27 @@ class ProxmoxBackend(Backend):
             facts["host_collector"] = f"ssh {self.opts['ssh']}:{self.opts['ssh_dir']} ({state})"
         if self.opts["check_cmdline"] and self.cmdline.can_showcmd():
             facts["qemu_cmdline"] = self.cmdline.original()
+        host_settings: dict[str, Any] | None = None
+        if self.cpu_scope is not None and self.node_settings is not None:
+            self._refuse_unrestored_node()
+            doc = self.node_settings.read()
+            if doc["problems"]:
+                raise refusal(self.spec.path, self.node.where, doc["problems"])
+            facts["host_scope"] = "cpus"
+            facts["host_cpus"] = self.cpu_scope.cpus
+            facts["host_changes"] = "; ".join(change_lines(c.vmid, self.cpu_scope, doc, self.node.where)[1:])
+            host_settings = {"cpus": self.cpu_scope.cpus, "root": self.cpu_scope.root, "state": doc["state"],
+                             "affinity": config.get("affinity")}
         self._original = {
             "kind": "proxmox", "node": c.node, "vmid": c.vmid, "test_disk": key, "volid": volid,
             "status": status.get("status", "stopped"), "config": dict(config), "digest": config["digest"],
             "pve_version": version.get("version"),
         }
+        if host_settings is not None:
+            # journaled in the run record before the first apply changes any of it (restore.py reads it back)
+            self._original["host_settings"] = host_settings
         self._restored = False
+        self._steered = False
         return facts
 
     def original_config(self) -> dict[str, Any] | None:
@@ -199,10 +231,14 @@ class ProxmoxBackend(Backend):
         c = self.client
         self._unpin()
         self._restored = False
+        if self.cpu_scope is not None:
+            self._steer()
         original = self._original["config"]
         config = c.config()
         plan = plan_cell(config, original, self.test_key, disk, self.slot)
         running = c.status().get("status") == "running"
+        if self.cpu_scope is not None:
+            self._write_affinity(self.cpu_scope.cpus)
         if self.opts["restart"] == "reboot" and running and not plan.bus_move:
             self._write_until(lambda cfg: plan_cell(cfg, original, self.test_key, disk, self.slot))
             self._reboot(disk.key)
@@ -212,8 +248,11 @@ class ProxmoxBackend(Backend):
             self._write_until(lambda cfg: plan_cell(cfg, original, self.test_key, disk, self.slot))
             self._task("start", f"start with {disk.key}")
         target = drive_key(disk.bus, self.slot)
-        self._verify(lambda cfg: disk_config_of(cfg, target, self.storage) == disk if target in cfg else False,
-                     f"the test disk as {disk.key} on {target}")
+        want_affinity = self.cpu_scope.cpus if self.cpu_scope is not None else None
+        self._verify(lambda cfg: (disk_config_of(cfg, target, self.storage) == disk if target in cfg else False)
+                     and (want_affinity is None or cfg.get("affinity") == want_affinity),
+                     f"the test disk as {disk.key} on {target}"
+                     + (f" with affinity {want_affinity}" if want_affinity else ""))
         self._pid = int(c.status().get("pid") or 0) or None
         if self.opts["check_cmdline"]:
             self._check_cmdline(disk, target)
@@ -354,6 +393,81 @@ class ProxmoxBackend(Backend):
             f"nothing listened on {self.opts['guest_host']}:{self.opts['guest_port']}"
         raise GuestNotReady(f"VM {self.client.vmid}: {what} within {timeout:g} s (last: {last})")
 
+    # --- the CPU-set scope ([host] scope = "cpus") -------------------------------------------------
+    def _steer(self) -> None:
+        """Once per run, at the first apply (the previous values are journaled by then): the node's IRQs,
+        irqbalance, work queues and RPS/XPS onto the set, and this process off it when it runs on the node."""
+        if self._steered or self._original is None or "host_settings" not in self._original:
+            return
+        assert self.node_settings is not None and self.cpu_scope is not None
+        self._steered = True  # before the change: restore puts back whatever part of it was made
+        done = self.node_settings.apply(self._original["host_settings"]["state"])
+        log.info("node %s: steered onto CPUs %s: %s", self.node.where, self.cpu_scope.cpus,
+                 "; ".join(done) or "nothing")
+        if not self.node.remote:
+            self._confine_self(self.cpu_scope.cpu_list)
+
+    def _refuse_unrestored_node(self) -> None:
+        """A run directory whose journal holds a CPU-set run that was never put back (killed, power lost): what the
+        node has now is that run's set, not its own values, and journaling it as the original would make them
+        permanent. The journaled values are put back first, by ``stormatrix restore``."""
+        path = self.workdir / JOURNAL_NAME
+        if not path.is_file():
+            return
+        last: str | None = None
+        for rec in read_journal(path).records:
+            if rec.get("type") == "run" and isinstance(rec.get("original_config"), dict) \
+                    and "host_settings" in rec["original_config"]:
+                last = str(rec.get("run_id"))
+            elif rec.get("type") == "restored" and last is not None and str(rec.get("run_id")) == last:
+                last = None
+        if last is not None:
+            raise BackendError(f"{path}: run {last} steered node {self.node.where} onto CPUs and was not put back "
+                               "(it was killed before its end), so the node's settings now are not its own. Fix: "
+                               f"stormatrix restore {self.workdir} (it writes back the values that run journaled), "
+                               "then run again to resume")
+
+    def _confine_self(self, cpus: list[int]) -> None:
+        """stormatrix runs on the node: every thread of this process onto the CPUs outside the set."""
+        if not hasattr(os, "sched_setaffinity"):
+            return
+        rest = set(node_cpus(self.node)) - set(cpus)
+        if not rest:
+            return
+        for tid in (int(t) for t in os.listdir("/proc/self/task")):
+            try:
+                self._own_affinity.setdefault(tid, set(os.sched_getaffinity(tid)))
+                os.sched_setaffinity(tid, rest)
+            except OSError:
+                continue
+
+    def _release_self(self) -> None:
+        for tid, cpus in list(self._own_affinity.items()):
+            del self._own_affinity[tid]
+            try:
+                os.sched_setaffinity(tid, cpus)
+            except OSError:
+                continue
+
+    def _write_affinity(self, cpus: str) -> None:
+        """``affinity`` = the set (pending while the VM runs; the start or reboot that follows applies it)."""
+        c = self.client
+        config = c.config()
+        if config.get("affinity") != cpus:
+            log.info("VM %s: set affinity %s", c.vmid, cpus)
+            c.update_config({"affinity": cpus}, config["digest"])
+
+    def _restore_node(self) -> None:
+        """The node's settings back from the journaled state (idempotent: nothing is written where they are)."""
+        if self._original is None or "host_settings" not in self._original:
+            return
+        hs = self._original["host_settings"]
+        settings = NodeSettings(self.node, CpuScope(str(hs["cpus"]), (), (), str(hs.get("root") or "/")))
+        done = settings.restore(hs["state"])
+        if done:
+            log.info("node %s: host settings put back: %s", self.node.where, "; ".join(done))
+        self._steered = False
+
     # --- scope, endpoints, block stats ----------------------------------------------------------
     def _qmp_path(self) -> Path:
         return Path(self.opts["qemu_server_dir"]) / f"{self.opts['vmid']}.qmp"
@@ -420,9 +534,19 @@ class ProxmoxBackend(Backend):
     def collector_factory(self, scope: HostScope) -> Any:
         """The host collector for ``scope``: on this machine, or ``linux-host/multicollector.py`` run on the
         node over one ssh session (copied there by :meth:`prepare`), the same remote path as a suite's."""
+        cs = self.cpu_scope
         if scope.ssh:
+            if cs is None or self.node_settings is None:
+                return RemoteProcessesCollector(self.node, lambda: [scope], remote_dir=self.opts["ssh_dir"],
+                                                name_vms=False)
+            # [host] scope = "cpus": the set system-wide around the QEMU process, by a collector that runs (with
+            # its ssh session) off the set
             return RemoteProcessesCollector(self.node, lambda: [scope], remote_dir=self.opts["ssh_dir"],
-                                            name_vms=False)
+                                            name_vms=False, cpus=cs.cpus, root=cs.root,
+                                            prefix=self.node_settings.off_set_prefix(self.opts["ssh_dir"]))
+        if cs is not None:  # stormatrix on the node: this process is off the set already (_steer)
+            return CpuSetHostCollector(cs.cpu_list, WindowCollector(scope.pid, dict(scope.threads), root=cs.root),
+                                       exclude=(scope.pid,), root=cs.root)
         return WindowCollector(scope.pid, dict(scope.threads))
 
     # --- the QEMU command line ------------------------------------------------------------------
@@ -468,11 +592,43 @@ class ProxmoxBackend(Backend):
         if self._original is None or self._restored:
             return
         self._unpin()
-        restore_vm(self.client, self._original)
+        try:
+            restore_vm(self.client, self._original)
+        except BaseException as exc:
+            try:  # the node's settings go back even when the VM's did not
+                self._restore_node()
+            except BackendError as node_exc:
+                raise BackendError(f"{exc}; and {node_exc}") from exc
+            raise
+        self._restore_node()
+        self._release_self()
         self._restored = True
+
+    @classmethod
+    def host(cls, spec: MatrixSpec) -> HostSettings:
+        """``[host]`` on a Proxmox node (:func:`.hostscope.check_host`); the node itself is checked by
+        :meth:`plan_notes` and prepare, which read it."""
+        return check_host(super().host(spec), spec.path)
+
+    @classmethod
+    def plan_notes(cls, spec: MatrixSpec) -> list[str]:
+        """With ``[host] scope = "cpus"``: every setting the run will change, read from the node now; a node
+        that cannot be steered (a CPU it lacks, no CPU left for the harness, a pattern or interface matching
+        nothing, files not writable, irqbalance that cannot be stopped) is refused here with the fix."""
+        opts = dict(spec.section("proxmox"))
+        scope = cpu_scope(cls.host(spec), opts)
+        if scope is None:
+            return []
+        check_reachable(spec.path, opts)
+        shell = NodeShell(opts.get("ssh", ""), opts.get("ssh_config", ""))
+        doc = NodeSettings(shell, scope).read()
+        if doc["problems"]:
+            raise refusal(spec.path, shell.where, doc["problems"])
+        return change_lines(int(opts["vmid"]), scope, doc, shell.where)
 
     def _close(self) -> None:
         self._unpin()
+        self._release_self()
         if self._client is not None:
             self._client.close()
             self._client = None

@@ -50,6 +50,15 @@ def check_original(original: Any) -> dict[str, Any]:
             int(original["vmid"])
         except (TypeError, ValueError):
             problems.append("original_config.vmid is not a number")
+    hs = original.get("host_settings")
+    if hs is not None:
+        state = hs.get("state") if isinstance(hs, dict) else None
+        if not isinstance(state, dict) or not all(isinstance(state.get(k), dict)
+                                                  for k in ("irqs", "irqbalance", "workqueues", "steering")):
+            problems.append("original_config.host_settings.state is not the node's settings as "
+                            "linux-host/hostsettings.py read them (irqs, irqbalance, workqueues, steering)")
+        elif not isinstance(hs.get("cpus"), str) or not hs.get("cpus"):
+            problems.append("original_config.host_settings.cpus is missing (the CPU set)")
     if problems:
         raise InputError("the journal's record of the VM's original configuration is incomplete: "
                          + "; ".join(problems) + ". Nothing was changed. Fix: use the journal the run wrote "
@@ -67,10 +76,15 @@ def restore_vm(c: PveClient, original: dict[str, Any]) -> dict[str, Any]:
     key = original["test_disk"]
     orig_cfg = original["config"]
     status = c.status().get("status")
+    # the CPU-set scope ([host] scope = "cpus") wrote the VM's affinity too
+    affinity = "host_settings" in original
     ours = {key, "scsihw", "boot"} | {k for k in c.config() if DRIVE_KEY_RE.match(k)}
+    if affinity:
+        ours.add("affinity")
     pending = [p for p in c.pending() if "pending" in p or "delete" in p]
     plan = plan_restore(c.config(), orig_cfg, key)
-    if status == "running" and (not plan.empty or pending):
+    affinity_off = affinity and c.config().get("affinity") != orig_cfg.get("affinity")
+    if status == "running" and (not plan.empty or pending or affinity_off):
         upid = c.power("stop")
         c.wait_task(upid, what="stop before restoring")
         status = "stopped"
@@ -89,6 +103,13 @@ def restore_vm(c: PveClient, original: dict[str, Any]) -> dict[str, Any]:
         c.update_config(write.params(), cfg["digest"])
     else:
         raise BackendError(f"VM {c.vmid}: restoring did not converge after 4 writes")
+    if affinity:
+        cfg = c.config()
+        if cfg.get("affinity") != orig_cfg.get("affinity"):
+            params = {"affinity": orig_cfg["affinity"]} if orig_cfg.get("affinity") is not None else \
+                {"delete": "affinity"}
+            log.info("VM %s: restoring: affinity %s", c.vmid, orig_cfg.get("affinity", "<unset>"))
+            c.update_config(params, cfg["digest"])
     if original.get("status") == "running" and status != "running":
         c.wait_task(c.power("start"), what="start after restoring")
     elif original.get("status") != "running" and c.status().get("status") == "running":
@@ -96,6 +117,7 @@ def restore_vm(c: PveClient, original: dict[str, Any]) -> dict[str, Any]:
     final = c.config()
     diff = config_diff(final, orig_cfg)
     mine = {k: v for k, v in diff.items() if k in ("scsihw", "boot") or DRIVE_KEY_RE.match(k)
+            or (affinity and k == "affinity")
             or (UNUSED_KEY_RE.match(k) and original["volid"] in (v[0] or "", v[1] or ""))}
     if mine:
         raise BackendError(f"VM {c.vmid}: after restoring, these keys still differ from the original: "

@@ -48,6 +48,11 @@ def _check_cpuset(value: str) -> None:
         parse_cpuset(value)
 
 
+def _check_node_root(value: str) -> None:
+    if not value.startswith("/") or any(c in value for c in "\0\n"):
+        raise ValueError(f"{value!r} is not an absolute directory path")
+
+
 def _check_serial(value: str) -> None:
     if value and not re.fullmatch(r"serial[0-3]", value):
         raise ValueError(f"{value!r} is not serial0-serial3")
@@ -110,6 +115,9 @@ PROXMOX_SECTION = Section("proxmox", {
                              "configuration"),
     "ssh_dir": Field(str, REMOTE_COLLECTOR_DIR, check=_check_remote_dir,
                      help="where linux-host/ is copied on the node (relative = the ssh user's home)"),
+    "node_root": Field(str, "/", check=_check_node_root,
+                       help="where the node's /proc and /sys are, for [host] scope = \"cpus\" (\"/\" on the node "
+                            "itself; a container that mounts the host's at /host: \"/host\")"),
     "pin_cpus": Field(str, "", check=_check_cpuset,
                       help="pin vCPU and iothreads to these host CPUs during each cell, a list like 2-3 or 0,2,4"),
     "reboot_timeout": Field(int, 60, min=1, max=3600,
@@ -127,7 +135,7 @@ PROXMOX_SECTION = Section("proxmox", {
    may_change_on_resume=frozenset({
        "transport", "host", "port", "user", "token_id", "token_secret_env", "token_secret_file", "verify_tls",
        "ca_file", "timeout", "task_timeout", "ready", "guest_host", "guest_port", "guest_channel", "qemu_server_dir",
-       "ssh", "ssh_config", "ssh_dir", "reboot_timeout", "check_cmdline"}))
+       "ssh", "ssh_config", "ssh_dir", "reboot_timeout", "check_cmdline", "node_root"}))
 
 
 def token_reference(o: Mapping[str, Any], path: str = "") -> secrets.SecretRef:

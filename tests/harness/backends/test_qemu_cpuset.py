@@ -216,3 +216,24 @@ def test_a_run_journals_both_scopes_and_the_leak_the_set_never_below_the_process
         assert host["per_cpu"].keys() == {str(c) for c in SET}
         assert rec["per_mib"]["cpu"] > 0  # scored on the set's figures
     assert own_back(own_before)
+
+
+@pytest.mark.qemu
+@TWO
+def test_a_vm_booting_ahead_stays_off_the_set_while_it_is_paused_and_gets_its_cpus_back(tmp_path: Path) -> None:
+    # two images from the cache (boot-ahead needs two), of a size no other test uses, to meet no other QEMU
+    spec = spec_from_dict({**raw(), "qemu": {"disk_size_mib": 44, "boot_ahead": True}})
+    b = QemuBackend(spec, tmp_path)
+    try:
+        b.prepare()
+        b.apply(DiskConfig("sata", "native", False, "none"))
+        b.boot_ahead(DiskConfig("virtio-blk", "native", False, "none"))
+        assert b.ahead is not None and b.ahead.alive()
+        ahead_before = affinities(b.ahead.pid)
+        b.window_opened()
+        check_confined(b)
+        assert all(cpus == REST for cpus in affinities(b.ahead.pid).values())  # paused, and off the set
+        b.window_closed()
+        assert affinities(b.ahead.pid) == {t: c for t, c in ahead_before.items() if t in affinities(b.ahead.pid)}
+    finally:
+        b.close()
