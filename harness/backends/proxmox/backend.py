@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from ...collect import CpuSetHostCollector, RemoteProcessesCollector
+from ...core import oscompat
 from ...core.errors import BackendError, GuestNotReady, InputError, MatrixError, PveAuthError, TaskFailed
 from ...core.model import CONTROLLERS, DiskConfig
 from ...core.scope import (ROLE_IOTHREAD, ROLE_MAIN, ROLE_VCPU, BlockStats, GuestEndpoint, HostScope, format_cpuset,
@@ -436,8 +437,8 @@ class ProxmoxBackend(Backend):
             return
         for tid in (int(t) for t in os.listdir("/proc/self/task")):
             try:
-                self._own_affinity.setdefault(tid, set(os.sched_getaffinity(tid)))
-                os.sched_setaffinity(tid, rest)
+                self._own_affinity.setdefault(tid, oscompat.thread_affinity(tid))
+                oscompat.set_thread_affinity(tid, rest)
             except OSError:
                 continue
 
@@ -445,7 +446,7 @@ class ProxmoxBackend(Backend):
         for tid, cpus in list(self._own_affinity.items()):
             del self._own_affinity[tid]
             try:
-                os.sched_setaffinity(tid, cpus)
+                oscompat.set_thread_affinity(tid, cpus)
             except OSError:
                 continue
 
