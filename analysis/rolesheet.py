@@ -11,7 +11,7 @@ from openpyxl import Workbook
 from openpyxl.styles import Font
 
 from .labels import config_label
-from .roles import (FIGURES, VERDICT_FIGURE, VERDICT_WHY, AioVerdict, aio_verdicts, per_io_frame, role_table,
+from .roles import (VERDICT_FIGURE, VERDICT_WHY, AioVerdict, aio_verdicts, per_io_frame, role_table,
                     verdict_sentence)
 from .safe import safe_value
 from .sheets import WRAP, fit_height, header, print_setup
@@ -89,39 +89,43 @@ def method_lines(frame: pd.DataFrame) -> list[str | tuple[str, str]]:
                            "system (/proc ticks). The roles add up to the process's per-thread totals; aio-worker "
                            "is about 0 with aio=native (no I/O goes through the thread pool; an idle worker left "
                            "from the VM's start may end in the window)."),
-        ("Whole-process noise", "the vCPU thread (under software emulation: the emulated guest) varies between "
-                                "repeats by far more than the I/O path (its CV is on the 'Roles' sheet), and the "
-                                "whole-process figures carry it: their CV can exceed the CV limit where the verdict "
-                                "figure's does not (measured cause: docs/demo-noise.md)."),
+        ("Whole-process noise", _noise_line(role_table(per_io))),
     ]
     return lines
 
 
+def _cv_range(table: pd.DataFrame, col: str) -> str:
+    v = table[f"{col}_cv"].dropna() if f"{col}_cv" in table else pd.Series(dtype=float)
+    return f"{v.min():.0%}-{v.max():.0%}" if len(v) else "n/a (single repeats)"
+
+
+def _noise_line(table: pd.DataFrame) -> str:
+    """Why the whole-process figures can be noisier than the verdict figure, with this data set's CVs."""
+    return ("the vCPU thread (under software emulation: the emulated guest) carries most of the process's switches "
+            "and CPU, and varies between repeats for reasons of the emulator, not the I/O path: in this data set "
+            f"its switches per I/O vary by CV {_cv_range(table, 'vcpu_ctx_io')} and its CPU per I/O by "
+            f"{_cv_range(table, 'vcpu_cpu_us_io')} over a configuration's repeats, the I/O path's switches per I/O "
+            f"by {_cv_range(table, 'path_ctx_io')} (sheet 'Roles'). The whole-process (and CPU-set) figures carry "
+            "the vCPU's spread, and the CPU set's also other tasks that ran on it. The measured causes: "
+            "docs/demo-noise.md.")
+
+
+#: the Roles sheet's rows per configuration: (column stem, label)
+ROLE_ROWS = [("vcpu", "vcpu"), ("main_loop", "main-loop"), ("iothread", "iothread"), ("aio_worker", "aio-worker"),
+             ("other", "other"), ("path", "I/O path (all but vcpu)")]
+
+
 def write_roles_sheet(wb: Workbook, frame: pd.DataFrame) -> None:
-    """Per configuration, each role's switches and CPU-µs per I/O (mean, sd, CV), and the verdicts below."""
+    """The verdicts per controller, then per configuration and role the switches and CPU-µs per I/O (mean, sd,
+    CV over the repeats): one row per configuration x role, so that the page prints readable."""
     per_io, verdicts = verdicts_of(frame)
     if per_io.empty:
         return
     ws = wb.create_sheet(ROLES_SHEET)
     print_setup(ws)
-    table = role_table(per_io)
-    heads = ["Configuration", "Workload", "Repeats"]
-    for col, name in FIGURES:
-        heads += [f"{name} mean", f"{name} sd", f"{name} CV"]
-    header(ws, 1, heads)
-    ws.column_dimensions["A"].width = 28
-    for i, row in enumerate(table.itertuples(index=False), start=2):
-        r = row._asdict()
-        values: list[Any] = [r["config"], r.get("workload"), r["n"]]
-        for col, _ in FIGURES:
-            values += [_num(r[f"{col}_mean"]), _num(r[f"{col}_sd"]), _num(r[f"{col}_cv"])]
-        for j, v in enumerate(values, start=1):
-            c = ws.cell(row=i, column=j, value=safe_value(v))
-            if j > 3:
-                c.number_format = "0.0%" if (j - 4) % 3 == 2 else "0.000"
-    fit_height(ws, 1, [(h, 10.0) for h in heads])
-    ws.freeze_panes = "B2"
-    r = len(table) + 3
+    for col, w in zip("ABCDEFGHIJKLM", (30, 24, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10)):
+        ws.column_dimensions[col].width = w
+    r = 1
     ws.cell(row=r, column=1, value=f"aio=threads against aio=native on the {VERDICT_FIGURE}").font = \
         Font(bold=True, size=12)
     r += 1
@@ -129,20 +133,45 @@ def write_roles_sheet(wb: Workbook, frame: pd.DataFrame) -> None:
               "per MiB", "Welch p", "CPU µs per I/O diff", "CPU 95 % low", "CPU 95 % high", "CPU p"]
     header(ws, r, heads2)
     fit_height(ws, r, [(h, 9.0) for h in heads2])
-    ws.column_dimensions["B"].width = 24
     groups = {v.group for v in verdicts}
     for v in verdicts:
         r += 1
         name = v.controller + (f" ({v.group})" if len(groups) > 1 else "")
-        vals = [name, v.words, sum(v.native) / len(v.native),
-                sum(v.threads) / len(v.threads), v.diff, v.low, v.high, v.per_mib, v.p, v.cpu_diff_us, v.cpu_low,
-                v.cpu_high, v.cpu_p]
+        vals = [name, v.words, sum(v.native) / len(v.native), sum(v.threads) / len(v.threads), v.diff, v.low,
+                v.high, v.per_mib, v.p, v.cpu_diff_us, v.cpu_low, v.cpu_high, v.cpu_p]
         for j, x in enumerate(vals, start=1):
             c = ws.cell(row=r, column=j, value=safe_value(_num(x) if isinstance(x, float) else x))
             c.alignment = WRAP
             if isinstance(x, float):
                 c.number_format = "0.0000" if j in (9, 13) else "0.000"
-        fit_height(ws, r, [(name, 28.0), (v.words, 24.0)])
+        fit_height(ws, r, [(name, 30.0), (v.words, 24.0)])
+    r += 2
+    ws.cell(row=r, column=1, value="Per thread role, per I/O (mean, standard deviation and CV over the repeats)"
+            ).font = Font(bold=True, size=12)
+    r += 1
+    heads = ["Configuration", "Role", "Repeats", "Switches per I/O", "sd", "CV", "CPU µs per I/O", "sd", "CV",
+             "Workload"]
+    header(ws, r, heads)
+    fit_height(ws, r, [(h, 9.0) for h in heads])
+    table = role_table(per_io)
+    table = table.sort_values([c for c in ("workload", "controller", "aio") if c in table.columns], kind="stable")
+    for row in table.itertuples(index=False):
+        d = row._asdict()
+        for stem, label in ROLE_ROWS:
+            r += 1
+            line: list[Any] = [d["config"], label, d["n"]]
+            for fig in ("ctx_io", "cpu_us_io"):
+                col = f"{stem}_{fig}"
+                line += [_num(d[f"{col}_mean"]), _num(d[f"{col}_sd"]), _num(d[f"{col}_cv"])]
+            line.append(d.get("workload"))
+            for j, x in enumerate(line, start=1):
+                c = ws.cell(row=r, column=j, value=safe_value(x))
+                if j in (4, 5, 7, 8):
+                    c.number_format = "0.000" if j in (4, 5) else "0.0"
+                elif j in (6, 9):
+                    c.number_format = "0.0%"
+                if stem == "path":
+                    c.font = Font(bold=True)
     r += 2
     note = ("Roles: vcpu = the vCPU thread(s) (under software emulation: the emulated guest); main-loop = QEMU's "
             "main thread; iothread = iothreads; aio-worker = thread-pool workers (aio=threads only); other = the "

@@ -37,6 +37,15 @@ def _is_esxi(frame: pd.DataFrame) -> pd.Series:
     return src.str.contains("|".join(ESXI_SOURCES)) | scope.str.startswith("esxi")
 
 
+def _mixed_workloads(frame: pd.DataFrame) -> list[str]:
+    """The workloads whose scored rows were measured under both a CPU set and the QEMU process."""
+    if "host_scope" not in frame or "workload" not in frame or not len(frame):
+        return []
+    scored = frame[frame["cpu_per_mib"].notna()] if "cpu_per_mib" in frame else frame
+    kinds = scored.assign(_cpus=scored["host_scope"] == CPUS).groupby("workload", dropna=False)["_cpus"].nunique()
+    return sorted(str(w) for w, n in kinds.items() if n > 1)
+
+
 def scope_text(frame: pd.DataFrame) -> str:
     """The Method sheet's 'Collector scope' line: which scope the scored figures are of, and what it includes."""
     scopes = _scopes(frame)
@@ -65,6 +74,12 @@ def scope_text(frame: pd.DataFrame) -> str:
         parts.append(", ".join(others))
     if not parts:
         return "(not recorded)"
+    mixed = _mixed_workloads(frame)
+    if mixed:
+        parts.append(f"WARNING: workload {', '.join(mixed)} holds measurements of a CPU set and of the QEMU process "
+                     "(a run resumed across the change of scope, or data sets read together): their figures are "
+                     "not of the same thing and their configurations should not be ranked together; score one "
+                     "scope at a time")
     scored = "Scores, ranks and the Answer page use the figures of the scope each measurement was taken in"
     if scopes == [CPUS]:
         scored = "Scores, ranks and the Answer page use the CPU set's figures (the matrix's scope); the QEMU " \

@@ -41,9 +41,9 @@ mean (CV) over 2 repeats; all conditions and later blocks at load 7-19 are in do
 
 aio workers: 2.0-2.5 switches per I/O, CV 1-6 %, in every condition. With every QEMU thread on one CPU
 (``one``, the scope "cpus") aio=threads' I/O path repeats within 1-2 %; aio=native's main loop keeps a
-mode (virtio-blk native: 7.7 or ~4 switches per I/O). idle=poll, thread=single and clocksource=tsc
-did not remove it (docs/demo-noise.md; nohz=off was not measured to the end). The machine's load
-moved every figure more than any setting did.
+mode (virtio-blk native: 7.7 or ~4 switches per I/O). idle=poll, thread=single, clocksource=tsc,
+nohz=off and boot-/prepare-ahead off did not remove it (docs/demo-noise.md, at load 7-40).
+The machine's load moved every figure more than any setting did.
 """
 
 from __future__ import annotations

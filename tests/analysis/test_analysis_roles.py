@@ -140,11 +140,42 @@ def test_real_cells_roles_add_up_and_native_has_no_workers(tmp_path: Path) -> No
         proc = host.get("process") or host  # scope "cpus": the QEMU process's own figures are under process
         row = per_io[per_io["aio"] == rec["cell"]["disk"]["aio"]].iloc[0]
         assert row.roles_ctx_io * row.ios == pytest.approx(proc["ctx_voluntary"] + proc["ctx_involuntary"])
-        threads_run = sum(t["runtime_s"] for t in host["threads"] if t.get("runtime_s") is not None)
-        assert row.roles_cpu_us_io * row.ios / 1e6 == pytest.approx(threads_run, rel=1e-6)
+        # CPU: each role's threads' own run time (schedstat); a role where a thread's was not read (it ended
+        # in the window) falls back to user + system, as the Roles sheet says
+        expect = 0.0
+        for role, agg in host["by_role"].items():
+            run = agg.get("runtime_s")
+            expect += run if run is not None else agg["user_s"] + agg["system_s"]
+        assert row.roles_cpu_us_io * row.ios / 1e6 == pytest.approx(expect, rel=1e-6)
+        if all(t.get("runtime_s") is not None for t in host["threads"]):
+            assert expect == pytest.approx(sum(t["runtime_s"] for t in host["threads"]), rel=1e-6)
         if rec["cell"]["disk"]["aio"] == "native":
             # no I/O goes through the thread pool: at most an idle worker left from the VM's start (a restore
             # loads its state through it) ending in the window, against 2 switches per I/O with aio=threads
             assert row.aio_worker_ctx_io < 0.01, host["by_role"].get("aio-worker")
         else:
             assert host["by_role"]["aio-worker"]["threads"] >= 1 and row.aio_worker_ctx_io > 1.5
+
+
+def test_the_workbook_names_the_verdict_figure_and_answers_per_controller(tmp_path: Path) -> None:
+    import openpyxl
+
+    from stormatrix.cli import main
+
+    recs = [_record(c, aio, rep, 2000 + rep, 3000 + 9 * rep + (500 if c == "ide" else 0))
+            for c in ("sata", "ide") for aio in ("native", "threads") for rep in (1, 2, 3)]
+    out = tmp_path / "w.xlsx"
+    assert main(["report", str(_journal(tmp_path, recs)), "-o", str(out)]) == 0
+    wb = openpyxl.load_workbook(out)
+    method = {str(r[0]): str(r[1]) for r in wb["Method"].iter_rows(values_only=True) if r[0] and r[1]}
+    assert method["Verdict figure"].startswith("I/O-path context switches per I/O")
+    assert "CV" in method["Whole-process noise"] and "vCPU" in method["Whole-process noise"]
+    answer = [r for r in wb["Answer"].iter_rows(values_only=True)]
+    start = next(i for i, r in enumerate(answer) if r[0] == "Controller")
+    rows = {r[0]: r for r in answer[start + 1:start + 3]}
+    assert set(rows) == {"sata", "ide"}
+    for r in rows.values():
+        assert r[1].startswith("aio=threads costs") and r[5].startswith("decided at 95 %")
+        assert r[2] == pytest.approx(2.011, rel=1e-3)  # threads - native: the workers' switches per I/O
+    assert "for 2 of 2 controllers" in str(answer[1][0])
+    assert "Roles" in wb.sheetnames

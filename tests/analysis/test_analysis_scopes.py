@@ -118,3 +118,13 @@ def test_esxi_measurements_keep_their_own_cpu_source_and_say_so(tmp_path: Path) 
     method = {r[0]: r[1] for r in wb["Method"].iter_rows(values_only=True) if r[0]}
     assert "ESXi: esxtop, the VM's own CPU figures" in method["Collector scope"]
     assert "no CPU set is measured there" in method["Collector scope"] and "Scopes" not in wb.sheetnames
+
+
+def test_a_workload_measured_under_both_scopes_is_warned_about(tmp_path: Path) -> None:
+    recs = [cpuset_record("virtio-blk", "native", 1, CONFIGS[("virtio-blk", "native")][0]),
+            qemu_record("virtio-blk", "threads", 1, vcpu_s=1.0, io_s=0.2, io_ctx=100)]
+    out = tmp_path / "wb.xlsx"
+    assert main(["report", str(write_journal(tmp_path / "run", recs)), "-o", str(out)]) == 0
+    method = {r[0]: r[1] for r in openpyxl.load_workbook(out)["Method"].iter_rows(values_only=True) if r[0]}
+    assert "WARNING: workload randread-64k holds measurements of a CPU set and of the QEMU process" in \
+        method["Collector scope"]
