@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from ... import guestimage
 from ...collect import CpuSetHostCollector
@@ -94,6 +94,13 @@ class QemuBackend(Backend):
     host_scopes = frozenset({"cpus", "process"})
     VM_NAMES = ("stormatrix-vm", "stormatrix-vm-b", "stormatrix-vm-c", "stormatrix-vm-d", "stormatrix-vm-e")
     spec: MatrixSpec  # a matrix run's: the backend reads its grid (the test disk's slot)
+
+    @classmethod
+    def linux_only(cls, sections: Mapping[str, Any]) -> tuple[str, str, str] | None:
+        """(key, why, fix): this backend runs QEMU/KVM on this machine, which must be a Linux host
+        (:func:`stormatrix.registry.check_platform` asks on Windows; key "": the key that names the backend)."""
+        return ("", 'backend = "qemu" runs QEMU/KVM on this machine, which needs a Linux host',
+                'run it on a Linux host, or measure from here with backend = "proxmox" (over the API) or "vmware"')
 
     def __init__(self, spec: MatrixSpec, workdir: Path) -> None:
         super().__init__(spec, workdir)
