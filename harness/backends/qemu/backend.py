@@ -2,33 +2,34 @@
 Proxmox's qemu-server generates for the same configuration.
 
 The backend is split by job: :mod:`.settings` is the ``[qemu]`` section, :mod:`.devices` builds the test disk's
-devices as qemu-server does, :mod:`.vm` runs one QEMU process, :mod:`.state` keeps the saved booted states,
-:mod:`.pinning` pins its threads for the measurement window. This module is the backend that ties them together.
+devices as qemu-server does, :mod:`.vm` runs one QEMU process, :mod:`.state` keeps the saved booted states and
+:mod:`.savedstarts` starts VMs from them (and saves them), :mod:`.ahead` runs VMs beside the one under test (the
+BootsAhead capability), :mod:`.pinning` pins its threads for the measurement window. This module is the backend
+that ties them together.
 """
 
 from __future__ import annotations
 
 import logging
-import socket
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Mapping
 
 from ... import guestimage
 from ...collect import CpuSetHostCollector
-from ...core.errors import EnvironmentProblem, MatrixError, QmpError, VmStartError
+from ...core.errors import EnvironmentProblem, MatrixError, VmStartError
 from ...core.model import CONTROLLERS, DiskConfig
 from ...core.scope import BlockStats, GuestEndpoint, HostScope, format_cpuset
 from ...spec import HostSettings, MatrixSpec
 from ...host.collector import WindowCollector
 from ..base import Backend
+from .ahead import AheadVms
 from .pinning import PinPlan, PlacementCollector, ThreadPinner, plan_placement
+from .savedstarts import SavedStarts
 from .settings import QEMU_SECTION
-from .state import StateCache, binary_identity, key_disk, state_key
+from .state import StateCache, binary_identity
 from .vm import DiskClaim, QemuVm, VmSpec, claim_test_disks, qemu_version, socket_path_problem
 
 __all__ = ["QemuBackend"]
@@ -36,34 +37,7 @@ __all__ = ["QemuBackend"]
 log = logging.getLogger("stormatrix.qemu")
 
 
-#: how long a restored guest may take to answer (it answers in ~0.1 s), and a save to finish (~2-3 s)
-RESTORE_ANSWER_S, SAVE_S, LOAD_S = 20.0, 90.0, 60.0
-
-
-def peek_ready(sock: socket.socket, deadline: float, cancel: threading.Event | None = None) -> dict[str, str] | None:
-    """The guest's READY line's k=v, read without taking it off the socket (``MSG_PEEK``: the executor reads it
-    after), or None when the guest said something else first, closed, ``cancel`` was set or ``deadline`` passed."""
-    while time.monotonic() < deadline and not (cancel is not None and cancel.is_set()):
-        sock.settimeout(min(0.2, max(deadline - time.monotonic(), 0.01)))
-        try:
-            data = sock.recv(65536, socket.MSG_PEEK)
-        except socket.timeout:
-            continue
-        except OSError:
-            return None
-        if not data:
-            return None
-        for line in data.split(b"\n")[:-1]:
-            if line.startswith(b"@@SMX READY"):
-                words = line.decode("utf-8", "replace").split()[2:]
-                return dict(w.split("=", 1) for w in words if "=" in w)
-            if line.startswith(b"@@SMX "):
-                return None
-        time.sleep(0.02)  # a line not complete yet: peeking again at once would spin
-    return None
-
-
-class QemuBackend(Backend):
+class QemuBackend(SavedStarts, AheadVms, Backend):
     """Local QEMU. Every cell's VM is created from the matrix and discarded; nothing to restore.
 
     **Boot-ahead** (``[qemu] boot_ahead``, on by default): the runner names the next configuration
@@ -321,101 +295,6 @@ class QemuBackend(Backend):
             vm.stop()
             raise VmStartError(f"cannot connect to the guest agent socket {vm.agent_path}: {exc}") from None
 
-    def state_key(self, spec: VmSpec) -> tuple[str, dict[str, Any]]:
-        """The key of ``spec``'s saved state (:func:`.state.state_key`): its command line with aio and
-        iothread made equal and the run's own paths left out."""
-        probe = QemuVm(replace(spec, disk=key_disk(spec.disk)))
-        per_run = {str(spec.run_dir): "RUN", str(spec.disk_image): "DISK", spec.name: "VM"}
-        return state_key(probe.argv(), per_run, binary=self._binary, disk_size=int(self.opts["disk_size_mib"]),
-                         guest_image=spec.image.image_id)
-
-    @contextmanager
-    def _outside_windows(self, cancel: threading.Event | None = None) -> Iterator[bool]:
-        """Hold off windows while a restore or save runs; wait first for an open window to close (yields
-        False when ``cancel`` was set meanwhile: do nothing)."""
-        with self._cv:
-            while self._in_window and not (cancel is not None and cancel.is_set()):
-                self._cv.wait(0.2)
-            go = not (cancel is not None and cancel.is_set())
-            if go:
-                self._busy += 1
-        try:
-            yield go
-        finally:
-            if go:
-                with self._cv:
-                    self._busy -= 1
-                    self._cv.notify_all()
-
-    def _prepare_vm(self, vm: QemuVm, key: str, made_of: dict[str, Any], state: Path | None,
-                    cancel: threading.Event) -> None:
-        """Beside the runner: restore ``vm`` from ``state`` (booting it instead when that fails), or save its
-        state once it has booted and is ready. Never raises: the cache cannot fail a cell."""
-        try:
-            if state is not None:
-                self._restore_vm(vm, key, state)
-            else:
-                self._save_vm(vm, key, made_of, cancel)
-        except Exception as exc:  # a thread's failure must reach the log, not vanish
-            log.warning("%s: saved-state handling failed unexpectedly (%s: %s)", vm.spec.name, type(exc).__name__, exc)
-
-    def _restore_vm(self, vm: QemuVm, key: str, state: Path) -> None:
-        """Load the state, let the guest run, tell it it was restored (the host's clock; read the disk again)
-        and wait for its READY: the same readiness a booted guest shows (an agent answering, a test disk)."""
-        assert self.states is not None
-        t0 = time.monotonic()
-        with self._outside_windows():
-            try:
-                vm.load_state(state, time.monotonic() + LOAD_S)
-                vm.resume()
-                sock = vm.listen_agent(time.monotonic() + 5)
-                sock.sendall(f"RESUMED {time.time():.0f}\n".encode())
-                facts = peek_ready(sock, time.monotonic() + RESTORE_ANSWER_S)
-                why = ("its guest did not answer within " f"{RESTORE_ANSWER_S:.0f} s" if facts is None
-                       else "its guest found no test disk" if not facts.get("disk") else "")
-            except (VmStartError, QmpError, OSError) as exc:
-                why = str(exc)
-            if not why:
-                vm.how["restore_s"] = round(time.monotonic() - t0, 3)
-                return
-        self.states.discard(key, why)
-        vm.stop()
-        vm.incoming = False
-        vm.how = {"how": "boot", "note": f"the saved state {key} failed ({why[:200]}) and was deleted"}
-        self._launch(vm)
-
-    def _save_vm(self, vm: QemuVm, key: str, made_of: dict[str, Any], cancel: threading.Event) -> None:
-        """Once the booted VM is ready (its READY line waits on the agent socket, left there for the executor),
-        save its state, outside any window, unless the backend closes first (``cancel``)."""
-        assert self.states is not None and vm.agent is not None
-        started = vm.started_at or time.monotonic()
-        facts = peek_ready(vm.agent, started + float(self.spec.run["boot_timeout_seconds"]), cancel)
-        if facts is None or not facts.get("disk"):
-            return
-        with self._outside_windows(cancel) as go:
-            if not go or cancel.is_set() or not vm.alive() or self.states.lookup(key) is not None:
-                return
-            staged = self.states.staging(key)
-            t0 = time.monotonic()
-            try:
-                vm.save_state(staged, t0 + SAVE_S)
-            except QmpError as exc:
-                staged.unlink(missing_ok=True)
-                log.warning("%s: its state was not saved (%s); it will boot again next time", vm.spec.name, exc)
-                return
-            size = self.states.commit(key, staged, made_of, time.monotonic() - t0)
-        vm.how["saved"] = key
-        log.info("%s: saved its booted state as %s (%.0f MiB in %.1f s)", vm.spec.name, key, size / 2**20,
-                 time.monotonic() - t0)
-
-    def _finish_prep(self, vm: QemuVm, *, cancel: bool = True) -> None:
-        """Wait for ``vm``'s restore (always finished) or save (``cancel``: abandoned unless it already began)."""
-        entry = self._prep.pop(vm, None)
-        if entry is not None:
-            if cancel:
-                entry[1].set()
-            entry[0].join()
-
     def _apply(self, disk: DiskConfig) -> None:
         # A new configuration needs a new QEMU process: stop the old one, start with the new devices
         # (or take the one that booted ahead with exactly these devices).
@@ -451,76 +330,6 @@ class QemuBackend(Backend):
         self.vm = self._start_vm(disk)
         self._finish_prep(self.vm, cancel=False)
         self.vm_start = dict(self.vm.how)
-
-    def boot_ahead(self, disk: DiskConfig) -> None:
-        """Boot ``disk``'s VM ahead unless one is booting for it already or ``boot_ahead_depth`` VMs are."""
-        if self.vm is None or len(self.aheads) >= min(self.ahead_depth, len(self.disk_paths) - 1):
-            return
-        if any(vm.spec.disk == disk for vm in self.aheads):
-            return
-        try:
-            self.aheads.append(self._start_vm(disk))
-        except (VmStartError, EnvironmentProblem) as exc:
-            # not fatal: the next apply() starts the VM the ordinary way and reports a real problem
-            log.warning("booting %s ahead failed (%s); it will start when its turn comes", disk.key, exc)
-
-    def ahead_ready(self, disk: DiskConfig, deadline: float) -> QemuVm | None:
-        """``disk``'s VM booting ahead once its restore (or its state's save) is done and its guest's READY waits
-        on the agent socket, until ``deadline`` at most; never claimed inside a window (see the base class)."""
-        if not self.prepares:
-            return None
-        vm = next((v for v in self.aheads if v.spec.disk == disk), None)
-        if vm is None or vm in self._claimed:
-            return None
-        entry = self._prep.get(vm)
-        if entry is not None:  # a job must not go to a VM whose state is still being saved: it would be in it
-            entry[0].join(max(deadline - time.monotonic(), 0.0))
-            if entry[0].is_alive():
-                return None
-        if vm.agent is None or not vm.alive():
-            return None
-        facts = peek_ready(vm.agent, max(deadline, time.monotonic() + 0.05))
-        if not facts or not facts.get("disk"):
-            return None
-        with self._cv:
-            if self._in_window:
-                return None
-            self._claimed.append(vm)
-        return vm
-
-    def ahead_endpoints(self, handle: Any) -> list[GuestEndpoint]:
-        vm: QemuVm = handle
-        return [GuestEndpoint(kind="local-agent", address=str(vm.agent_path), name=vm.spec.name,
-                              connected=vm.take_agent(), hints=self._hints())]
-
-    def _hints(self) -> dict[str, Any]:
-        """What the local-agent executor obeys: [qemu] prepare_ahead also sets the measurement job up early."""
-        return {"measure_job_early": bool(self.opts["prepare_ahead"])}
-
-    def discard(self, handle: Any) -> None:
-        """Stop a claimed VM booted ahead (in the background, reaped before the next window, as every stop)."""
-        if handle in self._claimed:
-            self._claimed.remove(handle)
-        if handle in self.aheads:
-            self.aheads.remove(handle)
-            self._finish_prep(handle)
-            self._stop_in_background(handle)
-            log.info("%s: discarded (the job sent to it ahead is not what runs next)", handle.spec.name)
-
-    def hand_off(self) -> QemuVm | None:
-        """With ``overlap`` and boot-ahead (an image to spare): the VM under test leaves the backend's hands
-        still running, so the next cell's VM is taken over and its job sent while this one's result comes back."""
-        if self.vm is None or not (self.pipelines and len(self.disk_paths) > 1):
-            return None
-        vm, self.vm = self.vm, None
-        self._unpin()
-        self._finishing.append(vm)
-        return vm
-
-    def release(self, handle: Any) -> None:
-        if handle in self._finishing:
-            self._finishing.remove(handle)
-            self._stop_in_background(handle)
 
     def window_opened(self) -> None:
         for vm in self._finishing:  # (the runner releases them before: a safety net, never measured with)
