@@ -148,3 +148,12 @@ def test_a_windows_only_name_is_refused_as_windows_would(tmp_path: Path) -> None
     clean(out)
     assert out.returncode == 2 and "Windows device name" in out.stderr
     assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("args, key", [(["demo"], "[run] backend"), (["demo", "--suite"], "[fleet] backend")])
+def test_the_demo_runs_local_qemu_guests_and_is_refused_with_the_alternative(tmp_path: Path, args: list[str],
+                                                                             key: str) -> None:
+    out = windows_python(*args, "-o", "demo", cwd=tmp_path)
+    clean(out)
+    assert out.returncode == 2 and f": {key}: " in out.stderr and "needs a Linux host" in out.stderr
+    assert 'backend = "proxmox"' in out.stderr
