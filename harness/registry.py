@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 from . import spec as _spec
 from . import suite as _suite
 from .backends.proxmox.settings import PROXMOX_SECTION
-from .backends.qemu.backend import QEMU_SECTION
+from .backends.qemu.settings import QEMU_SECTION
 from .backends.vmware.settings import VMWARE_SECTION
 from .core import oscompat
 from .core.errors import MatrixError
@@ -101,6 +101,20 @@ def backend_class(name: str) -> type[Backend]:
 
 def executor_class(name: str) -> type[GuestExecutor]:
     return _load(EXECUTORS, "executor", name)
+
+
+def matrix_executor(spec: _spec.MatrixSpec, backend_cls: type[Backend] | None = None) -> str:
+    """The guest executor a matrix runs with: ``[run] executor``, or for ``auto`` the default of its backend
+    (``backend_cls``, default: the one ``[run] backend`` names)."""
+    name: str = spec.run["executor"]
+    if name != "auto":
+        return name
+    return (backend_cls or backend_class(spec.run["backend"])).default_executor
+
+
+def check_executor_spec(spec: _spec.MatrixSpec) -> None:
+    """The executor's own plan-time checks (e.g. WinRM's shell memory quota), before any VM is touched."""
+    executor_class(matrix_executor(spec)).check_spec(spec)
 
 
 def suite_guests_class(suite: _suite.Suite) -> type[SuiteGuests]:

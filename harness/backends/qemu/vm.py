@@ -34,10 +34,10 @@ from ...core.model import DiskConfig
 from ...core.scope import ROLE_IOTHREAD, ROLE_MAIN, ROLE_OTHER, ROLE_VCPU, ROLE_WORKER, BlockStats
 from ...qmp import Qmp, connect_unix
 from .devices import disk_devices, pci_addr
+from .settings import QEMU_BINARY
 
 log = logging.getLogger("stormatrix.qemu")
 
-QEMU_BINARY = "qemu-system-x86_64"
 QBOOT = Path("/usr/share/qemu/qboot.rom")
 #: the longest path a Unix socket can have (``sun_path`` is 108 bytes with its NUL); QEMU refuses a longer one
 #: ("UNIX socket path ... is too long")
