@@ -48,6 +48,7 @@ from typing import Any, Iterable
 
 import pandas as pd
 
+from ..core import oscompat
 from ..core.errors import DataFileError
 from ..core.recordtypes import RunRecord
 from .bulk import no_cyclic_gc
@@ -79,14 +80,8 @@ PARALLEL_MIN_FILES = 1000  # below this a process pool costs more than it saves
 def _idle_cpus() -> int:
     """CPUs this process may use that are not already busy (up to 4): on a machine whose cores are all
     taken, worker processes only add forking and pickling to the same CPU time (measured: slower)."""
-    try:
-        cpus = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        cpus = os.cpu_count() or 1
-    try:
-        busy = os.getloadavg()[0]
-    except (AttributeError, OSError):
-        busy = 0.0
+    cpus = len(oscompat.usable_cpus())
+    busy = oscompat.load_average() or 0.0  # (Windows keeps none: every CPU counts as idle)
     return max(1, min(4, cpus - int(busy + 0.5)))
 
 

@@ -25,7 +25,8 @@ def write_tidy_csv(frame: pd.DataFrame, path: str | Path) -> Path:
         if out[col].dtype == object or str(out[col].dtype) == "string":
             out[col] = out[col].map(lambda v: neutralize(v) if isinstance(v, str) else v)
     path = Path(path)
-    replace_atomically(path, lambda tmp: out.to_csv(tmp, index=False))
+    # UTF-8 with \n line ends on every system (pandas would end lines with os.linesep: \r\n on Windows)
+    replace_atomically(path, lambda tmp: out.to_csv(tmp, index=False, encoding="utf-8", lineterminator="\n"))
     return path
 
 

@@ -78,7 +78,7 @@ def _schema() -> dict[str, Any]:
     """Every section's fields, to try each key (the corpus enumerates keys from the schema; what counts as
     bad is decided here, by type alone: a string where a number belongs is wrong whatever the schema says)."""
     from stormatrix.backends.proxmox.settings import PROXMOX_SECTION
-    from stormatrix.backends.qemu.backend import QEMU_SECTION
+    from stormatrix.backends.qemu.settings import QEMU_SECTION
     from stormatrix.backends.vmware.settings import VMWARE_SECTION
     from stormatrix.executors.winrm.settings import WINRM_SECTION
     from stormatrix.spec import MATRIX_SECTION, RUN_SECTION, WORKLOAD_SECTION

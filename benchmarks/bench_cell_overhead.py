@@ -62,7 +62,8 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from stormatrix import guestimage
-from stormatrix.backends.qemu.backend import QemuBackend, QemuVm, VmSpec, ensure_test_disk
+from stormatrix.backends.qemu.backend import QemuBackend
+from stormatrix.backends.qemu.vm import QemuVm, VmSpec, ensure_test_disk
 from stormatrix.executors.localagent import AgentChannel, fio_job, parse_event
 from stormatrix.core.model import DiskConfig, Timing, Workload
 
@@ -152,7 +153,8 @@ def with_settings(matrix_text: str, section: str, settings: dict[str, str]) -> s
 
 def run_matrix(workdir: Path, matrix_text: str, tag: str) -> tuple[Any, dict[str, Any], float]:
     """A whole run of the matrix through the runner: (runner, summary, wall seconds)."""
-    from stormatrix.runner import RunOptions, Runner
+    from stormatrix.runner import Runner
+    from stormatrix.runsource import RunOptions
     from stormatrix.registry import load_spec
     from stormatrix.spec import check_guest_backend
 
@@ -170,7 +172,7 @@ def breakdown(runner: Any, ramp_s: float, measure_s: float) -> dict[str, Any]:
     """Per stage, the median and total seconds over the measured cells; the matrix overhead
     (span - sum(warm-up + window)) / sum(warm-up + window), the span from the first cell's start to the last
     one's stop; and the gap between one cell's stop and the next one's start."""
-    cells = [m for k, m in runner.timeline.items() if k in set(runner.measured_keys) and "record" in m]
+    cells = [m for k, m in runner.timeline.items() if k in set(runner.summary.measured_keys) and "record" in m]
     cells.sort(key=lambda m: m["apply"] if "apply" in m else m["sent"])
     stages: dict[str, dict[str, float]] = {}
     for name, a, b in STAGES:
@@ -217,7 +219,7 @@ def matrix_overhead(workdir: Path, matrix_text: str, boot_ahead: bool) -> tuple[
     t0 = time.monotonic()
     summary = execute(matrix, workdir / f"run-{tag}", progress=False)
     wall = time.monotonic() - t0
-    n = summary["measured"]
+    n = summary.measured
     return wall, n * (run.get("ramp_seconds", 0) + run["measure_seconds"]), n
 
 

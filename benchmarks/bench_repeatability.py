@@ -206,7 +206,7 @@ def main(argv: list[str] | None = None) -> int:
     for i in range(1, args.runs + 1):
         t0 = time.monotonic()
         summary = execute(matrix, out / f"run-{i}", progress=False)
-        print(f"run {i}: {summary['measured']} cells, failed: {summary.get('failed')}, "
+        print(f"run {i}: {summary.measured} cells, failed: {summary.failed}, "
               f"{time.monotonic() - t0:.0f} s, load average {os.getloadavg()[0]:.2f}", file=sys.stderr)
         runs.append(cells(out / f"run-{i}"))
     result = summarise(runs)

@@ -53,6 +53,7 @@ run alone on a quiet machine, the rest while other helpers' tests ran (load aver
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import re
@@ -74,7 +75,9 @@ from stormatrix.analysis.stats import SIGNIFICANT
 from stormatrix.core.journalfile import CELL
 from stormatrix.journal import read_journal
 from stormatrix.registry import load_spec
-from stormatrix.runner import RunOptions, Runner, check_executor_spec
+from stormatrix.registry import check_executor_spec
+from stormatrix.runner import Runner
+from stormatrix.runsource import RunOptions
 from stormatrix.spec import check_guest_backend
 
 DEMO_MATRIX = Path(guestimage.__file__).parent / "matrices" / "demo.toml"
@@ -118,7 +121,7 @@ def run_one(out: Path, index: int, strategy: str, base: str) -> Path:
     summary = runner.run()
     meta = {"index": index, "strategy": strategy, "settings": STRATEGIES[strategy], "started": wall0,
             "seconds": time.monotonic() - t0, "load_start": list(load0), "load_end": list(os.getloadavg()),
-            "summary": summary, "timeline": runner.timeline,
+            "summary": dataclasses.asdict(summary), "timeline": runner.timeline,
             "ramp_s": spec.timing.ramp_s, "measure_s": spec.timing.measure_s}
     (run_dir / RUN_META).write_text(json.dumps(meta, indent=1, default=str))
     return run_dir
@@ -173,7 +176,7 @@ def count_run(run_dir: Path) -> dict[str, Any]:
     over = breakdown(SimpleNamespace(timeline=meta["timeline"], measured_keys=summary["measured_keys"]),
                      meta["ramp_s"], meta["measure_s"])
     return {"run": run_dir.name, "strategy": meta["strategy"], "seconds": meta["seconds"],
-            "load_start": meta["load_start"], "load_end": meta["load_end"], "measured": summary["measured"],
+            "load_start": meta["load_start"], "load_end": meta["load_end"], "measured": len(summary["measured_keys"]),
             "failed": len(summary["failed"]), "verdicts": verdicts,
             "decided": sum(v["decided"] for v in verdicts.values()), "controllers": len(verdicts),
             "extra_run": extra_repeats(run_dir / "journal.ndjson"),

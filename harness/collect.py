@@ -312,7 +312,7 @@ class RemoteProcessesCollector:
         self._stderr = []
         try:
             self._proc = subprocess.Popen(self.argv(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                          stderr=subprocess.PIPE, text=True)
+                                          stderr=subprocess.PIPE, text=True, encoding="utf-8")  # (the node's)
         except OSError as exc:
             raise CollectorError(f"cannot run ssh for the host collector on {self.target}: {exc}") from None
         threading.Thread(target=self._read, args=(self._proc.stdout, self._lines), daemon=True).start()

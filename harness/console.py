@@ -14,9 +14,9 @@ Why each part exists:
   command ends quietly with 141 (128 + SIGPIPE), never a BrokenPipeError traceback, and never a second
   "Exception ignored" from the interpreter's final flush.
 - **a full device** (``>/dev/full``): one line, "cannot write output: no space left on device", exit 1.
-- **SIGTERM and SIGHUP** (a ``kill``, a closed terminal, a CI timeout): raised in the main thread as
-  :class:`Terminated` (a KeyboardInterrupt), so every ``finally`` runs — temporary files are removed, a
-  VM is restored — where the default action would end the process on the spot. Exit 128 + the signal.
+- **SIGTERM and SIGHUP** (a ``kill``, a closed terminal, a CI timeout; Ctrl-Break on Windows): raised in
+  the main thread as :class:`Terminated` (a KeyboardInterrupt), so every ``finally`` runs — temporary files
+  are removed, a VM is restored — where the default action would end the process on the spot. Exit 128 + the signal.
 - **a signal while the command is still starting** (its first 0.1 s): :mod:`stormatrix.core.starting`
   (from the venv's ``.pth`` and the package's first lines) points SIGINT, SIGTERM and SIGHUP at a
   handler that says "interrupted while starting" in one line and exits 128 + the signal;
@@ -35,9 +35,10 @@ import sys
 from types import FrameType
 from typing import Any, TextIO
 
+from .core import oscompat
 from .core.starting import exit_while_starting
 
-EXIT_BROKEN_PIPE = 128 + signal.SIGPIPE
+EXIT_BROKEN_PIPE = 128 + oscompat.SIGPIPE_NUMBER  # (141 on Windows too, which has no SIGPIPE)
 
 
 class Terminated(KeyboardInterrupt):
@@ -58,7 +59,7 @@ class OutputFailed(Exception):
 
     @property
     def broken_pipe(self) -> bool:
-        return self.errno in (errno.EPIPE, errno.ECONNRESET)
+        return self.errno in oscompat.broken_pipe_errnos()
 
     def message(self) -> str:
         if self.errno == errno.ENOSPC:
@@ -127,8 +128,10 @@ def guard_streams() -> bool:
                 os.dup2(null, fd)
                 os.close(null)
     if closed[2] or sys.stderr is None:
-        sys.stderr = open(2, "w", closefd=False)  # fd 2, now /dev/null
+        sys.stderr = open(2, "w", closefd=False, encoding="utf-8", errors="backslashreplace")  # fd 2, now /dev/null
     current = sys.stdout
+    for stream in (current, sys.stderr):  # a cp1252 console prints every message too
+        oscompat.make_console_safe(stream)
     if not isinstance(current, GuardedStdout):
         sys.stdout = GuardedStdout(current, closed=closed[1] or current is None)  # type: ignore[assignment]
     return closed[1]
@@ -165,15 +168,16 @@ def _raise_terminated(signum: int, frame: FrameType | None) -> None:
 
 
 def install_signal_handlers() -> dict[int, Any]:
-    """SIGTERM and SIGHUP raise :class:`Terminated` in the main thread (only the main thread may set
-    handlers; elsewhere nothing changes). Returns the previous handlers, for :func:`restore_signal_handlers`."""
+    """SIGTERM and SIGHUP (Ctrl-Break on Windows) raise :class:`Terminated` in the main thread (only the main
+    thread may set handlers; elsewhere nothing changes). Returns the previous handlers, for
+    :func:`restore_signal_handlers`."""
     old: dict[int, Any] = {}
     try:  # the package's handler for the imports (exit at once) gives way to KeyboardInterrupt, which unwinds
         if signal.getsignal(signal.SIGINT) is exit_while_starting:
             old[signal.SIGINT] = signal.signal(signal.SIGINT, signal.default_int_handler)
     except (ValueError, OSError):  # not the main thread
         pass
-    for sig in (signal.SIGTERM, signal.SIGHUP):
+    for sig in oscompat.termination_signals():
         try:
             current = signal.getsignal(sig)
             if current is signal.SIG_IGN:  # nohup: the user asked for the hang-up to be ignored

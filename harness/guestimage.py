@@ -34,6 +34,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Iterable
 
+from .core import oscompat
 from .core.errors import EnvironmentProblem
 
 log = logging.getLogger("stormatrix.guest")
@@ -68,7 +69,7 @@ def cache_root() -> Path:
     env = os.environ.get("STORMATRIX_CACHE")
     if env:
         return Path(env)
-    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "stormatrix"
+    return Path(oscompat.cache_home()) / "stormatrix"  # (~/.cache, %LOCALAPPDATA% on Windows)
 
 
 @dataclass(frozen=True)

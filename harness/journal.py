@@ -16,7 +16,6 @@ Record types (field ``type``):
 
 from __future__ import annotations
 
-import fcntl
 import json
 import logging
 import math
@@ -25,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
+from .core import oscompat
 from .core.errors import DataFileError, InputError, JournalWriteError
 from .core.journalfile import looks_binary, read_lines
 from .core.paths import input_problem
@@ -152,8 +152,7 @@ class Journal:
         """Cut a torn last line so the next append starts on a clean line."""
         if not self.path.exists():
             return
-        with open(self.path, "r+b") as fh:
-            fcntl.flock(fh, fcntl.LOCK_EX)
+        with open(self.path, "r+b") as fh, oscompat.locked(fh.fileno()):
             fh.seek(0, os.SEEK_END)
             size = fh.tell()
             if size == 0:
@@ -186,11 +185,11 @@ class Journal:
         line = json.dumps(_clean(record), default=_json_default, ensure_ascii=False, allow_nan=False)
         data = (line + "\n").encode("utf-8")
         try:
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | oscompat.O_BINARY, 0o644)
         except OSError as exc:
             raise JournalWriteError(f"cannot open the journal {self.path}: {exc.strerror}") from None
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
+            oscompat.lock(fd, wait=True)
             before = os.fstat(fd).st_size
             try:
                 written = os.write(fd, data)
@@ -208,6 +207,7 @@ class Journal:
                     "Free space or fix permissions, then run the same command again: "
                     "every cell already journaled is kept and will be skipped") from None
         finally:
+            oscompat.unlock(fd)
             os.close(fd)
 
     def records(self) -> list[dict[str, Any]]:

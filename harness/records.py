@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 
 from .analysis.diskspd import parse_diskspd_xml
 from .analysis.fio import jobs_named, summarize_jobs
+from .backends.base import Target
 from .core.errors import DataFileError, ErrorDetails, StormatrixError, WorkloadFailed
 from .core.recordtypes import (CellErrorRecord, CellPart, CellRecord, CellSkippedRecord, ClientPart, ClockCheck,
                                CrossCheck, ErrorPart, FioSummary, HostMetrics, JsonPart, PerMib, PointInfo, RateCheck,
@@ -24,6 +25,7 @@ from .core.metrics import MIB, per_mib
 from .core.model import MIXED_MODES, WRITE_MODES, Cell, now_iso
 from .core.scope import BlockStats
 from .executors.base import WorkloadResult
+from .host.inventory import inventory
 
 __all__ = ["MIB", "WRITE_MODES", "MIXED_MODES", "now_iso", "summarize", "fio_summary", "diskspd_summary",
            "per_mib", "rate_check", "crosscheck", "clock_check", "cell_record", "error_record"]
@@ -305,3 +307,18 @@ def restored_record(*, run_id: str | None, backend: str | None = None, vm: str |
     """The VM is back as the run found it: at the end of the run (``backend``), or later by ``by``
     (``stormatrix restore``, naming the ``vm``)."""
     return RestoredRecord(run_id=run_id, time=now_iso(), backend=backend, vm=vm, by=by)
+
+
+def run_environment(backend: Target) -> dict[str, Any]:
+    """The run record's environment: the measured host's facts under the keys the Environment sheet shows
+    (``cpu_model``, ``kernel``, ``qemu``, ``perf``, ...), and, when the host is not this machine, this
+    machine's own under ``workstation`` — never the workstation's facts as the host's. When the backend
+    could not read its host, ``host_inventory_error`` says why and no host keys are filled in."""
+    here = inventory()
+    try:
+        host = backend.host_inventory()
+    except StormatrixError as exc:  # a backend's own failure: said in the record, the run goes on
+        host = {"host_inventory_error": str(exc)}
+    if host is None:
+        return {**here, "host_inventory_source": "this machine (the measured host)"}
+    return {**host, "workstation": here}

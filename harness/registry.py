@@ -22,13 +22,14 @@ from __future__ import annotations
 
 import importlib
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Mapping
 
 from . import spec as _spec
 from . import suite as _suite
 from .backends.proxmox.settings import PROXMOX_SECTION
-from .backends.qemu.backend import QEMU_SECTION
+from .backends.qemu.settings import QEMU_SECTION
 from .backends.vmware.settings import VMWARE_SECTION
+from .core import oscompat
 from .core.errors import MatrixError
 from .executors.winrm.settings import WINRM_SECTION
 from .fleet.spec import check_fleet_backend, fleet_backend
@@ -102,6 +103,20 @@ def executor_class(name: str) -> type[GuestExecutor]:
     return _load(EXECUTORS, "executor", name)
 
 
+def matrix_executor(spec: _spec.MatrixSpec, backend_cls: type[Backend] | None = None) -> str:
+    """The guest executor a matrix runs with: ``[run] executor``, or for ``auto`` the default of its backend
+    (``backend_cls``, default: the one ``[run] backend`` names)."""
+    name: str = spec.run["executor"]
+    if name != "auto":
+        return name
+    return (backend_cls or backend_class(spec.run["backend"])).default_executor
+
+
+def check_executor_spec(spec: _spec.MatrixSpec) -> None:
+    """The executor's own plan-time checks (e.g. WinRM's shell memory quota), before any VM is touched."""
+    executor_class(matrix_executor(spec)).check_spec(spec)
+
+
 def suite_guests_class(suite: _suite.Suite) -> type[SuiteGuests]:
     """What gives a suite file's running guests, by the ``[suite]`` key that lists them (:data:`SUITE_GUESTS`)."""
     return _load(SUITE_GUESTS, "suite guests", "vms" if suite.vms else "guests")
@@ -137,14 +152,31 @@ def sections() -> dict[str, Section]:
     return dict(SECTIONS)
 
 
+def check_platform(path: str, backend: str, sections: Mapping[str, Any], backend_key: str = "[run] backend") -> None:
+    """On Windows, refuse (exit 2) what runs on the hypervisor itself, with the reason and the alternative: the
+    qemu backend, ``[proxmox] transport = "local"``; each backend says what of it is Linux-only (its
+    ``linux_only(sections)``, where it has such a part). Elsewhere nothing is refused here."""
+    if not oscompat.is_windows() or backend not in BACKENDS:
+        return
+    linux_only = getattr(backend_class(backend), "linux_only", None)
+    problem = linux_only(sections) if linux_only is not None else None
+    if problem:
+        key, why, fix = problem
+        raise MatrixError(path, key or backend_key, f"{why}; this is Windows (the Linux-only parts are listed in "
+                          "docs/windows-workstation.md)", fix)
+
+
 def spec_from_dict(raw: dict[str, Any], path: str = "<matrix>") -> _spec.MatrixSpec:
-    """A matrix (already parsed TOML) validated with every registered section."""
-    return _spec.spec_from_dict(raw, path, sections=SECTIONS)
+    """A matrix (already parsed TOML) validated with every registered section, and for this system
+    (:func:`check_platform`)."""
+    spec = _spec.spec_from_dict(raw, path, sections=SECTIONS)
+    check_platform(path, spec.run["backend"], raw)
+    return spec
 
 
 def load_spec(path: str | Path) -> _spec.MatrixSpec:
-    """The matrix file at ``path``, validated with every registered section."""
-    return _spec.load_spec(path, sections=SECTIONS)
+    """The matrix file at ``path``, validated as :func:`spec_from_dict` does."""
+    return spec_from_dict(_spec._load_toml(Path(path)), str(path))
 
 
 def suite_from_dict(raw: dict[str, Any], path: str = "<suite>") -> _suite.Suite:
@@ -152,6 +184,8 @@ def suite_from_dict(raw: dict[str, Any], path: str = "<suite>") -> _suite.Suite:
     its fleet's platform (:data:`FLEET_SUITES`) or its guests' (:data:`SUITE_GUESTS`), each reading its own keys."""
     suite = _suite.suite_from_dict(raw, path, sections=SECTIONS, platform_sections=SUITE_PLATFORM_SECTIONS,
                                    fleets=tuple(FLEET_SUITES), default_fleet=DEFAULT_FLEET)
+    check_platform(path, suite.fleet or ("proxmox" if suite.vms else ""), raw,
+                   "[fleet] backend" if suite.fleet else "[suite] vms")
     checked: _suite.Suite = (_fleet_class(path, suite.fleet) if suite.fleet is not None
                              else suite_guests_class(suite)).check(suite)
     return checked

@@ -35,6 +35,7 @@ from typing import Any, Iterable
 from .core.errors import DataFileError
 from .core.model import NOT_APPLICABLE, Cell, Plan
 from .core.recordtypes import CellRecord, record_from_json
+from .progress import fmt_duration
 
 
 @dataclass(frozen=True)
@@ -248,6 +249,22 @@ def next_extra(plan: Plan, run: dict[str, Any], records: Iterable[dict[str, Any]
         out += _for_open_verdicts(plan, journal, by_config, given_up, most, seen)
     out += _for_cv(plan, run, by_config, given_up, seen)
     return out
+
+
+def within_budget(extra: list[tuple[Cell, dict[str, Any]]], budget_min: float, elapsed_s: float, pace_s: float
+                  ) -> tuple[list[tuple[Cell, dict[str, Any]]], list[tuple[Cell, dict[str, Any]]], str]:
+    """The extra repeats of a round (most needed first) that fit in what is left of ``[run] time_budget_minutes``
+    (``budget_min``, 0: no budget) at ``pace_s`` seconds per cell, those left out, and the warning saying why
+    ("" when all fit)."""
+    fit = max(int((budget_min * 60 - elapsed_s) // pace_s), 0) if budget_min > 0 else len(extra)
+    if fit >= len(extra):
+        return extra, [], ""
+    left = extra[fit:]
+    kinds = ", ".join(f"{sum(w['basis'] == b for _, w in left)} for {b}"
+                      for b in dict.fromkeys(w["basis"] for _, w in left))
+    return extra[:fit], left, (f"{len(left)} extra repeat(s) still wanted ({kinds}), not run: at {pace_s:.1f} s per "
+                               f"cell they would end beyond [run] time_budget_minutes = {budget_min:g} "
+                               f"({fmt_duration(elapsed_s)} spent)")
 
 
 def _label(cell: Cell) -> str:

@@ -45,7 +45,7 @@ class Section:
     ``may_change_on_resume``: the keys a resumed run may give another value (how patiently or by which
     route the machines are reached, how many repeats), declared by the section's owner (a backend's or an
     executor's package, the spec for ``[run]``); every other key says what a cell measures, so a resume
-    that changes it is refused (``runner.check_same_run``, docs/journal.md, Resuming)."""
+    that changes it is refused (``resume.check_same_run``, docs/journal.md, Resuming)."""
 
     name: str
     fields: dict[str, Field]

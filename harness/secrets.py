@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 from urllib.parse import quote
 
+from .core import oscompat
 from .core.errors import InputError, MatrixError
 
 log = logging.getLogger("stormatrix.secrets")
@@ -218,7 +219,7 @@ def resolve(ref: SecretRef, *, environ: Mapping[str, str] | None = None, strip: 
             mode = file.stat().st_mode
         except OSError:
             mode = 0
-        if mode & 0o077:
+        if oscompat.others_may_read(mode):  # (on Windows the mode says nothing of the file's ACL)
             log.warning("%s: the file %s holding %s is readable by other users (mode %o); chmod 600 it",
                         ref._where(ref.file_key), ref.file, ref.what, mode & 0o777)
     register(secret)

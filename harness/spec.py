@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import difflib
 import itertools
+import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -260,6 +261,14 @@ def _load_toml(path: Path) -> dict[str, Any]:
                           "TOML does not allow (Notepad writes one when saving as 'UTF-8 with BOM')",
                           "save the file as 'UTF-8' without BOM (Notepad: Save As, Encoding 'UTF-8'; VS Code: "
                           "'Save with Encoding', 'UTF-8')")
+    windows_path = _escaped_windows_path(text)
+    if windows_path:
+        line, shown = windows_path
+        raise MatrixError(str(path), f"line {line}", f"{shown} is a Windows path in a double-quoted TOML string, where "
+                          "a backslash starts an escape (\\t is a tab, \\n a line break, \\U a Unicode escape), so the "
+                          "path read would not be the path written",
+                          "write it in single quotes (a TOML literal string: 'C:\\Users\\me\\pve.pem'), or double each "
+                          "backslash, or use forward slashes (\"C:/Users/me/pve.pem\")")
     try:
         return tomllib.loads(text)
     except RecursionError:
@@ -268,6 +277,23 @@ def _load_toml(path: Path) -> dict[str, Any]:
     except tomllib.TOMLDecodeError as exc:
         raise MatrixError(str(path), "", f"is not valid TOML ({exc})",
                           "correct the syntax at that line (duplicate keys and tables are not allowed)") from None
+
+
+#: a drive letter's path inside a double-quoted TOML string whose first backslash is not doubled: ``"C:\temp"``
+_ESCAPED_DRIVE_RE = re.compile(r'"[A-Za-z]:\\(?!\\)[^"\n]*"?')
+
+
+def _escaped_windows_path(text: str) -> tuple[int, str] | None:
+    r"""(line, the string) of the first ``"C:\..."`` a Windows user wrote into a basic string: TOML reads ``\t``
+    as a tab and ``\n`` as a line break without a word (``"C:\temp\new"``), or refuses ``\U``/``\d`` with
+    "Invalid hex value". Comments are skipped; ``'C:\temp'`` and ``"C:\\temp"`` are what TOML means."""
+    if ":\\" not in text:
+        return None
+    for number, line in enumerate(text.splitlines(), 1):
+        m = None if line.lstrip().startswith("#") else _ESCAPED_DRIVE_RE.search(line)
+        if m and "'" not in line[:m.start()]:  # (not inside a literal string 'say "C:\x"')
+            return number, m.group(0)[:80]
+    return None
 
 
 def load_spec(path: str | Path, *, sections: Mapping[str, Section]) -> MatrixSpec:

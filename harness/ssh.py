@@ -150,7 +150,9 @@ class Shell:
              check: bool) -> "subprocess.CompletedProcess[str]":
         limit = timeout or self.timeout
         try:
-            proc = subprocess.run(cmd, input=input, capture_output=True, text=True, timeout=limit, check=False)
+            # (UTF-8 as the node speaks it; Windows' locale encoding would be cp1252)
+            proc = subprocess.run(cmd, input=input, capture_output=True, text=True, encoding="utf-8", timeout=limit,
+                                  check=False)
         except FileNotFoundError:
             fix = "install openssh-client" if cmd[0] in ("ssh", "scp") else self.missing.get(
                 cmd[0], f"run stormatrix on the host that has {cmd[0]}, or reach it with {self.what_key}")

@@ -20,9 +20,10 @@ Proxmox VM list, a Proxmox fleet's workers), and the qemu backend's ``LocalGuest
 a local fleet's workers, ``[fleet] backend = "qemu"``, ``stormatrix demo --suite``).
 :func:`stormatrix.registry.suite_guests` picks one for a suite file.
 
-A ``SuiteGuests`` is a :class:`~stormatrix.backends.base.Backend`: the runner drives it like any other
-(prepare, per point the window, restore, close). It reconfigures nothing and restores nothing: a side's disks
-are as the platform attached them.
+A ``SuiteGuests`` is a :class:`~stormatrix.backends.base.Target`, not a Backend: the runner drives it as it drives
+a backend (prepare, per VM start apply and stop, the window, restore, close), but there is no configuration to
+apply or put back: a side's disks are as the platform attached them; ``apply()`` makes sure the guests are
+started.
 """
 
 from __future__ import annotations
@@ -31,8 +32,8 @@ from abc import abstractmethod
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from .backends.base import Backend
-from .core.model import CONTROLLERS, Cell, DiskConfig
+from .backends.base import Target
+from .core.model import Cell, DiskConfig
 from .core.scope import GuestEndpoint, HostScope
 from .core.settings import RunSettings
 from .executors.fioserver.inputs import FioGuest
@@ -48,18 +49,16 @@ UNKNOWN_HOST = {
                             "([suite] guests), not as VMs of a known host; this machine's facts (the fio "
                             "client's side) are under workstation"}
 
-#: what describes the measured host: None (this machine, see Backend.host_inventory) or a function giving
+#: what describes the measured host: None (this machine, see Target.host_inventory) or a function giving
 #: its facts or ``{"host_inventory_error": why}``
 HostInventory = Callable[[], "dict[str, Any] | None"]
 
 
-class SuiteGuests(Backend):
+class SuiteGuests(Target):
     """A side's guests (see the module docstring). Subclasses implement :meth:`_start`; the rest has
     defaults for guests that run already and are measured by nobody."""
 
     name = "suite"  # replaced per instance: the record's backend is the platform (see __init__)
-    controllers = frozenset(CONTROLLERS)
-    default_executor = "fio-server"
     #: the guests were just started: the first probe is repeated until they answer (within the probe timeout)
     booting: bool = False
     #: :meth:`before_point` runs before each point but the side's first
@@ -134,20 +133,22 @@ class SuiteGuests(Backend):
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    # --- the backend the runner drives -------------------------------------------------------------------
+    # --- the target the runner drives ---------------------------------------------------------------------
     def _prepare(self) -> dict[str, Any]:
         self.start()
         status = self.host_status()
         return {**self.facts, "host_collector": f"{status['mode']}: {status.get('detail', '')}"}
 
-    def _apply(self, disk: DiskConfig) -> None:
-        """Nothing to attach: the side's disks are as the platform attached them."""
+    def apply(self, disk: DiskConfig) -> None:
+        """A point's VM start: the side's guests, started (once); their disks are as the platform attached them."""
+        self.start()
+        self.current = disk
 
-    def _stop(self) -> None:
-        """The guests keep running between points."""
+    def stop(self) -> None:
+        """The guests keep running between points (a fleet cycles them before a point: :meth:`before_point`)."""
 
-    def _restore(self) -> None:
-        """Nothing was changed."""
+    def restore(self) -> None:
+        """Nothing of the guests was changed: there is nothing to put back."""
 
     def _close(self) -> None:
         self._teardown()

@@ -4,7 +4,7 @@ A suite point is a cell whose executor (:class:`~stormatrix.executors.fioserver.
 drives every guest's fio server at once. The runner journals it with the same record builders, window,
 per-MiB function and run id as a matrix cell. What is the suite's own is small and lives here:
 
-- :class:`SuiteSource`: the suite as the runner's :class:`~stormatrix.runner.RunSource`: its points, its
+- :class:`SuiteSource`: the suite as the runner's :class:`~stormatrix.runsource.RunSource`: its points, its
   run settings (:meth:`stormatrix.suite.Suite.settings`), the side's guests as the backend (a
   :class:`~stormatrix.suiteguests.SuiteGuests`, the platform's capability), the executor over their fio
   servers, and what its run and point records add;
@@ -24,14 +24,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from .backends.base import Backend
+from .backends.base import Target
 from .core.errors import GuestDisconnected, GuestNotReady, MatrixError
 from .core.model import Cell, Plan
 from .core.recordtypes import Record, RunRecord
 from .executors.base import GuestExecutor
 from .executors.fioserver.executor import FioServerExecutor
 from .journal import Journal
-from .runner import RunOptions, RunPolicy, Runner, RunSource, check_same_run
+from .resume import check_same_run
+from .runner import Runner
+from .runsource import RunOptions, RunPolicy, RunSource
 from .suite import OVERHEAD_PER_POINT_S, Suite, eta
 from .suiteguests import AddressGuests, SuiteGuests
 
@@ -103,18 +105,18 @@ class SuiteSource(RunSource):
     def plan(self) -> Plan:
         return Plan(cells=list(self._points))
 
-    def make_backend(self, run_dir: Path) -> Backend:
+    def make_backend(self, run_dir: Path) -> Target:
         self.guests.facts = {"fio": fio_version(self.fio)}
         return self.guests
 
-    def make_executor(self, backend: Backend) -> GuestExecutor:
+    def make_executor(self, backend: Target) -> GuestExecutor:
         ex = SuiteExecutor.for_guests(self.guests.start(), self._options)
         assert isinstance(ex, SuiteExecutor)
         if self.guests.cycles_points:
             ex.before_point, ex.cycled = self.guests.before_point, self._side_started
         return ex
 
-    def run_fields(self, backend: Backend) -> dict[str, Any]:
+    def run_fields(self, backend: Target) -> dict[str, Any]:
         storage = self.guests.storage_record()
         return {"suite": self.suite.name, "executor": "fio-server", "points": len(self._points),
                 "guests": [{"name": g.name, "host": g.host, "port": g.port} for g in self.guests.start()],
@@ -177,8 +179,8 @@ def run_suite(suite: Suite, run_dir: str | Path, guests: SuiteGuests | None = No
         log.info("suite %s, side %s: %d points, %d already journaled, %d to run; %s", suite.name, suite.side,
                  len(points), done, len(points) - done, eta(suite, done=done).describe())
         summary = runner.run()
-    return SuiteOutcome(run_id=runner.run_id, measured=summary["measured_keys"],
-                        already_done=summary["already_done_keys"], failed=summary["errors"])
+    return SuiteOutcome(run_id=runner.run_id, measured=summary.measured_keys,
+                        already_done=summary.already_done_keys, failed=summary.errors)
 
 
 def write_comparison(a: tuple[str, Path], b: tuple[str, Path], workbook: Path) -> Path:

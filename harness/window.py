@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from .backends.base import Backend
+from .backends.base import Target
 from .collect import merge_hosts
 from .core.model import iso_ago, now_iso
 from .core.scope import BlockStats
@@ -55,7 +55,7 @@ class WindowResult:
 class Window:
     """The measurement window: starts the collector and snapshots QEMU's accounting at both edges."""
 
-    backend: Backend
+    backend: Target
     collector_factory: Callable[[Any], Any]
     t_start: str | None = None
     t_end: str | None = None
@@ -130,6 +130,12 @@ class Window:
         return WindowResult(t_start=self.t_start, t_end=self.t_end, seconds=self.mono_end - self.mono_start,
                             bs0=self.bs0, bs1=self.bs1, host=self.host, vms=tuple(s.vm for s in self.scopes),
                             overlap=self.overlap, error=self.error, failed_at_start=self.failed_at_start)
+
+    def marks(self) -> dict[str, float]:
+        """The monotonic times of the window's moments that happened (the runner's per-cell timeline)."""
+        return {k: v for k, v in (("sent", self.mono_sent), ("warmup_start", self.mono_warmup),
+                                  ("measure_marker", self.mono_marker), ("measure_start", self.mono_start),
+                                  ("go", self.mono_go), ("measure_end", self.mono_end)) if v}
 
     def abort(self) -> None:
         for c in self.collectors:

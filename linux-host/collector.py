@@ -61,7 +61,8 @@ except ImportError:  # pragma: no cover - the script case is exercised through s
     # the same module, found next to this file on a node (mypy checks the package, where it is .perfstat)
     import perfstat  # type: ignore[import,no-redef]
 
-CLK_TCK = os.sysconf("SC_CLK_TCK")
+# (a Windows workstation imports this module for its words, never runs it there: it has no sysconf)
+CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 PERF = "perf"
 SPLIT_TOLERANCE = 0.03  # user + system vs task-clock: beyond this the record says why they differ
 

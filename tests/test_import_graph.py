@@ -44,7 +44,7 @@ LAYERS: list[tuple[int, str, tuple[str, ...]]] = [
     # QMP, the journal, progress, the command's standard streams and signals
     (2, "tools", ("stormatrix.schema", "stormatrix.spec", "stormatrix.guestdrivers", "stormatrix.secrets", "stormatrix.ssh", "stormatrix.qmp",
                   "stormatrix.journal", "stormatrix.progress", "stormatrix.guestimage", "stormatrix.repeats",
-                  "stormatrix.console", "stormatrix.runorder")),
+                  "stormatrix.console", "stormatrix.runorder", "stormatrix.safety")),
     # the worker fleet's parts that know no backend: its journal, what every [fleet] shares
     (3, "fleet", ("stormatrix.fleet", "stormatrix.fleet.journal", "stormatrix.fleet.spec")),
     # the contracts a backend and an executor fulfil, the collectors and the records they feed
@@ -63,7 +63,8 @@ LAYERS: list[tuple[int, str, tuple[str, ...]]] = [
     # the one list of backends, executors and sections
     (7, "registry", ("stormatrix.registry",)),
     # the run loop
-    (8, "runner", ("stormatrix.window", "stormatrix.runner", "stormatrix.suiterun", "stormatrix.demosuite",
+    (8, "runner", ("stormatrix.window", "stormatrix.runner", "stormatrix.pipeline", "stormatrix.runsource",
+                   "stormatrix.resume", "stormatrix.suiterun", "stormatrix.demosuite",
                    "stormatrix.fleet.suiterun", "stormatrix.backends.proxmox.fleetsuite",
                    "stormatrix.backends.vmware.fleetsuite", "stormatrix.backends.qemu.fleetsuite")),
     # the command line

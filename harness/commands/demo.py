@@ -98,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
         summary = execute(matrix, run_dir, progress=not args.no_progress)
         write_report([str(run_dir)], str(workbook))
     print(f"workbook: {workbook.resolve()}")
-    if summary["failed"]:
-        print(f"{len(summary['failed'])} cells failed; see the cell-error records in {run_dir / 'journal.ndjson'}")
+    if summary.failed:
+        print(f"{len(summary.failed)} cells failed; see the cell-error records in {run_dir / 'journal.ndjson'}")
         return 1
     return 0

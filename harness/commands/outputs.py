@@ -20,6 +20,7 @@ import stat
 from pathlib import Path
 from typing import Iterable
 
+from ..core import oscompat
 from ..core.errors import InputError
 from ..core.journalfile import JOURNAL_NAME
 from ..core.paths import input_problem
@@ -37,33 +38,37 @@ def real(path: str | Path) -> Path:
         return Path(path).absolute()
 
 
-def _limit(path: Path, name: str, default: int) -> int:
-    """``os.pathconf`` of the nearest existing folder above ``path`` (the file system the file goes to)."""
+def _limits(path: Path) -> tuple[int, int]:
+    """(longest name, longest path) on the file system of the nearest existing folder above ``path`` (the file
+    system the file goes to): ``pathconf``, or Windows' rules (:func:`stormatrix.core.oscompat.path_limits`)."""
     folder = path.absolute().parent
     while True:
         try:
-            return os.pathconf(folder, name)
+            return oscompat.path_limits(str(folder))
         except (OSError, ValueError):
             if folder.parent == folder:
-                return default
+                return 255, 4096
             folder = folder.parent
 
 
 def name_problem(path: str | Path, room: int = TEMP_ROOM) -> str | None:
     """Why ``path`` cannot be created on its file system because of its length (a name or the whole path
     too long, counting the ``room`` its temporary name needs), or None."""
-    p = Path(path)
-    name_max = _limit(p, "PC_NAME_MAX", 255)
-    path_max = _limit(p, "PC_PATH_MAX", 4096)
+    p = oscompat.pure_path(path)  # (the system's own rules: a drive and backslashes on Windows)
+    name_max, path_max = _limits(Path(path))
+    unit = oscompat.name_unit()
     parts = p.parts
     for i, part in enumerate(parts):
-        need = len(os.fsencode(part)) + (room if i == len(parts) - 1 else 0)
+        if i == 0 and p.anchor == part:  # the root, or a drive (``C:\\``), is no name
+            continue
+        need = oscompat.name_length(part) + (room if i == len(parts) - 1 else 0)
         if need > name_max:
             extra = f" (plus {room} for its temporary name)" if i == len(parts) - 1 else ""
-            return (f"the name {part[:40]!r}... is {len(os.fsencode(part))} bytes long{extra}; this file system "
-                    f"allows {name_max}")
-    if len(os.fsencode(str(p.absolute()))) + room >= path_max:
-        return f"the path is {len(os.fsencode(str(p.absolute())))} bytes long; this system allows {path_max}"
+            return (f"the name {part[:40]!r}... is {oscompat.name_length(part)} {unit} long{extra}; this file "
+                    f"system allows {name_max}")
+    whole = oscompat.name_length(str(p) if p.is_absolute() else str(Path(path).absolute()))
+    if whole + room >= path_max:
+        return f"the path is {whole} {unit} long; this system allows {path_max}"
     return None
 
 
@@ -111,9 +116,14 @@ def _given(inputs: Iterable[str | Path]) -> list[Path]:
 def check_output_name(flag: str, path: str | Path) -> None:
     """An output (a file or a run directory) whose name the file system cannot hold: exit 2, before anything
     is created, instead of an OSError after the work is done."""
+    shown = str(path) if len(str(path)) <= 120 else str(path)[:100] + "..."
+    p = oscompat.pure_path(path)
+    for part in p.parts[1:] if p.anchor else p.parts:
+        bad = oscompat.name_problem(part)  # (Windows: <>:"|?*, CON, NUL, a trailing dot)
+        if bad:
+            raise InputError(f"{flag} {shown}: {bad}. Fix: give another name")
     problem = name_problem(path)
     if problem:
-        shown = str(path) if len(str(path)) <= 120 else str(path)[:100] + "..."
         raise InputError(f"{flag} {shown}: {problem}. Fix: give a shorter name")
 
 

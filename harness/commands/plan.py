@@ -5,11 +5,11 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ..backends.base import plans_boot_ahead, plans_restore
 from ..core.model import NOT_APPLICABLE
 from ..progress import estimate_seconds, fmt_duration
-from ..registry import backend_class, load_spec
+from ..registry import backend_class, check_executor_spec, load_spec
 from ..repeats import possible_extra
-from ..runner import check_executor_spec
 from ..runorder import draw_seed, ordered_cells
 from ..guestdrivers import awaiting_guest_facts
 from ..spec import check_guest_backend, expand
@@ -56,8 +56,8 @@ def run(args: argparse.Namespace) -> int:
         print("\nworkloads:", file=out)
         for w in spec.workloads:
             print(f"  {w.name}: {w.describe()}", file=out)
-    ahead = cls.boots_ahead(spec)
-    eta = estimate_seconds(plan, timing.ramp_s, timing.measure_s, boot_ahead=ahead, restore=cls.restores(spec))
+    ahead = plans_boot_ahead(cls, spec)
+    eta = estimate_seconds(plan, timing.ramp_s, timing.measure_s, boot_ahead=ahead, restore=plans_restore(cls, spec))
     configs = len({(c.disk, c.repeat) for c in plan.cells})
     booted = f", {configs - 1} of them booted ahead" if ahead and configs > 1 else ""
     print(f"\n{len(plan.cells)} cells ({configs} VM starts{booted}, {len(plan.skipped)} skipped) on backend "

@@ -10,8 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from ..console import Terminated
-from ..registry import load_spec
-from ..runner import RunOptions, Runner, check_executor_spec
+from ..registry import check_executor_spec, load_spec
+from ..runner import Runner
+from ..runsource import RunOptions, RunSummary
 from ..spec import check_guest_backend
 from .argtypes import check_run_dir, label
 from .runlock import hold_run_dir
@@ -37,7 +38,7 @@ def _on_sigterm(signum: int, frame: Any) -> None:
 
 
 def execute(matrix: str | Path, run_dir: str | Path, *, side: str | None = None,
-            progress: bool = True, hold: str | None = None) -> dict[str, Any]:
+            progress: bool = True, hold: str | None = None) -> RunSummary:
     """Run ``matrix`` into ``run_dir``; ``hold`` (the command's name) holds the run directory for this one
     writer (:func:`.runlock.hold_run_dir`) once the matrix is known to be good, so that a bad matrix creates
     nothing."""
@@ -55,19 +56,19 @@ def execute(matrix: str | Path, run_dir: str | Path, *, side: str | None = None,
 def run(args: argparse.Namespace) -> int:
     check_run_dir("-o", args.output)
     summary = execute(args.matrix, args.output, side=args.side, progress=not args.no_progress, hold="run")
-    print(f"{summary['measured']} cells measured, {summary['already_done']} already in the journal, "
-          f"{len(summary['failed'])} failed; journal: {Path(args.output) / 'journal.ndjson'}")
-    skipped = summary.get("driver_skipped") or []
+    print(f"{summary.measured} cells measured, {summary.already_done} already in the journal, "
+          f"{len(summary.failed)} failed; journal: {Path(args.output) / 'journal.ndjson'}")
+    skipped = summary.driver_skipped
     if skipped:  # the runner's driver gate (guestdrivers.DriverGate, the WinRM executor's): not failures, not measured
         print(f"  {len(skipped)} cells skipped: the guest lacks their controller's virtio-win driver (the "
               "cell-skipped records in the journal say which; a resumed run asks the guest again)")
         for reason in dict.fromkeys(r for _, r in skipped):
             print(f"    {sum(r == reason for _, r in skipped)} x {reason}")
-    if summary.get("extra_repeats"):
-        print(f"  {len(summary['extra_repeats'])} of them extra repeats asked for by [run] cv_limit_pct "
+    if summary.extra_repeats:
+        print(f"  {len(summary.extra_repeats)} of them extra repeats asked for by [run] cv_limit_pct "
               "(each record's extra_repeat says why)")
-    if summary.get("extra_not_run"):
-        print(f"  {summary['extra_not_run']}", file=sys.stderr)
-    for key in summary["failed"]:
+    if summary.extra_not_run:
+        print(f"  {summary.extra_not_run}", file=sys.stderr)
+    for key in summary.failed:
         print(f"  failed: {key} (see the cell-error records in the journal)", file=sys.stderr)
-    return 1 if summary["failed"] else 0
+    return 1 if summary.failed else 0

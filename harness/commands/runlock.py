@@ -5,8 +5,9 @@ both read the journal, both decide which cells are left, and append the same cel
 file, from two processes; each would also restore the VM under the other. The second one is refused at
 once (exit 2), naming the process that holds the directory.
 
-How: ``flock`` on ``RUN_DIR/.stormatrix.lock`` (an advisory lock the kernel drops when the holder exits,
-however it exits — a kill -9 leaves no stale lock to clean up). The file says who holds it, for the
+How: an exclusive lock on ``RUN_DIR/.stormatrix.lock`` (``flock``; on Windows ``LockFileEx``:
+:mod:`stormatrix.core.oscompat`), which the system drops when the holder exits, however it exits — a kill -9
+or a closed console leaves no stale lock to clean up. The file says who holds it, for the
 message. Readers (``report``, ``compare``, ``suite plan``) never take it: reading a journal while a run
 appends to it is safe (each record is one line, fsynced).
 """
@@ -14,7 +15,6 @@ appends to it is safe (each record is one line, fsynced).
 from __future__ import annotations
 
 import contextlib
-import errno
 import json
 import os
 import socket
@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 from typing import Iterator
 
+from ..core import oscompat
 from ..core.errors import InputError
 
 LOCK_NAME = ".stormatrix.lock"
@@ -45,9 +46,7 @@ def _holder(fd: int) -> str:
 @contextlib.contextmanager
 def hold_run_dir(run_dir: str | Path, command: str) -> Iterator[None]:
     """Hold ``run_dir`` (created if missing) for one writer while the block runs; InputError (exit 2) when
-    another process holds it. Where the file system has no flock (some network mounts), nothing is held."""
-    import fcntl
-
+    another process holds it. Where the file system has no locks (some network mounts), nothing is held."""
     folder = Path(run_dir)
     try:
         folder.mkdir(parents=True, exist_ok=True)
@@ -56,23 +55,24 @@ def hold_run_dir(run_dir: str | Path, command: str) -> Iterator[None]:
                          "directory you may write to") from None
     path = folder / LOCK_NAME
     try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0) | oscompat.O_BINARY, 0o644)
     except OSError as exc:
         raise InputError(f"{path}: cannot be created ({exc.strerror}), so the run directory cannot be held for "
                          "this run. Fix: give -o a directory you may write to") from None
     try:
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as exc:
-            if exc.errno not in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
-                yield  # (no flock here: the journal's own checks still apply)
-                return
+            oscompat.lock(fd, wait=False)
+        except oscompat.LockHeld:
             raise InputError(f"{folder} is in use by {_holder(fd)}: two runs writing one journal would measure "
                              "cells twice and restore the VM under each other. Fix: wait until it ends (or stop "
                              "it), or give -o another run directory") from None
+        except OSError:
+            yield  # (no locks here: the journal's own checks still apply)
+            return
         note = {"pid": os.getpid(), "host": socket.gethostname(), "started": time.time(), "command": command}
         os.ftruncate(fd, 0)
-        os.pwrite(fd, json.dumps(note).encode(), 0)
+        oscompat.write_at(fd, json.dumps(note).encode(), 0)
         yield
     finally:
-        os.close(fd)  # (closing drops the lock)
+        oscompat.unlock(fd)  # (closing drops it too; Windows frees a closed file's locks "when resources allow")
+        os.close(fd)

@@ -17,8 +17,11 @@ import os
 
 import _signal as signal  # type: ignore[import]  # the C module: ``signal`` imports enum first (10-20 ms)
 
-#: the signals handled while starting; cli.main hands SIGINT to KeyboardInterrupt and the others to Terminated
-STARTING_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+from . import oscompat
+
+#: the signals handled while starting (SIGTERM and SIGHUP; on Windows SIGTERM and Ctrl-Break); cli.main hands
+#: SIGINT to KeyboardInterrupt and the others to Terminated
+STARTING_SIGNALS = (signal.SIGINT, *oscompat.termination_signals())
 
 
 def is_the_command(argv: list[str]) -> bool:

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
+from ..core import oscompat
 from ..core.errors import DataFileError
 
 FILENAME = "fleet.ndjson"
@@ -73,7 +74,7 @@ class FleetJournal:
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self._repair()
         line = json.dumps({**record, "time": round(time.time(), 3)}, sort_keys=True) + "\n"
-        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | oscompat.O_BINARY, 0o644)
         try:
             os.write(fd, line.encode())
             os.fsync(fd)

@@ -31,7 +31,7 @@ def test_decided_verdicts_and_extra_repeats_are_counted_from_the_journal(tmp_pat
     assert all(v["finding"][0].startswith(f"For {c}, ") for c, v in verdicts.items())
     # only sata's open verdict asked for extra repeats: both of its sides, each record saying so
     extra = bench.extra_repeats(journal)
-    assert extra == {"open verdict": len(summary["extra_repeats"])}
+    assert extra == {"open verdict": len(summary.extra_repeats)}
     assert extra["open verdict"] == 2
 
 

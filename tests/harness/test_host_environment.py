@@ -23,7 +23,7 @@ from stormatrix.backends.base import Backend
 from stormatrix.core.errors import BackendError
 from stormatrix.core.recordtypes import RunRecord
 from stormatrix.host.inventory import inventory, pve_manager
-from stormatrix.runner import run_environment
+from stormatrix.records import run_environment
 
 PVEVERSION = "pve-manager/9.0.3/025864202ebb6109 (running kernel: 6.14.8-2-pve)"
 

@@ -65,7 +65,8 @@ def test_a_diskspd_cell_is_journaled_with_its_engine(tmp_path: Path) -> None:
     from stormatrix.backends.base import Backend, GuestEndpoint, HostScope
     from stormatrix.core.model import DiskConfig
     from stormatrix.executors.base import GuestExecutor, WorkloadResult
-    from stormatrix.runner import RunOptions, Runner
+    from stormatrix.runner import Runner
+    from stormatrix.runsource import RunOptions
     from stormatrix.registry import spec_from_dict
 
     xml = DISKSPD_XML.read_text()
@@ -118,7 +119,7 @@ def test_a_diskspd_cell_is_journaled_with_its_engine(tmp_path: Path) -> None:
     runner = Runner(spec, tmp_path / "run", RunOptions(progress=False, backend=Vm(spec, tmp_path / "run"),
                                executor_factory=lambda endpoints: Guest(endpoints), collector_factory=Host))
     summary = runner.run()
-    assert summary["measured"] == 1 and not summary["failed"]
+    assert summary.measured == 1 and not summary.failed
     cell = next(r for r in Journal(tmp_path / "run").records() if r["type"] == "cell")
     assert cell["engine"] == "diskspd" and cell["raw"]["engine"] == "diskspd" and cell["raw"]["output"] == xml
     assert cell["fio"]["total"]["io_bytes"] == row["io_bytes"] and cell["fio"]["total"]["total_ios"] == row["total_ios"]
@@ -136,10 +137,11 @@ def _matrix(**run: Any) -> dict[str, Any]:
             "workload": [{"name": "w", "rw": "randread", "bs": "4k"}]}
 
 
-def _run(run_dir: Path, raw: dict[str, Any], side: str | None = None) -> dict[str, Any]:
+def _run(run_dir: Path, raw: dict[str, Any], side: str | None = None) -> Any:
     from standins.agent import FakeCollector, FakeVmBackend
 
-    from stormatrix.runner import RunOptions, Runner
+    from stormatrix.runner import Runner
+    from stormatrix.runsource import RunOptions
     from stormatrix.registry import spec_from_dict
 
     spec = spec_from_dict(raw)
@@ -169,7 +171,7 @@ def test_resuming_into_another_matrix_journal_is_refused_and_appends_nothing(
     from stormatrix.core.errors import MatrixError
 
     run_dir = tmp_path / "run"
-    assert _run(run_dir, _matrix())["measured"] == 1
+    assert _run(run_dir, _matrix()).measured == 1
     with open(run_dir / "journal.ndjson", "ab") as fh:
         fh.write(b'{"type": "cell", "key": "torn", "fio": {')  # that run was killed mid-write
     before = (run_dir / "journal.ndjson").read_bytes()
@@ -187,7 +189,7 @@ def test_resuming_with_more_repeats_or_other_credentials_is_the_same_run(tmp_pat
     more = _with(_with(_matrix(repeats=2, retries=3, ramp_seconds=0.0), "qemu", boot_ahead=False, vcpus=1),
                  "workload", iodepth=1)
     summary = _run(run_dir, more)
-    assert summary["already_done"] == 1 and summary["measured"] == 1
+    assert summary.already_done == 1 and summary.measured == 1
     keys = [r["key"] for r in read_journal(run_dir / "journal.ndjson").records if r["type"] == "cell"]
     assert len(keys) == 2 and keys[0].endswith("rep1") and keys[1].endswith("rep2")
 
@@ -199,7 +201,7 @@ def test_resuming_as_another_side_is_refused(tmp_path: Path) -> None:
     _run(run_dir, _matrix(), side="Proxmox VE 8.2")
     with pytest.raises(MatrixError, match="side 'Proxmox VE 8.2'.*--side"):
         _run(run_dir, _matrix(repeats=2), side="iSCSI")
-    assert _run(run_dir, _matrix(repeats=2), side="Proxmox VE 8.2")["measured"] == 1
+    assert _run(run_dir, _matrix(repeats=2), side="Proxmox VE 8.2").measured == 1
 
 
 def test_run_command_refuses_another_matrix_journal_with_exit_2(tmp_path: Path,
@@ -221,7 +223,7 @@ def test_run_command_refuses_another_matrix_journal_with_exit_2(tmp_path: Path,
 
 def test_a_suite_journal_and_a_matrix_journal_do_not_mix(tmp_path: Path) -> None:
     from stormatrix.core.errors import MatrixError
-    from stormatrix.runner import check_same_run
+    from stormatrix.resume import check_same_run
     from stormatrix.registry import spec_from_dict
 
     spec = spec_from_dict(_matrix())

@@ -30,7 +30,8 @@ from stormatrix.cli import main
 from stormatrix.core.errors import StormatrixError
 from stormatrix.executors.localagent import LocalAgentExecutor
 from stormatrix.journal import read_journal
-from stormatrix.runner import RunOptions, Runner
+from stormatrix.runner import Runner
+from stormatrix.runsource import RunOptions, RunSummary
 from stormatrix.registry import spec_from_dict
 import paths
 
@@ -129,8 +130,8 @@ def run_fault(name: str, on_error: str, tmp_path: Path, caplog: pytest.LogCaptur
 def test_fault_with_on_error_skip_goes_on(name: str, tmp_path: Path, caplog: pytest.LogCaptureFixture,
                                           winrm_fake: type[FakeWinRMExecutor]) -> None:
     runner, outcome, key, records = run_fault(name, "skip", tmp_path, caplog, winrm_fake)
-    assert isinstance(outcome, dict), outcome
-    assert outcome["failed"] == [key] and outcome["measured"] == 1  # the second cell still ran
+    assert isinstance(outcome, RunSummary), outcome
+    assert outcome.failed == [key] and outcome.measured == 1  # the second cell still ran
     assert [r["key"] for r in records if r["type"] == "cell"] == [runner.plan().cells[1].key]
 
 
@@ -147,7 +148,7 @@ def test_a_retry_heals_a_transient_fault(name: str, tmp_path: Path, caplog: pyte
     faults, _, stage, etype, _ = FAULTS[name]
     raw = matrix("stop", retries=1)
     runner, backend, outcome = run_inprocess(tmp_path, raw, limit_faults(faults, 1))
-    assert isinstance(outcome, dict) and not outcome["failed"] and outcome["measured"] == 2
+    assert isinstance(outcome, RunSummary) and not outcome.failed and outcome.measured == 2
     records = read_journal(tmp_path / "run" / "journal.ndjson").records
     assert [(r["key"], r["stage"]) for r in records if r["type"] == "cell-error"] == [(first_key(raw), stage)]
     assert backend.config == FakeVmBackend.ORIGINAL
@@ -294,7 +295,7 @@ def test_proxmox_fault_restores_the_vm(name: str, on_error: str, pve: tuple[PveS
     records = read_journal(tmp_path / "run" / "journal.ndjson").records
     errors = [(r["key"], r["stage"], r["error"]["type"]) for r in records if r["type"] == "cell-error"]
     if on_error == "skip":
-        assert isinstance(outcome, dict) and outcome["failed"] == [key] and outcome["measured"] == 1
+        assert isinstance(outcome, RunSummary) and outcome.failed == [key] and outcome.measured == 1
     else:
         assert isinstance(outcome, StormatrixError) and outcome.cell == key, outcome
     assert errors == [(key, stage, etype)] * 2
@@ -364,10 +365,10 @@ def test_a_result_damaged_after_the_next_cell_started_is_journaled_for_its_own_c
     key = first_key(raw)
     check_common(tmp_path, backend, key, "run", "WorkloadFailed", 1, caplog)
     assert backend.starts == 3 and not backend.handed  # the retry had a VM of its own; every VM is gone
-    assert not outcome["failed"] and sorted(outcome["measured_keys"]) == sorted(c.key for c in runner.plan().cells)
-    assert outcome["measured_keys"][-1] == key  # retried after the groups
+    assert not outcome.failed and sorted(outcome.measured_keys) == sorted(c.key for c in runner.plan().cells)
+    assert outcome.measured_keys[-1] == key  # retried after the groups
     t = runner.timeline
-    second = next(k for k in outcome["measured_keys"] if k != key)
+    second = next(k for k in outcome.measured_keys if k != key)
     assert t[second]["sent"] <= t[second]["measure_start"]
 
 
@@ -379,4 +380,4 @@ def test_on_error_stop_from_a_cell_collected_late_names_that_cell_not_the_one_in
     key = first_key(raw)
     assert isinstance(outcome, StormatrixError) and outcome.cell == key and "SHA-256" in str(outcome)
     check_common(tmp_path, backend, key, "run", "WorkloadFailed", 1, caplog)  # no error blamed on the second cell
-    assert not backend.handed and runner.measured == 0
+    assert not backend.handed and runner.summary.measured == 0

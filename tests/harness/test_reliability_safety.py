@@ -24,7 +24,10 @@ from standins.agent import FakeCollector, FakeVmBackend
 from stormatrix.core.errors import UnsafeWrite
 from stormatrix.journal import read_journal
 from stormatrix.core.model import Cell, DiskConfig, Workload
-from stormatrix.runner import WRITE_MODES, RunOptions, Runner, check_write_allowed
+from stormatrix.core.model import WRITE_MODES
+from stormatrix.runner import Runner
+from stormatrix.runsource import RunOptions
+from stormatrix.safety import check_write_allowed
 from stormatrix.spec import RUN_SECTION
 from stormatrix.registry import spec_from_dict
 import paths
@@ -75,7 +78,7 @@ def test_refused_write_through_the_runner_is_not_retried_and_reads_still_run(tmp
     errors = [r for r in records if r["type"] == "cell-error"]
     assert len(errors) == 1 and errors[0]["stage"] == "safety" and errors[0]["error"]["type"] == "UnsafeWrite"
     assert "allow_write" in errors[0]["error"]["message"]
-    assert summary["failed"] == [errors[0]["key"]] and summary["measured"] == 1
+    assert summary.failed == [errors[0]["key"]] and summary.measured == 1
     assert backend.config == FakeVmBackend.ORIGINAL
 
 

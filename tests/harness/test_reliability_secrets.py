@@ -25,7 +25,8 @@ from stormatrix.cli import build_parser, main
 from stormatrix.commands import guest as guest_cmd
 from stormatrix.core.errors import InputError, StormatrixError
 from stormatrix.executors.winrm import executor as w
-from stormatrix.runner import RunOptions, Runner
+from stormatrix.runner import Runner
+from stormatrix.runsource import RunOptions
 from stormatrix.registry import spec_from_dict
 from tests.standins.wsman import WSManStandIn
 

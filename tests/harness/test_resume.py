@@ -26,7 +26,9 @@ from standins.agent import FakeCollector, FakeVmBackend
 from stormatrix.core.errors import DataFileError, MatrixError
 from stormatrix.journal import Journal
 from stormatrix.registry import sections, spec_from_dict, suite_from_dict
-from stormatrix.runner import RunOptions, Runner, run_differences
+from stormatrix.resume import run_differences
+from stormatrix.runner import Runner
+from stormatrix.runsource import RunOptions
 from stormatrix.schema import Field, Section
 from stormatrix.spec import MATRIX_SECTION, RUN_SECTION
 from stormatrix.suiterun import check_resumable
@@ -101,7 +103,7 @@ def _journal_lines(run_dir: Path) -> list[dict[str, Any]]:
 
 def test_a_run_directory_of_an_older_format_resumes_where_it_stopped(tmp_path: Path) -> None:
     whole = _run(tmp_path / "whole")
-    keys = whole["measured_keys"]
+    keys = whole.measured_keys
     assert len(keys) == 4
     lines = _journal_lines(tmp_path / "whole")
     cells = [r for r in lines if r["type"] == "cell"]
@@ -113,7 +115,7 @@ def test_a_run_directory_of_an_older_format_resumes_where_it_stopped(tmp_path: P
     assert all("engine" not in r and "engine" not in r["raw"] for r in older[1:])
 
     summary = _run(run_dir)
-    assert summary["already_done_keys"] == keys[:2] and summary["measured_keys"] == keys[2:]
+    assert summary.already_done_keys == keys[:2] and summary.measured_keys == keys[2:]
     after = (run_dir / "journal.ndjson").read_text()
     assert after.startswith(text)  # the older lines stay as they were
     new = [json.loads(line) for line in after[len(text):].splitlines()]

@@ -18,7 +18,8 @@ from stormatrix.commands import run as run_command
 from stormatrix.core.errors import GuestDisconnected, GuestNotReady
 from stormatrix.core.settings import RunSettings
 from stormatrix.registry import spec_from_dict, suite_from_dict
-from stormatrix.runner import MatrixSource, RunOptions, RunPolicy, Runner
+from stormatrix.runner import Runner
+from stormatrix.runsource import MatrixSource, RunOptions, RunPolicy, RunSummary
 from stormatrix.suiteguests import AddressGuests
 from stormatrix.suiterun import SuiteSource
 
@@ -81,9 +82,9 @@ def test_the_run_loop_has_no_suite_special_case() -> None:
 def test_the_command_line_gives_the_side_and_progress(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     seen: list[RunOptions] = []
 
-    def record(self: Runner) -> dict[str, object]:
+    def record(self: Runner) -> RunSummary:
         seen.append(self.options)
-        return {}
+        return self.summary
 
     monkeypatch.setattr(Runner, "run", record)
     matrix = tmp_path / "m.toml"

@@ -19,7 +19,8 @@ from standins.agent import FakeCollector, FakeVmBackend
 from stormatrix.cli import main
 from stormatrix.core.errors import MatrixError
 from stormatrix.journal import read_journal
-from stormatrix.runner import RunOptions, Runner
+from stormatrix.runner import Runner
+from stormatrix.runsource import RunOptions, RunSummary
 from stormatrix.runorder import ordered_cells, place
 from stormatrix.registry import spec_from_dict
 from stormatrix.spec import expand
@@ -37,7 +38,7 @@ def config(key: str) -> str:
     return key.rpartition("/rep")[0]
 
 
-def run_matrix(run_dir: Path, raw: dict[str, Any], stop_after: int | None = None) -> dict[str, Any]:
+def run_matrix(run_dir: Path, raw: dict[str, Any], stop_after: int | None = None) -> RunSummary:
     """Run (or resume) ``raw`` into ``run_dir``; with ``stop_after``, the run is interrupted (Ctrl-C) as
     that many more windows have closed."""
     spec = spec_from_dict(raw)
@@ -75,7 +76,7 @@ def test_rounds_are_the_default_every_configuration_once_per_round_and_the_seed_
     assert len({tuple(r) for r in rounds}) > 1  # shuffled per round, not one fixed order repeated
     header = next(r for r in journal(tmp_path / "r") if r["type"] == "run")
     assert header["order"] == "rounds" and isinstance(header["seed"], int) and header["seed"] > 0
-    assert summary["seed"] == header["seed"] and summary["order"] == "rounds"
+    assert summary.seed == header["seed"] and summary.order == "rounds"
 
 
 def test_the_same_seed_gives_the_same_order_and_another_seed_another(tmp_path: Path) -> None:

@@ -19,7 +19,8 @@ from standins.agent import FakeCollector, FakeVmBackend
 from stormatrix.backends.qemu.backend import QemuBackend
 from stormatrix.journal import read_journal
 from stormatrix.progress import estimate_seconds
-from stormatrix.runner import RunOptions, Runner
+from stormatrix.runner import Runner
+from stormatrix.runsource import RunOptions
 from stormatrix.registry import spec_from_dict
 
 
@@ -51,7 +52,7 @@ def left_nothing(backend: FakeVmBackend) -> None:
 def test_the_next_first_job_goes_ahead_during_the_warm_up_and_is_released_when_its_cell_starts(
         tmp_path: Path) -> None:
     runner, backend, summary = run(tmp_path, {})
-    assert summary["measured"] == 3 and not summary["failed"]
+    assert summary.measured == 3 and not summary.failed
     recs = cells(tmp_path)
     assert [r["times"]["job_sent_ahead"] for r in recs] == [False, True, True]
     for r in recs:  # when each warm-up and window started, in order
@@ -77,7 +78,7 @@ def test_a_failure_discards_the_prepared_vm_and_its_job_never_runs(tmp_path: Pat
     went ahead: the retry of the first cell runs next, so that prepared VM is discarded (its job never released)
     and the second configuration gets a VM (and a job sent ahead) again."""
     runner, backend, summary = run(tmp_path, {"first_agent": {"drop_mid_command": 1}}, retries=1)
-    assert summary["measured"] == 3 and not summary["failed"]
+    assert summary.measured == 3 and not summary.failed
     plan = runner.plan().cells
     errors = [r for r in read_journal(tmp_path / "run" / "journal.ndjson").records if r["type"] == "cell-error"]
     assert [e["key"] for e in errors] == [plan[0].key]
@@ -91,7 +92,7 @@ def test_a_failure_discards_the_prepared_vm_and_its_job_never_runs(tmp_path: Pat
 
 def test_with_no_vm_booted_ahead_every_job_is_sent_when_its_cell_starts(tmp_path: Path) -> None:
     runner, backend, summary = run(tmp_path, {"ahead": False})
-    assert summary["measured"] == 3
+    assert summary.measured == 3
     assert [r["times"]["job_sent_ahead"] for r in cells(tmp_path)] == [False] * 3
     assert all("warmup-gate" not in a.jobs[0] for a in backend.agents)
     left_nothing(backend)

@@ -19,7 +19,8 @@ from standins.agent import FakeCollector, FakeVmBackend
 from stormatrix.cli import main
 from stormatrix.core.errors import MatrixError
 from stormatrix.journal import read_journal
-from stormatrix.runner import RunOptions, Runner
+from stormatrix.runner import Runner
+from stormatrix.runsource import RunOptions, RunSummary
 from stormatrix.registry import spec_from_dict
 
 # CPU seconds the host "spends" in each successive window, per controller
@@ -33,7 +34,7 @@ def matrix(**run: Any) -> dict[str, Any]:
             "workload": [{"name": "w", "rw": "randread", "bs": "4k"}]}
 
 
-def run_matrix(tmp_path: Path, raw: dict[str, Any], series: dict[str, list[float]]) -> dict[str, Any]:
+def run_matrix(tmp_path: Path, raw: dict[str, Any], series: dict[str, list[float]]) -> RunSummary:
     spec = spec_from_dict(raw)
     spec.run["boot_timeout_seconds"] = 1.0
     backend = FakeVmBackend(spec, tmp_path / "run", {})
@@ -73,7 +74,7 @@ def test_an_unstable_configuration_gets_extra_repeats_up_to_max_repeats(tmp_path
     assert third["after_repeats"] == 2 and fourth["after_repeats"] == 3
     assert "cpu per MiB" in third["reason"] and "cv_limit_pct = 10" in third["reason"]
     assert third["cv_pct"]["ctx"] == pytest.approx(0.0)  # the ctx count is the same every window
-    assert summary["extra_repeats"] == [r["key"] for r in vb[2:]]
+    assert summary.extra_repeats == [r["key"] for r in vb[2:]]
 
 
 def test_a_stable_configuration_stops_as_soon_as_its_cv_is_under_the_limit(tmp_path: Path) -> None:
@@ -100,19 +101,19 @@ def test_resume_continues_the_extra_repeats_from_the_journal(tmp_path: Path) -> 
     assert len(cells(tmp_path)) == 5
     # the same run directory, a higher max_repeats: only virtio-blk's rep4 is left to do
     summary = run_matrix(tmp_path, matrix(repeats=2, max_repeats=4), {"virtio-blk": noisy[3:], "sata": []})
-    assert summary["measured_keys"] == ["virtio-blk/aio=io_uring/iothread=0/cache=none/w/rep4"]
+    assert summary.measured_keys == ["virtio-blk/aio=io_uring/iothread=0/cache=none/w/rep4"]
     last = cells(tmp_path)[-1]
     assert last["extra_repeat"]["cv_pct"]["cpu"] == pytest.approx(cv(noisy[:3]))
     # and once more: nothing is owed, nothing runs
     again = run_matrix(tmp_path, matrix(repeats=2, max_repeats=4), {"virtio-blk": [], "sata": []})
-    assert again["measured"] == 0 and len(cells(tmp_path)) == 6
+    assert again.measured == 0 and len(cells(tmp_path)) == 6
 
 
 def test_the_time_budget_stops_extra_repeats_and_says_so(tmp_path: Path) -> None:
     summary = run_matrix(tmp_path, matrix(repeats=2, max_repeats=4, time_budget_minutes=0.001),
                          {"virtio-blk": [1.0, 2.0], "sata": [1.0, 1.0]})
     assert len(cells(tmp_path)) == 4  # the planned repeats always run
-    assert "time_budget_minutes = 0.001" in summary["extra_not_run"]
+    assert "time_budget_minutes = 0.001" in summary.extra_not_run
 
 
 def test_plan_shows_the_possible_extra_repeats_in_the_eta(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

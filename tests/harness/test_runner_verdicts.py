@@ -20,7 +20,8 @@ from standins.agent import FakeCollector, FakeVmBackend
 from stormatrix.cli import main
 from stormatrix.journal import read_journal
 from stormatrix.repeats import comparisons, next_extra
-from stormatrix.runner import RunOptions, Runner
+from stormatrix.runner import Runner
+from stormatrix.runsource import RunOptions, RunSummary
 from stormatrix.registry import spec_from_dict
 from stormatrix.spec import expand
 
@@ -37,7 +38,7 @@ def matrix(**run: Any) -> dict[str, Any]:
             "workload": [{"name": "w", "rw": "randread", "bs": "4k"}]}
 
 
-def run_matrix(run_dir: Path, raw: dict[str, Any]) -> dict[str, Any]:
+def run_matrix(run_dir: Path, raw: dict[str, Any]) -> RunSummary:
     spec = spec_from_dict(raw)
     spec.run["boot_timeout_seconds"] = 1.0
     backend = FakeVmBackend(spec, run_dir, {})
@@ -69,7 +70,7 @@ def test_only_the_sides_of_an_open_verdict_get_extra_repeats_and_say_which(tmp_p
         assert {comp["a"], comp["b"]} == {"sata aio=native", "sata aio=threads"}
         assert 0.05 < comp["share_a_lower"] < 0.95 and comp["resamples"] == 2000
         assert f"{comp['share_a_lower']:.1%}" in why["reason"]
-    assert sorted(summary["extra_repeats"]) == sorted(r["key"] for r in extra)
+    assert sorted(summary.extra_repeats) == sorted(r["key"] for r in extra)
 
 
 def test_the_cv_policy_gives_no_extra_repeat_where_every_cv_is_within_the_limit(tmp_path: Path) -> None:

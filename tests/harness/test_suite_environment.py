@@ -23,7 +23,7 @@ import pytest
 from standins.fioservers import LocalFioServers
 
 from stormatrix.journal import Journal
-from stormatrix.runner import run_environment
+from stormatrix.records import run_environment
 from stormatrix.registry import suite_from_dict
 from stormatrix.suiteguests import AddressGuests, inventory_for
 from stormatrix.suiterun import run_suite

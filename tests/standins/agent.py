@@ -248,7 +248,10 @@ class FakeVmBackend(Backend):
         self.restored = 0
         # "pipelined": like the qemu backend with [qemu] pipeline, a VM whose window closed is handed off
         # (hand_off) and keeps answering until released, while the next one starts
+        # (the BootsAhead capability of backends.base, as the qemu backend has it)
         self.overlaps = bool(faults.get("pipelined", False))
+        self.booted_ahead = False
+        self.taken_ahead: Any = None
         self.handed: list[tuple[AgentStandin, subprocess.Popen[bytes]]] = []
         self.starts = 0
         # "ahead" (with "pipelined"): like the qemu backend's boot-ahead and [qemu] prepare_ahead, the next
@@ -269,6 +272,7 @@ class FakeVmBackend(Backend):
         return None
 
     def _apply(self, disk: DiskConfig) -> None:
+        self.booted_ahead, self.taken_ahead = False, None
         self._stop()
         self.config.update(controller=disk.controller, aio=disk.aio)
         self.applied.append(disk.key)

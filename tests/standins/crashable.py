@@ -32,7 +32,7 @@ def mark(phase: str) -> None:
 
 def install() -> None:
     from stormatrix import runner
-    from stormatrix.backends.qemu import backend as qemu
+    from stormatrix.backends.qemu import vm as qemu
     from stormatrix.executors import localagent
 
     start = qemu.QemuVm.start

@@ -18,7 +18,7 @@ from pathlib import Path
 from stormatrix.core.errors import EnvironmentProblem
 from stormatrix.executors.fioserver.client import find_fio
 from stormatrix.executors.fioserver.inputs import FioGuest
-from stormatrix.executors.fioserver.client import signal_group
+from stormatrix.core import oscompat
 
 log = logging.getLogger("standins.fioservers")
 
@@ -101,7 +101,7 @@ class FioServerProcess:
         proc, self.proc = self.proc, None
         if proc is None:
             return
-        signal_group(proc, signal.SIGKILL)
+        oscompat.kill_tree(proc)
         for pid in processes_in(self.cwd):
             try:
                 os.kill(pid, signal.SIGKILL)

@@ -18,7 +18,7 @@ from .pve_launch import LaunchFailed, LaunchSpec, RunningQemu, extra_args
 
 def _qemu_server_vm(spec: Any, disk_args: list[str]) -> Any:
     """A ``QemuVm`` for ``spec`` whose disks are ``disk_args`` (qemu-server's), not the product's."""
-    from stormatrix.backends.qemu.backend import QemuVm
+    from stormatrix.backends.qemu.vm import QemuVm
 
     class QemuServerVm(QemuVm):
         def disk_argv(self) -> list[str]:
@@ -142,7 +142,7 @@ class QemuVmLauncher:
         self.started: list[LaunchSpec] = []
 
     def _vm(self, spec: LaunchSpec) -> Any:
-        from stormatrix.backends.qemu.backend import VmSpec
+        from stormatrix.backends.qemu.vm import VmSpec
         from stormatrix.core.model import DiskConfig
 
         from .pve_launch import GUEST_FIO_PORT

@@ -55,7 +55,9 @@ def test_no_code_is_built_from_strings(path: Path) -> None:
 def test_entry_script_reads_the_request_from_stdin_only() -> None:
     text = (MODULE / ENTRY_SCRIPT).read_text(encoding="utf-8")
     code = strip_strings_and_comments(text)
-    assert "[Console]::In.ReadToEnd()" in code
+    # (a UTF-8 reader of standard input: [Console]::In would decode it with Windows' console code page)
+    assert "$stdin = [System.IO.StreamReader]::new([Console]::OpenStandardInput(), $utf8)" in code
+    assert "$requestText = $stdin.ReadToEnd()" in code and "$utf8 = [System.Text.UTF8Encoding]::new($false)" in code
     assert "param(" not in code and "$args" not in code, "the entry script takes no arguments"
     assert "Invoke-StormatrixVMwareRequest -RequestJson $requestText" in code
 

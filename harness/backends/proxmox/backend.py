@@ -41,9 +41,10 @@ import shutil
 import socket
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from ...collect import CpuSetHostCollector, RemoteProcessesCollector
+from ...core import oscompat
 from ...core.errors import BackendError, GuestNotReady, InputError, MatrixError, PveAuthError, TaskFailed
 from ...core.model import CONTROLLERS, DiskConfig
 from ...core.scope import (ROLE_IOTHREAD, ROLE_MAIN, ROLE_VCPU, BlockStats, GuestEndpoint, HostScope, format_cpuset,
@@ -76,6 +77,17 @@ class ProxmoxBackend(Backend):
     default_host_scope = "process"
     host_scopes = frozenset({"cpus", "process"})
     spec: MatrixSpec  # a matrix run's: the backend reads its grid (the controllers a cell may attach)
+
+    @classmethod
+    def linux_only(cls, sections: Mapping[str, Any]) -> tuple[str, str, str] | None:
+        """(key, why, fix) when the file's ``[proxmox]`` needs stormatrix on the node itself (transport = "local":
+        pvesh, qm and the QEMU processes of this machine), else None (:func:`stormatrix.registry.check_platform`)."""
+        table = sections.get("proxmox")
+        if isinstance(table, Mapping) and table.get("transport") == "local":
+            return ("[proxmox] transport", 'transport = "local" runs pvesh and qm on this machine, which must be '
+                    "the Proxmox node", 'use transport = "api" with host, node, token_id and token_secret_env, and '
+                    "[proxmox] ssh = \"root@NODE\" for the host collector (Windows' own OpenSSH client)")
+        return None
 
     def __init__(self, spec: MatrixSpec, workdir: Path) -> None:
         super().__init__(spec, workdir)
@@ -425,8 +437,8 @@ class ProxmoxBackend(Backend):
             return
         for tid in (int(t) for t in os.listdir("/proc/self/task")):
             try:
-                self._own_affinity.setdefault(tid, set(os.sched_getaffinity(tid)))
-                os.sched_setaffinity(tid, rest)
+                self._own_affinity.setdefault(tid, oscompat.thread_affinity(tid))
+                oscompat.set_thread_affinity(tid, rest)
             except OSError:
                 continue
 
@@ -434,7 +446,7 @@ class ProxmoxBackend(Backend):
         for tid, cpus in list(self._own_affinity.items()):
             del self._own_affinity[tid]
             try:
-                os.sched_setaffinity(tid, cpus)
+                oscompat.set_thread_affinity(tid, cpus)
             except OSError:
                 continue
 

@@ -18,20 +18,19 @@ For each storage of ``[fleet] storages``, in order:
    answer (they have just booted);
 5. detach and free the volumes.
 
-Then :func:`stormatrix.fleet.suiterun.finish`: the comparison workbook, and the fleet removed unless ``--keep``.
+The loop is :meth:`stormatrix.fleet.suiterun.FleetSuite.run`; this module gives its Proxmox stages. Then
+:func:`stormatrix.fleet.suiterun.finish`: the comparison workbook, and the fleet removed unless ``--keep``.
 """
 
 from __future__ import annotations
 
-import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from ...core.model import Cell
-from ...fleet.suiterun import FleetSuite, FleetSuiteOutcome, check_fio, finish, pending_sides
+from ...fleet.suiterun import FleetSuite, FleetSuiteOutcome
 from ...suite import Suite
-from ...suiterun import fio_version, run_suite
 from .fleet import ProxmoxFleet
 from .fleetspec import FleetSpec, fleet_from_dict, load_fleet_tables
 from .settings import make_transport
@@ -45,7 +44,12 @@ def fleet_spec(suite: Suite) -> FleetSpec:
 
 class ProxmoxFleetSuite(FleetSuite):
     """A fleet of Proxmox VMs cloned from a template; each side's guests are their VM list
-    (:class:`~stormatrix.backends.proxmox.vms.ProxmoxVmGuests`)."""
+    (:class:`~stormatrix.backends.proxmox.vms.ProxmoxVmGuests`). ``transport``: the API's (a test's stand-in;
+    by default the one ``[proxmox]`` describes)."""
+
+    def __init__(self, suite: Suite, *, transport: Any = None) -> None:
+        super().__init__(suite)
+        self._transport = transport
 
     @classmethod
     def check(cls, suite: Suite) -> Suite:
@@ -58,54 +62,40 @@ class ProxmoxFleetSuite(FleetSuite):
         spec, proxmox = load_fleet_tables(raw, path)
         return ProxmoxFleet(spec, make_transport(proxmox, path), run_dir, fio=fio)
 
-    def _fleet(self, run_dir: str, fio: str | None) -> tuple[Any, tuple[str, ...], str]:
-        assert self.suite.connection is not None
-        spec = fleet_spec(self.suite)
-        fleet = ProxmoxFleet(spec, make_transport(self.suite.connection, self.suite.path), run_dir, fio=fio)
-        return fleet, spec.storages, spec.power_cycle
+    @property
+    def transport(self) -> Any:
+        if self._transport is None:
+            assert self.suite.connection is not None
+            self._transport = make_transport(self.suite.connection, self.suite.path)
+        return self._transport
 
-    def run(self, run_dir: str | Path, *, fio: str = "fio", keep: bool = False, progress: bool = False,
-            stream: Any = None) -> FleetSuiteOutcome:
-        return run_fleet_suite(self.suite, run_dir, fio=fio, keep=keep, progress=progress, stream=stream)
+    def _fleet(self, run_dir: str, fio: str | None) -> tuple[ProxmoxFleet, tuple[str, ...], str]:
+        self.spec = fleet_spec(self.suite)
+        return ProxmoxFleet(self.spec, self.transport, run_dir, fio=fio), self.spec.storages, self.spec.power_cycle
 
+    def _before_deploy(self, fleet: Any, stream: Any) -> None:
+        print(f"fleet {fleet.fleet_id}: deploying {self.spec.workers} workers from template {self.spec.template}",
+              file=stream)
 
-def run_fleet_suite(suite: Suite, run_dir: str | Path, *, fio: str = "fio", keep: bool = False,
-                    progress: bool = False, transport: Any = None, stream: Any = None) -> FleetSuiteOutcome:
-    """On Proxmox: deploy, run each storage as a side, write the comparison, destroy (unless ``keep``)."""
-    stream = stream or sys.stderr
-    run_dir = Path(run_dir)
-    spec = fleet_spec(suite)
-    assert suite.connection is not None
-    transport = transport if transport is not None else make_transport(suite.connection, suite.path)
-    controller_fio = fio_version(fio)
-    fleet = ProxmoxFleet(spec, transport, run_dir, fio=controller_fio)  # a template's declared fio is checked
-    with fleet:  # its connection is closed however the run ends (a refused plan, a failed point)
-        outcome = FleetSuiteOutcome(fleet.fleet_id)
-        print(f"fleet {fleet.fleet_id}: deploying {spec.workers} workers from template {spec.template}", file=stream)
-        outcome.vmids = fleet.deploy()
-        versions_checked = False
-        for storage, side, side_dir in pending_sides(suite, spec.storages, run_dir, fleet, outcome, stream):
-            print(f"storage {storage}: allocating and attaching {len(outcome.vmids)} volumes", file=stream)
-            fleet.attach(storage, outcome.vmids)
-            print(f"storage {storage}: " + ("power-cycling the workers" if spec.power_cycle != "never" else
-                                            "starting the workers that are not running"), file=stream)
-            cycle(fleet, outcome.vmids, storage, None, stop=spec.power_cycle != "never")
-            if not versions_checked:
-                check_fio(fleet, outcome.vmids, controller_fio, keep=keep)
-                versions_checked = True
-            vms = ProxmoxSuiteVms(side, transport=transport, nodes={v: fleet.node_of(v) for v in outcome.vmids})
-            power_cycle = None
-            if spec.power_cycle == "point":
-                # before each point after the side's first (the cycle above is the first point's)
-                def power_cycle(point: Cell, _storage: str = storage) -> None:
-                    cycle(fleet, outcome.vmids, _storage, point.key, stop=True)
-            storage_record = {"kind": storage, "server": "proxmox storage", "volumes": _volumes(fleet, storage),
-                              "power_cycle": spec.power_cycle}
-            guests = ProxmoxVmGuests(vms, storage=storage_record, power_cycle=power_cycle, booting=True)
-            outcome.sides[storage] = run_suite(side, side_dir, guests, fio=fio, progress=progress)
-            print(f"storage {storage}: detaching and freeing the volumes", file=stream)
-            fleet.detach(storage)
-        return finish(fleet, spec.storages, run_dir, outcome, keep=keep, stream=stream)
+    def _side_guests(self, fleet: Any, storage: str, side: Suite, side_dir: Path, outcome: FleetSuiteOutcome, *,
+                     fio: str, stream: Any) -> ProxmoxVmGuests:
+        """Allocate and attach the storage's volumes, power-cycle the workers (``[fleet] power_cycle``): the side's
+        VM list, which power-cycles them again before each point with ``power_cycle = "point"``."""
+        spec = self.spec
+        print(f"storage {storage}: allocating and attaching {len(outcome.vmids)} volumes", file=stream)
+        fleet.attach(storage, outcome.vmids)
+        print(f"storage {storage}: " + ("power-cycling the workers" if spec.power_cycle != "never" else
+                                        "starting the workers that are not running"), file=stream)
+        cycle(fleet, outcome.vmids, storage, None, stop=spec.power_cycle != "never")
+        vms = ProxmoxSuiteVms(side, transport=self.transport, nodes={v: fleet.node_of(v) for v in outcome.vmids})
+        power_cycle = None
+        if spec.power_cycle == "point":
+            # before each point after the side's first (the cycle above is the first point's)
+            def power_cycle(point: Cell, _storage: str = storage) -> None:
+                cycle(fleet, outcome.vmids, _storage, point.key, stop=True)
+        storage_record = {"kind": storage, "server": "proxmox storage", "volumes": _volumes(fleet, storage),
+                          "power_cycle": spec.power_cycle}
+        return ProxmoxVmGuests(vms, storage=storage_record, power_cycle=power_cycle, booting=True)
 
 
 def cycle(fleet: ProxmoxFleet, vmids: list[int], storage: str, point: str | None, *, stop: bool) -> None:

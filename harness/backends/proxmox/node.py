@@ -10,13 +10,13 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 import re
 import shlex
 from pathlib import Path
 from typing import Any, Callable
 
 from ... import host
+from ...core import oscompat
 from ...core.errors import BackendError
 from ...core.scope import ROLE_IOTHREAD, ROLE_VCPU, BlockStats, parse_cpuset
 from ...ssh import Shell
@@ -125,7 +125,7 @@ def node_cpus(shell: Shell) -> list[int]:
         try:
             text = Path("/sys/devices/system/cpu/online").read_text()
         except OSError:
-            return sorted(os.sched_getaffinity(0))
+            return oscompat.usable_cpus()
     return parse_cpuset(text.strip())
 
 
@@ -154,8 +154,8 @@ class Pinner:
                     before = set(parse_cpuset(out.rsplit(":", 1)[-1].strip()))
                     self.shell.run(["taskset", "-pc", text, str(tid)])
                 else:
-                    before = set(os.sched_getaffinity(tid))
-                    os.sched_setaffinity(tid, cpus)
+                    before = oscompat.thread_affinity(tid)
+                    oscompat.set_thread_affinity(tid, cpus)
             except OSError as exc:
                 raise BackendError(f"pinning {roles[tid]} thread {tid} of VM {self.vmid} to CPUs {text} "
                                    f"failed: {exc.strerror}") from None
@@ -174,7 +174,7 @@ class Pinner:
                         log.warning("could not put back the CPU affinity %s of thread %s on %s: %s", text, tid,
                                     self.shell.target, proc.stderr.strip()[-200:])
                 else:
-                    os.sched_setaffinity(tid, cpus)
+                    oscompat.set_thread_affinity(tid, cpus)
             except ProcessLookupError:
                 pass
             except (OSError, BackendError) as exc:

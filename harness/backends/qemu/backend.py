@@ -1,16 +1,14 @@
 """The local ``qemu`` backend: real QEMU, started by the harness, with exactly the test-disk devices
 Proxmox's qemu-server generates for the same configuration.
 
-The backend is split by job: :mod:`.devices` builds the test disk's devices as qemu-server does,
-:mod:`.vm` runs one QEMU process, :mod:`.pinning` pins its threads for the measurement
-window. This module holds the ``[qemu]`` settings and the backend that ties them together; the names
-other modules import from here (``disk_devices``, ``QemuVm``, ``VmSpec``, ...) stay importable here.
+The backend is split by job: :mod:`.settings` is the ``[qemu]`` section, :mod:`.devices` builds the test disk's
+devices as qemu-server does, :mod:`.vm` runs one QEMU process, :mod:`.state` keeps the saved booted states,
+:mod:`.pinning` pins its threads for the measurement window. This module is the backend that ties them together.
 """
 
 from __future__ import annotations
 
 import logging
-import os
 import socket
 import threading
 import time
@@ -18,106 +16,25 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from ... import guestimage
 from ...collect import CpuSetHostCollector
 from ...core.errors import EnvironmentProblem, MatrixError, QmpError, VmStartError
 from ...core.model import CONTROLLERS, DiskConfig
-from ...core.paths import disk_image_problem, executable_problem
 from ...core.scope import BlockStats, GuestEndpoint, HostScope, format_cpuset
-from ...spec import Field, HostSettings, MatrixSpec, Section
+from ...spec import HostSettings, MatrixSpec
 from ...host.collector import WindowCollector
 from ..base import Backend
-from .devices import PCI_ADDR, disk_devices, drive_option, pci_addr
-from .pinning import PinPlan, PlacementCollector, ThreadPinner, check_setting, plan_pinning, plan_placement
+from .pinning import PinPlan, PlacementCollector, ThreadPinner, plan_placement
+from .settings import QEMU_SECTION
 from .state import StateCache, binary_identity, key_disk, state_key
-from .vm import (QBOOT, QEMU_BINARY, DiskClaim, QemuVm, VmSpec, claim_test_disks, ensure_test_disk,
-                 free_test_disks, image_in_use, kill_stale, qemu_version, socket_path_problem)
+from .vm import DiskClaim, QemuVm, VmSpec, claim_test_disks, qemu_version, socket_path_problem
 
-__all__ = ["QEMU_SECTION", "QemuBackend", "plan_pinning", "PCI_ADDR", "disk_devices", "drive_option", "pci_addr",
-           "QBOOT",
-           "QEMU_BINARY", "QemuVm", "VmSpec", "ensure_test_disk", "free_test_disks", "image_in_use", "kill_stale",
-           "qemu_version", "DiskClaim", "claim_test_disks"]
+__all__ = ["QemuBackend"]
 
 log = logging.getLogger("stormatrix.qemu")
 
-
-def _check_binary(value: str) -> None:
-    """``[qemu] binary``: a name looked up on PATH when QEMU starts, or a path, which must be an
-    executable regular file now (a directory fails only at the first VM start, after plan said yes)."""
-    if not value.strip():
-        raise ValueError("is empty")
-    if "/" not in value and any(c.isspace() for c in value):
-        raise ValueError(f"{value[:80]!r} is a command line, not a program name: QEMU's options come from the "
-                         "matrix")
-    if "/" in value:
-        problem = executable_problem(os.path.expanduser(value))
-        if problem:
-            raise ValueError(f"{value!r} {problem}")
-
-
-def _check_disk_path(value: str) -> None:
-    """``[qemu] disk_path``: a regular file (a raw image) or a block device. A missing one is said by
-    spec.check_guest_backend, with the backend in view; what exists must be usable as a disk now."""
-    path = os.path.expanduser(value)
-    if value and os.path.lexists(path):
-        problem = disk_image_problem(path)
-        if problem:
-            raise ValueError(f"{value!r} {problem}")
-
-
-QEMU_SECTION = Section("qemu", {
-    "binary": Field(str, QEMU_BINARY, check=_check_binary,
-                    help="the QEMU program: a name looked up on PATH (qemu-system-x86_64), or the path of an "
-                         "executable file"),
-    "accel": Field(str, "tcg", choices=("tcg", "kvm"), help="tcg: software emulation (KVM hangs nested)"),
-    "vcpus": Field(int, 1, min=1, max=64),
-    "memory_mib": Field(int, 512, min=256, max=65536),
-    "disk_size_mib": Field(int, 256, min=16, max=1048576, help="size of the raw test disk"),
-    "disk_path": Field(str, "", check=_check_disk_path,
-                       help="give the path of a raw image file or a block device for the test disk, or leave it "
-                            "empty for a disk image in the cache"),
-    "firmware": Field(str, "qboot", choices=("qboot", "seabios")),
-    "guest_args": Field(str, "", help="kernel command-line words added to the guest's own (e.g. \"idle=poll\"); "
-                        "part of the saved state's key, and recorded in the run record"),
-    "tcg_thread": Field(str, "multi", choices=("multi", "single"),
-                        help="with accel = tcg: TCG's thread mode (QEMU's -accel tcg,thread=...)"),
-    "boot_ahead": Field(bool, True, help="boot the next configuration's VM during the current cell's "
-                        "warm-up, paused while the measurement window is open"),
-    "boot_ahead_depth": Field(int, 2, min=1, max=4,
-                              help="with boot_ahead: how many of the next configurations' VMs boot ahead at once "
-                                   "(2: the VM for the cell after next too, so each boot gets two cells' warm-ups "
-                                   "and result transfers of CPU time); one more test-disk image each"),
-    "overlap": Field(bool, True, help="take what need not wait off the time between two cells: the previous "
-                     "cell's VM stops in the background, and the next configuration's VM starts booting as soon as "
-                     "the current one is taken over, while it gets ready; the stop is done before the window "
-                     "opens and the VM booting ahead is paused in it (nothing runs in a window)"),
-    "pipeline": Field(bool, True, help="with overlap and boot_ahead: two cells in flight: the next cell's job is "
-                      "sent as soon as the current cell's window closes, and the current cell's result is collected, "
-                      "cross-checked, journaled and its VM stopped while the next one warms up (never in its window)"),
-    "prepare_ahead": Field(bool, True, help="fio's jobs set up before they are needed. With pipeline: each "
-                           "configuration's first job goes to its VM booted ahead as soon as that VM is ready, during "
-                           "the cell before's warm-up (never in a window); fio reads it, opens the disk, allocates and "
-                           "holds before the warm-up's first I/O until the VM's cell starts (the VM stays paused in "
-                           "the window before; it is discarded when what runs next changes: a failure, a retry). "
-                           "And (one job clone) the measurement job starts with the warm-up and holds until the "
-                           "warm-up ends, instead of fio starting it then"),
-    "restore": Field(bool, True, help="start each configuration's VM from a saved state of the same VM booted and "
-                     "ready (in the cache folder's states/, saved the first time it boots, ~2-4 s) instead of booting "
-                     "it: ~0.4 CPU-seconds instead of ~3.5 under software emulation. A state loads only into a VM "
-                     "with the same guest-visible devices (machine, memory, vCPUs, guest image, controller, cache, "
-                     "disk size, QEMU binary; aio and iothread may differ); one that fails to load or whose guest "
-                     "does not answer is deleted with a warning and the VM boots. Not with disk_path (the VM "
-                     "boots). Each cell record's times.vm_start says how its VM started"),
-    "pin_threads": Field(str, "auto", check=check_setting,
-                         help="with [host] scope = \"process\": pin QEMU's threads for each measurement window: auto "
-                              "(where the host has two or more CPUs: vCPUs on the last CPU, main loop, iothreads, aio "
-                              "workers and the harness on the others), on, off, or VCPU_CPUS/OTHER_CPUS such as "
-                              "\"1/0\". Under scope \"cpus\" (the default) every QEMU thread runs on [host] cpus"),
-}, help="the local QEMU backend",
-   may_change_on_resume=frozenset({"boot_ahead", "boot_ahead_depth", "overlap", "pipeline",
-                                   "prepare_ahead", "restore"}))
 
 #: how long a restored guest may take to answer (it answers in ~0.1 s), and a save to finish (~2-3 s)
 RESTORE_ANSWER_S, SAVE_S, LOAD_S = 20.0, 90.0, 60.0
@@ -178,10 +95,20 @@ class QemuBackend(Backend):
     VM_NAMES = ("stormatrix-vm", "stormatrix-vm-b", "stormatrix-vm-c", "stormatrix-vm-d", "stormatrix-vm-e")
     spec: MatrixSpec  # a matrix run's: the backend reads its grid (the test disk's slot)
 
+    @classmethod
+    def linux_only(cls, sections: Mapping[str, Any]) -> tuple[str, str, str] | None:
+        """(key, why, fix): this backend runs QEMU/KVM on this machine, which must be a Linux host
+        (:func:`stormatrix.registry.check_platform` asks on Windows; key "": the key that names the backend)."""
+        return ("", 'backend = "qemu" runs QEMU/KVM on this machine, which needs a Linux host',
+                'run it on a Linux host, or measure from here with backend = "proxmox" (over the API) or "vmware"')
+
     def __init__(self, spec: MatrixSpec, workdir: Path) -> None:
         super().__init__(spec, workdir)
         self.opts = self.options(spec)
+        # the BootsAhead capability (backends.base): the runner's pipeline drives it
         self.overlaps = bool(self.opts["overlap"])  # teardown and the next boot off the critical path
+        self.booted_ahead = False  # the last apply() took a VM booted ahead
+        self.taken_ahead: QemuVm | None = None  # ... and it is the one ahead_ready() lent
         #: two cells in flight (hand_off): the previous VM sends its result while the next one warms up
         self.pipelines = bool(self.overlaps and self.opts["pipeline"] and self.boots_ahead(spec))
         #: the next configuration's first job sent ahead to its VM (ahead_ready), which waits at its warm-up's gate
@@ -492,6 +419,7 @@ class QemuBackend(Backend):
     def _apply(self, disk: DiskConfig) -> None:
         # A new configuration needs a new QEMU process: stop the old one, start with the new devices
         # (or take the one that booted ahead with exactly these devices).
+        self.booted_ahead, self.taken_ahead = False, None
         self._stop()
         for vm, _ in self._paused:  # a window a failure left open: nothing stays paused across it
             if vm.alive():

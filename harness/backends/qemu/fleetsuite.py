@@ -14,21 +14,21 @@ For each storage of ``[fleet] storages``, in order, unless every point of its si
 4. stop the workers and the server, remove the volumes (kept with ``--keep`` until ``fleet destroy``).
 
 Then the A-vs-B workbook of the first two storages (``RUN_DIR/comparison.xlsx`` unless told otherwise) and,
-unless ``keep``, everything the fleet journaled is removed.
+unless ``keep``, everything the fleet journaled is removed. The loop is
+:meth:`stormatrix.fleet.suiterun.FleetSuite.run` (run in the main thread: the processes' PR_SET_PDEATHSIG follows
+the thread that started them); this module gives its local stages.
 """
 
 from __future__ import annotations
 
-import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from ...core.errors import GuestNotReady, MatrixError
-from ...fleet.suiterun import WORKBOOK, FleetSuite, FleetSuiteOutcome
-from ...journal import Journal
+from ...fleet.suiterun import FleetSuite, FleetSuiteOutcome
 from ...suite import Suite
-from ...suiterun import fio_version, run_suite, write_comparison
+from ...suiteguests import SuiteGuests
 from .fleet import SIDE_LABELS, LocalFleet, LocalFleetSpec, local_fleet_from_dict
 from .guests import LocalGuests
 
@@ -62,61 +62,48 @@ class QemuFleetSuite(FleetSuite):
     def open_fleet(cls, raw: dict[str, Any], path: str, run_dir: str | Path, fio: str | None) -> LocalFleet:
         return LocalFleet(local_fleet_from_dict(raw, path), run_dir, fio=fio)
 
-    def _fleet(self, run_dir: str, fio: str | None) -> tuple[Any, tuple[str, ...], str]:
+    def _fleet(self, run_dir: str, fio: str | None) -> tuple[LocalFleet, tuple[str, ...], str]:
         return LocalFleet(self.spec, run_dir, fio=fio), self.spec.storages, self.spec.power_cycle
 
-    def run(self, run_dir: str | Path, *, fio: str = "fio", keep: bool = False, progress: bool = False,
-            stream: Any = None, workbook: Path | None = None) -> FleetSuiteOutcome:
-        """Deploy, run each storage as a side, write the comparison (``workbook``, by default
-        ``RUN_DIR/comparison.xlsx``), remove everything (unless ``keep``: the volumes stay for ``fleet
-        destroy``; the workers and servers cannot outlive the harness). Runs in the main thread (the
-        processes' PR_SET_PDEATHSIG follows the thread that started them)."""
-        stream = stream or sys.stderr
-        run_dir = Path(run_dir)
-        controller_fio = fio_version(fio)
-        spec = self.spec
-        with LocalFleet(spec, run_dir, fio=controller_fio) as fleet:
-            outcome = FleetSuiteOutcome(fleet.fleet_id)
-            outcome.vmids = fleet.deploy()
-            for storage in spec.storages:
-                side = replace(self.suite, side=SIDE_LABELS[storage], disk=spec.disk)
-                side_dir = run_dir / storage
-                journal = Journal(side_dir)
-                done = journal.done_keys() if journal.path.exists() else set()
-                if all(p.key in done for p in side.points()):
-                    print(f"storage {storage}: every point is journaled; not serving it or booting its workers",
-                          file=stream)
-                    outcome.sides[storage] = None
-                    fleet.detach(storage, keep_volumes=keep)  # a crash after the last point may have left them
-                    continue
-                plural = "s" if spec.workers > 1 else ""
-                print(f"storage {storage}: serving {spec.workers} volume{plural} of {spec.disk_size // 2**20} MiB, "
-                      f"booting {spec.workers} worker{plural} ({spec.disk.key})", file=stream)
-                urls = fleet.attach(storage)
-                assert fleet.image is not None
-                guests = LocalGuests(side.settings(), storage, spec.disk, side_dir, fleet.image, spec.names(), urls,
-                                     vcpus=spec.vcpus, memory_mib=spec.memory_mib, boot_timeout_s=spec.boot_timeout,
-                                     fio=fio,
-                                     storage=fleet.served(storage), on_start=fleet.on_vm_start(storage),
-                                     cycle_points=spec.power_cycle == "point")
-                with guests:
-                    self._check_guests(guests, controller_fio)
-                    outcome.sides[storage] = run_suite(side, side_dir, guests, fio=fio, progress=progress)
-                print(f"storage {storage}: workers and server stopped"
-                      + ("" if keep else ", volumes removed"), file=stream)
-                fleet.detach(storage, keep_volumes=keep)
-            if len(spec.storages) >= 2:
-                a, b = spec.storages[:2]
-                outcome.workbook = write_comparison((SIDE_LABELS[a], run_dir / a), (SIDE_LABELS[b], run_dir / b),
-                                                    workbook or run_dir / WORKBOOK)
-                print(f"comparison workbook: {outcome.workbook}", file=stream)
-            if not keep:
-                left = fleet.destroy()
-                outcome.destroyed = left.empty
-                print(f"fleet {fleet.fleet_id}: " + ("everything it created is gone" if left.empty else
-                      f"{len(left.processes)} processes and {len(left.volumes)} volumes left; run fleet destroy"),
-                      file=stream)
-        return outcome
+    def side(self, storage: str, outcome: FleetSuiteOutcome) -> Suite:
+        """The side is labelled by its protocol's name, on the disk the local workers attach."""
+        return replace(self.suite, side=SIDE_LABELS[storage], disk=self.spec.disk)
+
+    def label(self, storage: str) -> str:
+        return SIDE_LABELS[storage]
+
+    def _side_guests(self, fleet: Any, storage: str, side: Suite, side_dir: Path, outcome: FleetSuiteOutcome, *,
+                     fio: str, stream: Any) -> LocalGuests:
+        """The storage's volumes made and served, the workers booted on them in fio server mode."""
+        spec, plural = self.spec, "s" if self.spec.workers > 1 else ""
+        print(f"storage {storage}: serving {spec.workers} volume{plural} of {spec.disk_size // 2**20} MiB, "
+              f"booting {spec.workers} worker{plural} ({spec.disk.key})", file=stream)
+        urls = fleet.attach(storage)
+        assert fleet.image is not None
+        return LocalGuests(side.settings(), storage, spec.disk, side_dir, fleet.image, spec.names(), urls,
+                           vcpus=spec.vcpus, memory_mib=spec.memory_mib, boot_timeout_s=spec.boot_timeout, fio=fio,
+                           storage=fleet.served(storage), on_start=fleet.on_vm_start(storage),
+                           cycle_points=spec.power_cycle == "point")
+
+    def _check_fio(self, fleet: Any, vmids: list[Any], controller_fio: str | None, *, keep: bool) -> None:
+        """Nothing before the first point: each side's guests say their fio when they boot (:meth:`_check_side`)."""
+
+    def _check_side(self, guests: SuiteGuests, controller_fio: str | None) -> None:
+        assert isinstance(guests, LocalGuests)
+        self._check_guests(guests, controller_fio)
+
+    def _detach(self, fleet: Any, storage: str, *, keep: bool) -> None:
+        """Stop the workers' server, remove the volumes (kept with ``--keep`` until ``fleet destroy``)."""
+        fleet.detach(storage, keep_volumes=keep)
+
+    def _detach_note(self, keep: bool) -> str:
+        return "workers and server stopped" + ("" if keep else ", volumes removed")
+
+    def _done_note(self) -> str:
+        return "not serving it or booting its workers"
+
+    def _left(self, left: Any) -> str:
+        return f"{len(left.processes)} processes and {len(left.volumes)} volumes left"
 
     def _check_guests(self, guests: LocalGuests, controller_fio: str | None) -> None:
         """Booted: every guest runs the controller's fio and names ``[suite] filename`` as its test disk."""

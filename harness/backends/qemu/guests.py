@@ -33,7 +33,7 @@ from ...executors.fioserver.inputs import FioGuest
 from ...executors.fioserver.probe import probe_servers
 from ...executors.localagent import AgentChannel, parse_event
 from ...suiteguests import SuiteGuests
-from .backend import QemuVm, VmSpec
+from .vm import QemuVm, VmSpec
 from .storages import free_port
 
 log = logging.getLogger("stormatrix.fleet")

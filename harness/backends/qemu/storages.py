@@ -23,7 +23,6 @@ files are the fleet's (it journals, makes and removes them).
 from __future__ import annotations
 
 import ctypes
-import fcntl
 import logging
 import os
 import random
@@ -274,6 +273,8 @@ class IscsiStorage(LocalStorage):
 def _remove_if_unlocked(number: int) -> bool | None:
     """Remove tgtd control socket ``number`` (and its lock file) if no tgtd holds its lock: True when removed,
     None when there is none, False when a tgtd holds it."""
+    import fcntl  # (here, not at the top: a Windows workstation imports this package for its words, never runs it)
+
     lock = TGT_IPC_DIR / f"socket.{number}.lock"
     try:
         fd = os.open(lock, os.O_WRONLY)

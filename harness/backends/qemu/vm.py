@@ -14,7 +14,6 @@ What differs from a Proxmox VM, on purpose:
 from __future__ import annotations
 
 import ctypes
-import fcntl
 import logging
 import os
 import shlex
@@ -35,10 +34,10 @@ from ...core.model import DiskConfig
 from ...core.scope import ROLE_IOTHREAD, ROLE_MAIN, ROLE_OTHER, ROLE_VCPU, ROLE_WORKER, BlockStats
 from ...qmp import Qmp, connect_unix
 from .devices import disk_devices, pci_addr
+from .settings import QEMU_BINARY
 
 log = logging.getLogger("stormatrix.qemu")
 
-QEMU_BINARY = "qemu-system-x86_64"
 QBOOT = Path("/usr/share/qemu/qboot.rom")
 #: the longest path a Unix socket can have (``sun_path`` is 108 bytes with its NUL); QEMU refuses a longer one
 #: ("UNIX socket path ... is too long")
@@ -401,6 +400,8 @@ _QEMU_LOCK_START, _QEMU_LOCK_LEN = 100, 200
 
 def image_in_use(path: Path) -> bool:
     """Whether a running QEMU holds ``path`` open (its image lock), without opening it in QEMU."""
+    import fcntl  # (here, not at the top: a Windows workstation imports this package for its words, never runs it)
+
     try:
         fd = os.open(path, os.O_RDONLY)
     except OSError:
@@ -458,6 +459,8 @@ def claim_test_disks(folder: Path, size_mib: int, count: int) -> DiskClaim:
     """``count`` test-disk images of ``size_mib`` in ``folder`` that no other run has claimed and no running
     QEMU holds, claimed for this run (:class:`DiskClaim`): ``test-<size>m.raw``, ``.b.raw``, then
     further copies."""
+    import fcntl  # (Linux only: see image_in_use)
+
     paths: list[Path] = []
     fds: list[int] = []
     folder.mkdir(parents=True, exist_ok=True)

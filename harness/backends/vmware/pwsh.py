@@ -14,13 +14,13 @@ import json
 import logging
 import os
 import shutil
-import signal
 import subprocess
 import threading
 from pathlib import Path
 from typing import Any, Callable
 
 from ... import secrets
+from ...core import oscompat
 from ...core.errors import (PowerCLIConnectError, PowerCLIContractError, PowerCLIError, PowerCLIGuestNotReady,
                             PowerCLINotFound, PowerCLIStatsError, PowerCLIUnavailable, StormatrixError)
 
@@ -121,14 +121,11 @@ def run_pwsh_process(argv: list[str], request: str, timeout: float,
     timeout) leaves that child running and holding the output pipes, so the call would hang until pwsh
     ends by itself. Raises :class:`subprocess.TimeoutExpired` once every process of the group is gone."""
     proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=env, start_new_session=True)
+                            encoding="utf-8", env=env, **oscompat.new_group())
     try:
         out, err = proc.communicate(request, timeout=timeout)
     except subprocess.TimeoutExpired:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+        oscompat.kill_tree(proc)
         proc.communicate()
         raise
     return subprocess.CompletedProcess(argv, proc.returncode, out, err)
@@ -142,16 +139,13 @@ def run_pwsh_streaming(argv: list[str], request: str, timeout: float, env: dict[
     ``on_line`` raises (the error is re-raised): pwsh must not go on creating what its caller can no
     longer write down."""
     proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=env, start_new_session=True)
+                            encoding="utf-8", env=env, **oscompat.new_group())
     err: list[str] = []
     out: list[str] = []
     expired = threading.Event()
 
     def kill() -> None:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+        oscompat.kill_tree(proc)
 
     def on_timeout() -> None:
         expired.set()

@@ -9,11 +9,9 @@ their jobs) and reaped with its own CPU time.
 from __future__ import annotations
 
 import logging
-import os
 import queue
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import threading
@@ -22,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
+from ...core import oscompat
 from ...core.errors import EnvironmentProblem
 from ..base import WindowListener
 from .inputs import FioGuest
@@ -34,7 +33,9 @@ _STARTING_RE = re.compile(r"^<[^>]*> Starting \d+ (?:process|processes|thread|th
 def find_fio(fio: str | None = None) -> str:
     path = shutil.which(fio or "fio")
     if not path:
-        raise EnvironmentProblem(f"fio not found ({fio or 'fio'}): install the Debian package 'fio'")
+        raise EnvironmentProblem(f"fio not found ({fio or 'fio'}): install the Debian package 'fio' (on Windows fio's "
+                                 "MSI, of the guests' fio version, and put fio.exe on PATH: "
+                                 "docs/windows-workstation.md)")
     return path
 
 
@@ -74,13 +75,13 @@ def _reader(stream: Any, q: "queue.Queue[tuple[float, str | None]]") -> None:
 
 
 def _wait_rusage(proc: subprocess.Popen[bytes], deadline: float) -> tuple[int | None, dict[str, float]]:
-    """Reap ``proc`` with wait4 so that its own CPU time is known (not just "all children")."""
+    """Reap ``proc`` so that its own CPU time is known (not just "all children"): wait4, or on Windows the
+    exited process's times (:func:`stormatrix.core.oscompat.reap`)."""
     while True:
-        pid, status, ru = os.wait4(proc.pid, os.WNOHANG)
-        if pid == proc.pid:
-            proc.returncode = os.waitstatus_to_exitcode(status)
-            return proc.returncode, {"user_s": ru.ru_utime, "system_s": ru.ru_stime,
-                                     "cpu_s": ru.ru_utime + ru.ru_stime, "max_rss_kib": float(ru.ru_maxrss)}
+        done = oscompat.reap(proc)
+        if done is not None:
+            proc.returncode, usage = done
+            return proc.returncode, usage.as_dict() if usage else {}
         if time.monotonic() >= deadline:
             return None, {}
         time.sleep(0.02)
@@ -111,7 +112,7 @@ def run_fio_client(args: list[str], *, cwd: Path, n_clients: int, ramp_s: float 
     ru: dict[str, float] = {}
     with open(stderr_path, "wb") as err:
         proc = subprocess.Popen(args, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=err, start_new_session=True)
+                                stderr=err, **oscompat.new_group())
     q: "queue.Queue[tuple[float, str | None]]" = queue.Queue()
     reader = threading.Thread(target=_reader, args=(proc.stdout, q), daemon=True, name="fio-client-out")
     reader.start()
@@ -157,13 +158,13 @@ def run_fio_client(args: list[str], *, cwd: Path, n_clients: int, ramp_s: float 
             timed_out = True
     finally:
         if proc.returncode is None:
-            # SIGINT first: fio's client then tells every server to stop its job. A SIGKILLed client
-            # leaves the jobs running in the guests (orphaned) until their runtime ends, and they
-            # would load the guests during the next point.
-            signal_group(proc, signal.SIGINT)
+            # SIGINT first (Ctrl-Break on Windows): fio's client then tells every server to stop its job. A
+            # killed client leaves the jobs running in the guests (orphaned) until their runtime ends, and
+            # they would load the guests during the next point.
+            oscompat.interrupt_tree(proc)
             rc, ru = _wait_rusage(proc, time.monotonic() + 10)
             if rc is None:
-                signal_group(proc, signal.SIGKILL)
+                oscompat.kill_tree(proc)
                 rc, ru = _wait_rusage(proc, time.monotonic() + 10)
         reader.join(timeout=5)
         if proc.stdout is not None:
@@ -191,11 +192,3 @@ def run_fio_client(args: list[str], *, cwd: Path, n_clients: int, ramp_s: float 
                         returncode=rc, timed_out=timed_out, elapsed_s=time.time() - t0, rusage=ru,
                         started_lines=started,
                         window={"opened": opened_at, "closed": closed_at, "fio_started": t0})
-
-
-def signal_group(proc: subprocess.Popen[Any], sig: int) -> None:
-    """Signal the process group we created for ``proc`` (start_new_session=True)."""
-    try:
-        os.killpg(proc.pid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass

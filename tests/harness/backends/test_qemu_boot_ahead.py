@@ -16,7 +16,8 @@ from standins.processes import qemu_processes
 from stormatrix.backends.qemu.backend import QemuBackend
 from stormatrix.commands.run import execute
 from stormatrix.executors.localagent import LocalAgentExecutor
-from stormatrix.runner import RunOptions, Runner
+from stormatrix.runner import Runner
+from stormatrix.runsource import RunOptions
 from stormatrix.core.model import DiskConfig
 from stormatrix.registry import load_spec
 
@@ -40,7 +41,7 @@ def test_next_vm_boots_ahead_and_is_paused_in_the_window(tmp_path: Path) -> None
     matrix.write_text(matrix_text(True))
     run_dir = tmp_path / "run"
     summary = execute(matrix, run_dir, progress=False)
-    assert summary["measured"] == 3 and not summary["failed"]
+    assert summary.measured == 3 and not summary.failed
     recs = cells(run_dir)
     assert [r["cell"]["disk"]["controller"] for r in recs] == ["virtio-blk", "sata", "virtio-scsi-single"]
     # the first VM booted the ordinary way; the others had booted during the cell before
@@ -96,10 +97,10 @@ def test_with_overlap_the_next_vm_boots_at_once_and_no_teardown_runs_in_a_window
 
     runner = Runner(spec, tmp_path / "run", RunOptions(progress=False, backend=Watched(spec, tmp_path / "run")))
     summary = runner.run()
-    assert summary["measured"] == 3 and not summary["failed"]
+    assert summary.measured == 3 and not summary.failed
     assert len(stopped) >= 2  # the first two cells' VMs were stopped off the critical path
     assert len(windows) == 3 and all(n == 0 and not any(alive) for n, alive in windows), windows
-    marks = [runner.timeline[k] for k in summary["measured_keys"]]
+    marks = [runner.timeline[k] for k in summary.measured_keys]
     # the next two configurations boot ahead ([qemu] boot_ahead_depth = 2): where a VM started cold (the first)
     # the next one at once, the one after once the job is sent; the second cell asks once its job is sent
     # (the last configuration's VM is already booting: nothing more starts)

@@ -20,13 +20,14 @@ import pytest
 from qemumatrix import small_matrix
 
 from stormatrix.backends.base import format_cpuset, parse_cpuset
-from stormatrix.backends.qemu.backend import QemuBackend, ensure_test_disk
+from stormatrix.backends.qemu.backend import QemuBackend
+from stormatrix.backends.qemu.vm import ensure_test_disk
 from stormatrix.backends.qemu.pinning import plan_placement
 from stormatrix.commands.run import execute
 from stormatrix.core.errors import MatrixError
 from stormatrix.core.model import DiskConfig
 from stormatrix.registry import backend_class, spec_from_dict
-from stormatrix.runner import Window
+from stormatrix.window import Window
 from stormatrix.spec import HostSettings
 
 USABLE = sorted(os.sched_getaffinity(0))
@@ -194,7 +195,7 @@ def test_a_run_journals_both_scopes_and_the_leak_the_set_never_below_the_process
     matrix.write_text(small_matrix("cpuset", ["virtio-blk", "sata"], measure_seconds=4))  # boots one ahead
     own_before = affinities(os.getpid())
     summary = execute(matrix, tmp_path / "run", progress=False)
-    assert summary["measured"] == 2 and not summary["failed"], summary
+    assert summary.measured == 2 and not summary.failed, summary
     lines = [json.loads(x) for x in (tmp_path / "run" / "journal.ndjson").read_text().splitlines()]
     assert lines[0]["environment"]["host_scope"] == {"scope": "cpus", "cpus": format_cpuset(SET),
                                                      "harness_cpus": format_cpuset(REST), "given": False}

@@ -16,11 +16,13 @@ from typing import Iterator
 import pytest
 
 from stormatrix.backends.base import ROLE_VCPU, format_cpuset, parse_cpuset
-from stormatrix.backends.qemu.backend import QemuBackend, ensure_test_disk, plan_pinning
+from stormatrix.backends.qemu.backend import QemuBackend
+from stormatrix.backends.qemu.pinning import plan_pinning
+from stormatrix.backends.qemu.vm import ensure_test_disk
 from stormatrix.commands.run import execute
 from stormatrix.core.errors import MatrixError
 from stormatrix.core.model import DiskConfig
-from stormatrix.runner import Window
+from stormatrix.window import Window
 from stormatrix.registry import spec_from_dict
 
 USABLE = sorted(os.sched_getaffinity(0))
@@ -171,7 +173,7 @@ def test_every_record_says_where_the_threads_ran(tmp_path: Path) -> None:
         "[qemu]", f'disk_path = "{own_disk(tmp_path)}"', "[host]", 'scope = "process"']) + "\n")
     own_before = affinities(os.getpid())
     summary = execute(matrix, tmp_path / "run", progress=False)
-    assert summary["measured"] == 1 and not summary["failed"]
+    assert summary.measured == 1 and not summary.failed
     lines = [json.loads(x) for x in (tmp_path / "run" / "journal.ndjson").read_text().splitlines()]
     (rec,) = [r for r in lines if r["type"] == "cell"]
     placement = rec["host"]["placement"]

@@ -142,7 +142,7 @@ def test_a_saved_state_is_restored_for_every_cell_and_a_damaged_one_boots_instea
     t0 = time.monotonic()
     summary = execute(matrix, run_dir, progress=False)
     print(f"run: {time.monotonic() - t0:.1f} s")
-    assert summary["measured"] == 2 and not summary["failed"]
+    assert summary.measured == 2 and not summary.failed
     recs = cells(run_dir)
     assert [r["times"]["vm_start"]["how"] for r in recs] == ["restore", "restore"]
     assert {r["times"]["vm_start"]["state"] for r in recs} == {key}

@@ -567,7 +567,7 @@ def test_run_environment_describes_the_esxi_host_not_the_workstation(backend: vm
     """The environment's host facts are the lab's ESXi host (its build and CPU, read through PowerCLI's
     Get-VMHost); the workstation's own facts are kept apart under ``workstation``."""
     from stormatrix.host.inventory import inventory
-    from stormatrix.runner import run_environment
+    from stormatrix.records import run_environment
 
     esx = lab.read()["hosts"][0]
     backend.prepare()
@@ -582,7 +582,7 @@ def test_run_environment_describes_the_esxi_host_not_the_workstation(backend: vm
 
 
 def test_an_esxi_host_that_cannot_be_read_is_said(backend: vm.VmwareBackend, lab: Lab) -> None:
-    from stormatrix.runner import run_environment
+    from stormatrix.records import run_environment
 
     backend.prepare()
     lab.fault("Get-VMHost", "Permission to perform this operation was denied.")

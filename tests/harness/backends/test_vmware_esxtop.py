@@ -486,7 +486,8 @@ class WindowExecutor(GuestExecutor):
 def test_a_run_journals_esxtop_host_records(esx: EsxLab, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                             use_executor: Callable[[str, str], None]) -> None:
     from stormatrix.journal import Journal
-    from stormatrix.runner import RunOptions, Runner
+    from stormatrix.runner import Runner
+    from stormatrix.runsource import RunOptions
     from stormatrix.registry import spec_from_dict
     from test_vmware_pwsh import PASSWORD, matrix
 
@@ -495,7 +496,7 @@ def test_a_run_journals_esxtop_host_records(esx: EsxLab, tmp_path: Path, monkeyp
     raw["run"].update(measure_seconds=4, ramp_seconds=0, order="grouped")  # cells in matrix order
     before = esx.vsphere.layout()
     summary = Runner(spec_from_dict(raw), tmp_path / "run", RunOptions(progress=False)).run()
-    assert summary["measured"] == 2 and summary["failed"] == []
+    assert summary.measured == 2 and summary.failed == []
     assert esx.vsphere.layout() == before
     cells = [r for r in Journal(tmp_path / "run").records() if r["type"] == "cell"]
     assert [c["cell"]["disk"]["controller"] for c in cells] == ["pvscsi", "nvme"]
@@ -525,7 +526,8 @@ def test_report_reads_an_esxi_run(esx: EsxLab, tmp_path: Path, monkeypatch: pyte
     from stormatrix.analysis.ingest import ingest
     from stormatrix.cli import main
     from stormatrix.journal import Journal
-    from stormatrix.runner import RunOptions, Runner
+    from stormatrix.runner import Runner
+    from stormatrix.runsource import RunOptions
     from stormatrix.registry import spec_from_dict
     from test_vmware_pwsh import matrix
 

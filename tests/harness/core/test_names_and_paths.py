@@ -185,7 +185,8 @@ def test_qemu_version_names_a_binary_that_cannot_run(tmp_path: Path) -> None:
         qemu_version(str(tmp_path / "no-such-qemu"))
 
 
-@pytest.mark.parametrize("module", ["stormatrix.suite", "stormatrix.backends.proxmox.settings", "stormatrix.backends.qemu.backend"])
+@pytest.mark.parametrize("module", ["stormatrix.suite", "stormatrix.backends.proxmox.settings", "stormatrix.backends.qemu.settings",
+                                    "stormatrix.backends.qemu.backend"])
 def test_the_modules_holding_these_checks_import_on_their_own(module: str) -> None:
     """The host check lives with the CLI's types; a module importing it at import time closed a cycle
     (commands -> suite -> the [proxmox] settings -> commands) that only a fresh interpreter shows."""

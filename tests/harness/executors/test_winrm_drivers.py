@@ -27,7 +27,8 @@ from stormatrix.core.errors import TestDiskMissing
 from stormatrix.executors.winrm.testdisk import check_test_disk
 from stormatrix.guestdrivers import DriverGate, installed_storage_drivers, with_storage_drivers
 from stormatrix.journal import read_journal
-from stormatrix.runner import RunOptions, Runner
+from stormatrix.runner import Runner
+from stormatrix.runsource import RunOptions
 from stormatrix.registry import spec_from_dict
 
 SERIAL = "STORMATRIX01"
@@ -117,7 +118,7 @@ def test_the_runner_asks_the_executor_the_matrix_names(tmp_path: Path) -> None:
     decides to skip virtio-blk, so its VM boots and the readiness fails (no test disk, not retried)."""
     guest = WindowsGuest(store={"vioscsi"})
     summary, backend, records = run_windows(tmp_path, guest, ["sata", "virtio-blk"], executor="local-agent")
-    assert booted(backend, "virtio-blk") == 1 and not summary["driver_skipped"]
+    assert booted(backend, "virtio-blk") == 1 and not summary.driver_skipped
     assert not of_type(records, "cell-skipped")
     assert [r["cell"]["disk"]["controller"] for r in of_type(records, "cell-error")] == ["virtio-blk"]
     assert all("driver_facts" not in r["guest"] for r in of_type(records, "cell"))
@@ -139,14 +140,14 @@ def test_auto_the_missing_driver_costs_no_boot_when_an_inbox_controller_runs_fir
     assert booted(backend, "virtio-blk") == 0
     assert guest.readiness[0] == "sata"
     measured = {r["cell"]["disk"]["controller"] for r in of_type(records, "cell")}
-    assert measured == {"sata", "virtio-scsi-pci"} and summary["measured"] == 4
+    assert measured == {"sata", "virtio-scsi-pci"} and summary.measured == 4
     skipped = of_type(records, "cell-skipped")
-    assert sorted(r["key"] for r in skipped) == sorted(k for k, _ in summary["driver_skipped"])
+    assert sorted(r["key"] for r in skipped) == sorted(k for k, _ in summary.driver_skipped)
     assert {r["cell"]["disk"]["controller"] for r in skipped} == {"virtio-blk"} and len(skipped) == 2
     reason = skipped[0]["reason"]
     assert "driver store has no viostor" in reason and "virtio-win" in reason and "[matrix] controllers" in reason
     assert skipped[0]["drivers"]["from"].startswith("guest facts") and skipped[0]["drivers"]["missing"] == ["viostor"]
-    assert not of_type(records, "cell-error") and not summary["failed"]
+    assert not of_type(records, "cell-error") and not summary.failed
     # every measured cell says where the driver facts came from
     for rec in of_type(records, "cell"):
         assert rec["guest"]["driver_facts"]["from"].startswith("guest facts")
@@ -163,9 +164,9 @@ def test_auto_a_virtio_cell_first_spends_one_boot_then_skips_the_rest_not_retrie
     skipped = of_type(records, "cell-skipped")
     assert len(skipped) == 4 and {r["cell"]["disk"]["controller"] for r in skipped} == {"virtio-blk"}
     assert "no disk with serial" in skipped[0]["readiness"]  # what the boot that found it reported
-    assert not of_type(records, "cell-error") and not summary["failed"]
+    assert not of_type(records, "cell-error") and not summary.failed
     assert {r["cell"]["disk"]["controller"] for r in of_type(records, "cell")} == {"virtio-scsi-single"}
-    assert summary["measured"] == 4
+    assert summary.measured == 4
 
 
 def test_auto_without_the_driver_store_an_unbound_controller_still_skips_after_one_boot(tmp_path: Path) -> None:
@@ -176,13 +177,13 @@ def test_auto_without_the_driver_store_an_unbound_controller_still_skips_after_o
     assert booted(backend, "virtio-blk") == 1
     skipped = of_type(records, "cell-skipped")
     assert len(skipped) == 2 and "shows its controller without viostor" in skipped[0]["reason"]
-    assert summary["measured"] == 2
+    assert summary.measured == 2
 
 
 def test_auto_a_guest_with_both_drivers_runs_every_virtio_cell(tmp_path: Path) -> None:
     guest = WindowsGuest(store={"viostor", "vioscsi"})
     summary, backend, records = run_windows(tmp_path, guest, ["virtio-blk", "virtio-scsi-pci", "ide"])
-    assert summary["measured"] == 3 and not of_type(records, "cell-skipped") and not summary["driver_skipped"]
+    assert summary.measured == 3 and not of_type(records, "cell-skipped") and not summary.driver_skipped
 
 
 def test_listed_but_not_installed_is_skipped_with_the_matrix_named(tmp_path: Path) -> None:
@@ -208,7 +209,7 @@ def test_installed_but_unlisted_is_named_once(tmp_path: Path, caplog: pytest.Log
     assert booted(backend, "virtio-scsi-pci") == 0  # skipped at plan time: the matrix is authoritative
     warned = [r.getMessage() for r in caplog.records if "does not list it" in r.getMessage()]
     assert len(warned) == 1 and '"vioscsi"' in warned[0]
-    assert summary["measured"] == 4
+    assert summary.measured == 4
 
 
 def test_a_resumed_run_asks_the_guest_again(tmp_path: Path) -> None:
@@ -217,7 +218,7 @@ def test_a_resumed_run_asks_the_guest_again(tmp_path: Path) -> None:
     run_windows(tmp_path, guest, ["virtio-blk", "sata"])
     guest.store = {"vioscsi", "viostor"}
     summary, backend, records = run_windows(tmp_path, guest, ["virtio-blk", "sata"])
-    assert summary["already_done"] == 1 and summary["measured"] == 1
+    assert summary.already_done == 1 and summary.measured == 1
     assert {r["cell"]["disk"]["controller"] for r in of_type(records, "cell")} == {"sata", "virtio-blk"}
 
 

@@ -22,7 +22,8 @@ from stormatrix.backends.base import GuestEndpoint
 from stormatrix.cli import main
 from stormatrix.executors.winrm import executor as w
 from stormatrix.journal import read_journal
-from stormatrix.runner import RunOptions, Runner
+from stormatrix.runner import Runner
+from stormatrix.runsource import RunOptions
 from stormatrix.registry import spec_from_dict
 from tests.standins.wsman import FakeWindowsGuest, _fakewindows, self_signed_cert
 import paths
@@ -76,7 +77,7 @@ def test_fio_and_diskspd_cells_from_matrix_to_one_workbook(guest: tuple[FakeWind
     g, cert = guest
     for engine in ("fio", "diskspd"):
         _, summary = run_matrix(tmp_path / engine, g, matrix(cert, engine=engine))
-        assert summary["measured"] == 1 and not summary["failed"], (engine, summary)
+        assert summary.measured == 1 and not summary.failed, (engine, summary)
     cells = {}
     for engine in ("fio", "diskspd"):
         records = read_journal(tmp_path / engine / "journal.ndjson").records
@@ -246,7 +247,7 @@ def test_windows_matrix_without_guest_drivers_runs_what_the_guest_has(tmp_path: 
         summary = Runner(spec, run_dir, RunOptions(progress=False, backend=backend)).run()
     records = read_journal(run_dir / "journal.ndjson").records
     assert [k.split("/")[0] for k in backend.applied].count("virtio-blk") == 1
-    assert not [r for r in records if r.get("type") == "cell-error"] and not summary["failed"]
+    assert not [r for r in records if r.get("type") == "cell-error"] and not summary.failed
     measured = [r for r in records if r.get("type") == "cell"]
     assert sorted(r["key"].split("/")[0] for r in measured) == ["virtio-scsi-pci"] * 2
     for rec in measured:
@@ -254,7 +255,7 @@ def test_windows_matrix_without_guest_drivers_runs_what_the_guest_has(tmp_path: 
         assert rec["guest"]["storage_drivers"] == {"sata": "storahci", "virtio-scsi": "vioscsi"}
         assert rec["guest"]["driver_facts"]["from"] == "guest facts: [run] guest_drivers not set (auto)"
     skipped = [r for r in records if r.get("type") == "cell-skipped"]
-    assert sorted(r["key"] for r in skipped) == sorted(k for k, _ in summary["driver_skipped"])
+    assert sorted(r["key"] for r in skipped) == sorted(k for k, _ in summary.driver_skipped)
     assert len(skipped) == 2 and {r["key"].split("/")[0] for r in skipped} == {"virtio-blk"}
     for rec in skipped:
         assert "the guest's driver store has no viostor" in rec["reason"] and "read when virtio-blk/" in rec["reason"]

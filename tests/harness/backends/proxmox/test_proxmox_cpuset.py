@@ -392,7 +392,8 @@ def test_a_run_through_the_runner_confines_every_window_and_ends_as_it_began(
         tmp_path: Path, node: tuple[NodeTree, PrivateSshd], monkeypatch: pytest.MonkeyPatch) -> None:
     from standins.agent import AgentFaults, AgentStandin
 
-    from stormatrix.runner import RunOptions, Runner
+    from stormatrix.runner import Runner
+    from stormatrix.runsource import RunOptions
 
     tree, _ = node
     monkeypatch.setenv("SMX_PVE_SECRET", SECRET)
@@ -417,7 +418,7 @@ def test_a_run_through_the_runner_confines_every_window_and_ends_as_it_began(
         finally:
             agent.close()
         assert s.digest(VMID) == digest0 and "affinity" not in s.vms[VMID].conf
-    assert summary["measured"] == 2 and not summary["failed"], summary
+    assert summary.measured == 2 and not summary.failed, summary
     assert OnSetCollector.seen == [{"affinity": SET}] * 2
     assert tree.settings() == before and tree.problems() == []
     records = Journal(tmp_path / "run").records()

@@ -20,7 +20,8 @@ from stormatrix.backends.base import ROLE_IOTHREAD, ROLE_MAIN, ROLE_VCPU, HostSc
 from stormatrix.core.errors import CollectorError
 from stormatrix.host.collector import WindowCollector
 from stormatrix.journal import Journal
-from stormatrix.runner import RunOptions, Runner
+from stormatrix.runner import Runner
+from stormatrix.runsource import RunOptions
 from stormatrix.registry import spec_from_dict
 
 SECRET = "pin-secret-4f2a9c81d0e3"
@@ -160,7 +161,7 @@ def test_threads_pinned_during_the_cell_and_restored_after_even_on_error(qemu_no
 
     digest0 = qemu_node.digest(100)
     summary = Runner(spec, tmp_path / "run", RunOptions(progress=False, backend=backend, collector_factory=factory)).run()
-    assert summary["measured"] == 1 and len(summary["failed"]) == 1, summary
+    assert summary.measured == 1 and len(summary.failed) == 1, summary
     assert len(during) == 2 and len(backend.after) == 2
     for seen, after in zip(during, backend.after):
         roles = {role for role, _ in seen.values()}

@@ -18,7 +18,8 @@ from standins.pve import PveStandin, QemuVmLauncher
 
 from stormatrix.backends.proxmox import backend as pmx
 from stormatrix.journal import Journal
-from stormatrix.runner import RunOptions, Runner
+from stormatrix.runner import Runner
+from stormatrix.runsource import RunOptions
 from stormatrix.registry import spec_from_dict
 
 pytestmark = pytest.mark.qemu
@@ -61,7 +62,7 @@ def test_demo_cells_through_proxmox(standin: PveStandin, tmp_path: Path, monkeyp
     spec = spec_from_dict(raw, "demo-proxmox.toml")
     runner = Runner(spec, tmp_path / "run", RunOptions(progress=False))
     summary = runner.run()
-    assert not summary["failed"], summary
+    assert not summary.failed, summary
     records = Journal(tmp_path / "run").records()
     cells = [r for r in records if r["type"] == "cell"]
     assert {c["key"] for c in cells} == {c.key for c in runner.plan().cells}

@@ -26,7 +26,8 @@ from stormatrix.core.errors import BackendError, TaskFailed
 from stormatrix.host.collector import WindowCollector
 from stormatrix.journal import Journal
 from stormatrix.core.model import DiskConfig
-from stormatrix.runner import RunOptions, Runner
+from stormatrix.runner import Runner
+from stormatrix.runsource import RunOptions
 from stormatrix.registry import spec_from_dict
 
 SECRET = "reboot-secret-7c1d2e3f4a5b"
@@ -201,7 +202,7 @@ def test_reboot_mode_cells_run_in_a_new_qemu_with_the_cells_devices(qemu_node: P
         return WindowCollector(scope.pid, dict(scope.threads))
 
     summary = Runner(spec, tmp_path / "run", RunOptions(progress=False, collector_factory=factory)).run()
-    assert not summary["failed"] and summary["measured"] == 2, summary
+    assert not summary.failed and summary.measured == 2, summary
     cells = [r for r in Journal(tmp_path / "run").records() if r["type"] == "cell"]
     assert [w["pid"] for w in windows] == [c["host"]["pid"] for c in cells]
     pids = [pid0] + [w["pid"] for w in windows]

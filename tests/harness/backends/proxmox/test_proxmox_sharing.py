@@ -135,7 +135,8 @@ def test_every_journaled_cell_names_the_disks_sharing_its_controller(tmp_path: P
     controller (overlap.controller_shared_with), the run record's environment says it once."""
     from standins.agent import AgentFaults, AgentStandin, FakeCollector
 
-    from stormatrix.runner import RunOptions, Runner
+    from stormatrix.runner import Runner
+    from stormatrix.runsource import RunOptions
 
     s = PveStandin(tmp_path / "pve", tokens={TOKEN: SECRET})
     boot_vol = s.add_volume(VMID, "vm-100-disk-0.raw")
@@ -156,7 +157,7 @@ def test_every_journaled_cell_names_the_disks_sharing_its_controller(tmp_path: P
             summary = runner.run()
         finally:
             agent.close()
-    assert summary["measured"] == 2 and not summary["failed"], summary
+    assert summary.measured == 2 and not summary.failed, summary
     records = Journal(tmp_path / "run").records()
     cells = {r["cell"]["disk"]["controller"]: r["overlap"]["controller_shared_with"]
              for r in records if r["type"] == "cell"}

@@ -25,7 +25,7 @@ from test_proxmox_local import on_the_node
 
 from stormatrix.backends.proxmox import backend as pmx
 from stormatrix.backends.proxmox.cmdline import cmdline_problems, parse_showcmd, qemu_opts
-from stormatrix.backends.qemu.backend import disk_devices
+from stormatrix.backends.qemu.devices import disk_devices
 from stormatrix.core.errors import BackendError
 from stormatrix.core.model import CONTROLLERS, DiskConfig
 from stormatrix.registry import spec_from_dict

@@ -157,7 +157,8 @@ def test_ssh_end_to_end_with_real_qemu(tmp_path: Path, monkeypatch: pytest.Monke
 
     from stormatrix.backends.base import ROLE_IOTHREAD, ROLE_MAIN, ROLE_VCPU, HostScope
     from stormatrix.journal import Journal
-    from stormatrix.runner import RunOptions, Runner
+    from stormatrix.runner import Runner
+    from stormatrix.runsource import RunOptions
     from stormatrix.registry import spec_from_dict
 
     secret = "ssh-e2e-secret-31415926"
@@ -206,7 +207,7 @@ def test_ssh_end_to_end_with_real_qemu(tmp_path: Path, monkeypatch: pytest.Monke
             summary = Runner(spec, tmp_path / "run", RunOptions(progress=False, backend=backend, collector_factory=factory)).run()
         finally:
             server.stop()
-    assert not summary["failed"] and summary["measured"] == 1, summary
+    assert not summary.failed and summary.measured == 1, summary
     records = Journal(tmp_path / "run").records()
     cell = next(r for r in records if r["type"] == "cell")
     run = next(r for r in records if r["type"] == "run")

@@ -149,7 +149,7 @@ def test_the_node_is_described_over_the_collectors_ssh(standin: PveStandin, sshd
     stand-in node is this machine behind sshd, so its kernel and CPU count are this machine's)."""
     import platform
 
-    from stormatrix.runner import run_environment
+    from stormatrix.records import run_environment
     from stormatrix.backends.proxmox.vms import ProxmoxVmGuests
 
     add_vm(standin, 101, "vm01", interfaces=[LO, eth("ens18", "bc:24:11:00:12:01", "10.0.0.121/24")])

@@ -35,7 +35,8 @@ from stormatrix.backends.proxmox.drives import (DEFAULT_AIO, DRIVE_KEY_RE, contr
                                                 disk_config_of, disk_storage, parse_drive, split_drive_key)
 from stormatrix.backends.proxmox.storage import (StorageInfo, default_aio, storage_id_of, storage_implications,
                                                  takes_aio, uses_cache_direct)
-from stormatrix.backends.qemu.backend import QemuBackend, disk_devices
+from stormatrix.backends.qemu.backend import QemuBackend
+from stormatrix.backends.qemu.devices import disk_devices
 from stormatrix.core.model import AIO_MODES, DiskConfig
 import paths
 
