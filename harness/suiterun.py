@@ -50,7 +50,8 @@ class SuiteOutcome:
 
 def fio_version(fio: str) -> str | None:
     try:
-        return subprocess.run([fio, "--version"], capture_output=True, text=True, timeout=10).stdout.strip() or None
+        return subprocess.run([fio, "--version"], capture_output=True, text=True, encoding="utf-8", errors="replace",
+                              timeout=10).stdout.strip() or None
     except (OSError, subprocess.SubprocessError):
         return None
 

@@ -15,7 +15,8 @@ from ..core.paths import input_problem
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("image", help="build the local benchmark guest (kernel + initramfs with fio) and show it",
                        description="Build the tiny Linux guest from Debian packages into the cache folder "
-                                   "(STORMATRIX_CACHE, default ~/.cache/stormatrix) if any input changed, "
+                                   "(STORMATRIX_CACHE, default ~/.cache/stormatrix; %LOCALAPPDATA%\\stormatrix on "
+                                   "Windows) if any input changed, "
                                    "and print where it is.")
     p.add_argument("--force", action="store_true", help="rebuild even if the inputs did not change")
     p.set_defaults(func=run)

@@ -148,3 +148,27 @@ def test_a_windows_only_name_is_refused_as_windows_would(tmp_path: Path) -> None
     clean(out)
     assert out.returncode == 2 and "Windows device name" in out.stderr
     assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("args, key", [(["demo"], "[run] backend"), (["demo", "--suite"], "[fleet] backend")])
+def test_the_demo_runs_local_qemu_guests_and_is_refused_with_the_alternative(tmp_path: Path, args: list[str],
+                                                                             key: str) -> None:
+    out = windows_python(*args, "-o", "demo", cwd=tmp_path)
+    clean(out)
+    assert out.returncode == 2 and f": {key}: " in out.stderr and "needs a Linux host" in out.stderr
+    assert 'backend = "proxmox"' in out.stderr
+
+
+@pytest.mark.parametrize("args, words", [
+    (["plan", "proxmox-windows2022-efficiency.toml"], ("ssh to root@pve1.lab.example failed", "BatchMode=yes")),
+    (["suite", "plan", "proxmox-iscsi-vs-nvme-tcp.toml"], ("workers: deployed by the suite", "STORMATRIX_PVE_TOKEN")),
+])
+def test_the_shipped_examples_plan_on_windows_up_to_the_lab_they_name(
+        tmp_path: Path, args: list[str], words: tuple[str, ...]) -> None:
+    """Technote 004's matrix and 003's fleet suite (Proxmox) are read, validated and planned as far as this machine
+    can without their lab: the first thing that needs it (the node over ssh, the API's token) stops with its message."""
+    out = windows_python(*args[:-1], str(ROOT / "examples" / args[-1]), cwd=tmp_path)
+    clean(out)
+    assert out.returncode in (1, 2), out.stdout + out.stderr
+    for word in words:
+        assert word in out.stdout + out.stderr
