@@ -632,13 +632,28 @@ def parse_cpulist(text: str) -> list[int]:
     return sorted(cpus)
 
 
+def _die_with_parent() -> None:  # runs in perf's child between fork and exec
+    """PR_SET_PDEATHSIG = SIGKILL: perf dies with the process (strictly: the thread) that started it.
+
+    ``perf stat -p PID`` ends by itself when QEMU is gone, but ``perf stat -a -C SET`` counts a CPU set and
+    never would: a harness or node collector killed with SIGKILL would leave it counting for ever (and a
+    later run's kill -9 test would find it). Should the starting thread end before :func:`stop_perf`, perf
+    is killed and writes no counts, so that window fails loudly instead of holding partial counts.
+    """
+    import ctypes  # stdlib; this module runs on Linux hosts only
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)
+
+
 def start_perf(target: list[str], events: list[str]) -> tuple[subprocess.Popen[str], str]:
-    """``perf stat -x, -e EVENTS TARGET -o FILE`` started and holding its SIGINT handler: (process, file)."""
+    """``perf stat -x, -e EVENTS TARGET -o FILE`` started and holding its SIGINT handler: (process, file).
+
+    perf dies with its starter (:func:`_die_with_parent`), so a collector killed by SIGKILL leaves none."""
     fd, out = tempfile.mkstemp(prefix="stormatrix-perf-", suffix=".csv")
     os.close(fd)
     proc = subprocess.Popen([PERF, "stat", "-x,", "-e", ",".join(events), *target, "-o", out],
                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                            env=perfstat.perf_env())  # LC_ALL=C: 42.52, never a decimal comma inside the CSV
+                            env=perfstat.perf_env(),  # LC_ALL=C: 42.52, never a decimal comma inside the CSV
+                            preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None)
     wait_for_sigint_handler(proc.pid)
     return proc, out
 

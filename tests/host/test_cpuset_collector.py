@@ -250,3 +250,37 @@ def test_the_node_collector_refuses_a_set_the_node_lacks(tmp_path: Path) -> None
     line = json.dumps({"processes": [], "cpus": "7", "root": str(tmp_path), "use_perf": False})
     proc = subprocess.run([sys.executable, str(multi)], input=line + "\n", capture_output=True, text=True, timeout=60)
     assert proc.returncode == 1 and "CPU 7 of the set 7 is not a CPU of this host" in json.loads(proc.stdout)["error"]
+
+
+@pytest.mark.skipif(not collector.perf_available(), reason="needs a working perf stat (root, linux-perf)")
+def test_perf_counting_a_cpu_set_dies_with_a_collector_killed_by_sigkill(tmp_path: Path) -> None:
+    """``perf stat -a -C`` never ends by itself (unlike ``-p PID``): a SIGKILLed starter must not leave it
+    counting (the kill -9 reliability test found such orphans, re-parented to init)."""
+    import os
+    import signal
+    import time
+
+    script = ("import sys, time\n"
+              "from stormatrix.host import collector\n"
+              "proc, out = collector.start_perf(['-a', '-C', '0'], ['context-switches'])\n"
+              "print(proc.pid, flush=True)\n"
+              "time.sleep(60)\n")
+    child = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    assert child.stdout is not None
+    perf_pid = int(child.stdout.readline())
+    assert Path(f"/proc/{perf_pid}").exists()  # counting, a child of the collector
+    child.send_signal(signal.SIGKILL)
+    child.wait()
+    child.stdout.close()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            state = Path(f"/proc/{perf_pid}/stat").read_text().split(")")[-1].split()[0]
+        except OSError:
+            break  # gone and reaped
+        if state == "Z":
+            break  # dead, waiting for init to reap it
+        time.sleep(0.05)
+    else:
+        os.kill(perf_pid, signal.SIGKILL)
+        pytest.fail(f"perf {perf_pid} outlived its SIGKILLed collector")
