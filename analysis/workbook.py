@@ -144,7 +144,7 @@ def _answer_sheet(ws: Any, data: IngestResult, result: EfficiencyResult, score_c
     sentence = answer_sentence(result, group)
     aio_head = aio_headline(data.frame)
     if aio_head:
-        sentence += " " + aio_head[0].upper() + aio_head[1:]
+        sentence += " Native against threads on the I/O-path switches per I/O: " + aio_head  # aio=... stays lower case
     others = [g for g in result.groups if g != group]
     if others:
         sentence += f" (Workload {group}; {len(others)} other group(s) on the Summary and Scores sheets.)"
@@ -183,6 +183,7 @@ def _answer_sheet(ws: Any, data: IngestResult, result: EfficiencyResult, score_c
         ws.cell(row=r, column=1, value=title).font = Font(bold=True, size=12)
         r += 1
         header(ws, r, ["Controller", "Answer", "threads - native", "native", "Unit", "Evidence"])
+        fit_height(ws, r, [("threads - native", ANSWER_WIDTHS["C"])])
         for topic, text, value, of, unit, evidence in aio_rows:
             r += 1
             for j, v in enumerate([topic, text, value, of, unit, evidence], start=1):

@@ -179,3 +179,19 @@ def test_the_workbook_names_the_verdict_figure_and_answers_per_controller(tmp_pa
         assert r[2] == pytest.approx(2.011, rel=1e-3)  # threads - native: the workers' switches per I/O
     assert "for 2 of 2 controllers" in str(answer[1][0])
     assert "Roles" in wb.sheetnames
+
+
+def test_the_method_names_the_hand_offs_only_where_every_native_window_shows_them() -> None:
+    """The Method sheet's cause of the I/O path's spread follows from the numbers: the main loop's switches
+    equal to the vCPU's in every aio=native window (within 10 %), else no such sentence."""
+    import pandas as pd
+
+    from stormatrix.analysis.rolesheet import _handoff_line
+
+    rows = [{"aio": "native", "vcpu_ctx_io": v, "main_loop_ctx_io": m} for v, m in ((4.5, 4.6), (7.6, 7.4))]
+    rows.append({"aio": "threads", "vcpu_ctx_io": 5.0, "main_loop_ctx_io": 3.0})  # threads windows: not asked
+    line = _handoff_line(pd.DataFrame(rows))
+    assert "(2)" in line and "4.60-7.40 main-loop switches per I/O" in line and "2.6%" in line
+    rows[1]["main_loop_ctx_io"] = 5.0  # one native window where the main loop did not follow the vCPU
+    assert _handoff_line(pd.DataFrame(rows)) == ""
+    assert _handoff_line(pd.DataFrame(rows[:1])) == ""  # one window shows no relation
