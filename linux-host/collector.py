@@ -57,9 +57,11 @@ from typing import Any
 
 try:  # imported as stormatrix.host.collector, or run as a script next to perfstat.py (on a node)
     from . import perfstat
+    from .hostsettings import format_cpulist as _cpulist, parse_cpulist
 except ImportError:  # pragma: no cover - the script case is exercised through ssh
-    # the same module, found next to this file on a node (mypy checks the package, where it is .perfstat)
+    # the same modules, found next to this file on a node (mypy checks the package, where they are relative)
     import perfstat  # type: ignore[import,no-redef]
+    from hostsettings import format_cpulist as _cpulist, parse_cpulist  # type: ignore[import,no-redef]
 
 # (a Windows workstation imports this module for its words, never runs it there: it has no sysconf)
 CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
@@ -606,30 +608,6 @@ class OnSetTracker:
 
     def abort(self) -> None:
         self._stop.set()
-
-
-def _cpulist(cpus: Any) -> str:
-    out: list[list[int]] = []
-    for cpu in sorted(set(cpus)):
-        if out and out[-1][1] == cpu - 1:
-            out[-1][1] = cpu
-        else:
-            out.append([cpu, cpu])
-    return ",".join(str(a) if a == b else f"{a}-{b}" for a, b in out)
-
-
-def parse_cpulist(text: str) -> list[int]:
-    """``"0-2,5"`` -> ``[0, 1, 2, 5]`` (the kernel's cpulist format); ValueError names the problem."""
-    cpus: set[int] = set()
-    for part in str(text).split(","):
-        lo_s, dash, hi_s = part.strip().partition("-")
-        if not lo_s.isdigit() or (dash and not hi_s.isdigit()):
-            raise ValueError(f"{text!r} is not a CPU list like 2-3 or 0,2,4")
-        lo, hi = int(lo_s), int(hi_s) if dash else int(lo_s)
-        if hi < lo:
-            raise ValueError(f"{part.strip()!r}: the range goes backwards")
-        cpus.update(range(lo, hi + 1))
-    return sorted(cpus)
 
 
 def _die_with_parent() -> None:  # runs in perf's child between fork and exec
