@@ -17,10 +17,13 @@ REASON_SCSI = "virtio-scsi-single needs the virtio-win driver vioscsi: the guest
 
 def run_with(summary: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
              capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    """``stormatrix run`` whose run (stood in) returns a summary of 2 measured cells with ``summary``'s fields."""
     import stormatrix.commands.run as run_cmd
+    from stormatrix.runsource import RunSummary
 
-    base = {"measured": 2, "already_done": 0, "failed": [], "extra_repeats": []}
-    monkeypatch.setattr(run_cmd, "execute", lambda *a, **k: {**base, **summary})
+    done = RunSummary(run_dir=str(tmp_path / "r"), run_id="r1", cells=2, order="rounds", seed=1,
+                      measured_keys=["a/rep1", "b/rep1"], **summary)
+    monkeypatch.setattr(run_cmd, "execute", lambda *a, **k: done)
     code = main(["run", str(tmp_path / "m.toml"), "-o", str(tmp_path / "r"), "--no-progress"])
     out = capsys.readouterr()
     return code, out.out + out.err
