@@ -173,7 +173,8 @@ def count_run(run_dir: Path) -> dict[str, Any]:
     meta = json.loads((run_dir / RUN_META).read_text())
     summary = meta["summary"]
     verdicts = aio_verdicts(run_dir / "journal.ndjson")
-    over = breakdown(SimpleNamespace(timeline=meta["timeline"], measured_keys=summary["measured_keys"]),
+    over = breakdown(SimpleNamespace(timeline=meta["timeline"],
+                                     summary=SimpleNamespace(measured_keys=summary["measured_keys"])),
                      meta["ramp_s"], meta["measure_s"])
     return {"run": run_dir.name, "strategy": meta["strategy"], "seconds": meta["seconds"],
             "load_start": meta["load_start"], "load_end": meta["load_end"], "measured": len(summary["measured_keys"]),
