@@ -32,7 +32,7 @@ log="$(mktemp)"
 rc=${PIPESTATUS[0]}
 if [ "$rc" -ne 0 ] && [ "$rc" -ne 5 ]; then status=1; fi
 pytest_summary="pytest: $(grep -E '(passed|failed|error|no tests ran)' "$log" | tail -n 1 | sed 's/^=* *//; s/ *=*$//')"
-openxml_summary="$(grep -E '^openxml-check: [0-9]+ workbook' "$log" | tail -n 1)"
+openxml_summary="$(grep -oE 'openxml-check: [0-9]+ workbook.*' "$log" | tail -n 1)"
 [ -z "$openxml_summary" ] && openxml_summary="openxml-check: no workbook written"
 rm -f "$log"
 

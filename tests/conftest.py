@@ -56,6 +56,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         return
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
     say = reporter.write_line if reporter is not None else print
+    if reporter is not None:
+        reporter.write("\n")  # after the last progress dots, so the summary lines start lines of their own
     try:
         errors = openxmlcheck.validate(books)
     except RuntimeError as exc:
