@@ -351,9 +351,7 @@ class WindowCollector:
             if tc and tc.value is not None:
                 cpu_time = tc.value / 1000.0  # msec -> s
                 task_clock = True
-            cu, ck = perf.get("cycles:u"), perf.get("cycles:k")
-            if cu and ck and cu.value is not None and ck.value is not None:
-                cycles = {"user": cu.value, "kernel": ck.value}
+            cycles = perf_cycles(perf)
         if cycles:
             metric, unit, split = "cycles", "cycles", "perf cycles:u / cycles:k"
             total, cu_v, ck_v = cycles["user"] + cycles["kernel"], cycles["user"], cycles["kernel"]
@@ -610,6 +608,14 @@ class OnSetTracker:
         self._stop.set()
 
 
+def perf_cycles(perf: dict[str, perfstat.PerfEvent]) -> dict[str, float] | None:
+    """``{"user": cycles:u, "kernel": cycles:k}`` where perf counted both (machines with the counters), else None."""
+    cu, ck = perf.get("cycles:u"), perf.get("cycles:k")
+    if cu and ck and cu.value is not None and ck.value is not None:
+        return {"user": cu.value, "kernel": ck.value}
+    return None
+
+
 def _die_with_parent() -> None:  # runs in perf's child between fork and exec
     """PR_SET_PDEATHSIG = SIGKILL: perf dies with the process (strictly: the thread) that started it.
 
@@ -772,10 +778,7 @@ class CpuSetCollector:
             why["ctx_switches"] = ("perf did not run here: a CPU's context switches have no per-CPU count in /proc "
                                    "(/proc/stat's ctxt is the whole host's)" if not perf else
                                    "perf counted no context-switches on the set")
-        cycles = None
-        cu, ck = perf.get("cycles:u"), perf.get("cycles:k")
-        if cu and ck and cu.value is not None and ck.value is not None:
-            cycles = {"user": cu.value, "kernel": ck.value}
+        cycles = perf_cycles(perf)
         if cycles:
             metric, unit, split = "cycles", "cycles", "perf -a -C cycles:u / cycles:k"
             total, cu_v, ck_v = cycles["user"] + cycles["kernel"], cycles["user"], cycles["kernel"]
