@@ -17,9 +17,10 @@ from pathlib import Path
 from typing import Iterator
 
 import pytest
+from affinity import affinities, allowed, own_back, tasks
 from qemumatrix import small_matrix
 
-from stormatrix.backends.base import format_cpuset, parse_cpuset
+from stormatrix.backends.base import format_cpuset
 from stormatrix.backends.qemu.backend import QemuBackend
 from stormatrix.backends.qemu.vm import ensure_test_disk
 from stormatrix.backends.qemu.pinning import plan_placement
@@ -35,35 +36,6 @@ TWO = pytest.mark.skipif(len(USABLE) < 2, reason="a CPU set needs two usable CPU
 SET, REST = [USABLE[-1]], USABLE[:-1]
 #: /proc/stat and /proc/uptime count in 1/100 s; the set's busy time is read from both at each edge
 UNITS_S = 0.01
-
-
-def allowed(pid: int, tid: int) -> list[int]:
-    for line in Path(f"/proc/{pid}/task/{tid}/status").read_text().splitlines():
-        if line.startswith("Cpus_allowed_list:"):
-            return parse_cpuset(line.split(":", 1)[1].strip())
-    raise AssertionError(f"no Cpus_allowed_list for {pid}/{tid}")
-
-
-def tasks(pid: int) -> list[int]:
-    return sorted(int(t) for t in os.listdir(f"/proc/{pid}/task"))
-
-
-def affinities(pid: int) -> dict[int, list[int]]:
-    out = {}
-    for tid in tasks(pid):
-        try:
-            out[tid] = allowed(pid, tid)
-        except FileNotFoundError:  # a thread that ended between listing and reading
-            pass
-    return out
-
-
-def own_back(before: dict[int, list[int]]) -> bool:
-    """The harness's threads have their own affinity back (threads started since: the main thread's)."""
-    now = affinities(os.getpid())
-    main = before[os.getpid()]
-    return all(now[t] == cpus for t, cpus in before.items() if t in now) and \
-        all(cpus == main for t, cpus in now.items() if t not in before)
 
 
 def raw(**host: object) -> dict:

@@ -14,8 +14,9 @@ from pathlib import Path
 from typing import Iterator
 
 import pytest
+from affinity import affinities, allowed, own_back, tasks
 
-from stormatrix.backends.base import ROLE_VCPU, format_cpuset, parse_cpuset
+from stormatrix.backends.base import ROLE_VCPU, format_cpuset
 from stormatrix.backends.qemu.backend import QemuBackend
 from stormatrix.backends.qemu.pinning import plan_pinning
 from stormatrix.backends.qemu.vm import ensure_test_disk
@@ -28,30 +29,6 @@ from stormatrix.registry import spec_from_dict
 USABLE = sorted(os.sched_getaffinity(0))
 TWO = pytest.mark.skipif(len(USABLE) < 2, reason="pinning needs two usable CPUs")
 VCPU, OTHER = [USABLE[-1]], USABLE[:-1]
-
-
-def allowed(pid: int, tid: int) -> list[int]:
-    for line in Path(f"/proc/{pid}/task/{tid}/status").read_text().splitlines():
-        if line.startswith("Cpus_allowed_list:"):
-            return parse_cpuset(line.split(":", 1)[1].strip())
-    raise AssertionError(f"no Cpus_allowed_list for {pid}/{tid}")
-
-
-def tasks(pid: int) -> list[int]:
-    return sorted(int(t) for t in os.listdir(f"/proc/{pid}/task"))
-
-
-def affinities(pid: int) -> dict[int, list[int]]:
-    return {tid: allowed(pid, tid) for tid in tasks(pid)}
-
-
-def own_back(before: dict[int, list[int]]) -> bool:
-    """The harness's threads have their affinity back: those it had before as they were, and any started since
-    (the backend stops a finished VM on a thread of its own) with the main thread's, not confined."""
-    now = affinities(os.getpid())
-    main = before[os.getpid()]
-    return all(now[t] == cpus for t, cpus in before.items() if t in now) and \
-        all(cpus == main for t, cpus in now.items() if t not in before)
 
 
 # --- the setting -------------------------------------------------------------------------------------------
