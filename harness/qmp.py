@@ -46,10 +46,17 @@ class Qmp:
         except OSError as exc:
             raise QmpError(f"cannot connect to QMP at {self.path}: {exc}") from None
         self.sock.settimeout(self.timeout)
-        greeting = self._read()
-        if "QMP" not in greeting:
-            raise QmpError(f"unexpected QMP greeting: {greeting}")
-        self.execute("qmp_capabilities")
+        try:
+            greeting = self._read()
+            if "QMP" not in greeting:
+                raise QmpError(f"unexpected QMP greeting: {greeting}")
+            self.execute("qmp_capabilities")
+        except BaseException:
+            # a QEMU too busy to answer in time (a loaded host) must not leave the socket open behind
+            # the error: the caller retries or falls back to signals, and the old socket would hold
+            # QEMU's one QMP connection
+            self.close()
+            raise
         return self
 
     def _read(self) -> dict[str, Any]:
