@@ -17,11 +17,11 @@ from typing import Any, Callable, Sequence
 import pandas as pd
 
 from ..core.errors import InputError
-from .compare import ComparisonResult, compare
-from .findings import Finding, comparison_findings
-from .ingest import IngestResult, ingest
-from .savefiles import write_all
-from .workbook import write_comparison_workbook, write_tidy_csv
+from .score.compare import ComparisonResult, compare
+from .score.findings import Finding, comparison_findings
+from .read.ingest import IngestResult, ingest
+from .write.savefiles import write_all
+from .write.workbook import write_comparison_workbook, write_tidy_csv
 
 #: what to do about a side without results, when the caller has nothing more specific to say
 NO_RESULTS_FIX = "give run directories, journals, fio JSON or DiskSpd XML that hold measurements"

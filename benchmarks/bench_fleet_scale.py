@@ -13,7 +13,7 @@ costs twice a 32-worker one per point and never more. Measured, for W = 8, 32 an
   sleeping: ramp and window take no time). The output is a real fio 3.33 client-mode capture of 8 guests
   (tests/data/fio-server) whose per-guest entries are repeated, renamed, for W guests; fio's own
   ``All clients`` entry is left out (it sums the guests; here it would only have to be recomputed);
-- **ingest**: ``analysis.ingest`` of the run directory into the tidy frame (median of ``--repeat``).
+- **ingest**: ``analysis.read.ingest`` of the run directory into the tidy frame (median of ``--repeat``).
 
 Each is reported per point and, per point and worker, relative to 8 workers (1.0 = linear; above 1 grows
 faster than the fleet). The journals are generated in a temporary directory and removed afterwards.
@@ -35,7 +35,7 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
-from stormatrix.analysis.ingest import ingest
+from stormatrix.analysis.read.ingest import ingest
 from stormatrix.executors.fioserver import executor as fioserver
 from stormatrix.executors.fioserver.executor import PointResult
 from stormatrix.executors.fioserver.inputs import FioGuest

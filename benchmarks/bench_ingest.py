@@ -90,7 +90,7 @@ def _cpu() -> float:
 def _child(mode: str, root: Path) -> None:
     """One measured part in a process of its own, for the instruction counts: the imports and the file
     list in every mode (``none`` stops there), then the bare loop or ingest."""
-    from stormatrix.analysis.ingest import ingest
+    from stormatrix.analysis.read.ingest import ingest
     paths = sorted(root.glob("*/*.json"))
     if mode == "bare":
         bare_loop(paths)
@@ -134,10 +134,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.child:
         _child(args.child[0], Path(args.child[1]))
         return 0
-    from stormatrix.analysis.compare import compare
-    from stormatrix.analysis.findings import comparison_findings
-    from stormatrix.analysis.ingest import ingest
-    from stormatrix.analysis.workbook import write_comparison_workbook, write_tidy_csv
+    from stormatrix.analysis.score.compare import compare
+    from stormatrix.analysis.score.findings import comparison_findings
+    from stormatrix.analysis.read.ingest import ingest
+    from stormatrix.analysis.write.workbook import write_comparison_workbook, write_tidy_csv
 
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="stormatrix-bench-") as tmp:

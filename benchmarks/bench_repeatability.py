@@ -56,7 +56,7 @@ from pathlib import Path
 from typing import Any
 
 from stormatrix import guestimage
-from stormatrix.analysis.stats import welch
+from stormatrix.analysis.score.stats import welch
 from stormatrix.commands.run import execute
 from stormatrix.core.errors import DataFileError
 from stormatrix.core.recordtypes import CellRecord, record_from_json

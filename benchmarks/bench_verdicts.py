@@ -14,7 +14,7 @@ Per run it counts the threads-vs-native verdicts the workbook calls decided: the
 <controller>" comparisons (per controller its best aio mode against the next, in every normalization
 group) read through ``stormatrix.repeats.comparisons`` — the same ingest, ``score_cells`` and bootstrap
 share as ``stormatrix report`` and the Findings sheet — decided when one side is lower in >= 95 % or
-<= 5 % of the resamples (``analysis.bootstrap.LEVEL``). A controller's verdict is decided when every
+<= 5 % of the resamples (``analysis.score.bootstrap.LEVEL``). A controller's verdict is decided when every
 group's comparison is. It also reports the extra repeats run and not run (and why: each record's
 ``extra_repeat.basis``), the run time, the load average at start and end, and from the runner's timeline
 the matrix overhead as benchmarks/bench_cell_overhead.py defines it: (span - sum of warm-up + window) /
@@ -68,10 +68,10 @@ from typing import Any
 from bench_cell_overhead import breakdown
 
 from stormatrix import guestimage
-from stormatrix.analysis.efficiency import score_cells
-from stormatrix.analysis.findings import INDICATIVE_LEAD, Finding, efficiency_findings
-from stormatrix.analysis.ingest import ingest
-from stormatrix.analysis.stats import SIGNIFICANT
+from stormatrix.analysis.score.efficiency import score_cells
+from stormatrix.analysis.score.findings import INDICATIVE_LEAD, Finding, efficiency_findings
+from stormatrix.analysis.read.ingest import ingest
+from stormatrix.analysis.score.stats import SIGNIFICANT
 from stormatrix.core.journalfile import CELL
 from stormatrix.journal import read_journal
 from stormatrix.registry import load_spec

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from typing import Any, TypeVar
 
-from .analysis.diskspd import parse_diskspd_xml
-from .analysis.fio import jobs_named, summarize_jobs
+from .analysis.read.diskspd import parse_diskspd_xml
+from .analysis.read.fio import jobs_named, summarize_jobs
 from .backends.base import Target
 from .core.errors import DataFileError, ErrorDetails, StormatrixError, WorkloadFailed
 from .core.recordtypes import (CellErrorRecord, CellPart, CellRecord, CellSkippedRecord, ClientPart, ClockCheck,

@@ -14,11 +14,11 @@ the journal is the only memory.
 both sides of every comparison the findings rest on that is still undecided get one: the best
 configuration of each workload against its runner-up, and per controller its best aio mode against the
 next (native against threads). A comparison is decided when the workbook's own test says so — the share
-of the bootstrap's resamples (:mod:`stormatrix.analysis.bootstrap`, through ``score_cells`` exactly as
+of the bootstrap's resamples (:mod:`stormatrix.analysis.score.bootstrap`, through ``score_cells`` exactly as
 ``stormatrix report`` runs it) in which one score is lower is at least 95 % or at most 5 %; with a single
 repeat it is untested, so open. Native against threads, where the records split QEMU's threads by role, is
 decided as the Answer page decides it: Welch's t at 95 % on the I/O-path switches per I/O
-(:mod:`stormatrix.analysis.roles`). ``"cv"`` gives extra repeats by CV alone. Within
+(:mod:`stormatrix.analysis.score.roles`). ``"cv"`` gives extra repeats by CV alone. Within
 ``time_budget_minutes`` the runner takes as many as fit at the measured pace, in this priority order.
 
 Each extra repeat's record says why it ran (``extra_repeat``, docs/journal.md).
@@ -116,17 +116,17 @@ class Comparison:
 
     kind: str  # "best vs runner-up" | "aio modes of <controller>"
     group: str  # the workbook's normalization group, e.g. "randread-64k [cpu_ms]"
-    a: str  # configuration labels as the workbook writes them (analysis.labels.config_label)
+    a: str  # configuration labels as the workbook writes them (analysis.score.labels.config_label)
     b: str
     share: float | None  # None: untested (a side has a single repeat)
     resamples: int
-    #: "aio verdict of <controller>": Welch's p on the I/O-path switches per I/O (analysis/roles.py), the figure
+    #: "aio verdict of <controller>": Welch's p on the I/O-path switches per I/O (analysis/score/roles.py), the figure
     #: the Answer page decides native against threads on; None: untested or a score comparison
     p: float | None = None
 
     @property
     def decided(self) -> bool:
-        from .analysis.bootstrap import LEVEL  # analysis (pandas, numpy) loads only when verdicts are read
+        from .analysis.score.bootstrap import LEVEL  # analysis (pandas, numpy) loads only when verdicts are read
 
         if self.kind.startswith("aio verdict"):
             return self.p is not None and self.p < 1 - LEVEL
@@ -160,8 +160,8 @@ def comparisons(journal: Path) -> tuple[list[Comparison], dict[tuple[str, str], 
     per group the best against the runner-up; per controller its best aio mode against the next (with
     iothread as the group's first row of that controller, as the findings pick them).
     """
-    from .analysis.ingest import ingest
-    from .analysis.efficiency import score_cells
+    from .analysis.read.ingest import ingest
+    from .analysis.score.efficiency import score_cells
 
     data = ingest([journal])
     if data.frame.empty:
@@ -199,12 +199,12 @@ def comparisons(journal: Path) -> tuple[list[Comparison], dict[tuple[str, str], 
 
 def _aio_pairs(frame: Any, cells: Any) -> dict[tuple[str, str], tuple[str, str, float | None]]:
     """(group, controller) -> (native label, threads label, Welch p or None) of every controller the Answer page
-    decides native against threads for (analysis/roles.py: the I/O-path switches per I/O; first iothread
+    decides native against threads for (analysis/score/roles.py: the I/O-path switches per I/O; first iothread
     setting of the controller, as the findings pick it)."""
     import math
 
-    from .analysis.labels import config_label
-    from .analysis.roles import aio_verdicts, per_io_frame
+    from .analysis.score.labels import config_label
+    from .analysis.score.roles import aio_verdicts, per_io_frame
 
     f = frame.copy()
     f["config"] = [config_label(c, a, i, k) for c, a, i, k in
@@ -268,7 +268,7 @@ def within_budget(extra: list[tuple[Cell, dict[str, Any]]], budget_min: float, e
 
 
 def _label(cell: Cell) -> str:
-    from .analysis.labels import config_label
+    from .analysis.score.labels import config_label
 
     d = cell.disk
     if not d.has_options:  # ESXi: the controller alone, as the workbook labels it

@@ -18,7 +18,7 @@ from .outputs import real, refuse_inputs
 from .report import check_inputs, output_paths, probability, warn
 
 if TYPE_CHECKING:
-    from ..analysis.ingest import IngestResult
+    from ..analysis.read.ingest import IngestResult
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -113,11 +113,11 @@ def run(args: argparse.Namespace) -> int:
 def write_report(inputs: list[str], output: str, *, csv: str | None = None, strict: bool = False,
                  cv_limit: float = 0.10, label: str | None = None) -> int:
     """Ingest, score, write the workbook and the tidy CSV; used by ``report`` and ``demo``."""
-    from ..analysis.efficiency import score_cells
-    from ..analysis.findings import efficiency_findings
-    from ..analysis.ingest import ingest
-    from ..analysis.savefiles import write_all
-    from ..analysis.workbook import write_efficiency_workbook, write_tidy_csv
+    from ..analysis.score.efficiency import score_cells
+    from ..analysis.score.findings import efficiency_findings
+    from ..analysis.read.ingest import ingest
+    from ..analysis.write.savefiles import write_all
+    from ..analysis.write.workbook import write_efficiency_workbook, write_tidy_csv
 
     check_inputs(inputs)
     out, csv_path = output_paths(output, csv, inputs)

@@ -4,7 +4,7 @@ A journal is UTF-8 text, one JSON object per line, each with ``"schema": SCHEMA`
 newline is a line whose write never finished (the harness was killed mid-append): a *torn* last line.
 
 Two readers use this with different policies, which stay theirs: the runner's (``stormatrix.journal``)
-must stop at a corrupt line before it appends anything, and analysis (``stormatrix.analysis.journalrows``)
+must stop at a corrupt line before it appends anything, and analysis (``stormatrix.analysis.read.journalrows``)
 reports a bad line and goes on with the rest. Standard library only.
 """
 
@@ -18,7 +18,7 @@ JOURNAL_NAME = "journal.ndjson"
 SCHEMA = "stormatrix/record-1"
 
 # The record types (``"type"``), the one list the writer (stormatrix.records builds every record) and the
-# readers (the runner's resume, analysis.journalrows) name them by.
+# readers (the runner's resume, analysis.read.journalrows) name them by.
 RUN = "run"                    # a run started: environment, matrix, the VM's original configuration
 CELL = "cell"                  # one measured cell
 CELL_ERROR = "cell-error"      # one failed attempt of a cell

@@ -21,7 +21,7 @@ summary, the host block, the checks, a suite's additions) is written as that dic
 builds field by field (``keys`` None) is written in the order its fields are declared, then ``rest`` — the
 order the harness always wrote, except that a suite point's ``extra_repeat`` now comes before its executor's
 and the suite's keys. ``stormatrix.records`` builds these types, the runner journals ``to_json()``,
-``stormatrix.analysis.journalrows`` maps ``from_json()`` to tidy rows, and the runner's resume (with ``suite
+``stormatrix.analysis.read.journalrows`` maps ``from_json()`` to tidy rows, and the runner's resume (with ``suite
 run`` and ``restore``) reads every line with :func:`resume_record`: the same types without a cell's
 measurement checks. Standard library only.
 """

@@ -34,7 +34,7 @@ import zlib
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..analysis.fio import parse_fio_json
+from ..analysis.read.fio import parse_fio_json
 from ..core.errors import DataFileError, GuestDisconnected, GuestNotReady, WorkloadFailed
 from ..core.model import Cell, Timing, Workload
 from ..core.scope import GuestEndpoint

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from stormatrix.analysis.ingest import ingest
+from stormatrix.analysis.read.ingest import ingest
 from stormatrix.cli import main
 import paths
 
@@ -106,7 +106,7 @@ def test_real_captures_pass_the_rate_check() -> None:
 def test_a_suite_points_summed_rates_may_exceed_its_bytes_over_the_longest_window() -> None:
     """A point on many guests sums each client's own rate: with windows of 0.9-1.2 s (clients started
     apart on a busy host) the sum is above the bytes over the longest window, never below it."""
-    from stormatrix.analysis.checks import check_row
+    from stormatrix.analysis.read.checks import check_row
     from stormatrix.core.errors import DataFileError
 
     mib = 64 * 2**20

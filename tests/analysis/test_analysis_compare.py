@@ -17,8 +17,8 @@ import openpyxl
 import pytest
 from scipy import stats
 
-from stormatrix.analysis.compare import compare
-from stormatrix.analysis.ingest import ingest
+from stormatrix.analysis.score.compare import compare
+from stormatrix.analysis.read.ingest import ingest
 from stormatrix.cli import main
 import paths
 

@@ -24,8 +24,8 @@ import openpyxl
 import pandas as pd
 import pytest
 
-from stormatrix.analysis.efficiency import min_max, score_cells
-from stormatrix.analysis.ingest import frame_from_rows
+from stormatrix.analysis.score.efficiency import min_max, score_cells
+from stormatrix.analysis.read.ingest import frame_from_rows
 from stormatrix.cli import main
 
 T_975_1 = math.tan(0.475 * math.pi)

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from stormatrix.analysis.compare import compare
-from stormatrix.analysis.efficiency import score_cells
-from stormatrix.analysis.findings import comparison_findings, efficiency_findings, signed
-from stormatrix.analysis.ingest import ingest
+from stormatrix.analysis.score.compare import compare
+from stormatrix.analysis.score.efficiency import score_cells
+from stormatrix.analysis.score.findings import comparison_findings, efficiency_findings, signed
+from stormatrix.analysis.read.ingest import ingest
 import paths
 
 DATA = paths.DATA

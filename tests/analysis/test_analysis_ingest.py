@@ -12,11 +12,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from stormatrix.analysis import fio, perfcsv
-from stormatrix.analysis.diskspd import parse_diskspd_xml
-from stormatrix.analysis.fiorows import job_groups
-from stormatrix.analysis.ingest import COLUMNS, ingest
-from stormatrix.analysis.params import params_from_name
+from stormatrix.analysis.read import fio, perfcsv
+from stormatrix.analysis.read.diskspd import parse_diskspd_xml
+from stormatrix.analysis.read.fiorows import job_groups
+from stormatrix.analysis.read.ingest import COLUMNS, ingest
+from stormatrix.analysis.read.params import params_from_name
 from stormatrix.core.errors import DataFileError, InputError
 import paths
 

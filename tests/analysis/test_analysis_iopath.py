@@ -10,8 +10,8 @@ from typing import Any
 import openpyxl
 import pytest
 
-from stormatrix.analysis.efficiency import score_cells
-from stormatrix.analysis.ingest import ingest
+from stormatrix.analysis.score.efficiency import score_cells
+from stormatrix.analysis.read.ingest import ingest
 from stormatrix.cli import main
 from stormatrix.core.recordtypes import CellRecord
 
@@ -121,7 +121,7 @@ def test_method_says_the_vcpu_is_the_emulated_guest_under_tcg(tmp_path: Path) ->
 def test_split_carried_by_ingest_is_used_as_it_is(tmp_path: Path) -> None:
     """When ingest carries the split (io_path_cpu_s, io_path_ctx, io_path_note), the I/O path uses those
     columns and reads no journal: the same figures as reading the records back."""
-    from stormatrix.analysis.iopath import iopath_frame, split_of
+    from stormatrix.analysis.score.iopath import iopath_frame, split_of
 
     recs = [qemu_record("sata", "native", rep, vcpu_s=5.0, io_s=0.5 + rep / 10, io_ctx=100 * rep) for rep in (1, 2)]
     recs.append(qemu_record("sata", "threads", 1, vcpu_s=5.0, io_s=0.6, io_ctx=100, by_role={}))
@@ -143,8 +143,8 @@ def test_split_carried_by_ingest_is_used_as_it_is(tmp_path: Path) -> None:
 def test_io_path_sheet_needs_no_second_read_of_the_journal(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Ingest carries the split and the run's accel, so the I/O-path lens reads no journal again: a run whose
     journal is gone after ingest still gets its I/O-path figures, its emulation note and its sheet."""
-    import stormatrix.analysis.iopath as iopath
-    from stormatrix.analysis.workbook import write_efficiency_workbook
+    import stormatrix.analysis.score.iopath as iopath
+    from stormatrix.analysis.write.workbook import write_efficiency_workbook
 
     recs = [qemu_record(c, a, rep, vcpu_s=v, io_s=io, io_ctx=n, vcpu_ctx=vn) for (c, a), reps in CONFIGS.items()
             for rep, (v, io, n, vn) in enumerate(reps, start=1)]
@@ -177,7 +177,7 @@ def test_io_path_sheet_needs_no_second_read_of_the_journal(tmp_path: Path, monke
 def test_frame_without_the_carried_split_reads_the_journal(tmp_path: Path) -> None:
     """A frame built without the carried columns (not by ingest) still gets the split and the accel from the
     journal lines its ``source`` names."""
-    from stormatrix.analysis.iopath import iopath_frame
+    from stormatrix.analysis.score.iopath import iopath_frame
 
     recs = [qemu_record("sata", "native", rep, vcpu_s=5.0, io_s=0.5 + rep / 10, io_ctx=100 * rep) for rep in (1, 2)]
     frame = ingest([write_journal(tmp_path / "r", recs, accel="tcg")], strict=True).frame

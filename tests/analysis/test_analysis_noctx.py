@@ -38,9 +38,9 @@ from typing import Any
 import openpyxl
 import pytest
 
-from stormatrix.analysis.efficiency import BASIS_BOTH, score_cells
-from stormatrix.analysis.findings import efficiency_findings
-from stormatrix.analysis.ingest import ingest
+from stormatrix.analysis.score.efficiency import BASIS_BOTH, score_cells
+from stormatrix.analysis.score.findings import efficiency_findings
+from stormatrix.analysis.read.ingest import ingest
 from stormatrix.cli import main
 from stormatrix.core.errors import DataFileError
 

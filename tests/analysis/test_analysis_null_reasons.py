@@ -14,9 +14,9 @@ import openpyxl
 import pandas as pd
 import pytest
 
-from stormatrix.analysis import fio
-from stormatrix.analysis.ingest import ingest
-from stormatrix.analysis.journalrows import OLDER_P99
+from stormatrix.analysis.read import fio
+from stormatrix.analysis.read.ingest import ingest
+from stormatrix.analysis.read.journalrows import OLDER_P99
 from stormatrix.cli import main
 import paths
 

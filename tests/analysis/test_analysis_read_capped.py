@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from stormatrix.analysis.discover import read_capped
+from stormatrix.analysis.read.discover import read_capped
 from stormatrix.core.errors import DataFileError
 import paths
 
@@ -50,7 +50,7 @@ def test_a_link_loop_inside_a_run_folder_is_named_not_a_crash(tmp_path: Path) ->
     naming it, and the walk does not stop."""
     import shutil
 
-    from stormatrix.analysis.ingest import ingest
+    from stormatrix.analysis.read.ingest import ingest
 
     folder = tmp_path / "run"
     folder.mkdir()

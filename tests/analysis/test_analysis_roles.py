@@ -1,4 +1,4 @@
-"""The per-role figures (analysis/roles.py): they add up to the process's, the aio-worker role is empty for
+"""The per-role figures (analysis/score/roles.py): they add up to the process's, the aio-worker role is empty for
 aio=native, and the native-vs-threads verdict rests on the I/O-path switches per I/O.
 
 The first tests read journal records written here by hand (each figure chosen so that a wrong sum or a
@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 from qemumatrix import small_matrix
 
-from stormatrix.analysis.ingest import ingest
-from stormatrix.analysis.rolesheet import answer_rows, headline, with_config
-from stormatrix.analysis.roles import ROLES, STEM, aio_verdicts, per_io_frame, role_table
+from stormatrix.analysis.read.ingest import ingest
+from stormatrix.analysis.write.rolesheet import answer_rows, headline, with_config
+from stormatrix.analysis.score.roles import ROLES, STEM, aio_verdicts, per_io_frame, role_table
 
 
 def _role(vol: int, invol: int, run: float, user: float, system: float, threads: int = 1) -> dict:
@@ -186,7 +186,7 @@ def test_the_method_names_the_hand_offs_only_where_every_native_window_shows_the
     equal to the vCPU's in every aio=native window (within 10 %), else no such sentence."""
     import pandas as pd
 
-    from stormatrix.analysis.rolesheet import _handoff_line
+    from stormatrix.analysis.write.rolesheet import _handoff_line
 
     rows = [{"aio": "native", "vcpu_ctx_io": v, "main_loop_ctx_io": m} for v, m in ((4.5, 4.6), (7.6, 7.4))]
     rows.append({"aio": "threads", "vcpu_ctx_io": 5.0, "main_loop_ctx_io": 3.0})  # threads windows: not asked

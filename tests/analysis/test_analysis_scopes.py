@@ -13,9 +13,9 @@ import openpyxl
 import pytest
 from test_analysis_iopath import MIB, qemu_record, write_journal
 
-from stormatrix.analysis.ingest import ingest
-from stormatrix.analysis.scopes import scope_table
-from stormatrix.analysis.efficiency import score_cells
+from stormatrix.analysis.read.ingest import ingest
+from stormatrix.analysis.write.scopes import scope_table
+from stormatrix.analysis.score.efficiency import score_cells
 from stormatrix.cli import main
 
 # per configuration, per repeat: (set CPU s, set switches, process CPU s, process switches,

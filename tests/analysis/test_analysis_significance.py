@@ -13,10 +13,10 @@ import openpyxl
 import pytest
 from scipy.special import stdtr
 
-from stormatrix.analysis.efficiency import score_cells
-from stormatrix.analysis.findings import INDICATIVE_LEAD, efficiency_findings
-from stormatrix.analysis.ingest import ingest
-from stormatrix.analysis.stats import INDICATIVE, SIGNIFICANT, WITHIN_NOISE, welch
+from stormatrix.analysis.score.efficiency import score_cells
+from stormatrix.analysis.score.findings import INDICATIVE_LEAD, efficiency_findings
+from stormatrix.analysis.read.ingest import ingest
+from stormatrix.analysis.score.stats import INDICATIVE, SIGNIFICANT, WITHIN_NOISE, welch
 from stormatrix.cli import main
 
 from test_analysis_iopath import qemu_record, write_journal

@@ -17,10 +17,10 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from stormatrix.analysis.discover import discover
-from stormatrix.analysis.journalrows import read_journal_rows
-from stormatrix.analysis.plainfiles import parse_files
-from stormatrix.analysis.tidy import COLUMNS, frame_from_rows
+from stormatrix.analysis.read.discover import discover
+from stormatrix.analysis.read.journalrows import read_journal_rows
+from stormatrix.analysis.read.plainfiles import parse_files
+from stormatrix.analysis.read.tidy import COLUMNS, frame_from_rows
 import paths
 
 DATA = paths.DATA

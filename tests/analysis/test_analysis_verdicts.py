@@ -18,11 +18,11 @@ import pytest
 from scipy import integrate
 from scipy import stats as sp
 
-from stormatrix.analysis.bootstrap import RESAMPLES
-from stormatrix.analysis.efficiency import score_cells
-from stormatrix.analysis.findings import efficiency_findings
-from stormatrix.analysis.ingest import ingest
-from stormatrix.analysis.stats import (HIGHER, LOWER, PARTLY, SIGNIFICANT, TIED, WITHIN_NOISE, Verdict, welch)
+from stormatrix.analysis.score.bootstrap import RESAMPLES
+from stormatrix.analysis.score.efficiency import score_cells
+from stormatrix.analysis.score.findings import efficiency_findings
+from stormatrix.analysis.read.ingest import ingest
+from stormatrix.analysis.score.stats import (HIGHER, LOWER, PARTLY, SIGNIFICANT, TIED, WITHIN_NOISE, Verdict, welch)
 
 from test_analysis_iopath import qemu_record, write_journal
 

@@ -17,8 +17,8 @@ from typing import Any
 import openpyxl
 import pytest
 
-from stormatrix.analysis.compare import compare
-from stormatrix.analysis.ingest import ingest
+from stormatrix.analysis.score.compare import compare
+from stormatrix.analysis.read.ingest import ingest
 from stormatrix.cli import main
 
 MIB = 2**20
@@ -232,7 +232,7 @@ def test_cpu_without_context_switches_is_compared_and_noted() -> None:
     compared, the ctx columns stay blank and the note says why."""
     import pandas as pd
 
-    from stormatrix.analysis.ingest import frame_from_rows
+    from stormatrix.analysis.read.ingest import frame_from_rows
 
     def row(side: str, cpu: float, ctx: float | None) -> dict[str, Any]:
         return {"side": side, "rw": "randread", "bs": 4096, "iodepth": 1, "repeat": 1, "iops": 100.0,

@@ -13,9 +13,9 @@ import re
 import pandas as pd
 import pytest
 
-from stormatrix.analysis.compare import compare
-from stormatrix.analysis.findings import MINUS, comparison_findings, signed, which_way
-from stormatrix.analysis.ingest import ingest
+from stormatrix.analysis.score.compare import compare
+from stormatrix.analysis.score.findings import MINUS, comparison_findings, signed, which_way
+from stormatrix.analysis.read.ingest import ingest
 import paths
 
 A_DIR = paths.DATA / "fio" / "compare" / "A"

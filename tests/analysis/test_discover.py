@@ -1,4 +1,4 @@
-"""Finding the inputs (analysis/discover.py): the same measurement on both sides of a compare is named,
+"""Finding the inputs (analysis/read/discover.py): the same measurement on both sides of a compare is named,
 folders are walked following linked folders once, and a loop, a path past PATH_MAX and a folder that may
 not be listed are each named, the rest still read.
 """
@@ -82,7 +82,7 @@ def test_the_walk_follows_a_linked_folder_once_and_names_a_loop(tmp_path: Path,
     (top / "linked").symlink_to(tmp_path / "real")
     (top / "again").symlink_to(tmp_path / "real")
     (top / "loop").symlink_to(top)
-    from stormatrix.analysis.ingest import ingest
+    from stormatrix.analysis.read.ingest import ingest
 
     data = ingest([top])
     assert len(data.frame) == 2  # w.json, and a.json once (through the first link)

@@ -35,7 +35,7 @@ def report(paths: list[Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 
 
 def test_status_interval_output_is_read_at_its_final_report(tmp_path: Path) -> None:
-    from stormatrix.analysis.fio import extract_json_documents, parse_fio_json
+    from stormatrix.analysis.read.fio import extract_json_documents, parse_fio_json
 
     text = (AMBIGUOUS / "fio333-status-interval-1s.json").read_text()
     docs = extract_json_documents(text)
@@ -43,7 +43,7 @@ def test_status_interval_output_is_read_at_its_final_report(tmp_path: Path) -> N
     doc = parse_fio_json(text, "x")
     final = docs[-1]["jobs"][0]["read"]
     assert doc["jobs"][0]["read"]["io_bytes"] == final["io_bytes"] > docs[0]["jobs"][0]["read"]["io_bytes"]
-    from stormatrix.analysis.ingest import ingest
+    from stormatrix.analysis.read.ingest import ingest
 
     frame = ingest([AMBIGUOUS / "fio333-status-interval-1s.json"]).frame
     assert int(frame["io_bytes"].iloc[0]) == final["io_bytes"]
@@ -58,8 +58,8 @@ def test_status_interval_is_read_from_a_fresh_fio_run_too(tmp_path: Path) -> Non
     subprocess.run(["fio", "--name=si", f"--filename={tmp_path / 'f'}", "--size=1m", "--rw=randread", "--bs=4k",
                     "--runtime=2", "--time_based", "--output-format=json", "--status-interval=1", f"--output={out}"],
                    check=True, capture_output=True, timeout=60)
-    from stormatrix.analysis.fio import extract_json_documents
-    from stormatrix.analysis.ingest import ingest
+    from stormatrix.analysis.read.fio import extract_json_documents
+    from stormatrix.analysis.read.ingest import ingest
 
     docs = extract_json_documents(out.read_text())
     frame = ingest([out]).frame
@@ -110,7 +110,7 @@ def test_a_real_fio_range_capture_is_refused(tmp_path: Path, capsys: pytest.Capt
                                             (",64k", "write", 65536), ("64k,64k", "randrw", 65536),
                                             ("65536", "randrw", 65536), ("8k,32k,", "randrw", None)])
 def test_per_direction_block_sizes_are_read_for_the_directions_used(bs: str, rw: str, expected: int | None) -> None:
-    from stormatrix.analysis.params import block_size
+    from stormatrix.analysis.read.params import block_size
 
     value, why = block_size(bs, rw)
     assert value == expected and (why is None) == (expected is not None)
@@ -123,7 +123,7 @@ def test_diskspd_targets_with_different_workloads_are_refused(tmp_path: Path,
 
 
 def test_diskspd_targets_of_one_workload_are_summed() -> None:
-    from stormatrix.analysis.diskspd import parse_diskspd_xml
+    from stormatrix.analysis.read.diskspd import parse_diskspd_xml
 
     one = parse_diskspd_xml((DATA / "diskspd" / "diskspd_randread_64k_qd8_t1.xml").read_text(), "one")
     two = parse_diskspd_xml((AMBIGUOUS / "diskspd_two_targets_64k_64k.xml").read_text(), "two")
@@ -143,7 +143,7 @@ def test_a_decimal_comma_perf_csv_is_refused_with_the_fix(name: str, tmp_path: P
 
 
 def test_perf_csvs_in_the_c_locale_still_read() -> None:
-    from stormatrix.analysis.perfcsv import host_metrics, parse_perf_csv
+    from stormatrix.analysis.read.perfcsv import host_metrics, parse_perf_csv
 
     for path in (DATA / "perf").glob("*.csv"):
         parse_perf_csv(path.read_text(), str(path))  # none refused
@@ -199,7 +199,7 @@ def test_a_per_direction_rate_is_read_for_the_directions_used(rate: str, rw: str
                                                               tmp_path: Path) -> None:
     import json
 
-    from stormatrix.analysis.ingest import ingest
+    from stormatrix.analysis.read.ingest import ingest
 
     doc = json.loads(FIO_FILE.read_text())
     doc["jobs"][0]["job options"].update(rate=rate, rw=rw)
@@ -218,7 +218,7 @@ SETTINGS = "<ThreadCount>0</ThreadCount>\n        <RequestCount>0</RequestCount>
 
 
 def diskspd(text: str, name: str = "diskspd_randread_64k_qd8_t1.xml") -> dict:
-    from stormatrix.analysis.diskspd import parse_diskspd_xml
+    from stormatrix.analysis.read.diskspd import parse_diskspd_xml
 
     return parse_diskspd_xml(text, name)
 

@@ -13,8 +13,8 @@ import json
 
 import pytest
 
-from stormatrix.analysis import fio
-from stormatrix.analysis.ingest import ingest
+from stormatrix.analysis.read import fio
+from stormatrix.analysis.read.ingest import ingest
 import paths
 
 FIO = paths.DATA / "fio"
@@ -65,7 +65,7 @@ def test_each_blank_measurement_says_why_in_the_measurements_sheet(tmp_path) -> 
     """fio 2.1.4 leaves total_ios and the lat p99 blank: the Measurements sheet's blank_reasons names each."""
     import openpyxl
 
-    from stormatrix.analysis.sheets import MEASURED
+    from stormatrix.analysis.write.sheets import MEASURED
     from stormatrix.cli import main
 
     out = tmp_path / "old.xlsx"

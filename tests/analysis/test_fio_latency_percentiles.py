@@ -3,7 +3,7 @@
 fio writes completion-latency percentiles (``clat_ns.percentile``) by default and the total latency's
 (``lat_ns.percentile``, submission to completion) only with ``lat_percentiles=1``; without it the record's
 ``lat_p99_ns`` was always blank. The job files of the local QEMU guest (``fio_job``) and of the fio-server
-suite (``FioJob.render``) run here with the real fio, and the one summary (analysis/fio.py) must find the
+suite (``FioJob.render``) run here with the real fio, and the one summary (analysis/read/fio.py) must find the
 two p99s apart. One ``qemu`` test shows a real local-QEMU cell record and its workbook row with both.
 The Windows guest module's arguments run with the real fio in tests/pester/StormatrixGuest/Invoke-StormatrixFio.Linux.Tests.ps1.
 """
@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from stormatrix.analysis.fio import jobs_named, summarize_jobs
+from stormatrix.analysis.read.fio import jobs_named, summarize_jobs
 from stormatrix.core.model import Timing, Workload
 from stormatrix.executors.fioserver.inputs import FioJob
 from stormatrix.executors.localagent import fio_job

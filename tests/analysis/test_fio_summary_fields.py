@@ -16,10 +16,10 @@ from typing import Any, Iterator
 
 import pytest
 
-from stormatrix.analysis import fio
-from stormatrix.analysis.checks import MEASURED
-from stormatrix.analysis.fiorows import fio_rows
-from stormatrix.analysis.plainfiles import parse_files
+from stormatrix.analysis.read import fio
+from stormatrix.analysis.read.checks import MEASURED
+from stormatrix.analysis.read.fiorows import fio_rows
+from stormatrix.analysis.read.plainfiles import parse_files
 from stormatrix.core.errors import DataFileError
 import paths
 

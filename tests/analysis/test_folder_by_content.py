@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from stormatrix.analysis.ingest import ingest
+from stormatrix.analysis.read.ingest import ingest
 from stormatrix.cli import main
 import paths
 

@@ -13,8 +13,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from stormatrix.analysis.fiorows import MERGED_P99, merged_p99
-from stormatrix.analysis.ingest import ingest
+from stormatrix.analysis.read.fiorows import MERGED_P99, merged_p99
+from stormatrix.analysis.read.ingest import ingest
 import paths
 
 JSONPLUS = paths.DATA / "folder-walk" / "mixed.fiolog"

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from openpyxl import load_workbook
 
-from stormatrix.analysis.journalrows import read_journal_rows
+from stormatrix.analysis.read.journalrows import read_journal_rows
 from stormatrix.cli import main
 import paths
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import openpyxl
 import pytest
 
-from stormatrix.analysis.safe import escape_unencodable, neutralize
+from stormatrix.analysis.read.safe import escape_unencodable, neutralize
 from stormatrix.cli import main
 import paths
 

@@ -16,7 +16,7 @@ from openpyxl.chart import BarChart, Reference
 from openpyxl.chart.data_source import NumDataSource, NumRef
 from openpyxl.chart.error_bar import ErrorBars
 
-from stormatrix.analysis.savefiles import save_workbook
+from stormatrix.analysis.write.savefiles import save_workbook
 from stormatrix.cli import main
 from stormatrix.suiterun import write_comparison as suite_workbook
 import openxmlcheck

@@ -23,7 +23,7 @@ from pathlib import Path
 import openpyxl
 import pytest
 
-from stormatrix.analysis.ooxml import schema_fonts
+from stormatrix.analysis.write.ooxml import schema_fonts
 from stormatrix.cli import main
 
 from test_analysis_iopath import qemu_record, write_journal

@@ -10,12 +10,12 @@ from pathlib import Path
 import openpyxl
 import pytest
 
-from stormatrix.analysis.compare import compare
-from stormatrix.analysis.efficiency import score_cells
-from stormatrix.analysis.findings import comparison_findings, efficiency_findings
-from stormatrix.analysis.ingest import ingest
-from stormatrix.analysis.safe import neutralize
-from stormatrix.analysis.workbook import write_comparison_workbook, write_efficiency_workbook
+from stormatrix.analysis.score.compare import compare
+from stormatrix.analysis.score.efficiency import score_cells
+from stormatrix.analysis.score.findings import comparison_findings, efficiency_findings
+from stormatrix.analysis.read.ingest import ingest
+from stormatrix.analysis.read.safe import neutralize
+from stormatrix.analysis.write.workbook import write_comparison_workbook, write_efficiency_workbook
 from stormatrix.cli import main
 import paths
 

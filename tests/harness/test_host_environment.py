@@ -16,7 +16,7 @@ from typing import Any, Iterator
 import pytest
 from standins.sshd import PrivateSshd, SshdUnavailable
 
-from stormatrix.analysis.tidy import environment_frame
+from stormatrix.analysis.read.tidy import environment_frame
 from stormatrix.backends.proxmox import backend as pmx
 from stormatrix.backends.proxmox import node as pmxnode
 from stormatrix.backends.base import Backend

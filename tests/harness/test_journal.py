@@ -60,8 +60,8 @@ def test_a_diskspd_cell_is_journaled_with_its_engine(tmp_path: Path) -> None:
     import xml.etree.ElementTree as ET
     from typing import Any
 
-    from stormatrix.analysis.diskspd import parse_diskspd_xml
-    from stormatrix.analysis.ingest import ingest
+    from stormatrix.analysis.read.diskspd import parse_diskspd_xml
+    from stormatrix.analysis.read.ingest import ingest
     from stormatrix.backends.base import Backend, GuestEndpoint, HostScope
     from stormatrix.core.model import DiskConfig
     from stormatrix.executors.base import GuestExecutor, WorkloadResult

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from stormatrix.analysis.diskspd import parse_diskspd_xml
+from stormatrix.analysis.read.diskspd import parse_diskspd_xml
 from stormatrix.backends.base import BlockStats
 from stormatrix.core.model import Cell, DiskConfig, Workload
 from stormatrix.executors.base import WorkloadResult

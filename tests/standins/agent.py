@@ -428,7 +428,7 @@ class FakeWinRMExecutor(GuestExecutor):
             raise GuestDisconnected("WinRM connection to 127.0.0.1:5985 dropped mid-command "
                                     "(Connection reset by peer)", cell=cell.key)
         window.measure_ended()
-        from stormatrix.analysis.fio import parse_fio_json
+        from stormatrix.analysis.read.fio import parse_fio_json
 
         return WorkloadResult(engine="fio", raw=FIO_OUTPUT, data=parse_fio_json(FIO_OUTPUT), window_source="timed")
 

@@ -14,7 +14,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ...analysis.esxtop import read_esxtop, vm_cpu_record
+from ...analysis.read.esxtop import read_esxtop, vm_cpu_record
 from ...core.errors import CollectorError, InputError
 from ...ssh import SshOptions
 
@@ -96,7 +96,7 @@ class EsxtopCollector:
     N iterations covering the planned window plus one (a window runs a little longer than measure_seconds), writing
     the capture into the run directory (``esxtop/<time>-<vm>.csv``, kept as evidence). ``stop()`` waits
     for esxtop to finish its last iteration (at most about 2 x D after the window) and turns the capture
-    into the host record with :func:`stormatrix.analysis.esxtop.vm_cpu_record`: the window is taken to
+    into the host record with :func:`stormatrix.analysis.read.esxtop.vm_cpu_record`: the window is taken to
     start with esxtop's first snapshot (the SSH connect, well under a second on a LAN, is not corrected
     for) and to last as long as this machine measured. BatchMode means a key login or nothing: ssh never
     asks for a password.

@@ -45,7 +45,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-from ...analysis.fio import extract_json_documents
+from ...analysis.read.fio import extract_json_documents
 from ...core.errors import DataFileError, GuestDisconnected, GuestNotReady, WorkloadFailed
 from ...core.model import Cell, Timing, parse_size
 from ...core.scope import GuestEndpoint

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from ...analysis.fio import parse_fio_json, summarize_jobs
+from ...analysis.read.fio import parse_fio_json, summarize_jobs
 from ...core.errors import DataFileError
 from .inputs import ALL_CLIENTS, FioGuest
 

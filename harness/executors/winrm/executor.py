@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
-from ...analysis.fio import parse_fio_json
+from ...analysis.read.fio import parse_fio_json
 from ...core.errors import (AuthenticationFailed, GuestDisconnected, GuestNotReady, InputError, RemoteCommandError,
                             RemoteTimeout, TestDiskMissing, WSManServiceError, WorkloadFailed)
 from ...core.model import Cell, Timing

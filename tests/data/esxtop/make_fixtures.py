@@ -2,7 +2,7 @@
 ``esxtop -b -d 5 -n 6 > capture.csv`` on an ESXi host named esx01.lab.
 
 **Hand-built**: no ESXi host is reachable from the development machine. The layout follows the public
-references cited in ``analysis/esxtop.py`` (PDH-CSV 4.0 header with ``(UTC)(0)``, every cell quoted,
+references cited in ``analysis/read/esxtop.py`` (PDH-CSV 4.0 header with ``(UTC)(0)``, every cell quoted,
 ``\\\\host\\object(instance)\\counter`` names, ``MM/DD/YYYY HH:MM:SS`` times, the Group Cpu counter list,
 ``Physical Cpu(_Total)``). The numbers are chosen so the expected results are easy to check by hand
 (see tests/harness/backends/test_vmware_esxtop.py): bench01's %USED is 150, 180, 170, 160, 190, 150 (sum 1000, so 50.0

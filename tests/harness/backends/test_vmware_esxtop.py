@@ -1,4 +1,4 @@
-"""esxtop batch output: the parser (stormatrix.analysis.esxtop) on captures in the real format
+"""esxtop batch output: the parser (stormatrix.analysis.read.esxtop) on captures in the real format
 (tests/data/esxtop, see make_fixtures.py there), with results computed by hand, malformed captures,
 and the vmware backend's esxtop collector against a stand-in ``ssh`` (defined at the bottom of this
 file) that enforces what the collector must send; vSphere is the fake PowerCLI (test_vmware_pwsh.FakeVCenter)
@@ -18,7 +18,7 @@ from typing import Any, Callable, Iterator
 
 import pytest
 
-from stormatrix.analysis.esxtop import UNMATCHED, parse_esxtop, read_esxtop, vm_cpu_record, vsphere_escaped
+from stormatrix.analysis.read.esxtop import UNMATCHED, parse_esxtop, read_esxtop, vm_cpu_record, vsphere_escaped
 from stormatrix.core.errors import CollectorError, DataFileError, MatrixError
 from stormatrix.executors.base import GuestExecutor, WorkloadResult
 import paths
@@ -473,7 +473,7 @@ class WindowExecutor(GuestExecutor):
         return {"disk": "/dev/sdb", "signature": "none"}
 
     def run(self, cell: Any, timing: Any, window: Any) -> Any:
-        from stormatrix.analysis.fio import parse_fio_json
+        from stormatrix.analysis.read.fio import parse_fio_json
 
         window.measure_started()
         window.measure_ended()
@@ -523,7 +523,7 @@ def test_report_reads_an_esxi_run(esx: EsxLab, tmp_path: Path, monkeypatch: pyte
 
     import openpyxl
 
-    from stormatrix.analysis.ingest import ingest
+    from stormatrix.analysis.read.ingest import ingest
     from stormatrix.cli import main
     from stormatrix.journal import Journal
     from stormatrix.runner import Runner

@@ -26,7 +26,7 @@ import pytest
 import paths
 from standins.windows_os import StandInWindows
 from stormatrix import cli, console
-from stormatrix.analysis.savefiles import write_tidy_csv
+from stormatrix.analysis.write.savefiles import write_tidy_csv
 from stormatrix.backends.vmware.pwsh import run_pwsh_process
 from stormatrix.commands.outputs import check_output_name, name_problem
 from stormatrix.commands.runlock import LOCK_NAME, hold_run_dir
@@ -295,7 +295,7 @@ def test_a_secret_file_on_windows_is_not_said_to_be_readable_by_others(windows: 
 def test_cpus_and_load_where_the_system_has_none(windows: StandInWindows) -> None:
     assert oscompat.usable_cpus() == list(range(os.cpu_count() or 1))
     assert oscompat.load_average() is None
-    from stormatrix.analysis.ingest import _idle_cpus
+    from stormatrix.analysis.read.ingest import _idle_cpus
 
     assert 1 <= _idle_cpus() <= 4
 

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from stormatrix import records
-from stormatrix.analysis.journalrows import read_journal_rows
+from stormatrix.analysis.read.journalrows import read_journal_rows
 from stormatrix.core.errors import DataFileError, GuestDisconnected, WorkloadFailed
 from stormatrix.core.journalfile import CELL_SKIPPED, RECORD_TYPES, RESTORED, RUN, SCHEMA
 from stormatrix.core.model import Cell, DiskConfig, Workload

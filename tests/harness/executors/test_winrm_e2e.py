@@ -105,7 +105,7 @@ def test_fio_and_diskspd_cells_from_matrix_to_one_workbook(guest: tuple[FakeWind
 def test_the_diskspd_cell_reaches_the_runner_as_a_measured_result(guest: tuple[FakeWindowsGuest, str],
                                                                     tmp_path: Path) -> None:
     """Up to the runner: what the executor hands over for a DiskSpd cell, measured and labelled."""
-    from stormatrix.analysis.diskspd import parse_diskspd_xml
+    from stormatrix.analysis.read.diskspd import parse_diskspd_xml
 
     g, cert = guest
     spec = spec_from_dict(matrix(cert, engine="diskspd"))

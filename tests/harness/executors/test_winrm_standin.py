@@ -323,7 +323,7 @@ def test_a_disk_that_stays_read_only_gets_its_own_message(tmp_path: Path, guest_
 
 
 def test_diskspd_runs_with_fio_equivalent_flags_and_returns_its_xml(guest: FakeWindowsGuest) -> None:
-    from stormatrix.analysis.diskspd import parse_diskspd_xml
+    from stormatrix.analysis.read.diskspd import parse_diskspd_xml
 
     ex = executor(guest, engine="diskspd")
     window = Window()

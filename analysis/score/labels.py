@@ -7,7 +7,7 @@ import math
 
 import pandas as pd
 
-from ..core.model import NOT_APPLICABLE
+from ...core.model import NOT_APPLICABLE
 
 
 def config_label(controller: object, aio: object, iothread: object, cache: object) -> str:

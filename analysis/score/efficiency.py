@@ -58,7 +58,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from ..core.errors import InputError
+from ...core.errors import InputError
 from .bootstrap import ScoreDraws, score_draws
 from .iopath import IOPathResult, score_iopath
 from .labels import config_label

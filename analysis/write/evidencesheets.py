@@ -13,13 +13,13 @@ from openpyxl.formatting.rule import ColorScaleRule
 from openpyxl.styles import Alignment, Font
 from openpyxl.utils import get_column_letter
 
-from .efficiency import EfficiencyResult
-from .findings import efficiency_findings
-from .iopath import UNIT, IOPathResult
-from .safe import safe_value
+from ..score.efficiency import EfficiencyResult
+from ..score.findings import efficiency_findings
+from ..score.iopath import UNIT, IOPathResult
+from ..read.safe import safe_value
 from .sheets import WRAP, Column, fit_height, header, header_letter, write_lines, write_table
-from .bootstrap import RESAMPLES
-from .stats import TEST_NAME
+from ..score.bootstrap import RESAMPLES
+from ..score.stats import TEST_NAME
 
 IOPATH_SHEET = "IO path"
 

@@ -48,7 +48,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
-from ..core.errors import DataFileError
+from ...core.errors import DataFileError
 
 FORMAT_CELL = re.compile(r"^\(PDH-CSV 4\.0\) \((?P<tz>[^()]*)\)\((?P<bias>-?\d+)\)$")
 COUNTER_CELL = re.compile(r"^\\\\(?P<host>[^\\]+)\\(?P<path>.+)\\(?P<counter>[^\\]+)$")

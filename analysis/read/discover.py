@@ -23,11 +23,11 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Callable, Iterable
 
-from ..core.errors import DataFileError, InputError
-from ..core.journalfile import JOURNAL_NAME
-from ..core.paths import TooLarge, read_bounded
-from ..core.paths import kind as file_type
-from ..host import perfstat
+from ...core.errors import DataFileError, InputError
+from ...core.journalfile import JOURNAL_NAME
+from ...core.paths import TooLarge, read_bounded
+from ...core.paths import kind as file_type
+from ...host import perfstat
 from .safe import escape_unencodable
 
 RESULT_SUFFIXES = (".json", ".xml", ".ndjson")

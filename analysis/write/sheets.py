@@ -1,7 +1,7 @@
 """Worksheet building blocks shared by both workbooks: styles, column lists and table/text writers.
 
 Every string that came from outside (labels, VM names, file names, hostnames, config names) goes
-through :func:`stormatrix.analysis.safe.safe_value` so that it can never become a formula.
+through :func:`stormatrix.analysis.read.safe.safe_value` so that it can never become a formula.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from openpyxl.styles import Alignment, Font, PatternFill
 from openpyxl.utils import get_column_letter
 from openpyxl.worksheet.worksheet import Worksheet
 
-from .findings import Finding
-from .safe import safe_value
+from ..score.findings import Finding
+from ..read.safe import safe_value
 
 HEADER_FONT = Font(bold=True, color="FFFFFF")
 HEADER_FILL = PatternFill("solid", fgColor="305496")

@@ -10,10 +10,10 @@ import pandas as pd
 from openpyxl import Workbook
 from openpyxl.styles import Font
 
-from .labels import config_label
-from .roles import (VERDICT_FIGURE, VERDICT_WHY, AioVerdict, aio_verdicts, per_io_frame, role_table,
-                    verdict_sentence)
-from .safe import safe_value
+from ..score.labels import config_label
+from ..score.roles import (VERDICT_FIGURE, VERDICT_WHY, AioVerdict, aio_verdicts, per_io_frame, role_table,
+                           verdict_sentence)
+from ..read.safe import safe_value
 from .sheets import WRAP, fit_height, header, print_setup
 
 ROLES_SHEET = "Roles"

@@ -9,16 +9,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..core.errors import DataFileError
-from ..core.journalfile import CELL, CELL_SKIPPED, RUN, SCHEMA, looks_binary, read_lines
-from ..core.metrics import per_mib
-from ..core.model import NOT_APPLICABLE, disk_options_apply
-from ..core.recordtypes import CellRecord, CellSkippedRecord, Direction, RateCheck, RunRecord, Times
+from ...core.errors import DataFileError
+from ...core.journalfile import CELL, CELL_SKIPPED, RUN, SCHEMA, looks_binary, read_lines
+from ...core.metrics import per_mib
+from ...core.model import NOT_APPLICABLE, disk_options_apply
+from ...core.recordtypes import CellRecord, CellSkippedRecord, Direction, RateCheck, RunRecord, Times
 from .checks import Problem, check_row
 from .discover import MAX_JOURNAL_BYTES, read_capped
 from .fiorows import WORST_P99
-from .iopath import split_of
-from .roles import role_split
+from ..score.iopath import split_of
+from ..score.roles import role_split
 from .params import normalize_rw
 from .tidy import CPU_PER_MIB_UNIT, reasons_text
 

@@ -10,7 +10,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from ..core.errors import DataFileError
+from ...core.errors import DataFileError
 from .safe import escape_unencodable
 
 
@@ -66,7 +66,7 @@ def check_row(row: dict[str, Any], where: str, measured: tuple[str, ...] = MEASU
 
     ``measured`` names the values to look at one by one (all of :data:`MEASURED`). A reader whose every
     measured value was refused as it was read unless it is None or a finite, non-negative number (the
-    strict fio summary, :func:`~stormatrix.analysis.fio.summarize_jobs`) passes ``()``: the workload's
+    strict fio summary, :func:`~stormatrix.analysis.read.fio.summarize_jobs`) passes ``()``: the workload's
     shape, the counts and the rates are still checked here.
     """
     # A row's values are whatever the file held; _number() narrows them, which mypy cannot follow.

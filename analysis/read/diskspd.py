@@ -28,7 +28,7 @@ import math
 import xml.etree.ElementTree as ET
 from typing import Any
 
-from ..core.errors import DataFileError
+from ...core.errors import DataFileError
 from .params import params_from_name, workload_label
 
 

@@ -11,7 +11,7 @@ import re
 from functools import lru_cache
 from typing import Any
 
-from ..core.model import CACHE_MODES, CONTROLLER_ALIASES, CONTROLLERS, format_size, parse_size
+from ...core.model import CACHE_MODES, CONTROLLER_ALIASES, CONTROLLERS, format_size, parse_size
 
 _RW_ALIASES = {"readwrite": "rw", "randreadwrite": "randrw"}
 _RW_VALUES = {"read", "write", "randread", "randwrite", "rw", "randrw", "trim", "randtrim", "trimwrite",

@@ -13,9 +13,9 @@ from typing import Any, Callable, Sequence
 import pandas as pd
 from openpyxl import Workbook
 
-from ..core.errors import InputError
+from ...core.errors import InputError
 from .ooxml import schema_fonts
-from .safe import neutralize
+from ..read.safe import neutralize
 
 
 def write_tidy_csv(frame: pd.DataFrame, path: str | Path) -> Path:

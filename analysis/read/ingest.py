@@ -17,7 +17,7 @@ problem. Nothing here prints.
 
 Notebook use::
 
-    from stormatrix.analysis.ingest import ingest
+    from stormatrix.analysis.read.ingest import ingest
     result = ingest(["runs/x"])          # or fio JSON files, DiskSpd XML, directories of them
     df = result.frame                    # tidy: one row per cell x repeat
     result.problems                      # files that could not be read, and why
@@ -48,9 +48,9 @@ from typing import Any, Iterable
 
 import pandas as pd
 
-from ..core import oscompat
-from ..core.errors import DataFileError
-from ..core.recordtypes import RunRecord
+from ...core import oscompat
+from ...core.errors import DataFileError
+from ...core.recordtypes import RunRecord
 from .bulk import no_cyclic_gc
 from .checks import Problem
 from .discover import JOURNAL_NAME, UNREAD, csv_names, discover, perf_partner, sniff, stem, unread_note

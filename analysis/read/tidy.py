@@ -17,8 +17,8 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 import pandas as pd
 
-from ..core import metrics
-from ..core.recordtypes import RunRecord
+from ...core import metrics
+from ...core.recordtypes import RunRecord
 
 # name -> pandas dtype. Nullable dtypes: a plain fio file has no controller, a journal without a host
 # collector has no CPU figures, and neither may turn into 0.
@@ -80,7 +80,7 @@ COLUMNS: dict[str, str] = {
     "io_path_cpu_s": "float64",  # CPU seconds of every QEMU thread but the vCPUs' (host.by_role), the I/O path lens
     "io_path_ctx": "float64",    # context switches of those threads
     "io_path_note": "string",    # why the two are blank (no per-thread split, no vCPU role, ...)
-    # per thread role (analysis/roles.py): switches and CPU seconds of the vcpu, main-loop, iothread, aio-worker
+    # per thread role (analysis/score/roles.py): switches and CPU seconds of the vcpu, main-loop, iothread, aio-worker
     # and other threads in the window (0: the role had no thread; blank: no per-thread split)
     **{f"{_r}_{_k}": "float64" for _r in ("vcpu", "main_loop", "iothread", "aio_worker", "other")
        for _k in ("ctx", "cpu_s")},
@@ -108,7 +108,7 @@ COLUMNS: dict[str, str] = {
     "null_reasons": "string",    # "column: why; column: why" for each measured column left blank (never 0)
 }
 
-# The fio summary's keys (analysis/fio.py summarize_jobs, the journal's ``fio``) -> the frame's columns
+# The fio summary's keys (analysis/read/fio.py summarize_jobs, the journal's ``fio``) -> the frame's columns
 SUMMARY_COLUMNS = {
     "total.io_bytes": "io_bytes", "total.total_ios": "total_ios",
     "total.bw_bytes": "bw_mib_s", "total.iops": "iops", "total.runtime_ms": "runtime_ms",

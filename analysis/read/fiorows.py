@@ -1,7 +1,7 @@
 """One fio document -> plain row dicts, one per job name, for ingest to collect into one frame.
 
 Plain dicts, not a DataFrame per file: building 10,000 small frames costs far more than parsing the
-JSON. The figures come from :func:`stormatrix.analysis.fio.summarize_jobs` (the runner's summary,
+JSON. The figures come from :func:`stormatrix.analysis.read.fio.summarize_jobs` (the runner's summary,
 in its strict mode); this module checks the document's shape around it and names what is wrong.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ..core.errors import DataFileError
+from ...core.errors import DataFileError
 from .fio import summarize_jobs
 from .params import params_from_name, workload_label, workload_params
 from .tidy import reasons_text

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..core.errors import DataFileError
+from ...core.errors import DataFileError
 
 _NUM_TYPES = (int, float)
 # Any figure fio can write is far below 2^1023 (and every float above it is one step from inf); a JSON integer

@@ -25,11 +25,11 @@ from openpyxl.styles import Font
 from openpyxl.worksheet.pagebreak import Break
 from openpyxl.worksheet.worksheet import Worksheet
 
-from ..core.model import NOT_APPLICABLE, format_size
-from .compare import ComparisonResult
-from .efficiency import EfficiencyResult
+from ...core.model import NOT_APPLICABLE, format_size
+from ..score.compare import ComparisonResult
+from ..score.efficiency import EfficiencyResult
 from .ooxml import SchemaErrorBars
-from .safe import neutralize, safe_value
+from ..read.safe import neutralize, safe_value
 from .sheets import WRAP, autosize, cpu_format, header, print_table
 
 # a symbol per storage controller, a colour per aio mode (the method's chart convention)

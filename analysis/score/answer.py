@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..core.model import NOT_APPLICABLE, format_size
+from ...core.model import NOT_APPLICABLE, format_size
 from .bootstrap import RESAMPLES
 from .efficiency import EfficiencyResult
 from .stats import INDICATIVE, LOWER, SIGNIFICANT, TIED, UNTESTED, Verdict

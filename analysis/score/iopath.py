@@ -11,7 +11,7 @@ process's threads by role (``host.by_role``: ``vcpu``, ``main-loop``, ``iothread
   split is /proc CPU time, so this lens is in CPU time even where the whole process was counted in cycles;
 - I/O-path context switches per MiB = (voluntary + involuntary switches of those threads) / MiB (/proc);
 
-scored exactly like the whole process (:func:`stormatrix.analysis.efficiency.score_cells`, which hands
+scored exactly like the whole process (:func:`stormatrix.analysis.score.efficiency.score_cells`, which hands
 itself to :func:`score_iopath`: normalized,
 sqrt of the sum of squares, ranked, tested). A record without the split (an ESXi cell, a plain fio file, a
 record from before the split, a split without a ``vcpu`` role to leave out) gets blank I/O-path values and
@@ -32,9 +32,9 @@ from typing import Any, Callable
 
 import pandas as pd
 
-from ..core.errors import DataFileError
-from ..core.journalfile import SCHEMA, read_lines
-from ..core.recordtypes import CellRecord, RunRecord, record_from_json
+from ...core.errors import DataFileError
+from ...core.journalfile import SCHEMA, read_lines
+from ...core.recordtypes import CellRecord, RunRecord, record_from_json
 from .labels import config_label
 
 VCPU = "vcpu"
@@ -153,7 +153,7 @@ def iopath_frame(frame: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
 
 def score_iopath(frame: pd.DataFrame, score: Callable[[pd.DataFrame], Any]) -> IOPathResult:
     """The I/O-path lens of a tidy frame, scored by ``score`` (the whole process's own scoring,
-    :func:`stormatrix.analysis.efficiency.score_cells`, handed in by it: this module is below it)."""
+    :func:`stormatrix.analysis.score.efficiency.score_cells`, handed in by it: this module is below it)."""
     io, accels = iopath_frame(frame)
     scored = score(io.drop(columns=["io_note"]))
     # configurations (of the whole-process table) the I/O path cannot score, with the reason

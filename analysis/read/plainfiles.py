@@ -12,8 +12,8 @@ import math
 from pathlib import Path
 from typing import Any
 
-from ..core import metrics
-from ..core.errors import DataFileError
+from ...core import metrics
+from ...core.errors import DataFileError
 from . import diskspd, fio, perfcsv
 from .checks import MEASURED, Problem, check_row, is_number
 from .discover import MAX_RESULT_BYTES, SNIFF_BYTES, UNREAD, read_capped, sniff_text

@@ -7,7 +7,7 @@
 
 The pieces live next door: :mod:`.sheets` (styles, columns, table and text writers), :mod:`.charts`
 (charts and their *Chart data*), :mod:`.output` (the tidy CSV and the atomic replace every output goes
-through). Every string that came from outside goes through :func:`stormatrix.analysis.safe.safe_value`
+through). Every string that came from outside goes through :func:`stormatrix.analysis.read.safe.safe_value`
 so that it can never become a formula.
 """
 
@@ -23,17 +23,17 @@ from openpyxl import Workbook
 from openpyxl.formatting.rule import ColorScaleRule
 from openpyxl.styles import Font
 
-from ..core import __version__
-from ..core.model import NOT_APPLICABLE, format_size
-from .answer import QUESTION, answer_rows, answer_sentence, conditions, cpu_figure, main_group
-from .bulk import no_cyclic_gc
+from ...core import __version__
+from ...core.model import NOT_APPLICABLE, format_size
+from ..score.answer import QUESTION, answer_rows, answer_sentence, conditions, cpu_figure, main_group
+from ..read.bulk import no_cyclic_gc
 from .charts import comparison_charts, efficiency_charts
-from .compare import ComparisonResult
-from .efficiency import EfficiencyResult
-from .findings import Finding
-from .ingest import IngestResult
+from ..score.compare import ComparisonResult
+from ..score.efficiency import EfficiencyResult
+from ..score.findings import Finding
+from ..read.ingest import IngestResult
 from .savefiles import save_workbook, write_tidy_csv
-from .safe import safe_value
+from ..read.safe import safe_value
 from .sheets import (HOST_POINT_COLUMNS, MEASUREMENT_FORMATS, POINT_COLUMNS, SCORE_COLUMNS, TITLE_FONT, WRAP, Column,
                      fit_height, header, header_letter, print_setup, run_dates, write_environment, write_frame,
                      write_lines, write_summary, write_table)

@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..core.recordtypes import CellRecord
+from ...core.recordtypes import CellRecord
 from .stats import ALPHA, half_width, welch
 
 ROLES = ("vcpu", "main-loop", "iothread", "aio-worker", "other")

@@ -13,9 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..core.errors import DataFileError
-from ..host import perfstat
-from ..host.perfstat import NOT_COUNTED, NOT_SUPPORTED, PerfEvent
+from ...core.errors import DataFileError
+from ...host import perfstat
+from ...host.perfstat import NOT_COUNTED, NOT_SUPPORTED, PerfEvent
 
 __all__ = ["NOT_COUNTED", "NOT_SUPPORTED", "PerfEvent", "PerfStat", "host_metrics", "parse_perf_csv"]
 

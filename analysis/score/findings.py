@@ -5,7 +5,7 @@ from (``numbers``, labelled as they appear on the Scores or Comparison sheet), s
 the number next to the sentence and a reader can check it. No finding is made without its number.
 
 A group scored on CPU/MiB alone (some or all of its cells have no context-switch counts, e.g. ESXi; see
-:mod:`stormatrix.analysis.efficiency`) says so in its own finding, right after its best score, and its
+:mod:`stormatrix.analysis.score.efficiency`) says so in its own finding, right after its best score, and its
 sentences compare CPU only where a cell has no ctx/MiB, naming that cell.
 
 Wording follows technote 004 ("virtio-scsi is 4% more CPU intensive than virtio-blk but generates 25%
@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from ..core.model import NOT_APPLICABLE, format_size
+from ...core.model import NOT_APPLICABLE, format_size
 from .compare import ComparisonResult
 from .efficiency import EfficiencyResult
 from .stats import (INDICATIVE, PARTLY, SIGNIFICANT, WITHIN_NOISE, Test, Verdict, combine, welch,

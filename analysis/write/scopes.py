@@ -16,8 +16,8 @@ from typing import Any
 import pandas as pd
 from openpyxl import Workbook
 
-from .efficiency import CELL_KEYS, EfficiencyResult, score_cells
-from .labels import config_label
+from ..score.efficiency import CELL_KEYS, EfficiencyResult, score_cells
+from ..score.labels import config_label
 from .sheets import Column, write_table
 
 SCOPES_SHEET = "Scopes"

@@ -11,7 +11,7 @@ import json
 from functools import lru_cache
 from typing import Any, Iterable
 
-from ..core.errors import DataFileError
+from ...core.errors import DataFileError
 from .fiofigures import ABSENT, MAX, bad, direction_figures, number
 
 DIRECTIONS = ("read", "write", "trim")

@@ -39,8 +39,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from ..core.errors import InputError
-from ..core.model import format_size
+from ...core.errors import InputError
+from ...core.model import format_size
 
 POINT = ["rw", "bs", "iodepth"]
 DEFAULT_ALPHA = 0.05
@@ -153,7 +153,7 @@ def point_label(rw: Any, bs: Any, qd: Any) -> str:
 
 def compare(a: pd.DataFrame, b: pd.DataFrame, *, label_a: str = "A", label_b: str = "B",
             alpha: float = DEFAULT_ALPHA) -> ComparisonResult:
-    """Compare two tidy frames (see :mod:`stormatrix.analysis.ingest`) point by point."""
+    """Compare two tidy frames (see :mod:`stormatrix.analysis.read.ingest`) point by point."""
     if not 0 < alpha < 1:
         raise InputError(f"alpha must be between 0 and 1, got {alpha}")
     notes: list[str] = []
