@@ -79,10 +79,11 @@ CONDITIONS: dict[str, tuple[dict[str, Any], str, dict[str, Any]]] = {
     "noahead-one": ({"boot_ahead": False, "prepare_ahead": False}, "one", {}),
     "iothread": ({}, "split", {"iothread": True}),
     "iothread-one": ({}, "one", {"iothread": True}),
+    "iopath": ({}, "iopath", {}),
+    "iopath-idlepoll": ({"guest_args": "idle=poll"}, "iopath", {}),
 }
 
 EXTERNAL_ONE = False  # --external-one
-
 
 
 def host_tsc_khz() -> int:
@@ -121,7 +122,8 @@ def toml_value(v: Any) -> str:
 def matrix(cond: str, controllers: list[str], repeats: int, measure_s: int, ramp_s: int, rate: int,
            extra: str = "") -> str:
     qemu, placement, over = CONDITIONS[cond]
-    pin = {"pin_threads": "1/0"} if placement == "split" else {"pin_threads": "off"} if EXTERNAL_ONE else {}
+    external = EXTERNAL_ONE or placement == "iopath"
+    pin = {"pin_threads": "1/0"} if placement == "split" else {"pin_threads": "off"} if external else {}
     qemu = {"vcpus": 1, "memory_mib": 512, "disk_size_mib": 256, **pin, **qemu}
     iothread = over.get("iothread", False)
     lines = ["[run]", f'name = "modes-{cond}"', 'backend = "qemu"', f"repeats = {repeats}",
@@ -132,7 +134,7 @@ def matrix(cond: str, controllers: list[str], repeats: int, measure_s: int, ramp
              "[[workload]]", 'name = "randread-64k"', 'rw = "randread"', 'bs = "64k"', "iodepth = 8",
              "numjobs = 1", f"rate_mib_s = {rate}", "", "[qemu]"]
     lines += [f"{k} = {toml_value(v)}" for k, v in qemu.items()]
-    if placement == "split" or EXTERNAL_ONE:
+    if placement == "split" or external:
         lines += ["", "[host]", 'scope = "process"']
     return "\n".join(lines) + "\n"
 
@@ -156,11 +158,13 @@ def read_thread(pid: int, tid: int) -> tuple[str, int, int, int] | None:
 
 class Sampler(threading.Thread):
     """Every ``period`` s: each QEMU (whose command line names ``marker``) thread's counters; with
-    ``pin_one``, each new QEMU thread is moved onto CPU ``pin_one``."""
+    ``pin_one``, each new QEMU thread is moved onto CPU ``pin_one``; with ``vcpu_cpu`` too, the vCPU threads
+    (``CPU n/TCG``) go to ``vcpu_cpu`` instead (the ``iopath`` placement: the emulated guest beside the
+    harness, QEMU's I/O path alone on ``pin_one``)."""
 
-    def __init__(self, marker: str, period: float, pin_one: int | None) -> None:
+    def __init__(self, marker: str, period: float, pin_one: int | None, vcpu_cpu: int | None = None) -> None:
         super().__init__(daemon=True)
-        self.marker, self.period, self.pin_one = marker, period, pin_one
+        self.marker, self.period, self.pin_one, self.vcpu_cpu = marker, period, pin_one, vcpu_cpu
         self.samples: list[tuple[float, int, dict[int, tuple[str, int, int, int]]]] = []
         self.stop_event = threading.Event()
         self.pinned: set[int] = set()
@@ -189,8 +193,11 @@ class Sampler(threading.Thread):
                 rows = {}
                 for tid in tids:
                     if self.pin_one is not None and tid not in self.pinned:
+                        where = self.pin_one
+                        if self.vcpu_cpu is not None and _comm(pid, tid).endswith("/TCG"):
+                            where = self.vcpu_cpu
                         try:
-                            os.sched_setaffinity(tid, {self.pin_one})
+                            os.sched_setaffinity(tid, {where})
                             self.pinned.add(tid)
                         except OSError:
                             pass
@@ -199,6 +206,13 @@ class Sampler(threading.Thread):
                         rows[tid] = r
                 self.samples.append((t, pid, rows))
             self.stop_event.wait(max(0.0, self.period - (time.time() - t)))
+
+
+def _comm(pid: int, tid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/task/{tid}/comm").read_text().strip()
+    except OSError:
+        return ""
 
 
 def records(run_dir: Path) -> list[dict[str, Any]]:
@@ -321,8 +335,9 @@ def main(argv: list[str] | None = None) -> int:
         mfile = out / f"{i:02d}-{cond}.toml"
         mfile.write_text(matrix(cond, args.controllers.split(","), args.repeats, args.measure_seconds,
                                 args.ramp_seconds, args.rate, args.run_extra))
-        one = CONDITIONS[cond][1] == "one" and EXTERNAL_ONE
-        sampler = Sampler(str(run_dir), args.sample_ms / 1000, 1 if one else None)
+        iopath = CONDITIONS[cond][1] == "iopath"
+        one = (CONDITIONS[cond][1] == "one" and EXTERNAL_ONE) or iopath
+        sampler = Sampler(str(run_dir), args.sample_ms / 1000, 1 if one else None, 0 if iopath else None)
         sampler.start()
         cmd = ([*(["taskset", "-c", "0"] if one else []), exe, "run", "--no-progress", "-o", str(run_dir),
                 str(mfile)])
