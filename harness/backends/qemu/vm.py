@@ -214,8 +214,7 @@ class QemuVm:
         qmp = Qmp(self.qmp_path)
         try:
             self.qmp = qmp.connect(deadline)
-        except QmpError as exc:
-            qmp.close()  # connected, then QEMU went away (e.g. the image is locked): close our end
+        except QmpError as exc:  # connected, then QEMU went away (e.g. the image is locked); connect closed our end
             tail = self.stderr_tail()
             self.stop()
             raise VmStartError(f"{exc}; QEMU said: {tail}") from None
