@@ -159,7 +159,7 @@ def read_thread(pid: int, tid: int) -> tuple[str, int, int, int] | None:
 class Sampler(threading.Thread):
     """Every ``period`` s: each QEMU (whose command line names ``marker``) thread's counters; with
     ``pin_one``, each new QEMU thread is moved onto CPU ``pin_one``; with ``vcpu_cpu`` too, the vCPU threads
-    (``CPU n/TCG``) go to ``vcpu_cpu`` instead (the ``iopath`` placement: the emulated guest beside the
+    (:func:`is_vcpu`) go to ``vcpu_cpu`` instead (the ``iopath`` placement: the emulated guest beside the
     harness, QEMU's I/O path alone on ``pin_one``)."""
 
     def __init__(self, marker: str, period: float, pin_one: int | None, vcpu_cpu: int | None = None) -> None:
@@ -192,27 +192,24 @@ class Sampler(threading.Thread):
                     continue
                 rows = {}
                 for tid in tids:
+                    r = read_thread(pid, tid)
+                    if r is None:
+                        continue  # the thread ended
+                    rows[tid] = r
                     if self.pin_one is not None and tid not in self.pinned:
-                        where = self.pin_one
-                        if self.vcpu_cpu is not None and _comm(pid, tid).endswith("/TCG"):
-                            where = self.vcpu_cpu
+                        where = self.vcpu_cpu if self.vcpu_cpu is not None and is_vcpu(r[0]) else self.pin_one
                         try:
                             os.sched_setaffinity(tid, {where})
                             self.pinned.add(tid)
                         except OSError:
                             pass
-                    r = read_thread(pid, tid)
-                    if r is not None:
-                        rows[tid] = r
                 self.samples.append((t, pid, rows))
             self.stop_event.wait(max(0.0, self.period - (time.time() - t)))
 
 
-def _comm(pid: int, tid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/task/{tid}/comm").read_text().strip()
-    except OSError:
-        return ""
+def is_vcpu(comm: str) -> bool:
+    """QEMU names its vCPU threads ``CPU <n>/TCG`` (``CPU <n>/KVM`` on KVM)."""
+    return comm.startswith("CPU ")
 
 
 def records(run_dir: Path) -> list[dict[str, Any]]:
@@ -292,7 +289,7 @@ def window_modes(sampler: Sampler, recs: list[dict[str, Any]]) -> list[dict[str,
         fracs = []
         for (t0, a), (t1, b) in zip(series, series[1:]):
             for tid, row in b.items():
-                if row[0].startswith("CPU ") and tid in a:
+                if is_vcpu(row[0]) and tid in a:
                     fracs.append((row[1] - a[tid][1]) / 1e9 / (t1 - t0))
         if fracs:
             out.append({"fracs": fracs})
