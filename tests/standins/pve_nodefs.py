@@ -82,6 +82,9 @@ with open(os.path.join(root, "sys/devices/system/cpu/online")) as fh:
     last = int(fh.read().strip().split("-")[-1])
 
 def spread(turn):
+    # a write to the kernel's smp_affinity_list is one step; here it is an open that truncates and a write, so
+    # SIGTERM waits until the pass is done (else a stop between the two leaves an empty file no kernel would)
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
     irqdir = os.path.join(root, "proc/irq")
     for i, n in enumerate(sorted((d for d in os.listdir(irqdir) if d.isdigit()), key=int)):
         try:
@@ -89,6 +92,7 @@ def spread(turn):
                 fh.write(f"{(i + turn) % (last + 1)}\n")
         except OSError:
             pass
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
 
 spread(0)  # at its start, as irqbalance does; the pid file says it runs once that is done
 me = os.path.join(root, "proc", str(os.getpid()))
