@@ -95,6 +95,9 @@ COLUMNS: dict[str, str] = {
     "proc_ctx_switches": "float64",
     "proc_cpu_per_mib": "float64",
     "proc_ctx_per_mib": "float64",
+    "vcpu_on_set": "boolean",    # whether the vCPU threads ran on the set (KVM) or beside the harness (accel = tcg)
+    "proc_set_cpu_total": "float64",     # the QEMU process's threads that ran on the set (without the vCPUs off it)
+    "proc_set_ctx_switches": "float64",
     "leak_irq_outside": "float64",      # storage-path (numbered) interrupts on CPUs outside the set in the window
     "leak_irq_on_set": "float64",
     "leak_softirq_outside": "float64",  # BLOCK, IRQ_POLL, NET_RX, NET_TX, TASKLET softirqs outside the set

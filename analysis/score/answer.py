@@ -199,9 +199,12 @@ def cpu_figure(frame: pd.DataFrame) -> str:
     scopes = sorted({str(s) for s in frame["host_scope"].dropna()}) if "host_scope" in frame else []
     if scopes == ["cpus"]:  # [host] scope = "cpus" (issue 33): the figures are a CPU set's, system-wide
         sets = sorted({str(c) for c in frame["host_cpus"].dropna()}) if "host_cpus" in frame else []
+        off = "vcpu_on_set" in frame and not frame["vcpu_on_set"].dropna().astype(bool).all()
+        placed = ("QEMU's I/O-path threads confined to it, its vCPU threads (the emulated guest) beside the harness"
+                  if off else "every QEMU thread confined to it, the guest's too")
         return (f"{name or 'none'} of the host CPU set {', '.join(sets) or '(not recorded)'}, measured system-wide "
-                "(every QEMU thread confined to it: the guest, QEMU's threads, the kernel's work and anything else "
-                "that ran there); the QEMU process's own figures are on the Scopes sheet")
+                f"({placed}: QEMU's threads, the kernel's work and anything else that ran there); the QEMU "
+                "process's own figures are on the Scopes sheet")
     text = f"{name or 'none'} of the whole QEMU process"
     if "cpus" in scopes:
         text += " where the host scope was the process, of the host CPU set where it was cpus"

@@ -1,6 +1,7 @@
 """What the host figures are of (issue 33), and the Scopes sheet: a CPU set's figures beside the QEMU process's.
 
-A record's ``host.scope`` is ``cpus`` (a set of host CPUs measured system-wide: the guest, every QEMU thread,
+A record's ``host.scope`` is ``cpus`` (a set of host CPUs measured system-wide: QEMU's threads, the guest's vCPUs
+where they ran there (``vcpu_on_set``; under software emulation they run beside the harness),
 the kernel's work, interrupts and softirqs there, and any other process that ran there), ``qemu-process``
 (the QEMU process alone) or an ESXi VM's own source. Scores and the Answer page use the record's own
 figures (the set's, under ``cpus``: the matrix's scope); this module says which scope that was on the Method
@@ -53,12 +54,26 @@ def scope_text(frame: pd.DataFrame) -> str:
     if CPUS in scopes:
         sets = sorted({str(c) for c in frame.loc[frame["host_scope"] == CPUS, "host_cpus"].dropna()}) \
             if "host_cpus" in frame else []
-        parts.append(f"cpus: the host CPU set {', '.join(sets) or '(not recorded)'} measured system-wide (technote "
-                     "004's scope), every QEMU thread of the VM confined to it and the harness kept off it for the "
-                     "window. Counted: the guest (under TCG the vCPU thread is the emulated guest), every QEMU thread, "
-                     "the kernel's work, interrupts and softirqs on the set, and any other process that ran there "
-                     "(the Scopes sheet names them). Not counted: work that escaped to other CPUs (the Scopes sheet's "
-                     "leak columns)")
+        on = frame.loc[frame["host_scope"] == CPUS, "vcpu_on_set"].dropna() if "vcpu_on_set" in frame else None
+        off = on is not None and not on.astype(bool).all()
+        if off:
+            parts.append(f"cpus: the host CPU set {', '.join(sets) or '(not recorded)'} measured system-wide (technote "
+                         "004's scope, on software emulation): QEMU's I/O path (main loop, iothreads, aio workers) "
+                         "confined to it, and its vCPU threads kept off it with the harness for the window, because "
+                         "under software emulation (accel = tcg) a vCPU thread is the emulated guest itself (it "
+                         "translates and runs the guest's instructions), not the host's I/O path. Counted: QEMU's "
+                         "I/O-path threads, the kernel's work, interrupts and softirqs on the set, and any other "
+                         "process that ran there (the Scopes sheet names them). Not counted: the emulated guest (its "
+                         "vCPU role is on the I/O path sheet) and work that escaped to other CPUs (the Scopes sheet's "
+                         "leak columns). On a KVM host the vCPU threads run on the set too: there they are the guest "
+                         "and its device exits, which 004's scope includes")
+        else:
+            parts.append(f"cpus: the host CPU set {', '.join(sets) or '(not recorded)'} measured system-wide (technote "
+                         "004's scope), every QEMU thread of the VM confined to it and the harness kept off it for "
+                         "the window. Counted: the guest (under TCG the vCPU thread is the emulated guest), every QEMU "
+                         "thread, the kernel's work, interrupts and softirqs on the set, and any other process that "
+                         "ran there (the Scopes sheet names them). Not counted: work that escaped to other CPUs (the "
+                         "Scopes sheet's leak columns)")
     if PROCESS in scopes or any(s.endswith("qemu processes") for s in scopes):
         parts.append("qemu-process: the QEMU process alone (perf stat -p and /proc per thread). Not counted: the "
                      "kernel's work for the guest's I/O outside QEMU's threads (block completions in interrupt and "
@@ -90,7 +105,7 @@ def scope_text(frame: pd.DataFrame) -> str:
 SCOPE_COLUMNS: list[Column] = [
     ("Configuration", "config", "@"), ("Workload", "workload", "@"), ("Repeats", "n", "0"),
     ("CPU/MiB, set (scored)", "set_cpu_per_mib", "cpu"), ("CPU/MiB, QEMU process", "proc_cpu_per_mib", "cpu"),
-    ("Set CPU outside QEMU", "cpu_outside_share", "0.0%"),
+    ("vCPU threads ran", "vcpu_place", "@"), ("Set CPU outside QEMU", "cpu_outside_share", "0.0%"),
     ("ctx/MiB, set (scored)", "set_ctx_per_mib", "0.00"), ("ctx/MiB, QEMU process", "proc_ctx_per_mib", "0.00"),
     ("Set ctx outside QEMU", "ctx_outside_share", "0.0%"),
     ("Storage IRQs outside set", "irq_leak_share", "0.0%"),
@@ -104,6 +119,16 @@ SCOPE_COLUMNS: list[Column] = [
 
 def _share(part: float, whole: float) -> float | None:
     return 1.0 - part / whole if whole and whole > 0 else None
+
+
+def _vcpu_place(grp: pd.DataFrame) -> str | None:
+    """Where a configuration's vCPU threads ran in its windows: on the set, or beside the harness (accel = tcg)."""
+    if "vcpu_on_set" not in grp or grp["vcpu_on_set"].isna().all():
+        return None
+    kinds = {bool(v) for v in grp["vcpu_on_set"].dropna()}
+    if kinds == {True}:
+        return "on the set"
+    return "beside the harness" if kinds == {False} else "mixed"
 
 
 def _leak(outside: pd.Series, on_set: pd.Series) -> float | None:
@@ -152,10 +177,13 @@ def scope_table(frame: pd.DataFrame, result: EfficiencyResult) -> pd.DataFrame:
         rec["set_ctx_per_mib"] = float(grp["ctx_per_mib"].mean()) if grp["ctx_per_mib"].notna().all() else None
         rec["proc_ctx_per_mib"] = float(grp["proc_ctx_per_mib"].mean()) if grp["proc_ctx_per_mib"].notna().all() \
             else None
-        rec["cpu_outside_share"] = _share(float(grp["proc_cpu_total"].sum()), float(grp["cpu_total"].sum())) \
-            if grp["proc_cpu_total"].notna().all() else None
-        rec["ctx_outside_share"] = _share(float(grp["proc_ctx_switches"].sum()), float(grp["ctx_switches"].sum())) \
-            if both_ctx else None
+        cpu_in, ctx_in = (grp[c] if c in grp else grp[c.replace("proc_set_", "proc_")]
+                          for c in ("proc_set_cpu_total", "proc_set_ctx_switches"))
+        rec["cpu_outside_share"] = _share(float(cpu_in.sum()), float(grp["cpu_total"].sum())) \
+            if cpu_in.notna().all() else None
+        rec["ctx_outside_share"] = _share(float(ctx_in.sum()), float(grp["ctx_switches"].sum())) \
+            if both_ctx and ctx_in.notna().all() else None
+        rec["vcpu_place"] = _vcpu_place(grp)
         rec["irq_leak_share"] = _leak(grp["leak_irq_outside"], grp["leak_irq_on_set"])
         rec["softirq_leak_share"] = _leak(grp["leak_softirq_outside"], grp["leak_softirq_on_set"])
         rec["on_set_cpu_s"] = float(grp["on_set_cpu_s"].mean()) if grp["on_set_cpu_s"].notna().any() else None
@@ -205,11 +233,16 @@ def method_lines(frame: pd.DataFrame, table: pd.DataFrame) -> list[str | tuple[s
                            "and system + irq + softirq are the split (clock ticks), steal is counted as work. With "
                            "hardware counters: perf stat -a -C <set> cycles:u + cycles:k."),
         ("Set context switches", "perf stat -a -C <set> context-switches: every switch on the set, to and from idle "
-                                 "included; the set's window holds the process's, so it is never below the "
-                                 "process's count."),
-        ("Outside QEMU's threads", "1 - the QEMU process's CPU (or switches) / the set's, summed over the repeats: "
-                                   "what the set carried besides QEMU's own threads (the kernel's work in interrupt "
-                                   "and softirq context, kernel threads, and other processes that ran there)."),
+                                 "included; the set's window holds the process's, so it is never below the count "
+                                 "of the process's threads that ran on the set."),
+        ("vCPU threads ran", "on the set (KVM: the guest is part of the set) or beside the harness (software "
+                             "emulation: the vCPU thread is the emulated guest, kept off the set). The QEMU process's "
+                             "columns are the whole process either way (the scope \"process\" would measure)."),
+        ("Outside QEMU's threads", "1 - the CPU (or switches) of the QEMU threads that ran on the set / the set's, "
+                                   "summed over the repeats (the threads on the set: the process's figures, minus "
+                                   "its vCPU role's where the vCPUs ran beside the harness): what the set carried "
+                                   "besides QEMU's own threads (the kernel's work in interrupt and softirq context, "
+                                   "kernel threads, and other processes that ran there)."),
         ("Leak", "the storage path's interrupts (numbered device lines of /proc/interrupts) and softirqs (BLOCK, "
                  "IRQ_POLL, NET_RX, NET_TX, TASKLET) taken on CPUs outside the set, as a share of all of them in the "
                  "window: the part of the I/O path the set's figures miss."),

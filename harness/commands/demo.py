@@ -18,8 +18,10 @@ from .run import execute
 
 DESCRIPTION = """\
 Boot the tiny Linux guest under local QEMU (software emulation) for each cell of the demo
-matrix, run real fio, measure the QEMU threads' CPU (scope "cpus": every QEMU thread on one CPU,
-measured system-wide, the process's figures beside it), and write the workbook. Resumable like `run`.
+matrix, run real fio, measure the QEMU threads' CPU (scope "cpus": QEMU's I/O path - main loop,
+aio workers - alone on one CPU, measured system-wide, the vCPU, which under software emulation is
+the emulated guest, beside the harness; the process's figures beside the set's), and write the
+workbook. Resumable like `run`.
 
 The demo matrix: five controllers x aio=native and aio=threads, three repeats each (30 cells,
 2 s warm-up + 6 s window; `plan` says 4 min 44 s for an idle 2-core machine; 8 min 33 s with the

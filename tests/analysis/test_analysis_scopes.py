@@ -128,3 +128,37 @@ def test_a_workload_measured_under_both_scopes_is_warned_about(tmp_path: Path) -
     method = {r[0]: r[1] for r in openpyxl.load_workbook(out)["Method"].iter_rows(values_only=True) if r[0]}
     assert "WARNING: workload randread-64k holds measurements of a CPU set and of the QEMU process" in \
         method["Collector scope"]
+
+
+def test_with_the_vcpus_beside_the_harness_the_share_outside_qemu_is_of_the_threads_on_the_set(tmp_path: Path) -> None:
+    # accel = tcg: the vCPU threads (the emulated guest) ran off the set, so the set holds the process's other
+    # threads only; the share outside QEMU is 1 - (process - its vCPU role) / set, by hand below
+    recs = []
+    for (c, a), reps in CONFIGS.items():
+        for rep, f in enumerate(reps, start=1):
+            rec = cpuset_record(c, a, rep, f)
+            rec["host"]["placement"] = {"pinned": True, "scope": "cpus", "set_cpus": "1", "harness_cpus": "0",
+                                        "vcpu_on_set": False, "roles": {}}
+            recs.append(rec)
+    out = tmp_path / "wb.xlsx"
+    folder = write_journal(tmp_path / "run", recs)
+    frame = ingest([folder], strict=True).frame
+    table = {r["config"]: r for _, r in scope_table(frame, score_cells(frame)).iterrows()}
+    native = table["virtio-blk aio=native"]
+    (s1, x1, p1, c1, *_), (s2, x2, p2, c2, *_) = CONFIGS[("virtio-blk", "native")]
+    on_set_s = (p1 - p1 * 0.8) + (p2 - p2 * 0.8)  # the process minus its vCPU role's run time
+    on_set_ctx = int(c1 * 0.9) + int(c2 * 0.9)  # minus the vCPU role's switches
+    assert native["cpu_outside_share"] == pytest.approx(1 - on_set_s / (s1 + s2))
+    assert native["ctx_outside_share"] == pytest.approx(1 - on_set_ctx / (x1 + x2))
+    assert native["proc_cpu_per_mib"] == pytest.approx((p1 + p2) / 2 * 1000 / MIB)  # the whole process, as before
+    assert native["vcpu_place"] == "beside the harness"
+    assert main(["report", str(folder), "-o", str(out)]) == 0
+    wb = openpyxl.load_workbook(out)
+    method = {r[0]: r[1] for r in wb["Method"].iter_rows(values_only=True) if r[0]}
+    assert "its vCPU threads kept off it with the harness" in method["Collector scope"]
+    assert "emulated guest" in method["Collector scope"]
+    head = [c.value for c in wb["Scopes"][1]]
+    assert "vCPU threads ran" in head
+    # the set-wide default (KVM, or a record from before the place was recorded) keeps the whole process
+    frame = ingest([journal(tmp_path / "kvm")], strict=True).frame
+    assert {r["vcpu_place"] for _, r in scope_table(frame, score_cells(frame)).iterrows()} == {"on the set"}

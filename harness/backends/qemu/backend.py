@@ -26,7 +26,7 @@ from ...spec import HostSettings, MatrixSpec
 from ...host.collector import WindowCollector
 from ..base import Backend
 from .ahead import AheadVms
-from .pinning import PinPlan, PlacementCollector, ThreadPinner, plan_placement
+from .pinning import VCPU_OFF_SET_WHY, PinPlan, PlacementCollector, ThreadPinner, plan_placement
 from .savedstarts import SavedStarts
 from .settings import QEMU_SECTION
 from .state import StateCache, binary_identity
@@ -55,10 +55,12 @@ class QemuBackend(SavedStarts, AheadVms, Backend):
     window opens every VM being stopped is reaped (:meth:`window_opened`), so no teardown runs in a
     window, and the VM booting ahead is paused there, as before.
 
-    **Pinning** (``[qemu] pin_threads``, auto by default): for each window the vCPU thread runs on its
-    own host CPU and the rest of QEMU and the harness on the others, so a cell's context switches do not
-    depend on where the scheduler happened to put the vCPU and the main loop; the record's
-    ``host.placement`` says where every role ran (:mod:`.pinning`).
+    **Placement** (``[host] scope = "cpus"``, the default): for each window QEMU's threads run on the measured
+    CPU set and the harness on the others — under ``accel = tcg`` all but the vCPU threads (the emulated guest),
+    which run beside the harness; under ``[host] scope = "process"``, ``[qemu] pin_threads`` puts the vCPU on
+    its own CPU and the rest of QEMU with the harness. Either way a cell's context switches do not depend on
+    where the scheduler happened to put the vCPU and the main loop; the record's ``host.placement`` says where
+    every role ran (:mod:`.pinning`).
     """
 
     name = "qemu"
@@ -157,7 +159,8 @@ class QemuBackend(SavedStarts, AheadVms, Backend):
     def _placement(cls, spec: MatrixSpec, host: HostSettings) -> tuple[PinPlan | None, str]:
         raw = spec.raw.get("qemu")
         given = isinstance(raw, dict) and "pin_threads" in raw
-        return plan_placement(cls.options(spec)["pin_threads"], host, spec.path, pin_given=given)
+        opts = cls.options(spec)
+        return plan_placement(opts["pin_threads"], host, spec.path, pin_given=given, accel=opts["accel"])
 
     @classmethod
     def plan_notes(cls, spec: MatrixSpec) -> list[str]:
@@ -219,7 +222,8 @@ class QemuBackend(SavedStarts, AheadVms, Backend):
                 "pin_threads": ({"vcpu_cpus": format_cpuset(self.pin_plan.vcpu_cpus),
                                  "other_cpus": format_cpuset(self.pin_plan.other_cpus)}
                                 if self.pin_plan and not self.pin_plan.whole_qemu else
-                                {"off": "[host] scope = cpus: every QEMU thread runs on the measured set"}
+                                {"off": "[host] scope = cpus: QEMU's threads run on the measured set"
+                                        + ("" if self.pin_plan.vcpu_on_set else ", its vCPUs beside the harness")}
                                 if self.pin_plan else {"off": self.pin_note}),
                 "host_scope": self.host_facts()}
 
@@ -228,7 +232,10 @@ class QemuBackend(SavedStarts, AheadVms, Backend):
         plan = self.pin_plan
         if plan is not None and plan.whole_qemu:
             return {"scope": "cpus", "cpus": format_cpuset(plan.vcpu_cpus),
-                    "harness_cpus": format_cpuset(plan.other_cpus), "given": self.host_cfg.scope_given}
+                    "harness_cpus": format_cpuset(plan.other_cpus), "given": self.host_cfg.scope_given,
+                    "vcpu_on_set": plan.vcpu_on_set,
+                    **({} if plan.vcpu_on_set else {"vcpu_cpus": format_cpuset(plan.other_cpus),
+                                                    "why": VCPU_OFF_SET_WHY})}
         return {"scope": "qemu-process", "given": self.host_cfg.scope_given,
                 **({"note": self.pin_note} if self.host_cfg.scope == "process" and not self.host_cfg.scope_given
                    and self.default_host_scope == "cpus" else {})}

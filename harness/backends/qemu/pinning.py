@@ -2,10 +2,16 @@
 
 Two placements, by the matrix's ``[host] scope`` (issue 33):
 
-- ``"cpus"`` (the qemu backend's default): EVERY thread of the QEMU under test runs on the measured set
-  (``[host] cpus``, by default the last usable CPU), and the harness, its collector (and the perf it starts)
-  and the VMs booting ahead (paused) on the other CPUs, so the set carries the guest, QEMU's threads and the
-  kernel's work for them, and is measured system-wide (technote 004's scope). :func:`plan_placement`.
+- ``"cpus"`` (the qemu backend's default): the QEMU under test runs on the measured set (``[host] cpus``, by
+  default the last usable CPU), and the harness, its collector (and the perf it starts) and the VMs booting
+  ahead (paused) on the other CPUs, so the set carries QEMU's threads and the kernel's work for them, and is
+  measured system-wide (technote 004's scope). :func:`plan_placement`. Which of QEMU's threads: with
+  ``accel = kvm`` every one, the vCPUs too (a KVM vCPU thread runs the guest and does its device exits: the
+  guest is part of 004's set). With ``accel = tcg`` every one but the vCPUs, which run beside the harness:
+  under software emulation a vCPU thread *is* the emulated guest (translating and running its instructions,
+  seconds of CPU per window), not the host's I/O path, and sharing one CPU with it made the I/O path's
+  threads' switches per I/O flip between modes from window to window (15-25 % CV, against 2-3 % with the
+  vCPU off the set, measured by benchmarks/bench_demo_modes.py; docs/demo-noise.md).
 - ``"process"``: ``[qemu] pin_threads`` as below; the collector measures the QEMU process.
 
 Measured without pinning, the same configuration gives context switches per MiB of about 140 or about
@@ -39,6 +45,10 @@ from ...core.scope import ROLE_IOTHREAD, ROLE_MAIN, ROLE_OTHER, ROLE_VCPU, ROLE_
 log = logging.getLogger("stormatrix.qemu")
 
 KEY = "[qemu] pin_threads"
+#: the run record's reason (environment.host_scope.why) for the vCPUs' place under accel = tcg
+VCPU_OFF_SET_WHY = ("accel = tcg: a vCPU thread is the emulated guest (it translates and runs the guest's "
+                    "instructions), not the host's I/O path; it runs beside the harness so that the set holds QEMU's "
+                    "I/O path (main loop, iothreads, aio workers) and the kernel's work for it alone")
 
 
 def check_setting(value: str) -> None:
@@ -61,14 +71,27 @@ class PinPlan:
 
     vcpu_cpus: tuple[int, ...]
     other_cpus: tuple[int, ...]
-    #: [host] scope = "cpus": every QEMU thread on ``vcpu_cpus`` (the measured set), not only the vCPUs
+    #: [host] scope = "cpus": QEMU's threads on ``vcpu_cpus`` (the measured set), not only the vCPUs
     whole_qemu: bool = False
+    #: with ``whole_qemu``: whether the vCPU threads are on the set too (KVM) or beside the harness (TCG)
+    vcpu_on_set: bool = True
+
+    def on_set(self, role: str) -> bool:
+        """Whether a QEMU thread of ``role`` runs on ``vcpu_cpus`` (else on ``other_cpus``) in the window."""
+        if self.whole_qemu:
+            return role != ROLE_VCPU or self.vcpu_on_set
+        return role == ROLE_VCPU
 
     def describe(self) -> str:
-        if self.whole_qemu:
+        if self.whole_qemu and self.vcpu_on_set:
             return ("every QEMU thread (vCPUs, main loop, iothreads, aio workers) on CPU "
                     f"{format_cpuset(self.vcpu_cpus)}, which is measured system-wide ([host] scope = \"cpus\"); the "
                     f"harness, its collector and the VMs booting ahead on CPU {format_cpuset(self.other_cpus)}")
+        if self.whole_qemu:
+            return ("QEMU's I/O path (main loop, iothreads, aio workers) on CPU "
+                    f"{format_cpuset(self.vcpu_cpus)}, which is measured system-wide ([host] scope = \"cpus\"); its "
+                    "vCPU threads (under software emulation the emulated guest itself), the harness, its collector "
+                    f"and the VMs booting ahead on CPU {format_cpuset(self.other_cpus)}")
         return (f"vCPU threads on CPU {format_cpuset(self.vcpu_cpus)}; QEMU's main loop, iothreads and aio "
                 f"workers, and the harness and its collector, on CPU {format_cpuset(self.other_cpus)}")
 
@@ -112,10 +135,11 @@ HOST_KEY = "[host] cpus"
 
 
 def plan_placement(pin_threads: str, host: HostSettings, path: str, *, pin_given: bool = False,
-                   cpus: list[int] | None = None) -> tuple[PinPlan | None, str]:
+                   cpus: list[int] | None = None, accel: str = "tcg") -> tuple[PinPlan | None, str]:
     """The window's placement for ``[host]`` (resolved) and ``[qemu] pin_threads`` on a host whose usable CPUs
-    are ``cpus``: (plan or None, why). Scope "process": :func:`plan_pinning`. Scope "cpus": every QEMU thread
-    on the set (``host.cpus``, else the last usable CPU), everything else on the rest; a CPU the host does not
+    are ``cpus``: (plan or None, why). Scope "process": :func:`plan_pinning`. Scope "cpus": QEMU's threads
+    on the set (``host.cpus``, else the last usable CPU) — with ``accel`` "tcg" all but the vCPUs, which go
+    with everything else on the rest (the module's docstring says why); a CPU the host does not
     offer, a set that leaves no CPU for the harness, a pin_threads given with it, are :class:`MatrixError`
     naming the key and the fix. With fewer than two usable CPUs and no scope in the matrix: (None, why), and
     the backend measures the process (:meth:`QemuBackend.host` says so)."""
@@ -144,7 +168,8 @@ def plan_placement(pin_threads: str, host: HostSettings, path: str, *, pin_given
         raise MatrixError(path, HOST_KEY, f"{format_cpuset(chosen)!r} takes every usable CPU ({format_cpuset(cpus)}) "
                           "and leaves none for the harness, its collector and everything else",
                           f"leave at least one CPU out of the set, e.g. {example}")
-    return PinPlan(tuple(chosen), tuple(rest), whole_qemu=True), "[host] scope = cpus"
+    return (PinPlan(tuple(chosen), tuple(rest), whole_qemu=True, vcpu_on_set=accel != "tcg"),
+            "[host] scope = cpus" + (", vCPUs off the set (accel = tcg)" if accel == "tcg" else ""))
 
 
 def _tasks(pid: int) -> list[int]:
@@ -208,8 +233,7 @@ class ThreadPinner:
             raise OSError(f"QEMU {pid} named no vCPU thread (query-cpus-fast) to pin")
         try:
             for tid, role in self._roles.items():
-                on_set = self.plan.whole_qemu or role == ROLE_VCPU
-                self._set(tid, self.plan.vcpu_cpus if on_set else self.plan.other_cpus)
+                self._set(tid, self.plan.vcpu_cpus if self.plan.on_set(role) else self.plan.other_cpus)
             for tid in _tasks(os.getpid()):
                 self._set(tid, self.plan.other_cpus)
         except OSError:
@@ -241,11 +265,14 @@ class ThreadPinner:
     def placement(self) -> dict[str, Any]:
         """Where QEMU's threads are now, by role (read back from the kernel), and the threads QEMU started
         since :meth:`pin` (aio workers spawned in the window) with the CPUs they got."""
-        out: dict[str, Any] = {"pinned": True, "vcpu_cpus": format_cpuset(self.plan.vcpu_cpus),
-                               "other_cpus": format_cpuset(self.plan.other_cpus), "roles": {}}
-        if self.plan.whole_qemu:
-            out["scope"] = "cpus"
-            out["qemu_cpus"] = out["vcpu_cpus"]
+        out: dict[str, Any] = {"pinned": True}
+        if self.plan.whole_qemu:  # the measured set, and whether the vCPUs ran there (KVM) or beside the harness
+            out.update({"scope": "cpus", "set_cpus": format_cpuset(self.plan.vcpu_cpus),
+                        "harness_cpus": format_cpuset(self.plan.other_cpus), "vcpu_on_set": self.plan.vcpu_on_set})
+        else:
+            out.update({"vcpu_cpus": format_cpuset(self.plan.vcpu_cpus),
+                        "other_cpus": format_cpuset(self.plan.other_cpus)})
+        out["roles"] = {}
         if self._pid is None:
             return out
         now = qemu_roles(self._pid, {t: r for t, r in self._roles.items() if r in (ROLE_VCPU, ROLE_IOTHREAD)})

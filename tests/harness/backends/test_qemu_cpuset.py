@@ -1,12 +1,15 @@
-"""``[host] scope = "cpus"`` (issue 33, the qemu backend's default): every QEMU thread of the VM under test runs
-on the measured set (the last usable CPU by default) and the harness on the others while a window is open; the
-set is measured system-wide, the QEMU process's figures beside it; every affinity is put back.
+"""``[host] scope = "cpus"`` (issue 33, the qemu backend's default): QEMU's threads of the VM under test run on
+the measured set (the last usable CPU by default) and the harness on the others while a window is open — under
+software emulation (``accel = tcg``, these tests') every thread but the vCPUs, which are the emulated guest and
+run beside the harness; the set is measured system-wide, the QEMU process's figures beside it; every affinity
+is put back.
 
 Relations that hold on any machine with two CPUs (else the QEMU tests skip): the set's figures are never
-below the process's (its window holds the process's, and every QEMU thread ran on it), nothing of the
-harness runs on the set, every thread's affinity is back after the window, after a failed one and after the
-run. The set's CPU time is /proc's (0.01 s accounting units, read at both edges), so it is compared with a
-tolerance of those units, not of the machine's speed.
+below those of the process's threads that ran on it (its window holds the process's), nothing of the harness
+runs on the set, every thread's affinity is back after the window, after a failed one and after the run. A
+vCPU thread is told by the name QEMU gives it (``CPU <n>/TCG``, ``-name ...,debug-threads=on``), as the
+kernel shows it, not by the product's own roles. The set's CPU time is /proc's (0.01 s accounting units, read
+at both edges), so it is compared with a tolerance of those units, not of the machine's speed.
 """
 
 from __future__ import annotations
@@ -87,6 +90,17 @@ def test_a_set_that_leaves_no_cpu_for_the_harness_is_refused() -> None:
     assert plan is not None and plan.whole_qemu and (plan.vcpu_cpus, plan.other_cpus) == ((2,), (0, 1))
 
 
+def test_under_tcg_the_vcpus_run_beside_the_harness_and_under_kvm_on_the_set() -> None:
+    tcg, why = plan_placement("auto", HostSettings("cpus", False), "m.toml", cpus=[0, 1], accel="tcg")
+    kvm, _ = plan_placement("auto", HostSettings("cpus", False), "m.toml", cpus=[0, 1], accel="kvm")
+    assert tcg is not None and kvm is not None and "vCPUs off the set" in why
+    assert [tcg.on_set(r) for r in ("vcpu", "main-loop", "iothread", "aio-worker", "other")] == [False] + [True] * 4
+    assert all(kvm.on_set(r) for r in ("vcpu", "main-loop", "iothread", "aio-worker", "other"))
+    assert "emulated guest" in tcg.describe() and "every QEMU thread" in kvm.describe()
+    process, _ = plan_placement("1/0", HostSettings("process", True), "m.toml", cpus=[0, 1], accel="tcg")
+    assert process is not None and process.on_set("vcpu") and not process.on_set("main-loop")  # pin_threads as before
+
+
 @TWO
 def test_pin_threads_belongs_to_scope_process_and_steering_keys_to_proxmox() -> None:
     qemu = backend_class("qemu")
@@ -117,10 +131,16 @@ def backend(tmp_path: Path) -> Iterator[QemuBackend]:
         b.close()
 
 
+def comm(pid: int, tid: int) -> str:
+    return Path(f"/proc/{pid}/task/{tid}/comm").read_text().strip()
+
+
 def check_confined(b: QemuBackend) -> None:
     assert b.vm is not None
-    for tid in tasks(b.vm.pid):  # every QEMU thread, not only the vCPU's
-        assert allowed(b.vm.pid, tid) == SET, tid
+    vcpus = [t for t in tasks(b.vm.pid) if comm(b.vm.pid, t).startswith("CPU ")]
+    assert vcpus and all(comm(b.vm.pid, t).endswith("/TCG") for t in vcpus)
+    for tid in tasks(b.vm.pid):  # every QEMU thread: the vCPUs (the emulated guest) with the harness, the rest on it
+        assert allowed(b.vm.pid, tid) == (REST if tid in vcpus else SET), (tid, comm(b.vm.pid, tid))
     for tid in tasks(os.getpid()):  # the harness, every thread of it, off the set
         assert allowed(os.getpid(), tid) == REST, tid
 
@@ -140,6 +160,10 @@ def test_a_window_confines_qemu_to_the_set_and_measures_it_beside_the_process(ba
     assert host is not None and host["scope"] == "cpus" and host["cpus"] == format_cpuset(SET)
     assert host["process"]["scope"] == "qemu-process" and host["process"]["pid"] == backend.vm.pid
     assert host["placement"]["scope"] == "cpus" and host["leak"]["outside_cpus"] == format_cpuset(REST)
+    placement = host["placement"]
+    assert placement["vcpu_on_set"] is False and placement["set_cpus"] == format_cpuset(SET)
+    assert placement["roles"]["vcpu"]["cpus"] == [format_cpuset(REST)]  # read back from the kernel
+    assert placement["roles"]["main-loop"]["cpus"] == [format_cpuset(SET)]
     assert os.getpid() not in {t["pid"] for t in host["on_set"]}  # the harness did not run on the set
     assert affinities(backend.vm.pid) == qemu_before and own_back(own_before)
 
@@ -169,20 +193,27 @@ def test_a_run_journals_both_scopes_and_the_leak_the_set_never_below_the_process
     summary = execute(matrix, tmp_path / "run", progress=False)
     assert summary.measured == 2 and not summary.failed, summary
     lines = [json.loads(x) for x in (tmp_path / "run" / "journal.ndjson").read_text().splitlines()]
-    assert lines[0]["environment"]["host_scope"] == {"scope": "cpus", "cpus": format_cpuset(SET),
-                                                     "harness_cpus": format_cpuset(REST), "given": False}
+    facts = lines[0]["environment"]["host_scope"]
+    assert {k: facts[k] for k in ("scope", "cpus", "harness_cpus", "given", "vcpu_on_set", "vcpu_cpus")} == {
+        "scope": "cpus", "cpus": format_cpuset(SET), "harness_cpus": format_cpuset(REST), "given": False,
+        "vcpu_on_set": False, "vcpu_cpus": format_cpuset(REST)}
+    assert "emulated guest" in facts["why"]
     cells = [r for r in lines if r["type"] == "cell"]
     assert len(cells) == 2
     for rec in cells:
         host, proc = rec["host"], rec["host"]["process"]
         assert host["scope"] == "cpus" and host["cpus"] == format_cpuset(SET) and proc["scope"] == "qemu-process"
         assert host["cpu_metric"] == proc["cpu_metric"]
-        if host["cpu_metric"] == "cpu_time":  # the set's busy time, in /proc's units; the process's in ns
-            assert host["cpu_total"] + 3 * UNITS_S * len(SET) >= proc["cpu_total"] > 0, (host, proc)
+        vcpu = proc["by_role"]["vcpu"]  # the vCPU threads ran off the set: the set holds the process's others
+        assert vcpu["runtime_s"] > 0 and host["placement"]["vcpu_on_set"] is False
+        on_set_cpu = proc["cpu_total"] - vcpu["runtime_s"]
+        on_set_ctx = proc["ctx_switches"] - vcpu["ctx_voluntary"] - vcpu["ctx_involuntary"]
+        if host["cpu_metric"] == "cpu_time":  # the set's busy time, in /proc's units; the threads' in ns
+            assert host["cpu_total"] + 3 * UNITS_S * len(SET) >= on_set_cpu > 0, (host, proc)
         else:
-            assert host["cpu_total"] >= proc["cpu_total"] > 0
-        if host["ctx_switches"] is not None:  # perf ran: every QEMU switch happened on the set, inside its window
-            assert host["ctx_switches"] >= proc["ctx_switches"] > 0
+            assert host["cpu_total"] > 0 and on_set_cpu > 0
+        if host["ctx_switches"] is not None:  # perf ran: every switch of QEMU's threads on the set, in its window
+            assert host["ctx_switches"] >= on_set_ctx > 0
         assert set(host["leak"]) >= {"interrupts", "softirqs", "outside_cpus"}
         assert isinstance(host["on_set"], list)
         assert os.getpid() not in {t["pid"] for t in host["on_set"]}
