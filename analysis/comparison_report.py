@@ -18,13 +18,11 @@ import pandas as pd
 
 from ..core.errors import InputError
 from .score.compare import ComparisonResult, compare
-from .score.findings import Finding, comparison_findings
-from .read.ingest import IngestResult, ingest
+from .score.comparisonfindings import comparison_findings
+from .score.findings import Finding
+from .read.ingest import NO_RESULTS_FIX, IngestResult, ingest
 from .write.savefiles import write_all
 from .write.workbook import write_comparison_workbook, write_tidy_csv
-
-#: what to do about a side without results, when the caller has nothing more specific to say
-NO_RESULTS_FIX = "give run directories, journals, fio JSON or DiskSpd XML that hold measurements"
 
 
 @dataclass

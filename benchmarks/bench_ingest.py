@@ -135,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
         _child(args.child[0], Path(args.child[1]))
         return 0
     from stormatrix.analysis.score.compare import compare
-    from stormatrix.analysis.score.findings import comparison_findings
+    from stormatrix.analysis.score.comparisonfindings import comparison_findings
     from stormatrix.analysis.read.ingest import ingest
     from stormatrix.analysis.write.workbook import write_comparison_workbook, write_tidy_csv
 

@@ -12,7 +12,10 @@ other. On top of that:
   them), found from the imports themselves, and the command line's entry point (:data:`LATE_IMPORTERS`,
   with the reason);
 - ``core`` and the host tools (``linux-host/``, copied to Proxmox nodes) use the standard library only,
-  and the host tools nothing of stormatrix.
+  and the host tools nothing of stormatrix;
+- inside analysis, the pipeline's stages point one way (:data:`ANALYSIS_STAGES`): ``read/`` imports neither
+  ``score/`` nor ``write/``, ``score/`` imports ``read/`` but not ``write/``, and no stage imports the report
+  modules beside them (``comparison_report``, ``efficiency_report``), which may import all three.
 
 A new module must be placed in a layer here: an unplaced one fails the test, so the picture stays whole.
 The checker is tested on small made-up trees below, so that each rule is seen to fail.
@@ -107,6 +110,12 @@ REGISTRY_EXCEPTIONS: dict[tuple[str, str], str] = {
     ("stormatrix.backends.qemu.guests", "stormatrix.executors.fioserver.probe"):
         "the local fleet's guests' fio servers are probed as they boot",
 }
+
+
+#: the analysis pipeline's stages, first to last: a stage may import its own and the earlier ones. Every other
+#: module of the package (``stormatrix.analysis`` itself, the report modules beside the stages) is above them all.
+ANALYSIS = "stormatrix.analysis"
+ANALYSIS_STAGES = ("read", "score", "write")
 
 
 @dataclass
@@ -350,6 +359,32 @@ def registry_only(graph: Graph, exceptions: dict[tuple[str, str], str], registry
     return out
 
 
+def stage_of(module: str, package: str = ANALYSIS,
+             stages: tuple[str, ...] = ANALYSIS_STAGES) -> tuple[int, str] | None:
+    """(order, name) of the stage ``module`` belongs to; the package's modules outside the stages come after them
+    all (as "report"); None outside the package."""
+    if module != package and not module.startswith(package + "."):
+        return None
+    first = module[len(package) + 1:].split(".")[0] if module != package else ""
+    return (stages.index(first), first) if first in stages else (len(stages), "report")
+
+
+def stage_problems(graph: Graph, root: Path, package: str = ANALYSIS,
+                   stages: tuple[str, ...] = ANALYSIS_STAGES) -> list[str]:
+    """Every import (module level, in a function, under TYPE_CHECKING alike) of a later stage by an earlier one,
+    naming the importing file, its line and the module imported."""
+    out: list[str] = []
+    for i in graph.imports:
+        src, dst = stage_of(i.source, package, stages), stage_of(i.target, package, stages)
+        if src is None or dst is None or dst[0] <= src[0]:
+            continue
+        path = graph.modules[i.source]
+        shown = path.relative_to(root) if path.is_relative_to(root) else path
+        out.append(f"{shown}:{i.line} imports {i.target}: the {src[1]} stage may not import the {dst[1]} stage "
+                   f"(move what both need into the {src[1]} stage)")
+    return out
+
+
 # --- the product --------------------------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
@@ -363,6 +398,13 @@ def test_the_layers_hold(graph: Graph) -> None:
 
 def test_only_the_registry_reaches_into_a_backend_or_an_executor(graph: Graph) -> None:
     assert registry_only(graph, REGISTRY_EXCEPTIONS) == []
+
+
+def test_the_analysis_stages_point_one_way(graph: Graph) -> None:
+    """read/ imports neither score/ nor write/, score/ not write/, no stage a report module (ANALYSIS_STAGES)."""
+    assert stage_problems(graph, ROOT) == []
+    stages = {stage_of(m) for m in graph.modules if m.startswith(ANALYSIS + ".")}
+    assert {(0, "read"), (1, "score"), (2, "write"), (3, "report")} <= stages
 
 
 def test_every_folder_of_the_package_is_read(graph: Graph) -> None:
@@ -447,6 +489,26 @@ def test_an_unplaced_module_and_a_third_party_import_in_core_are_found(tmp_path:
     assert any(p.startswith("toy.stray ") and "is in no layer" in p for p in found)
     assert "toy.core:2 imports requests: layer core uses the standard library only" in found
     assert not any("json" in p for p in found)
+
+
+def test_an_import_of_a_later_analysis_stage_is_found(tmp_path: Path) -> None:
+    g = toy(tmp_path, {"read/__init__.py": "", "read/rows.py": "from ..score.split import f\n",
+                       "read/late.py": "def g():\n    from ..write import sheets\n",
+                       "read/ok.py": "from . import rows\n",
+                       "score/__init__.py": "", "score/split.py": "from ..read.ok import x\n",
+                       "score/typed.py": "from typing import TYPE_CHECKING\n"
+                                         "if TYPE_CHECKING:\n    from ..report import R\n",
+                       "write/__init__.py": "",
+                       "write/sheets.py": "from ..score import split\nfrom ..read import rows\n",
+                       "report.py": "from .write import sheets\nfrom .score import split\n"})
+    found = stage_problems(g, tmp_path, "toy")
+    assert found == [
+        "toy/read/late.py:2 imports toy.write.sheets: the read stage may not import the write stage (move what both "
+        "need into the read stage)",
+        "toy/read/rows.py:1 imports toy.score.split: the read stage may not import the score stage (move what both "
+        "need into the read stage)",
+        "toy/score/typed.py:3 imports toy.report: the score stage may not import the report stage (move what both "
+        "need into the score stage)"]
 
 
 def test_an_import_of_a_backend_past_the_registry_is_found(tmp_path: Path) -> None:

@@ -59,7 +59,12 @@ from .plainfiles import parse_files
 from .safe import escape_unencodable
 from .tidy import COLUMNS, environment_frame, frame_from_rows, number_repeats
 
-__all__ = ["COLUMNS", "JOURNAL_NAME", "SCHEMA", "IngestResult", "Problem", "frame_from_rows", "ingest"]
+__all__ = ["COLUMNS", "JOURNAL_NAME", "NO_RESULTS_FIX", "SCHEMA", "IngestResult", "Problem", "frame_from_rows",
+           "ingest"]
+
+#: what to do about inputs that give no results at all (a report's message), when the caller has nothing more
+#: specific to say
+NO_RESULTS_FIX = "give run directories, journals, fio JSON or DiskSpd XML that hold measurements"
 
 
 @dataclass

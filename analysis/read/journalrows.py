@@ -13,12 +13,12 @@ from ...core.errors import DataFileError
 from ...core.journalfile import CELL, CELL_SKIPPED, RUN, SCHEMA, looks_binary, read_lines
 from ...core.metrics import per_mib
 from ...core.model import NOT_APPLICABLE, disk_options_apply
-from ...core.recordtypes import CellRecord, CellSkippedRecord, Direction, RateCheck, RunRecord, Times
+from ...core.recordtypes import (CellRecord, CellSkippedRecord, Direction, RateCheck, RunRecord, Times,
+                                 record_from_json)
+from .byrole import role_split, split_of
 from .checks import Problem, check_row
 from .discover import MAX_JOURNAL_BYTES, read_capped
 from .fiorows import WORST_P99
-from ..score.iopath import split_of
-from ..score.roles import role_split
 from .params import normalize_rw
 from .tidy import CPU_PER_MIB_UNIT, reasons_text
 
@@ -338,3 +338,29 @@ def skipped_notes(source: str, skipped: dict[str, str], shown: int = 12) -> list
         out.append(f"{source}: {len(keys)} cell{'s' if len(keys) != 1 else ''} skipped, not measured "
                    f"(cell-skipped records): {reason} — cells: {', '.join(keys[:shown])}{more}")
     return out
+
+
+def journal_records(sources: list[str]) -> tuple[dict[str, CellRecord], list[RunRecord]]:
+    """Cell records by ``path:line`` and the run records, from the journals the sources name (a line that is
+    no record of its type is left out: ingest has reported it). The I/O-path lens reads a frame's split back
+    with it when the frame does not carry it (:func:`stormatrix.analysis.score.iopath.iopath_frame`)."""
+    by_source: dict[str, CellRecord] = {}
+    runs: list[RunRecord] = []
+    for path in sorted({s.rsplit(":", 1)[0] for s in sources if ":" in s}):
+        try:
+            data = Path(path).read_bytes()
+        except OSError:
+            continue
+        for line in read_lines(data):
+            rec, where = line.record, f"{path}:{line.number}"
+            if rec is None or rec.get("schema") != SCHEMA:
+                continue
+            try:
+                typed = record_from_json(rec, where)
+            except DataFileError:
+                continue
+            if isinstance(typed, RunRecord):
+                runs.append(typed)
+            elif isinstance(typed, CellRecord):
+                by_source[where] = typed
+    return by_source, runs

@@ -19,6 +19,7 @@ import pandas as pd
 
 from ...core import metrics
 from ...core.recordtypes import RunRecord
+from .byrole import role_columns
 
 # name -> pandas dtype. Nullable dtypes: a plain fio file has no controller, a journal without a host
 # collector has no CPU figures, and neither may turn into 0.
@@ -80,10 +81,9 @@ COLUMNS: dict[str, str] = {
     "io_path_cpu_s": "float64",  # CPU seconds of every QEMU thread but the vCPUs' (host.by_role), the I/O path lens
     "io_path_ctx": "float64",    # context switches of those threads
     "io_path_note": "string",    # why the two are blank (no per-thread split, no vCPU role, ...)
-    # per thread role (analysis/score/roles.py): switches and CPU seconds of the vcpu, main-loop, iothread, aio-worker
+    # per thread role (analysis/read/byrole.py): switches and CPU seconds of the vcpu, main-loop, iothread, aio-worker
     # and other threads in the window (0: the role had no thread; blank: no per-thread split)
-    **{f"{_r}_{_k}": "float64" for _r in ("vcpu", "main_loop", "iothread", "aio_worker", "other")
-       for _k in ("ctx", "cpu_s")},
+    **role_columns(),
     "accel": "string",           # the run's environment.accel (kvm, tcg): tcg's vCPU CPU is the emulated guest
     "host_source": "string",
     "cpu_total_source": "string",  # what cpu_total (the scored CPU figure) is: perf task-clock, cycles, /proc

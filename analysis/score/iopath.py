@@ -27,17 +27,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Callable
 
 import pandas as pd
 
-from ...core.errors import DataFileError
-from ...core.journalfile import SCHEMA, read_lines
-from ...core.recordtypes import CellRecord, RunRecord, record_from_json
+from ...core.recordtypes import CellRecord, RunRecord
+from ..read.byrole import split_of
+from ..read.journalrows import journal_records
 from .labels import config_label
 
-VCPU = "vcpu"
 UNIT = "CPU-ms/MiB"
 
 
@@ -53,60 +51,6 @@ class IOPathResult:
     rows: pd.DataFrame = field(default_factory=pd.DataFrame)  # per measurement: io_cpu_per_mib, io_ctx_per_mib, io_note
 
 
-def _records(sources: list[str]) -> tuple[dict[str, CellRecord], list[RunRecord]]:
-    """Cell records by ``path:line`` and the run records, from the journals the sources name (a line that is
-    no record of its type is left out: ingest has reported it)."""
-    by_source: dict[str, CellRecord] = {}
-    runs: list[RunRecord] = []
-    for path in sorted({s.rsplit(":", 1)[0] for s in sources if ":" in s}):
-        try:
-            data = Path(path).read_bytes()
-        except OSError:
-            continue
-        for line in read_lines(data):
-            rec, where = line.record, f"{path}:{line.number}"
-            if rec is None or rec.get("schema") != SCHEMA:
-                continue
-            try:
-                typed = record_from_json(rec, where)
-            except DataFileError:
-                continue
-            if isinstance(typed, RunRecord):
-                runs.append(typed)
-            elif isinstance(typed, CellRecord):
-                by_source[where] = typed
-    return by_source, runs
-
-
-def split_of(rec: CellRecord | None) -> tuple[float | None, float | None, str | None]:
-    """(I/O-path CPU seconds, I/O-path context switches, why blank) of one cell record."""
-    if rec is None:
-        return None, None, "not from a journal: a plain result file has no per-thread split"
-    host = rec.host
-    if host is None:
-        return None, None, "no host record (no collector ran)"
-    roles = host.by_role
-    if not isinstance(roles, dict) or not roles:
-        src = host.source
-        return None, None, (f"the host collector ({src}) records no per-thread split" if src else
-                            "the record has no per-thread split (host.by_role)")
-    if VCPU not in roles:
-        return None, None, "the per-thread split names no vCPU thread, so the I/O path cannot be told apart"
-    if "main-loop" not in roles:
-        return None, None, "the per-thread split has no main-loop thread: it is incomplete"
-    cpu = ctx = 0.0
-    for role, agg in roles.items():
-        if role == VCPU or not isinstance(agg, dict):
-            continue
-        for key in ("user_s", "system_s", "ctx_voluntary", "ctx_involuntary"):
-            v = agg.get(key)
-            if v is None or isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
-                return None, None, f"host.by_role.{role}.{key} is {v!r}, not a count"
-        cpu += agg["user_s"] + agg["system_s"]
-        ctx += agg["ctx_voluntary"] + agg["ctx_involuntary"]
-    return cpu, ctx, None
-
-
 def iopath_frame(frame: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
     """The tidy frame with the I/O path in place of the whole process (cpu_per_mib, ctx_per_mib in
     CPU-ms/MiB and switches/MiB, blank with ``io_note`` where the record has no split), and the
@@ -118,7 +62,8 @@ def iopath_frame(frame: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
     runs: list[RunRecord] = []
     if not carried:
         journal_rows = frame["source_format"] == "journal" if "source_format" in frame else frame["source"].notna()
-        recs, runs = _records([str(s) for s in frame.loc[journal_rows.fillna(False).astype(bool), "source"].dropna()])
+        sources = frame.loc[journal_rows.fillna(False).astype(bool), "source"].dropna()
+        recs, runs = journal_records([str(s) for s in sources])
     cpu_mib, ctx_mib, notes = [], [], []
     for i, (src, mib) in enumerate(zip(frame["source"], frame["mib"])):
         if carried:

@@ -37,13 +37,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ...core.recordtypes import CellRecord
+from ..read.byrole import ROLES, STEM
 from .stats import ALPHA, half_width, welch
 
-ROLES = ("vcpu", "main-loop", "iothread", "aio-worker", "other")
 IO_PATH_ROLES = tuple(r for r in ROLES if r != "vcpu")
-#: tidy-frame column stem of each role
-STEM = {r: r.replace("-", "_") for r in ROLES}
 VERDICT_FIGURE = "I/O-path context switches per I/O"
 VERDICT_WHY = ("the switches of every QEMU thread but the vCPUs (main loop, iothreads, aio workers, other "
                "helpers), divided by the window's I/Os: where a storage setting's mechanism lives (aio=threads: a "
@@ -51,45 +48,6 @@ VERDICT_WHY = ("the switches of every QEMU thread but the vCPUs (main loop, ioth
                "software emulation the vCPU thread is the emulated guest, whose run time and switches vary with the "
                "emulator (not the I/O path) and would swamp the difference; under KVM the vCPU also does the "
                "guest's device exits, halts and wake-ups, which this figure leaves out there too.")
-
-
-def role_columns() -> dict[str, str]:
-    """The tidy frame's per-role columns and their dtypes."""
-    cols = {}
-    for r in ROLES:
-        cols[f"{STEM[r]}_ctx"] = "float64"
-        cols[f"{STEM[r]}_cpu_s"] = "float64"
-    return cols
-
-
-def _num(v: Any) -> float | None:
-    if v is None or isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
-        return None
-    return float(v)
-
-
-def role_split(rec: CellRecord | None) -> dict[str, float | None]:
-    """``<role>_ctx`` and ``<role>_cpu_s`` of one record (blank where it has no per-thread split; a role with no
-    thread in the window is 0: its threads did not exist, e.g. aio workers with aio=native)."""
-    out: dict[str, float | None] = {c: None for c in role_columns()}
-    host = rec.host if rec is not None else None
-    roles = host.by_role if host is not None else None
-    if not isinstance(roles, dict) or "vcpu" not in roles or "main-loop" not in roles:
-        return out
-    for r in ROLES:
-        agg = roles.get(r)
-        if agg is None:
-            out[f"{STEM[r]}_ctx"], out[f"{STEM[r]}_cpu_s"] = 0.0, 0.0
-            continue
-        if not isinstance(agg, dict):
-            continue
-        vol, invol = _num(agg.get("ctx_voluntary")), _num(agg.get("ctx_involuntary"))
-        out[f"{STEM[r]}_ctx"] = vol + invol if vol is not None and invol is not None else None
-        run = _num(agg.get("runtime_s"))
-        user, system = _num(agg.get("user_s")), _num(agg.get("system_s"))
-        both = user + system if user is not None and system is not None else None
-        out[f"{STEM[r]}_cpu_s"] = run if run is not None else both
-    return out
 
 
 def per_io_frame(frame: pd.DataFrame) -> pd.DataFrame:

@@ -34,9 +34,9 @@ from ..score.findings import Finding
 from ..read.ingest import IngestResult
 from .savefiles import save_workbook, write_tidy_csv
 from ..read.safe import safe_value
-from .sheets import (HOST_POINT_COLUMNS, MEASUREMENT_FORMATS, POINT_COLUMNS, SCORE_COLUMNS, TITLE_FONT, WRAP, Column,
-                     fit_height, header, header_letter, print_setup, run_dates, write_environment, write_frame,
-                     write_lines, write_summary, write_table)
+from .measurements import MEASUREMENT_FORMATS, write_frame
+from .sheets import (HOST_POINT_COLUMNS, POINT_COLUMNS, SCORE_COLUMNS, TITLE_FONT, WRAP, Column, fit_height, header,
+                     header_letter, print_setup, run_dates, write_environment, write_lines, write_summary, write_table)
 from .evidencesheets import IOPATH_SHEET, add_evidence_sheets
 from .rolesheet import ROLES_SHEET, write_roles_sheet
 from .rolesheet import answer_rows as aio_answer_rows

@@ -112,28 +112,14 @@ def run(args: argparse.Namespace) -> int:
 
 def write_report(inputs: list[str], output: str, *, csv: str | None = None, strict: bool = False,
                  cv_limit: float = 0.10, label: str | None = None) -> int:
-    """Ingest, score, write the workbook and the tidy CSV; used by ``report`` and ``demo``."""
-    from ..analysis.score.efficiency import score_cells
-    from ..analysis.score.findings import efficiency_findings
-    from ..analysis.read.ingest import ingest
-    from ..analysis.write.savefiles import write_all
-    from ..analysis.write.workbook import write_efficiency_workbook, write_tidy_csv
+    """Check the inputs and outputs, then ingest, score, write the workbook and the tidy CSV (one call of
+    :func:`stormatrix.analysis.efficiency_report.efficiency_report`); used by ``report`` and ``demo``."""
+    from ..analysis.efficiency_report import efficiency_report
 
     check_inputs(inputs)
     out, csv_path = output_paths(output, csv, inputs)
-    data = ingest(inputs, strict=strict, label=label)
-    refuse_inputs([("-o", out), ("--csv", csv_path)], data.inputs)
-    warn([str(p) for p in data.problems] + data.notes)
-    if data.frame.empty:
-        raise InputError("no usable results in " + ", ".join(inputs)
-                         + (f" ({len(data.problems)} inputs could not be read)" if data.problems else "")
-                         + ". Fix: give run directories, journals, fio JSON or DiskSpd XML that hold measurements")
-    result = score_cells(data.frame, cv_limit=cv_limit)
-    warn(result.notes)
-    findings = efficiency_findings(result)
-    write_all([("-o", out, lambda p: write_efficiency_workbook(p, data, result, findings, label=label,
-                                                               inputs=inputs)),
-               ("--csv", csv_path, lambda p: write_tidy_csv(data.frame, p))])
-    print(f"wrote {out} ({len(data.frame)} measurements, {len(result.cells)} configurations scored, "
-          f"{len(findings)} findings) and {csv_path}")
+    report = efficiency_report(inputs, out, csv_path, warn=warn, strict=strict, cv_limit=cv_limit, label=label,
+                               check=lambda data: refuse_inputs([("-o", out), ("--csv", csv_path)], data.inputs))
+    print(f"wrote {out} ({len(report.data.frame)} measurements, {len(report.result.cells)} configurations scored, "
+          f"{len(report.findings)} findings) and {csv_path}")
     return 0

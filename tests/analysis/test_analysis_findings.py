@@ -8,7 +8,8 @@ import pytest
 
 from stormatrix.analysis.score.compare import compare
 from stormatrix.analysis.score.efficiency import score_cells
-from stormatrix.analysis.score.findings import comparison_findings, efficiency_findings, signed
+from stormatrix.analysis.score.comparisonfindings import comparison_findings, signed
+from stormatrix.analysis.score.findings import efficiency_findings
 from stormatrix.analysis.read.ingest import ingest
 import paths
 

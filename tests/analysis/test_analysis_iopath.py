@@ -121,7 +121,8 @@ def test_method_says_the_vcpu_is_the_emulated_guest_under_tcg(tmp_path: Path) ->
 def test_split_carried_by_ingest_is_used_as_it_is(tmp_path: Path) -> None:
     """When ingest carries the split (io_path_cpu_s, io_path_ctx, io_path_note), the I/O path uses those
     columns and reads no journal: the same figures as reading the records back."""
-    from stormatrix.analysis.score.iopath import iopath_frame, split_of
+    from stormatrix.analysis.read.byrole import split_of
+    from stormatrix.analysis.score.iopath import iopath_frame
 
     recs = [qemu_record("sata", "native", rep, vcpu_s=5.0, io_s=0.5 + rep / 10, io_ctx=100 * rep) for rep in (1, 2)]
     recs.append(qemu_record("sata", "threads", 1, vcpu_s=5.0, io_s=0.6, io_ctx=100, by_role={}))
@@ -152,8 +153,8 @@ def test_io_path_sheet_needs_no_second_read_of_the_journal(tmp_path: Path, monke
     data = ingest([run], strict=True)
     (run / "journal.ndjson").unlink()
     reads: list[list[str]] = []
-    real = iopath._records
-    monkeypatch.setattr(iopath, "_records", lambda sources: reads.append(sources) or real(sources))
+    real = iopath.journal_records
+    monkeypatch.setattr(iopath, "journal_records", lambda sources: reads.append(sources) or real(sources))
     result = score_cells(data.frame)
     assert reads == []                                                       # the journal is not read again
     io = {r["config"]: r for _, r in result.iopath.scored.cells.iterrows()}

@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from stormatrix.analysis.score.compare import compare
-from stormatrix.analysis.score.findings import MINUS, comparison_findings, signed, which_way
+from stormatrix.analysis.score.comparisonfindings import MINUS, comparison_findings, signed, which_way
 from stormatrix.analysis.read.ingest import ingest
 import paths
 

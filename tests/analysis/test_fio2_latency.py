@@ -65,7 +65,7 @@ def test_each_blank_measurement_says_why_in_the_measurements_sheet(tmp_path) -> 
     """fio 2.1.4 leaves total_ios and the lat p99 blank: the Measurements sheet's blank_reasons names each."""
     import openpyxl
 
-    from stormatrix.analysis.write.sheets import MEASURED
+    from stormatrix.analysis.write.measurements import MEASURED
     from stormatrix.cli import main
 
     out = tmp_path / "old.xlsx"

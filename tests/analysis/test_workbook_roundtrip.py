@@ -12,7 +12,8 @@ import pytest
 
 from stormatrix.analysis.score.compare import compare
 from stormatrix.analysis.score.efficiency import score_cells
-from stormatrix.analysis.score.findings import comparison_findings, efficiency_findings
+from stormatrix.analysis.score.comparisonfindings import comparison_findings
+from stormatrix.analysis.score.findings import efficiency_findings
 from stormatrix.analysis.read.ingest import ingest
 from stormatrix.analysis.read.safe import neutralize
 from stormatrix.analysis.write.workbook import write_comparison_workbook, write_efficiency_workbook
