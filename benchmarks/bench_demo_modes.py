@@ -8,10 +8,17 @@ restore, iothread) plus a *placement*:
 
 - ``split``: ``[host] scope = "process"`` with ``pin_threads = "1/0"`` (the vCPU alone on CPU 1; main loop,
   aio workers and the harness on CPU 0: the placement before the scope "cpus");
-- ``one``: the default ``[host] scope = "cpus"``: every QEMU thread on the measured CPU (the last), the
-  harness and the VMs booting ahead on the other (``--external-one`` does it from outside instead, for a
-  checkout without that scope: the harness under ``taskset -c 0`` with ``pin_threads = "off"``, this script's
-  sampler moving each new QEMU thread to CPU 1).
+- ``one``: every QEMU thread on CPU 1 (the measured CPU), the harness and the VMs booting ahead on CPU 0: the
+  ``[host] scope = "cpus"`` placement before the vCPUs were kept off the set under TCG, placed from outside (the
+  harness under ``taskset -c 0`` with ``[host] scope = "process"``, ``pin_threads = "off"``, this script's
+  sampler moving each new QEMU thread to CPU 1);
+- ``iopath``: the backend's own default, ``[host] scope = "cpus"``: under TCG QEMU's I/O path (main loop,
+  iothreads, aio workers) alone on the measured CPU, the vCPU (the emulated guest) beside the harness.
+
+With ``--syscalls`` each QEMU's threads' futex, ppoll and aio syscalls are counted per sample interval
+(``perf stat --per-thread -I`` on the syscall tracepoints, as root; software events, no hardware counters),
+and each cell's window gets the main loop's and the vCPUs' counts per I/O beside their voluntary switches:
+whether a mode is lock waits (futex) or waits for work (ppoll).
 
 The conditions run in ABBA blocks (A B B A ...), each block one short ``stormatrix run`` of a small matrix
 (two controllers x native/threads x ``--repeats``), so that a change of the machine's load falls on every
@@ -81,9 +88,11 @@ CONDITIONS: dict[str, tuple[dict[str, Any], str, dict[str, Any]]] = {
     "iothread-one": ({}, "one", {"iothread": True}),
     "iopath": ({}, "iopath", {}),
     "iopath-idlepoll": ({"guest_args": "idle=poll"}, "iopath", {}),
+    "iopath-iothread": ({}, "iopath", {"iothread": True}),
 }
 
-EXTERNAL_ONE = False  # --external-one
+#: the syscalls counted per QEMU thread with --syscalls (perf stat tracepoints, software: no hardware counters)
+SYSCALLS = ("futex", "ppoll", "io_submit", "io_getevents", "io_uring_enter", "preadv")
 
 
 def host_tsc_khz() -> int:
@@ -122,7 +131,7 @@ def toml_value(v: Any) -> str:
 def matrix(cond: str, controllers: list[str], repeats: int, measure_s: int, ramp_s: int, rate: int,
            extra: str = "") -> str:
     qemu, placement, over = CONDITIONS[cond]
-    external = EXTERNAL_ONE or placement == "iopath"
+    external = placement == "one"  # the backend's own scope "cpus" is the iopath placement now (under TCG)
     pin = {"pin_threads": "1/0"} if placement == "split" else {"pin_threads": "off"} if external else {}
     qemu = {"vcpus": 1, "memory_mib": 512, "disk_size_mib": 256, **pin, **qemu}
     iothread = over.get("iothread", False)
@@ -162,12 +171,37 @@ class Sampler(threading.Thread):
     (:func:`is_vcpu`) go to ``vcpu_cpu`` instead (the ``iopath`` placement: the emulated guest beside the
     harness, QEMU's I/O path alone on ``pin_one``)."""
 
-    def __init__(self, marker: str, period: float, pin_one: int | None, vcpu_cpu: int | None = None) -> None:
+    def __init__(self, marker: str, period: float, pin_one: int | None, vcpu_cpu: int | None = None,
+                 syscalls: Path | None = None) -> None:
         super().__init__(daemon=True)
         self.marker, self.period, self.pin_one, self.vcpu_cpu = marker, period, pin_one, vcpu_cpu
         self.samples: list[tuple[float, int, dict[int, tuple[str, int, int, int]]]] = []
         self.stop_event = threading.Event()
         self.pinned: set[int] = set()
+        self.syscalls = syscalls  # a folder: one `perf stat --per-thread -I` per QEMU, its output there
+        self.perfs: dict[int, tuple[subprocess.Popen[bytes], float, Path]] = {}  # pid -> (perf, start, file)
+
+    def count_syscalls(self, pid: int) -> None:
+        """Start counting QEMU ``pid``'s syscalls per thread, every ``period``, until it ends (perf stat -p
+        stops when its process does); the CPU 0 (the harness's) runs it, off the measured CPU."""
+        if self.syscalls is None or pid in self.perfs:
+            return
+        out = self.syscalls / f"perf-{pid}.csv"
+        events = ",".join(f"syscalls:sys_enter_{n}" for n in SYSCALLS)
+        cmd = ["taskset", "-c", "0", "perf", "stat", "--per-thread", "-x,", "-I", str(int(self.period * 1000)),
+               "-e", events, "-p", str(pid), "-o", str(out)]
+        self.perfs[pid] = (subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL),
+                           time.time(), out)
+
+    def stop_perfs(self) -> None:
+        for proc, _, _ in self.perfs.values():
+            if proc.poll() is None:
+                proc.send_signal(2)  # SIGINT: perf stat prints what it has and ends
+        for proc, _, _ in self.perfs.values():
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
 
     def qemus(self) -> list[int]:
         out = []
@@ -186,6 +220,7 @@ class Sampler(threading.Thread):
         while not self.stop_event.is_set():
             t = time.time()
             for pid in self.qemus():
+                self.count_syscalls(pid)
                 try:
                     tids = [int(x) for x in os.listdir(f"/proc/{pid}/task")]
                 except OSError:
@@ -265,6 +300,50 @@ def per_io(rec: dict[str, Any]) -> dict[str, float]:
     return out
 
 
+def perf_series(path: Path) -> list[tuple[float, int, str, str, float]]:
+    """``perf stat --per-thread -I -x,`` lines: (seconds since its start, tid, comm, syscall, count)."""
+    out = []
+    try:
+        text = path.read_text()
+    except OSError:
+        return out
+    for line in text.splitlines():
+        f = line.split(",")
+        if len(f) < 5 or not f[0].strip() or f[0].lstrip().startswith("#"):
+            continue
+        try:
+            t = float(f[0])
+            comm, _, tid = f[1].rpartition("-")
+            count = float(f[2]) if f[2] not in ("<not counted>", "<not supported>") else 0.0
+        except ValueError:
+            continue
+        out.append((t, int(tid), comm, f[4].removeprefix("syscalls:sys_enter_"), count))
+    return out
+
+
+def window_syscalls(sampler: Sampler, rec: dict[str, Any]) -> dict[str, float]:
+    """Per I/O: the main loop's and the vCPUs' syscalls (``main-loop.futex``, ``vcpu.futex``, ...) in the cell's
+    window (the perf intervals that end inside it), from the perf stat the sampler ran for its QEMU."""
+    host, times = rec.get("host") or {}, rec.get("times") or {}
+    pid, ios = host.get("pid"), ios_of(rec)
+    if not pid or not ios or pid not in sampler.perfs:
+        return {}
+    try:
+        start = datetime.fromisoformat(times["measure_start"]).timestamp()
+        end = datetime.fromisoformat(times["measure_end"]).timestamp()
+    except (KeyError, TypeError, ValueError):
+        return {}
+    _, t0, path = sampler.perfs[pid]
+    sums: dict[str, float] = {}
+    for t, tid, comm, name, count in perf_series(path):
+        if not start + sampler.period <= t0 + t <= end:  # the interval lies inside the window
+            continue
+        role = "main-loop" if tid == pid else "vcpu" if is_vcpu(comm) else "worker" if comm == "worker" else None
+        if role:
+            sums[f"{role}.{name}"] = sums.get(f"{role}.{name}", 0.0) + count
+    return {k: v / ios for k, v in sums.items()}
+
+
 def cv(values: list[float]) -> float | None:
     if len(values) < 2 or not statistics.fmean(values):
         return None
@@ -308,13 +387,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sample-ms", type=int, default=200)
     ap.add_argument("--run-extra", default="", help="more [run] lines, ';'-separated, e.g. "
                     "'max_repeats = 5; cv_limit_pct = 5; time_budget_minutes = 8.5' (the demo's extra repeats)")
-    ap.add_argument("--external-one", action="store_true", help="place 'one' from outside (see above)")
+    ap.add_argument("--syscalls", action="store_true", help="count each QEMU thread's futex, ppoll and aio "
+                    "syscalls per window (perf stat tracepoints, as root): whether a mode is lock waits")
     ap.add_argument("--once", action="store_true", help="each condition once, in the order given (no ABBA)")
     ap.add_argument("--out", type=Path, default=None)
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args(argv)
-    global EXTERNAL_ONE
-    EXTERNAL_ONE = args.external_one
     conds = args.conditions.split(",")
     for c in conds:
         if c not in CONDITIONS:
@@ -332,9 +410,9 @@ def main(argv: list[str] | None = None) -> int:
         mfile = out / f"{i:02d}-{cond}.toml"
         mfile.write_text(matrix(cond, args.controllers.split(","), args.repeats, args.measure_seconds,
                                 args.ramp_seconds, args.rate, args.run_extra))
-        iopath = CONDITIONS[cond][1] == "iopath"
-        one = (CONDITIONS[cond][1] == "one" and EXTERNAL_ONE) or iopath
-        sampler = Sampler(str(run_dir), args.sample_ms / 1000, 1 if one else None, 0 if iopath else None)
+        one = CONDITIONS[cond][1] == "one"  # placed from outside: every QEMU thread on CPU 1
+        sampler = Sampler(str(run_dir), args.sample_ms / 1000, 1 if one else None, None,
+                          syscalls=out if args.syscalls else None)
         sampler.start()
         cmd = ([*(["taskset", "-c", "0"] if one else []), exe, "run", "--no-progress", "-o", str(run_dir),
                 str(mfile)])
@@ -342,6 +420,7 @@ def main(argv: list[str] | None = None) -> int:
         proc = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         sampler.stop_event.set()
         sampler.join()
+        sampler.stop_perfs()
         load = os.getloadavg()[0]
         with open(out / f"{i:02d}-{cond}.samples.ndjson", "w") as fh:  # the raw series, for a closer look
             for t, pid, rows in sampler.samples:
@@ -353,13 +432,22 @@ def main(argv: list[str] | None = None) -> int:
         for rec in recs:
             disk = (rec.get("cell") or {}).get("disk") or {}
             key = f"{disk.get('controller')}/{disk.get('aio')}"
-            results.setdefault(cond, {}).setdefault(key, []).append(per_io(rec))
+            results.setdefault(cond, {}).setdefault(key, []).append({**per_io(rec), **window_syscalls(sampler, rec)})
+        if args.syscalls:  # per cell: does a mode of the main loop's switches go with its lock waits?
+            for rec in recs:
+                disk = (rec.get("cell") or {}).get("disk") or {}
+                r = {**per_io(rec), **window_syscalls(sampler, rec)}
+                print(f"    {disk.get('controller')}/{disk.get('aio')}: " + "  ".join(
+                    f"{k} {r[k]:.2f}" for k in ("main-loop.vol", "main-loop.futex", "main-loop.ppoll", "vcpu.vol",
+                                                "vcpu.futex", "path.ctx") if k in r), flush=True)
         for m in window_modes(sampler, recs):
             f = m["fracs"]
             inside.setdefault(cond, []).append(statistics.pstdev(f) if len(f) > 1 else 0.0)
             inside.setdefault(cond + ":mean", []).append(statistics.fmean(f))
     figures = ["vcpu.ctx", "vcpu.cpu", "main-loop.ctx", "main-loop.cpu", "iothread.ctx", "aio-worker.ctx",
                "aio-worker.cpu", "path.ctx", "path.cpu", "proc.ctx", "proc.cpu"]
+    if args.syscalls:
+        figures += ["main-loop.vol", "main-loop.futex", "main-loop.ppoll", "vcpu.vol", "vcpu.futex"]
     print(f"\nuptime: {subprocess.run(['uptime'], capture_output=True, text=True).stdout.strip()}")
     print(f"{'condition':<16}{'config':<20}{'n':>3} " + " ".join(f"{f:>15}" for f in figures))
     table: dict[str, Any] = {}
