@@ -27,7 +27,10 @@ from typing import Any, Callable, Protocol, Sequence
 
 from .core.errors import CollectorError, QmpError, VmStartError
 from .core.scope import HostScope
-from .host.collector import CollectorProblem, CpuSetCollector, WindowCollector, perf_available, with_process
+from .host.collector import WindowCollector
+from .host.cpuset import CpuSetCollector, with_process
+from .host.perfrun import perf_available
+from .host.procfs import CollectorProblem
 from .ssh import Shell
 
 
@@ -56,7 +59,7 @@ class CpuSetHostCollector:
     QEMU process's own collector (``process``: a ``WindowCollector``, or any :class:`HostCollector`), the set's
     window holding the process's (started first, stopped last), so the set's counts cover every one of the
     process's. The block: the set's figures in the usual keys, the process's under ``process``
-    (``collector.with_process``)."""
+    (``cpuset.with_process``)."""
 
     def __init__(self, cpus: list[int], process: Any | None, *, exclude: tuple[int, ...] = (),
                  use_perf: bool | None = None, root: str = "/") -> None:

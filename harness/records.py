@@ -18,9 +18,11 @@ from .analysis.read.diskspd import parse_diskspd_xml
 from .analysis.read.fio import jobs_named, summarize_jobs
 from .backends.base import Target
 from .core.errors import DataFileError, ErrorDetails, StormatrixError, WorkloadFailed
-from .core.recordtypes import (CellErrorRecord, CellPart, CellRecord, CellSkippedRecord, ClientPart, ClockCheck,
-                               CrossCheck, ErrorPart, FioSummary, HostMetrics, JsonPart, PerMib, PointInfo, RateCheck,
-                               RestoredRecord, RunRecord, SuiteInfo, Times)
+from .core.cellparts import (CellPart, ClientPart, ClockCheck, CrossCheck, FioSummary, HostMetrics, PerMib, PointInfo,
+                             RateCheck, Times)
+from .core.jsonpart import JsonPart
+from .core.recordtypes import (CellErrorRecord, CellRecord, CellSkippedRecord, ErrorPart, RestoredRecord, RunRecord,
+                               SuiteInfo)
 from .core.metrics import MIB, per_mib
 from .core.model import MIXED_MODES, WRITE_MODES, Cell, now_iso
 from .core.scope import BlockStats
@@ -240,7 +242,7 @@ def cell_record(*, run_id: str, cell: Cell, backend: str | None, side: str | Non
     """One measured cell. ``result.record`` adds (or, for ``vm``/``guest``/``raw``, replaces) what only
     its executor knows: per-guest results of a multi-guest point, its raw output's shape; ``fields`` what
     the run adds to every cell record (a suite's name). What a point on many guests adds is typed
-    (:class:`~stormatrix.core.recordtypes.PointInfo`); anything else stays in the record's ``rest``."""
+    (:class:`~stormatrix.core.cellparts.PointInfo`); anything else stays in the record's ``rest``."""
     where = f"the record of cell {cell.key}"
     extra = {**result.record, **(fields or {})}
     times = {**times, **extra.pop("times", {})}

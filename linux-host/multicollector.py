@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Host collector for many QEMU processes in one window: a suite's VMs on a Proxmox node, over ONE ssh session.
 
-Standard library only, next to ``collector.py`` (copied to the node with it). The controller runs
-``ssh NODE -- python3 .../multicollector.py`` at each suite point's window and speaks one JSON line at
-a time on stdin/stdout, so nothing but fixed words ever goes through the remote shell:
+Standard library only, next to ``collector.py`` and its siblings (every ``linux-host/*.py`` goes to the node).
+The controller runs ``ssh NODE -- python3 .../multicollector.py`` at each suite point's window and speaks one
+JSON line at a time on stdin/stdout, so nothing but fixed words ever goes through the remote shell:
 
 1. controller -> ``{"processes": [{"pid": 1234, "name": "vm01", "roles": {"1240": "vcpu"}}, ...],
    "use_perf": null, "cpus": "2-3", "root": "/"}`` (``use_perf``: null = when perf works, false = /proc only;
@@ -28,11 +28,18 @@ import sys
 from typing import Any
 
 try:  # imported as stormatrix.host.multicollector (tests), or run as a script next to collector.py
-    from .collector import CollectorProblem, CpuSetCollector, WindowCollector, parse_cpulist, perf_available
+    from .collector import WindowCollector
+    from .cpuset import CpuSetCollector
+    from .hostsettings import parse_cpulist
+    from .perfrun import perf_available
+    from .procfs import CollectorProblem
 except ImportError:  # pragma: no cover - the script case is exercised through ssh
-    # the same names from collector.py next to this file (mypy checks the package, where it is .collector)
-    from collector import (CollectorProblem, CpuSetCollector, WindowCollector,  # type: ignore[import,no-redef]
-                           parse_cpulist, perf_available)
+    # the same names from the files next to this one (mypy checks the package, where they are relative)
+    from collector import WindowCollector  # type: ignore[import,no-redef]
+    from cpuset import CpuSetCollector  # type: ignore[import,no-redef]
+    from hostsettings import parse_cpulist  # type: ignore[import,no-redef]
+    from perfrun import perf_available  # type: ignore[import,no-redef]
+    from procfs import CollectorProblem  # type: ignore[import,no-redef]
 
 
 def _emit(doc: dict[str, Any]) -> None:

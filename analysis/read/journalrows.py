@@ -13,8 +13,8 @@ from ...core.errors import DataFileError
 from ...core.journalfile import CELL, CELL_SKIPPED, RUN, SCHEMA, looks_binary, read_lines
 from ...core.metrics import per_mib
 from ...core.model import NOT_APPLICABLE, disk_options_apply
-from ...core.recordtypes import (CellRecord, CellSkippedRecord, Direction, RateCheck, RunRecord, Times,
-                                 record_from_json)
+from ...core.cellparts import Direction, RateCheck, Times
+from ...core.recordtypes import CellRecord, CellSkippedRecord, RunRecord, record_from_json
 from .byrole import role_split, split_of
 from .checks import Problem, check_row
 from .discover import MAX_JOURNAL_BYTES, read_capped

@@ -165,9 +165,9 @@ def de_locale(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_the_collector_runs_perf_in_the_c_locale(de_locale: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from stormatrix.host import collector
+    from stormatrix.host import collector, perfrun
 
-    if not collector.perf_available():
+    if not perfrun.perf_available():
         pytest.skip("perf stat cannot count software events here")
     monkeypatch.setenv("LOCPATH", str(de_locale))
     monkeypatch.setenv("LC_ALL", "de_DE.UTF-8")

@@ -47,12 +47,13 @@ STRIP = textwrap.dedent(r"""
     # modules go, and with it the seam and the package's first lines (stormatrix/__init__.py, core.starting)
     sys.path.insert(0, sys.argv.pop(1))  # tests/, for the stand-in
     from standins.windows_os import StandInWindows
-    from stormatrix.core import oscompat
+    from stormatrix.core import oscompat, oswindows
     early = sorted(m for m in sys.modules if m.startswith("stormatrix"))
-    assert early == ["stormatrix", "stormatrix.core", "stormatrix.core.oscompat", "stormatrix.core.starting"], early
+    assert early == ["stormatrix", "stormatrix.core", "stormatrix.core.osbase", "stormatrix.core.oscompat",
+                     "stormatrix.core.osposix", "stormatrix.core.oswindows", "stormatrix.core.starting"], early
     for name in ("fcntl", "termios", "resource"):
         sys.modules[name] = None  # `import fcntl` raises ModuleNotFoundError from here on
-    oscompat.OS = oscompat.Windows(StandInWindows())
+    oscompat.OS = oswindows.Windows(StandInWindows())
     sys.argv[0] = "stormatrix"
     from stormatrix.cli import main
     code = main(sys.argv[1:])

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from stormatrix.host import collector
+from stormatrix.host import collector, perfrun, procfs
 from stormatrix.host import perfstat
 from stormatrix.host.collector import WindowCollector
 import paths
@@ -83,7 +83,7 @@ def test_perfstat_finds_the_value_column_behind_interval_and_thread_columns() ->
 
 @pytest.mark.parametrize("use_perf", [False, True])
 def test_window_measures_real_process(busy: subprocess.Popen[bytes], use_perf: bool) -> None:
-    if use_perf and not collector.perf_available():
+    if use_perf and not perfrun.perf_available():
         pytest.skip("perf stat cannot count software events on this machine")
     c = WindowCollector(busy.pid, {}, use_perf=use_perf)
     c.start()
@@ -139,7 +139,7 @@ def test_split_note_says_which_accounting_agrees() -> None:
 def test_vanished_process_is_a_clear_error() -> None:
     proc = subprocess.Popen([sys.executable, "-c", "pass"])
     proc.wait()
-    with pytest.raises(collector.CollectorProblem, match="gone"):
+    with pytest.raises(procfs.CollectorProblem, match="gone"):
         WindowCollector(proc.pid, {}, use_perf=False).start()
 
 
@@ -176,7 +176,7 @@ def test_merge_hosts_is_the_identity_for_one_and_adds_up_many() -> None:
 def test_a_window_closed_at_once_still_has_perfs_counts(busy: subprocess.Popen[bytes]) -> None:
     """The window ends with a SIGINT to perf; start() returns only once perf handles it, so even a window
     closed immediately (a loaded machine, a short window) gets perf's counts instead of a killed perf."""
-    if not collector.perf_available():
+    if not perfrun.perf_available():
         pytest.skip("perf stat cannot count software events on this machine")
     for _ in range(3):
         c = WindowCollector(busy.pid, {}, use_perf=True)
@@ -188,7 +188,7 @@ def test_a_window_closed_at_once_still_has_perfs_counts(busy: subprocess.Popen[b
 def _without(monkeypatch: pytest.MonkeyPatch, tid: int, what: str, line: str | None = None) -> None:
     """Read /proc as a kernel would that lacks ``what`` for thread ``tid``: the file missing (schedstat
     without CONFIG_SCHEDSTATS), or ``status`` without the counter line ``line``."""
-    real = collector._read
+    real = procfs._read
 
     def read(path: str) -> str:
         if path.endswith(f"/task/{tid}/{what}"):
@@ -197,7 +197,7 @@ def _without(monkeypatch: pytest.MonkeyPatch, tid: int, what: str, line: str | N
             return "".join(x for x in real(path).splitlines(keepends=True) if not x.startswith(line))
         return real(path)
 
-    monkeypatch.setattr(collector, "_read", read)
+    monkeypatch.setattr(procfs, "_read", read)
 
 
 def _thread_names(pid: int) -> set[str]:
@@ -250,7 +250,7 @@ def test_a_thread_without_its_switch_counter_makes_the_process_sum_null_unless_p
     assert f"{nap} (nap)" in res["null_reasons"]["ctx_voluntary"]
     assert "ctx_voluntary" in res["null_reasons"]["ctx_switches"]
     assert res["ctx_involuntary"] == sum(t["ctx_involuntary"] for t in res["threads"])
-    if collector.perf_available():  # perf counts the process's switches itself: that total stands
+    if perfrun.perf_available():  # perf counts the process's switches itself: that total stands
         c = WindowCollector(busy.pid, {}, use_perf=True)
         c.start()
         res = c.stop()
@@ -284,11 +284,11 @@ def test_perf_is_probed_once_per_process_not_at_every_window(tmp_path: Path,
     fake = tmp_path / "perf"
     fake.write_text(f"#!/bin/sh\necho probe >> {calls}\necho '7,,context-switches,100,100.00,,' >&2\n")
     fake.chmod(0o755)
-    monkeypatch.setattr(collector, "PERF", str(fake))
-    monkeypatch.setattr(collector, "_perf_available", None)
-    assert collector.perf_available() and collector.perf_available() and collector.perf_available()
+    monkeypatch.setattr(perfrun, "PERF", str(fake))
+    monkeypatch.setattr(perfrun, "_perf_available", None)
+    assert perfrun.perf_available() and perfrun.perf_available() and perfrun.perf_available()
     assert calls.read_text().splitlines() == ["probe"]
-    monkeypatch.setattr(collector, "_perf_available", None)
+    monkeypatch.setattr(perfrun, "_perf_available", None)
     fake.write_text(f"#!/bin/sh\necho probe >> {calls}\necho 'perf: not permitted' >&2\nexit 1\n")
-    assert not collector.perf_available() and not collector.perf_available()
+    assert not perfrun.perf_available() and not perfrun.perf_available()
     assert calls.read_text().splitlines() == ["probe", "probe"]

@@ -16,10 +16,12 @@ from typing import Any
 
 import pytest
 
-from stormatrix.host import collector
-from stormatrix.host.collector import CollectorProblem, CpuSetCollector, WindowCollector, with_process
+from stormatrix.host import collector, perfrun, procfs
+from stormatrix.host.collector import WindowCollector
+from stormatrix.host.cpuset import CpuSetCollector, with_process
+from stormatrix.host.procfs import CollectorProblem
 
-HZ = collector.CLK_TCK
+HZ = procfs.CLK_TCK
 COLUMNS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal", "guest", "guest_nice")
 
 # two moments of a host with CPUs 0 and 1; the set is CPU 1 (the VM's), CPU 0 runs the rest
@@ -252,7 +254,7 @@ def test_the_node_collector_refuses_a_set_the_node_lacks(tmp_path: Path) -> None
     assert proc.returncode == 1 and "CPU 7 of the set 7 is not a CPU of this host" in json.loads(proc.stdout)["error"]
 
 
-@pytest.mark.skipif(not collector.perf_available(), reason="needs a working perf stat (root, linux-perf)")
+@pytest.mark.skipif(not perfrun.perf_available(), reason="needs a working perf stat (root, linux-perf)")
 def test_perf_counting_a_cpu_set_dies_with_a_collector_killed_by_sigkill(tmp_path: Path) -> None:
     """``perf stat -a -C`` never ends by itself (unlike ``-p PID``): a SIGKILLed starter must not leave it
     counting (the kill -9 reliability test found such orphans, re-parented to init)."""
@@ -261,8 +263,8 @@ def test_perf_counting_a_cpu_set_dies_with_a_collector_killed_by_sigkill(tmp_pat
     import time
 
     script = ("import sys, time\n"
-              "from stormatrix.host import collector\n"
-              "proc, out = collector.start_perf(['-a', '-C', '0'], ['context-switches'])\n"
+              "from stormatrix.host import perfrun\n"
+              "proc, out = perfrun.start_perf(['-a', '-C', '0'], ['context-switches'])\n"
               "print(proc.pid, flush=True)\n"
               "time.sleep(60)\n")
     child = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)

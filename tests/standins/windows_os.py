@@ -1,4 +1,4 @@
-"""Windows' primitives, stood in on Linux, for :class:`stormatrix.core.oscompat.Windows`.
+"""Windows' primitives, stood in on Linux, for :class:`stormatrix.core.oswindows.Windows`.
 
 Each call behaves as Microsoft documents the Windows call it stands for, built from the Linux call that has
 the same semantics (never from stormatrix's own functions):
@@ -33,7 +33,8 @@ from typing import Any
 
 import psutil
 
-from stormatrix.core.oscompat import Usage, WindowsPrimitives
+from stormatrix.core.osbase import Usage
+from stormatrix.core.oswindows import WindowsPrimitives
 
 ERROR_LOCK_VIOLATION = 33
 ERROR_NOT_LOCKED = 158

@@ -30,7 +30,7 @@ from stormatrix.analysis.write.savefiles import write_tidy_csv
 from stormatrix.backends.vmware.pwsh import run_pwsh_process
 from stormatrix.commands.outputs import check_output_name, name_problem
 from stormatrix.commands.runlock import LOCK_NAME, hold_run_dir
-from stormatrix.core import oscompat
+from stormatrix.core import oscompat, osposix, oswindows
 from stormatrix.core.errors import InputError
 from stormatrix.journal import Journal, read_journal
 
@@ -39,7 +39,7 @@ from stormatrix.journal import Journal, read_journal
 def windows(monkeypatch: pytest.MonkeyPatch) -> StandInWindows:
     """The seam answering as Windows does, through stood-in primitives."""
     prims = StandInWindows()
-    monkeypatch.setattr(oscompat, "OS", oscompat.Windows(prims))
+    monkeypatch.setattr(oscompat, "OS", oswindows.Windows(prims))
     return prims
 
 
@@ -62,9 +62,9 @@ def test_a_second_writer_of_a_run_directory_is_refused_while_the_first_holds_it(
         pass
     if prims is not None:
         locks = [args for name, args in prims.calls if name == "LockFileEx"]
-        assert locks and all(offset == oscompat.WIN_LOCK_OFFSET and exclusive and fail_now
+        assert locks and all(offset == oswindows.WIN_LOCK_OFFSET and exclusive and fail_now
                              for _, offset, exclusive, fail_now in locks)
-        assert oscompat.WIN_LOCK_OFFSET > 2**40  # past any journal
+        assert oswindows.WIN_LOCK_OFFSET > 2**40  # past any journal
         assert any(name == "UnlockFile" for name, _ in prims.calls)
 
 
@@ -76,8 +76,8 @@ def test_a_run_directory_held_by_another_process_is_refused_on_windows(windows: 
         import sys, time
         sys.path.insert(0, {str(paths.ROOT / 'tests')!r})
         from standins.windows_os import StandInWindows
-        from stormatrix.core import oscompat
-        oscompat.OS = oscompat.Windows(StandInWindows())
+        from stormatrix.core import oscompat, oswindows
+        oscompat.OS = oswindows.Windows(StandInWindows())
         from stormatrix.commands.runlock import hold_run_dir
         with hold_run_dir({str(run_dir)!r}, "run"):
             print("held", flush=True)
@@ -102,7 +102,7 @@ def test_a_journal_append_waits_for_the_lock_and_writes_utf8_lines(windows: Stan
     journal = Journal(tmp_path).open()
     journal.append({"type": "run", "note": "first ≤ 5 %"})
     other = os.open(journal.path, os.O_RDWR)
-    assert windows.lock_file(other, oscompat.WIN_LOCK_OFFSET, True, True) == 0  # another handle holds it
+    assert windows.lock_file(other, oswindows.WIN_LOCK_OFFSET, True, True) == 0  # another handle holds it
     appended = threading.Event()
 
     def append() -> None:
@@ -115,7 +115,7 @@ def test_a_journal_append_waits_for_the_lock_and_writes_utf8_lines(windows: Stan
         assert not appended.wait(0.5), "the append did not wait for the lock's holder"
         assert len(read_journal(journal.path).records) == 1  # readers read while it is held
     finally:
-        windows.unlock_file(other, oscompat.WIN_LOCK_OFFSET)
+        windows.unlock_file(other, oswindows.WIN_LOCK_OFFSET)
         os.close(other)
     writer.join(timeout=10)
     assert appended.is_set()
@@ -137,16 +137,16 @@ def test_the_tidy_csv_ends_lines_with_a_newline_on_every_system(monkeypatch: pyt
 
 def test_ctrl_break_ends_the_command_like_sigterm_with_one_line_and_128_plus_its_number(
         windows: StandInWindows, capsys: pytest.CaptureFixture[str]) -> None:
-    assert oscompat.termination_signals() == (signal.SIGTERM, oscompat.WIN_SIGBREAK)
+    assert oscompat.termination_signals() == (signal.SIGTERM, oswindows.WIN_SIGBREAK)
     handlers = console.install_signal_handlers()
     try:
-        assert oscompat.WIN_SIGBREAK in handlers  # (21 is SIGTTIN on Linux: the number Windows gives Ctrl-Break)
+        assert oswindows.WIN_SIGBREAK in handlers  # (21 is SIGTTIN on Linux: the number Windows gives Ctrl-Break)
         with pytest.raises(console.Terminated) as stopped:
-            os.kill(os.getpid(), oscompat.WIN_SIGBREAK)
+            os.kill(os.getpid(), oswindows.WIN_SIGBREAK)
             time.sleep(5)
     finally:
         console.restore_signal_handlers(handlers)
-    assert stopped.value.signum == oscompat.WIN_SIGBREAK
+    assert stopped.value.signum == oswindows.WIN_SIGBREAK
     assert cli._interrupted(stopped.value, argparse.Namespace(command="run")) == 128 + 21
     err = capsys.readouterr().err
     assert err == ("stormatrix: terminated; everything journaled so far is kept (run the same command again to "
@@ -156,7 +156,7 @@ def test_ctrl_break_ends_the_command_like_sigterm_with_one_line_and_128_plus_its
 def test_posix_keeps_sigterm_and_sighup() -> None:
     if oscompat.WINDOWS:  # pragma: no cover
         pytest.skip("POSIX only")
-    assert oscompat.Posix().termination_signals == (signal.SIGTERM, signal.SIGHUP)
+    assert osposix.Posix().termination_signals == (signal.SIGTERM, signal.SIGHUP)
     assert console.EXIT_BROKEN_PIPE == 141
 
 
@@ -289,7 +289,7 @@ def test_posix_counts_bytes(tmp_path: Path) -> None:
 
 def test_a_secret_file_on_windows_is_not_said_to_be_readable_by_others(windows: StandInWindows) -> None:
     assert not oscompat.others_may_read(0o100666)  # what os.stat says of every writable file on Windows
-    assert oscompat.Posix().others_may_read(0o100644) and not oscompat.Posix().others_may_read(0o100600)
+    assert osposix.Posix().others_may_read(0o100644) and not osposix.Posix().others_may_read(0o100600)
 
 
 def test_cpus_and_load_where_the_system_has_none(windows: StandInWindows) -> None:
