@@ -1,4 +1,4 @@
-"""The Answer page: the first sheet of the efficiency workbook, one A4-landscape page.
+"""The Answer page: the first sheet of the efficiency workbook, one A4 portrait page.
 
 What a customer reads first: the question, the answer in one sentence (the best configuration and how
 sure), the conditions that qualify it (platform and accelerator, guest, host CPUs, workload with its rate,

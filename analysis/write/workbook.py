@@ -123,7 +123,9 @@ def _method_efficiency(result: EfficiencyResult, frame: pd.DataFrame) -> list[st
     ]
 
 
-# 120 units: one A4-landscape width at about 90 % (a unit prints about 0.25 cm wide in LibreOffice)
+# 120 units (a unit prints about 0.25 cm wide in LibreOffice), printed on A4 portrait at the scale that fits the page:
+# with the per-controller verdicts and the score chart the page is taller than wide, so portrait prints it about
+# 25 % larger than landscape did (which filled half the paper's width)
 ANSWER_WIDTHS = {"A": 14.0, "B": 50.0, "C": 9.0, "D": 10.0, "E": 15.0, "F": 22.0}
 ANSWER_SPAN = sum(ANSWER_WIDTHS.values())
 CM_PER_UNIT = 0.25
@@ -131,10 +133,10 @@ CM_PER_UNIT = 0.25
 
 def _answer_sheet(ws: Any, data: IngestResult, result: EfficiencyResult, score_chart: Any | None) -> None:
     """The Answer page (:mod:`.answer`): question, answer, conditions, findings with their numbers in their
-    own columns, and the score chart, on one A4-landscape page."""
+    own columns, and the score chart, on one A4 portrait page."""
     for col, w in ANSWER_WIDTHS.items():
         ws.column_dimensions[col].width = w
-    print_setup(ws, one_page=True)
+    print_setup(ws, landscape=False, one_page=True)
     group = main_group(result)
     ws.cell(row=1, column=1, value=safe_value(QUESTION)).font = TITLE_FONT
     r = 2

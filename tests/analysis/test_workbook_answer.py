@@ -1,4 +1,4 @@
-"""The Answer page (issue 21): the first sheet, one A4-landscape page, answering from the run's own records.
+"""The Answer page (issue 21): the first sheet, one A4 portrait page, answering from the run's own records.
 
 The run record here is written by the test (docs/journal.md's ``run`` type), so every condition the page
 states can be checked against what the test put in; the findings' numbers against the Scores sheet.
@@ -73,7 +73,7 @@ def test_the_answer_is_the_first_sheet_and_prints_on_one_page(book: openpyxl.Wor
     ws = book.worksheets[0]
     assert ws.title == "Answer"
     assert ws["A1"].value.startswith("Which storage configuration")
-    assert ws.page_setup.orientation == "landscape" and str(ws.page_setup.paperSize) == str(ws.PAPERSIZE_A4)
+    assert ws.page_setup.orientation == "portrait" and str(ws.page_setup.paperSize) == str(ws.PAPERSIZE_A4)
     assert ws.sheet_properties.pageSetUpPr.fitToPage and ws.page_setup.fitToHeight == 1
     assert ws.page_setup.fitToWidth == 1 and ws.print_area
     assert len(ws._charts) == 1                                    # the score chart

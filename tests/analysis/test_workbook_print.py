@@ -119,17 +119,18 @@ def check_chart_pages(printed: Printed, *, min_coloured: float = 0.002) -> int:
 Word = tuple[float, float, float, float, str]
 
 
-def word_boxes(pdf: Path) -> tuple[list[list[Word]], tuple[float, float]]:
-    """The PDF's pages as word boxes, and the page size (points)."""
+def word_boxes(pdf: Path) -> tuple[list[list[Word]], list[tuple[float, float]]]:
+    """The PDF's pages as word boxes, and each page's size (points: the Answer page is portrait, the rest landscape)."""
     out = subprocess.run(["pdftotext", "-bbox", str(pdf), "-"], check=True, capture_output=True, text=True).stdout
-    size = re.search(r'<page width="([\d.]+)" height="([\d.]+)"', out)
-    assert size
-    pages = []
+    pages, sizes = [], []
     for page in out.split("<page ")[1:]:
+        size = re.match(r'width="([\d.]+)" height="([\d.]+)"', page)
+        assert size
+        sizes.append((float(size.group(1)), float(size.group(2))))
         pages.append([(float(a), float(b), float(c), float(d), html.unescape(w)) for a, b, c, d, w in
                       re.findall(r'<word xMin="([\d.]+)" yMin="([\d.]+)" xMax="([\d.]+)" yMax="([\d.]+)">(.*?)</word>',
                                  page)])
-    return pages, (float(size.group(1)), float(size.group(2)))
+    return pages, sizes
 
 
 def overlaps(words: list[Word]) -> list[tuple[str, str]]:
@@ -169,7 +170,7 @@ def chart_titles(ws: object) -> list[str]:
 def check(printed: Printed) -> tuple[openpyxl.Workbook, dict[str, list[int]], list[list[Word]]]:
     xlsx = printed.xlsx
     wb = openpyxl.load_workbook(xlsx)
-    pages, (width, height) = word_boxes(printed.pdf)
+    pages, sizes = word_boxes(printed.pdf)
     assert pages
     text = " ".join(w[4] for page in pages for w in page)
     for n, page in enumerate(pages, start=1):
@@ -177,6 +178,7 @@ def check(printed: Printed) -> tuple[openpyxl.Workbook, dict[str, list[int]], li
         assert not bad, f"{xlsx.name} page {n}: text drawn over other text (clipped cells): {bad[:5]}"
         # across the paper's sides only: a row never splits over two pages, and what crosses the bottom edge is
         # LibreOffice putting the top of the next page's chart into this page's text layer (clipped, not drawn)
+        width = sizes[n - 1][0]
         off = [w[4] for w in page if w[2] > width + 0.5 or w[0] < -0.5]
         assert not off, f"{xlsx.name} page {n}: words beyond the paper's sides: {off[:5]}"
     printed = set(text.split())
