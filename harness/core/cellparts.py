@@ -127,10 +127,11 @@ class ProcessMetrics(JsonPart):
     null_reasons: Any = jfield(omit_none=True)
 
     @classmethod
-    def parse(cls: type[P], obj: Mapping[str, Any], where: str, prefix: str = "") -> P:
+    def parse(cls: type[P], obj: Mapping[str, Any], where: str, prefix: str = "", *,
+              record: str = "the record") -> P:
         """The part; for an older record, ``cpu_total_source`` worked out from what its collector
         (``source``) counted with (not written back: ``to_json`` keeps the record's own keys)."""
-        host = super().parse(obj, where, prefix)
+        host = super().parse(obj, where, prefix, record=record)
         if isinstance(host, ProcessMetrics) and not isinstance(host.cpu_total_source, str):
             host.cpu_total_source = _older_total_source(host.source, host.cpu_metric)
         return host

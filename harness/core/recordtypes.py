@@ -6,8 +6,9 @@ parts a reader uses are typed too: a cell's in ``cellparts.py``, a run's suite a
 ``error`` here. ``from_json(obj, where)`` reads a journal line's object back as the type, for every journal a
 stormatrix wrote, older ones included; a field of the wrong type, or a required one missing, raises
 :class:`~stormatrix.core.errors.DataFileError` naming ``where`` (``file:line``), the dotted key and the fix. What
-older records lack is worked out in one place: a cell's ``engine`` (from ``raw.engine``, else fio) here, what its
-``host.cpu_total`` counted (``cpu_total_source``, from the collector's ``source``) where the host part is read.
+older records lack is worked out in one place before a line is typed (:mod:`~stormatrix.core.recordupgrades`:
+a cell's ``engine``, from ``raw.engine``, else fio); what a host block's ``cpu_total`` counted
+(``cpu_total_source``, from the collector's ``source``) where the host part is read.
 
 What a suite adds sits beside a record's own keys and is typed as a *flat* part: a run record's
 :class:`SuiteInfo` (``RunRecord.suite_info``) and a multi-guest point's
@@ -33,6 +34,7 @@ from .journalfile import CELL, CELL_ERROR, CELL_SKIPPED, RESTORED, RUN, SCHEMA
 from .jsonpart import EDITED_FIX, INT, LIST, KIND_TESTS, OBJ, NUM, STR, JsonPart, is_number, jfield
 from .metrics import CPU_PER_MIB_UNIT, MIB, per_mib
 from .model import disk_options_apply
+from .recordupgrades import upgrade
 
 ENGINES = ("fio", "diskspd")
 
@@ -116,13 +118,25 @@ class JournalRecord(JsonPart):
     """A whole journal line: ``HEAD`` names its ``schema`` and ``type``."""
 
     @classmethod
+    def read(cls: type[R], obj: Mapping[str, Any], where: str) -> R:
+        """The record from a journal line's object as every reader reads it: upgraded first where it is of an
+        older shape (:func:`~stormatrix.core.recordupgrades.upgrade`), then typed; a key of the wrong type, or
+        a required one missing, raises DataFileError naming it and the fix. Written back, it is the line as it
+        was (what the upgrade worked out stays out)."""
+        upgraded = upgrade(obj)
+        rec = cls.parse(upgraded, where, record=f"{cls.HEAD['type']} record")
+        if upgraded is not obj:
+            rec.keep_keys(obj)
+        return rec
+
+    @classmethod
     def from_json(cls: type[R], obj: Mapping[str, Any], where: str) -> R:
         """The record from a journal line's object (``where``: ``file:line``); one of another ``type``, or
         with a key of the wrong type, raises DataFileError naming it and the fix."""
         want = cls.HEAD["type"]
         if obj.get("type") != want:
             raise DataFileError(where, f"'type' is {obj.get('type')!r}, not {want!r}", EDITED_FIX)
-        return cls.parse(obj, where)
+        return cls.read(obj, where)
 
 
 @dataclass
@@ -162,7 +176,7 @@ class CellRecord(JournalRecord):
     backend: str | None = jfield(STR)
     side: Any = jfield()
     vm: Any = jfield()                       # one VM's name, or several joined / listed for a suite point
-    engine: str | None = jfield()            # fio or diskspd; worked out for older records (see from_json)
+    engine: str | None = jfield()            # fio or diskspd; worked out for older records (recordupgrades.py)
     times: Times | None = jfield(part=Times)
     fio: FioSummary | None = jfield(part=FioSummary)
     host: HostMetrics | None = jfield(part=HostMetrics)
@@ -188,6 +202,7 @@ class CellRecord(JournalRecord):
         host = obj.get("host")
         if host is not None and not isinstance(host, dict):
             raise DataFileError(where, f"'host' is {type(host).__name__}, not an object or null", EDITED_FIX)
+        _engine(obj, where)  # the engine keys agree (an older line's engine is worked out when it is read)
         rec = super().from_json(obj, where)
         assert rec.cell is not None and rec.cell.disk is not None and rec.cell.disk.controller is not None
         controller = rec.cell.disk.controller
@@ -203,7 +218,6 @@ class CellRecord(JournalRecord):
         for dotted, kind in (("fio.total", OBJ), ("fio.total.io_bytes", NUM), ("fio.total.iops", NUM)):
             _need(obj, dotted, kind, where)
         _positive("times.window_s", rec.times.window_s if rec.times else None, where)
-        rec.engine = _engine(obj, where)
         if rec.host is not None:
             _check_host(rec, where)
         return rec
@@ -361,7 +375,7 @@ def resume_record(obj: Mapping[str, Any], where: str) -> Record | None:
     cls = RECORD_CLASSES.get(kind) if isinstance(kind, str) else None
     if cls is None:
         return None
-    return cls.parse(obj, where)
+    return cls.read(obj, where)
 
 
 def _get(obj: Mapping[str, Any], dotted: str) -> Any:

@@ -18,7 +18,8 @@ from stormatrix.core.errors import DataFileError, GuestDisconnected, WorkloadFai
 from stormatrix.core.journalfile import CELL_SKIPPED, RECORD_TYPES, RESTORED, RUN, SCHEMA
 from stormatrix.core.model import Cell, DiskConfig, Workload
 from stormatrix.core.recordtypes import (CellErrorRecord, CellRecord, CellSkippedRecord, RestoredRecord, RunRecord,
-                                         record_from_json)
+                                         record_from_json, resume_record)
+from stormatrix.core.recordupgrades import UPGRADES, upgrade
 from stormatrix.core.scope import BlockStats
 from stormatrix.executors.base import EXECUTOR_RECORD_KEYS, WorkloadResult
 from stormatrix.journal import Journal
@@ -177,6 +178,21 @@ def test_a_bad_cell_record_is_refused_naming_the_line_and_the_key(edit: Any, key
         CellRecord.from_json(line, "run/journal.ndjson:7")
     assert caught.value.path == "run/journal.ndjson:7" and key in caught.value.problem
     assert "unedited journal" in caught.value.fix  # and the fix
+
+
+def test_an_older_line_is_upgraded_once_for_every_reader_and_written_back_as_it_was() -> None:
+    line = _cell_line()
+    del line["engine"]
+    line["raw"]["engine"] = "diskspd"
+    assert upgrade(line) is not line and upgrade(line)["engine"] == "diskspd" and "engine" not in line
+    full = _cell_line()
+    assert upgrade(full) is full and list(UPGRADES) == ["cell"]  # nothing lacking: read as it is
+    for read in (resume_record, record_from_json):
+        rec = read(line, "j:2")
+        assert isinstance(rec, CellRecord) and rec.engine == "diskspd"
+        assert _dumps(rec.to_json()) == _dumps(line)  # the worked-out engine is not written into the line
+    del line["raw"]["engine"]
+    assert CellRecord.read(line, "j:2").engine == "fio"  # before either key: fio's
 
 
 def test_a_record_of_another_type_or_an_unknown_one_is_refused_with_the_fix() -> None:
