@@ -225,4 +225,4 @@ class Journal:
 
 def done_keys(records: Iterable[Record]) -> set[str]:
     """The keys of the ``cell`` records among ``records``."""
-    return {r.key for r in records if isinstance(r, CellRecord) and r.key is not None}
+    return {r.key for r in records if isinstance(r, CellRecord)}
