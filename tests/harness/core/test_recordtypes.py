@@ -216,6 +216,17 @@ def test_an_older_line_is_upgraded_once_for_every_reader_and_written_back_as_it_
     assert CellRecord.read(line, "j:2").engine == "fio"  # before either key: fio's
 
 
+def test_extra_repeats_decide_on_the_cells_analysis_reads_and_a_resume_counts_every_cell_done(tmp_path: Path) -> None:
+    good, unusable = _cell_line(), _cell_line()
+    unusable["key"] = unusable["cell"]["key"] = CELL.key.replace("rep2", "rep3")
+    unusable["times"]["window_s"] = 0  # analysis refuses it (a window of 0 s); the runner wrote it: done
+    journal = Journal(tmp_path).open()
+    for line in (good, unusable):
+        journal.append(line)
+    assert [c.key for c in journal.measured_cells()] == [CELL.key]
+    assert journal.done_keys() == {CELL.key, unusable["key"]}
+
+
 def test_a_record_of_another_type_or_an_unknown_one_is_refused_with_the_fix() -> None:
     with pytest.raises(DataFileError, match="'type' is 'cell', not 'restored'.*unedited journal"):
         RestoredRecord.from_json(_cell_line(), "j:1")
