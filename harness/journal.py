@@ -26,7 +26,7 @@ from typing import Any, Iterable
 
 from .core import oscompat
 from .core.errors import DataFileError, InputError, JournalWriteError
-from .core.journalfile import looks_binary, read_lines
+from .core.journalfile import CELL, looks_binary, read_lines
 from .core.paths import input_problem
 from .core.recordtypes import CellRecord, JournalRecord, Record, resume_record
 
@@ -67,6 +67,20 @@ class ReadResult:
         left out."""
         typed = (resume_record(rec, f"{path}:{number}") for rec, number in zip(self.records, self.numbers))
         return [rec for rec in typed if rec is not None]
+
+    def measured_cells(self, path: str | Path) -> list[CellRecord]:
+        """The ``cell`` records as analysis reads them (:meth:`CellRecord.from_json`, with a cell's measurement
+        checks), in journal order; a line that fails them is left out: analysis reports it and counts it for
+        nothing, so neither does a reader that decides as analysis would (``repeats.py``)."""
+        out: list[CellRecord] = []
+        for rec, number in zip(self.records, self.numbers):
+            if rec.get("type") != CELL:
+                continue
+            try:
+                out.append(CellRecord.from_json(rec, f"{path}:{number}"))
+            except DataFileError:
+                continue
+        return out
 
 
 def read_journal(path: str | Path) -> ReadResult:
@@ -218,6 +232,10 @@ class Journal:
         """Every record as its type (:meth:`ReadResult.typed`): what a resume reads."""
         return read_journal(self.path).typed(self.path)
 
+    def measured_cells(self) -> list[CellRecord]:
+        """The cell records a report would use (:meth:`ReadResult.measured_cells`): what extra repeats decide on."""
+        return read_journal(self.path).measured_cells(self.path)
+
     def done_keys(self) -> set[str]:
         """The keys of the cells already measured (a ``cell`` record): a resume skips them."""
         return done_keys(self.typed_records())
@@ -225,4 +243,4 @@ class Journal:
 
 def done_keys(records: Iterable[Record]) -> set[str]:
     """The keys of the ``cell`` records among ``records``."""
-    return {r.key for r in records if isinstance(r, CellRecord) and r.key is not None}
+    return {r.key for r in records if isinstance(r, CellRecord)}

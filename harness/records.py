@@ -18,8 +18,8 @@ from .analysis.read.diskspd import parse_diskspd_xml
 from .analysis.read.fio import jobs_named, summarize_jobs
 from .backends.base import Target
 from .core.errors import DataFileError, ErrorDetails, StormatrixError, WorkloadFailed
-from .core.cellparts import (CellPart, ClientPart, ClockCheck, CrossCheck, FioSummary, HostMetrics, PerMib, PointInfo,
-                             RateCheck, Times)
+from .core.cellparts import (CellPart, ClientPart, ClockCheck, CrossCheck, FioSummary, HostMetrics, NamedCellPart,
+                             PerMib, PointInfo, RateCheck, Times)
 from .core.jsonpart import JsonPart
 from .core.recordtypes import (CellErrorRecord, CellRecord, CellSkippedRecord, ErrorPart, RestoredRecord, RunRecord,
                                SuiteInfo)
@@ -277,7 +277,7 @@ def error_record(*, run_id: str, cell: Cell, stage: str, attempt: int, exc: Base
     error = ErrorPart(type=type(exc).__name__, message=str(exc),
                       console_tail=console_tail[-800:] if console_tail else None, guests=details.guests)
     clients = [{"name": c["name"], "fio": c["fio"]} for c in partial] if partial else None
-    return CellErrorRecord(run_id=run_id, key=cell.key, cell=CellPart.of(cell), side=side, stage=stage,
+    return CellErrorRecord(run_id=run_id, key=cell.key, cell=NamedCellPart.of(cell), side=side, stage=stage,
                            attempt=attempt, time=now_iso(), error=error,
                            partial_clients=ClientPart.parse_list(clients, f"the error record of cell {cell.key}",
                                                                  "partial_clients") if clients else None)
@@ -300,7 +300,7 @@ def run_record(*, run_id: str, matrix_path: str, matrix: dict[str, Any], backend
 def skipped_record(*, run_id: str, cell: Cell, side: str | None, reason: str, drivers: Any,
                    readiness: str = "") -> CellSkippedRecord:
     """A cell not run, and why (``readiness``: what the boot that showed the reason reported)."""
-    return CellSkippedRecord(run_id=run_id, key=cell.key, cell=CellPart.of(cell), side=side, time=now_iso(),
+    return CellSkippedRecord(run_id=run_id, key=cell.key, cell=NamedCellPart.of(cell), side=side, time=now_iso(),
                              reason=reason, drivers=drivers, readiness=readiness or None)
 
 

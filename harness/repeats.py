@@ -32,9 +32,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
-from .core.errors import DataFileError
 from .core.model import NOT_APPLICABLE, Cell, Plan
-from .core.recordtypes import CellRecord, record_from_json
+from .core.recordtypes import CellRecord
 from .progress import fmt_duration
 
 
@@ -71,17 +70,12 @@ def config_key(key: str) -> str:
     return base if sep and rep.isdigit() else key
 
 
-def stability_by_config(records: Iterable[dict[str, Any]]) -> dict[str, Stability]:
-    """Per configuration, from the journal's ``cell`` records: repeats and the CV of CPU and ctx per MiB."""
+def stability_by_config(cells: Iterable[CellRecord]) -> dict[str, Stability]:
+    """Per configuration, from the journal's ``cell`` records as analysis reads them
+    (:meth:`~stormatrix.journal.Journal.measured_cells`: a record analysis refuses counts for no configuration
+    here either): repeats and the CV of CPU and ctx per MiB."""
     values: dict[str, dict[int, tuple[float | None, float | None]]] = {}
-    for number, rec in enumerate(records, start=1):
-        try:  # read as analysis reads it; a record analysis refuses counts for no configuration here either
-            cell = record_from_json(rec, f"journal record {number}")
-        except DataFileError:
-            continue
-        if not isinstance(cell, CellRecord):
-            continue
-        assert cell.key is not None
+    for cell in cells:
         _, _, rep = cell.key.rpartition("/rep")
         if not rep.isdigit():
             continue
@@ -227,7 +221,7 @@ def _aio_pairs(frame: Any, cells: Any) -> dict[tuple[str, str], tuple[str, str, 
     return out
 
 
-def next_extra(plan: Plan, run: dict[str, Any], records: Iterable[dict[str, Any]],
+def next_extra(plan: Plan, run: dict[str, Any], cells: Iterable[CellRecord],
                given_up: set[str], journal: Path | None = None) -> list[tuple[Cell, dict[str, Any]]]:
     """The next round of extra repeats, most needed first: one cell per configuration, with the reason.
 
@@ -240,9 +234,8 @@ def next_extra(plan: Plan, run: dict[str, Any], records: Iterable[dict[str, Any]
     """
     if not enabled(run):
         return []
-    records = list(records)
     most = int(run["max_repeats"])
-    by_config = stability_by_config(records)
+    by_config = stability_by_config(cells)
     out: list[tuple[Cell, dict[str, Any]]] = []
     seen: set[str] = set()
     if run.get("repeat_policy", "verdicts") == "verdicts" and journal is not None and journal.is_file():

@@ -100,8 +100,8 @@ class Runner:
         summary.already_done_keys = [c.key for c in plan.cells if c.key in done]
         summary.skipped = [(s.disk.key, s.reason) for s in plan.skipped]
         # a resumed run may owe extra repeats although every planned cell is journaled
-        extra_first = (repeats.next_extra(plan, self.settings.run, self.journal.records(), set(), self.journal.path)
-                       if not pending else [])
+        extra_first = (repeats.next_extra(plan, self.settings.run, self.journal.measured_cells(), set(),
+                                          self.journal.path) if not pending else [])
         if not pending and not extra_first:
             log.info("all %d cells are in the journal already", len(plan.cells))
             return summary
@@ -162,7 +162,8 @@ class Runner:
         repeats, most needed first, as fit in what is left of the budget at the pace measured so far."""
         budget_min, summary = float(self.settings.run.get("time_budget_minutes") or 0.0), self.summary
         given_up: set[str] = set()
-        while extra := repeats.next_extra(plan, self.settings.run, self.journal.records(), given_up, self.journal.path):
+        while extra := repeats.next_extra(plan, self.settings.run, self.journal.measured_cells(), given_up,
+                                          self.journal.path):
             elapsed = time.monotonic() - self._t_run0
             pace = elapsed / summary.measured if summary.measured else self._cell_estimate
             extra, left, why = repeats.within_budget(extra, budget_min, elapsed, pace)

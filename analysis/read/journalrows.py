@@ -32,10 +32,8 @@ def journal_cell_row(rec: dict[str, Any], where: str) -> dict[str, Any]:
 
 def cell_row(rec: CellRecord, where: str) -> dict[str, Any]:
     """A tidy row from one typed cell record: the record's figures under the tidy frame's columns."""
-    assert rec.cell is not None and rec.cell.disk is not None and rec.cell.workload is not None
-    assert rec.fio is not None and rec.fio.total is not None and rec.key is not None
     disk, work, total = rec.cell.disk, rec.cell.workload, rec.fio.total
-    assert disk.controller is not None and work.rw is not None and total.io_bytes is not None and total.iops is not None
+    assert total.io_bytes is not None and total.iops is not None  # CellRecord.from_json's measurement check
     aio: str | None = disk.aio
     iothread, cache = bool(disk.iothread) if disk.iothread is not None else None, disk.cache
     if not disk_options_apply(disk.controller, rec.backend):  # the harness's own rule, as it planned the cell
@@ -218,7 +216,6 @@ def _explain_blanks(rec: CellRecord, row: dict[str, Any]) -> None:
     where the summary wrote them, else the key the record lacks. A record from before ``clat_p99_ns`` was
     kept apart (no such key in ``fio.total``) holds in ``lat_p99_ns`` the total latency's p99 where fio
     reported it and the completion latency's otherwise: kept, and labelled so, never relabelled."""
-    assert rec.fio is not None and rec.fio.total is not None
     extra: dict[str, str] = {}
     if row.get("engine") == "diskspd":  # DiskSpd's percentile is its total latency: not a mix
         extra["clat_p99_us"] = "DiskSpd reports no completion-latency percentile (its p99 is total latency)"

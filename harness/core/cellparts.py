@@ -21,7 +21,7 @@ from .metrics import host_reason
 class DiskPart(JsonPart):
     """``cell.disk``: the disk configuration the cell ran on."""
 
-    controller: str | None = jfield(STR)
+    controller: str = jfield(STR, required=True)
     aio: str | None = jfield(STR)
     iothread: Any = jfield()      # true/false (older records: any truthy value)
     cache: str | None = jfield()
@@ -34,17 +34,20 @@ class WorkloadPart(JsonPart):
     """``cell.workload``: the fio job the cell ran."""
 
     name: str | None = jfield()
-    rw: str | None = jfield(STR)
-    bs: int | None = jfield(INT)
-    iodepth: int | None = jfield(INT)
+    rw: str = jfield(STR, required=True)
+    bs: int = jfield(INT, required=True)
+    iodepth: int = jfield(INT, required=True)
     numjobs: Any = jfield()
     rate_mib_s: float | None = jfield(NUM)
     rwmixread: Any = jfield()
 
 
 @dataclass
-class CellPart(JsonPart):
-    """``cell``: the planned cell (:meth:`stormatrix.core.model.Cell.to_dict`)."""
+class NamedCellPart(JsonPart):
+    """The ``cell`` of a ``cell-error`` or ``cell-skipped`` record: the planned cell as a failed attempt or a
+    skipped cell names it, its parts typed as written but none required (the harness writes the whole cell;
+    nothing reads more of it than the record's key, and journals in use hold error lines that name only the
+    disk and skipped lines with an empty ``cell``)."""
 
     disk: DiskPart | None = jfield(part=DiskPart)
     workload: WorkloadPart | None = jfield(part=WorkloadPart)
@@ -52,9 +55,19 @@ class CellPart(JsonPart):
     key: str | None = jfield(STR)
 
     @classmethod
-    def of(cls, cell: Any) -> "CellPart":
+    def of(cls: type[P], cell: Any) -> P:
         """The part for a planned :class:`~stormatrix.core.model.Cell`, as the harness journals it."""
         return cls.parse(cell.to_dict(), f"cell {cell.key}")
+
+
+@dataclass
+class CellPart(NamedCellPart):
+    """``cell``: the planned cell (:meth:`stormatrix.core.model.Cell.to_dict`) of a measured cell: its disk,
+    workload and repeat are always written, so a ``cell`` record without them is refused."""
+
+    disk: DiskPart = jfield(part=DiskPart, required=True)
+    workload: WorkloadPart = jfield(part=WorkloadPart, required=True)
+    repeat: int = jfield(INT, required=True)
 
 
 @dataclass
@@ -100,7 +113,7 @@ class FioSummary(JsonPart):
     ctx: float | None = jfield(NUM)
     read: Direction | None = jfield(part=Direction)
     write: Direction | None = jfield(part=Direction)
-    total: Direction | None = jfield(part=Direction)
+    total: Direction = jfield(part=Direction, required=True)
     engine: str | None = jfield(omit_none=True)
     null_reasons: dict[str, Any] | None = jfield(OBJ, omit_none=True)
 
@@ -127,10 +140,11 @@ class ProcessMetrics(JsonPart):
     null_reasons: Any = jfield(omit_none=True)
 
     @classmethod
-    def parse(cls: type[P], obj: Mapping[str, Any], where: str, prefix: str = "") -> P:
+    def parse(cls: type[P], obj: Mapping[str, Any], where: str, prefix: str = "", *,
+              record: str = "the record") -> P:
         """The part; for an older record, ``cpu_total_source`` worked out from what its collector
         (``source``) counted with (not written back: ``to_json`` keeps the record's own keys)."""
-        host = super().parse(obj, where, prefix)
+        host = super().parse(obj, where, prefix, record=record)
         if isinstance(host, ProcessMetrics) and not isinstance(host.cpu_total_source, str):
             host.cpu_total_source = _older_total_source(host.source, host.cpu_metric)
         return host

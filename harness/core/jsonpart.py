@@ -4,8 +4,9 @@ one mapping every record and part of ``recordtypes.py`` and ``cellparts.py`` is 
 A part has:
 
 - ``to_json()``: the JSON object that is journaled, key for key the one the harness has always written;
-- ``parse(obj, where)``: a JSON object back as the type. A field of the wrong kind raises
-  :class:`~stormatrix.core.errors.DataFileError` naming ``where`` (``file:line``), the dotted key and the fix.
+- ``parse(obj, where)``: a JSON object back as the type. A field of the wrong kind, or a ``required`` one (a key
+  the harness always writes, never null) missing or null, raises :class:`~stormatrix.core.errors.DataFileError`
+  naming ``where`` (``file:line``), the dotted key and the fix.
 
 A *flat* part (``flat=True``) has no key of its own: its keys sit beside its owner's, read when any of them is
 there. A part keeps the keys it does not type in ``rest`` (a collector's extras, a newer version's keys). A part
@@ -44,12 +45,16 @@ KIND_TESTS: dict[str, Any] = {
 }
 
 
-def jfield(kind: str = ANY, *, part: type | None = None, omit_none: bool = False, flat: bool = False) -> Any:
+def jfield(kind: str = ANY, *, part: type | None = None, omit_none: bool = False, flat: bool = False,
+           required: bool = False) -> Any:
     """A typed JSON field (its JSON key is its name): its kind, its nested part type (with ``kind`` ``LIST``: a
     list of such parts), and whether the harness leaves the key out when the value is None. A ``flat`` part is
     no key of its own: its keys sit beside the record's (a suite's additions to a run or cell record), read
-    when any of them is there and written in its place."""
-    return field(default=None, metadata={"kind": kind, "part": part, "omit_none": omit_none, "flat": flat})
+    when any of them is there and written in its place. A ``required`` field is one the harness always writes
+    with a value: a line without it (or with null) is refused naming the key, so a reader of the type never
+    checks it for None (an older journal that lacks one is upgraded first: ``recordupgrades.py``)."""
+    return field(default=None, metadata={"kind": kind, "part": part, "omit_none": omit_none, "flat": flat,
+                                         "required": required})
 
 
 P = TypeVar("P", bound="JsonPart")
@@ -95,9 +100,12 @@ class JsonPart:
         return {k: out.get(k) for k in self.keys}
 
     @classmethod
-    def parse(cls: type[P], obj: Mapping[str, Any], where: str, prefix: str = "") -> P:
-        """The part from a JSON object; a typed field of the wrong kind raises DataFileError naming its key."""
+    def parse(cls: type[P], obj: Mapping[str, Any], where: str, prefix: str = "", *,
+              record: str = "the record") -> P:
+        """The part from a JSON object; a typed field of the wrong kind, or a required one missing, raises
+        DataFileError naming its key (``record``: what the line is, as the message names it: "cell record")."""
         values: dict[str, Any] = {}
+        missing: list[str] = []  # the required keys the object lacks (or has as null), dotted
         typed: set[str] = set(cls.HEAD)
         for f in dataclasses.fields(cls):
             if "kind" not in f.metadata:
@@ -108,30 +116,50 @@ class JsonPart:
                 own = {k: v for k, v in obj.items() if k in part.json_keys()}
                 typed |= part.json_keys()
                 if own:
-                    values[f.name] = part.parse(own, where, prefix)
+                    values[f.name] = part.parse(own, where, prefix, record=record)
                 continue
             key = f.name
             typed.add(key)
             if obj.get(key) is None:
+                missing += [prefix + key] if f.metadata["required"] else []
                 continue
             value, dotted = obj[key], prefix + key
             if part is not None and f.metadata["kind"] == LIST:
-                value = part.parse_list(value, where, dotted)
+                value = part.parse_list(value, where, dotted, record=record)
             elif part is not None:
-                value = part.parse(_object(value, dotted, where), where, dotted + ".")
+                value = part.parse(_object(value, dotted, where), where, dotted + ".", record=record)
             elif not KIND_TESTS[f.metadata["kind"]](value):
                 raise DataFileError(where, f"'{dotted}' is {value!r}, not {f.metadata['kind']}", EDITED_FIX)
             values[f.name] = value
+        if missing:  # after the kinds: a wrong value is named before a key the line lacks
+            raise DataFileError(where, f"{record} has no '{missing[0]}'", EDITED_FIX)
         rest = {k: v for k, v in obj.items() if k not in typed}
         return cls(**values, rest=rest, keys=tuple(obj))
 
     @classmethod
-    def parse_list(cls: type[P], value: Any, where: str, dotted: str) -> list[P]:
+    def parse_list(cls: type[P], value: Any, where: str, dotted: str, *, record: str = "the record") -> list[P]:
         """A JSON list of such parts (``dotted``: its key); anything else raises DataFileError naming it."""
         if not isinstance(value, list):
             raise DataFileError(where, f"'{dotted}' is {value!r}, not a list", EDITED_FIX)
-        return [cls.parse(_object(item, f"{dotted}[{i}]", where), where, f"{dotted}[{i}].")
+        return [cls.parse(_object(item, f"{dotted}[{i}]", where), where, f"{dotted}[{i}].", record=record)
                 for i, item in enumerate(value)]
+
+    def keep_keys(self, obj: Mapping[str, Any]) -> None:
+        """Take the keys (and their order) of ``obj``, the line as it was written, for this part and every part
+        in it: a part read from an upgraded copy of the line (``recordupgrades.py``) is written as the line was,
+        without what the upgrade worked out."""
+        self.keys = tuple(obj)
+        for f in self._typed():
+            value, part = getattr(self, f.name), f.metadata["part"]
+            if f.metadata["flat"]:
+                if value is not None:
+                    value.keep_keys({k: v for k, v in obj.items() if k in part.json_keys()})
+            elif isinstance(value, JsonPart) and isinstance(obj.get(f.name), dict):
+                value.keep_keys(obj[f.name])
+            elif isinstance(value, list) and part is not None and isinstance(obj.get(f.name), list):
+                for item, given in zip(value, obj[f.name]):
+                    if isinstance(item, JsonPart) and isinstance(given, dict):
+                        item.keep_keys(given)
 
     @classmethod
     def json_keys(cls) -> frozenset[str]:

@@ -6,8 +6,14 @@ parts a reader uses are typed too: a cell's in ``cellparts.py``, a run's suite a
 ``error`` here. ``from_json(obj, where)`` reads a journal line's object back as the type, for every journal a
 stormatrix wrote, older ones included; a field of the wrong type, or a required one missing, raises
 :class:`~stormatrix.core.errors.DataFileError` naming ``where`` (``file:line``), the dotted key and the fix. What
-older records lack is worked out in one place: a cell's ``engine`` (from ``raw.engine``, else fio) here, what its
-``host.cpu_total`` counted (``cpu_total_source``, from the collector's ``source``) where the host part is read.
+older records lack is worked out in one place before a line is typed (:mod:`~stormatrix.core.recordupgrades`:
+a cell's ``engine``, from ``raw.engine``, else fio); what a host block's ``cpu_total`` counted
+(``cpu_total_source``, from the collector's ``source``) where the host part is read. A *required* field
+(``jfield(required=True)``, typed without None) is one the harness always writes with a value, so no reader checks
+it: a run's ``run_id``; a cell's ``run_id``, ``key``, ``engine``, ``cell`` (its ``disk.controller``, its
+``workload``'s ``rw``, ``bs`` and ``iodepth``, its ``repeat``), ``times`` and ``fio.total``; a cell-error's
+``run_id``, ``key``, ``cell``, ``stage``, ``time`` and ``error``; a skipped cell's ``run_id``, ``key``, ``cell``
+and ``time``; a restored record's ``time``.
 
 What a suite adds sits beside a record's own keys and is typed as a *flat* part: a run record's
 :class:`SuiteInfo` (``RunRecord.suite_info``) and a multi-guest point's
@@ -26,13 +32,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar, Mapping, TypeVar
 
-from .cellparts import (CellPart, ClientPart, ClockCheck, CrossCheck, FioSummary, HostMetrics, PerMib, PointInfo,
-                        RateCheck, Times)
+from .cellparts import (CellPart, ClientPart, ClockCheck, CrossCheck, FioSummary, HostMetrics, NamedCellPart, PerMib,
+                        PointInfo, RateCheck, Times)
 from .errors import DataFileError
 from .journalfile import CELL, CELL_ERROR, CELL_SKIPPED, RESTORED, RUN, SCHEMA
-from .jsonpart import EDITED_FIX, INT, LIST, KIND_TESTS, OBJ, NUM, STR, JsonPart, is_number, jfield
+from .jsonpart import EDITED_FIX, INT, LIST, KIND_TESTS, NUM, STR, JsonPart, is_number, jfield
 from .metrics import CPU_PER_MIB_UNIT, MIB, per_mib
 from .model import disk_options_apply
+from .recordupgrades import upgrade
 
 ENGINES = ("fio", "diskspd")
 
@@ -116,13 +123,25 @@ class JournalRecord(JsonPart):
     """A whole journal line: ``HEAD`` names its ``schema`` and ``type``."""
 
     @classmethod
+    def read(cls: type[R], obj: Mapping[str, Any], where: str) -> R:
+        """The record from a journal line's object as every reader reads it: upgraded first where it is of an
+        older shape (:func:`~stormatrix.core.recordupgrades.upgrade`), then typed; a key of the wrong type, or
+        a required one missing, raises DataFileError naming it and the fix. Written back, it is the line as it
+        was (what the upgrade worked out stays out)."""
+        upgraded = upgrade(obj)
+        rec = cls.parse(upgraded, where, record=f"{cls.HEAD['type']} record")
+        if upgraded is not obj:
+            rec.keep_keys(obj)
+        return rec
+
+    @classmethod
     def from_json(cls: type[R], obj: Mapping[str, Any], where: str) -> R:
         """The record from a journal line's object (``where``: ``file:line``); one of another ``type``, or
         with a key of the wrong type, raises DataFileError naming it and the fix."""
         want = cls.HEAD["type"]
         if obj.get("type") != want:
             raise DataFileError(where, f"'type' is {obj.get('type')!r}, not {want!r}", EDITED_FIX)
-        return cls.parse(obj, where)
+        return cls.read(obj, where)
 
 
 @dataclass
@@ -130,10 +149,10 @@ class RunRecord(JournalRecord):
     """``run``: a run (or a resumed run) started: where, on what, the matrix, what restore puts back."""
 
     HEAD: ClassVar[dict[str, str]] = {"schema": SCHEMA, "type": RUN}
-    run_id: str | None = jfield(STR)
+    run_id: str = jfield(STR, required=True)
     started: str | None = jfield(STR)
     matrix_path: str | None = jfield(STR)
-    matrix: Any = jfield()
+    matrix: Any = jfield()                  # restore names a run record without it (an edited journal)
     backend: str | None = jfield(STR)
     side: str | None = jfield()
     environment: dict[str, Any] | None = jfield()
@@ -156,15 +175,15 @@ class CellRecord(JournalRecord):
     ``rest`` holds any other key (a newer version's)."""
 
     HEAD: ClassVar[dict[str, str]] = {"schema": SCHEMA, "type": CELL}
-    run_id: str | None = jfield(STR)
-    key: str | None = jfield(STR)
-    cell: CellPart | None = jfield(part=CellPart)
-    backend: str | None = jfield(STR)
+    run_id: str = jfield(STR, required=True)
+    key: str = jfield(STR, required=True)
+    cell: CellPart = jfield(part=CellPart, required=True)
+    backend: str | None = jfield(STR)        # journals in use hold suite points without it
     side: Any = jfield()
     vm: Any = jfield()                       # one VM's name, or several joined / listed for a suite point
-    engine: str | None = jfield()            # fio or diskspd; worked out for older records (see from_json)
-    times: Times | None = jfield(part=Times)
-    fio: FioSummary | None = jfield(part=FioSummary)
+    engine: str = jfield(STR, required=True)  # fio or diskspd; worked out for older records (recordupgrades.py)
+    times: Times = jfield(part=Times, required=True)
+    fio: FioSummary = jfield(part=FioSummary, required=True)
     host: HostMetrics | None = jfield(part=HostMetrics)
     per_mib: PerMib | None = jfield(part=PerMib)
     rate: RateCheck | None = jfield(part=RateCheck)
@@ -180,30 +199,25 @@ class CellRecord(JournalRecord):
 
     @classmethod
     def from_json(cls, obj: Mapping[str, Any], where: str) -> "CellRecord":
-        """A cell record from a journal line; refuses one no run could have written, naming the key."""
-        _need(obj, "key", STR, where)
-        _need(obj, "cell.disk.controller", STR, where)
-        if not obj["cell"]["disk"]["controller"].strip():
-            raise DataFileError(where, "'cell.disk.controller' is empty", EDITED_FIX)
+        """A cell record from a journal line, with the measurement checks a report needs (the required keys
+        are the type's own: :meth:`JournalRecord.read`); refuses one no run could have written, naming the key."""
         host = obj.get("host")
         if host is not None and not isinstance(host, dict):
             raise DataFileError(where, f"'host' is {type(host).__name__}, not an object or null", EDITED_FIX)
+        _engine(obj, where)  # the engine keys agree (an older line's engine is worked out when it is read)
         rec = super().from_json(obj, where)
-        assert rec.cell is not None and rec.cell.disk is not None and rec.cell.disk.controller is not None
-        controller = rec.cell.disk.controller
-        if disk_options_apply(controller, rec.backend) and (controller != "unknown" or rec.cell.disk.aio is not None):
+        disk = rec.cell.disk
+        if not disk.controller.strip():
+            raise DataFileError(where, "'cell.disk.controller' is empty", EDITED_FIX)
+        if disk_options_apply(disk.controller, rec.backend) and (disk.controller != "unknown" or disk.aio is not None):
             # a suite point whose side does not name its disk configuration has controller "unknown" and aio
             # null (docs/journal.md, suite points); every other cell on a disk with an aio mode names it
             _need(obj, "cell.disk.aio", STR, where)
-        for dotted, kind in (("cell.workload.rw", STR), ("cell.workload.bs", INT),
-                             ("cell.workload.iodepth", INT), ("cell.repeat", INT)):
-            _need(obj, dotted, kind, where)
-        if rec.cell.repeat is not None and rec.cell.repeat < 1:
+        if rec.cell.repeat < 1:
             raise DataFileError(where, f"'cell.repeat' is {rec.cell.repeat}: repeats count from 1", EDITED_FIX)
-        for dotted, kind in (("fio.total", OBJ), ("fio.total.io_bytes", NUM), ("fio.total.iops", NUM)):
+        for dotted, kind in (("fio.total.io_bytes", NUM), ("fio.total.iops", NUM)):
             _need(obj, dotted, kind, where)
-        _positive("times.window_s", rec.times.window_s if rec.times else None, where)
-        rec.engine = _engine(obj, where)
+        _positive("times.window_s", rec.times.window_s, where)
         if rec.host is not None:
             _check_host(rec, where)
         return rec
@@ -213,8 +227,7 @@ class CellRecord(JournalRecord):
         it the one definition (:func:`stormatrix.core.metrics.per_mib`) over its host and bytes."""
         cpu = self.per_mib.cpu if self.per_mib else None
         ctx = self.per_mib.ctx if self.per_mib else None
-        if self.host is not None and (cpu is None or ctx is None):
-            assert self.fio is not None and self.fio.total is not None and self.fio.total.io_bytes is not None
+        if self.host is not None and (cpu is None or ctx is None) and self.fio.total.io_bytes is not None:
             mib = (self.per_mib.mib if self.per_mib else None) or self.fio.total.io_bytes / MIB
             computed = per_mib(mib * MIB, self.host.to_json())
             cpu = computed["cpu"] if cpu is None else cpu
@@ -296,14 +309,14 @@ class CellErrorRecord(JournalRecord):
     """``cell-error``: one failed attempt at a cell (tried again on resume)."""
 
     HEAD: ClassVar[dict[str, str]] = {"schema": SCHEMA, "type": CELL_ERROR}
-    run_id: str | None = jfield(STR)
-    key: str | None = jfield(STR)
-    cell: CellPart | None = jfield(part=CellPart)
+    run_id: str = jfield(STR, required=True)
+    key: str = jfield(STR, required=True)
+    cell: NamedCellPart = jfield(part=NamedCellPart, required=True)
     side: str | None = jfield()
-    stage: str | None = jfield(STR)
+    stage: str = jfield(STR, required=True)
     attempt: int | None = jfield()
-    time: str | None = jfield(STR)
-    error: ErrorPart | None = jfield(part=ErrorPart)
+    time: str = jfield(STR, required=True)
+    error: ErrorPart = jfield(part=ErrorPart, required=True)
     partial_clients: list[ClientPart] | None = jfield(LIST, part=ClientPart, omit_none=True)
 
 
@@ -312,11 +325,11 @@ class CellSkippedRecord(JournalRecord):
     """``cell-skipped``: a cell not run, and why (a Windows guest without the controller's driver)."""
 
     HEAD: ClassVar[dict[str, str]] = {"schema": SCHEMA, "type": CELL_SKIPPED}
-    run_id: str | None = jfield(STR)
-    key: str | None = jfield(STR)
-    cell: CellPart | None = jfield(part=CellPart)
+    run_id: str = jfield(STR, required=True)
+    key: str = jfield(STR, required=True)
+    cell: NamedCellPart = jfield(part=NamedCellPart, required=True)
     side: str | None = jfield()
-    time: str | None = jfield(STR)
+    time: str = jfield(STR, required=True)
     reason: str | None = jfield(STR)
     drivers: Any = jfield()
     readiness: str | None = jfield(omit_none=True)  # what the boot that showed the reason reported
@@ -328,7 +341,7 @@ class RestoredRecord(JournalRecord):
 
     HEAD: ClassVar[dict[str, str]] = {"schema": SCHEMA, "type": RESTORED}
     run_id: str | None = jfield(STR)
-    time: str | None = jfield(STR)
+    time: str = jfield(STR, required=True)
     backend: str | None = jfield(STR, omit_none=True)
     vm: str | None = jfield(omit_none=True)
     by: str | None = jfield(STR, omit_none=True)
@@ -361,7 +374,7 @@ def resume_record(obj: Mapping[str, Any], where: str) -> Record | None:
     cls = RECORD_CLASSES.get(kind) if isinstance(kind, str) else None
     if cls is None:
         return None
-    return cls.parse(obj, where)
+    return cls.read(obj, where)
 
 
 def _get(obj: Mapping[str, Any], dotted: str) -> Any:

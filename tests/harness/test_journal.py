@@ -15,12 +15,20 @@ from stormatrix.journal import Journal, read_journal
 import paths
 
 
+def _cell(key: str, **extra: Any) -> dict[str, Any]:
+    """A cell line with the keys every cell record has (the type's required ones), and ``extra``."""
+    return {"type": "cell", "run_id": "r", "key": key,
+            "cell": {"disk": {"controller": "sata"}, "workload": {"rw": "read", "bs": 4096, "iodepth": 1}, "repeat": 1},
+            "times": {}, "fio": {"total": {}}, **extra}
+
+
 def test_append_read_and_done_keys(tmp_path: Path) -> None:
     j = Journal(tmp_path).open()
     j.append({"type": "run", "run_id": "r"})
-    j.append({"type": "cell", "key": "a"})
-    j.append({"type": "cell-error", "key": "b"})
-    j.append({"type": "cell", "key": "c", "value": float("nan")})
+    j.append(_cell("a"))
+    j.append({"type": "cell-error", "run_id": "r", "key": "b", "cell": {}, "stage": "ready", "time": "t",
+              "error": {}})
+    j.append(_cell("c", value=float("nan")))
     assert j.done_keys() == {"a", "c"}
     lines = (tmp_path / "journal.ndjson").read_text().splitlines()
     assert len(lines) == 4 and all(json.loads(x)["schema"] == "stormatrix/record-1" for x in lines)
@@ -234,5 +242,5 @@ def test_a_suite_journal_and_a_matrix_journal_do_not_mix(tmp_path: Path) -> None
         check_same_run([suite_rec], spec, tmp_path, side=None, kind="matrix")
     with pytest.raises(MatrixError, match="matrix run's journal, this is a suite run"):
         check_same_run([matrix_rec], spec, tmp_path, side=None, kind="suite")
-    cell = CellRecord.parse({"type": "cell", "key": "k"}, "j:2")
+    cell = CellRecord.read(_cell("k"), "j:2")
     check_same_run([matrix_rec, cell], spec, tmp_path, side=None, kind="matrix")  # the same run

@@ -83,7 +83,7 @@ def test_open_verdicts_come_before_cv_and_the_share_is_the_workbooks(tmp_path: P
     run_dir = tmp_path / "run"
     run_matrix(run_dir, matrix(max_repeats=3))  # no extra repeat runs: the planned ones only
     spec = spec_from_dict(matrix(cv_limit_pct=0.1, max_repeats=6))  # now every configuration is "unstable" too
-    records = read_journal(run_dir / "journal.ndjson").records
+    records = read_journal(run_dir / "journal.ndjson").measured_cells(run_dir / "journal.ndjson")
     wanted = next_extra(expand(spec), spec.run, records, set(), run_dir / "journal.ndjson")
     bases = [why["basis"] for _, why in wanted]
     assert bases == ["open verdict", "open verdict", "cv_limit_pct", "cv_limit_pct"]

@@ -47,6 +47,7 @@ from ...collect import CpuSetHostCollector, RemoteProcessesCollector
 from ...core import oscompat
 from ...core.errors import BackendError, GuestNotReady, InputError, MatrixError, PveAuthError, TaskFailed
 from ...core.model import CONTROLLERS, DiskConfig
+from ...core.recordtypes import RestoredRecord, RunRecord
 from ...core.scope import (ROLE_IOTHREAD, ROLE_MAIN, ROLE_VCPU, BlockStats, GuestEndpoint, HostScope, format_cpuset,
                            parse_cpuset)
 from ...host.collector import WindowCollector
@@ -416,11 +417,11 @@ class ProxmoxBackend(Backend):
         if not path.is_file():
             return
         last: str | None = None
-        for rec in read_journal(path).records:
-            if rec.get("type") == "run" and isinstance(rec.get("original_config"), dict) \
-                    and "host_settings" in rec["original_config"]:
-                last = str(rec.get("run_id"))
-            elif rec.get("type") == "restored" and last is not None and str(rec.get("run_id")) == last:
+        for rec in read_journal(path).typed(path):  # as the resume reads it (a bad line is refused, naming it)
+            if isinstance(rec, RunRecord) and isinstance(rec.original_config, dict) \
+                    and "host_settings" in rec.original_config:
+                last = rec.run_id
+            elif isinstance(rec, RestoredRecord) and last is not None and rec.run_id == last:
                 last = None
         if last is not None:
             raise BackendError(f"{path}: run {last} steered node {self.node.where} onto CPUs and was not put back "

@@ -18,7 +18,8 @@ from stormatrix.core.errors import DataFileError, GuestDisconnected, WorkloadFai
 from stormatrix.core.journalfile import CELL_SKIPPED, RECORD_TYPES, RESTORED, RUN, SCHEMA
 from stormatrix.core.model import Cell, DiskConfig, Workload
 from stormatrix.core.recordtypes import (CellErrorRecord, CellRecord, CellSkippedRecord, RestoredRecord, RunRecord,
-                                         record_from_json)
+                                         record_from_json, resume_record)
+from stormatrix.core.recordupgrades import UPGRADES, upgrade
 from stormatrix.core.scope import BlockStats
 from stormatrix.executors.base import EXECUTOR_RECORD_KEYS, WorkloadResult
 from stormatrix.journal import Journal
@@ -169,6 +170,10 @@ def _source(line: dict[str, Any]) -> str | None:
     (lambda r: r.update(engine="diskspd"), "'engine' is 'diskspd' but 'raw.engine' is 'fio'"),
     (lambda r: r["host"].update(ctx_switches=None), "'host.ctx_switches' is null"),
     (lambda r: r["times"].update(started=17), "'times.started' is 17, not a string"),
+    (lambda r: r.pop("run_id"), "cell record has no 'run_id'"),
+    (lambda r: r.update(times=None), "cell record has no 'times'"),
+    (lambda r: r["cell"]["workload"].pop("rw"), "cell record has no 'cell.workload.rw'"),
+    (lambda r: r["cell"]["disk"].update(controller=None), "cell record has no 'cell.disk.controller'"),
 ])
 def test_a_bad_cell_record_is_refused_naming_the_line_and_the_key(edit: Any, key: str) -> None:
     line = _cell_line()
@@ -177,6 +182,49 @@ def test_a_bad_cell_record_is_refused_naming_the_line_and_the_key(edit: Any, key
         CellRecord.from_json(line, "run/journal.ndjson:7")
     assert caught.value.path == "run/journal.ndjson:7" and key in caught.value.problem
     assert "unedited journal" in caught.value.fix  # and the fix
+
+
+@pytest.mark.parametrize("edit, key", [
+    (lambda r: r.pop("key"), "cell record has no 'key'"),
+    (lambda r: r["cell"].pop("repeat"), "cell record has no 'cell.repeat'"),
+    (lambda r: r["fio"].pop("total"), "cell record has no 'fio.total'"),
+    (lambda r: r.update(key=None, run_id=3), "'run_id' is 3, not a string"),  # a wrong value before a missing key
+])
+def test_a_cell_line_without_a_key_the_harness_always_writes_is_refused_on_resume_too(edit: Any, key: str) -> None:
+    """Required keys are the type's: the resume's reading refuses the line as analysis's does, so no reader of
+    a CellRecord checks them for None."""
+    line = _cell_line()
+    edit(line)
+    with pytest.raises(DataFileError) as caught:
+        resume_record(line, "run/journal.ndjson:4")
+    assert caught.value.path == "run/journal.ndjson:4" and key in caught.value.problem
+    assert "unedited journal" in caught.value.fix
+
+
+def test_an_older_line_is_upgraded_once_for_every_reader_and_written_back_as_it_was() -> None:
+    line = _cell_line()
+    del line["engine"]
+    line["raw"]["engine"] = "diskspd"
+    assert upgrade(line) is not line and upgrade(line)["engine"] == "diskspd" and "engine" not in line
+    full = _cell_line()
+    assert upgrade(full) is full and list(UPGRADES) == ["cell"]  # nothing lacking: read as it is
+    for read in (resume_record, record_from_json):
+        rec = read(line, "j:2")
+        assert isinstance(rec, CellRecord) and rec.engine == "diskspd"
+        assert _dumps(rec.to_json()) == _dumps(line)  # the worked-out engine is not written into the line
+    del line["raw"]["engine"]
+    assert CellRecord.read(line, "j:2").engine == "fio"  # before either key: fio's
+
+
+def test_extra_repeats_decide_on_the_cells_analysis_reads_and_a_resume_counts_every_cell_done(tmp_path: Path) -> None:
+    good, unusable = _cell_line(), _cell_line()
+    unusable["key"] = unusable["cell"]["key"] = CELL.key.replace("rep2", "rep3")
+    unusable["times"]["window_s"] = 0  # analysis refuses it (a window of 0 s); the runner wrote it: done
+    journal = Journal(tmp_path).open()
+    for line in (good, unusable):
+        journal.append(line)
+    assert [c.key for c in journal.measured_cells()] == [CELL.key]
+    assert journal.done_keys() == {CELL.key, unusable["key"]}
 
 
 def test_a_record_of_another_type_or_an_unknown_one_is_refused_with_the_fix() -> None:
