@@ -84,8 +84,8 @@ QEMU_SECTION = Section("qemu", {
                          help="with [host] scope = \"process\": pin QEMU's threads for each measurement window: auto "
                               "(where the host has two or more CPUs: vCPUs on the last CPU, main loop, iothreads, aio "
                               "workers and the harness on the others), on, off, or VCPU_CPUS/OTHER_CPUS such as "
-                              "\"1/0\". Under scope \"cpus\" (the default) QEMU's threads run on [host] cpus (with accel = "
-                              "tcg all but the vCPUs, the emulated guest, which run beside the harness)"),
+                              "\"1/0\". Under scope \"cpus\" (the default) QEMU's threads run on [host] cpus "
+                              "(with accel = tcg all but the vCPUs, the emulated guest, which run beside the harness)"),
 }, help="the local QEMU backend",
    may_change_on_resume=frozenset({"boot_ahead", "boot_ahead_depth", "overlap", "pipeline",
                                    "prepare_ahead", "restore"}))
