@@ -40,9 +40,10 @@ LAYERS: list[tuple[int, str, tuple[str, ...]]] = [
     (0, "host", ("stormatrix.host", "stormatrix.host.*")),
     # pure functions over measurements and the workbook
     (1, "analysis", ("stormatrix.analysis", "stormatrix.analysis.*")),
-    # tools that know no backend: the matrix schema and spec, the Windows guest's driver rules, secrets, ssh,
-    # QMP, the journal, progress, the command's standard streams and signals
-    (2, "tools", ("stormatrix.schema", "stormatrix.spec", "stormatrix.guestdrivers", "stormatrix.secrets", "stormatrix.ssh", "stormatrix.qmp",
+    # tools that know no backend: the matrix schema, the TOML file reader, the spec and its cells, the Windows guest's
+    # driver rules, secrets, ssh, QMP, the journal, progress, the command's standard streams and signals
+    (2, "tools", ("stormatrix.schema", "stormatrix.tomlfile", "stormatrix.spec", "stormatrix.cells",
+                  "stormatrix.guestdrivers", "stormatrix.secrets", "stormatrix.ssh", "stormatrix.qmp",
                   "stormatrix.journal", "stormatrix.progress", "stormatrix.guestimage", "stormatrix.repeats",
                   "stormatrix.console", "stormatrix.runorder", "stormatrix.safety")),
     # the worker fleet's parts that know no backend: its journal, what every [fleet] shares
