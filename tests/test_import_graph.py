@@ -59,6 +59,7 @@ LAYERS: list[tuple[int, str, tuple[str, ...]]] = [
     # loop's by module: its fleet and suite guests are listed here by name
     (6, "suite", ("stormatrix.suite", "stormatrix.suiteguests", "stormatrix.backends.qemu.guests",
                   "stormatrix.fleet.template", "stormatrix.backends.proxmox.vms",
+                  "stormatrix.backends.proxmox.vmcollector",
                   "stormatrix.backends.proxmox.fleetspec", "stormatrix.backends.proxmox.fleet",
                   "stormatrix.backends.vmware.fleet")),
     # the one list of backends, executors and sections

@@ -16,8 +16,9 @@ One module per job:
 
 What the platform offers a comparison suite (layered above the backends: they are suite and run-loop code):
 
-- :mod:`.vms` — a suite's VM list (``[suite] vms``): guest addresses from the QEMU guest agent, the host
-  collector over the VMs' QEMU processes; :class:`~.vms.ProxmoxVmGuests` is the side's guests;
+- :mod:`.vms` — a suite's VM list (``[suite] vms``): guest addresses from the QEMU guest agent;
+  :class:`~.vms.ProxmoxVmGuests` is the side's guests;
+- :mod:`.vmcollector` — the host collector over those VMs' QEMU processes (here, or over ssh on the node);
 - :mod:`.fleetspec` — the ``[fleet]`` of a Proxmox fleet and the suite's ``[proxmox]`` (connection keys only);
 - :mod:`.fleet` — :class:`~.fleet.ProxmoxFleet`: plan, deploy by clone, attach a storage's volumes,
   power-cycle, detach and free, destroy exactly what its journal owns;
