@@ -60,7 +60,8 @@ LAYERS: list[tuple[int, str, tuple[str, ...]]] = [
     (6, "suite", ("stormatrix.suite", "stormatrix.suiteguests", "stormatrix.backends.qemu.guests",
                   "stormatrix.fleet.template", "stormatrix.backends.proxmox.vms",
                   "stormatrix.backends.proxmox.vmcollector",
-                  "stormatrix.backends.proxmox.fleetspec", "stormatrix.backends.proxmox.fleet",
+                  "stormatrix.backends.proxmox.fleetspec", "stormatrix.backends.proxmox.fleetplan",
+                  "stormatrix.backends.proxmox.fleet",
                   "stormatrix.backends.vmware.fleet")),
     # the one list of backends, executors and sections
     (7, "registry", ("stormatrix.registry",)),
