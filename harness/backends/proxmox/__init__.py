@@ -4,6 +4,10 @@ One module per job:
 
 - :mod:`.backend` — :class:`~.backend.ProxmoxBackend`, the cell's lifecycle on the VM (prepare, apply,
   restart, readiness, restore), the one class the registry names;
+- :mod:`.restart` — applying a cell on the VM: digest-guarded writes, the restart tasks, the checks after them,
+  the wait for the guest;
+- :mod:`.measure` — what is measured on the running VM: its QEMU threads, block counters, endpoints, the host
+  collector;
 - :mod:`.settings` — the ``[proxmox]`` section, its cross-key checks and the transport it describes;
 - :mod:`.api` — the API client (REST through proxmoxer, or ``pvesh`` on the node), tasks, digests;
 - :mod:`.drives`, :mod:`.storage`, :mod:`.change`, :mod:`.sharing` — the VM config as data: drive
