@@ -345,7 +345,7 @@ class ProxmoxBackend(Backend):
         return measure.thread_roles(self.client, self.opts)
 
     def scope(self) -> list[HostScope]:
-        return measure.vm_scope(self.client, self.opts)
+        return measure.vm_scope(self.client, self.opts, self.thread_roles)
 
     def endpoints(self) -> list[GuestEndpoint]:
         return measure.guest_endpoints(self.opts)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from ...collect import CpuSetHostCollector, RemoteProcessesCollector
 from ...core.errors import BackendError, InputError
@@ -52,13 +52,14 @@ def thread_roles(c: PveClient, opts: Mapping[str, Any]) -> dict[int, str]:
     return parse_hmp_threads(c.monitor("info cpus"), c.monitor("info iothreads"))
 
 
-def vm_scope(c: PveClient, opts: Mapping[str, Any]) -> list[HostScope]:
-    """The VM's QEMU process with its threads' roles (over ``[proxmox] ssh`` when that is set)."""
+def vm_scope(c: PveClient, opts: Mapping[str, Any], roles: Callable[[], dict[int, str]]) -> list[HostScope]:
+    """The VM's QEMU process with its threads' roles, read by ``roles`` once the process is known (the backend's
+    ``thread_roles``: :func:`thread_roles`), over ``[proxmox] ssh`` when that is set."""
     st = c.status()
     pid = int(st.get("pid") or 0)
     if not pid:
         raise BackendError(f"VM {c.vmid} has no QEMU process (status {st.get('status')!r})")
-    threads = {pid: ROLE_MAIN, **thread_roles(c, opts)}
+    threads = {pid: ROLE_MAIN, **roles()}
     return [HostScope(pid=pid, threads=threads, vm=str(st.get("name", c.vmid)), ssh=opts["ssh"] or None)]
 
 
