@@ -5,7 +5,7 @@ Windows Server 2022 has in-box drivers for IDE, SATA/AHCI, NVMe and the LSI SAS 
 in-box statuses are unverified: :data:`WINDOWS_INBOX_UNVERIFIED`); the virtio controllers need a
 virtio-win driver (:data:`WINDOWS_VIRTIO_DRIVER`). The rules apply twice:
 
-- at plan time (:func:`plan_skip_reason`, :func:`windows_notes`, used by ``spec.expand``): ``[run]
+- at plan time (:func:`plan_skip_reason`, :func:`windows_notes`, used by ``cells.expand``): ``[run]
   guest_drivers``, where the matrix sets it, decides which virtio controllers are planned; a controller
   with no in-box driver is skipped;
 - at run time (:class:`DriverGate`, which the WinRM executor offers the runner as its driver gate): where
@@ -13,7 +13,7 @@ virtio-win driver (:data:`WINDOWS_VIRTIO_DRIVER`). The rules apply twice:
   staged in its driver store, the controllers it shows and their bound drivers) decide which virtio
   cells the runner boots and which it journals as skipped.
 
-Standard library and ``core`` only: the spec (below the executors) and the WinRM executor both read it.
+Standard library and ``core`` only: the plan's expansion (below the executors) and the WinRM executor both read it.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from .core.model import Cell, DiskConfig
 
-if TYPE_CHECKING:  # the spec hands itself in; it imports this module for its plan-time rules
+if TYPE_CHECKING:  # the spec is handed in; cells.py, which expands it, imports this module for its plan-time rules
     from .spec import MatrixSpec
 
 log = logging.getLogger("stormatrix.runner")

@@ -35,6 +35,7 @@ from .executors.winrm.settings import WINRM_SECTION
 from .fleet.spec import check_fleet_backend, fleet_backend
 from .schema import Section
 from .suite import SUITE_SECTION
+from .tomlfile import load_toml
 
 if TYPE_CHECKING:
     from .backends.base import Backend
@@ -176,7 +177,7 @@ def spec_from_dict(raw: dict[str, Any], path: str = "<matrix>") -> _spec.MatrixS
 
 def load_spec(path: str | Path) -> _spec.MatrixSpec:
     """The matrix file at ``path``, validated as :func:`spec_from_dict` does."""
-    return spec_from_dict(_spec._load_toml(Path(path)), str(path))
+    return spec_from_dict(load_toml(Path(path)), str(path))
 
 
 def suite_from_dict(raw: dict[str, Any], path: str = "<suite>") -> _suite.Suite:
@@ -193,4 +194,4 @@ def suite_from_dict(raw: dict[str, Any], path: str = "<suite>") -> _suite.Suite:
 
 def load_suite(path: str | Path) -> _suite.Suite:
     """The suite file at ``path``, validated as :func:`suite_from_dict` does."""
-    return suite_from_dict(_spec._load_toml(Path(path)), str(path))
+    return suite_from_dict(load_toml(Path(path)), str(path))

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Callable, TextIO
 
 from .backends.base import Backend, Target, plans_boot_ahead, plans_restore
+from .cells import expand
 from .core.errors import AuthenticationFailed, UnsafeWrite
 from .core.model import Plan
 from .core.recordtypes import Record, RunRecord
@@ -23,7 +24,7 @@ from .executors.base import DriverGate, GuestExecutor
 from .progress import DEFAULT_OVERHEAD_S
 from .registry import backend_class, executor_class, matrix_executor
 from .resume import check_same_run, run_differences
-from .spec import MatrixSpec, expand
+from .spec import MatrixSpec
 
 
 @dataclass(frozen=True)

@@ -1,19 +1,8 @@
-"""The matrix file (``matrix.toml``): parse, validate, expand into cells.
+"""The matrix file (``matrix.toml``): the sections stormatrix owns, parsed and validated into a :class:`MatrixSpec`.
 
 Every mistake is reported as a :class:`MatrixError` that names the file, the key (``[section] key``
-or ``workload[2].bs``) and the fix, so the user never has to read a traceback. Cells that cannot
-exist are rejected here, at plan time, never discovered hours into a run:
-
-- ``aio=native`` needs O_DIRECT (``cache=none``/``directsync``/unset); QEMU refuses to start
-  otherwise. Such a combination is an error unless ``matrix.skip_invalid = true``.
-- ``iothread`` only takes effect on virtio-blk and virtio-scsi-single; elsewhere Proxmox ignores it,
-  so the iothread=true twin of such a cell would only duplicate its iothread=false sibling. Those
-  twins are always skipped, with that reason, never run.
-- bus limits (ide0-3, sata0-5, scsi0-30, virtio0-15; 7 disks per LSI controller).
-- controllers the backend cannot build, or the guest OS has no driver for (the Windows rules are
-  :mod:`stormatrix.guestdrivers`'s).
-- ESXi has no aio, iothread or cache setting: its controllers are planned once each, as the controller
-  alone (aio, iothread and cache None), whatever those axes list; the plan says so in a note.
+or ``workload[2].bs``) and the fix, so the user never has to read a traceback. The file is read by
+:mod:`stormatrix.tomlfile`; the spec is expanded into cells, refusing what cannot run, by :mod:`stormatrix.cells`.
 
 Backends and executors declare their own sections with :class:`Section` so that one validator
 serves every part of the file. Which sections a file may have besides ``[run]``, ``[matrix]`` and
@@ -24,36 +13,16 @@ serves every part of the file. Which sections a file may have besides ``[run]``,
 from __future__ import annotations
 
 import difflib
-import itertools
-import re
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Mapping
 
 from .core.errors import MatrixError
-from .core.model import (
-                         AIO_MODES,
-                         BUS_MAX_SLOTS,
-                         CACHE_MODES,
-                         CONTROLLER_ALIASES,
-                         CONTROLLERS,
-                         RW_MODES,
-                         Cell,
-                         DiskConfig,
-                         Plan,
-                         SkippedCell,
-                         Workload,
-                         disk_options_apply,
-                         iothread_effective,
-                         native_aio_problem,
-                         parse_size,
-                         )
-from .core.paths import TooLarge, input_problem, looks_utf16, read_bounded
+from .core.model import AIO_MODES, CACHE_MODES, CONTROLLER_ALIASES, CONTROLLERS, RW_MODES, Workload, parse_size
 from .core.scope import parse_cpuset
 from .core.settings import RunSettings
-from .guestdrivers import declared_guest_drivers, plan_skip_reason, windows_notes
 from .schema import Field, Section, _show, parse_section
+from .tomlfile import load_toml
 
 # --- the sections stormatrix itself owns ----------------------------------------------------------
 
@@ -229,77 +198,10 @@ class MatrixSpec(RunSettings):
         return self.sections.get(name, {})
 
 
-#: no matrix is this large (bench_plan's 25,000 workloads take about 2 MiB); /dev/zero is refused before
-MATRIX_MAX_BYTES = 16 * 2**20
-
-
-# Exceptions a TOML parser raises for malformed text, named here so that a bad file becomes a
-# MatrixError, not a traceback.
-def _load_toml(path: Path) -> dict[str, Any]:
-    problem = input_problem(path)
-    if problem == "does not exist":
-        raise MatrixError(str(path), "", "file not found", "give the path of an existing matrix file")
-    if problem:  # a FIFO would block, /dev/zero never end: neither is opened
-        raise MatrixError(str(path), "", f"cannot be read: it {problem}", "give the path of a matrix file (TOML)")
-    try:
-        data = read_bounded(path, MATRIX_MAX_BYTES)
-    except TooLarge:
-        raise MatrixError(str(path), "", f"is larger than {MATRIX_MAX_BYTES // 2**20} MiB, which no matrix is "
-                          "(25,000 workloads take about 2 MiB)", "give the matrix file, not a data file") from None
-    except OSError as exc:
-        raise MatrixError(str(path), "", f"cannot be read ({exc.strerror})", "check the path and permissions") from None
-    if looks_utf16(data):
-        raise MatrixError(str(path), "", "is not UTF-8 text: it is saved as UTF-16 (Notepad's 'Unicode', "
-                          "PowerShell 5's Out-File and '>')", "save the file as UTF-8 (Notepad: Save As, Encoding "
-                          "'UTF-8'; PowerShell: Set-Content -Encoding utf8)")
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise MatrixError(str(path), "", f"is not UTF-8 text (byte {exc.start})", "save the file as UTF-8") from None
-    if text.startswith("\ufeff"):  # Notepad's "UTF-8 with BOM": TOML forbids the mark, so say it is the cause
-        raise MatrixError(str(path), "", "is not valid TOML: it starts with a UTF-8 byte-order mark (BOM), which "
-                          "TOML does not allow (Notepad writes one when saving as 'UTF-8 with BOM')",
-                          "save the file as 'UTF-8' without BOM (Notepad: Save As, Encoding 'UTF-8'; VS Code: "
-                          "'Save with Encoding', 'UTF-8')")
-    windows_path = _escaped_windows_path(text)
-    if windows_path:
-        line, shown = windows_path
-        raise MatrixError(str(path), f"line {line}", f"{shown} is a Windows path in a double-quoted TOML string, where "
-                          "a backslash starts an escape (\\t is a tab, \\n a line break, \\U a Unicode escape), so the "
-                          "path read would not be the path written",
-                          "write it in single quotes (a TOML literal string: 'C:\\Users\\me\\pve.pem'), or double each "
-                          "backslash, or use forward slashes (\"C:/Users/me/pve.pem\")")
-    try:
-        return tomllib.loads(text)
-    except RecursionError:
-        raise MatrixError(str(path), "", "is not a matrix file (arrays or tables nested too deeply to parse)",
-                          "write the matrix as in harness/matrices/demo.toml") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise MatrixError(str(path), "", f"is not valid TOML ({exc})",
-                          "correct the syntax at that line (duplicate keys and tables are not allowed)") from None
-
-
-#: a drive letter's path inside a double-quoted TOML string whose first backslash is not doubled: ``"C:\temp"``
-_ESCAPED_DRIVE_RE = re.compile(r'"[A-Za-z]:\\(?!\\)[^"\n]*"?')
-
-
-def _escaped_windows_path(text: str) -> tuple[int, str] | None:
-    r"""(line, the string) of the first ``"C:\..."`` a Windows user wrote into a basic string: TOML reads ``\t``
-    as a tab and ``\n`` as a line break without a word (``"C:\temp\new"``), or refuses ``\U``/``\d`` with
-    "Invalid hex value". Comments are skipped; ``'C:\temp'`` and ``"C:\\temp"`` are what TOML means."""
-    if ":\\" not in text:
-        return None
-    for number, line in enumerate(text.splitlines(), 1):
-        m = None if line.lstrip().startswith("#") else _ESCAPED_DRIVE_RE.search(line)
-        if m and "'" not in line[:m.start()]:  # (not inside a literal string 'say "C:\x"')
-            return number, m.group(0)[:80]
-    return None
-
-
 def load_spec(path: str | Path, *, sections: Mapping[str, Section]) -> MatrixSpec:
     """The matrix file at ``path``; ``sections``: the sections besides [run], [matrix], [[workload]] it may have."""
     path = Path(path)
-    raw = _load_toml(path)
+    raw = load_toml(path)
     return spec_from_dict(raw, str(path), sections=sections)
 
 
@@ -386,13 +288,10 @@ def _workload(path: str, number: int, table: Any, names: set[str]) -> Workload:
                     rate_mib_s=rate, rwmixread=w["rwmixread"] if mixed else None)
 
 
-# --- expansion -----------------------------------------------------------------------------------
+# --- across the sections -------------------------------------------------------------------------
 
 # backends whose guest can be Windows Server 2022 (the qemu backend boots the tiny Linux guest image)
 WINDOWS_BACKENDS = ("proxmox", "vmware")
-# backends whose SCSI disks sit at lun=<slot> (qemu-server's DriveDevice.pm; the local backend builds
-# the same device strings)
-LUN_AT_SLOT_BACKENDS = ("qemu", "proxmox")
 
 
 def check_guest_backend(spec: MatrixSpec) -> None:
@@ -414,100 +313,3 @@ def check_guest_backend(spec: MatrixSpec) -> None:
                           f"windows2022 cannot run on backend = {spec.run['backend']!r}: it boots the tiny Linux "
                           "guest image, not a Windows VM",
                           'use backend = "proxmox" or "vmware" with a Windows Server 2022 VM, or guest_os = "linux"')
-
-
-def _combination_problem(d: DiskConfig) -> tuple[str, str] | None:
-    """(problem, fix) for a disk configuration QEMU or Proxmox cannot run, else None."""
-    problem = native_aio_problem(d.aio, d.cache)
-    if problem:
-        return (problem,
-                "use cache = \"none\" or \"directsync\" with aio=native, or remove 'native' from [matrix] aio"
-                " (or set [matrix] skip_invalid = true to skip such cells)")
-    return None
-
-
-def expand(spec: MatrixSpec, *, backend_controllers: Iterable[str] | None = None,
-           guest_drivers: Iterable[str] | None = None) -> Plan:
-    """The cross product of the matrix axes, minus what cannot or need not run (with reasons)."""
-    m, path = spec.matrix, spec.path
-    allowed = set(backend_controllers) if backend_controllers is not None else None
-    cells: list[Cell] = []
-    skipped: list[SkippedCell] = []
-    slot = m["disk_slot"]
-    for ctrl in m["controllers"]:
-        bus = CONTROLLERS[ctrl][0]
-        if allowed is not None and ctrl not in allowed:
-            raise MatrixError(path, "[matrix] controllers",
-                              f"{ctrl!r} is not available on the {spec.run['backend']} backend",
-                              f"use one of: {', '.join(sorted(allowed))}")
-        if bus in BUS_MAX_SLOTS and slot >= BUS_MAX_SLOTS[bus]:
-            raise MatrixError(path, "[matrix] disk_slot",
-                              f"slot {slot} does not exist on the {bus} bus ({bus}0-{bus}{BUS_MAX_SLOTS[bus] - 1})",
-                              f"use a disk_slot below {BUS_MAX_SLOTS[bus]} or drop {ctrl!r}")
-    declared = declared_guest_drivers(spec)
-    drivers = None if declared is None and guest_drivers is None else set(declared or ()) | set(guest_drivers or ())
-    disks, notes = _disk_configs(spec)
-    notes += windows_notes(spec, drivers)
-    for d in disks:
-        ctrl, iothread = d.controller, d.iothread
-        problem = _combination_problem(d)
-        if problem:
-            if not m["skip_invalid"]:
-                raise MatrixError(path, "[matrix] aio/cache", problem[0], problem[1])
-            skipped.append(SkippedCell(d, None, problem[0]))
-            continue
-        if iothread and not iothread_effective(ctrl):
-            skipped.append(SkippedCell(d, None, f"iothread has no effect on {ctrl}: Proxmox ignores it "
-                                       "(only virtio-blk and virtio-scsi-single use an iothread); "
-                                       "the iothread=false cell measures the same thing"))
-            continue
-        if (ctrl == "megasas" and slot > 0 and spec.run["guest_os"] == "linux"
-                and spec.run["backend"] in LUN_AT_SLOT_BACKENDS):
-            skipped.append(SkippedCell(d, None, f"megasas puts scsi{slot} at LUN {slot} (qemu-server and the local "
-                                       "backend attach it with lun=<slot>); a Linux guest finds no disk there "
-                                       "without a LUN 0 (measured with the local guest): use disk_slot = 0"))
-            continue
-        reason = plan_skip_reason(ctrl, drivers) if spec.run["guest_os"] == "windows2022" else None
-        if reason:
-            skipped.append(SkippedCell(d, None, reason))
-            continue
-        for w in spec.workloads:
-            for r in range(1, spec.run["repeats"] + 1):
-                cells.append(Cell(d, w, r))
-    if not cells:
-        reasons = "; ".join(sorted({s.reason for s in skipped})) or "the matrix is empty"
-        raise MatrixError(path, "[matrix]", f"no cell can run ({reasons})",
-                          "widen the matrix axes so at least one combination is valid")
-    return Plan(cells=cells, skipped=skipped, notes=notes)
-
-
-def _disk_configs(spec: MatrixSpec) -> tuple[list[DiskConfig], list[str]]:
-    """The disk configurations in plan order (controller by controller), and a note where the matrix's
-    aio/iothread/cache axes do not apply.
-
-    A controller without those settings (ESXi: :func:`~stormatrix.core.model.disk_options_apply`) is one
-    configuration, the controller alone, however many aio, iothread and cache values the matrix lists:
-    crossing it with them would measure the same disk once per value under names it never had.
-    """
-    m, backend = spec.matrix, spec.run["backend"]
-    disks: list[DiskConfig] = []
-    plain: list[str] = []
-    for ctrl in m["controllers"]:
-        if disk_options_apply(ctrl, backend):
-            disks += [DiskConfig(ctrl, aio, iothread, cache)
-                      for aio, iothread, cache in itertools.product(m["aio"], m["iothread"], m["cache"])]
-        else:
-            disks.append(DiskConfig.controller_only(ctrl))
-            plain.append(ctrl)
-    raw: dict[str, Any] = spec.raw["matrix"] if isinstance(spec.raw.get("matrix"), dict) else {}
-    given = [k for k in ("aio", "iothread", "cache") if k in raw]
-    notes = []
-    if plain and given:
-        asked = "; ".join(f"{k} = {', '.join(str(v).lower() for v in m[k])}" for k in given)
-        others = "; the other controllers are crossed with them" if len(plain) < len(m["controllers"]) else ""
-        notes.append(f"[matrix] {'/'.join(given)} ({asked}) do not apply to {', '.join(plain)}: ESXi has no aio, "
-                     f"iothread or cache setting for a virtual disk, so each is planned once, as the controller "
-                     f"alone (keys like {plain[0]}/{spec.workloads[0].name}/rep1; the journal records aio, iothread "
-                     f"and cache as null), not once per value{others}. Leave {', '.join(given)} out of [matrix] "
-                     "to silence this note.")
-    return disks, notes

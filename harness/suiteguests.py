@@ -209,8 +209,8 @@ def inventory_for(host_collector: dict[str, Any], vms: list[dict[str, Any]] | No
 
     ``local`` (stormatrix on the Proxmox node, or the demo's local QEMU guests): this machine is the
     host. A platform that reads its host elsewhere says so itself (a Proxmox VM list's node over the collector's
-    ssh: :func:`stormatrix.backends.proxmox.vms.node_inventory_for`). Otherwise the host is not reachable from
-    here: the record says why instead of showing this machine's facts.
+    ssh: :func:`stormatrix.backends.proxmox.vmcollector.node_inventory_for`). Otherwise the host is not reachable
+    from here: the record says why instead of showing this machine's facts.
     """
     mode = host_collector.get("mode")
     if mode == "local":

@@ -43,9 +43,10 @@ LAYERS: list[tuple[int, str, tuple[str, ...]]] = [
     (0, "host", ("stormatrix.host", "stormatrix.host.*")),
     # pure functions over measurements and the workbook
     (1, "analysis", ("stormatrix.analysis", "stormatrix.analysis.*")),
-    # tools that know no backend: the matrix schema and spec, the Windows guest's driver rules, secrets, ssh,
-    # QMP, the journal, progress, the command's standard streams and signals
-    (2, "tools", ("stormatrix.schema", "stormatrix.spec", "stormatrix.guestdrivers", "stormatrix.secrets", "stormatrix.ssh", "stormatrix.qmp",
+    # tools that know no backend: the matrix schema, the TOML file reader, the spec and its cells, the Windows guest's
+    # driver rules, secrets, ssh, QMP, the journal, progress, the command's standard streams and signals
+    (2, "tools", ("stormatrix.schema", "stormatrix.tomlfile", "stormatrix.spec", "stormatrix.cells",
+                  "stormatrix.guestdrivers", "stormatrix.secrets", "stormatrix.ssh", "stormatrix.qmp",
                   "stormatrix.journal", "stormatrix.progress", "stormatrix.guestimage", "stormatrix.repeats",
                   "stormatrix.console", "stormatrix.runorder", "stormatrix.safety")),
     # the worker fleet's parts that know no backend: its journal, what every [fleet] shares
@@ -61,7 +62,9 @@ LAYERS: list[tuple[int, str, tuple[str, ...]]] = [
     # loop's by module: its fleet and suite guests are listed here by name
     (6, "suite", ("stormatrix.suite", "stormatrix.suiteguests", "stormatrix.backends.qemu.guests",
                   "stormatrix.fleet.template", "stormatrix.backends.proxmox.vms",
-                  "stormatrix.backends.proxmox.fleetspec", "stormatrix.backends.proxmox.fleet",
+                  "stormatrix.backends.proxmox.vmcollector",
+                  "stormatrix.backends.proxmox.fleetspec", "stormatrix.backends.proxmox.fleetplan",
+                  "stormatrix.backends.proxmox.fleet",
                   "stormatrix.backends.vmware.fleet")),
     # the one list of backends, executors and sections
     (7, "registry", ("stormatrix.registry",)),

@@ -11,8 +11,8 @@ from ..core.errors import InputError
 from ..executors.fioserver.inputs import DEFAULT_PORT
 from ..fleet.template import fio_package_version, user_data
 from ..registry import open_fleet
-from ..spec import _load_toml
 from ..suiterun import fio_version
+from ..tomlfile import load_toml
 
 DESCRIPTION = """\
 Deploy the worker VMs a comparison suite runs on, and remove them afterwards.
@@ -72,7 +72,7 @@ def register(subparsers: Any) -> None:
 def _fleet(args: argparse.Namespace) -> Any:
     """The file's fleet on the platform its ``[fleet] backend`` names (the registry's), not deployed."""
     fio = fio_version(args.fio) if getattr(args, "fio", None) else None
-    return open_fleet(_load_toml(Path(args.file)), args.file, args.output or ".", fio)
+    return open_fleet(load_toml(Path(args.file)), args.file, args.output or ".", fio)
 
 
 def _say(stage: str, vmid: object) -> None:
@@ -135,7 +135,7 @@ def _record(path: str, version_line: str | None) -> None:
     if version_line is None or fio_package_version(version_line) is None:
         raise InputError("--record: the controller's fio gave no version (fio --version), so there is nothing to "
                          "declare. Fix: install fio, or give it with --fio PATH")
-    with open_fleet(_load_toml(Path(path)), path, ".", None) as fleet:
+    with open_fleet(load_toml(Path(path)), path, ".", None) as fleet:
         line = fleet.record_fio(version_line)
     print(f"# template {fleet.spec.template}: its description now declares {line!r}; `stormatrix fleet plan` refuses "
           "a controller of another fio version before anything is created", file=sys.stderr)

@@ -6,13 +6,14 @@ import argparse
 import sys
 
 from ..backends.base import plans_boot_ahead, plans_restore
+from ..cells import expand
 from ..core.model import NOT_APPLICABLE
 from ..progress import estimate_seconds, fmt_duration
 from ..registry import backend_class, check_executor_spec, load_spec
 from ..repeats import possible_extra
 from ..runorder import draw_seed, ordered_cells
 from ..guestdrivers import awaiting_guest_facts
-from ..spec import check_guest_backend, expand
+from ..spec import check_guest_backend
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -1,7 +1,7 @@
 """What every platform's ``[fleet]`` shares: the worker limits, the name prefix, and the refusals of a plan.
 
 Each platform's ``[fleet]`` (its keys, its spec, its fleet) lives in the backend's own package
-(:mod:`stormatrix.backends.proxmox.fleetspec`, :mod:`stormatrix.backends.vmware.fleet`), reached through
+(:mod:`stormatrix.backends.proxmox.fleetspec`, :mod:`stormatrix.backends.vmware.fleetspec`), reached through
 :data:`stormatrix.registry.FLEET_SUITES`; what they refuse they refuse in the same words, from here.
 """
 

@@ -28,7 +28,7 @@ from standins.sshd import PrivateSshd, SshdUnavailable
 from stormatrix.backends.proxmox.backend import ProxmoxBackend
 from stormatrix.cli import main
 from stormatrix.registry import backend_class, spec_from_dict
-from stormatrix.spec import expand
+from stormatrix.cells import expand
 import paths
 
 EXAMPLES = paths.ROOT / "examples"

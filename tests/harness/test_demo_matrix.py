@@ -16,7 +16,8 @@ from stormatrix.core.model import Plan
 from stormatrix.registry import backend_class
 from stormatrix.repeats import possible_extra
 from stormatrix.progress import estimate_seconds
-from stormatrix.spec import MatrixSpec, expand
+from stormatrix.cells import expand
+from stormatrix.spec import MatrixSpec
 from stormatrix.registry import load_spec
 
 BUDGET_S = 10 * 60

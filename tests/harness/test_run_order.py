@@ -23,7 +23,7 @@ from stormatrix.runner import Runner
 from stormatrix.runsource import RunOptions, RunSummary
 from stormatrix.runorder import ordered_cells, place
 from stormatrix.registry import spec_from_dict
-from stormatrix.spec import expand
+from stormatrix.cells import expand
 
 CONTROLLERS = ["ide", "sata", "virtio-blk", "virtio-scsi-single", "pvscsi"]
 

@@ -155,7 +155,7 @@ def windows(drivers: list[str] | None, backend: str = "proxmox", slot: int = 0) 
 
 
 def test_a_windows_matrix_with_virtio_win_drivers_plans_all_nine_proxmox_controllers() -> None:
-    from stormatrix.spec import expand
+    from stormatrix.cells import expand
 
     plan = expand(spec_from_dict(windows(["viostor", "vioscsi"])))
     assert {c.disk.controller for c in plan.cells} == set(PROXMOX_NINE) and not plan.skipped
@@ -164,7 +164,7 @@ def test_a_windows_matrix_with_virtio_win_drivers_plans_all_nine_proxmox_control
 
 
 def test_without_a_driver_only_its_controllers_are_skipped_naming_the_driver() -> None:
-    from stormatrix.spec import expand
+    from stormatrix.cells import expand
 
     plan = expand(spec_from_dict(windows(["vioscsi"])))
     skipped = {s.disk.controller: s.reason for s in plan.skipped}
@@ -176,7 +176,7 @@ def test_without_a_driver_only_its_controllers_are_skipped_naming_the_driver() -
 
 
 def test_megasas_lun_rule_applies_where_qemu_server_attaches_at_lun_slot() -> None:
-    from stormatrix.spec import expand
+    from stormatrix.cells import expand
 
     raw = windows(None, slot=1)
     raw["run"]["guest_os"] = "linux"

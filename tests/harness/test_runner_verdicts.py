@@ -23,7 +23,7 @@ from stormatrix.repeats import comparisons, next_extra
 from stormatrix.runner import Runner
 from stormatrix.runsource import RunOptions, RunSummary
 from stormatrix.registry import spec_from_dict
-from stormatrix.spec import expand
+from stormatrix.cells import expand
 
 # CPU seconds per window, per (controller, aio), repeat by repeat: virtio-blk's two aio modes are far apart
 # with almost no spread (decided); sata's are 0.1 apart with a spread of 0.25 (open)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from stormatrix.core.errors import MatrixError
-from stormatrix.spec import expand
+from stormatrix.cells import expand
 from stormatrix.registry import load_spec
 
 GOOD = """

@@ -22,6 +22,10 @@ One cell, in order (Proxmox VE API: /nodes/{node}/qemu/{vmid}/config, status/*, 
 6. wait for readiness: guest agent ping, a TCP port (fio server / WinRM), or leave it to the executor;
 7. optionally pin the vCPU and iothreads to ``pin_cpus`` (their affinity is put back by ``stop``).
 
+Steps 3, 4 and 6 are done on the VM by :mod:`.restart` (the writes, the stop/start or reboot tasks, the checks
+after them, the readiness); what the runner measures on the running VM (its QEMU process and threads, the test
+drive's block counters, the guest's endpoints, the host collector) is read by :mod:`.measure`.
+
 With ``[host] scope = "cpus"`` (:mod:`.hostscope`) the first apply also steers the node onto the set (IRQs,
 irqbalance, work queues, RPS/XPS: the previous values were read by prepare and journaled with the original
 config) and every apply writes the VM's ``affinity`` = the set before its start.
@@ -36,33 +40,27 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import shutil
-import socket
-import time
 from pathlib import Path
 from typing import Any, Mapping
 
-from ...collect import CpuSetHostCollector, RemoteProcessesCollector
 from ...core import oscompat
-from ...core.errors import BackendError, GuestNotReady, InputError, MatrixError, PveAuthError, TaskFailed
+from ...core.errors import BackendError, InputError, MatrixError
 from ...core.model import CONTROLLERS, DiskConfig
 from ...core.recordtypes import RestoredRecord, RunRecord
-from ...core.scope import (ROLE_IOTHREAD, ROLE_MAIN, ROLE_VCPU, BlockStats, GuestEndpoint, HostScope, format_cpuset,
+from ...core.scope import (ROLE_IOTHREAD, ROLE_VCPU, BlockStats, GuestEndpoint, HostScope, format_cpuset,
                            parse_cpuset)
-from ...host.collector import WindowCollector
 from ...journal import JOURNAL_NAME, read_journal
-from ...qmp import Qmp
 from ...spec import HostSettings, MatrixSpec
 from ..base import Backend
-from . import sharing
-from .api import PveClient, upid_starttime
+from . import measure, sharing
+from .api import PveClient
 from .change import plan_cell
 from .cmdline import CmdlineCheck
 from .drives import DRIVE_KEY_RE, disk_config_of, drive_key, is_cdrom, parse_drive
 from .hostscope import CpuScope, NodeSettings, change_lines, check_host, check_reachable, cpu_scope, refusal
-from .node import (NodeShell, Pinner, ensure_remote_collector, node_cpus, node_inventory, parse_hmp_blockstats,
-                   parse_hmp_threads)
+from .node import NodeShell, Pinner, ensure_remote_collector, node_cpus, node_inventory
+from .restart import reboot, verify_running, wait_ready, write_until
 from .restore import check_original, restore_vm
 from .settings import check_section, make_transport
 from .storage import StorageInfo, read_storage, storage_facts
@@ -242,158 +240,31 @@ class ProxmoxBackend(Backend):
         if self.cpu_scope is not None:
             self._write_affinity(self.cpu_scope.cpus)
         if self.opts["restart"] == "reboot" and running and not plan.bus_move:
-            self._write_until(lambda cfg: plan_cell(cfg, original, self.test_key, disk, self.slot))
-            self._reboot(disk.key)
+            write_until(c, lambda cfg: plan_cell(cfg, original, self.test_key, disk, self.slot))
+            reboot(c, self.opts, disk.key, self._own_upids)
         else:
             if running:
                 self._task("stop", "stop")
-            self._write_until(lambda cfg: plan_cell(cfg, original, self.test_key, disk, self.slot))
+            write_until(c, lambda cfg: plan_cell(cfg, original, self.test_key, disk, self.slot))
             self._task("start", f"start with {disk.key}")
         target = drive_key(disk.bus, self.slot)
         want_affinity = self.cpu_scope.cpus if self.cpu_scope is not None else None
-        self._verify(lambda cfg: (disk_config_of(cfg, target, self.storage) == disk if target in cfg else False)
-                     and (want_affinity is None or cfg.get("affinity") == want_affinity),
-                     f"the test disk as {disk.key} on {target}"
-                     + (f" with affinity {want_affinity}" if want_affinity else ""))
+        current = verify_running(
+            c, lambda cfg: (disk_config_of(cfg, target, self.storage) == disk if target in cfg else False)
+            and (want_affinity is None or cfg.get("affinity") == want_affinity),
+            f"the test disk as {disk.key} on {target}" + (f" with affinity {want_affinity}" if want_affinity else ""))
+        self._scsihw_now = current.get("scsihw")
         self._pid = int(c.status().get("pid") or 0) or None
         if self.opts["check_cmdline"]:
             self._check_cmdline(disk, target)
-        self._wait_ready()
+        wait_ready(c, self.opts, original, float(self.spec.run["boot_timeout_seconds"]))
         if self.opts["pin_cpus"]:
             self._pin(parse_cpuset(self.opts["pin_cpus"]))
-
-    def _write_until(self, planner: Any) -> None:
-        """Read, plan, write the first step with the digest just read; again until nothing is left.
-
-        Re-reading between the steps of a bus move means each write carries the digest of the config
-        it was computed from, and a crash between them leaves a state the next plan understands."""
-        c = self.client
-        for _ in range(4):
-            config = c.config()
-            plan = planner(config)
-            if plan.empty:
-                return
-            write = plan.writes[0]
-            log.info("VM %s: set %s delete %s", c.vmid, write.set, ",".join(write.delete) or "-")
-            c.update_config(write.params(), config["digest"])
-        raise BackendError(f"VM {c.vmid}: the configuration did not converge after 4 writes")
 
     def _task(self, action: str, what: str) -> None:
         upid = self.client.power(action)
         self._own_upids.add(upid)
         self.client.wait_task(upid, what=what)
-
-    def _reboot(self, what: str) -> None:
-        """API reboot (qemu-server ``vm_reboot``): the task writes a reboot request and shuts the guest
-        down cleanly (guest agent, else the ACPI power button), then ends. qmeventd sees QEMU exit and
-        runs ``qm cleanup``, which starts the VM again in a ``qmstart`` task of its own (as root@pam);
-        that start applies the pending changes. So the VM is briefly stopped after the reboot task."""
-        c = self.client
-        pid0 = int(c.status().get("pid") or 0)
-        wait = int(self.opts["reboot_timeout"])
-        upid = c.power("reboot", timeout=wait)
-        self._own_upids.add(upid)
-        try:
-            c.wait_task(upid, what=f"reboot to apply {what}", timeout=wait + float(self.opts["task_timeout"]))
-        except TaskFailed as exc:
-            if "powerdown failed" not in str(exc.details.exitstatus or exc.message):
-                raise
-            raise TaskFailed(
-                f"{exc.message}\n  the guest did not shut down within [proxmox] reboot_timeout = {wait} s. An API "
-                "reboot is a clean shutdown (guest agent 'guest-shutdown', else the ACPI power button) and a "
-                "guest with neither a running agent nor ACPI handling ignores it: use [proxmox] restart = "
-                "\"stop-start\", or give the guest the QEMU guest agent (agent: 1) or acpid",
-                details=exc.details) from None
-        self._wait_restart(pid0, upid_starttime(upid), what)
-
-    def _wait_restart(self, pid0: int, since: int, what: str) -> None:
-        """Until the VM runs again in a new QEMU process. The ``qmstart`` task of ``qm cleanup`` is
-        followed when the token may list the node's tasks (Sys.Audit), so a failed start is an error
-        with its log; without that privilege the VM's status is all there is."""
-        c = self.client
-        timeout = float(self.opts["task_timeout"])
-        deadline = time.monotonic() + timeout
-        follow = True
-        while True:
-            st = c.status()
-            pid = int(st.get("pid") or 0)
-            if st.get("status") == "running" and pid and pid != pid0:
-                return
-            if follow:
-                starts: list[dict[str, Any]] = []
-                try:
-                    starts = [t for t in c.tasks(typefilter="qmstart", since=since)
-                              if str(t.get("upid")) not in self._own_upids]
-                except PveAuthError:
-                    follow = False
-                    log.info("VM %s: the token may not list the node's tasks (Sys.Audit on /nodes/%s): waiting "
-                             "for the VM to run again without following its start task", c.vmid, c.node)
-                except BackendError as exc:
-                    follow = False
-                    log.info("VM %s: cannot list the node's tasks (%s): waiting for the VM only", c.vmid, exc)
-                if starts:
-                    follow = False
-                    upid = str(starts[0]["upid"])
-                    try:
-                        c.wait_task(upid, what=f"the start after the reboot (qm cleanup, to apply {what})",
-                                    timeout=max(1.0, deadline - time.monotonic()))
-                    except PveAuthError:
-                        pass
-                    continue
-            if time.monotonic() > deadline:
-                raise BackendError(
-                    f"VM {c.vmid} did not run again within [proxmox] task_timeout = {timeout:g} s after the reboot "
-                    f"task ended (status {st.get('status')!r}). qemu-server starts it again from qmeventd's "
-                    "'qm cleanup': look for a failed qmstart task in the node's task log")
-            time.sleep(c.poll_interval)
-
-    def _verify(self, check: Any, what: str) -> None:
-        c = self.client
-        left = [p for p in c.pending() if "pending" in p or "delete" in p]
-        if left:
-            raise BackendError(f"VM {c.vmid}: changes still pending after the restart: "
-                               + ", ".join(f"{p['key']}={p.get('pending', '<delete>')}" for p in left))
-        st = c.status()
-        if st.get("status") != "running":
-            raise BackendError(f"VM {c.vmid} is {st.get('status')!r} after the start task, not running")
-        current = c.config(current=True)
-        if not check(current):
-            raise BackendError(f"VM {c.vmid}: the running configuration is not {what}")
-        self._scsihw_now = current.get("scsihw")
-
-    def _ready_mode(self) -> str:
-        mode = self.opts["ready"]
-        if mode != "auto":
-            return mode
-        assert self._original is not None
-        agent = str(self._original["config"].get("agent", "0"))
-        if re.match(r"(?:enabled=)?(1|on|yes|true)", agent):
-            return "agent"
-        if self.opts["guest_host"] and self.opts["guest_port"]:
-            return "tcp"
-        return "executor"
-
-    def _wait_ready(self) -> None:
-        mode = self._ready_mode()
-        if mode == "executor":
-            return
-        timeout = float(self.spec.run["boot_timeout_seconds"])
-        deadline = time.monotonic() + timeout
-        last = ""
-        while time.monotonic() < deadline:
-            try:
-                if mode == "agent":
-                    self.client.agent_ping()
-                else:
-                    with socket.create_connection((self.opts["guest_host"], self.opts["guest_port"]), timeout=2):
-                        pass
-                return
-            except (BackendError, OSError) as exc:
-                last = str(exc)
-            time.sleep(1.0)
-        what = "the guest agent did not answer" if mode == "agent" else \
-            f"nothing listened on {self.opts['guest_host']}:{self.opts['guest_port']}"
-        raise GuestNotReady(f"VM {self.client.vmid}: {what} within {timeout:g} s (last: {last})")
 
     # --- the CPU-set scope ([host] scope = "cpus") -------------------------------------------------
     def _steer(self) -> None:
@@ -470,59 +341,20 @@ class ProxmoxBackend(Backend):
             log.info("node %s: host settings put back: %s", self.node.where, "; ".join(done))
         self._steered = False
 
-    # --- scope, endpoints, block stats ----------------------------------------------------------
-    def _qmp_path(self) -> Path:
-        return Path(self.opts["qemu_server_dir"]) / f"{self.opts['vmid']}.qmp"
-
-    def _qmp(self, command: str) -> Any:
-        """One QMP command on the node's socket (connect, run, close: the way qemu-server does it)."""
-        q = Qmp(self._qmp_path(), timeout=10).connect(time.monotonic() + 10)
-        try:
-            return q.execute(command)
-        finally:
-            q.close()
-
-    def _local_qmp(self) -> bool:
-        return not self.opts["ssh"] and self._qmp_path().exists() and os.access(self._qmp_path(), os.W_OK)
-
+    # --- scope, endpoints, block stats (:mod:`.measure`) ---------------------------------------------
     def thread_roles(self) -> dict[int, str]:
-        if self._local_qmp():
-            roles = {int(cpu["thread-id"]): ROLE_VCPU for cpu in self._qmp("query-cpus-fast") or []}
-            roles.update({int(it["thread-id"]): ROLE_IOTHREAD for it in self._qmp("query-iothreads") or []})
-            return roles
-        return parse_hmp_threads(self.client.monitor("info cpus"), self.client.monitor("info iothreads"))
+        return measure.thread_roles(self.client, self.opts)
 
     def scope(self) -> list[HostScope]:
-        st = self.client.status()
-        pid = int(st.get("pid") or 0)
-        if not pid:
-            raise BackendError(f"VM {self.client.vmid} has no QEMU process (status {st.get('status')!r})")
-        threads = {pid: ROLE_MAIN, **self.thread_roles()}
-        return [HostScope(pid=pid, threads=threads, vm=str(st.get("name", self.client.vmid)),
-                          ssh=self.opts["ssh"] or None)]
+        return measure.vm_scope(self.client, self.opts, self.thread_roles)
 
     def endpoints(self) -> list[GuestEndpoint]:
-        name = str(self.opts["vmid"])
-        if self.opts["guest_host"]:
-            return [GuestEndpoint(kind="tcp", address=self.opts["guest_host"], port=self.opts["guest_port"] or None,
-                                  name=name)]
-        if self.opts["guest_channel"]:
-            path = Path(self.opts["qemu_server_dir"]) / f"{self.opts['vmid']}.{self.opts['guest_channel']}"
-            return [GuestEndpoint(kind="local-agent", address=str(path), name=name)]
-        raise InputError("[proxmox] says nothing about how to reach the guest: set guest_host (and guest_port) "
-                         "for fio-server/WinRM, or guest_channel for a node-local agent on a serial socket")
+        return measure.guest_endpoints(self.opts)
 
     def blockstats(self) -> BlockStats | None:
         if self.current is None:
             return None
-        drive_id = f"drive-{self.current.bus}{self.slot}"
-        if self._local_qmp():
-            for dev in self._qmp("query-blockstats") or []:
-                if dev.get("device") == drive_id:
-                    st = dev["stats"]
-                    return BlockStats(st["rd_bytes"], st["wr_bytes"], st["rd_operations"], st["wr_operations"])
-            raise BackendError(f"query-blockstats has no {drive_id}")
-        return parse_hmp_blockstats(self.client.monitor("info blockstats"), drive_id)
+        return measure.drive_blockstats(self.client, self.opts, f"drive-{self.current.bus}{self.slot}")
 
     def window_closed(self) -> dict[str, Any] | None:
         """What the cell's record must say about the window: the VM's other drives that share the test
@@ -534,22 +366,8 @@ class ProxmoxBackend(Backend):
                                                           self.test_key, scsihw_now=self._scsihw_now)}
 
     def collector_factory(self, scope: HostScope) -> Any:
-        """The host collector for ``scope``: on this machine, or ``linux-host/multicollector.py`` run on the
-        node over one ssh session (copied there by :meth:`prepare`), the same remote path as a suite's."""
-        cs = self.cpu_scope
-        if scope.ssh:
-            if cs is None or self.node_settings is None:
-                return RemoteProcessesCollector(self.node, lambda: [scope], remote_dir=self.opts["ssh_dir"],
-                                                name_vms=False)
-            # [host] scope = "cpus": the set system-wide around the QEMU process, by a collector that runs (with
-            # its ssh session) off the set
-            return RemoteProcessesCollector(self.node, lambda: [scope], remote_dir=self.opts["ssh_dir"],
-                                            name_vms=False, cpus=cs.cpus, root=cs.root,
-                                            prefix=self.node_settings.off_set_prefix(self.opts["ssh_dir"]))
-        if cs is not None:  # stormatrix on the node: this process is off the set already (_steer)
-            return CpuSetHostCollector(cs.cpu_list, WindowCollector(scope.pid, dict(scope.threads), root=cs.root),
-                                       exclude=(scope.pid,), root=cs.root)
-        return WindowCollector(scope.pid, dict(scope.threads))
+        """The host collector for ``scope`` (:func:`.measure.host_collector`): here, or on the node over ssh."""
+        return measure.host_collector(self.node, self.opts, self.cpu_scope, self.node_settings, scope)
 
     # --- the QEMU command line ------------------------------------------------------------------
     def _local_pid(self, pid: int) -> bool:

@@ -36,7 +36,7 @@ from ...core.model import AIO_MODES, CACHE_MODES, CONTROLLERS, DiskConfig, nativ
 from ...core.names import label_problem
 from ...fleet.spec import MAX_WORKERS, NAME_PREFIX_RE
 from ...schema import Field, Section, parse_section
-from ...spec import _load_toml
+from ...tomlfile import load_toml
 from . import settings as proxmox_settings
 from .vms import PER_VM_KEYS, suite_proxmox_section
 
@@ -176,7 +176,7 @@ def fleet_from_dict(raw: dict[str, Any], path: str, node: str) -> FleetSpec:
 
 def load_fleet_file(path: str | Path) -> tuple[dict[str, Any], FleetSpec, dict[str, Any]]:
     """The file's raw tables, its ``[fleet]`` and its ``[proxmox]`` (connection keys only)."""
-    raw = _load_toml(Path(path))
+    raw = load_toml(Path(path))
     spec, proxmox = load_fleet_tables(raw, str(path))
     return raw, spec, proxmox
 

@@ -5,8 +5,11 @@ controller workstation.
 - :mod:`.settings` — the ``[vmware]`` section and its credentials by reference;
 - :mod:`.pwsh` — the one pwsh call: request and response JSON, errors mapped from PowerCLI's;
 - :mod:`.cpu` — the host CPU collectors: vSphere's realtime statistics, or ``esxtop -b`` on the host over ssh;
-- :mod:`.fleet` — a comparison suite's workers on ESXi (``[fleet] backend = "vmware"``): its ``[fleet]``, plan,
-  clone from a vSphere template, a test disk per datastore, power cycle, remove exactly what its journal owns;
+- :mod:`.fleetspec` — a comparison suite's workers on ESXi (``[fleet] backend = "vmware"``): its ``[fleet]`` and
+  ``[vmware]`` connection keys, validated, and the pwsh runner of that connection;
+- :mod:`.fleetstate` — what that fleet's journal says it owns (the records replayed);
+- :mod:`.fleet` — :class:`~.fleet.VmwareFleet`: plan, clone from a vSphere template, a test disk per datastore,
+  power cycle, remove exactly what its journal owns;
 - :mod:`.fleetsuite` — :class:`~.fleetsuite.VmwareFleetSuite`: a suite on that fleet, each datastore a side.
 
 Nothing is imported here: the registry loads :mod:`.backend` (:mod:`.fleetsuite`) when a run (a fleet suite)

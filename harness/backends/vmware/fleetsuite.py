@@ -18,7 +18,8 @@ from ...executors.fioserver.inputs import FioGuest
 from ...fleet.suiterun import FleetSuite, FleetSuiteOutcome
 from ...suite import Suite
 from ...suiteguests import AddressGuests
-from .fleet import VmwareFleet, make_runner, vmware_fleet_from_dict
+from .fleet import VmwareFleet
+from .fleetspec import make_runner, vmware_fleet_from_dict
 
 
 class VmwareFleetSuite(FleetSuite):

@@ -127,7 +127,7 @@ def test_password_from_a_file_reaches_pwsh_only_in_its_environment(lab: Lab, tmp
 def test_esxi_cells_are_the_controller_alone(tmp_path: Path) -> None:
     """ESXi has no aio, iothread or cache: each controller is one configuration with those None, keyed by the
     controller alone, whatever the matrix lists; aio x iothread x cache = 2 x 2 x 2 values plan no more cells."""
-    from stormatrix.spec import expand
+    from stormatrix.cells import expand
 
     plain = expand(spec_from_dict(matrix()), backend_controllers=vm.VmwareBackend.controllers)
     assert [c.key for c in plain.cells] == ["pvscsi/r/rep1", "lsilogic-sas/r/rep1", "nvme/r/rep1"]

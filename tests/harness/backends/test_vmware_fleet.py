@@ -22,8 +22,9 @@ import pytest
 from stormatrix.cli import main
 from stormatrix.core.errors import InputError, MatrixError, PowerCLIError
 from stormatrix.fleet.journal import FleetJournal
-from stormatrix.backends.vmware.fleet import (
-    GUEST_FILE_VARIABLE, VmwareFleet, make_runner, replay, vmware_fleet_from_dict)
+from stormatrix.backends.vmware.fleet import GUEST_FILE_VARIABLE, VmwareFleet
+from stormatrix.backends.vmware.fleetspec import make_runner, vmware_fleet_from_dict
+from stormatrix.backends.vmware.fleetstate import replay
 from stormatrix.journal import Journal
 from stormatrix.suiterun import fio_version
 
@@ -151,7 +152,8 @@ def test_space_running_out_mid_attach_is_vspheres_error_and_detach_frees_what_wa
 
 DEPLOY = textwrap.dedent("""
     import json, sys
-    from stormatrix.backends.vmware.fleet import VmwareFleet, make_runner, vmware_fleet_from_dict
+    from stormatrix.backends.vmware.fleet import VmwareFleet
+    from stormatrix.backends.vmware.fleetspec import make_runner, vmware_fleet_from_dict
     spec = vmware_fleet_from_dict(json.loads(sys.argv[1]), "suite.toml")
     fleet = VmwareFleet(spec, make_runner(spec), sys.argv[2])
     ids = fleet.deploy()

@@ -26,7 +26,7 @@ from stormatrix.backends.proxmox.fleetspec import fleet_from_dict
 from stormatrix.core.errors import MatrixError
 from stormatrix.core.model import CONTROLLERS, DiskConfig
 from stormatrix.registry import spec_from_dict
-from stormatrix.spec import expand
+from stormatrix.cells import expand
 
 
 def fleet(**disk: Any) -> dict[str, Any]:
