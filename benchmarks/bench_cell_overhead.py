@@ -63,7 +63,8 @@ from typing import Any, Iterator
 
 from stormatrix import guestimage
 from stormatrix.backends.qemu.backend import QemuBackend
-from stormatrix.backends.qemu.vm import QemuVm, VmSpec, ensure_test_disk
+from stormatrix.backends.qemu.testdisks import ensure_test_disk
+from stormatrix.backends.qemu.vm import QemuVm, VmSpec
 from stormatrix.executors.localagent import AgentChannel, fio_job, parse_event
 from stormatrix.core.model import DiskConfig, Timing, Workload
 

@@ -6,7 +6,8 @@ One module per job:
 - :mod:`.backend` — :class:`~.backend.QemuBackend`, the ``[qemu]`` section and a cell's lifecycle (booting or
   restoring the VM, booting the next ones ahead, readiness), the one class the registry names;
 - :mod:`.devices` — the test disk's ``-device``/``-drive`` arguments as qemu-server writes them;
-- :mod:`.vm` — one QEMU process: its command line, start, QMP, threads, stop, and its test disk images;
+- :mod:`.vm` — one QEMU process: its command line, start, QMP, threads, stop;
+- :mod:`.testdisks` — the raw test-disk images, cached per size and claimed by one run at a time;
 - :mod:`.state` — the cache of saved booted states a configuration's VM is restored from;
 - :mod:`.pinning` — pinning QEMU's threads for the measurement window.
 

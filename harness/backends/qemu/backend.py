@@ -30,7 +30,8 @@ from .pinning import VCPU_OFF_SET_WHY, PinPlan, PlacementCollector, ThreadPinner
 from .savedstarts import SavedStarts
 from .settings import QEMU_SECTION
 from .state import StateCache, binary_identity
-from .vm import DiskClaim, QemuVm, VmSpec, claim_test_disks, qemu_version, socket_path_problem
+from .testdisks import DiskClaim, claim_test_disks
+from .vm import QemuVm, VmSpec, qemu_version, socket_path_problem
 
 __all__ = ["QemuBackend"]
 

@@ -58,7 +58,7 @@ from ...fleet.spec import refuse_problems
 from ...schema import Field, Section, parse_section
 from .storages import (STORAGE_KINDS, LocalStorage, local_storage, release_control_socket,
                        sweep_stale_control_sockets)
-from .vm import ensure_test_disk
+from .testdisks import ensure_test_disk
 
 log = logging.getLogger("stormatrix.fleet")
 

@@ -105,7 +105,7 @@ def test_a_test_disk_another_qemu_holds_is_passed_over(tmp_path: Path) -> None:
     import subprocess
     import time
 
-    from stormatrix.backends.qemu.vm import free_test_disks, image_in_use
+    from stormatrix.backends.qemu.testdisks import free_test_disks, image_in_use
 
     if not shutil.which("qemu-system-x86_64"):
         pytest.skip("qemu-system-x86_64 is not installed")
@@ -134,7 +134,7 @@ def test_a_test_disk_another_qemu_holds_is_passed_over(tmp_path: Path) -> None:
 def test_a_run_claims_its_test_disks_until_it_releases_them(tmp_path: Path) -> None:
     """Two runs at once: the second claims other images even while the first has no VM running (between two
     cells), and gets the first ones back once they are released."""
-    from stormatrix.backends.qemu.vm import claim_test_disks
+    from stormatrix.backends.qemu.testdisks import claim_test_disks
 
     first = claim_test_disks(tmp_path, 16, 2)
     assert [p.name for p in first.paths] == ["test-16m.raw", "test-16m.b.raw"]

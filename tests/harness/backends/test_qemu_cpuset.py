@@ -25,7 +25,7 @@ from qemumatrix import small_matrix
 
 from stormatrix.backends.base import format_cpuset
 from stormatrix.backends.qemu.backend import QemuBackend
-from stormatrix.backends.qemu.vm import ensure_test_disk
+from stormatrix.backends.qemu.testdisks import ensure_test_disk
 from stormatrix.backends.qemu.pinning import plan_placement
 from stormatrix.commands.run import execute
 from stormatrix.core.errors import MatrixError

@@ -19,7 +19,7 @@ from affinity import affinities, allowed, own_back, tasks
 from stormatrix.backends.base import ROLE_VCPU, format_cpuset
 from stormatrix.backends.qemu.backend import QemuBackend
 from stormatrix.backends.qemu.pinning import plan_pinning
-from stormatrix.backends.qemu.vm import ensure_test_disk
+from stormatrix.backends.qemu.testdisks import ensure_test_disk
 from stormatrix.commands.run import execute
 from stormatrix.core.errors import MatrixError
 from stormatrix.core.model import DiskConfig

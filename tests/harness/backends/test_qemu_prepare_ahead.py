@@ -14,7 +14,8 @@ import pytest
 from standins.processes import qemu_processes
 
 from stormatrix import guestimage
-from stormatrix.backends.qemu.vm import QemuVm, VmSpec, claim_test_disks
+from stormatrix.backends.qemu.testdisks import claim_test_disks
+from stormatrix.backends.qemu.vm import QemuVm, VmSpec
 from stormatrix.core.model import Cell, DiskConfig, Timing, Workload
 from stormatrix.core.scope import BlockStats, GuestEndpoint
 from stormatrix.executors.localagent import LocalAgentExecutor, parse_event
