@@ -14,6 +14,8 @@ so that it can never become a formula.
 
 from __future__ import annotations
 
+import math
+
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Sequence
@@ -198,9 +200,12 @@ def _answer_sheet(ws: Any, data: IngestResult, result: EfficiencyResult, score_c
     r += 2
     if score_chart is not None:
         chart = score_chart()
-        chart.width, chart.height = ANSWER_SPAN * CM_PER_UNIT, 7.5
+        # 0.75 cm a bar: a configuration's name wrapped on two lines still fits beside its bar, else LibreOffice
+        # leaves every other label out (seen with 10 bars on 7.5 cm)
+        bars = int((result.cells["norm_group"] == group).sum())
+        chart.width, chart.height = ANSWER_SPAN * CM_PER_UNIT, max(7.5, 2.0 + 0.75 * bars)
         ws.add_chart(chart, f"A{r}")
-        r += 17  # rows of the default height (0.45 cm) the chart covers, so that the print area holds it
+        r += math.ceil(chart.height / 0.45)  # rows of the default height the chart covers: the print area holds it
     ws.print_area = f"A1:F{r}"
 
 

@@ -165,3 +165,32 @@ def test_the_repeats_condition_says_what_each_extra_repeat_was_for(
     assert main(["report", str(run), "-o", str(out)]) == 0
     repeats = conditions(openpyxl.load_workbook(out)["Answer"])["Repeats"]
     assert said in repeats and repeats.count("extra repeats") == 1, repeats
+
+
+def test_the_answer_chart_is_tall_enough_to_label_every_bar(tmp_path: Path) -> None:
+    """0.75 cm a bar: with less LibreOffice leaves every other configuration's name out when names wrap (seen
+    with 10 bars on 7.5 cm); the chart's drawn height (its anchor's extent in the sheet's drawing) grows with
+    the bars."""
+    import re
+    import zipfile
+
+    from test_workbook_charts import AIO, CONTROLLERS, demo_run
+
+    out = tmp_path / "demo.xlsx"
+    assert main(["report", str(demo_run(tmp_path / "run", 2)), "-o", str(out)]) == 0
+    with zipfile.ZipFile(out) as z:
+        book = z.read("xl/workbook.xml").decode()
+        first = re.search(r'<(?:\w+:)?sheet [^>]*name="Answer"[^>]*r:id="(rId\d+)"', book)
+        assert first
+        rels = z.read("xl/_rels/workbook.xml.rels").decode()
+        target = re.search(rf'Id="{first.group(1)}"[^>]*Target="/?(?:xl/)?([^"]+)"', rels) or \
+            re.search(rf'Target="/?(?:xl/)?([^"]+)"[^>]*Id="{first.group(1)}"', rels)
+        assert target
+        sheet = target.group(1)
+        sheet_rels = z.read(f"xl/worksheets/_rels/{sheet.rsplit('/', 1)[1]}.rels").decode()
+        drawing = re.search(r'Target="(?:\.\./|/xl/)drawings/([^"]+)"', sheet_rels)
+        assert drawing
+        xml = z.read(f"xl/drawings/{drawing.group(1)}").decode()
+    height_cm = int(re.search(r'<(?:\w+:)?ext [^>]*cy="(\d+)"', xml).group(1)) / 360000  # EMU per cm
+    bars = len(CONTROLLERS) * len(AIO)
+    assert height_cm >= 0.75 * bars, (height_cm, bars)
