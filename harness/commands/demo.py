@@ -24,8 +24,8 @@ the emulated guest, beside the harness; the process's figures beside the set's),
 workbook. Resumable like `run`.
 
 The demo matrix: five controllers x aio=native and aio=threads, three repeats each (30 cells,
-2 s warm-up + 6 s window; `plan` says 4 min 44 s for an idle 2-core machine; 8 min 33 s with the
-workbook, 45 cells, measured while other jobs kept the load average at 11-27). Its Answer page decides,
+2 s warm-up + 6 s window; `plan` says 4 min 44 s for an idle 2-core machine; `make demo` from a
+fresh clone took 6 min 54 s there with the workbook, 47 cells). Its Answer page decides,
 per controller, whether aio=threads costs more than aio=native, on the I/O-path context switches per
 I/O (every QEMU thread but the vCPU, which under software emulation is the emulated guest; Welch's
 t-test, 95 %; docs/demo-noise.md). Three repeats are the fewest with which the test has some power.
