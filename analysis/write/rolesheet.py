@@ -89,7 +89,7 @@ def method_lines(frame: pd.DataFrame) -> list[str | tuple[str, str]]:
                            "system (/proc ticks). The roles add up to the process's per-thread totals; aio-worker "
                            "is about 0 with aio=native (no I/O goes through the thread pool; an idle worker left "
                            "from the VM's start may end in the window)."),
-        ("Whole-process noise", _noise_line(role_table(per_io)) + _handoff_line(per_io)),
+        ("Whole-process noise", _noise_line(role_table(per_io), _vcpu_off_set(frame)) + _handoff_line(per_io)),
     ]
     return lines
 
@@ -99,14 +99,26 @@ def _cv_range(table: pd.DataFrame, col: str) -> str:
     return f"{v.min():.0%}-{v.max():.0%}" if len(v) else "n/a (single repeats)"
 
 
-def _noise_line(table: pd.DataFrame) -> str:
+def _vcpu_off_set(frame: pd.DataFrame) -> bool:
+    """Whether the measured CPU set's windows ran the vCPUs beside the harness (software emulation), not on the set."""
+    if "vcpu_on_set" not in frame or "host_scope" not in frame:
+        return False
+    placed = frame.loc[frame["host_scope"] == "cpus", "vcpu_on_set"].dropna()
+    return bool(len(placed)) and not placed.astype(bool).any()
+
+
+def _noise_line(table: pd.DataFrame, vcpu_off_set: bool = False) -> str:
     """Why the whole-process figures can be noisier than the verdict figure, with this data set's CVs."""
+    carry = ("The whole-process figures carry the vCPU's spread; the CPU set's do not (the vCPUs ran beside the "
+             "harness, off the set) but carry the I/O path's spread and the other tasks that ran on the set."
+             if vcpu_off_set else
+             "The whole-process (and CPU-set) figures carry the vCPU's spread, and the CPU set's also other tasks "
+             "that ran on it.")
     return ("the vCPU thread (under software emulation: the emulated guest) carries most of the process's switches "
             "and CPU, and varies between repeats for reasons of the emulator, not the I/O path: in this data set "
             f"its switches per I/O vary by CV {_cv_range(table, 'vcpu_ctx_io')} and its CPU per I/O by "
             f"{_cv_range(table, 'vcpu_cpu_us_io')} over a configuration's repeats, the I/O path's switches per I/O "
-            f"by {_cv_range(table, 'path_ctx_io')} (sheet 'Roles'). The whole-process (and CPU-set) figures carry "
-            "the vCPU's spread, and the CPU set's also other tasks that ran on it.")
+            f"by {_cv_range(table, 'path_ctx_io')} (sheet 'Roles'). " + carry)
 
 
 HANDOFF_TOLERANCE = 0.10  # main-loop vs vCPU switches: closer than this in every aio=native window reads as hand-offs

@@ -157,6 +157,7 @@ def test_with_the_vcpus_beside_the_harness_the_share_outside_qemu_is_of_the_thre
     method = {r[0]: r[1] for r in wb["Method"].iter_rows(values_only=True) if r[0]}
     assert "its vCPU threads kept off it with the harness" in method["Collector scope"]
     assert "emulated guest" in method["Collector scope"]
+    assert "the CPU set's do not (the vCPUs ran beside the harness" in method["Whole-process noise"]
     head = [c.value for c in wb["Scopes"][1]]
     assert "vCPU threads ran" in head
     # the set-wide default (KVM, or a record from before the place was recorded) keeps the whole process
