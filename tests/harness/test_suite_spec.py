@@ -86,7 +86,7 @@ def test_suite_plan_output_refuses_what_suite_run_refuses(tmp_path: Path, capsys
 
     run_dir = tmp_path / "run"
     run_dir.mkdir()
-    (run_dir / "journal.ndjson").write_text(json.dumps({"schema": "stormatrix/record-1", "type": "run", "suite": "s",
+    (run_dir / "journal.ndjson").write_text(json.dumps({"schema": "stormatrix/record-1", "type": "run", "run_id": "r1", "suite": "s",
                                                         "side": "B", "guests": [{"name": "vm01"}]}) + "\n")
     matrix = suite_file(tmp_path, SUITE)
     code, plan_text = cli(["suite", "plan", str(matrix), "-o", str(run_dir)], capsys)
