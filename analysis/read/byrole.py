@@ -86,3 +86,11 @@ def split_of(rec: CellRecord | None) -> tuple[float | None, float | None, str | 
         cpu += agg["user_s"] + agg["system_s"]
         ctx += agg["ctx_voluntary"] + agg["ctx_involuntary"]
     return cpu, ctx, None
+
+
+def vcpu_places(frame: Any) -> set[bool]:
+    """Where the vCPU threads ran in the windows measured on a CPU set (the tidy column ``vcpu_on_set``): ``True``
+    on the set (KVM), ``False`` beside the harness (software emulation); empty where no row says."""
+    if "vcpu_on_set" not in frame or "host_scope" not in frame:
+        return set()
+    return {bool(v) for v in frame.loc[frame["host_scope"] == "cpus", "vcpu_on_set"].dropna()}

@@ -135,7 +135,7 @@ def _cpu_set_columns(rec: CellRecord) -> dict[str, Any]:
         cost = per_mib(rec.fio.total.io_bytes, proc.to_json())
         out.update({"proc_cpu_total": _float(proc.cpu_total), "proc_ctx_switches": _float(proc.ctx_switches),
                     "proc_cpu_per_mib": cost["cpu"], "proc_ctx_per_mib": cost["ctx"]})
-        out.update(_process_on_set(host, proc))
+        out.update(_process_on_set(rec, host, proc))
     leak = host.leak
     if leak is not None:
         for name, counts in (("irq", leak.io_interrupts), ("softirq", leak.io_softirqs)):
@@ -151,7 +151,7 @@ def _cpu_set_columns(rec: CellRecord) -> dict[str, Any]:
     return out
 
 
-def _process_on_set(host: Any, proc: Any) -> dict[str, Any]:
+def _process_on_set(rec: CellRecord, host: Any, proc: Any) -> dict[str, Any]:
     """``vcpu_on_set`` and the QEMU process's figures of its threads that ran on the set (``proc_set_cpu_total``,
     ``proc_set_ctx_switches``): the whole process's where its vCPUs ran there too (KVM, or a record from before
     the vCPUs' place was recorded); the process's minus its vCPU role's where they ran beside the harness
@@ -164,21 +164,12 @@ def _process_on_set(host: Any, proc: Any) -> dict[str, Any]:
     if on_set:
         out.update({"proc_set_cpu_total": _float(proc.cpu_total), "proc_set_ctx_switches": _float(proc.ctx_switches)})
         return out
-    vcpu = proc.by_role.get("vcpu") if isinstance(proc.by_role, dict) else None
-    vcpu = vcpu if isinstance(vcpu, dict) else {}
-
-    def num(v: Any) -> float | None:
-        return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
-
-    run = num(vcpu.get("runtime_s"))
-    if run is None and num(vcpu.get("user_s")) is not None and num(vcpu.get("system_s")) is not None:
-        run = float(vcpu["user_s"]) + float(vcpu["system_s"])
-    vol, invol = num(vcpu.get("ctx_voluntary")), num(vcpu.get("ctx_involuntary"))
+    vcpu = role_split(rec)  # the vCPU role's run time and switches, as the per-role columns read them
+    run, switches = vcpu["vcpu_cpu_s"], vcpu["vcpu_ctx"]
     total, ctx = _float(proc.cpu_total), _float(proc.ctx_switches)
     out["proc_set_cpu_total"] = max(total - run, 0.0) if proc.cpu_metric == "cpu_time" and total is not None \
         and run is not None else None
-    out["proc_set_ctx_switches"] = max(ctx - vol - invol, 0.0) if ctx is not None and vol is not None \
-        and invol is not None else None
+    out["proc_set_ctx_switches"] = max(ctx - switches, 0.0) if ctx is not None and switches is not None else None
     return out
 
 

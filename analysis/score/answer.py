@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from ...core.model import NOT_APPLICABLE, format_size
+from ..read.byrole import vcpu_places
 from .bootstrap import RESAMPLES
 from .efficiency import EfficiencyResult
 from .stats import INDICATIVE, LOWER, SIGNIFICANT, TIED, UNTESTED, Verdict
@@ -199,9 +200,8 @@ def cpu_figure(frame: pd.DataFrame) -> str:
     scopes = sorted({str(s) for s in frame["host_scope"].dropna()}) if "host_scope" in frame else []
     if scopes == ["cpus"]:  # [host] scope = "cpus" (issue 33): the figures are a CPU set's, system-wide
         sets = sorted({str(c) for c in frame["host_cpus"].dropna()}) if "host_cpus" in frame else []
-        off = "vcpu_on_set" in frame and not frame["vcpu_on_set"].dropna().astype(bool).all()
         placed = ("QEMU's I/O-path threads confined to it, its vCPU threads (the emulated guest) beside the harness"
-                  if off else "every QEMU thread confined to it, the guest's too")
+                  if False in vcpu_places(frame) else "every QEMU thread confined to it, the guest's too")
         return (f"{name or 'none'} of the host CPU set {', '.join(sets) or '(not recorded)'}, measured system-wide "
                 f"({placed}: QEMU's threads, the kernel's work and anything else that ran there); the QEMU "
                 "process's own figures are on the Scopes sheet")

@@ -13,6 +13,7 @@ from openpyxl.styles import Font
 from ..score.labels import config_label
 from ..score.roles import (VERDICT_FIGURE, VERDICT_WHY, AioVerdict, aio_verdicts, per_io_frame, role_table,
                            verdict_sentence)
+from ..read.byrole import vcpu_places
 from ..read.safe import safe_value
 from .sheets import WRAP, fit_height, header, print_setup
 
@@ -89,7 +90,7 @@ def method_lines(frame: pd.DataFrame) -> list[str | tuple[str, str]]:
                            "system (/proc ticks). The roles add up to the process's per-thread totals; aio-worker "
                            "is about 0 with aio=native (no I/O goes through the thread pool; an idle worker left "
                            "from the VM's start may end in the window)."),
-        ("Whole-process noise", _noise_line(role_table(per_io), _vcpu_off_set(frame)) + _handoff_line(per_io)),
+        ("Whole-process noise", _noise_line(role_table(per_io), vcpu_places(frame) == {False}) + _handoff_line(per_io)),
     ]
     return lines
 
@@ -97,14 +98,6 @@ def method_lines(frame: pd.DataFrame) -> list[str | tuple[str, str]]:
 def _cv_range(table: pd.DataFrame, col: str) -> str:
     v = table[f"{col}_cv"].dropna() if f"{col}_cv" in table else pd.Series(dtype=float)
     return f"{v.min():.0%}-{v.max():.0%}" if len(v) else "n/a (single repeats)"
-
-
-def _vcpu_off_set(frame: pd.DataFrame) -> bool:
-    """Whether the measured CPU set's windows ran the vCPUs beside the harness (software emulation), not on the set."""
-    if "vcpu_on_set" not in frame or "host_scope" not in frame:
-        return False
-    placed = frame.loc[frame["host_scope"] == "cpus", "vcpu_on_set"].dropna()
-    return bool(len(placed)) and not placed.astype(bool).any()
 
 
 def _noise_line(table: pd.DataFrame, vcpu_off_set: bool = False) -> str:

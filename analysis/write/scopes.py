@@ -17,6 +17,7 @@ from typing import Any
 import pandas as pd
 from openpyxl import Workbook
 
+from ..read.byrole import vcpu_places
 from ..score.efficiency import CELL_KEYS, EfficiencyResult, score_cells
 from ..score.labels import config_label
 from .sheets import Column, write_table
@@ -54,9 +55,7 @@ def scope_text(frame: pd.DataFrame) -> str:
     if CPUS in scopes:
         sets = sorted({str(c) for c in frame.loc[frame["host_scope"] == CPUS, "host_cpus"].dropna()}) \
             if "host_cpus" in frame else []
-        on = frame.loc[frame["host_scope"] == CPUS, "vcpu_on_set"].dropna() if "vcpu_on_set" in frame else None
-        off = on is not None and not on.astype(bool).all()
-        if off:
+        if False in vcpu_places(frame):
             parts.append(f"cpus: the host CPU set {', '.join(sets) or '(not recorded)'} measured system-wide (technote "
                          "004's scope, on software emulation): QEMU's I/O path (main loop, iothreads, aio workers) "
                          "confined to it, and its vCPU threads kept off it with the harness for the window, because "
@@ -123,9 +122,9 @@ def _share(part: float, whole: float) -> float | None:
 
 def _vcpu_place(grp: pd.DataFrame) -> str | None:
     """Where a configuration's vCPU threads ran in its windows: on the set, or beside the harness (accel = tcg)."""
-    if "vcpu_on_set" not in grp or grp["vcpu_on_set"].isna().all():
+    kinds = vcpu_places(grp)
+    if not kinds:
         return None
-    kinds = {bool(v) for v in grp["vcpu_on_set"].dropna()}
     if kinds == {True}:
         return "on the set"
     return "beside the harness" if kinds == {False} else "mixed"
