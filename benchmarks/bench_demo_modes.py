@@ -18,7 +18,13 @@ restore, iothread) plus a *placement*:
 With ``--syscalls`` each QEMU's threads' futex, ppoll and aio syscalls are counted per sample interval
 (``perf stat --per-thread -I`` on the syscall tracepoints, as root; software events, no hardware counters),
 and each cell's window gets the main loop's and the vCPUs' counts per I/O beside their voluntary switches:
-whether a mode is lock waits (futex) or waits for work (ppoll).
+whether a mode is lock waits (futex) or waits for work (ppoll), and how many of its ppoll calls ended on their
+timeout (``ppoll_timeout``: a QEMU timer due, e.g. an emulated guest timer) rather than on an event.
+
+Every condition boots its guests with ``smx.stats=1``: the guest's marker (``harness/guest/smx-mark``) writes
+its own ``/proc/stat``, ``/proc/interrupts`` and every process's CPU to its console before and after the
+window; the sampler keeps them (``NN-cond.consoles.json``): what the guest did in the window (fio's user and
+system time, its idle, the local-timer interrupts).
 
 The conditions run in ABBA blocks (A B B A ...), each block one short ``stormatrix run`` of a small matrix
 (two controllers x native/threads x ``--repeats``), so that a change of the machine's load falls on every
@@ -58,6 +64,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -114,6 +121,7 @@ def host_tsc_khz() -> int:
 _TSC = f"clocksource=tsc tsc=reliable tsc_early_khz={host_tsc_khz()}"
 CONDITIONS["tsc"] = ({"guest_args": _TSC}, "split", {})
 CONDITIONS["tsc-one"] = ({"guest_args": _TSC}, "one", {})
+CONDITIONS["iopath-tsc"] = ({"guest_args": _TSC}, "iopath", {})
 
 ROLES = ("vcpu", "main-loop", "iothread", "aio-worker", "other")
 
@@ -134,6 +142,8 @@ def matrix(cond: str, controllers: list[str], repeats: int, measure_s: int, ramp
     external = placement == "one"  # the backend's own scope "cpus" is the iopath placement now (under TCG)
     pin = {"pin_threads": "1/0"} if placement == "split" else {"pin_threads": "off"} if external else {}
     qemu = {"vcpus": 1, "memory_mib": 512, "disk_size_mib": 256, **pin, **qemu}
+    # the guest's own CPU accounting around each window, to its console (harness/guest/smx-mark)
+    qemu["guest_args"] = (qemu.get("guest_args", "") + " smx.stats=1").strip()
     iothread = over.get("iothread", False)
     lines = ["[run]", f'name = "modes-{cond}"', 'backend = "qemu"', f"repeats = {repeats}",
              f"ramp_seconds = {ramp_s}", f"measure_seconds = {measure_s}", 'on_error = "skip"', "retries = 1",
@@ -178,6 +188,7 @@ class Sampler(threading.Thread):
         self.samples: list[tuple[float, int, dict[int, tuple[str, int, int, int]]]] = []
         self.stop_event = threading.Event()
         self.pinned: set[int] = set()
+        self.consoles: dict[str, tuple[str, str]] = {}
         self.syscalls = syscalls  # a folder: one `perf stat --per-thread -I` per QEMU, its output there
         self.perfs: dict[int, tuple[subprocess.Popen[bytes], float, Path]] = {}  # pid -> (perf, start, file)
 
@@ -189,9 +200,20 @@ class Sampler(threading.Thread):
         out = self.syscalls / f"perf-{pid}.csv"
         events = ",".join(f"syscalls:sys_enter_{n}" for n in SYSCALLS)
         cmd = ["taskset", "-c", "0", "perf", "stat", "--per-thread", "-x,", "-I", str(int(self.period * 1000)),
-               "-e", events, "-p", str(pid), "-o", str(out)]
+               "-e", events, "-e", "syscalls:sys_exit_ppoll", "--filter", "ret == 0",  # ppoll's timeouts
+               "-p", str(pid), "-o", str(out)]
         self.perfs[pid] = (subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL),
                            time.time(), out)
+
+    def grab_consoles(self) -> None:
+        """Keep each guest console's ``@@STAT`` blocks (a VM's console file starts afresh with every start)."""
+        for f in Path(self.marker, "vm").glob("*.console.log"):
+            try:
+                text = f.read_text(errors="replace")
+            except OSError:
+                continue
+            for m in re.finditer(r"@@STAT (\w+) begin\n(.*?)@@STAT \1 end", text, re.S):
+                self.consoles.setdefault(f"{f.name}:{hash(m.group(2))}", (f.name, m.group(1), m.group(2)))
 
     def stop_perfs(self) -> None:
         for proc, _, _ in self.perfs.values():
@@ -239,6 +261,7 @@ class Sampler(threading.Thread):
                         except OSError:
                             pass
                 self.samples.append((t, pid, rows))
+            self.grab_consoles()
             self.stop_event.wait(max(0.0, self.period - (time.time() - t)))
 
 
@@ -317,7 +340,8 @@ def perf_series(path: Path) -> list[tuple[float, int, str, str, float]]:
             count = float(f[2]) if f[2] not in ("<not counted>", "<not supported>") else 0.0
         except ValueError:
             continue
-        out.append((t, int(tid), comm, f[4].removeprefix("syscalls:sys_enter_"), count))
+        name = "ppoll_timeout" if f[4] == "syscalls:sys_exit_ppoll" else f[4].removeprefix("syscalls:sys_enter_")
+        out.append((t, int(tid), comm, name, count))
     return out
 
 
@@ -425,6 +449,8 @@ def main(argv: list[str] | None = None) -> int:
         with open(out / f"{i:02d}-{cond}.samples.ndjson", "w") as fh:  # the raw series, for a closer look
             for t, pid, rows in sampler.samples:
                 fh.write(json.dumps({"t": t, "pid": pid, "threads": {str(k): v for k, v in rows.items()}}) + "\n")
+        with open(out / f"{i:02d}-{cond}.consoles.json", "w") as fh:
+            json.dump(list(sampler.consoles.values()), fh)
         print(f"[{i}] {cond}: rc {proc.returncode}, {time.monotonic() - t0:.0f} s, load {load:.1f}", flush=True)
         if proc.returncode not in (0, 1):
             print(proc.stderr[-2000:], file=sys.stderr)
@@ -438,7 +464,7 @@ def main(argv: list[str] | None = None) -> int:
                 disk = (rec.get("cell") or {}).get("disk") or {}
                 r = {**per_io(rec), **window_syscalls(sampler, rec)}
                 print(f"    {disk.get('controller')}/{disk.get('aio')}: " + "  ".join(
-                    f"{k} {r[k]:.2f}" for k in ("main-loop.vol", "main-loop.futex", "main-loop.ppoll", "vcpu.vol",
+                    f"{k} {r[k]:.2f}" for k in ("main-loop.vol", "main-loop.futex", "main-loop.ppoll", "main-loop.ppoll_timeout", "vcpu.vol",
                                                 "vcpu.futex", "path.ctx") if k in r), flush=True)
         for m in window_modes(sampler, recs):
             f = m["fracs"]
@@ -447,7 +473,8 @@ def main(argv: list[str] | None = None) -> int:
     figures = ["vcpu.ctx", "vcpu.cpu", "main-loop.ctx", "main-loop.cpu", "iothread.ctx", "aio-worker.ctx",
                "aio-worker.cpu", "path.ctx", "path.cpu", "proc.ctx", "proc.cpu"]
     if args.syscalls:
-        figures += ["main-loop.vol", "main-loop.futex", "main-loop.ppoll", "vcpu.vol", "vcpu.futex"]
+        figures += ["main-loop.vol", "main-loop.futex", "main-loop.ppoll", "main-loop.ppoll_timeout", "vcpu.vol",
+                    "vcpu.futex"]
     print(f"\nuptime: {subprocess.run(['uptime'], capture_output=True, text=True).stdout.strip()}")
     print(f"{'condition':<16}{'config':<20}{'n':>3} " + " ".join(f"{f:>15}" for f in figures))
     table: dict[str, Any] = {}
