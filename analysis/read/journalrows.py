@@ -86,6 +86,7 @@ def cell_row(rec: CellRecord, where: str) -> dict[str, Any]:
         "p99_basis": _p99_basis(rec, read, write, total),
         "guest_usr_cpu": _float(rec.fio.usr_cpu),
         "guest_sys_cpu": _float(rec.fio.sys_cpu),
+        "guest_fio_timerslack_ns": _slack_ns(rec.guest),
         "rate_target_mib_s": _float(rate.target_mib_s),
         "rate_achieved_mib_s": _float(rate.achieved_mib_s),
         "rate_missed": rate.missed,
@@ -175,6 +176,18 @@ def _process_on_set(rec: CellRecord, host: Any, proc: Any) -> dict[str, Any]:
 
 def _float(value: float | None) -> float | None:
     return float(value) if value is not None else None
+
+
+def _slack_ns(guest: Any) -> float | None:
+    """The local guest's fio's timer slack, as its READY line gave it (a string of ns; absent before it was
+    reported, empty where no fio waited)."""
+    value = guest.get("fio_timerslack_ns") if isinstance(guest, dict) else None
+    if value is None or value == "":
+        return None
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
 
 
 def _us(ns: float | None) -> float | None:

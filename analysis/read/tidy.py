@@ -67,6 +67,7 @@ COLUMNS: dict[str, str] = {
     "lat_p99_us_note": "string",  # an older journal record's lat_p99_us: lat p99 where fio reported it, else clat p99
     "guest_usr_cpu": "float64",  # % as the guest's engine reported it (not the host measurement)
     "guest_sys_cpu": "float64",
+    "guest_fio_timerslack_ns": "float64",  # the local guest's fio's timer slack (it spins out rate gaps below it)
     "cpu_metric": "string",      # cycles | cpu_time: what cpu_total really holds
     "cpu_unit": "string",        # cycles | s
     "cpu_total": "float64",

@@ -19,10 +19,10 @@ aio workers, other helpers) per I/O. Why this one:
   submits with io_submit (from the vCPU thread for an emulated AHCI/IDE/SCSI controller, from the main loop
   for virtio's ioeventfd kick) and the main loop reaps the completions;
 - with those threads alone on the measured CPU and the vCPU beside the harness (the qemu backend's scope
-  "cpus" under TCG), their switches per I/O repeat within a few per cent on a quiet host, while the vCPU's
-  and the whole process's do not (docs/demo-noise.md); the main loop's voluntary switches follow its ppoll
-  calls, its waits for work (correlation 0.94 over 12 windows, 0.75-1.05 switches per call), so what varies
-  them is how many completions one wake-up reaps — and what else runs on its CPU shows there first.
+  "cpus" under TCG), and the local guest's fio spinning out its rate gaps (a sleeping fio arms a guest timer
+  per I/O, which under TCG is a QEMU timer the main loop runs: 2.5 more main-loop switches per I/O in the
+  windows where it slept), their switches per I/O repeat to 0-1 % on a quiet host (docs/demo-noise.md); what
+  else runs on their CPU shows there first.
 
 The CPU per I/O of the same threads is reported beside it (how much, with its spread), not decided on.
 

@@ -90,9 +90,29 @@ def method_lines(frame: pd.DataFrame) -> list[str | tuple[str, str]]:
                            "system (/proc ticks). The roles add up to the process's per-thread totals; aio-worker "
                            "is about 0 with aio=native (no I/O goes through the thread pool; an idle worker left "
                            "from the VM's start may end in the window)."),
-        ("Whole-process noise", _noise_line(role_table(per_io), vcpu_places(frame) == {False}) + _handoff_line(per_io)),
+        ("Whole-process noise", _noise_line(role_table(per_io), vcpu_places(frame) == {False}, per_io, frame)
+         + _handoff_line(per_io)),
     ]
+    pacing = _pacing_line(frame)
+    if pacing:
+        lines.append(("Guest pacing", pacing))
     return lines
+
+
+def _pacing_line(frame: pd.DataFrame) -> str:
+    """How the local guest's fio paced its rate, where the records say (``guest.fio_timerslack_ns``)."""
+    col = frame["guest_fio_timerslack_ns"] if "guest_fio_timerslack_ns" in frame else pd.Series(dtype=float)
+    slack = col.dropna()
+    if slack.empty:
+        return ""
+    lo, hi = slack.min() / 1e6, slack.max() / 1e6
+    span = f"{lo:g} ms" if lo == hi else f"{lo:g}-{hi:g} ms"
+    return (f"the guest's fio ran with a {span} timer slack in {len(slack)} of {len(frame)} measurements (their "
+            "records, guest.fio_timerslack_ns): fio waits out a rate gap shorter than the nanosleep granularity it "
+            "measured at its start by spinning, and the slack makes that granularity at least the slack, so every "
+            "gap below it is spun in every window. A sleeping fio would arm a guest timer per I/O, which under "
+            "software emulation is a QEMU timer the main loop runs, counted in the I/O path's figures, and only in "
+            "the windows where fio happened to sleep; on KVM the guest's timers are the kernel's.")
 
 
 def _cv_range(table: pd.DataFrame, col: str) -> str:
@@ -100,19 +120,38 @@ def _cv_range(table: pd.DataFrame, col: str) -> str:
     return f"{v.min():.0%}-{v.max():.0%}" if len(v) else "n/a (single repeats)"
 
 
-def _noise_line(table: pd.DataFrame, vcpu_off_set: bool = False) -> str:
-    """Why the whole-process figures can be noisier than the verdict figure, with this data set's CVs."""
+def _noise_line(table: pd.DataFrame, vcpu_off_set: bool = False, per_io: pd.DataFrame | None = None,
+                frame: pd.DataFrame | None = None) -> str:
+    """Why the whole-process figures can be noisier than the verdict figure, with this data set's numbers: the
+    vCPU's share of the process's switches and CPU, the spreads, and the other tasks' CPU on the set."""
     carry = ("The whole-process figures carry the vCPU's spread; the CPU set's do not (the vCPUs ran beside the "
              "harness, off the set) but carry the I/O path's spread and the other tasks that ran on the set."
              if vcpu_off_set else
              "The whole-process (and CPU-set) figures carry the vCPU's spread, and the CPU set's also other tasks "
              "that ran on it.")
-    return ("the vCPU thread (under software emulation: the emulated guest) carries most of the process's switches "
-            "and CPU, and varies between repeats for reasons of the emulator, not the I/O path: in this data set "
-            f"its switches per I/O vary by CV {_cv_range(table, 'vcpu_ctx_io')} and its CPU per I/O by "
+    share = ""
+    if per_io is not None and not per_io.empty and {"vcpu_ctx_io", "roles_ctx_io"} <= set(per_io.columns):
+        ctx = per_io["vcpu_ctx_io"].sum() / per_io["roles_ctx_io"].sum() if per_io["roles_ctx_io"].sum() else None
+        cpu = (per_io["vcpu_cpu_us_io"].sum() / per_io["roles_cpu_us_io"].sum()
+               if per_io["roles_cpu_us_io"].sum() else None)
+        if ctx is not None and cpu is not None:
+            share = f"it holds {cpu:.0%} of the QEMU threads' CPU and {ctx:.0%} of their switches in this data set; "
+    others = ""
+    if frame is not None and "on_set_cpu_s" in frame and frame["on_set_cpu_s"].notna().any():
+        busy = frame["on_set_cpu_s"].dropna()
+        loud = busy[busy > OTHERS_LOUD_S]
+        if len(loud):
+            others = (f" Other tasks ran on the set for more than {OTHERS_LOUD_S:g} CPU-s in {len(loud)} of "
+                      f"{len(busy)} windows (up to {busy.max():.1f} s: column on_set_cpu_s, sheet 'Measurements'): "
+                      "those windows' CPU-set figures hold their work.")
+    return ("the vCPU thread (under software emulation: the emulated guest) runs the guest, not the I/O path: "
+            + share + f"its switches per I/O vary by CV {_cv_range(table, 'vcpu_ctx_io')} and its CPU per I/O by "
             f"{_cv_range(table, 'vcpu_cpu_us_io')} over a configuration's repeats, the I/O path's switches per I/O "
-            f"by {_cv_range(table, 'path_ctx_io')} (sheet 'Roles'). " + carry)
+            f"by {_cv_range(table, 'path_ctx_io')} (sheet 'Roles'). " + carry + others)
 
+
+#: other tasks' CPU on the measured set in one window above which the Method sheet names them as a cause
+OTHERS_LOUD_S = 0.5
 
 HANDOFF_TOLERANCE = 0.10  # main-loop vs vCPU switches: closer than this in every aio=native window reads as hand-offs
 

@@ -195,3 +195,38 @@ def test_the_method_names_the_hand_offs_only_where_every_native_window_shows_the
     rows[1]["main_loop_ctx_io"] = 5.0  # one native window where the main loop did not follow the vCPU
     assert _handoff_line(pd.DataFrame(rows)) == ""
     assert _handoff_line(pd.DataFrame(rows[:1])) == ""  # one window shows no relation
+
+
+def test_the_method_says_how_the_guest_paced_only_where_the_records_give_its_fio_timer_slack(tmp_path: Path) -> None:
+    """guest.fio_timerslack_ns of the cell records (the local guest's READY line) reaches the tidy frame and the
+    Method sheet's "Guest pacing" line, with how many measurements had it; records without it give no line."""
+    from stormatrix.analysis.write.rolesheet import method_lines
+
+    recs = [_record(c, a, r, 2000 + r, 3000 + 7 * r) for c in ("sata",) for a in ("native", "threads")
+            for r in (1, 2, 3)]
+    for rec in recs[:5]:
+        rec["guest"] = {"kernel": "6.1.0", "fio_timerslack_ns": "20000000"}
+    recs[5]["guest"] = {"kernel": "6.1.0", "fio_timerslack_ns": ""}  # no fio was waiting: nothing reported
+    frame = _frame(tmp_path, recs)
+    assert frame["guest_fio_timerslack_ns"].dropna().tolist() == [20_000_000.0] * 5
+    pacing = dict(x for x in method_lines(frame) if isinstance(x, tuple))["Guest pacing"]
+    assert "20 ms timer slack in 5 of 6 measurements" in pacing
+    for rec in recs:
+        rec.pop("guest")
+    (tmp_path / "run").rename(tmp_path / "before")
+    assert "Guest pacing" not in dict(x for x in method_lines(_frame(tmp_path, recs)) if isinstance(x, tuple))
+
+
+def test_the_noise_line_gives_the_vcpus_share_and_names_other_tasks_on_the_set_only_when_they_were_there() -> None:
+    import pandas as pd
+
+    from stormatrix.analysis.write.rolesheet import OTHERS_LOUD_S, _noise_line
+
+    per_io = pd.DataFrame({"vcpu_ctx_io": [1.0, 1.0], "roles_ctx_io": [4.0, 4.0],
+                           "vcpu_cpu_us_io": [900.0, 900.0], "roles_cpu_us_io": [1000.0, 1000.0]})
+    table = pd.DataFrame()
+    quiet = _noise_line(table, True, per_io, pd.DataFrame({"on_set_cpu_s": [0.0, OTHERS_LOUD_S / 2]}))
+    assert "it holds 90% of the QEMU threads' CPU and 25% of their switches" in quiet
+    assert "Other tasks" not in quiet
+    loud = _noise_line(table, True, per_io, pd.DataFrame({"on_set_cpu_s": [0.1, 2.0, 0.2]}))
+    assert "in 1 of 3 windows (up to 2.0 s" in loud
