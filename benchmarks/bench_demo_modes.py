@@ -39,24 +39,23 @@ vCPU (the I/O path). Per condition and configuration it prints the mean and CV o
 
     .venv/bin/python benchmarks/bench_demo_modes.py --conditions base,idlepoll --blocks 2 --repeats 2
 
-Measured (the 2-CPU development machine, shared: the first ABBA block, load average 2.5-4.7; per I/O,
-mean (CV) over 2 repeats; all conditions and later blocks at load 7-19 are in docs/demo-noise.md):
+Measured (2026-12-03, the idle 2-CPU development machine, load average 0.8-1.7; ``--conditions iopath --once
+--repeats 3 --syscalls``; I/O-path switches per I/O, each window; the rest is in docs/demo-noise.md):
 
-  cond  config               I/O path    main loop  aio workers  vCPU sw     process sw
-  one   sata native          4.25 (5 %)   4.25 (5 %)           0  5.90 (42 %) 10.15 (27 %)
-  one   sata threads         5.50 (1 %)   2.97 (0 %)  2.52 (2 %)   3.67 (1 %)   9.16 (1 %)
-  one   virtio-blk native   5.90 (46 %)  5.90 (46 %)           0  5.70 (44 %) 11.58 (45 %)
-  one   virtio-blk threads   6.80 (1 %)   4.65 (1 %)  2.15 (1 %)   4.27 (2 %)  11.06 (2 %)
-  split virtio-blk native    3.12 (5 %)   3.12 (5 %)           0   2.19 (1 %)   5.30 (4 %)
-  split virtio-blk threads  6.15 (16 %)  4.03 (25 %)  2.13 (1 %)  2.56 (23 %)  8.70 (18 %)
-  split sata native         3.79 (28 %)  3.79 (28 %)           0  2.00 (30 %)  5.79 (29 %)
-  split sata threads         5.37 (9 %)  3.32 (16 %)  2.04 (2 %)  2.07 (10 %)  7.44 (10 %)
+  guest's fio               config               windows              guest fio CPU   main loop ppoll timeouts/IO
+  sleeps or spins (before)  sata native          4.43 mean, 29 % CV   202-487 ticks   0.55-1.32
+                            virtio-blk native    3.17, 3.20, 5.50     by window       0.55-1.33
+                            virtio-blk threads   5.41, 3.23, 5.46
+  spins (20 ms slack)       sata native          2.59, 2.60, 2.59     437-509 ticks   0.40-0.48
+                            sata threads         4.04, 4.04, 4.05
+                            virtio-blk native    2.88, 2.90, 2.85
+                            virtio-blk threads   5.09, 5.09, 5.15
 
-aio workers: 2.0-2.5 switches per I/O, CV 1-6 %, in every condition. With every QEMU thread on one CPU
-(``one``, the scope "cpus") aio=threads' I/O path repeats within 1-2 %; aio=native's main loop keeps a
-mode (virtio-blk native: 7.7 or ~4 switches per I/O). idle=poll, thread=single, clocksource=tsc,
-nohz=off and boot-/prepare-ahead off did not remove it (docs/demo-noise.md, at load 7-40).
-The machine's load moved every figure more than any setting did.
+The main loop's two levels were the guest's fio: it waits out a rate gap shorter than the nanosleep
+granularity it measured at its start by spinning, and a longer one by sleeping; a sleeping fio arms a guest
+timer per I/O, which under TCG the main loop runs. The guest's init now gives fio a 20 ms timer slack, so it
+spins every gap; before that, idle=poll, thread=single, clocksource=tsc, nohz=off and boot-/prepare-ahead off
+did not remove the levels (docs/demo-noise.md, at load 7-40).
 """
 
 from __future__ import annotations
