@@ -49,8 +49,10 @@ LAYERS: list[tuple[int, str, tuple[str, ...]]] = [
                   "stormatrix.guestdrivers", "stormatrix.secrets", "stormatrix.ssh", "stormatrix.qmp",
                   "stormatrix.journal", "stormatrix.progress", "stormatrix.guestimage", "stormatrix.repeats",
                   "stormatrix.console", "stormatrix.runorder", "stormatrix.safety")),
-    # the worker fleet's parts that know no backend: its journal, what every [fleet] shares
-    (3, "fleet", ("stormatrix.fleet", "stormatrix.fleet.journal", "stormatrix.fleet.spec")),
+    # the worker fleet's parts that know no backend: its journal and the one replay of its typed records, what every
+    # [fleet] shares
+    (3, "fleet", ("stormatrix.fleet", "stormatrix.fleet.journal", "stormatrix.fleet.records",
+                  "stormatrix.fleet.spec")),
     # the contracts a backend and an executor fulfil, the collectors and the records they feed
     (4, "contracts", ("stormatrix.backends", "stormatrix.backends.base", "stormatrix.executors",
                       "stormatrix.executors.base", "stormatrix.collect", "stormatrix.records")),
