@@ -9,6 +9,7 @@ The seeds' comparisons (``000_*``, ``003_*``) run the same grid on many worker V
 - :mod:`.records`: its records, typed (each platform declares its kinds in its backend's ``fleetstate.py``), and
   :func:`~.records.replay`, the one loop every platform's fleet state is built by;
 - :mod:`.spec`: what every platform's ``[fleet]`` shares (worker limits, name prefix, a plan's refusals);
+- :mod:`.interface`: the :class:`~.interface.Fleet` and fleet-suite protocols the registry hands out, typed;
 - :mod:`.suiterun`: :class:`~.suiterun.FleetSuite`, the stages every platform's fleet suite shares.
 
 Only what knows no platform is here: each platform's fleet (its ``[fleet]`` keys, its deploy and removal, its
