@@ -40,6 +40,7 @@ from .tomlfile import load_toml
 if TYPE_CHECKING:
     from .backends.base import Backend
     from .executors.base import GuestExecutor
+    from .fleet.interface import Fleet, FleetSuiteClass, FleetSuiteRun
     from .suiteguests import SuiteGuests
 
 
@@ -128,21 +129,23 @@ def suite_guests(suite: _suite.Suite) -> SuiteGuests:
     return suite_guests_class(suite).from_suite(suite)
 
 
-def _fleet_class(path: str, backend: str) -> Any:
+def _fleet_class(path: str, backend: str) -> FleetSuiteClass:
     check_fleet_backend(path, backend, FLEET_SUITES)
-    return _load(FLEET_SUITES, "fleet", backend)
+    cls: FleetSuiteClass = _load(FLEET_SUITES, "fleet", backend)
+    return cls
 
 
-def fleet_suite(suite: _suite.Suite) -> Any:
+def fleet_suite(suite: _suite.Suite) -> FleetSuiteRun:
     """The :class:`~stormatrix.fleet.suiterun.FleetSuite` of a suite file with a ``[fleet]`` (validated by
-    :func:`load_suite`: its backend is known). Typed Any: the run loop's layer is above this one."""
+    :func:`load_suite`: its backend is known), typed by :mod:`stormatrix.fleet.interface` (the run loop's layer,
+    where the class is, is above this one)."""
     if suite.fleet is None:
         raise MatrixError(suite.path, "[fleet]", "is missing: the suite's guests run already",
                           "describe the workers to deploy in [fleet], or run the suite on its guests")
     return _fleet_class(suite.path, suite.fleet)(suite)
 
 
-def open_fleet(raw: dict[str, Any], path: str, run_dir: str | Path, fio: str | None) -> Any:
+def open_fleet(raw: dict[str, Any], path: str, run_dir: str | Path, fio: str | None) -> Fleet:
     """The fleet a file's ``[fleet]`` describes on its platform, not deployed (``stormatrix fleet``:
     :meth:`~stormatrix.fleet.suiterun.FleetSuite.open_fleet`)."""
     return _fleet_class(path, fleet_backend(raw, path, FLEET_SUITES, DEFAULT_FLEET)).open_fleet(raw, path, run_dir, fio)
@@ -187,8 +190,9 @@ def suite_from_dict(raw: dict[str, Any], path: str = "<suite>") -> _suite.Suite:
                                    fleets=tuple(FLEET_SUITES), default_fleet=DEFAULT_FLEET)
     check_platform(path, suite.fleet or ("proxmox" if suite.vms else ""), raw,
                    "[fleet] backend" if suite.fleet else "[suite] vms")
-    checked: _suite.Suite = (_fleet_class(path, suite.fleet) if suite.fleet is not None
-                             else suite_guests_class(suite)).check(suite)
+    if suite.fleet is not None:
+        return _fleet_class(path, suite.fleet).check(suite)
+    checked: _suite.Suite = suite_guests_class(suite).check(suite)
     return checked
 
 

@@ -49,8 +49,10 @@ LAYERS: list[tuple[int, str, tuple[str, ...]]] = [
                   "stormatrix.guestdrivers", "stormatrix.secrets", "stormatrix.ssh", "stormatrix.qmp",
                   "stormatrix.journal", "stormatrix.progress", "stormatrix.guestimage", "stormatrix.repeats",
                   "stormatrix.console", "stormatrix.runorder", "stormatrix.safety")),
-    # the worker fleet's parts that know no backend: its journal, what every [fleet] shares
-    (3, "fleet", ("stormatrix.fleet", "stormatrix.fleet.journal", "stormatrix.fleet.spec")),
+    # the worker fleet's parts that know no backend: its journal and the one replay of its typed records, what every
+    # [fleet] shares
+    (3, "fleet", ("stormatrix.fleet", "stormatrix.fleet.journal", "stormatrix.fleet.records",
+                  "stormatrix.fleet.spec")),
     # the contracts a backend and an executor fulfil, the collectors and the records they feed
     (4, "contracts", ("stormatrix.backends", "stormatrix.backends.base", "stormatrix.executors",
                       "stormatrix.executors.base", "stormatrix.collect", "stormatrix.records")),
@@ -58,10 +60,11 @@ LAYERS: list[tuple[int, str, tuple[str, ...]]] = [
     (5, "executors", ("stormatrix.executors.*",)),
     # a suite of guests (the [suite] section, the side's guests as a platform gives them: by address, a VM list,
     # the qemu backend's local guests (they read the local agent's READY and probe fio servers, so they sit here,
-    # above the executors), and the [fleet] that deploys them); a backend's package spans this layer and the run
-    # loop's by module: its fleet and suite guests are listed here by name
+    # above the executors), and the [fleet] that deploys them, typed as the registry hands it out: fleet.interface);
+    # a backend's package spans this layer and the run loop's by module: its fleet and suite guests are listed here
+    # by name
     (6, "suite", ("stormatrix.suite", "stormatrix.suiteguests", "stormatrix.backends.qemu.guests",
-                  "stormatrix.fleet.template", "stormatrix.backends.proxmox.vms",
+                  "stormatrix.fleet.template", "stormatrix.fleet.interface", "stormatrix.backends.proxmox.vms",
                   "stormatrix.backends.proxmox.vmcollector",
                   "stormatrix.backends.proxmox.fleetspec", "stormatrix.backends.proxmox.fleetplan",
                   "stormatrix.backends.proxmox.fleet",

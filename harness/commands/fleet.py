@@ -9,6 +9,7 @@ from typing import Any
 
 from ..core.errors import InputError
 from ..executors.fioserver.inputs import DEFAULT_PORT
+from ..fleet.interface import Fleet
 from ..fleet.template import fio_package_version, user_data
 from ..registry import open_fleet
 from ..suiterun import fio_version
@@ -69,7 +70,7 @@ def register(subparsers: Any) -> None:
     t.set_defaults(func=cmd_template)
 
 
-def _fleet(args: argparse.Namespace) -> Any:
+def _fleet(args: argparse.Namespace) -> Fleet:
     """The file's fleet on the platform its ``[fleet] backend`` names (the registry's), not deployed."""
     fio = fio_version(args.fio) if getattr(args, "fio", None) else None
     return open_fleet(load_toml(Path(args.file)), args.file, args.output or ".", fio)
@@ -84,7 +85,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
         return _plan(args, fleet)
 
 
-def _plan(args: argparse.Namespace, fleet: Any) -> int:
+def _plan(args: argparse.Namespace, fleet: Fleet) -> int:
     plan = fleet.plan()
     for line in plan.describe():
         print(line)

@@ -6,16 +6,9 @@ The journal, not names or tags, is what a run owns: ``fleet destroy`` removes ex
 here and is not yet gone, and checks each VM's ownership marker (its description names the fleet's id)
 before touching it, so a VMID that another tool took after a failed clone is left alone.
 
-Records (``type``):
-
-- ``fleet``: once, when the fleet is first deployed: ``fleet_id``, ``backend``, ``node``, ``template``,
-  ``workers``, ``vmids``, ``marker`` (the description every worker carries);
-- ``vm``: ``vmid``, ``name``, ``node`` — written *before* the clone call (the VM may or may not exist);
-- ``vm-ready``: ``vmid`` — cloned, tagged and configured;
-- ``volume``: ``storage``, ``vmid``, ``filename`` — written *before* the allocation call;
-- ``volume-made``: ``storage``, ``filename``, ``volid`` — what the storage answered;
-- ``attached`` / ``detached``: ``vmid``, ``slot`` (e.g. ``scsi1``), ``volid``;
-- ``gone``: ``kind`` (``vm`` or ``volume``) and ``vmid`` or ``volid`` — removed (or found not to exist).
+What the records mean is each platform's: the records are typed per platform (the shared ``fleet`` header in
+:mod:`.records`, each platform's kinds in its backend's ``fleetstate.py``) and replayed into its fleet state by the
+one loop, :func:`.records.replay`. This module knows no record but its ``type``.
 """
 
 from __future__ import annotations
@@ -23,7 +16,6 @@ from __future__ import annotations
 import json
 import os
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -33,37 +25,8 @@ from ..core.errors import DataFileError
 FILENAME = "fleet.ndjson"
 
 
-@dataclass
-class OwnedVolume:
-    storage: str
-    vmid: int
-    filename: str
-    volid: str | None = None  # None: the allocation may or may not have happened
-    attached: str | None = None  # the slot it is attached at, if any
-
-
-@dataclass
-class FleetState:
-    """What the journal says the fleet owns now."""
-
-    header: dict[str, Any] | None = None
-    vms: dict[int, dict[str, Any]] = field(default_factory=dict)  # vmid -> its "vm" record
-    ready: set[int] = field(default_factory=set)
-    volumes: dict[tuple[str, str], OwnedVolume] = field(default_factory=dict)  # (storage, filename) -> volume
-
-    def live_vms(self) -> list[int]:
-        return list(self.vms)
-
-    def live_volumes(self) -> list[OwnedVolume]:
-        return list(self.volumes.values())
-
-    @property
-    def empty(self) -> bool:
-        return not self.vms and not self.volumes
-
-
 class FleetJournal:
-    """Append-only, fsynced per record; :meth:`state` replays it."""
+    """Append-only, fsynced per record; :func:`.records.replay` replays it into a platform's fleet state."""
 
     def __init__(self, run_dir: str | Path) -> None:
         self.run_dir = Path(run_dir)
@@ -92,6 +55,11 @@ class FleetJournal:
             pass
 
     def records(self) -> Iterator[dict[str, Any]]:
+        for _, rec in self.numbered():
+            yield rec
+
+    def numbered(self) -> Iterator[tuple[int, dict[str, Any]]]:
+        """Each record with its line number (from 1), in order; a torn last line is skipped."""
         if not self.path.exists():
             return
         lines = self.path.read_text(encoding="utf-8").split("\n")
@@ -108,36 +76,4 @@ class FleetJournal:
             if not isinstance(rec, dict) or "type" not in rec:
                 raise DataFileError(str(self.path), f"line {n} is not a fleet record (no type)",
                                     "restore the file from the run directory's backup, or remove that line")
-            yield rec
-
-    def state(self) -> FleetState:
-        st = FleetState()
-        for rec in self.records():
-            kind = rec["type"]
-            if kind == "fleet":
-                st.header = st.header or rec
-            elif kind == "vm":
-                st.vms[int(rec["vmid"])] = rec
-            elif kind == "vm-ready":
-                st.ready.add(int(rec["vmid"]))
-            elif kind == "volume":
-                key = (rec["storage"], rec["filename"])
-                st.volumes[key] = OwnedVolume(rec["storage"], int(rec["vmid"]), rec["filename"])
-            elif kind == "volume-made":
-                vol = st.volumes.get((rec["storage"], rec["filename"]))
-                if vol is not None:
-                    vol.volid = rec["volid"]
-            elif kind in ("attached", "detached"):
-                for vol in st.volumes.values():
-                    if vol.volid == rec["volid"]:
-                        vol.attached = rec["slot"] if kind == "attached" else None
-            elif kind == "gone":
-                if rec["kind"] == "vm":
-                    st.vms.pop(int(rec["vmid"]), None)
-                    st.ready.discard(int(rec["vmid"]))
-                else:
-                    named = (rec.get("storage"), rec.get("filename"))
-                    for key in [k for k, v in st.volumes.items()
-                                if v.volid == rec["volid"] or (v.volid is None and k == named)]:
-                        del st.volumes[key]
-        return st
+            yield n, rec

@@ -14,7 +14,8 @@ a fleet's platform, whose :meth:`FleetSuite.run` is this loop, written once: dep
 :meth:`~FleetSuite._side_guests` (attach, power-cycle, the side's guests), the fio check before the first point,
 the points, :meth:`~FleetSuite._detach`; and the end (:func:`finish`): the A-vs-B workbook of the first two storages
 (``RUN_DIR/comparison.xlsx``) and, unless ``--keep``, everything the fleet created removed. The fleet itself is
-typed by :class:`Fleet`. Each platform's fleet suite lives in its backend's package
+typed by :class:`~.interface.Fleet` (and the registry's hand-outs by :mod:`.interface`'s protocols, which every
+:class:`FleetSuite` is checked to be). Each platform's fleet suite lives in its backend's package
 (:mod:`stormatrix.backends.proxmox.fleetsuite`, :mod:`stormatrix.backends.vmware.fleetsuite`,
 :mod:`stormatrix.backends.qemu.fleetsuite`) and is named in :data:`stormatrix.registry.FLEET_SUITES` by
 ``[fleet] backend``. Everything is journaled (``RUN_DIR/fleet.ndjson``): after a crash, the same command resumes,
@@ -28,51 +29,18 @@ import sys
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Iterator, Protocol
+from typing import Any, Iterator
 
 from ..core.errors import MatrixError
 from ..journal import Journal
 from ..suite import Suite
 from ..suiteguests import SuiteGuests
 from ..suiterun import SuiteOutcome, fio_version, run_suite, write_comparison
+from .interface import Fleet, FleetSuiteClass
 
 log = logging.getLogger("stormatrix.fleet")
 
 WORKBOOK = "comparison.xlsx"
-
-
-class FleetLeft(Protocol):
-    """What a fleet's journal says is left after :meth:`Fleet.destroy`."""
-
-    @property
-    def empty(self) -> bool: ...
-
-
-class Fleet(Protocol):
-    """A platform's fleet of workers as the fleet suite and ``stormatrix fleet`` use it (Proxmox, ESXi, local QEMU;
-    each attaches a storage's volumes its own way, in its :meth:`FleetSuite._side_guests`). Every VM and volume is
-    journaled before the call that creates it; :meth:`destroy` removes exactly what the journal says it made."""
-
-    fleet_id: str
-
-    def __enter__(self) -> Any: ...
-
-    def __exit__(self, *exc: object) -> None: ...
-
-    def plan(self) -> Any:
-        """What a deploy would create (a plan whose ``describe()`` lines ``suite plan`` prints)."""
-
-    def check(self, plan: Any) -> None:
-        """Refuse (MatrixError, exit 2) a plan that cannot be deployed, before anything is created."""
-
-    def deploy(self, *, on_step: Any = None) -> list[Any]:
-        """Create the workers; their ids (Proxmox VMIDs, vCenter's VM ids, local names)."""
-
-    def destroy(self, *, on_step: Any = None) -> FleetLeft:
-        """Remove everything the journal says the fleet made; what is left."""
-
-    def close(self) -> None:
-        """Close the connection (a session, the storage servers this process runs)."""
 
 
 @dataclass
@@ -105,7 +73,7 @@ class FleetSuite(ABC):
 
     @classmethod
     @abstractmethod
-    def open_fleet(cls, raw: dict[str, Any], path: str, run_dir: str | Path, fio: str | None) -> Any:
+    def open_fleet(cls, raw: dict[str, Any], path: str, run_dir: str | Path, fio: str | None) -> Fleet:
         """The fleet a file's ``[fleet]`` describes (not deployed), for ``stormatrix fleet plan|deploy|destroy``:
         a context manager with ``plan()``, ``check(plan)``, ``deploy(on_step)``, ``destroy(on_step)``, ``owned()``
         (what its journal says it owns), ``journal`` and ``fleet_id``. ``fio`` is the controller's
@@ -193,6 +161,12 @@ class FleetSuite(ABC):
             print(f"  sides: {', '.join(storages)} (each storage in turn: allocate, attach, "
                   f"power-cycle: {cycle}, run every point, detach, free)")
             fleet.check(plan)
+
+
+def _is_a_fleet_suite_class(cls: type[FleetSuite]) -> FleetSuiteClass:
+    """For mypy: every fleet suite class is what the registry hands out as one (:class:`~.interface.FleetSuiteClass`;
+    a subclass whose ``open_fleet`` returns no :class:`~.interface.Fleet` fails the type check there)."""
+    return cls
 
 
 def check_fio(fleet: Any, vmids: list[Any], controller_fio: str | None, *, keep: bool) -> None:

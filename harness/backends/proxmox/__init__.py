@@ -25,6 +25,7 @@ What the platform offers a comparison suite (layered above the backends: they ar
 - :mod:`.vmcollector` — the host collector over those VMs' QEMU processes (here, or over ssh on the node);
 - :mod:`.fleetspec` — the ``[fleet]`` of a Proxmox fleet and the suite's ``[proxmox]`` (connection keys only);
 - :mod:`.fleetplan` — a fleet's plan: the template, the VMIDs and the storages' room, checked before a deploy;
+- :mod:`.fleetstate` — what that fleet's journal says it owns (its records, typed, replayed);
 - :mod:`.fleet` — :class:`~.fleet.ProxmoxFleet`: plan, deploy by clone, attach a storage's volumes,
   power-cycle, detach and free, destroy exactly what its journal owns;
 - :mod:`.fleetsuite` — :class:`~.fleetsuite.ProxmoxFleetSuite`: a suite on that fleet, each storage a side.

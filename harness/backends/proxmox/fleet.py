@@ -13,7 +13,8 @@ carries the tag ``stormatrix`` and a description naming the fleet's id (:meth:`P
 Removal goes by the journal only, and a journaled VMID whose VM does not carry this fleet's marker (the
 clone never happened and someone else took the VMID) is never stopped, changed or deleted.
 
-What a deploy would create, checked before anything is (``plan``), is :mod:`.fleetplan`'s.
+What a deploy would create, checked before anything is (``plan``), is :mod:`.fleetplan`'s; the journal's records, and
+what they say the fleet owns, :mod:`.fleetstate`'s.
 """
 
 from __future__ import annotations
@@ -28,12 +29,14 @@ from typing import Any, Callable
 
 from ...core.errors import BackendError, MatrixError, PveApiError, StormatrixError, TaskFailed
 from ...core.model import CONTROLLERS, iothread_effective
-from ...fleet.journal import FleetJournal, FleetState, OwnedVolume
+from ...fleet.journal import FleetJournal
+from ...fleet.records import replay
 from ...fleet.spec import refuse_fio_versions, refuse_problems
 from ...fleet.template import fio_declaration, with_declaration
 from .drives import drive_for, print_drive
 from .fleetplan import FleetPlan, plan_fleet
 from .fleetspec import FleetSpec
+from .fleetstate import OwnedVolume, ProxmoxFleetState
 
 log = logging.getLogger("stormatrix.fleet")
 
@@ -62,14 +65,18 @@ class ProxmoxFleet:
         self.node = spec.node
         self.journal = FleetJournal(run_dir)
         self.poll = poll
-        st = self.journal.state()
-        self.fleet_id = str(st.header["fleet_id"]) if st.header else uuid.uuid4().hex[:12]
+        st = self.state()
+        self.fleet_id = st.header.fleet_id if st.header else uuid.uuid4().hex[:12]
         # where each VM is (the template's node is learnt by plan): every per-VM call goes to its node
-        self.vm_nodes: dict[int, str] = {vmid: str(rec.get("node") or self.node) for vmid, rec in st.vms.items()}
+        self.vm_nodes: dict[int, str] = {vmid: str(rec.node or self.node) for vmid, rec in st.vms.items()}
 
-    def owned(self) -> FleetState:
+    def state(self) -> ProxmoxFleetState:
+        """What the journal says the fleet owns now (its records replayed)."""
+        return replay(self.journal, ProxmoxFleetState())
+
+    def owned(self) -> ProxmoxFleetState:
         """What the journal says the fleet owns (``stormatrix fleet plan -o``)."""
-        return self.journal.state()
+        return self.state()
 
     def close(self) -> None:
         close = getattr(self.t, "close", None)
@@ -143,7 +150,7 @@ class ProxmoxFleet:
     def plan(self) -> FleetPlan:
         """Everything a deploy needs, checked before anything is created; every problem is listed
         (:func:`.fleetplan.plan_fleet`)."""
-        return plan_fleet(self.spec, self.journal.state(), self._get, self.config, self.vm_nodes, node=self.node,
+        return plan_fleet(self.spec, self.state(), self._get, self.config, self.vm_nodes, node=self.node,
                           fio=self.fio)
 
     def check(self, plan: FleetPlan) -> None:
@@ -155,7 +162,7 @@ class ProxmoxFleet:
         plan = self.plan()
         self.check(plan)
         s = self.spec
-        state = self.journal.state()
+        state = self.state()
         if state.header is None:
             self.journal.append({"type": "fleet", "fleet_id": self.fleet_id, "backend": "proxmox",
                                  "node": self.node, "nodes": sorted(set(plan.placed)), "template": s.template,
@@ -246,7 +253,7 @@ class ProxmoxFleet:
         """Allocate each worker's volume on ``storage`` and attach it (as ``pvesm alloc`` + ``qm set``)."""
         step = on_step or (lambda _stage, _vmid: None)
         index = self.spec.storages.index(storage) + 1 if storage in self.spec.storages else 9
-        state = self.journal.state()
+        state = self.state()
         for vmid in vmids:
             filename = f"vm-{vmid}-disk-smx{index}"
             vol = state.volumes.get((storage, filename))
@@ -288,7 +295,7 @@ class ProxmoxFleet:
         step = on_step or (lambda _stage, _vmid: None)
         # (storage, node) -> its volumes now: one listing per storage and node, not per volume
         present: dict[tuple[str, str], set[str]] = {}
-        for vol in self.journal.state().live_volumes():
+        for vol in self.state().live_volumes():
             if storage is not None and vol.storage != storage:
                 continue
             node = self.node_of(vol.vmid)
@@ -393,13 +400,13 @@ class ProxmoxFleet:
         return found
 
     # --- destroy ----------------------------------------------------------------------------------------
-    def destroy(self, *, on_step: Callable[[str, int], None] | None = None) -> FleetState:
+    def destroy(self, *, on_step: Callable[[str, int], None] | None = None) -> ProxmoxFleetState:
         """Free the journal's volumes, then stop and destroy the journal's VMs that carry this fleet's
         marker. A journaled VMID without the marker is reported and left alone. Returns what is left."""
         step = on_step or (lambda _stage, _vmid: None)
         self.detach(on_step=on_step)
         mine: list[int] = []
-        for vmid in self.journal.state().live_vms():
+        for vmid in self.state().live_vms():
             conf = self._wait_unlocked(vmid)
             if conf is None:
                 self.journal.append({"type": "gone", "kind": "vm", "vmid": vmid})
@@ -424,4 +431,4 @@ class ProxmoxFleet:
                                      {"destroy-unreferenced-disks": 1, "purge": 1}),
                              partial(self.journal.append, {"type": "gone", "kind": "vm", "vmid": vmid})))
         self.run_tasks(destroys)
-        return self.journal.state()
+        return self.state()

@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ...core.errors import PveApiError
-from ...fleet.journal import FleetState
 from ...fleet.template import fio_declaration_note, fio_declaration_problem
 from .fleetspec import FleetSpec
+from .fleetstate import ProxmoxFleetState
 
 
 @dataclass
@@ -48,7 +48,7 @@ class FleetPlan:
         return lines
 
 
-def plan_fleet(spec: FleetSpec, state: FleetState, get: Callable[..., Any],
+def plan_fleet(spec: FleetSpec, state: ProxmoxFleetState, get: Callable[..., Any],
                config: Callable[[int], dict[str, Any] | None], vm_nodes: dict[int, str], *, node: str,
                fio: str | None) -> FleetPlan:
     """Everything a deploy needs, checked before anything is created; every problem is listed. ``state``: what the
@@ -82,7 +82,7 @@ def plan_fleet(spec: FleetSpec, state: FleetState, get: Callable[..., Any],
     mine = set(state.vms)
     wanted = s.vmid_range()
     if state.header is not None:  # a fleet deployed (in part) already keeps its VMIDs
-        vmids = [int(v) for v in state.header["vmids"]]
+        vmids = list(state.header.vmids)
         clash = [v for v in vmids if v in taken and v not in mine]
         if clash:
             problems.append(("vmids", f"VMIDs {', '.join(map(str, clash))} of this fleet are in use by VMs it did "
@@ -100,7 +100,7 @@ def plan_fleet(spec: FleetSpec, state: FleetState, get: Callable[..., Any],
             if candidate not in taken and candidate not in vmids and candidate != s.template:
                 vmids.append(candidate)
             candidate += 1
-    placed = [str(state.vms[v].get("node") or node) if v in state.vms else p
+    placed = [str(state.vms[v].node or node) if v in state.vms else p
               for v, p in zip(vmids, s.placement())]
     plan = FleetPlan(node, s.template, vmids, s.names(), fio=fio_note, placed=placed)
     for at in dict.fromkeys(placed):

@@ -108,4 +108,4 @@ def cycle(fleet: ProxmoxFleet, vmids: list[int], storage: str, point: str | None
 
 
 def _volumes(fleet: ProxmoxFleet, storage: str) -> list[str]:
-    return [v.volid for v in fleet.journal.state().live_volumes() if v.storage == storage and v.volid]
+    return [v.volid for v in fleet.state().live_volumes() if v.storage == storage and v.volid]

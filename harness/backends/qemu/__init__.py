@@ -16,6 +16,7 @@ The local fleet (``[fleet] backend = "qemu"`` in a suite file; ``stormatrix demo
 
 - :mod:`.fleet` — its ``[fleet]`` section, its plan, and what it creates (volumes, storage servers, workers),
   journaled and removed;
+- :mod:`.fleetstate` — what its journal says it owns (its records, typed, replayed);
 - :mod:`.storages` — the storages under test on loopback: tgtd iSCSI opened by QEMU's libiscsi,
   qemu-storage-daemon NBD, plain files;
 - :mod:`.guests` — one side's workers, server-mode QEMU guests (the suite layer: it reads the guest's READY line

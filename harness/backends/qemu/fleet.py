@@ -28,11 +28,8 @@ What it creates is journaled in ``RUN_DIR/fleet.ndjson`` (the fleet journal's fi
 the moment it runs (its pid, program and start time, which together name it: a pid the kernel gave to another
 process since is never touched), and each as it goes. The processes also die with the harness (PR_SET_PDEATHSIG), so a
 ``kill -9`` leaves files at most (volumes, a tgtd's control socket); a rerun reaps whatever the journal lists
-before it starts anew, and ``stormatrix fleet destroy`` removes it all. Records (``type``): ``fleet``
-(``backend = "qemu"``), ``local-volume`` (``storage``, ``worker``, ``path``: relative to the run directory),
-``local-process`` (``role``:
-``qemu``, ``tgtd`` or ``qemu-storage-daemon``; ``storage``, ``name``, ``pid``, ``started``, ``control``: a
-tgtd's control socket number), ``local-gone`` (``kind`` ``volume`` with ``path``, or ``process`` with ``pid``).
+before it starts anew, and ``stormatrix fleet destroy`` removes it all. The records, and what they say the fleet
+owns, are :mod:`.fleetstate`'s.
 """
 
 from __future__ import annotations
@@ -54,8 +51,10 @@ from ...core.errors import MatrixError
 from ...core.model import (AIO_MODES, CACHE_MODES, CONTROLLERS, DIRECT_CACHE_MODES, DiskConfig, format_size,
                            iothread_effective, native_aio_problem, parse_size)
 from ...fleet.journal import FleetJournal
+from ...fleet.records import replay
 from ...fleet.spec import refuse_problems
 from ...schema import Field, Section, parse_section
+from .fleetstate import LocalFleetState, OwnedProcess
 from .storages import (STORAGE_KINDS, LocalStorage, local_storage, release_control_socket,
                        sweep_stale_control_sockets)
 from .testdisks import ensure_test_disk
@@ -170,59 +169,6 @@ def local_fleet_from_dict(raw: dict[str, Any], path: str) -> LocalFleetSpec:
                           boot_timeout=f["boot_timeout"])
 
 
-# --- what the journal says the fleet owns ----------------------------------------------------------------
-
-@dataclass
-class OwnedProcess:
-    role: str
-    pid: int
-    started: float  # psutil's create_time: with the pid, names this process and no later one
-    name: str = ""
-    storage: str = ""
-    control: int | None = None  # a tgtd's control socket number
-
-
-@dataclass
-class LocalFleetState:
-    """What the journal says the fleet owns now (``vms``: the QEMU workers, ``servers``: the storages')."""
-
-    header: dict[str, Any] | None = None
-    processes: dict[int, OwnedProcess] = field(default_factory=dict)
-    volumes: dict[str, str] = field(default_factory=dict)  # path (relative to the run directory) -> storage
-
-    @property
-    def vms(self) -> list[OwnedProcess]:
-        return [p for p in self.processes.values() if p.role == "qemu"]
-
-    @property
-    def servers(self) -> list[OwnedProcess]:
-        return [p for p in self.processes.values() if p.role != "qemu"]
-
-    @property
-    def empty(self) -> bool:
-        return not self.processes and not self.volumes
-
-
-def replay(journal: FleetJournal) -> LocalFleetState:
-    st = LocalFleetState()
-    for rec in journal.records():
-        kind = rec["type"]
-        if kind == "fleet":
-            st.header = st.header or rec
-        elif kind == "local-volume":
-            st.volumes[str(rec["path"])] = str(rec["storage"])
-        elif kind == "local-process":
-            st.processes[int(rec["pid"])] = OwnedProcess(str(rec["role"]), int(rec["pid"]), float(rec["started"]),
-                                                         str(rec.get("name") or ""), str(rec.get("storage") or ""),
-                                                         rec.get("control"))
-        elif kind == "local-gone":
-            if rec["kind"] == "process":
-                st.processes.pop(int(rec["pid"]), None)
-            else:
-                st.volumes.pop(str(rec["path"]), None)
-    return st
-
-
 #: the program each role runs, as the kernel names its process (15 characters)
 PROGRAMS = {"qemu": "qemu-system-x86_64", "tgtd": "tgtd", "qemu-storage-daemon": "qemu-storage-daemon"}
 
@@ -301,7 +247,7 @@ class LocalFleet:
         self.run_dir = Path(run_dir)
         self.journal = FleetJournal(self.run_dir)
         st = self.state()
-        self.fleet_id = str(st.header["fleet_id"]) if st.header else uuid.uuid4().hex[:12]
+        self.fleet_id = st.header.fleet_id if st.header else uuid.uuid4().hex[:12]
         self._served: dict[str, LocalStorage] = {}
         self.image: guestimage.GuestImage | None = None
 
@@ -317,7 +263,7 @@ class LocalFleet:
             self._stop_server(storage)
 
     def state(self) -> LocalFleetState:
-        return replay(self.journal)
+        return replay(self.journal, LocalFleetState())
 
     def owned(self) -> LocalFleetState:
         """What the journal says the fleet owns (``stormatrix fleet plan -o``)."""

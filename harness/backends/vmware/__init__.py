@@ -7,7 +7,7 @@ controller workstation.
 - :mod:`.cpu` — the host CPU collectors: vSphere's realtime statistics, or ``esxtop -b`` on the host over ssh;
 - :mod:`.fleetspec` — a comparison suite's workers on ESXi (``[fleet] backend = "vmware"``): its ``[fleet]`` and
   ``[vmware]`` connection keys, validated, and the pwsh runner of that connection;
-- :mod:`.fleetstate` — what that fleet's journal says it owns (the records replayed);
+- :mod:`.fleetstate` — what that fleet's journal says it owns (its records, typed, replayed);
 - :mod:`.fleet` — :class:`~.fleet.VmwareFleet`: plan, clone from a vSphere template, a test disk per datastore,
   power cycle, remove exactly what its journal owns;
 - :mod:`.fleetsuite` — :class:`~.fleetsuite.VmwareFleetSuite`: a suite on that fleet, each datastore a side.

@@ -34,10 +34,11 @@ from typing import Any, Callable
 from ... import secrets
 from ...core.errors import InputError, MatrixError
 from ...fleet.journal import FleetJournal
+from ...fleet.records import replay
 from ...fleet.spec import refuse_fio_versions, refuse_problems
 from ...fleet.template import fio_declaration, fio_declaration_note, fio_declaration_problem
 from .fleetspec import STORAGE_FORMATS, VmwareFleetSpec
-from .fleetstate import VmwareFleetState, replay
+from .fleetstate import VmwareFleetState
 from .pwsh import PwshRunner
 from .settings import CONTROLLER_TYPES
 
@@ -82,14 +83,14 @@ class VmwareFleet:
         self.runner = runner
         self.journal = FleetJournal(run_dir)
         st = self.state()
-        if st.header is not None and st.header.get("backend") != "vmware":
+        if st.header is not None and st.header.backend != "vmware":
             raise MatrixError(str(self.journal.path), "fleet",
-                              f"was deployed on {st.header.get('backend')}, not vmware",
+                              f"was deployed on {st.header.backend}, not vmware",
                               "use the run directory of this fleet, or a new one")
-        self.fleet_id = str(st.header["fleet_id"]) if st.header else uuid.uuid4().hex[:12]
+        self.fleet_id = st.header.fleet_id if st.header else uuid.uuid4().hex[:12]
 
     def state(self) -> VmwareFleetState:
-        return replay(self.journal)
+        return replay(self.journal, VmwareFleetState())
 
     def record_fio(self, version_line: str) -> str:
         """``stormatrix fleet template --record``: a vSphere template declares its fio in its Notes, which this
@@ -182,7 +183,8 @@ class VmwareFleet:
             self.journal.append({"type": "fleet", "fleet_id": self.fleet_id, "backend": "vmware",
                                  "server": s.vmware.get("server"), "template": s.template, "vmhost": s.vmhost,
                                  "workers": s.workers, "names": s.names(), "marker": self.marker})
-        names = [str(n) for n in (self.state().header or {}).get("names", s.names())]
+        header = self.state().header
+        names = header.names if header is not None and header.names is not None else s.names()
         pending = [n for n in names if not (n in st.vms and st.vms[n].ready)]
         if pending:
             for name in pending:
@@ -302,9 +304,9 @@ class VmwareFleet:
         A check that passed is journaled (``esx-fio``: the controller's version, the VM ids, each one's fio):
         a rerun after a crash, with the same workers and the same controller fio, takes it from the journal
         instead of asking every guest again (a power cycle does not change a guest's fio)."""
-        for rec in self.journal.records():
-            if rec["type"] == "esx-fio" and rec.get("controller") == want and rec.get("vms") == sorted(vmids):
-                return dict(rec.get("versions") or {})
+        for rec in self.state().fio_checks:
+            if rec.controller == want and rec.vms == sorted(vmids):
+                return dict(rec.versions)
         found: dict[str, str] = {}
         problems: list[str] = []
         answers = self._call("Get-StormatrixVMwareFleetFioVersion",

@@ -24,7 +24,8 @@ from stormatrix.core.errors import InputError, MatrixError, PowerCLIError
 from stormatrix.fleet.journal import FleetJournal
 from stormatrix.backends.vmware.fleet import GUEST_FILE_VARIABLE, VmwareFleet
 from stormatrix.backends.vmware.fleetspec import make_runner, vmware_fleet_from_dict
-from stormatrix.backends.vmware.fleetstate import replay
+from stormatrix.backends.vmware.fleetstate import VmwareFleetState
+from stormatrix.fleet.records import replay
 from stormatrix.journal import Journal
 from stormatrix.suiterun import fio_version
 
@@ -178,14 +179,14 @@ def test_kill_9_leaves_a_journal_from_which_destroy_removes_exactly_what_was_cre
         lab["vms"].append(dict(next(v for v in lab["vms"] if v["name"] == "bench010"), name="smx-w03",
                                id="VirtualMachine-vm-77"))
     vcenter.write(lab)
-    state = replay(FleetJournal(run_dir))
+    state = replay(FleetJournal(run_dir), VmwareFleetState())
     assert sum(1 for v in state.vms.values() if v.id) == made
     toml = tmp_path / "fleet.toml"
     spec = raw_spec()
     toml.write_text("[fleet]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in spec["fleet"].items())
                     + "[vmware]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in spec["vmware"].items()))
     assert main(["fleet", "destroy", str(toml), "-o", str(run_dir)]) == 0
-    assert replay(FleetJournal(run_dir)).empty
+    assert replay(FleetJournal(run_dir), VmwareFleetState()).empty
     names = vm_names(vcenter)
     assert [n for n in names if n.startswith("smx-w")] == (["smx-w03"] if stranger else [])
     assert vcenter.vm("bench010")["powerState"] == "PoweredOn"
@@ -268,7 +269,7 @@ def test_esxi_suite_runs_each_datastore_as_a_side_through_a_kill_9_at_every_stag
         assert _cells(run / "bb-iscsi") == 2
         vcenter.change(hang="Remove-VM")  # killed in the teardown, after every point
         _kill_9_at_the_hang(vcenter, argv)
-        assert not replay(FleetJournal(run)).empty and "smx-w01" in vm_names(vcenter)
+        assert not replay(FleetJournal(run), VmwareFleetState()).empty and "smx-w01" in vm_names(vcenter)
         assert main(["suite", "run", str(path), "-o", str(run)]) == 0, capsys.readouterr().err  # the rerun ends it
     for storage in ("bb-iscsi", "bb-nvme"):
         records = list(Journal(run / storage).records())
@@ -285,7 +286,7 @@ def test_esxi_suite_runs_each_datastore_as_a_side_through_a_kill_9_at_every_stag
     # reruns after that took the passed check from the journal (same workers, same controller fio)
     assert [c["ScriptText"] for c in vcenter.calls("Invoke-VMScript")] == ["fio --version"] * 3
     after = vcenter.read()
-    assert replay(FleetJournal(run)).empty and vm_names(vcenter) == OTHERS and after["orphanFiles"] == []
+    assert replay(FleetJournal(run), VmwareFleetState()).empty and vm_names(vcenter) == OTHERS and after["orphanFiles"] == []
     assert {name: vcenter.layout(name) for name in OTHERS} == before  # nothing of theirs changed
     assert {d["name"]: float(d["freeSpaceGB"]) for d in after["datastores"]} == free_before
     assert not [f for f in run.rglob("*") if f.is_file() and GUEST_PASSWORD.encode() in f.read_bytes()]

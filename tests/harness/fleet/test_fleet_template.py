@@ -9,9 +9,11 @@ from pathlib import Path
 import pytest
 import yaml
 
+from stormatrix.backends.proxmox.fleetstate import ProxmoxFleetState
 from stormatrix.cli import main
 from stormatrix.core.errors import DataFileError
 from stormatrix.fleet.journal import FleetJournal
+from stormatrix.fleet.records import replay
 from stormatrix.fleet.template import (UNIT_NAME, declared_fio, fio_declaration, fio_declaration_note,
                                        fio_declaration_problem, fio_package_version, with_declaration)
 
@@ -46,12 +48,12 @@ def test_fleet_journal_ignores_a_torn_last_line_but_not_a_damaged_one(tmp_path: 
     j.append({"type": "vm", "vmid": 300, "name": "smx-w01", "node": "pve"})
     with open(j.path, "a") as fh:
         fh.write('{"type": "vm", "vmid": 3')  # the write a kill -9 cut short: that VM was never requested
-    assert list(j.state().vms) == [300]
+    assert list(replay(j, ProxmoxFleetState()).vms) == [300]
     j.append({"type": "vm-ready", "vmid": 300})  # the next append starts after the repaired tail
-    assert j.state().ready == {300} and j.path.read_text().count("\n") == 2
+    assert replay(j, ProxmoxFleetState()).ready == {300} and j.path.read_text().count("\n") == 2
     j.path.write_text('{"type": "vm"\n' + '{"type": "vm", "vmid": 301, "name": "w", "node": "pve"}\n')
     with pytest.raises(DataFileError, match="line 1 is not JSON"):
-        j.state()
+        replay(j, ProxmoxFleetState())
 
 
 def test_keep_is_refused_without_a_fleet(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

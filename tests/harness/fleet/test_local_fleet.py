@@ -21,13 +21,14 @@ from standins.processes import process_gone
 from test_import_graph import package_dirs, read_graph
 
 from stormatrix import registry
-from stormatrix.backends.qemu.fleet import (LocalFleet, LocalFleetSpec, QEMU_FLEET_SECTION, local_fleet_from_dict,
-                                            replay)
+from stormatrix.backends.qemu.fleet import LocalFleet, LocalFleetSpec, QEMU_FLEET_SECTION, local_fleet_from_dict
+from stormatrix.backends.qemu.fleetstate import LocalFleetState
 from stormatrix.backends.qemu.fleetsuite import QemuFleetSuite
 from stormatrix.backends.qemu.storages import TGT_IPC_DIR
 from stormatrix.cli import main
 from stormatrix.core.errors import InputError, MatrixError
 from stormatrix.demosuite import suite_text, write_suite_file
+from stormatrix.fleet.records import replay
 from stormatrix.suiterun import fio_version
 
 PACKAGE = "stormatrix.backends.qemu"
@@ -229,7 +230,7 @@ def test_a_kill_9_leaves_only_journaled_files_and_destroy_removes_exactly_those(
     decoy_file.parent.mkdir(parents=True)
     decoy_file.write_bytes(b"x")
     kill_9_once_served(run)
-    state = replay(LocalFleet(local_fleet_from_dict({"fleet": {"backend": "qemu"}}, "s.toml"), run).journal)
+    state = replay(LocalFleet(local_fleet_from_dict({"fleet": {"backend": "qemu"}}, "s.toml"), run).journal, LocalFleetState())
     servers = {p.role: p for p in state.servers}
     assert set(servers) == {"tgtd", "qemu-storage-daemon"} and len(state.volumes) == 4
     control = servers["tgtd"].control
@@ -299,11 +300,11 @@ def test_a_rerun_after_a_kill_9_reaps_the_journal_and_serves_the_same_volumes_ag
     kill_9_once_served(run)
     spec = local_fleet_from_dict({"fleet": {"backend": "qemu", "storages": ["iscsi", "nbd"], "disk_size": "16M"}},
                                  "s.toml")
-    killed = replay(LocalFleet(spec, run).journal)
+    killed = replay(LocalFleet(spec, run).journal, LocalFleetState())
     control = next(p.control for p in killed.servers if p.role == "tgtd")
     inodes = {v: (run / v).stat().st_ino for v in killed.volumes}
     with LocalFleet(spec, run, fio=fio_version("/usr/bin/fio")) as fleet:
-        assert killed.header is not None and fleet.fleet_id == killed.header["fleet_id"]
+        assert killed.header is not None and fleet.fleet_id == killed.header.fleet_id
         assert fleet.deploy() == ["g1", "g2"]
         assert not fleet.state().processes  # every journaled process found ended (none outlived its harness)
         assert not (TGT_IPC_DIR / f"socket.{control}").exists()

@@ -17,10 +17,11 @@ import psutil
 import pytest
 from standins.processes import qemu_processes
 
-from stormatrix.backends.qemu.fleet import replay
+from stormatrix.backends.qemu.fleetstate import LocalFleetState
 from stormatrix.backends.qemu.storages import TGT_IPC_DIR
 from stormatrix.cli import main
 from stormatrix.fleet.journal import FleetJournal
+from stormatrix.fleet.records import replay
 
 SUITE = """\
 [run]
@@ -121,7 +122,7 @@ def test_suite_run_on_a_local_fleet_two_storages_then_nothing_left_then_resume(
             assert items["environment.kernel"] == platform.release()
 
         # nothing left: every journaled process ended, every volume removed, tgtd's control socket gone
-        state = replay(FleetJournal(run_dir))
+        state = replay(FleetJournal(run_dir), LocalFleetState())
         assert state.empty and not (run_dir / "volumes").exists()
         controls = [r["control"] for r in _records(run_dir / "fleet.ndjson") if r.get("role") == "tgtd"]
         assert controls and not any((TGT_IPC_DIR / f"socket.{n}").exists() for n in controls)

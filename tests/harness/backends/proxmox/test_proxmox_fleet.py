@@ -22,7 +22,9 @@ from suite_pve import SECRET, SECRET_ENV, TOKEN, TOKEN_ID, fio_server_on_host, k
 
 from stormatrix.backends.proxmox.settings import make_transport
 from stormatrix.cli import main
+from stormatrix.backends.proxmox.fleetstate import ProxmoxFleetState
 from stormatrix.fleet.journal import FleetJournal
+from stormatrix.fleet.records import replay
 from stormatrix.backends.proxmox.fleet import TAG, ProxmoxFleet
 from stormatrix.backends.proxmox.fleetspec import load_fleet_file
 import paths
@@ -263,7 +265,7 @@ def test_kill_9_at_each_stage_then_destroy_leaves_nothing(standin: PveStandin, t
     assert FleetJournal(run).path.exists()
     assert main(["fleet", "destroy", str(path), "-o", str(run)]) == 0
     assert set(standin.vms) == before_vms and standin.volumes() == before_volumes
-    assert FleetJournal(run).state().empty
+    assert replay(FleetJournal(run), ProxmoxFleetState()).empty
 
 
 # --- a suite on the fleet: two storages as two sides, the comparison, nothing left ----------------------
@@ -303,4 +305,4 @@ def test_a_suite_on_a_fleet_killed_then_run_again_finishes_and_leaves_nothing(
         assert len(cells) == 1
     assert (run / "comparison.xlsx").exists()
     assert set(standin.vms) == before_vms and standin.volumes() == before_volumes
-    assert FleetJournal(run).state().empty
+    assert replay(FleetJournal(run), ProxmoxFleetState()).empty

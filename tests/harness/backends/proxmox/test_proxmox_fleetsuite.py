@@ -26,7 +26,9 @@ from suite_pve import SECRET, SECRET_ENV, TOKEN, TOKEN_ID, kill_at_hold, kill_wh
 
 from stormatrix.cli import main
 from stormatrix.executors.fioserver.client import find_fio
+from stormatrix.backends.proxmox.fleetstate import ProxmoxFleetState
 from stormatrix.fleet.journal import FleetJournal
+from stormatrix.fleet.records import replay
 from stormatrix.backends.proxmox.fleet import TAG
 from stormatrix.journal import Journal
 
@@ -108,7 +110,7 @@ def check_outcome(standin: PveStandin, run: Path, workers: int, before: tuple[se
     assert f"IOPS {STORAGES[0]}" in header and f"IOPS {STORAGES[1]}" in header
     # nothing left behind, nothing else touched
     assert (set(standin.vms), standin.volumes()) == before
-    assert FleetJournal(run).state().empty
+    assert replay(FleetJournal(run), ProxmoxFleetState()).empty
     assert sorted(standin.destroyed_vms) == list(range(300, 300 + workers))
     assert_only_the_journals_things_were_touched(standin, run)
 
@@ -159,7 +161,7 @@ def test_a_worker_fio_of_another_version_stops_the_suite_before_any_point(
     assert "stormatrix fleet template" in err and "Traceback" not in err
     assert not [r for r in Journal(run / STORAGES[0]).records() if r["type"] == "cell"] \
         if (run / STORAGES[0] / "journal.ndjson").exists() else True
-    assert (set(api_only.vms), api_only.volumes()) == before and FleetJournal(run).state().empty
+    assert (set(api_only.vms), api_only.volumes()) == before and replay(FleetJournal(run), ProxmoxFleetState()).empty
 
 
 def test_a_template_declaring_another_fio_is_refused_by_suite_plan_and_run_before_anything_is_created(
@@ -256,7 +258,7 @@ def test_a_kill_9_in_a_points_power_cycle_or_the_fio_check_leaves_nothing(
     else:
         assert main(["fleet", "destroy", str(path), "-o", str(run)]) == 0, capsys.readouterr().err[-3000:]
     assert (set(api_only.vms), api_only.volumes()) == before  # the decoy VM and volumes are still there
-    assert FleetJournal(run).state().empty
+    assert replay(FleetJournal(run), ProxmoxFleetState()).empty
     assert_only_the_journals_things_were_touched(api_only, run)
 
 
@@ -307,7 +309,7 @@ def test_a_kill_9_while_a_points_fio_runs_on_the_workers_is_measured_once_on_the
     assert all(len(c["clients"]) == 2 and all(cl["fio"]["total"]["io_bytes"] > 0 for cl in c["clients"])
                for c in cells)
     assert (set(api_only.vms), api_only.volumes()) == before  # the decoy VM and volumes are still there
-    assert FleetJournal(run).state().empty
+    assert replay(FleetJournal(run), ProxmoxFleetState()).empty
     assert sorted(api_only.destroyed_vms) == [300, 301]
     assert_only_the_journals_things_were_touched(api_only, run)
 
@@ -349,6 +351,6 @@ def test_a_fleet_on_two_nodes_places_the_workers_in_turn_and_removes_everything(
     assert rec["host_collector"]["mode"] == "none" and "2 nodes" in rec["host_collector"]["detail"]
     cell = next(r for r in records if r["type"] == "cell")
     assert len(cell["clients"]) == 3 and all(c["fio"]["total"]["io_bytes"] > 0 for c in cell["clients"])
-    assert (set(api_only.vms), api_only.volumes()) == before and FleetJournal(run).state().empty
+    assert (set(api_only.vms), api_only.volumes()) == before and replay(FleetJournal(run), ProxmoxFleetState()).empty
     assert sorted(api_only.destroyed_vms) == [300, 301, 302]
     assert_only_the_journals_things_were_touched(api_only, run)
