@@ -187,7 +187,7 @@ class Sampler(threading.Thread):
         self.samples: list[tuple[float, int, dict[int, tuple[str, int, int, int]]]] = []
         self.stop_event = threading.Event()
         self.pinned: set[int] = set()
-        self.consoles: dict[str, tuple[str, str]] = {}
+        self.consoles: dict[str, tuple[str, str, str]] = {}  # key -> (console file, start|end, block)
         self.syscalls = syscalls  # a folder: one `perf stat --per-thread -I` per QEMU, its output there
         self.perfs: dict[int, tuple[subprocess.Popen[bytes], float, Path]] = {}  # pid -> (perf, start, file)
 
@@ -344,6 +344,36 @@ def perf_series(path: Path) -> list[tuple[float, int, str, str, float]]:
     return out
 
 
+def guest_windows(blocks: list[tuple[str, str, str]]) -> list[dict[str, float]]:
+    """Each window's guest accounting from its console's start and end blocks (in the order they were kept): the
+    CPU ticks of its busiest process (fio), the guest's idle share, its local-timer interrupts and switches."""
+    def parse(text: str) -> tuple[list[int], dict[str, int], int]:
+        cpu, procs, loc = [0] * 7, {}, 0
+        for line in text.splitlines():
+            f = line.split()
+            if f and f[0] == "cpu":
+                cpu = [int(x) for x in f[1:8]]
+            elif f and f[0] == "ctxt":
+                procs["@ctxt"] = int(f[1])
+            elif f and f[0] == "LOC:":
+                loc = int(f[1])
+            elif f and f[0] == "P" and ") " in line:
+                pid, rest = line[2:].split(" ", 1)[0], line.rsplit(") ", 1)[1].split()
+                procs[pid] = int(rest[11]) + int(rest[12])  # utime + stime (fields 14 and 15)
+        return cpu, procs, loc
+    out, start = [], {}
+    for name, kind, text in blocks:
+        if kind == "start":
+            start[name] = parse(text)
+        elif name in start:
+            (c0, p0, l0), (c1, p1, l1) = start.pop(name), parse(text)
+            ticks = [b - a for a, b in zip(c0, c1)]
+            busiest = max((v - p0.get(k, 0) for k, v in p1.items() if k != "@ctxt"), default=0)
+            out.append({"fio_ticks": busiest, "idle_pct": 100 * ticks[3] / (sum(ticks) or 1),
+                        "timer_irqs": l1 - l0, "switches": p1.get("@ctxt", 0) - p0.get("@ctxt", 0)})
+    return out
+
+
 def window_syscalls(sampler: Sampler, rec: dict[str, Any]) -> dict[str, float]:
     """Per I/O: the main loop's and the vCPUs' syscalls (``main-loop.futex``, ``vcpu.futex``, ...) in the cell's
     window (the perf intervals that end inside it), from the perf stat the sampler ran for its QEMU."""
@@ -450,6 +480,9 @@ def main(argv: list[str] | None = None) -> int:
                 fh.write(json.dumps({"t": t, "pid": pid, "threads": {str(k): v for k, v in rows.items()}}) + "\n")
         with open(out / f"{i:02d}-{cond}.consoles.json", "w") as fh:
             json.dump(list(sampler.consoles.values()), fh)
+        for g in guest_windows(list(sampler.consoles.values())):  # what the guest did, window by window
+            print(f"    guest: fio {g['fio_ticks']} ticks, idle {g['idle_pct']:.0f} %, {g['timer_irqs']} timer "
+                  f"interrupts, {g['switches']} switches", flush=True)
         print(f"[{i}] {cond}: rc {proc.returncode}, {time.monotonic() - t0:.0f} s, load {load:.1f}", flush=True)
         if proc.returncode not in (0, 1):
             print(proc.stderr[-2000:], file=sys.stderr)
