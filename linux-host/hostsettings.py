@@ -39,12 +39,17 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import signal
 import subprocess
 import sys
 import time
 from typing import Any
+
+try:  # imported as stormatrix.host.hostsettings, or run as a script next to its siblings (on a node)
+    from .cpulist import format_cpulist, format_mask, parse_cpulist, parse_mask
+except ImportError:  # pragma: no cover - the script case is exercised through ssh and stdin
+    # the same module, found next to this file on a node (mypy checks the package, where it is relative)
+    from cpulist import format_cpulist, format_mask, parse_cpulist, parse_mask  # type: ignore[import,no-redef]
 
 WORKQUEUE = "sys/devices/virtual/workqueue"
 NET = "sys/class/net"
@@ -55,56 +60,6 @@ IRQBALANCE_UNIT = "irqbalance"
 
 class HostProblem(Exception):
     """A setting could not be read or written (the message names the file and the fix)."""
-
-
-# --- CPU lists and masks (the kernel's own formats) ------------------------------------------------
-
-def parse_cpulist(text: str) -> list[int]:
-    """``0-3,8`` -> [0, 1, 2, 3, 8] (the kernel's cpulist, as in ``smp_affinity_list``)."""
-    out: set[int] = set()
-    text = text.strip()
-    if not text:
-        return []
-    for part in text.split(","):
-        m = re.fullmatch(r"\s*(\d+)(?:-(\d+))?\s*", part)
-        if not m:
-            raise ValueError(f"{text!r} is not a CPU list like 0-3,8")
-        lo, hi = int(m.group(1)), int(m.group(2) or m.group(1))
-        if hi < lo:
-            raise ValueError(f"{text!r}: range {part} runs backwards")
-        out.update(range(lo, hi + 1))
-    return sorted(out)
-
-
-def format_cpulist(cpus: Any) -> str:
-    """[0, 1, 2, 3, 8] -> ``0-3,8``."""
-    items = sorted(set(cpus))
-    parts: list[str] = []
-    i = 0
-    while i < len(items):
-        j = i
-        while j + 1 < len(items) and items[j + 1] == items[j] + 1:
-            j += 1
-        parts.append(str(items[i]) if i == j else f"{items[i]}-{items[j]}")
-        i = j + 1
-    return ",".join(parts)
-
-
-def parse_mask(text: str) -> list[int]:
-    """A hex CPU mask (``ff``, ``00000000,000000ff``) -> its CPUs."""
-    value = int(text.strip().replace(",", "") or "0", 16)
-    return [i for i in range(value.bit_length()) if value >> i & 1]
-
-
-def format_mask(cpus: Any) -> str:
-    """CPUs -> a hex mask in 32-bit groups as the kernel prints it (``f``, ``1,00000000``); ``0`` for none."""
-    value = sum(1 << c for c in set(cpus))
-    digits = f"{value:x}"
-    groups: list[str] = []
-    while len(digits) > 8:
-        groups.insert(0, digits[-8:])
-        digits = digits[:-8]
-    return ",".join([digits, *groups])
 
 
 # --- the host -------------------------------------------------------------------------------------
