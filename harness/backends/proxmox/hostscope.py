@@ -37,7 +37,7 @@ log = logging.getLogger("stormatrix.backend.proxmox")
 
 SOURCE_DIR = Path(host.__file__).resolve().parent
 #: what :func:`source` sends: ``hostsettings.py`` (the entry point) and the ``linux-host/`` modules it imports
-SOURCE_FILES = ("cpulist.py", "hostsettings.py")
+SOURCE_FILES = ("cpulist.py", "hostnode.py", "hostsettings.py")
 
 # The program ``python3 -`` runs on the node: the modules above, imported from this text (a finder ahead of every
 # other, so no file on the node stands in for them and nothing is written there), then hostsettings' main().
