@@ -59,15 +59,15 @@ from typing import Any
 
 try:  # imported as stormatrix.host.collector, or run as a script next to its siblings (on a node)
     from . import perfstat
+    from .cpulist import parse_cpulist
     from .cpuset import CpuSetCollector, with_process
-    from .hostsettings import parse_cpulist
     from .perfrun import cycles_supported, perf_available, perf_cycles, start_perf
     from .procfs import CLK_TCK, CollectorProblem, ThreadSample, process_cpu_ticks, sample_process
 except ImportError:  # pragma: no cover - the script case is exercised through ssh
     # the same modules, found next to this file on a node (mypy checks the package, where they are relative)
     import perfstat  # type: ignore[import,no-redef]
+    from cpulist import parse_cpulist  # type: ignore[import,no-redef]
     from cpuset import CpuSetCollector, with_process  # type: ignore[import,no-redef]
-    from hostsettings import parse_cpulist  # type: ignore[import,no-redef]
     from perfrun import cycles_supported, perf_available, perf_cycles, start_perf  # type: ignore[import,no-redef]
     from procfs import (CLK_TCK, CollectorProblem, ThreadSample,  # type: ignore[import,no-redef]
                         process_cpu_ticks, sample_process)

@@ -17,14 +17,14 @@ from typing import Any
 
 try:  # imported as stormatrix.host.cpuset, or run as a script next to its siblings (on a node)
     from . import perfstat
-    from .hostsettings import format_cpulist as _cpulist
+    from .cpulist import format_cpulist as _cpulist
     from .perfrun import cycles_supported, perf_available, perf_cycles, start_perf, stop_perf
     from .procfs import (CLK_TCK, STAT_FIELDS, CollectorProblem, TaskSample, read_cpu_stat, read_per_cpu_counts,
                          read_uptime, scan_tasks)
 except ImportError:  # pragma: no cover - the script case is exercised through ssh
     # the same modules, found next to this file on a node (mypy checks the package, where they are relative)
     import perfstat  # type: ignore[import,no-redef]
-    from hostsettings import format_cpulist as _cpulist  # type: ignore[import,no-redef]
+    from cpulist import format_cpulist as _cpulist  # type: ignore[import,no-redef]
     from perfrun import (cycles_supported, perf_available, perf_cycles,  # type: ignore[import,no-redef]
                          start_perf, stop_perf)
     from procfs import (CLK_TCK, STAT_FIELDS, CollectorProblem,  # type: ignore[import,no-redef]

@@ -29,15 +29,15 @@ from typing import Any
 
 try:  # imported as stormatrix.host.multicollector (tests), or run as a script next to collector.py
     from .collector import WindowCollector
+    from .cpulist import parse_cpulist
     from .cpuset import CpuSetCollector
-    from .hostsettings import parse_cpulist
     from .perfrun import perf_available
     from .procfs import CollectorProblem
 except ImportError:  # pragma: no cover - the script case is exercised through ssh
     # the same names from the files next to this one (mypy checks the package, where they are relative)
     from collector import WindowCollector  # type: ignore[import,no-redef]
+    from cpulist import parse_cpulist  # type: ignore[import,no-redef]
     from cpuset import CpuSetCollector  # type: ignore[import,no-redef]
-    from hostsettings import parse_cpulist  # type: ignore[import,no-redef]
     from perfrun import perf_available  # type: ignore[import,no-redef]
     from procfs import CollectorProblem  # type: ignore[import,no-redef]
 

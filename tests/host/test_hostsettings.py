@@ -1,5 +1,6 @@
 """linux-host/hostsettings.py against the fake node tree (tests/standins/pve_nodefs.py), run the way the Proxmox
-backend runs it on a node: ``python3 - <command>`` with the file on stdin, every path under ``--root``.
+backend runs it on a node: ``python3 - <command>`` with the program ``hostscope.source()`` builds (the module and
+the linux-host/ modules it imports) on stdin, every path under ``--root``.
 
 Relations that hold on any machine: what ``read`` lists is what ``apply`` changes; after ``apply`` every listed
 file holds the set and irqbalance is stopped (a running one would rewrite the IRQs within 0.05 s); after
@@ -23,9 +24,14 @@ import pytest
 
 from standins.pve_nodefs import NodeDescription, NodeTree
 
+from stormatrix.backends.proxmox import hostscope
+from stormatrix.backends.proxmox import node as pmxnode
+from stormatrix.host import cpulist
 from stormatrix.host import hostsettings as hs
 
-SOURCE = Path(hs.__file__).read_text()
+SOURCE = hostscope.source()
+# a python3 with nothing of stormatrix, as on a node: no PYTHONPATH, user site, site-packages or script folder
+BARE = [sys.executable, "-I", "-S", "-B"]
 
 
 def run(tree: NodeTree, *args: str, systemctl: str = "") -> tuple[int, dict[str, Any]]:
@@ -144,12 +150,52 @@ def test_irqbalance_without_a_command_line_cannot_be_put_back(tmp_path: Path) ->
 
 
 def test_cpu_lists_and_masks() -> None:
-    assert hs.parse_cpulist("0-3,8") == [0, 1, 2, 3, 8] and hs.format_cpulist([8, 0, 1, 2, 3]) == "0-3,8"
-    assert hs.format_mask([1, 2]) == "6" and hs.parse_mask("00000000,00000006") == [1, 2]
-    assert hs.format_mask([32]) == "1,00000000" and hs.parse_mask("1,00000000") == [32]
-    assert hs.format_mask([]) == "0"
+    assert cpulist.parse_cpulist("0-3,8") == [0, 1, 2, 3, 8] and cpulist.format_cpulist([8, 0, 1, 2, 3]) == "0-3,8"
+    assert cpulist.format_mask([1, 2]) == "6" and cpulist.parse_mask("00000000,00000006") == [1, 2]
+    assert cpulist.format_mask([32]) == "1,00000000" and cpulist.parse_mask("1,00000000") == [32]
+    assert cpulist.format_mask([]) == "0"
     with pytest.raises(ValueError):
-        hs.parse_cpulist("3-1")
+        cpulist.parse_cpulist("3-1")
+
+
+def test_the_program_on_stdin_needs_nothing_but_python3(tmp_path: Path) -> None:
+    """What the backend sends (hostscope.SOURCE_FILES) is every module hostsettings.py imports: it runs with a
+    python3 that has no stormatrix and no linux-host/ file to fall back on, from an empty folder."""
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    probe = subprocess.run([*BARE, "-c", "import stormatrix"], cwd=empty, capture_output=True, text=True, timeout=60)
+    assert probe.returncode != 0, "this python3 finds stormatrix: the test below would prove nothing"
+    with NodeTree(tmp_path / "n", NodeDescription(irqbalance=None)) as t:
+        before = t.settings()
+        cmd = [*BARE, "-", "read", "--cpus", "1", "--irq", "nvme", "--interface", "ens19", "--root", str(t.root),
+               "--systemctl", ""]
+        proc = subprocess.run(cmd, input=SOURCE, cwd=empty, capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 0, proc.stderr
+        doc = json.loads(proc.stdout)
+        assert doc["problems"] == [] and doc["changes"] and doc["state"]["cpus"] == "1"
+        rc = subprocess.run([*BARE, "-", "restore", "--state", json.dumps(doc["state"]), "--root", str(t.root),
+                             "--systemctl", ""], input=SOURCE, cwd=empty, capture_output=True, text=True,
+                            timeout=60)
+        assert rc.returncode == 0 and json.loads(rc.stdout) == {"restored": [], "failed": []}, rc.stderr
+        assert t.settings() == before
+    assert list(empty.iterdir()) == []  # nothing written where it ran
+
+
+def test_off_set_runs_from_the_files_copied_to_the_node(tmp_path: Path) -> None:
+    """``hostsettings.py off-set`` runs from the node's copy of linux-host/ (node.collector_files(), what
+    ensure_remote_collector copies): the modules it imports are among them."""
+    node_dir = tmp_path / "node" / "linux-host"
+    node_dir.mkdir(parents=True)
+    for f in pmxnode.collector_files():
+        shutil.copy(f, node_dir / f.name)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with NodeTree(tmp_path / "n", NodeDescription(irqbalance=None)) as t:
+        # as hostscope.NodeSettings.off_set_prefix builds it, without -I: python3 runs the file next to its siblings
+        cmd = [sys.executable, "-E", "-s", "-S", "-B", str(node_dir / "hostsettings.py"), "off-set", "--cpus", "1",
+               "--root", str(t.root), "--", sys.executable, "-I", "-S", "-c", "print('ran off the set')"]
+        proc = subprocess.run(cmd, cwd=empty, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0 and proc.stdout.strip() == "ran off the set", (proc.stdout, proc.stderr)
 
 
 def test_an_irq_the_kernel_manages_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

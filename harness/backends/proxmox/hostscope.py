@@ -8,12 +8,13 @@ related system functions (i.e., IRQs)" after confining that work to them. On a P
   :func:`~.restore.restore_vm` from the journaled original config;
 - the node's IRQ affinities of the ``[host] irqs`` patterns (irqbalance stopped, else it rewrites them), the
   unbound work queues' masks and the RPS/XPS masks of ``[host] interfaces``: ``linux-host/hostsettings.py`` run on
-  the node over ``[proxmox] ssh`` (or here when stormatrix runs on the node), with the module on stdin so nothing
-  has to be copied first (``stormatrix restore`` after a kill -9 works the same). Its ``read`` gives the
-  previous values, journaled in the run record's ``original_config.host_settings`` before anything is changed;
-  ``restore`` writes them back, idempotently;
+  the node over ``[proxmox] ssh`` (or here when stormatrix runs on the node), it and the modules it imports
+  (``SOURCE_FILES``) in one program on stdin (:func:`source`) so nothing has to be copied first (``stormatrix
+  restore`` after a kill -9 works the same). Its ``read`` gives the previous values, journaled in the run
+  record's ``original_config.host_settings`` before anything is changed; ``restore`` writes them back,
+  idempotently;
 - the harness's own processes on the node (the collector's ssh session and the collector) run on the CPUs
-  outside the set (``hostsettings.py off-set``).
+  outside the set (``hostsettings.py off-set``, from the copy of ``linux-host/`` the collector runs from).
 
 ``plan`` reads the node (:func:`plan_lines`) and lists every change, or refuses the host with the fix.
 """
@@ -34,7 +35,38 @@ from ...ssh import Shell
 
 log = logging.getLogger("stormatrix.backend.proxmox")
 
-SOURCE_PATH = Path(host.__file__).resolve().parent / "hostsettings.py"
+SOURCE_DIR = Path(host.__file__).resolve().parent
+#: what :func:`source` sends: ``hostsettings.py`` (the entry point) and the ``linux-host/`` modules it imports
+SOURCE_FILES = ("cpulist.py", "hostnode.py", "hostsettings.py")
+
+# The program ``python3 -`` runs on the node: the modules above, imported from this text (a finder ahead of every
+# other, so no file on the node stands in for them and nothing is written there), then hostsettings' main().
+# Each module's own fallback imports (``from cpulist import ...``, as when run next to its siblings) find them.
+_LOADER = """\
+import importlib.abc
+import importlib.util
+import sys
+
+SOURCES = {sources}
+
+
+class Bundled(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    def find_spec(self, name, path=None, target=None):
+        return importlib.util.spec_from_loader(name, self) if name in SOURCES else None
+
+    def create_module(self, spec):
+        return None
+
+    def exec_module(self, module):
+        name = module.__name__
+        exec(compile(SOURCES[name], "linux-host/" + name + ".py", "exec"), module.__dict__)
+
+
+sys.meta_path.insert(0, Bundled())
+import hostsettings
+
+sys.exit(hostsettings.main())
+"""
 
 
 @dataclass(frozen=True)
@@ -75,11 +107,15 @@ def cpu_scope(host: HostSettings, proxmox: Mapping[str, Any]) -> CpuScope | None
 
 
 def source() -> str:
-    return SOURCE_PATH.read_text(encoding="utf-8")
+    """``linux-host/hostsettings.py`` and the modules it imports (``SOURCE_FILES``) as one program for ``python3 -``
+    on the node: standard library only, nothing but their source (no setting, no secret) in it."""
+    sources = {Path(f).stem: (SOURCE_DIR / f).read_text(encoding="utf-8") for f in SOURCE_FILES}
+    return _LOADER.format(sources=repr(sources))
 
 
 class NodeSettings:
-    """``linux-host/hostsettings.py`` on the node: ``read``, ``apply``, ``restore``, each one call."""
+    """``linux-host/hostsettings.py`` on the node (:func:`source` on stdin): ``read``, ``apply``, ``restore``, each one
+    call."""
 
     def __init__(self, shell: Shell, scope: CpuScope, *, python: str = "python3") -> None:
         self.shell = shell
