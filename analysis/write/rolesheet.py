@@ -8,7 +8,7 @@ from typing import Any
 
 import pandas as pd
 from openpyxl import Workbook
-from openpyxl.styles import Font
+from openpyxl.styles import Alignment, Font
 
 from ..score.labels import config_label
 from ..score.roles import (VERDICT_FIGURE, VERDICT_WHY, AioVerdict, aio_verdicts, per_io_frame, role_table,
@@ -175,6 +175,9 @@ def _handoff_line(per_io: pd.DataFrame) -> str:
             f"{ml.max():.2f} main-loop switches per I/O: it is the emulator's hand-offs, not the aio mode's.")
 
 
+#: the Workload column's text, set off from the CV figures right-aligned beside it
+_WORKLOAD = Alignment(horizontal="left", indent=1)
+
 #: the Roles sheet's rows per configuration: (column stem, label)
 ROLE_ROWS = [("vcpu", "vcpu"), ("main_loop", "main-loop"), ("iothread", "iothread"), ("aio_worker", "aio-worker"),
              ("other", "other"), ("path", "I/O path (all but vcpu)")]
@@ -188,7 +191,7 @@ def write_roles_sheet(wb: Workbook, frame: pd.DataFrame) -> None:
         return
     ws = wb.create_sheet(ROLES_SHEET)
     print_setup(ws)
-    for col, w in zip("ABCDEFGHIJKLM", (30, 24, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10)):
+    for col, w in zip("ABCDEFGHIJKLM", (30, 24, 10, 10, 10, 10, 10, 10, 10, 18, 10, 10, 10)):
         ws.column_dimensions[col].width = w
     r = 1
     ws.cell(row=r, column=1, value=f"aio=threads against aio=native on the {VERDICT_FIGURE}").font = \
@@ -235,6 +238,8 @@ def write_roles_sheet(wb: Workbook, frame: pd.DataFrame) -> None:
                     c.number_format = "0.000" if j in (4, 5) else "0.0"
                 elif j in (6, 9):
                     c.number_format = "0.0%"
+                elif j == len(line):
+                    c.alignment = _WORKLOAD
                 if stem == "path":
                     c.font = Font(bold=True)
     r += 2

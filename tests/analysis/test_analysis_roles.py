@@ -179,6 +179,13 @@ def test_the_workbook_names_the_verdict_figure_and_answers_per_controller(tmp_pa
         assert r[2] == pytest.approx(2.011, rel=1e-3)  # threads - native: the workers' switches per I/O
     assert "for 2 of 2 controllers" in str(answer[1][0])
     assert "Roles" in wb.sheetnames
+    # the per-role table prints readable: the Workload text is set off from the right-aligned CV beside it
+    roles = wb["Roles"]
+    head = next(c.row for c in roles["A"] if c.value == "Configuration")
+    workload = roles.cell(row=head + 1, column=10)
+    assert roles.cell(row=head, column=10).value == "Workload" and workload.value
+    assert workload.alignment.horizontal == "left" and workload.alignment.indent >= 1
+    assert roles.column_dimensions["J"].width >= len(str(workload.value))
 
 
 def test_the_method_names_the_hand_offs_only_where_every_native_window_shows_them() -> None:
