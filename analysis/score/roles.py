@@ -199,9 +199,19 @@ def verdict_sentence(v: AioVerdict, named: bool = True) -> str:
     if v.decided:
         more = "more" if v.diff > 0 else "fewer"
         return head + (f"aio=threads costs {nums} {more} than aio=native ({ci}, Welch p = {v.p:.2g}); "
-                       f"I/O-path CPU {v.cpu_diff_us:+.1f} µs per I/O.")
+                       + cpu_clause(v) + ".")
     return head + (f"aio=threads and aio=native are within noise: difference {v.diff:+.2f} switches per I/O "
                    f"({ci}, Welch p = {v.p:.2g}).")
+
+
+def cpu_clause(v: AioVerdict) -> str:
+    """The I/O path's CPU difference beside the verdict, with its own interval and test: it is not what decides,
+    and where its repeats overlap the sentence says so rather than give a bare number."""
+    head = f"I/O-path CPU {v.cpu_diff_us:+.1f} µs per I/O"
+    if not (math.isfinite(v.cpu_p) and math.isfinite(v.cpu_low) and math.isfinite(v.cpu_high)):
+        return head
+    tail = "" if v.cpu_p < 0.05 else ": within noise"
+    return head + f" (95 % CI {v.cpu_low:+.1f} to {v.cpu_high:+.1f}, p = {v.cpu_p:.2g}{tail})"
 
 
 def summary(per_io: pd.DataFrame) -> tuple[int, int]:

@@ -147,7 +147,29 @@ def _noise_line(table: pd.DataFrame, vcpu_off_set: bool = False, per_io: pd.Data
     return ("the vCPU thread (under software emulation: the emulated guest) runs the guest, not the I/O path: "
             + share + f"its switches per I/O vary by CV {_cv_range(table, 'vcpu_ctx_io')} and its CPU per I/O by "
             f"{_cv_range(table, 'vcpu_cpu_us_io')} over a configuration's repeats, the I/O path's switches per I/O "
-            f"by {_cv_range(table, 'path_ctx_io')} (sheet 'Roles'). " + carry + others)
+            f"by {_cv_range(table, 'path_ctx_io')} and its CPU per I/O by {_cv_range(table, 'path_cpu_us_io')} "
+            "(sheet 'Roles'). " + carry + others + (_set_cpu_line(table, frame) if vcpu_off_set else ""))
+
+
+def _set_cpu_line(table: pd.DataFrame, frame: pd.DataFrame | None) -> str:
+    """Where the CPU set's CPU per MiB (the scored figure) spreads, side by side with what ran on the set: the
+    I/O-path threads' own run time per I/O and the other tasks' CPU, from the same windows."""
+    if frame is None or not {"cpu_per_mib", "on_set_cpu_s"} <= set(frame.columns):
+        return ""
+    keys = [c for c in ("workload", "controller", "aio", "iothread", "cache", "cpu_metric") if c in frame.columns]
+    cpu = frame.dropna(subset=["cpu_per_mib"])
+    if not keys or cpu.empty:
+        return ""
+    cvs = cpu.groupby(keys, dropna=False)["cpu_per_mib"].agg(lambda s: s.std() / s.mean() if len(s) > 1 else None)
+    cvs = cvs.dropna()
+    path = table["path_cpu_us_io_cv"].dropna() if "path_cpu_us_io_cv" in table else pd.Series(dtype=float)
+    busy = frame["on_set_cpu_s"].dropna()
+    if cvs.empty or path.empty or busy.empty:
+        return ""
+    return (f" Over a configuration's repeats the CPU set's CPU per MiB (the scored figure) varies by CV "
+            f"{cvs.min():.0%}-{cvs.max():.0%}, the I/O-path threads' own run time per I/O, which the set carries, by "
+            f"{path.min():.0%}-{path.max():.0%}, while other tasks took at most {busy.max():.2f} CPU-s of a window "
+            "on the set (column on_set_cpu_s).")
 
 
 #: other tasks' CPU on the measured set in one window above which the Method sheet names them as a cause

@@ -237,3 +237,39 @@ def test_the_noise_line_gives_the_vcpus_share_and_names_other_tasks_on_the_set_o
     assert "Other tasks" not in quiet
     loud = _noise_line(table, True, per_io, pd.DataFrame({"on_set_cpu_s": [0.1, 2.0, 0.2]}))
     assert "in 1 of 3 windows (up to 2.0 s" in loud
+
+
+def test_the_noise_line_puts_the_cpu_sets_spread_beside_the_io_paths_run_time_and_the_other_tasks() -> None:
+    """The scored CPU-set figure's spread is given with what the set carried in the same windows, each from its
+    own column: the I/O path's CPU-per-I/O CV (Roles) and the other tasks' CPU (on_set_cpu_s)."""
+    import pandas as pd
+
+    from stormatrix.analysis.write.rolesheet import _noise_line
+
+    per_io = pd.DataFrame({"vcpu_ctx_io": [1.0], "roles_ctx_io": [4.0], "vcpu_cpu_us_io": [9.0],
+                           "roles_cpu_us_io": [10.0]})
+    table = pd.DataFrame({"path_cpu_us_io_cv": [0.02, 0.12], "path_ctx_io_cv": [0.01, 0.03]})
+    frame = pd.DataFrame({"controller": ["sata"] * 3 + ["ide"] * 3, "aio": ["native"] * 6,
+                          "cpu_per_mib": [2.0, 2.0, 2.0, 1.0, 2.0, 3.0], "on_set_cpu_s": [0.05, 0.07, 0.04] * 2})
+    line = _noise_line(table, True, per_io, frame)
+    assert "CPU per MiB (the scored figure) varies by CV 0%-50%" in line  # sata 0, ide sd 1 / mean 2
+    assert "own run time per I/O, which the set carries, by 2%-12%" in line
+    assert "at most 0.07 CPU-s of a window" in line
+    assert "the I/O path's switches per I/O by 1%-3% and its CPU per I/O by 2%-12%" in line
+    # with the vCPUs on the set (KVM) the set's spread holds the guest's: no such line
+    assert "scored figure" not in _noise_line(table, False, per_io, frame)
+
+
+def test_a_decided_verdict_gives_the_cpu_difference_with_its_own_interval_and_says_when_it_is_within_noise() -> None:
+    from stormatrix.analysis.score.roles import AioVerdict, verdict_sentence
+
+    def verdict(cpu: float, low: float, high: float, cpu_p: float) -> AioVerdict:
+        return AioVerdict("sata", "w", "", [2.6, 2.7], [4.0, 4.1], 1.4, 1.2, 1.6, 0.001, 22.4, cpu, low, high,
+                          cpu_p, 0.01, 0.01)
+
+    loose = verdict_sentence(verdict(7.1, -33.2, 47.4, 0.65))
+    assert loose.startswith("sata: aio=threads costs 1.40 I/O-path switches per I/O (22.4 per MiB) more")
+    assert "I/O-path CPU +7.1 µs per I/O (95 % CI -33.2 to +47.4, p = 0.65: within noise)." in loose
+    tight = verdict_sentence(verdict(52.0, 32.7, 71.3, 0.0006))
+    assert "I/O-path CPU +52.0 µs per I/O (95 % CI +32.7 to +71.3, p = 0.0006)." in tight
+    assert "within noise" not in tight
