@@ -71,7 +71,9 @@ from stormatrix import guestimage
 from stormatrix.analysis.score.efficiency import score_cells
 from stormatrix.analysis.score.findings import INDICATIVE_LEAD, Finding, efficiency_findings
 from stormatrix.analysis.read.ingest import ingest
+from stormatrix.analysis.score.roles import verdict_sentence
 from stormatrix.analysis.score.stats import SIGNIFICANT
+from stormatrix.analysis.write.rolesheet import verdicts_of
 from stormatrix.core.journalfile import CELL
 from stormatrix.journal import read_journal
 from stormatrix.registry import load_spec
@@ -135,23 +137,37 @@ def _body(text: str) -> str:
 
 
 def aio_verdicts(journal: Path) -> dict[str, dict[str, Any]]:
-    """Per controller, its threads-vs-native verdict as the workbook's findings state it: the journal read
-    by the same ingest, ``score_cells`` and ``efficiency_findings`` as ``stormatrix report`` (the I/O-path
-    score aside: the findings do not use it). ``decided``: the finding "For <controller>, aio=X is the most
-    efficient aio mode" is significant (the bootstrap of the scores: lower in >= 95 % of the resamples) in
-    every normalization group; ``welch``: the status of the findings comparing its two aio modes' CPU and
-    context switches per MiB (Welch's t)."""
+    """Per controller, its threads-vs-native verdict as the workbook states it, the journal read by the same
+    ingest as ``stormatrix report``.
+
+    Where the records carry the per-thread split (host.by_role: every local QEMU and Proxmox record), the Answer
+    page's verdict (analysis/score/roles.py): Welch's t on the I/O-path switches per I/O, ``decided`` at p < 0.05
+    in every group of the controller (``basis`` "io-path"). Elsewhere the findings' "For <controller>, aio=X is
+    the most efficient aio mode" (the bootstrap of the scores: lower in >= 95 % of the resamples), with
+    ``welch`` the status of the findings comparing its two aio modes' CPU and context switches per MiB
+    (``basis`` "score")."""
     data = ingest([journal])
     if data.frame.empty:
         return {}
+    _, answer = verdicts_of(data.frame)
+    out: dict[str, dict[str, Any]] = {}
+    if answer:
+        for c in dict.fromkeys(v.controller for v in answer):
+            vs = [v for v in answer if v.controller == c]
+            out[c] = {"basis": "io-path", "decided": all(v.decided for v in vs),
+                      "status": [SIGNIFICANT if v.decided else "within noise" for v in vs], "welch": [],
+                      "best_aio": "native" if all(v.diff > 0 for v in vs) else "threads",
+                      "repeats": [len(v.native) for v in vs] + [len(v.threads) for v in vs],
+                      "p": [v.p for v in vs], "cv": [max(v.cv_native, v.cv_threads) for v in vs],
+                      "finding": [verdict_sentence(v) for v in vs]}
+        return out
     result = score_cells(data.frame, with_iopath=False)
     findings: list[Finding] = efficiency_findings(result)
-    out: dict[str, dict[str, Any]] = {}
     for c in dict.fromkeys(str(x) for x in result.cells["controller"]):
         score = [f for f in findings if _body(f.text).startswith(f"For {c}, ")]
         welch = [f for f in findings if _body(f.text).startswith(f"{c} with aio=")]
         ranked = result.cells[result.cells["controller"] == c].sort_values(["score", "config"], kind="stable")
-        out[c] = {"decided": bool(score) and all(f.status == SIGNIFICANT for f in score),
+        out[c] = {"basis": "score", "decided": bool(score) and all(f.status == SIGNIFICANT for f in score),
                   "status": [f.status for f in score], "welch": [f.status for f in welch],
                   "best_aio": str(ranked.iloc[0]["aio"]), "repeats": [int(n) for n in ranked["n"]],
                   "finding": [f.text for f in score]}

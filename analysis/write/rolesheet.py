@@ -152,24 +152,40 @@ def _noise_line(table: pd.DataFrame, vcpu_off_set: bool = False, per_io: pd.Data
 
 
 def _set_cpu_line(table: pd.DataFrame, frame: pd.DataFrame | None) -> str:
-    """Where the CPU set's CPU per MiB (the scored figure) spreads, side by side with what ran on the set: the
-    I/O-path threads' own run time per I/O and the other tasks' CPU, from the same windows."""
-    if frame is None or not {"cpu_per_mib", "on_set_cpu_s"} <= set(frame.columns):
+    """Where the CPU set's CPU per MiB (the scored figure) spreads, measured: per window the set's CPU time is
+    QEMU's threads that ran on it (``proc_set_cpu_total``) plus the rest (the kernel's work, interrupts, other
+    processes); their spreads within a configuration (pooled over the configurations) say which one moves it."""
+    need = {"cpu_per_mib", "cpu_total", "proc_set_cpu_total", "on_set_cpu_s"}
+    if frame is None or not need <= set(frame.columns):
         return ""
     keys = [c for c in ("workload", "controller", "aio", "iothread", "cache", "cpu_metric") if c in frame.columns]
-    cpu = frame.dropna(subset=["cpu_per_mib"])
-    if not keys or cpu.empty:
+    f = frame.dropna(subset=["cpu_per_mib", "cpu_total", "proc_set_cpu_total"])
+    if not keys or f.empty:
         return ""
-    cvs = cpu.groupby(keys, dropna=False)["cpu_per_mib"].agg(lambda s: s.std() / s.mean() if len(s) > 1 else None)
-    cvs = cvs.dropna()
-    path = table["path_cpu_us_io_cv"].dropna() if "path_cpu_us_io_cv" in table else pd.Series(dtype=float)
-    busy = frame["on_set_cpu_s"].dropna()
-    if cvs.empty or path.empty or busy.empty:
+    f = f.assign(rest=f["cpu_total"] - f["proc_set_cpu_total"])
+    groups = f.groupby(keys, dropna=False)
+    sizes = groups.size()
+    if not (sizes > 1).any():
         return ""
+    cvs = groups["cpu_per_mib"].agg(lambda v: v.std() / v.mean() if len(v) > 1 and v.mean() else math.nan).dropna()
+
+    def pooled(col: str) -> float:
+        var = groups[col].var().fillna(0.0)
+        dof = (sizes - 1).clip(lower=0)
+        return math.sqrt(float((var * dof).sum() / dof.sum()))
+
+    busy = f["on_set_cpu_s"].dropna()
+    seen = (f" The processes seen on the set (sampled once a second, so short-lived ones escape it) took up to "
+            f"{busy.max():.2f} CPU-s of a window (column on_set_cpu_s).") if len(busy) else ""
+    qemu, rest = pooled("proc_set_cpu_total"), pooled("rest")
+    moves = ("mostly QEMU's own threads" if qemu > 2 * rest else "mostly the rest" if rest > 2 * qemu else
+             "both")
     return (f" Over a configuration's repeats the CPU set's CPU per MiB (the scored figure) varies by CV "
-            f"{cvs.min():.0%}-{cvs.max():.0%}, the I/O-path threads' own run time per I/O, which the set carries, by "
-            f"{path.min():.0%}-{path.max():.0%}, while other tasks took at most {busy.max():.2f} CPU-s of a window "
-            "on the set (column on_set_cpu_s).")
+            f"{cvs.min():.0%}-{cvs.max():.0%}. Per window the set's CPU time is QEMU's threads that ran on it "
+            f"({f['proc_set_cpu_total'].min():.2f}-{f['proc_set_cpu_total'].max():.2f} s) plus the rest, the "
+            f"kernel's work, interrupts and other processes ({f['rest'].min():.2f}-{f['rest'].max():.2f} s); "
+            f"within a configuration the first spreads by a pooled sd of {qemu:.3f} s and the rest by {rest:.3f} s: "
+            f"the set's spread is {moves}." + seen)
 
 
 #: other tasks' CPU on the measured set in one window above which the Method sheet names them as a cause

@@ -15,57 +15,19 @@ from pathlib import Path
 
 import pytest
 from qemumatrix import small_matrix
+from rolerecords import journal, record
 
 from stormatrix.analysis.read.ingest import ingest
 from stormatrix.analysis.write.rolesheet import answer_rows, headline, with_config
 from stormatrix.analysis.score.roles import ROLES, STEM, aio_verdicts, per_io_frame, role_table
 
 
-def _role(vol: int, invol: int, run: float, user: float, system: float, threads: int = 1) -> dict:
-    return {"threads": threads, "user_s": user, "system_s": system, "runtime_s": run, "ctx_voluntary": vol,
-            "ctx_involuntary": invol}
-
-
-def _record(controller: str, aio: str, repeat: int, worker_vol: int, main_vol: int, ios: int = 1000) -> dict:
-    by_role = {"vcpu": _role(5000 + 37 * repeat, 400, 3.0 + 0.1 * repeat, 2.9, 0.2),
-               "main-loop": _role(main_vol, 20, 0.3, 0.2, 0.1),
-               "other": _role(3, 0, 0.001, 0.0, 0.0)}
-    if aio == "threads":
-        by_role["aio-worker"] = _role(worker_vol, 11, 0.15, 0.05, 0.1, threads=8)
-    vol = sum(r["ctx_voluntary"] for r in by_role.values())
-    invol = sum(r["ctx_involuntary"] for r in by_role.values())
-    return {
-        "schema": "stormatrix/record-1", "type": "cell", "run_id": "r1",
-        "key": f"{controller}/aio={aio}/iothread=0/cache=none/rr/rep{repeat}",
-        "cell": {"disk": {"controller": controller, "aio": aio, "iothread": False, "cache": "none"},
-                 "workload": {"name": "rr", "rw": "randread", "bs": 65536, "iodepth": 8, "numjobs": 1,
-                              "rate_mib_s": 32.0}, "repeat": repeat},
-        "backend": "qemu", "engine": "fio",
-        "times": {"started": "2026-12-02T04:00:00+00:00", "measure_s": 6.0, "window_s": 6.0},
-        "fio": {"version": "fio-3.33", "jobs": 1, "error": 0,
-                "read": {"io_bytes": ios * 65536, "bw_bytes": ios * 65536 / 6, "iops": ios / 6, "total_ios": ios,
-                         "runtime_ms": 6000},
-                "total": {"io_bytes": ios * 65536, "bw_bytes": ios * 65536 / 6, "iops": ios / 6, "total_ios": ios,
-                          "runtime_ms": 6000}},
-        "host": {"cpu_metric": "cpu_time", "cpu_unit": "s", "cpu_total": 3.6, "cpu_user": 3.2, "cpu_system": 0.4,
-                 "ctx_switches": vol + invol, "ctx_voluntary": vol, "ctx_involuntary": invol,
-                 "source": "perf+proc", "scope": "qemu-process", "pid": 1, "window_s": 6.0, "by_role": by_role},
-    }
-
-
-def _journal(tmp_path: Path, records: list[dict]) -> Path:
-    run = tmp_path / "run"
-    run.mkdir()
-    (run / "journal.ndjson").write_text("".join(json.dumps(r) + "\n" for r in records))
-    return run
-
-
 def _frame(tmp_path: Path, records: list[dict]):
-    return with_config(ingest([_journal(tmp_path, records)]).frame)
+    return with_config(ingest([journal(tmp_path, records)]).frame)
 
 
 def test_roles_add_up_to_the_process_and_workers_are_empty_for_native(tmp_path: Path) -> None:
-    recs = [_record("sata", aio, rep, 2000 + rep, 3000 + 7 * rep) for aio in ("native", "threads") for rep in (1, 2, 3)]
+    recs = [record("sata", aio, rep, 2000 + rep, 3000 + 7 * rep) for aio in ("native", "threads") for rep in (1, 2, 3)]
     per_io = per_io_frame(_frame(tmp_path, recs))
     assert len(per_io) == 6
     for row, rec in zip(per_io.sort_values(["aio", "repeat"]).itertuples(), sorted(recs, key=lambda r: (
@@ -88,7 +50,7 @@ def test_roles_add_up_to_the_process_and_workers_are_empty_for_native(tmp_path: 
 def test_verdict_rests_on_the_io_path_not_the_vcpu(tmp_path: Path) -> None:
     """The vCPU's switches differ wildly between repeats (here in the same way for both modes); the verdict
     is on the I/O path's switches per I/O, which the aio workers' 2 per I/O separate."""
-    recs = [_record("virtio-blk", aio, rep, 2000, 3000 + 5 * rep) for aio in ("native", "threads")
+    recs = [record("virtio-blk", aio, rep, 2000, 3000 + 5 * rep) for aio in ("native", "threads")
             for rep in (1, 2, 3)]
     for i, r in enumerate(recs):  # a vCPU that swings by 3x between repeats
         r["host"]["by_role"]["vcpu"]["ctx_voluntary"] = (1000, 9000, 3000)[i % 3]
@@ -104,13 +66,13 @@ def test_verdict_rests_on_the_io_path_not_the_vcpu(tmp_path: Path) -> None:
 
 
 def test_a_single_repeat_is_not_decided(tmp_path: Path) -> None:
-    frame = _frame(tmp_path, [_record("ide", "native", 1, 0, 3000), _record("ide", "threads", 1, 2000, 3000)])
+    frame = _frame(tmp_path, [record("ide", "native", 1, 0, 3000), record("ide", "threads", 1, 2000, 3000)])
     (v,) = aio_verdicts(per_io_frame(frame))
     assert not v.decided and "indicative" in answer_rows(frame)[0][5]
 
 
 def test_records_without_a_split_give_no_role_figures(tmp_path: Path) -> None:
-    recs = [_record("sata", "native", 1, 0, 3000), _record("sata", "threads", 1, 2000, 3000)]
+    recs = [record("sata", "native", 1, 0, 3000), record("sata", "threads", 1, 2000, 3000)]
     for r in recs:
         del r["host"]["by_role"]
     frame = _frame(tmp_path, recs)
@@ -162,10 +124,10 @@ def test_the_workbook_names_the_verdict_figure_and_answers_per_controller(tmp_pa
 
     from stormatrix.cli import main
 
-    recs = [_record(c, aio, rep, 2000 + rep, 3000 + 9 * rep + (500 if c == "ide" else 0))
+    recs = [record(c, aio, rep, 2000 + rep, 3000 + 9 * rep + (500 if c == "ide" else 0))
             for c in ("sata", "ide") for aio in ("native", "threads") for rep in (1, 2, 3)]
     out = tmp_path / "w.xlsx"
-    assert main(["report", str(_journal(tmp_path, recs)), "-o", str(out)]) == 0
+    assert main(["report", str(journal(tmp_path, recs)), "-o", str(out)]) == 0
     wb = openpyxl.load_workbook(out)
     method = {str(r[0]): str(r[1]) for r in wb["Method"].iter_rows(values_only=True) if r[0] and r[1]}
     assert method["Verdict figure"].startswith("I/O-path context switches per I/O")
@@ -209,7 +171,7 @@ def test_the_method_says_how_the_guest_paced_only_where_the_records_give_its_fio
     Method sheet's "Guest pacing" line, with how many measurements had it; records without it give no line."""
     from stormatrix.analysis.write.rolesheet import method_lines
 
-    recs = [_record(c, a, r, 2000 + r, 3000 + 7 * r) for c in ("sata",) for a in ("native", "threads")
+    recs = [record(c, a, r, 2000 + r, 3000 + 7 * r) for c in ("sata",) for a in ("native", "threads")
             for r in (1, 2, 3)]
     for rec in recs[:5]:
         rec["guest"] = {"kernel": "6.1.0", "fio_timerslack_ns": "20000000"}
@@ -239,9 +201,9 @@ def test_the_noise_line_gives_the_vcpus_share_and_names_other_tasks_on_the_set_o
     assert "in 1 of 3 windows (up to 2.0 s" in loud
 
 
-def test_the_noise_line_puts_the_cpu_sets_spread_beside_the_io_paths_run_time_and_the_other_tasks() -> None:
-    """The scored CPU-set figure's spread is given with what the set carried in the same windows, each from its
-    own column: the I/O path's CPU-per-I/O CV (Roles) and the other tasks' CPU (on_set_cpu_s)."""
+def test_the_noise_line_splits_the_cpu_sets_spread_into_qemus_threads_and_the_rest() -> None:
+    """The scored CPU-set figure's spread, measured per window: the set's CPU time is QEMU's threads on it
+    (proc_set_cpu_total) plus the rest; whichever spreads within a configuration is named, with the numbers."""
     import pandas as pd
 
     from stormatrix.analysis.write.rolesheet import _noise_line
@@ -249,15 +211,20 @@ def test_the_noise_line_puts_the_cpu_sets_spread_beside_the_io_paths_run_time_an
     per_io = pd.DataFrame({"vcpu_ctx_io": [1.0], "roles_ctx_io": [4.0], "vcpu_cpu_us_io": [9.0],
                            "roles_cpu_us_io": [10.0]})
     table = pd.DataFrame({"path_cpu_us_io_cv": [0.02, 0.12], "path_ctx_io_cv": [0.01, 0.03]})
-    frame = pd.DataFrame({"controller": ["sata"] * 3 + ["ide"] * 3, "aio": ["native"] * 6,
-                          "cpu_per_mib": [2.0, 2.0, 2.0, 1.0, 2.0, 3.0], "on_set_cpu_s": [0.05, 0.07, 0.04] * 2})
-    line = _noise_line(table, True, per_io, frame)
+    base = {"controller": ["sata"] * 3 + ["ide"] * 3, "aio": ["native"] * 6,
+            "cpu_per_mib": [2.0, 2.0, 2.0, 1.0, 2.0, 3.0], "on_set_cpu_s": [0.05, 0.07, 0.04] * 2}
+    qemu_moves = pd.DataFrame({**base, "cpu_total": [0.5, 0.5, 0.5, 0.4, 0.5, 0.6],
+                               "proc_set_cpu_total": [0.3, 0.3, 0.3, 0.2, 0.3, 0.4]})
+    line = _noise_line(table, True, per_io, qemu_moves)
     assert "CPU per MiB (the scored figure) varies by CV 0%-50%" in line  # sata 0, ide sd 1 / mean 2
-    assert "own run time per I/O, which the set carries, by 2%-12%" in line
-    assert "at most 0.07 CPU-s of a window" in line
+    assert "QEMU's threads that ran on it (0.20-0.40 s) plus the rest" in line and "(0.20-0.20 s)" in line
+    assert "pooled sd of 0.071 s and the rest by 0.000 s: the set's spread is mostly QEMU's own threads" in line
+    assert "took up to 0.07 CPU-s of a window" in line
     assert "the I/O path's switches per I/O by 1%-3% and its CPU per I/O by 2%-12%" in line
+    rest_moves = qemu_moves.assign(proc_set_cpu_total=[0.3] * 6)
+    assert "the set's spread is mostly the rest" in _noise_line(table, True, per_io, rest_moves)
     # with the vCPUs on the set (KVM) the set's spread holds the guest's: no such line
-    assert "scored figure" not in _noise_line(table, False, per_io, frame)
+    assert "scored figure" not in _noise_line(table, False, per_io, qemu_moves)
 
 
 def test_a_decided_verdict_gives_the_cpu_difference_with_its_own_interval_and_says_when_it_is_within_noise() -> None:
