@@ -3,51 +3,38 @@
 grouped order + CV-only repeats (issue 25), the demo matrix with its own time budget, run after run.
 
 The ``make demo`` matrix (harness/matrices/demo.toml: 5 controllers x aio native/threads x 3 repeats,
-``time_budget_minutes`` 8.5, ``max_repeats`` 4) runs ``--pairs`` times per strategy, alternating so that
+``time_budget_minutes`` 8.5, ``max_repeats`` 5) runs ``--pairs`` times per strategy, alternating so that
 the machine's drift lands on both (pair 1: new then old, pair 2: old then new, ...):
 
 - new: ``[run] order = "rounds"`` (every configuration once per round, seeded shuffle) and
   ``repeat_policy = "verdicts"`` (extra repeats first for both sides of each open comparison);
 - old: ``order = "grouped"`` (a configuration's repeats back to back) and ``repeat_policy = "cv"``.
 
-Per run it counts the threads-vs-native verdicts the workbook calls decided: the findings' "aio modes of
-<controller>" comparisons (per controller its best aio mode against the next, in every normalization
-group) read through ``stormatrix.repeats.comparisons`` — the same ingest, ``score_cells`` and bootstrap
-share as ``stormatrix report`` and the Findings sheet — decided when one side is lower in >= 95 % or
-<= 5 % of the resamples (``analysis.score.bootstrap.LEVEL``). A controller's verdict is decided when every
-group's comparison is. It also reports the extra repeats run and not run (and why: each record's
-``extra_repeat.basis``), the run time, the load average at start and end, and from the runner's timeline
-the matrix overhead as benchmarks/bench_cell_overhead.py defines it: (span - sum of warm-up + window) /
-sum of warm-up + window.
+Per run it counts the threads-vs-native verdicts the workbook calls decided: where the records carry the
+per-thread split (every local QEMU run), the Answer page's (analysis/score/roles.py: Welch's t on the I/O-path
+switches per I/O, p < 0.05), else the findings' "aio modes of <controller>" comparisons (the bootstrap share of
+the scores, ``analysis.score.bootstrap.LEVEL``), each through the same ingest as ``stormatrix report``. It also
+reports the extra repeats run and not run (and why: each record's ``extra_repeat.basis``), the run time, the
+load average at start and end, and from the runner's timeline the matrix overhead as
+benchmarks/bench_cell_overhead.py defines it: (span - sum of warm-up + window) / sum of warm-up + window.
 
 This is a benchmark, not a test: the numbers depend on the machine and on what else runs on it.
 
-Measured with 3 pairs on the shared 2-core development machine (2026-11-28, with saved-state restore): the first
-run alone on a quiet machine, the rest while other helpers' tests ran (load average per run at start-end):
+Measured with 1 pair on the 2-core development machine, nothing else running (2026-12-04 02:19-02:30):
 
-    run  strategy  time    load     cells  decided  extra run / wanted, not run     matrix overhead
-    1    new       507 s   0.2-3.7   40    0 of 5   10 open verdict / 0               15.0 %
-    2    old       516 s   3.7-6.9   36    3 of 5    6 cv / 4                         30.0 %
-    3    old       516 s   6.9-7.4   32    3 of 5    2 cv / 6                         46.4 %
-    4    new       510 s   7.4-5.8   38    4 of 5    6 open verdict + 2 cv / 1        21.7 %
-    5    new       503 s   5.8-6.1   37    4 of 5    6 open verdict + 1 cv / 0        23.1 %
-    6    old       511 s   6.1-6.8   36    3 of 5    6 cv / 3                         28.7 %
+    run  strategy  time    load     cells  decided  verdict figure's CV   extra run / wanted, not run     overhead
+    1    new       363 s   0.2-1.2   42    5 of 5   0.4-4.2 %             4 open verdict + 8 cv / 0        7.9 %
+    2    old       281 s   1.2-1.4   34    5 of 5   0.5-3.1 %             4 cv / 0                         3.2 %
 
-- new (rounds + verdicts): 8 of 15 verdicts decided (ide open in all 3 runs, every verdict open in the quiet run 1);
-  old (grouped + cv): 9 of 15 (ide open in all 3, pvscsi in 2, sata in 1). Where decided, aio=native was ahead of aio=threads.
-- With restore the 30 planned cells fit the 8.5-minute budget, so the policies now differ in their extra repeats:
-  new ran 25 (22 for an open verdict) and left 1 wanted; old ran 14 and left 13 wanted (its runs had more
-  overhead, so fewer cells fit the budget).
-- The decided count did not rise: on this guest the threads-vs-native difference in CPU per MiB is small against the
-  run-to-run spread (run 1, the quietest, decided none with 10 extra repeats spent on exactly those comparisons);
-  more repeats narrow the intervals but do not make a small difference large. Rounds spread the machine's drift
-  over every configuration; grouped order can turn a drift into a "decided" difference, so more decided is not
-  more often right.
-- Matrix overhead 15.0 % (quiet) to 46.4 % (load 7): the mean of new was 19.9 %, of old 35.0 %.
+- Both decided every controller (Welch p <= 0.002), aio=native ahead everywhere: the I/O-path switches per I/O
+  separate the aio modes by 1.3-2.2 per I/O against a spread of a few percent, so the policy no longer decides
+  how many verdicts a run reaches; it decides the run's time and its extra cells.
+- Before the verdict figure was the I/O path's (2026-11-28, whole-process scores, 3 pairs, load 0.2-7.4) new
+  decided 8 of 15 and old 9 of 15: more repeats did not make a small difference against a large spread large.
 
     .venv/bin/python benchmarks/bench_verdicts.py [--pairs 3] [--out DIR] [--json FILE] [--matrix M.toml]
     .venv/bin/python benchmarks/bench_verdicts.py --from DIR [--json FILE]   # count the runs kept in DIR again
-    # ~8.5 minutes per run (the demo's budget): 3 pairs take about 52 minutes
+    # up to ~8.5 minutes per run (the demo's budget): 1 pair took 11 minutes here
 """
 
 from __future__ import annotations
