@@ -178,14 +178,15 @@ def _set_cpu_line(table: pd.DataFrame, frame: pd.DataFrame | None) -> str:
     seen = (f" The processes seen on the set (sampled once a second, so short-lived ones escape it) took up to "
             f"{busy.max():.2f} CPU-s of a window (column on_set_cpu_s).") if len(busy) else ""
     qemu, rest = pooled("proc_set_cpu_total"), pooled("rest")
-    moves = ("mostly QEMU's own threads" if qemu > 2 * rest else "mostly the rest" if rest > 2 * qemu else
-             "both")
+    moves = ("the set's spread is mostly QEMU's own threads'" if qemu > 2 * rest else
+             "the set's spread is mostly the rest's" if rest > 2 * qemu else
+             "the two spread alike (neither sd is twice the other)")
     return (f" Over a configuration's repeats the CPU set's CPU per MiB (the scored figure) varies by CV "
             f"{cvs.min():.0%}-{cvs.max():.0%}. Per window the set's CPU time is QEMU's threads that ran on it "
             f"({f['proc_set_cpu_total'].min():.2f}-{f['proc_set_cpu_total'].max():.2f} s) plus the rest, the "
             f"kernel's work, interrupts and other processes ({f['rest'].min():.2f}-{f['rest'].max():.2f} s); "
             f"within a configuration the first spreads by a pooled sd of {qemu:.3f} s and the rest by {rest:.3f} s: "
-            f"the set's spread is {moves}." + seen)
+            f"{moves}." + seen)
 
 
 #: other tasks' CPU on the measured set in one window above which the Method sheet names them as a cause

@@ -218,11 +218,13 @@ def test_the_noise_line_splits_the_cpu_sets_spread_into_qemus_threads_and_the_re
     line = _noise_line(table, True, per_io, qemu_moves)
     assert "CPU per MiB (the scored figure) varies by CV 0%-50%" in line  # sata 0, ide sd 1 / mean 2
     assert "QEMU's threads that ran on it (0.20-0.40 s) plus the rest" in line and "(0.20-0.20 s)" in line
-    assert "pooled sd of 0.071 s and the rest by 0.000 s: the set's spread is mostly QEMU's own threads" in line
+    assert "pooled sd of 0.071 s and the rest by 0.000 s: the set's spread is mostly QEMU's own threads'." in line
     assert "took up to 0.07 CPU-s of a window" in line
     assert "the I/O path's switches per I/O by 1%-3% and its CPU per I/O by 2%-12%" in line
     rest_moves = qemu_moves.assign(proc_set_cpu_total=[0.3] * 6)
-    assert "the set's spread is mostly the rest" in _noise_line(table, True, per_io, rest_moves)
+    assert "the set's spread is mostly the rest's." in _noise_line(table, True, per_io, rest_moves)
+    alike = qemu_moves.assign(cpu_total=[0.5, 0.5, 0.5, 0.3, 0.5, 0.7])  # the rest moves as much as QEMU's threads
+    assert "the two spread alike (neither sd is twice the other)." in _noise_line(table, True, per_io, alike)
     # with the vCPUs on the set (KVM) the set's spread holds the guest's: no such line
     assert "scored figure" not in _noise_line(table, False, per_io, qemu_moves)
 
