@@ -143,6 +143,10 @@ def _cpu_set_columns(rec: CellRecord) -> dict[str, Any]:
             if isinstance(counts, dict):
                 out[f"leak_{name}_outside"] = _float(counts.get("outside"))
                 out[f"leak_{name}_on_set"] = _float(counts.get("on_set"))
+    stat = host.rest.get("cpu_stat")  # the set's /proc/stat columns over the window
+    steal = stat.get("steal") if isinstance(stat, dict) else None
+    if isinstance(steal, (int, float)) and not isinstance(steal, bool):
+        out["set_steal_s"] = float(steal)
     if host.on_set is not None:
         rest = host.rest.get("on_set_rest")
         extra = rest.get("cpu_s") if isinstance(rest, dict) else None

@@ -104,6 +104,7 @@ COLUMNS: dict[str, str] = {
     "leak_softirq_outside": "float64",  # BLOCK, IRQ_POLL, NET_RX, NET_TX, TASKLET softirqs outside the set
     "leak_softirq_on_set": "float64",
     "on_set_cpu_s": "float64",   # CPU seconds other processes (not the measured QEMU) used on the set
+    "set_steal_s": "float64",    # seconds the machine's own hypervisor took from the set (/proc/stat steal)
     "on_set_top": "string",      # the largest of them: "comm (pid) 0.33 s; ..."
     "rate_target_mib_s": "float64",
     "rate_achieved_mib_s": "float64",

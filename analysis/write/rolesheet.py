@@ -96,7 +96,46 @@ def method_lines(frame: pd.DataFrame) -> list[str | tuple[str, str]]:
     pacing = _pacing_line(frame)
     if pacing:
         lines.append(("Guest pacing", pacing))
+    steal = _steal_line(per_io, frame)
+    if steal:
+        lines.append(("Steal", steal))
     return lines
+
+
+#: seconds of a window the machine's hypervisor took from the set above which the Method sheet names it
+STEAL_LOUD_S = 0.5
+
+
+def _steal_line(per_io: pd.DataFrame, frame: pd.DataFrame) -> str:
+    """Windows in which the machine running the VMs (itself a VM) lost the measured CPU to its hypervisor
+    (/proc/stat steal on the set, column set_steal_s), and the verdict figure's spread with and without them.
+    Empty where no window lost more than :data:`STEAL_LOUD_S`."""
+    if "set_steal_s" not in frame or per_io.empty or "path_ctx_io" not in per_io:
+        return ""
+    steal = frame["set_steal_s"]
+    loud = steal > STEAL_LOUD_S
+    if not loud.fillna(False).any():
+        return ""
+    keys = [c for c in ("workload", "controller", "aio", "iothread", "cache") if c in per_io.columns]
+    flagged = per_io.assign(_loud=loud.reindex(per_io.index).fillna(False).astype(bool))
+
+    def cv_range(f: pd.DataFrame) -> str:
+        cvs = f.groupby(keys, dropna=False)["path_ctx_io"].agg(
+            lambda v: v.std() / v.mean() if len(v) > 1 and v.mean() else math.nan).dropna()
+        return f"{cvs.min():.1%}-{cvs.max():.1%}" if len(cvs) else "n/a"
+
+    quiet = flagged[~flagged["_loud"]]
+    medians = quiet.groupby(keys)["path_ctx_io"].median().rename("_median")
+    stolen = flagged[flagged["_loud"]].join(medians, on=keys)
+    shifts = (stolen["path_ctx_io"] - stolen["_median"]).dropna()
+    shift = (f" Those windows' verdict figure lies {shifts.min():+.2f} to {shifts.max():+.2f} switches per I/O from "
+             "the median of their configuration's other windows." if len(shifts) else "")
+    return (f"the machine that ran these VMs is itself a virtual machine: its hypervisor took the measured CPU "
+            f"away for more than {STEAL_LOUD_S:g} s in {int(loud.sum())} of {int(steal.notna().sum())} windows (up "
+            f"to {steal.max():.2f} s; /proc/stat steal of the set, column set_steal_s)." + shift +
+            " The verdict figure's CV over a configuration's repeats is "
+            f"{cv_range(flagged)} with those windows and {cv_range(quiet)} without them; the "
+            "verdicts use every window. Run on a machine of your own (or with the neighbours quiet) to avoid it.")
 
 
 def _pacing_line(frame: pd.DataFrame) -> str:

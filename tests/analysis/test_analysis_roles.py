@@ -242,3 +242,19 @@ def test_a_decided_verdict_gives_the_cpu_difference_with_its_own_interval_and_sa
     tight = verdict_sentence(verdict(52.0, 32.7, 71.3, 0.0006))
     assert "I/O-path CPU +52.0 µs per I/O (95 % CI +32.7 to +71.3, p = 0.0006)." in tight
     assert "within noise" not in tight
+
+
+def test_the_steal_line_names_the_stolen_windows_and_the_verdict_figures_spread_without_them() -> None:
+    import pandas as pd
+
+    from stormatrix.analysis.write.rolesheet import STEAL_LOUD_S, _steal_line
+
+    per_io = pd.DataFrame({"controller": ["sata"] * 4 + ["ide"] * 3, "aio": ["native"] * 7,
+                           "path_ctx_io": [2.6, 2.6, 2.6, 2.0, 2.5, 2.5, 2.5]})
+    frame = pd.DataFrame({"set_steal_s": [0.0, 0.1, 0.0, 1.6, 0.0, 0.0, 0.02]})
+    line = _steal_line(per_io, frame)
+    assert f"more than {STEAL_LOUD_S:g} s in 1 of 7 windows (up to 1.60 s" in line
+    assert "lies -0.60 to -0.60 switches per I/O from the median" in line
+    assert "0.0%-12.2% with those windows and 0.0%-0.0% without them" in line  # sata: sd 0.3 / mean 2.45
+    assert _steal_line(per_io, frame.assign(set_steal_s=[0.1] * 7)) == ""  # no window lost enough
+    assert _steal_line(per_io, pd.DataFrame({"x": [1] * 7})) == ""  # records without the set's /proc/stat

@@ -163,3 +163,11 @@ def test_with_the_vcpus_beside_the_harness_the_share_outside_qemu_is_of_the_thre
     # the set-wide default (KVM, or a record from before the place was recorded) keeps the whole process
     frame = ingest([journal(tmp_path / "kvm")], strict=True).frame
     assert {r["vcpu_place"] for _, r in scope_table(frame, score_cells(frame)).iterrows()} == {"on the set"}
+
+
+def test_the_sets_steal_is_a_column_and_absent_where_the_record_has_none(tmp_path: Path) -> None:
+    recs = [cpuset_record(c, a, rep, f) for (c, a), reps in CONFIGS.items() for rep, f in enumerate(reps, start=1)]
+    recs[0]["host"]["cpu_stat"] = {"user": 1.0, "system": 1.0, "idle": 4.0, "iowait": 0.0, "steal": 1.25}
+    frame = ingest([write_journal(tmp_path / "run", recs)], strict=True).frame
+    assert frame["set_steal_s"].iloc[0] == pytest.approx(1.25)
+    assert frame["set_steal_s"].iloc[1:].isna().all()  # no cpu_stat in the record: blank, never 0
