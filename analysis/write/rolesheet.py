@@ -120,8 +120,7 @@ def _steal_line(per_io: pd.DataFrame, frame: pd.DataFrame) -> str:
     flagged = per_io.assign(_loud=loud.reindex(per_io.index).fillna(False).astype(bool))
 
     def cv_range(f: pd.DataFrame) -> str:
-        cvs = f.groupby(keys, dropna=False)["path_ctx_io"].agg(
-            lambda v: v.std() / v.mean() if len(v) > 1 and v.mean() else math.nan).dropna()
+        cvs = _cvs(f.groupby(keys, dropna=False)["path_ctx_io"])
         return f"{cvs.min():.1%}-{cvs.max():.1%}" if len(cvs) else "n/a"
 
     quiet = flagged[~flagged["_loud"]]
@@ -187,10 +186,15 @@ def _noise_line(table: pd.DataFrame, vcpu_off_set: bool = False, per_io: pd.Data
             + share + f"its switches per I/O vary by CV {_cv_range(table, 'vcpu_ctx_io')} and its CPU per I/O by "
             f"{_cv_range(table, 'vcpu_cpu_us_io')} over a configuration's repeats, the I/O path's switches per I/O "
             f"by {_cv_range(table, 'path_ctx_io')} and its CPU per I/O by {_cv_range(table, 'path_cpu_us_io')} "
-            "(sheet 'Roles'). " + carry + others + (_set_cpu_line(table, frame) if vcpu_off_set else ""))
+            "(sheet 'Roles'). " + carry + others + (_set_cpu_line(frame) if vcpu_off_set else ""))
 
 
-def _set_cpu_line(table: pd.DataFrame, frame: pd.DataFrame | None) -> str:
+def _cvs(groups: Any) -> pd.Series:
+    """Each group's CV (sample sd / mean) of a grouped column; groups of one value, or a mean of 0, left out."""
+    return groups.agg(lambda v: v.std() / v.mean() if len(v) > 1 and v.mean() else math.nan).dropna()
+
+
+def _set_cpu_line(frame: pd.DataFrame | None) -> str:
     """Where the CPU set's CPU per MiB (the scored figure) spreads, measured: per window the set's CPU time is
     QEMU's threads that ran on it (``proc_set_cpu_total``) plus the rest (the kernel's work, interrupts, other
     processes); their spreads within a configuration (pooled over the configurations) say which one moves it."""
@@ -206,7 +210,7 @@ def _set_cpu_line(table: pd.DataFrame, frame: pd.DataFrame | None) -> str:
     sizes = groups.size()
     if not (sizes > 1).any():
         return ""
-    cvs = groups["cpu_per_mib"].agg(lambda v: v.std() / v.mean() if len(v) > 1 and v.mean() else math.nan).dropna()
+    cvs = _cvs(groups["cpu_per_mib"])
 
     def pooled(col: str) -> float:
         var = groups[col].var().fillna(0.0)
