@@ -49,13 +49,14 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench_cell_overhead import first_io, started, wait_for
 from bench_demo_modes import per_io, read_thread, records
 
 from stormatrix import guestimage
 from stormatrix.backends.qemu.testdisks import ensure_test_disk
-from stormatrix.backends.qemu.vm import QemuVm, VmSpec
+from stormatrix.backends.qemu.vm import VmSpec
 from stormatrix.core.model import DiskConfig, Timing, Workload
-from stormatrix.executors.localagent import AgentChannel, fio_job, parse_event
+from stormatrix.executors.localagent import fio_job
 
 DEMO_MATRIX = Path(guestimage.__file__).parent / "matrices" / "demo.toml"
 WORKLOAD = Workload("randread-64k-32m", "randread", 65536, 8, 1, 32.0)
@@ -120,43 +121,29 @@ class Threads(threading.Thread):
 
 def bare_window(spec: VmSpec) -> dict[str, float]:
     """One bare window: switches per I/O by role (and the I/O path), from /proc and QEMU's own I/O count."""
-    vm = QemuVm(spec)
-    vm.start()
-    chan = AgentChannel(str(vm.agent_path))
-    threads: Threads | None = None
-    pid = 0
-    try:
-        chan.connect(time.monotonic() + 30)
-        deadline = time.monotonic() + 120
-        while (ev := parse_event(chan.readline(deadline))) is None or ev[0] != "READY":
-            pass
+    with started(spec) as (vm, chan, drive, t0):
+        wait_for(chan, "READY", t0 + 120)
+        deadline = time.monotonic() + 120  # for the job's whole run
         pid = vm.pid
         threads = Threads(pid)
         threads.start()
-        time.sleep(0.5)  # every thread placed before the job starts
-        drive = f"drive-{spec.disk.bus}{spec.slot}"
-        before = vm.blockstats(drive).rd_operations  # the guest's own disk check
-        job = fio_job(WORKLOAD, Timing(RAMP_S, MEASURE_S), "@DISK@", markers=False)
-        chan.send("RUN " + base64.b64encode(job.encode()).decode())
-        while vm.blockstats(drive).rd_operations <= before:
-            if time.monotonic() > deadline:
-                raise RuntimeError("fio never issued I/O")
-            time.sleep(0.005)
-        time.sleep(WINDOW_DELAY_S)
-        t0, io0 = threads.snapshot(), vm.blockstats(drive).rd_operations
-        time.sleep(WINDOW_S)
-        t1, io1 = threads.snapshot(), vm.blockstats(drive).rd_operations
-        while (ev := parse_event(chan.readline(deadline))) is None or ev[0] != "END":
-            pass
-    finally:
-        if threads is not None:
+        try:
+            time.sleep(0.5)  # every thread placed before the job starts
+            before = vm.blockstats(drive).rd_operations  # the guest's own disk check
+            job = fio_job(WORKLOAD, Timing(RAMP_S, MEASURE_S), "@DISK@", markers=False)
+            chan.send("RUN " + base64.b64encode(job.encode()).decode())
+            first_io(vm, drive, t0, before)
+            time.sleep(WINDOW_DELAY_S)
+            s0, io0 = threads.snapshot(), vm.blockstats(drive).rd_operations
+            time.sleep(WINDOW_S)
+            s1, io1 = threads.snapshot(), vm.blockstats(drive).rd_operations
+            wait_for(chan, "END", deadline)
+        finally:
             threads.stop_event.set()
-        chan.close()
-        vm.stop()
     ios = io1 - io0
     out: dict[str, float] = {"ios": float(ios)}
-    for tid, (comm, _run, vol, invol) in t1.items():
-        _, _, vol0, invol0 = t0.get(tid, (comm, 0, 0, 0))  # born in the window: its whole life is in it
+    for tid, (comm, _run, vol, invol) in s1.items():
+        _, _, vol0, invol0 = s0.get(tid, (comm, 0, 0, 0))  # born in the window: its whole life is in it
         r = role(pid, tid, comm)
         out[r] = out.get(r, 0.0) + (vol - vol0 + invol - invol0) / ios
     out["path"] = sum(v for k, v in out.items() if k not in ("ios", "vcpu"))
